@@ -1,0 +1,87 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "LiveRelay",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "LiveActivityKit", targets: ["LiveActivityKit"]),
+        .library(name: "APNs", targets: ["APNs"]),
+        .library(name: "APNsEmulator", targets: ["APNsEmulator"]),
+        .executable(name: "liverelay", targets: ["liverelay"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+    ],
+    targets: [
+        // The vocabulary of Live Activities and the APNs payload. Foundation only, so an iOS app
+        // can share its attribute types with the server.
+        .target(name: "LiveActivityKit"),
+        // The APNs provider client: ES256 provider tokens, HTTP/2 over TLS, typed answers.
+        .target(
+            name: "APNs",
+            dependencies: [
+                "LiveActivityKit",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Apple's side on loopback: an HTTP/2 + TLS server speaking the APNs provider API.
+        .target(
+            name: "APNsEmulator",
+            dependencies: [
+                "LiveActivityKit",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Helpers shared by the test targets: deadlines, fixtures, a scriptable APNs endpoint.
+        .target(
+            name: "LiveRelayTesting",
+            dependencies: ["LiveActivityKit", "APNs", "APNsEmulator"]
+        ),
+        .executableTarget(
+            name: "liverelay",
+            dependencies: [
+                "LiveActivityKit", "APNs", "APNsEmulator",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(name: "LiveActivityKitTests", dependencies: ["LiveActivityKit", "LiveRelayTesting"]),
+        .testTarget(
+            name: "APNsTests",
+            dependencies: [
+                "APNs", "APNsEmulator", "LiveRelayTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+    ]
+)
+
+// One place for the language mode and strictness of every target.
+for target in package.targets {
+    var settings = target.swiftSettings ?? []
+    settings.append(.swiftLanguageMode(.v6))
+    settings.append(.enableUpcomingFeature("ExistentialAny"))
+    target.swiftSettings = settings
+}

@@ -1,0 +1,293 @@
+import Foundation
+import LiveActivityKit
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+import NIOTLS
+import Synchronization
+
+/// A request handed to a connection: header block, body, deadline, and where its answer goes.
+struct APNsStreamRequest: Sendable {
+    var headers: HPACKHeaders
+    var body: ByteBuffer?
+    var deadline: NIODeadline
+    var response: EventLoopPromise<APNsRawResponse>
+}
+
+/// Whether a connection should get new requests. Written on the event loop, read by the pool.
+final class ConnectionHealth: Sendable {
+    private let usable = Atomic<Bool>(true)
+    var isUsable: Bool { usable.load(ordering: .relaxed) }
+    func retire() { usable.store(false, ordering: .relaxed) }
+}
+
+/// One HTTP/2 + TLS connection to APNs. Requests are multiplexed as streams written straight to
+/// `NIOHTTP2Handler` (no child channel per stream): the stream limit APNs advertises is honoured
+/// by NIO's concurrent-stream buffer, which queues streams beyond it.
+final class APNsConnection: Sendable {
+    let channel: any Channel
+    let health: ConnectionHealth
+
+    private init(channel: any Channel, health: ConnectionHealth) {
+        self.channel = channel
+        self.health = health
+    }
+
+    var isUsable: Bool { health.isUsable && channel.isActive }
+
+    static func connect(
+        to endpoint: APNsEndpoint, sslContext: NIOSSLContext, group: any EventLoopGroup, timeout: TimeAmount
+    ) -> EventLoopFuture<APNsConnection> {
+        let health = ConnectionHealth()
+        // SNI carries names only; for an IP address NIOSSL checks the certificate's IP entries.
+        let serverName = isIPAddress(endpoint.host) ? nil : endpoint.host
+        return ClientBootstrap(group: group)
+            .connectTimeout(timeout)
+            .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let pipeline = channel.pipeline.syncOperations
+                    try pipeline.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: serverName))
+                    try pipeline.addHandler(NIOHTTP2Handler(
+                        mode: .client,
+                        initialSettings: [
+                            HTTP2Setting(parameter: .enablePush, value: 0),
+                            HTTP2Setting(parameter: .maxConcurrentStreams, value: 1000),
+                            HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
+                        ]))
+                    try pipeline.addHandler(APNsStreamsHandler(health: health))
+                }
+            }
+            .connect(host: endpoint.host, port: endpoint.port)
+            .map { APNsConnection(channel: $0, health: health) }
+            .flatMapErrorThrowing { error in
+                throw APNsTransportError(.connectFailed, "cannot connect to \(endpoint.authority): \(error)")
+            }
+    }
+
+    func send(headers: HPACKHeaders, body: ByteBuffer?, deadline: NIODeadline) async throws -> APNsRawResponse {
+        let response = channel.eventLoop.makePromise(of: APNsRawResponse.self)
+        let written = channel.eventLoop.makePromise(of: Void.self)
+        written.futureResult.whenFailure { error in
+            response.fail(APNsTransportError(.notProcessed, "the connection closed before the request was written: \(error)"))
+        }
+        channel.write(APNsStreamRequest(headers: headers, body: body, deadline: deadline, response: response), promise: written)
+        return try await response.futureResult.get()
+    }
+
+    func close() async {
+        health.retire()
+        try? await channel.close()
+    }
+}
+
+private func isIPAddress(_ host: String) -> Bool {
+    (try? SocketAddress(ipAddress: host, port: 0)) != nil
+}
+
+/// Turns requests into HTTP/2 streams and frames back into answers, on the event loop.
+final class APNsStreamsHandler: ChannelDuplexHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundIn = APNsStreamRequest
+    typealias OutboundOut = HTTP2Frame
+
+    private struct InFlight {
+        var response: EventLoopPromise<APNsRawResponse>
+        var timeout: Scheduled<Void>
+        var status: Int?
+        var headers: [(name: String, value: String)] = []
+        var body: ByteBuffer?
+    }
+
+    private let health: ConnectionHealth
+    private var nextStreamID = HTTP2StreamID(1)
+    private var inFlight: [HTTP2StreamID: InFlight] = [:]
+    private var goingAway = false
+    private var flushPending = false
+    private var handshakeCompleted = false
+    /// Why the connection failed, given to requests that fail because of it.
+    private var failure: (any Error)?
+
+    init(health: ConnectionHealth) {
+        self.health = health
+    }
+
+    // MARK: Outbound
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let request = unwrapOutboundIn(data)
+        promise?.succeed()
+        guard !goingAway, context.channel.isActive else {
+            let why = failure.map { ": \($0)" } ?? ""
+            request.response.fail(APNsTransportError(.notProcessed, "the connection is closing\(why)"))
+            return
+        }
+        let streamID = nextStreamID
+        // Client streams are odd and increasing; stop well before the 2^31 limit.
+        if streamID > HTTP2StreamID(Int32.max - 1000) {
+            goingAway = true
+            health.retire()
+        } else {
+            nextStreamID = streamID.advanced(by: 2)
+        }
+
+        let loop = context.eventLoop.assumeIsolated()
+        let timeout = loop.scheduleTask(deadline: request.deadline) { [self] in
+            self.timedOut(streamID, context: context)
+        }
+        inFlight[streamID] = InFlight(response: request.response, timeout: timeout)
+
+        let headersWritten = context.eventLoop.makePromise(of: Void.self)
+        headersWritten.futureResult.assumeIsolated().whenFailure { [self] error in
+            self.fail(streamID, APNsTransportError(.notProcessed, "the stream could not be opened: \(error)"))
+        }
+        let hasBody = request.body != nil
+        context.write(
+            wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: request.headers, endStream: !hasBody)))),
+            promise: headersWritten)
+        if let body = request.body {
+            context.write(
+                wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(body), endStream: true)))),
+                promise: nil)
+        }
+        scheduleFlush(context: context)
+    }
+
+    /// One flush for all the requests that arrive in one event-loop tick: fewer TLS records and
+    /// fewer system calls under load, no delay when idle.
+    private func scheduleFlush(context: ChannelHandlerContext) {
+        guard !flushPending else { return }
+        flushPending = true
+        context.eventLoop.assumeIsolated().execute { [self] in
+            self.flushPending = false
+            context.flush()
+        }
+    }
+
+    private func timedOut(_ streamID: HTTP2StreamID, context: ChannelHandlerContext) {
+        guard let stream = inFlight.removeValue(forKey: streamID) else { return }
+        stream.response.fail(APNsTransportError(.deadlineExceeded, "no answer from APNs before the deadline"))
+        guard context.channel.isActive else { return }
+        context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(.cancel))), promise: nil)
+    }
+
+    // MARK: Inbound
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.payload {
+        case .headers(let headers):
+            guard var stream = inFlight[frame.streamID] else { return }
+            if stream.status == nil {
+                for header in headers.headers {
+                    if header.name == ":status" {
+                        stream.status = Int(header.value)
+                    } else if !header.name.hasPrefix(":") {
+                        stream.headers.append((header.name, header.value))
+                    }
+                }
+            }
+            inFlight[frame.streamID] = stream
+            if headers.endStream { complete(frame.streamID) }
+        case .data(let data):
+            guard var stream = inFlight[frame.streamID] else { return }
+            if case .byteBuffer(var buffer) = data.data, buffer.readableBytes > 0 {
+                if stream.body == nil {
+                    stream.body = buffer
+                } else {
+                    stream.body!.writeBuffer(&buffer)
+                }
+                inFlight[frame.streamID] = stream
+            }
+            if data.endStream { complete(frame.streamID) }
+        case .rstStream(let code):
+            fail(frame.streamID, APNsTransportError(.streamReset, "APNs reset the stream (\(code))"))
+        case .goAway(let lastStreamID, let code, let debugData):
+            goAway(lastStreamID: lastStreamID, code: code, debugData: debugData, context: context)
+        default:
+            break  // SETTINGS, PING and WINDOW_UPDATE are answered by NIOHTTP2Handler.
+        }
+    }
+
+    private func complete(_ streamID: HTTP2StreamID) {
+        guard let stream = inFlight.removeValue(forKey: streamID) else { return }
+        stream.timeout.cancel()
+        guard let status = stream.status else {
+            stream.response.fail(APNsTransportError(.streamReset, "the answer had no :status"))
+            return
+        }
+        stream.response.succeed(APNsRawResponse(status: status, headers: stream.headers, body: stream.body))
+    }
+
+    private func fail(_ streamID: HTTP2StreamID, _ error: any Error) {
+        guard let stream = inFlight.removeValue(forKey: streamID) else { return }
+        stream.timeout.cancel()
+        stream.response.fail(error)
+    }
+
+    private func failAll(_ error: any Error) {
+        let streams = inFlight
+        inFlight.removeAll()
+        for stream in streams.values {
+            stream.timeout.cancel()
+            stream.response.fail(error)
+        }
+    }
+
+    /// APNs will take no stream above `lastStreamID`: those were not processed and may be retried
+    /// elsewhere. The others finish; then the connection closes.
+    private func goAway(lastStreamID: HTTP2StreamID, code: HTTP2ErrorCode, debugData: ByteBuffer?, context: ChannelHandlerContext) {
+        goingAway = true
+        health.retire()
+        var reason = "\(code)"
+        if let debugData, let json = try? JSONValue(parsing: debugData.readableBytesView), let text = json["reason"]?.stringValue {
+            reason = text
+        }
+        failure = APNsTransportError(.notProcessed, "APNs sent GOAWAY (\(reason))")
+        for streamID in inFlight.keys where streamID > lastStreamID {
+            fail(streamID, APNsTransportError(.notProcessed, "APNs sent GOAWAY (\(reason)) before processing the request"))
+        }
+        if inFlight.isEmpty { context.close(promise: nil) }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if goingAway, inFlight.isEmpty, context.channel.isActive { context.close(promise: nil) }
+        context.fireChannelReadComplete()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case TLSUserEvent.handshakeCompleted(let negotiated) = event {
+            handshakeCompleted = true
+            guard negotiated != "h2" else {
+                context.fireUserInboundEventTriggered(event)
+                return
+            }
+            let error = APNsTransportError(.connectFailed, "the server did not agree to HTTP/2 (ALPN: \(negotiated ?? "none"))")
+            failure = error
+            failAll(error)
+            context.close(promise: nil)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if failure == nil { failure = error }
+        health.retire()
+        failAll(handshakeCompleted
+            ? APNsTransportError(.connectionClosed, "connection failed: \(error)")
+            : APNsTransportError(.connectFailed, "TLS with APNs failed: \(error)"))
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        health.retire()
+        let why = failure.map { ": \($0)" } ?? ""
+        failAll(APNsTransportError(.connectionClosed, "the connection closed with the request in flight\(why)"))
+        context.fireChannelInactive()
+    }
+}
+
+@available(*, unavailable)
+extension APNsStreamsHandler: Sendable {}

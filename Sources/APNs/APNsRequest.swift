@@ -1,0 +1,193 @@
+import Foundation
+import LiveActivityKit
+
+/// One HTTP/2 request to APNs, fully formed except for the `authorization` header, which the
+/// client adds when it sends. `--dry-run` prints exactly this.
+public struct APNsRequest: Sendable, Hashable {
+    public enum Service: Sendable, Hashable {
+        /// Device and broadcast pushes.
+        case push
+        /// Channel management.
+        case channelManagement
+    }
+
+    public enum Method: String, Sendable, Hashable {
+        case get = "GET", post = "POST", delete = "DELETE"
+    }
+
+    public struct Header: Sendable, Hashable {
+        public var name: String
+        public var value: String
+        /// Values that change with every request are kept out of the HPACK dynamic table, as
+        /// Apple asks, so they do not evict the ones worth indexing.
+        public var indexable: Bool
+
+        public init(_ name: String, _ value: String, indexable: Bool = true) {
+            self.name = name
+            self.value = value
+            self.indexable = indexable
+        }
+    }
+
+    public var service: Service
+    public var method: Method
+    public var path: String
+    /// Regular headers, without `authorization`.
+    public var headers: [Header]
+    public var body: [UInt8]?
+
+    public init(service: Service, method: Method, path: String, headers: [Header], body: [UInt8]?) {
+        self.service = service
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The value of a header, if present.
+    public func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
+}
+
+/// `apns-priority`, `apns-expiration`, `apns-collapse-id` and `apns-id` of a device push.
+public struct PushOptions: Sendable, Hashable {
+    /// Default 10, which is also what APNs assumes without the header.
+    public var priority: APNsPriority
+    /// `nil` leaves storage to APNs' default policy.
+    public var expiration: APNsExpiration?
+    public var collapseID: CollapseID?
+    /// `nil` lets APNs make one; it is returned either way.
+    public var apnsID: APNsMessageID?
+
+    public init(priority: APNsPriority = .immediate, expiration: APNsExpiration? = nil, collapseID: CollapseID? = nil, apnsID: APNsMessageID? = nil) {
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseID = collapseID
+        self.apnsID = apnsID
+    }
+}
+
+/// The headers of a broadcast: expiration and priority are required by APNs.
+public struct BroadcastOptions: Sendable, Hashable {
+    public var priority: APNsPriority
+    /// `.immediately` (0) is the only value a No-Message-Stored channel accepts.
+    public var expiration: APNsExpiration
+    public var requestID: APNsMessageID?
+
+    public init(priority: APNsPriority, expiration: APNsExpiration, requestID: APNsMessageID? = nil) {
+        self.priority = priority
+        self.expiration = expiration
+        self.requestID = requestID
+    }
+}
+
+/// Whether APNs keeps the latest broadcast of a channel for devices that were offline.
+public enum MessageStoragePolicy: Int, Sendable, Hashable, CaseIterable {
+    /// Only online devices get a message; higher publishing budget (scores).
+    case noMessageStored = 0
+    /// The most recent message is kept up to 8 hours for offline devices (flights).
+    case mostRecentMessageStored = 1
+}
+
+extension APNsRequest {
+    /// `POST /3/device/<token>` with a validated Live Activity payload.
+    public static func liveActivity(
+        _ payload: LiveActivityPayload, to token: DeviceToken, topic: BundleID, options: PushOptions = .init()
+    ) throws(LiveActivityValidationError) -> APNsRequest {
+        if options.priority == .low {
+            throw LiveActivityValidationError(
+                field: "apns-priority", code: .invalidValue, message: "must be 10 or 5 for a Live Activity device push, got 1")
+        }
+        let body = try payload.encoded(for: .device)
+        var headers = [
+            Header("apns-push-type", "liveactivity"),
+            Header("apns-topic", topic.liveActivityTopic),
+            Header("apns-priority", String(options.priority.rawValue)),
+        ]
+        if let expiration = options.expiration { headers.append(Header("apns-expiration", expiration.headerValue, indexable: false)) }
+        if let collapseID = options.collapseID { headers.append(Header("apns-collapse-id", collapseID.value, indexable: false)) }
+        if let apnsID = options.apnsID { headers.append(Header("apns-id", apnsID.description, indexable: false)) }
+        headers.append(Header("content-type", "application/json"))
+        return APNsRequest(service: .push, method: .post, path: "/3/device/\(token.hex)", headers: headers, body: body)
+    }
+
+    /// `POST /4/broadcasts/apps/<bundle>` to every activity subscribed to `channelID`.
+    public static func broadcast(
+        _ payload: LiveActivityPayload, channelID: String, bundleID: BundleID, options: BroadcastOptions
+    ) throws(LiveActivityValidationError) -> APNsRequest {
+        try validateChannelID(channelID, field: "apns-channel-id")
+        let body = try payload.encoded(for: .broadcast)
+        var headers = [
+            Header("apns-channel-id", channelID),
+            Header("apns-push-type", "liveactivity"),
+            Header("apns-expiration", options.expiration.headerValue, indexable: false),
+            Header("apns-priority", String(options.priority.rawValue)),
+        ]
+        if let requestID = options.requestID { headers.append(Header("apns-request-id", requestID.description, indexable: false)) }
+        headers.append(Header("content-type", "application/json"))
+        return APNsRequest(service: .push, method: .post, path: "/4/broadcasts/apps/\(bundleID.value)", headers: headers, body: body)
+    }
+
+    /// `POST /1/apps/<bundle>/channels`: APNs answers 201 with the new id in `apns-channel-id`.
+    public static func createChannel(bundleID: BundleID, storagePolicy: MessageStoragePolicy, requestID: APNsMessageID? = nil) -> APNsRequest {
+        let body = JSONValue.object([
+            ("message-storage-policy", .integer(storagePolicy.rawValue)),
+            ("push-type", .string("LiveActivity")),
+        ])
+        return APNsRequest(
+            service: .channelManagement, method: .post, path: "/1/apps/\(bundleID.value)/channels",
+            headers: requestIDHeader(requestID) + [Header("content-type", "application/json")], body: body.serialized)
+    }
+
+    /// `GET /1/apps/<bundle>/channels` with `apns-channel-id`: the channel's configuration.
+    public static func readChannel(_ channelID: String, bundleID: BundleID, requestID: APNsMessageID? = nil) throws(LiveActivityValidationError) -> APNsRequest {
+        try validateChannelID(channelID, field: "apns-channel-id")
+        return APNsRequest(
+            service: .channelManagement, method: .get, path: "/1/apps/\(bundleID.value)/channels",
+            headers: [Header("apns-channel-id", channelID)] + requestIDHeader(requestID), body: nil)
+    }
+
+    /// `DELETE /1/apps/<bundle>/channels` with `apns-channel-id`: APNs answers 204.
+    public static func deleteChannel(_ channelID: String, bundleID: BundleID, requestID: APNsMessageID? = nil) throws(LiveActivityValidationError) -> APNsRequest {
+        try validateChannelID(channelID, field: "apns-channel-id")
+        return APNsRequest(
+            service: .channelManagement, method: .delete, path: "/1/apps/\(bundleID.value)/channels",
+            headers: [Header("apns-channel-id", channelID)] + requestIDHeader(requestID), body: nil)
+    }
+
+    /// `GET /1/apps/<bundle>/all-channels`: every channel id of the app in this environment.
+    public static func listChannels(bundleID: BundleID, requestID: APNsMessageID? = nil) -> APNsRequest {
+        APNsRequest(
+            service: .channelManagement, method: .get, path: "/1/apps/\(bundleID.value)/all-channels",
+            headers: requestIDHeader(requestID), body: nil)
+    }
+
+    private static func requestIDHeader(_ id: APNsMessageID?) -> [Header] {
+        id.map { [Header("apns-request-id", $0.description, indexable: false)] } ?? []
+    }
+}
+
+extension APNsRequest {
+    /// Every header field in the order it is sent: pseudo-headers, `authorization`, the rest.
+    func headerFields(authority: String, authorization: String) -> [Header] {
+        [
+            Header(":method", method.rawValue),
+            Header(":scheme", "https"),
+            Header(":authority", authority),
+            Header(":path", path, indexable: false),
+            Header("authorization", "bearer \(authorization)"),
+        ] + headers
+    }
+
+    /// The request as it goes on the wire, the provider token elided: one `name: value` line per
+    /// header field, a blank line, the body.
+    public func rendered(in environment: APNsEnvironment) -> String {
+        let endpoint = service == .push ? environment.push : environment.channelManagement
+        var lines = headerFields(authority: endpoint.authority, authorization: "<provider token elided>")
+            .map { "\($0.name): \($0.value)" }
+        if let body {
+            lines.append("")
+            lines.append(String(decoding: body, as: UTF8.self))
+        }
+        return lines.joined(separator: "\n")
+    }
+}

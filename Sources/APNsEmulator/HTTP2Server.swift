@@ -1,0 +1,196 @@
+import Foundation
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+import Synchronization
+
+/// A request as the server received it.
+public struct ReceivedRequest: Sendable {
+    public var connectionID: Int
+    public var method: String
+    public var path: String
+    public var authority: String?
+    /// Regular headers in arrival order, names lowercase.
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+
+    public func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
+
+    /// Every value of `name` (APNs refuses repeated headers).
+    public func headers(named name: String) -> [String] { headers.filter { $0.name == name }.map(\.value) }
+}
+
+/// What the server does with one stream.
+public enum ServerAnswer: Sendable {
+    /// HEADERS (with END_STREAM when there is no body), then DATA if there is a body.
+    case respond(status: Int, headers: [(name: String, value: String)], body: [UInt8]?)
+    /// Never answer: the stream stays open until the client gives up.
+    case noAnswer
+    /// RST_STREAM with the given error code.
+    case resetStream(HTTP2ErrorCode)
+}
+
+/// Decides the answer to each request. Called on the connection's event loop: keep it fast.
+public protocol RequestResponder: Sendable {
+    func answer(_ request: ReceivedRequest) -> ServerAnswer
+}
+
+/// An HTTP/2 server over TLS on one port. It speaks HTTP/2 whatever ALPN says, because APNs
+/// does and some clients offer no ALPN at all.
+public final class HTTP2TLSServer: Sendable {
+    public let host: String
+    public let port: Int
+    private let channel: any Channel
+
+    private init(host: String, port: Int, channel: any Channel) {
+        self.host = host
+        self.port = port
+        self.channel = channel
+    }
+
+    /// Listens on `host:port` (port 0 picks a free one; read `port` afterwards).
+    public static func start(
+        host: String = "127.0.0.1", port: Int = 0, certificates: EmulatorCertificates,
+        maxConcurrentStreams: Int = 1000, responder: any RequestResponder,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> HTTP2TLSServer {
+        let sslContext = try NIOSSLContext(configuration: certificates.serverTLSConfiguration())
+        let connectionIDs = Atomic<Int>(0)
+        let channel = try await ServerBootstrap(group: group)
+            .serverChannelOption(ChannelOptions.backlog, value: 256)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                let connectionID = connectionIDs.wrappingAdd(1, ordering: .relaxed).newValue
+                return channel.eventLoop.makeCompletedFuture {
+                    let pipeline = channel.pipeline.syncOperations
+                    try pipeline.addHandler(NIOSSLServerHandler(context: sslContext))
+                    try pipeline.addHandler(NIOHTTP2Handler(
+                        mode: .server,
+                        initialSettings: [
+                            HTTP2Setting(parameter: .maxConcurrentStreams, value: maxConcurrentStreams),
+                            HTTP2Setting(parameter: .maxHeaderListSize, value: HPACKDecoder.defaultMaxHeaderListSize),
+                            HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
+                        ]))
+                    try pipeline.addHandler(ServerStreamsHandler(connectionID: connectionID, responder: responder))
+                }
+            }
+            .bind(host: host, port: port)
+            .get()
+        guard let boundPort = channel.localAddress?.port else {
+            throw HTTP2ServerError("the server socket has no port")
+        }
+        return HTTP2TLSServer(host: host, port: boundPort, channel: channel)
+    }
+
+    /// Stops listening. Open connections are closed with the event loop group.
+    public func shutdown() async {
+        try? await channel.close()
+    }
+}
+
+public struct HTTP2ServerError: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Gathers each stream's HEADERS and DATA into a request, asks the responder, writes the answer.
+/// Answers written while reading are flushed once per read burst.
+final class ServerStreamsHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    private let connectionID: Int
+    private let responder: any RequestResponder
+    private var partial: [HTTP2StreamID: ReceivedRequest] = [:]
+    private var needsFlush = false
+
+    init(connectionID: Int, responder: any RequestResponder) {
+        self.connectionID = connectionID
+        self.responder = responder
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.payload {
+        case .headers(let headers):
+            if partial[frame.streamID] == nil {
+                var request = ReceivedRequest(connectionID: connectionID, method: "", path: "", authority: nil, headers: [], body: [])
+                for header in headers.headers {
+                    switch header.name {
+                    case ":method": request.method = header.value
+                    case ":path": request.path = header.value
+                    case ":authority": request.authority = header.value
+                    case ":scheme": break
+                    default: request.headers.append((header.name, header.value))
+                    }
+                }
+                partial[frame.streamID] = request
+            }
+            if headers.endStream { dispatch(frame.streamID, context: context) }
+        case .data(let data):
+            if case .byteBuffer(let buffer) = data.data, buffer.readableBytes > 0 {
+                partial[frame.streamID]?.body.append(contentsOf: buffer.readableBytesView)
+            }
+            if data.endStream { dispatch(frame.streamID, context: context) }
+        case .rstStream:
+            partial.removeValue(forKey: frame.streamID)
+        default:
+            break
+        }
+    }
+
+    private func dispatch(_ streamID: HTTP2StreamID, context: ChannelHandlerContext) {
+        guard let request = partial.removeValue(forKey: streamID) else { return }
+        switch responder.answer(request) {
+        case .respond(let status, let headers, let body):
+            var block = HPACKHeaders()
+            block.reserveCapacity(headers.count + 1)
+            block.add(name: ":status", value: String(status))
+            for header in headers { block.add(name: header.name, value: header.value) }
+            context.write(
+                wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: block, endStream: body == nil)))),
+                promise: nil)
+            if let body {
+                context.write(
+                    wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(ByteBuffer(bytes: body)), endStream: true)))),
+                    promise: nil)
+            }
+        case .noAnswer:
+            return
+        case .resetStream(let code):
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(code))), promise: nil)
+        }
+        needsFlush = true
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if needsFlush {
+            needsFlush = false
+            context.flush()
+        }
+        context.fireChannelReadComplete()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+}
+
+@available(*, unavailable)
+extension ServerStreamsHandler: Sendable {}
+
+/// Answers every request as APNs answers a valid one: 200, HEADERS only, echoing `apns-id`
+/// (device pushes) or `apns-request-id` (broadcasts), with a fresh `apns-unique-id`. No checks:
+/// the reference endpoint of the client benchmark.
+public struct AcceptAllResponder: RequestResponder {
+    public init() {}
+
+    public func answer(_ request: ReceivedRequest) -> ServerAnswer {
+        let idHeader = request.path.hasPrefix("/4/") ? "apns-request-id" : "apns-id"
+        let id = request.header(idHeader) ?? UUID().uuidString.lowercased()
+        return .respond(status: 200, headers: [(idHeader, id), ("apns-unique-id", UUID().uuidString.lowercased())], body: nil)
+    }
+}

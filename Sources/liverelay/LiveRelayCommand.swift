@@ -1,0 +1,9 @@
+import ArgumentParser
+
+@main
+struct LiveRelayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "liverelay",
+        abstract: "LiveRelay: send, serve and emulate Live Activity pushes.",
+        subcommands: [Push.self, Channels.self, Keys.self, Bench.self])
+}
