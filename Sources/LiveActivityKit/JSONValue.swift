@@ -113,11 +113,15 @@ extension JSONValue {
 // MARK: - Encodable values
 
 extension JSONValue {
-    /// The JSON a fresh, default-configured Foundation `JSONEncoder` produces for `value`: what
+    /// The JSON Foundation's `JSONEncoder` with default strategies produces for `value`: what
     /// ActivityKit's default `JSONDecoder` expects (`Date` as seconds since 2001-01-01,
-    /// `ClosedRange<Date>` as a two-element array, property names unchanged).
+    /// `ClosedRange<Date>` as a two-element array, property names unchanged). Keys are sorted:
+    /// the default key order on Linux changes from run to run, and order means nothing to the
+    /// decoder, while the same push should give the same bytes.
     public init<Value: Encodable>(encoding value: Value) throws {
-        let data = try JSONEncoder().encode(value)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let data = try encoder.encode(value)
         self = try JSONValue(parsing: data)
     }
 }

@@ -148,7 +148,7 @@ extension LiveActivityPayload {
         try checkRelevance(content.relevanceScore)
         return LiveActivityPayload(Fields(
             event: .start, timestamp: timestamp, contentState: try JSONValue(encoding: content.state),
-            staleDate: content.staleDate, relevanceScore: content.relevanceScore, alert: alert,
+            staleDate: content.staleDate, relevanceScore: content.sentRelevanceScore, alert: alert,
             attributesType: attributesType, attributes: try JSONValue(encoding: attributes), inputPush: inputPush
         ))
     }
@@ -160,7 +160,7 @@ extension LiveActivityPayload {
         try checkRelevance(content.relevanceScore)
         return LiveActivityPayload(Fields(
             event: .update, timestamp: timestamp, contentState: try JSONValue(encoding: content.state),
-            staleDate: content.staleDate, relevanceScore: content.relevanceScore, alert: alert
+            staleDate: content.staleDate, relevanceScore: content.sentRelevanceScore, alert: alert
         ))
     }
 
@@ -174,7 +174,7 @@ extension LiveActivityPayload {
         return LiveActivityPayload(Fields(
             event: .end, timestamp: timestamp, contentState: try content.map { try JSONValue(encoding: $0.state) },
             staleDate: content?.staleDate, dismissalPolicy: dismissalPolicy,
-            relevanceScore: content?.relevanceScore, alert: alert
+            relevanceScore: content?.sentRelevanceScore, alert: alert
         ))
     }
 
@@ -184,6 +184,11 @@ extension LiveActivityPayload {
                 field: "aps.relevance-score", code: .invalidValue, message: "must be a finite number, got \(score)")
         }
     }
+}
+
+extension ActivityContent {
+    /// 0 is ActivityKit's default, so it is left out of the payload, as in Apple's examples.
+    fileprivate var sentRelevanceScore: Double? { relevanceScore == 0 ? nil : relevanceScore }
 }
 
 extension AlertConfiguration {

@@ -1,0 +1,165 @@
+import APNs
+import APNsEmulator
+import Crypto
+import Foundation
+import LiveActivityKit
+import Synchronization
+
+/// Runs `body`, failing with `DeadlineExceeded` if it has not finished within `limit`. Every
+/// await on the network in a test goes through this, so a hang fails instead of blocking CI.
+public func withDeadline<T: Sendable>(
+    _ limit: Duration = .seconds(20), _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
+    try await withThrowingTaskGroup(of: T.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: limit)
+            throw DeadlineExceeded(limit: limit)
+        }
+        defer { group.cancelAll() }
+        return try await group.next()!
+    }
+}
+
+public struct DeadlineExceeded: Error, CustomStringConvertible {
+    public let limit: Duration
+    public var description: String { "the test did not finish within \(limit)" }
+}
+
+/// A wall clock a test moves by hand.
+public final class ManualClock: Sendable {
+    private let current: Mutex<Date>
+
+    public init(_ start: Date = Date(timeIntervalSince1970: 1_795_000_000)) {
+        current = Mutex(start)
+    }
+
+    public var now: Date { current.withLock { $0 } }
+
+    public func advance(by interval: TimeInterval) {
+        current.withLock { $0 = $0.addingTimeInterval(interval) }
+    }
+
+    /// For `APNsClient.Configuration.now`.
+    public var function: @Sendable () -> Date { { [self] in self.now } }
+}
+
+/// A fresh P-256 signing key with made-up ids, and its public half for verifying tokens.
+public struct TestSigningKey: Sendable {
+    public let privateKey: P256.Signing.PrivateKey
+    public let signingKey: APNsSigningKey
+    public var publicKey: P256.Signing.PublicKey { privateKey.publicKey }
+
+    public init(keyID: String = "KEYID12345", teamID: String = "TEAMID1234") {
+        privateKey = P256.Signing.PrivateKey()
+        signingKey = try! APNsSigningKey(privateKey: privateKey, keyID: keyID, teamID: teamID)
+    }
+}
+
+/// A 160-character hex token, the usual length of Live Activity tokens.
+public func liveActivityToken(_ seed: UInt8 = 0xAB) -> DeviceToken {
+    try! DeviceToken(String(repeating: String(format: "%02x", seed), count: 80))
+}
+
+/// An APNs endpoint on loopback (HTTP/2 over TLS, port 0) that records every request and
+/// answers from a script, or accepts like APNs when the script is empty.
+public final class ScriptedAPNsServer: Sendable {
+    public let server: HTTP2TLSServer
+    public let caFile: String
+    private let recorder: Recorder
+    private let directory: URL
+
+    private final class Recorder: RequestResponder {
+        struct State {
+            var script: [ServerAnswer] = []
+            var received: [ReceivedRequest] = []
+            var fallback: (@Sendable (ReceivedRequest) -> ServerAnswer)?
+        }
+
+        let state = Mutex(State())
+
+        func answer(_ request: ReceivedRequest) -> ServerAnswer {
+            state.withLock { state in
+                state.received.append(request)
+                if !state.script.isEmpty { return state.script.removeFirst() }
+                if let fallback = state.fallback { return fallback(request) }
+                return AcceptAllResponder().answer(request)
+            }
+        }
+    }
+
+    private init(server: HTTP2TLSServer, caFile: String, recorder: Recorder, directory: URL) {
+        self.server = server
+        self.caFile = caFile
+        self.recorder = recorder
+        self.directory = directory
+    }
+
+    public static func start(maxConcurrentStreams: Int = 1000) async throws -> ScriptedAPNsServer {
+        let certificates = try EmulatorCertificates.generate()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let caFile = directory.appendingPathComponent("ca.pem").path
+        try certificates.writeCertificateAuthority(to: caFile)
+        let recorder = Recorder()
+        let server = try await HTTP2TLSServer.start(
+            certificates: certificates, maxConcurrentStreams: maxConcurrentStreams, responder: recorder)
+        return ScriptedAPNsServer(server: server, caFile: caFile, recorder: recorder, directory: directory)
+    }
+
+    /// The next requests get these answers, in order; then the fallback applies again.
+    public func enqueue(_ answers: ServerAnswer...) {
+        recorder.state.withLock { $0.script.append(contentsOf: answers) }
+    }
+
+    /// How requests are answered when the script is empty (default: accepted like APNs).
+    public func setFallback(_ fallback: @escaping @Sendable (ReceivedRequest) -> ServerAnswer) {
+        recorder.state.withLock { $0.fallback = fallback }
+    }
+
+    /// Every request received so far.
+    public var received: [ReceivedRequest] { recorder.state.withLock { $0.received } }
+
+    /// An environment pointing both services at this server, trusting its CA.
+    public var environment: APNsEnvironment {
+        .custom(host: "127.0.0.1", port: server.port, channelManagementPort: server.port, caFile: caFile)
+    }
+
+    public func shutdown() async {
+        await server.shutdown()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// An APNs error answer: the status, `{"reason": …}` (plus `timestamp` in ms) and `apns-id`.
+    public static func rejection(_ status: Int, _ reason: String, timestampMilliseconds: Int64? = nil, apnsID: String = UUID().uuidString.lowercased()) -> ServerAnswer {
+        var body: JSONValue = .object([("reason", .string(reason))])
+        if let timestampMilliseconds { body.set("timestamp", .integer(timestampMilliseconds)) }
+        return .respond(
+            status: status, headers: [("apns-id", apnsID), ("content-type", "application/json")], body: body.serialized)
+    }
+}
+
+/// Whether two JSON documents mean the same: objects compared without regard to key order,
+/// numbers by value (`0.0` equals `0`). For comparing against Apple's pretty-printed examples.
+public func jsonEquivalent(_ a: JSONValue, _ b: JSONValue) -> Bool {
+    switch (a, b) {
+    case (.number(let x), .number(let y)): return Double(x) == Double(y)
+    case (.array(let x), .array(let y)): return x.count == y.count && zip(x, y).allSatisfy(jsonEquivalent)
+    case (.object(let x), .object(let y)):
+        guard x.count == y.count else { return false }
+        return x.allSatisfy { member in b[member.key].map { jsonEquivalent(member.value, $0) } ?? false }
+    default: return a == b
+    }
+}
+
+extension JSONValue {
+    /// The same document with every object's keys sorted: number literals and strings untouched.
+    /// Foundation's `JSONEncoder` on Linux writes keys in hash order, which differs between runs.
+    public var sortedKeys: JSONValue {
+        switch self {
+        case .array(let elements): .array(elements.map(\.sortedKeys))
+        case .object(let members): .object(members.map { ($0.key, $0.value.sortedKeys) }.sorted { $0.0 < $1.0 })
+        default: self
+        }
+    }
+}

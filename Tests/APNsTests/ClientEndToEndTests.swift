@@ -1,0 +1,214 @@
+import APNs
+import APNsEmulator
+import Foundation
+import LiveActivityKit
+import LiveRelayTesting
+import Testing
+
+/// The client against a real HTTP/2 + TLS server on loopback.
+@Suite struct ClientEndToEndTests {
+    let bundle = try! BundleID("com.example.apple-samplecode.Emoji-Rangers")
+    let payload = try! LiveActivityPayload.update(
+        content: ActivityContent(state: ["eventDescription": "Power Panda found a sword!"], staleDate: nil),
+        timestamp: Date(timeIntervalSince1970: 1_795_000_000))
+
+    func withClient(
+        clock: ManualClock = ManualClock(), key: TestSigningKey = TestSigningKey(), timeout: Duration = .seconds(5),
+        maxConcurrentStreams: Int = 1000, connections: Int = 1,
+        _ body: @escaping @Sendable (APNsClient, ScriptedAPNsServer) async throws -> Void
+    ) async throws {
+        try await withDeadline {
+            let server = try await ScriptedAPNsServer.start(maxConcurrentStreams: maxConcurrentStreams)
+            let configuration = APNsClient.Configuration(
+                environment: server.environment, signingKey: key.signingKey, connectionsPerHost: connections,
+                requestTimeout: timeout, now: clock.function)
+            do {
+                try await withAPNsClient(configuration: configuration) { try await body($0, server) }
+                await server.shutdown()
+            } catch {
+                await server.shutdown()
+                throw error
+            }
+        }
+    }
+
+    @Test func anUpdateArrivesExactlyAsBuilt() async throws {
+        let key = TestSigningKey()
+        let clock = ManualClock()
+        try await withClient(clock: clock, key: key) { [payload, bundle] client, server in
+            let apnsID = APNsMessageID()
+            let accepted = try await client.send(payload, to: liveActivityToken(), topic: bundle, options: PushOptions(apnsID: apnsID))
+            #expect(accepted.status == 200)
+            #expect(accepted.apnsID == apnsID.description)
+            #expect(accepted.uniqueID != nil)
+
+            let request = try #require(server.received.first)
+            #expect(request.method == "POST")
+            #expect(request.path == "/3/device/\(liveActivityToken().hex)")
+            #expect(request.authority == "127.0.0.1:\(server.server.port)")
+            #expect(request.header("apns-push-type") == "liveactivity")
+            #expect(request.header("apns-topic") == "com.example.apple-samplecode.Emoji-Rangers.push-type.liveactivity")
+            #expect(request.header("apns-priority") == "10")
+            #expect(request.body == payload.json.serialized)
+            let authorization = try #require(request.header("authorization"))
+            #expect(authorization.hasPrefix("bearer "))
+            let claims = try #require(verifyProviderToken(String(authorization.dropFirst(7)), with: key.publicKey)).claims
+            #expect(claims["iat"] == .integer(unixSeconds(clock.now)))
+        }
+    }
+
+    @Test func manyConcurrentPushesShareOneConnectionAndOneToken() async throws {
+        try await withClient(maxConcurrentStreams: 50) { [payload, bundle] client, server in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for i in 0..<300 {
+                    group.addTask {
+                        try await client.send(payload, to: liveActivityToken(UInt8(i % 256)), topic: bundle)
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let received = server.received
+            #expect(received.count == 300)
+            #expect(Set(received.map(\.connectionID)).count == 1)
+            #expect(Set(received.compactMap { $0.header("authorization") }).count == 1)
+        }
+    }
+
+    @Test func severalConnectionsAreUsedInTurn() async throws {
+        try await withClient(connections: 3) { [payload, bundle] client, server in
+            for _ in 0..<6 { try await client.send(payload, to: liveActivityToken(), topic: bundle) }
+            #expect(Set(server.received.map(\.connectionID)).count == 3)
+        }
+    }
+
+    @Test func aRejectionCarriesReasonTimestampAndAdvice() async throws {
+        try await withClient { [payload, bundle] client, server in
+            server.enqueue(ScriptedAPNsServer.rejection(410, "Unregistered", timestampMilliseconds: 1_794_999_000_000))
+            let error = await #expect(throws: APNsError.self) {
+                try await client.send(payload, to: liveActivityToken(), topic: bundle)
+            }
+            #expect(error?.status == 410)
+            #expect(error?.reason == APNsReason("Unregistered"))
+            #expect(error?.timestamp == Date(timeIntervalSince1970: 1_794_999_000))
+            #expect(error?.advice == .dropToken)
+        }
+    }
+
+    @Test func anExpiredProviderTokenIsRefreshedOnceAndThePushRetried() async throws {
+        let clock = ManualClock()
+        try await withClient(clock: clock) { [payload, bundle] client, server in
+            try await client.send(payload, to: liveActivityToken(), topic: bundle)
+            clock.advance(by: 25 * 60)
+            server.enqueue(ScriptedAPNsServer.rejection(403, "ExpiredProviderToken"))
+            let accepted = try await client.send(payload, to: liveActivityToken(), topic: bundle)
+            #expect(accepted.status == 200)
+            let tokens = server.received.compactMap { $0.header("authorization") }
+            #expect(tokens.count == 3)
+            #expect(tokens[0] == tokens[1], "the rejected request carried the cached token")
+            #expect(tokens[1] != tokens[2], "the retry carried a new token")
+        }
+    }
+
+    @Test func aTokenYoungerThan20MinutesIsNotReplacedEvenIfAPNsCallsItExpired() async throws {
+        let clock = ManualClock()
+        try await withClient(clock: clock) { [payload, bundle] client, server in
+            try await client.send(payload, to: liveActivityToken(), topic: bundle)
+            clock.advance(by: 5 * 60)
+            server.enqueue(ScriptedAPNsServer.rejection(403, "ExpiredProviderToken"))
+            let error = await #expect(throws: APNsError.self) { try await client.send(payload, to: liveActivityToken(), topic: bundle) }
+            #expect(error?.reason == APNsReason("ExpiredProviderToken"))
+            #expect(server.received.count == 2)
+        }
+    }
+
+    @Test func theTokenIsRenewedAfter50Minutes() async throws {
+        let clock = ManualClock()
+        try await withClient(clock: clock) { [payload, bundle] client, server in
+            try await client.send(payload, to: liveActivityToken(), topic: bundle)
+            clock.advance(by: 49 * 60)
+            try await client.send(payload, to: liveActivityToken(), topic: bundle)
+            clock.advance(by: 60)
+            try await client.send(payload, to: liveActivityToken(), topic: bundle)
+            let tokens = server.received.compactMap { $0.header("authorization") }
+            #expect(tokens[0] == tokens[1] && tokens[1] != tokens[2])
+        }
+    }
+
+    @Test func noAnswerEndsAtTheDeadline() async throws {
+        try await withClient(timeout: .milliseconds(300)) { [payload, bundle] client, server in
+            server.enqueue(.noAnswer)
+            let error = await #expect(throws: APNsTransportError.self) { try await client.send(payload, to: liveActivityToken(), topic: bundle) }
+            #expect(error?.code == .deadlineExceeded)
+            // The connection is still good for the next push.
+            let next = try await client.send(payload, to: liveActivityToken(), topic: bundle)
+            #expect(next.status == 200)
+        }
+    }
+
+    @Test func aResetStreamIsReported() async throws {
+        try await withClient { [payload, bundle] client, server in
+            server.enqueue(.resetStream(.refusedStream))
+            let error = await #expect(throws: APNsTransportError.self) { try await client.send(payload, to: liveActivityToken(), topic: bundle) }
+            #expect(error?.code == .streamReset)
+        }
+    }
+
+    @Test func anUntrustedServerFailsToConnect() async throws {
+        try await withDeadline {
+            let server = try await ScriptedAPNsServer.start()
+            let otherCA = FileManager.default.temporaryDirectory.appendingPathComponent("other-ca-\(UUID().uuidString).pem").path
+            try EmulatorCertificates.generate().writeCertificateAuthority(to: otherCA)
+            let environment = APNsEnvironment.custom(host: "127.0.0.1", port: server.server.port, channelManagementPort: server.server.port, caFile: otherCA)
+            let configuration = APNsClient.Configuration(environment: environment, signingKey: TestSigningKey().signingKey)
+            let error = await #expect(throws: APNsTransportError.self) {
+                try await withAPNsClient(configuration: configuration) { [payload, bundle] client in
+                    try await client.send(payload, to: liveActivityToken(), topic: bundle)
+                }
+            }
+            #expect(error?.code == .connectFailed)
+            #expect(server.received.isEmpty)
+            await server.shutdown()
+            try? FileManager.default.removeItem(atPath: otherCA)
+        }
+    }
+
+    @Test func broadcastAndChannelManagement() async throws {
+        try await withClient { [bundle] client, server in
+            server.setFallback { request in
+                switch (request.method, request.path) {
+                case ("POST", "/1/apps/com.example.apple-samplecode.Emoji-Rangers/channels"):
+                    return .respond(status: 201, headers: [("apns-request-id", UUID().uuidString.lowercased()), ("apns-channel-id", "dHN0LXNyY2gtY2hubA==")], body: nil)
+                case ("GET", "/1/apps/com.example.apple-samplecode.Emoji-Rangers/channels"):
+                    return .respond(status: 200, headers: [("content-type", "application/json")], body: Array(#"{"message-storage-policy":1,"push-type":"LiveActivity"}"#.utf8))
+                case ("GET", "/1/apps/com.example.apple-samplecode.Emoji-Rangers/all-channels"):
+                    return .respond(status: 200, headers: [], body: Array(#"{"channels":["dHN0LXNyY2gtY2hubA==","YWJj"]}"#.utf8))
+                case ("DELETE", _):
+                    return .respond(status: 204, headers: [], body: nil)
+                default:
+                    return AcceptAllResponder().answer(request)
+                }
+            }
+            let id = try await client.createChannel(bundleID: bundle, storagePolicy: .mostRecentMessageStored)
+            #expect(id == "dHN0LXNyY2gtY2hubA==")
+            let configuration = try await client.readChannel(id, bundleID: bundle)
+            #expect(configuration.storagePolicy == .mostRecentMessageStored)
+            #expect(configuration.pushType == "LiveActivity")
+            let ids = try await client.listChannels(bundleID: bundle)
+            #expect(ids == ["dHN0LXNyY2gtY2hubA==", "YWJj"])
+            let update = try LiveActivityPayload.update(content: ActivityContent(state: ["home": 1], staleDate: nil), timestamp: Date())
+            let requestID = APNsMessageID()
+            let accepted = try await client.broadcast(
+                update, channelID: id, bundleID: bundle,
+                options: BroadcastOptions(priority: .powerConsiderate, expiration: .immediately, requestID: requestID))
+            #expect(accepted.apnsID == requestID.description)
+            try await client.deleteChannel(id, bundleID: bundle)
+
+            let received = server.received
+            #expect(received.map(\.method) == ["POST", "GET", "GET", "POST", "DELETE"])
+            #expect(received[0].body == Array(#"{"message-storage-policy":1,"push-type":"LiveActivity"}"#.utf8))
+            #expect(received[3].header("apns-channel-id") == id)
+            #expect(received[3].header("apns-expiration") == "0")
+            #expect(received[4].header("apns-channel-id") == id)
+        }
+    }
+}
