@@ -75,6 +75,14 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // Runs the built `liverelay` executable as a user would.
+        .testTarget(
+            name: "LiveRelayCLITests",
+            dependencies: [
+                "liverelay", "LiveActivityKit", "APNsEmulator", "LiveRelayTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
     ]
 )
 

@@ -1,0 +1,249 @@
+import APNsEmulator
+import Crypto
+import Foundation
+import LiveActivityKit
+import LiveRelayTesting
+import Testing
+
+/// The `liverelay` executable built beside this test bundle.
+let liverelayExecutable: URL = {
+    let directory = Bundle.main.bundleURL.deletingLastPathComponent()
+    let beside = directory.appendingPathComponent("liverelay")
+    if FileManager.default.isExecutableFile(atPath: beside.path) { return beside }
+    return Bundle.main.executableURL!.deletingLastPathComponent().appendingPathComponent("liverelay")
+}()
+
+struct CommandResult: Sendable {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+/// Runs `liverelay` with `arguments`, no LIVERELAY_* variables unless given, and `stdin` as input.
+func liverelay(_ arguments: [String], environment: [String: String] = [:], stdin: String? = nil) async throws -> CommandResult {
+    try await withDeadline(.seconds(30)) {
+        let process = Process()
+        process.executableURL = liverelayExecutable
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("LIVERELAY_") }
+        env.merge(environment) { $1 }
+        process.environment = env
+        let out = Pipe(), err = Pipe(), input = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = input
+        let exited = AsyncStream<Int32>.makeStream()
+        process.terminationHandler = { exited.continuation.yield($0.terminationStatus); exited.continuation.finish() }
+        try process.run()
+        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+        try input.fileHandleForWriting.close()
+        // Read while it runs so a full pipe cannot block it.
+        async let stdout = out.fileHandleForReading.readToEnd()
+        async let stderr = err.fileHandleForReading.readToEnd()
+        let output = (try await stdout) ?? Data(), errors = (try await stderr) ?? Data()
+        var status: Int32 = -1
+        for await code in exited.stream { status = code }
+        return CommandResult(status: status, stdout: String(decoding: output, as: UTF8.self), stderr: String(decoding: errors, as: UTF8.self))
+    }
+}
+
+/// A key file made by `liverelay keys generate`, and the flags that use it against `server`.
+struct GeneratedKey {
+    let path: String
+    let keyID: String
+
+    static func make() async throws -> GeneratedKey {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("AuthKey-\(UUID().uuidString).p8").path
+        let result = try await liverelay(["keys", "generate", "--output", path])
+        #expect(result.status == 0, "\(result.stderr)")
+        let keyID = try #require(result.stdout.split(separator: "\n").first { $0.hasPrefix("key id: ") }?.dropFirst(8))
+        return GeneratedKey(path: path, keyID: String(keyID))
+    }
+
+    func flags(_ server: ScriptedAPNsServer) -> [String] {
+        ["--key-file", path, "--key-id", keyID, "--team-id", "TEAMID1234", "--bundle-id", "com.example.app",
+         "--environment", "custom", "--host", "127.0.0.1", "--port", String(server.server.port), "--ca-file", server.caFile]
+    }
+}
+
+let token = String(repeating: "ab", count: 80)
+
+@Suite(.serialized) struct CommandLineTests {
+    @Test func keysGenerateWritesAPrivatePKCS8Key() async throws {
+        let key = try await GeneratedKey.make()
+        defer { try? FileManager.default.removeItem(atPath: key.path) }
+        #expect(key.keyID.count == 10)
+        let pem = try String(contentsOfFile: key.path, encoding: .utf8)
+        #expect(pem.hasPrefix("-----BEGIN PRIVATE KEY-----"))
+        _ = try P256.Signing.PrivateKey(pemRepresentation: pem)
+        let permissions = try FileManager.default.attributesOfItem(atPath: key.path)[.posixPermissions] as? Int
+        #expect(permissions == 0o600)
+        // Never overwrites a key.
+        let again = try await liverelay(["keys", "generate", "--output", key.path])
+        #expect(again.status == 64)
+    }
+
+    @Test func anUpdateIsSentAndItsIdsPrinted() async throws {
+        let server = try await ScriptedAPNsServer.start()
+        let key = try await GeneratedKey.make()
+        defer { try? FileManager.default.removeItem(atPath: key.path) }
+        let result = try await liverelay(["push", "update", "--token", token, "--content-state", #"{"score":[1,0]}"#,
+                                          "--apns-id", "123e4567-e89b-12d3-a456-426614174000"] + key.flags(server))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("apns-id: 123e4567-e89b-12d3-a456-426614174000"))
+        #expect(result.stdout.contains("apns-unique-id: "))
+        let received = try #require(server.received.first)
+        #expect(received.path == "/3/device/\(token)")
+        #expect(received.header("apns-topic") == "com.example.app.push-type.liveactivity")
+        let aps = try JSONValue(parsing: received.body)["aps"]
+        #expect(aps?["content-state"] == .object([("score", .array([.number("1"), .number("0")]))]))
+        await server.shutdown()
+    }
+
+    @Test func credentialsComeFromTheEnvironment() async throws {
+        let server = try await ScriptedAPNsServer.start()
+        let key = try await GeneratedKey.make()
+        defer { try? FileManager.default.removeItem(atPath: key.path) }
+        let environment = [
+            "LIVERELAY_APNS_KEY_FILE": key.path, "LIVERELAY_APNS_KEY_ID": key.keyID, "LIVERELAY_APNS_TEAM_ID": "TEAMID1234",
+            "LIVERELAY_APNS_BUNDLE_ID": "com.example.app", "LIVERELAY_APNS_HOST": "127.0.0.1",
+            "LIVERELAY_APNS_PORT": String(server.server.port), "LIVERELAY_APNS_CA_FILE": server.caFile,
+        ]
+        let result = try await liverelay(["push", "end", "--token", token, "--dismissal-date", "immediate"], environment: environment)
+        #expect(result.status == 0, "\(result.stderr)")
+        let aps = try JSONValue(parsing: try #require(server.received.first).body)["aps"]
+        #expect(aps?["event"] == .string("end"))
+        #expect(aps?["dismissal-date"] == .number("0"))
+        await server.shutdown()
+    }
+
+    @Test(arguments: [
+        (410, "Unregistered", Int32(66)), (400, "BadTopic", 65), (403, "InvalidProviderToken", 65),
+        (429, "TooManyRequests", 75), (503, "ServiceUnavailable", 69),
+    ])
+    func aRejectionIsExplainedWithItsExitStatus(status: Int, reason: String, exitStatus: Int32) async throws {
+        let server = try await ScriptedAPNsServer.start()
+        let key = try await GeneratedKey.make()
+        defer { try? FileManager.default.removeItem(atPath: key.path) }
+        server.enqueue(ScriptedAPNsServer.rejection(status, reason, timestampMilliseconds: status == 410 ? 1_795_000_000_000 : nil))
+        let result = try await liverelay(["push", "update", "--token", token, "--content-state", "{}"] + key.flags(server))
+        #expect(result.status == exitStatus)
+        #expect(result.stderr.contains("\(status) \(reason)"))
+        #expect(result.stderr.contains("meaning: "))
+        #expect(result.stderr.contains("what to do: "))
+        if status == 410 { #expect(result.stderr.contains("token invalid since: 2026-11-18T")) }
+        await server.shutdown()
+    }
+
+    @Test func dryRunPrintsTheExactRequestWithoutTheToken() async throws {
+        let result = try await liverelay([
+            "push", "start", "--token", token, "--bundle-id", "com.example.app", "--dry-run",
+            "--attributes-type", "DeliveryAttributes", "--attributes", #"{"orderNumber":42}"#,
+            "--content-state", #"{"step":"preparing"}"#, "--alert-title", "Order", "--alert-body", "Started",
+            "--input-push-token", "--timestamp", "1795000000", "--priority", "5", "--expiration", "2026-11-21T14:00:00Z",
+            "--collapse-id", "order-42",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == """
+            :method: POST
+            :scheme: https
+            :authority: api.sandbox.push.apple.com
+            :path: /3/device/\(token)
+            authorization: bearer <provider token elided>
+            apns-push-type: liveactivity
+            apns-topic: com.example.app.push-type.liveactivity
+            apns-priority: 5
+            apns-expiration: 1795269600
+            apns-collapse-id: order-42
+            content-type: application/json
+
+            {"aps":{"timestamp":1795000000,"event":"start","content-state":{"step":"preparing"},"alert":{"title":"Order","body":"Started","sound":"default"},"attributes-type":"DeliveryAttributes","attributes":{"orderNumber":42},"input-push-token":1}}
+
+            """)
+    }
+
+    @Test func datesAreISOUnixSecondsOrRelative() async throws {
+        func staleDate(_ argument: String) async throws -> Double? {
+            let result = try await liverelay(["push", "update", "--token", token, "--bundle-id", "com.example.app", "--dry-run",
+                                              "--content-state", "{}", "--stale-date", argument])
+            #expect(result.status == 0, "\(result.stderr)")
+            let body = try #require(result.stdout.split(separator: "\n").last)
+            return try JSONValue(parsing: String(body))["aps"]?["stale-date"]?.doubleValue
+        }
+        #expect(try await staleDate("2026-11-21T14:00:00Z") == 1_795_269_600)
+        #expect(try await staleDate("1795269600") == 1_795_269_600)
+        let relative = try #require(try await staleDate("+15m"))
+        #expect(abs(relative - (Date().timeIntervalSince1970 + 900)) < 60)
+        let bad = try await liverelay(["push", "update", "--token", token, "--bundle-id", "com.example.app", "--dry-run",
+                                       "--content-state", "{}", "--stale-date", "tomorrow"])
+        #expect(bad.status == 64)
+        #expect(bad.stderr.contains("stale-date"))
+    }
+
+    @Test func contentStateFromAFileAndFromStandardInput() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("state-\(UUID().uuidString).json").path
+        try #"{"fromFile":1.50}"#.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let file = try await liverelay(["push", "update", "--token", token, "--bundle-id", "com.example.app", "--dry-run", "--content-state", "@\(path)"])
+        #expect(file.stdout.contains(#""content-state":{"fromFile":1.50}"#), "\(file.stderr)")
+        let stdin = try await liverelay(["push", "update", "--token", token, "--bundle-id", "com.example.app", "--dry-run", "--content-state", "-"], stdin: #"{"fromStdin":true}"#)
+        #expect(stdin.stdout.contains(#""content-state":{"fromStdin":true}"#), "\(stdin.stderr)")
+    }
+
+    @Test(arguments: [
+        (["push", "start", "--content-state", "{}", "--attributes-type", "A", "--attributes", "{}"], "aps.alert"),
+        (["push", "update"], "aps.content-state"),
+        (["push", "update", "--content-state", "{}", "--priority", "1"], "apns-priority"),
+        (["push", "update", "--content-state", "{}", "--expiration", "300"], "apns-expiration"),
+        (["push", "update", "--content-state", "{}", "--collapse-id", String(repeating: "x", count: 65)], "apns-collapse-id"),
+        (["push", "update", "--content-state", "{not json}"], "content-state"),
+        (["push", "update", "--content-state", "{}", "--alert-body", "no title"], "alert-title"),
+        (["push", "update", "--payload", #"{"aps":{"event":"update","timestamp":1795000000,"content-state":{},"dismissal-date":1795000000}}"#], "aps.dismissal-date"),
+        (["push", "end", "--payload", #"{"aps":{"event":"update","timestamp":1795000000,"content-state":{}}}"#], "aps.event"),
+    ])
+    func badInputIsRefusedBeforeSending(arguments: [String], field: String) async throws {
+        let result = try await liverelay(arguments + ["--token", token, "--bundle-id", "com.example.app", "--dry-run"])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains(field), "\(result.stderr)")
+        #expect(result.stdout.isEmpty)
+    }
+
+    @Test func aTokenWithTheWrongShapeIsRefused() async throws {
+        let result = try await liverelay(["push", "update", "--token", "abc", "--bundle-id", "com.example.app", "--content-state", "{}", "--dry-run"])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("token: has 3 hex characters"))
+    }
+
+    @Test func broadcastAndChannelCommands() async throws {
+        let server = try await ScriptedAPNsServer.start()
+        let key = try await GeneratedKey.make()
+        defer { try? FileManager.default.removeItem(atPath: key.path) }
+        server.setFallback { request in
+            if request.path.hasSuffix("/channels"), request.method == "POST" {
+                return .respond(status: 201, headers: [("apns-channel-id", "dHN0LXNyY2gtY2hubA==")], body: nil)
+            }
+            return AcceptAllResponder().answer(request)
+        }
+        let create = try await liverelay(["channels", "create", "--storage-policy", "1"] + key.flags(server))
+        #expect(create.status == 0, "\(create.stderr)")
+        #expect(create.stdout.contains("apns-channel-id: dHN0LXNyY2gtY2hubA=="))
+        let broadcast = try await liverelay(["push", "broadcast", "--channel-id", "dHN0LXNyY2gtY2hubA==", "--content-state", #"{"home":2}"#, "--priority", "5"] + key.flags(server))
+        #expect(broadcast.status == 0, "\(broadcast.stderr)")
+        let sent = try #require(server.received.last)
+        #expect(sent.path == "/4/broadcasts/apps/com.example.app")
+        #expect(sent.header("apns-channel-id") == "dHN0LXNyY2gtY2hubA==")
+        #expect(sent.header("apns-expiration") == "0")
+        #expect(sent.header("apns-priority") == "5")
+        let startBroadcast = try await liverelay(["push", "broadcast", "--channel-id", "dHN0", "--event", "start", "--content-state", "{}"] + key.flags(server))
+        #expect(startBroadcast.status == 64)
+        #expect(startBroadcast.stderr.contains("a broadcast cannot start"))
+        await server.shutdown()
+    }
+
+    @Test func helpDocumentsTheExitStatuses() async throws {
+        let result = try await liverelay(["push", "--help"])
+        for status in ["0", "64", "65", "66", "69", "75"] {
+            #expect(result.stdout.contains("  \(status)  "), "exit status \(status)")
+        }
+    }
+}
