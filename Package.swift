@@ -42,7 +42,7 @@ let package = Package(
         .target(
             name: "APNsEmulator",
             dependencies: [
-                "LiveActivityKit",
+                "LiveActivityKit", "APNs",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

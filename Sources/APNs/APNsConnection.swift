@@ -107,6 +107,7 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
     private var goingAway = false
     private var flushPending = false
     private var handshakeCompleted = false
+    private var receiveWindow = ConnectionReceiveWindow()
     /// Why the connection failed, given to requests that fail because of it.
     private var failure: (any Error)?
 
@@ -177,6 +178,10 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
+        if let update = receiveWindow.windowUpdate(after: frame) {
+            context.write(wrapOutboundOut(update), promise: nil)
+            scheduleFlush(context: context)
+        }
         switch frame.payload {
         case .headers(let headers):
             guard var stream = inFlight[frame.streamID] else { return }

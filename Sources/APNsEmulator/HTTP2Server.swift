@@ -1,3 +1,4 @@
+import APNs
 import Foundation
 import NIOCore
 import NIOHPACK
@@ -106,6 +107,7 @@ final class ServerStreamsHandler: ChannelInboundHandler {
     private let responder: any RequestResponder
     private var partial: [HTTP2StreamID: ReceivedRequest] = [:]
     private var needsFlush = false
+    private var receiveWindow = ConnectionReceiveWindow()
 
     init(connectionID: Int, responder: any RequestResponder) {
         self.connectionID = connectionID
@@ -114,6 +116,10 @@ final class ServerStreamsHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
+        if let update = receiveWindow.windowUpdate(after: frame) {
+            context.write(wrapOutboundOut(update), promise: nil)
+            needsFlush = true
+        }
         switch frame.payload {
         case .headers(let headers):
             if partial[frame.streamID] == nil {

@@ -1,2 +1,265 @@
+import APNs
+import APNsEmulator
 import ArgumentParser
-struct Bench: AsyncParsableCommand { static let configuration = CommandConfiguration(abstract: "Benchmarks.") }
+import Crypto
+import Foundation
+import LiveActivityKit
+import Synchronization
+
+struct Bench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Benchmarks (build with -c release; debug builds are ~30× slower).",
+        subcommands: [Client.self, Endpoint.self])
+}
+
+extension Bench {
+    /// The reference endpoint, in its own process so that the client's CPU time is its own.
+    struct Endpoint: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Serve an accept-all APNs endpoint (HTTP/2 + TLS) until standard input closes.",
+            shouldDisplay: false)
+
+        @Option(help: "Port to listen on (0: any free port).") var port: Int = 0
+        @Option(help: "Where to write the CA certificate (PEM).") var caFile: String
+        @Option(help: "SETTINGS_MAX_CONCURRENT_STREAMS.") var maxConcurrentStreams: Int = 1000
+
+        func run() async throws {
+            let certificates = try EmulatorCertificates.generate()
+            try certificates.writeCertificateAuthority(to: caFile)
+            let server = try await HTTP2TLSServer.start(
+                port: port, certificates: certificates, maxConcurrentStreams: maxConcurrentStreams, responder: AcceptAllResponder())
+            // Unbuffered: the parent reads this line through a pipe.
+            FileHandle.standardOutput.write(Data("listening on 127.0.0.1:\(server.port)\n".utf8))
+            // Runs until the parent closes our standard input (or dies).
+            let closed = AsyncStream<Void>.makeStream()
+            Thread.detachNewThread {
+                _ = FileHandle.standardInput.readDataToEndOfFile()
+                closed.continuation.finish()
+            }
+            for await _ in closed.stream {}
+            await server.shutdown()
+        }
+    }
+
+    struct Client: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Send update pushes to a local accept-all endpoint in another process; compare with h2load on the same endpoint.",
+            discussion: """
+                Reports pushes/s, client CPU µs per push (user + system time of this process), p50/p99 latency and
+                peak RSS; then h2load's rate for the same headers and body, measured just before and just after,
+                and our rate as a fraction of their mean. Targets: ≥ 60% of h2load, ≤ 60 µs CPU per push.
+                """)
+
+        @Option(help: "Pushes to send in the measured run.") var pushes: Int = 100_000
+        @Option(help: "Pushes in flight at once.") var inFlight: Int = 100
+        @Option(help: "HTTP/2 connections.") var connections: Int = 1
+        @Option(help: "Pushes sent before measuring (connection set-up, warm caches).") var warmup: Int = 5_000
+        @Option(help: "The h2load binary (Debian: nghttp2-client).") var h2load: String = "h2load"
+        @Flag(help: "Skip the h2load reference.") var skipH2load = false
+
+        func validate() throws {
+            guard pushes > 0, inFlight > 0, connections > 0, warmup >= 0 else {
+                throw ValidationError("pushes, in-flight and connections must be positive")
+            }
+        }
+
+        func run() async throws {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-bench-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let caFile = directory.appendingPathComponent("ca.pem").path
+
+            let endpoint = try EndpointProcess.start(caFile: caFile)
+            defer { endpoint.stop() }
+            print("endpoint: 127.0.0.1:\(endpoint.port) (pid \(endpoint.pid)), \(pushes) pushes, \(inFlight) in flight, \(connections) connection(s)")
+
+            let key = try APNsSigningKey(privateKey: P256.Signing.PrivateKey(), keyID: "BENCH00001", teamID: "BENCHTEAM1")
+            let bundle = try BundleID("com.example.bench")
+            let token = try DeviceToken(String(repeating: "5a", count: 80))
+            let payload = try LiveActivityPayload.update(
+                content: ActivityContent(state: ["driverName": "Alex", "step": "delivering", "eta": "12 min"], staleDate: nil),
+                timestamp: Date())
+            let request = try APNsRequest.liveActivity(payload, to: token, topic: bundle)
+
+            let bodyFile = directory.appendingPathComponent("body.json").path
+            try Data(request.body ?? []).write(to: URL(fileURLWithPath: bodyFile))
+            let h2 = skipH2load ? nil : H2load(
+                binary: h2load, port: endpoint.port, request: request,
+                providerToken: key.makeProviderToken(issuedAt: Date()), bodyFile: bodyFile)
+            var reference: [Double] = []
+            if let h2 {
+                reference.append(try h2.run(pushes: pushes, inFlight: inFlight, connections: connections))
+                print("h2load (before): \(format(reference[0])) pushes/s")
+            }
+
+            let configuration = APNsClient.Configuration(
+                environment: .custom(host: "127.0.0.1", port: endpoint.port, channelManagementPort: endpoint.port, caFile: caFile),
+                signingKey: key, connectionsPerHost: connections, requestTimeout: .seconds(30))
+            let result = try await withAPNsClient(configuration: configuration) { client in
+                _ = try await sendAll(client: client, count: warmup, request: request)
+                return try await sendAll(client: client, count: pushes, request: request)
+            }
+
+            if let h2 {
+                reference.append(try h2.run(pushes: pushes, inFlight: inFlight, connections: connections))
+                print("h2load (after):  \(format(reference[1])) pushes/s")
+            }
+
+            print("")
+            print("liverelay client: \(format(result.rate)) pushes/s")
+            print("  CPU per push:   \(String(format: "%.1f", result.cpuMicrosecondsPerPush)) µs (user \(String(format: "%.1f", result.userMicrosecondsPerPush)), system \(String(format: "%.1f", result.systemMicrosecondsPerPush)))  target ≤ 60")
+            print("  latency:        p50 \(String(format: "%.2f", result.p50 * 1000)) ms, p99 \(String(format: "%.2f", result.p99 * 1000)) ms")
+            print("  peak RSS:       \(result.peakRSSMegabytes) MiB")
+            if !reference.isEmpty {
+                let mean = reference.reduce(0, +) / Double(reference.count)
+                print("  vs h2load:      \(String(format: "%.0f", 100 * result.rate / mean))% of \(format(mean)) pushes/s (mean of before and after)  target ≥ 60%")
+            }
+            if result.failures > 0 { print("  failures:       \(result.failures)") }
+        }
+
+        private func format(_ rate: Double) -> String { String(format: "%.0f", rate) }
+
+        struct RunResult {
+            var rate: Double
+            var userMicrosecondsPerPush: Double
+            var systemMicrosecondsPerPush: Double
+            var cpuMicrosecondsPerPush: Double { userMicrosecondsPerPush + systemMicrosecondsPerPush }
+            var p50: Double
+            var p99: Double
+            var peakRSSMegabytes: Int
+            var failures: Int
+        }
+
+        /// `count` pushes through `inFlight` workers; wall time, this process's CPU time, latencies.
+        private func sendAll(client: APNsClient, count: Int, request: APNsRequest) async throws -> RunResult {
+            let next = Counter()
+            let before = resourceUsage()
+            let start = ContinuousClock.now
+            let (latencies, failures) = try await withThrowingTaskGroup(of: ([Double], Int).self) { group in
+                for _ in 0..<inFlight {
+                    group.addTask {
+                        var latencies: [Double] = []
+                        latencies.reserveCapacity(count / inFlight + 1)
+                        var failures = 0
+                        while next.take() < count {
+                            let sent = ContinuousClock.now
+                            let raw = try await client.execute(request)
+                            if raw.status != 200 { failures += 1 }
+                            let elapsed = ContinuousClock.now - sent
+                            latencies.append(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+                        }
+                        return (latencies, failures)
+                    }
+                }
+                var all: [Double] = []
+                var failures = 0
+                for try await (part, failed) in group {
+                    all += part
+                    failures += failed
+                }
+                return (all, failures)
+            }
+            let elapsed = ContinuousClock.now - start
+            let after = resourceUsage()
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let sorted = latencies.sorted()
+            func percentile(_ p: Double) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
+            return RunResult(
+                rate: Double(count) / seconds,
+                userMicrosecondsPerPush: (after.user - before.user) * 1e6 / Double(count),
+                systemMicrosecondsPerPush: (after.system - before.system) * 1e6 / Double(count),
+                p50: percentile(0.50), p99: percentile(0.99),
+                peakRSSMegabytes: after.maxRSSKilobytes / 1024, failures: failures)
+        }
+    }
+}
+
+private final class Counter: Sendable {
+    private let value = Atomic<Int>(0)
+    /// The value before incrementing.
+    func take() -> Int { value.wrappingAdd(1, ordering: .relaxed).oldValue }
+}
+
+private func resourceUsage() -> (user: Double, system: Double, maxRSSKilobytes: Int) {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+    return (seconds(usage.ru_utime), seconds(usage.ru_stime), Int(usage.ru_maxrss))
+}
+
+/// `liverelay bench endpoint` as a child process.
+private struct EndpointProcess {
+    let process: Process
+    let input: Pipe
+    let port: Int
+    var pid: Int32 { process.processIdentifier }
+
+    static func start(caFile: String) throws -> EndpointProcess {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        process.arguments = ["bench", "endpoint", "--ca-file", caFile]
+        let output = Pipe(), input = Pipe()
+        process.standardOutput = output
+        process.standardInput = input
+        try process.run()
+        // The first line says where it listens.
+        var line = Data()
+        while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
+            line.append(byte)
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        guard text.hasPrefix("listening on "), let port = text.split(separator: ":").last.flatMap({ Int($0) }) else {
+            process.terminate()
+            throw ValidationError("the benchmark endpoint did not start: \(text)")
+        }
+        return EndpointProcess(process: process, input: input, port: port)
+    }
+
+    func stop() {
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+}
+
+/// h2load with the same headers and body as our client.
+private struct H2load {
+    let binary: String
+    let port: Int
+    let request: APNsRequest
+    let providerToken: String
+    let bodyFile: String
+
+    /// h2load's requests per second.
+    func run(pushes: Int, inFlight: Int, connections: Int) throws -> Double {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        var arguments = [binary, "-n", String(pushes), "-c", String(connections), "-m", String(max(1, inFlight / connections)), "-t", "1"]
+        arguments += ["-H", "authorization: bearer \(providerToken)"]
+        for header in request.headers { arguments += ["-H", "\(header.name): \(header.value)"] }
+        arguments += ["-d", bodyFile, "https://127.0.0.1:\(port)\(request.path)"]
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        do {
+            try process.run()
+        } catch {
+            throw ValidationError("cannot run \(binary) (apt-get install nghttp2-client, or --skip-h2load): \(error)")
+        }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self)
+        // "finished in 5.01s, 19960.12 req/s, 1.46MB/s" and "requests: N total, N started, N done, N succeeded, ..."
+        guard process.terminationStatus == 0,
+              let finished = text.split(separator: "\n").first(where: { $0.hasPrefix("finished in") }),
+              let rateText = finished.split(separator: ",").dropFirst().first?.split(separator: " ").first,
+              let rate = Double(rateText)
+        else {
+            throw ValidationError("h2load failed:\n\(text)")
+        }
+        if let requests = text.split(separator: "\n").first(where: { $0.hasPrefix("requests:") }), !requests.contains("\(pushes) succeeded") {
+            throw ValidationError("h2load did not get \(pushes) successes: \(requests)")
+        }
+        return rate
+    }
+}

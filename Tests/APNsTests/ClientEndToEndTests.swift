@@ -74,6 +74,23 @@ import Testing
         }
     }
 
+    /// HTTP/2 flow control: with frames handled directly, each side must open the connection
+    /// window itself, or the peer stalls after 65,535 bytes. 250 kB of bodies up, 100 kB of error bodies down.
+    @Test func oneConnectionCarriesMoreThanTheInitialFlowControlWindow() async throws {
+        try await withClient { [bundle] client, server in
+            let large = try LiveActivityPayload.update(
+                content: ActivityContent(state: ["text": String(repeating: "x", count: 3_900)], staleDate: nil), timestamp: Date())
+            for _ in 0..<64 { try await client.send(large, to: liveActivityToken(), topic: bundle) }
+            let longBody = JSONValue.object([("reason", .string("BadTopic")), ("detail", .string(String(repeating: "y", count: 1_000)))])
+            server.setFallback { _ in .respond(status: 400, headers: [("content-type", "application/json")], body: longBody.serialized) }
+            for _ in 0..<100 {
+                let error = await #expect(throws: APNsError.self) { try await client.send(large, to: liveActivityToken(), topic: bundle) }
+                #expect(error?.reason == APNsReason("BadTopic"))
+            }
+            #expect(Set(server.received.map(\.connectionID)).count == 1)
+        }
+    }
+
     @Test func severalConnectionsAreUsedInTurn() async throws {
         try await withClient(connections: 3) { [payload, bundle] client, server in
             for _ in 0..<6 { try await client.send(payload, to: liveActivityToken(), topic: bundle) }
