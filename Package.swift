@@ -1,6 +1,16 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
+/// What the APNs client and the emulator both stand on.
+let http2OverTLS: [Target.Dependency] = [
+    .product(name: "NIOCore", package: "swift-nio"),
+    .product(name: "NIOPosix", package: "swift-nio"),
+    .product(name: "NIOSSL", package: "swift-nio-ssl"),
+    .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+    .product(name: "Crypto", package: "swift-crypto"),
+    .product(name: "Logging", package: "swift-log"),
+]
+
 let package = Package(
     name: "LiveRelay",
     platforms: [.macOS(.v15)],
@@ -29,29 +39,17 @@ let package = Package(
             name: "APNs",
             dependencies: [
                 "LiveActivityKit",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-            ]
+            ] + http2OverTLS
         ),
         // Apple's side on loopback: an HTTP/2 + TLS server speaking the APNs provider API.
         .target(
             name: "APNsEmulator",
             dependencies: [
                 "LiveActivityKit", "APNs",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
-                .product(name: "Logging", package: "swift-log"),
-            ]
+            ] + http2OverTLS
         ),
         // Helpers shared by the test targets: deadlines, fixtures, a scriptable APNs endpoint.
         .target(

@@ -37,13 +37,21 @@ final class APNsConnection: Sendable {
 
     var isUsable: Bool { health.isUsable && channel.isActive }
 
+    /// Connects and completes once TLS is up with HTTP/2 agreed by ALPN, so that every failure to
+    /// establish the connection (TCP, certificate, ALPN, or the deadline) is a `connectFailed`.
     static func connect(
         to endpoint: APNsEndpoint, sslContext: NIOSSLContext, group: any EventLoopGroup, timeout: TimeAmount
     ) -> EventLoopFuture<APNsConnection> {
         let health = ConnectionHealth()
+        let loop = group.next()
+        let ready = loop.makePromise(of: Void.self)
+        let deadline = loop.scheduleTask(in: timeout) {
+            ready.fail(APNsTransportError(.connectFailed, "no TLS connection within \(timeout)"))
+        }
+        ready.futureResult.whenComplete { _ in deadline.cancel() }
         // SNI carries names only; for an IP address NIOSSL checks the certificate's IP entries.
         let serverName = isIPAddress(endpoint.host) ? nil : endpoint.host
-        return ClientBootstrap(group: group)
+        return ClientBootstrap(group: loop)
             .connectTimeout(timeout)
             .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
@@ -57,12 +65,21 @@ final class APNsConnection: Sendable {
                             HTTP2Setting(parameter: .maxConcurrentStreams, value: 1000),
                             HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
                         ]))
-                    try pipeline.addHandler(APNsStreamsHandler(health: health))
+                    try pipeline.addHandler(APNsStreamsHandler(health: health, ready: ready))
                 }
             }
             .connect(host: endpoint.host, port: endpoint.port)
-            .map { APNsConnection(channel: $0, health: health) }
+            .flatMap { channel in
+                ready.futureResult
+                    .map { APNsConnection(channel: channel, health: health) }
+                    .flatMapErrorThrowing { error in
+                        channel.close(promise: nil)
+                        throw error
+                    }
+            }
             .flatMapErrorThrowing { error in
+                ready.fail(error)
+                if let error = error as? APNsTransportError { throw error }
                 throw APNsTransportError(.connectFailed, "cannot connect to \(endpoint.authority): \(error)")
             }
     }
@@ -102,6 +119,8 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
     }
 
     private let health: ConnectionHealth
+    /// Completed when TLS is up with HTTP/2, failed if the connection dies before.
+    private let ready: EventLoopPromise<Void>
     private var nextStreamID = HTTP2StreamID(1)
     private var inFlight: [HTTP2StreamID: InFlight] = [:]
     private var goingAway = false
@@ -111,8 +130,9 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
     /// Why the connection failed, given to requests that fail because of it.
     private var failure: (any Error)?
 
-    init(health: ConnectionHealth) {
+    init(health: ConnectionHealth, ready: EventLoopPromise<Void>) {
         self.health = health
+        self.ready = ready
     }
 
     // MARK: Outbound
@@ -265,20 +285,22 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if case TLSUserEvent.handshakeCompleted(let negotiated) = event {
             handshakeCompleted = true
-            guard negotiated != "h2" else {
-                context.fireUserInboundEventTriggered(event)
-                return
+            if negotiated == "h2" {
+                ready.succeed()
+            } else {
+                let error = APNsTransportError(.connectFailed, "the server did not agree to HTTP/2 (ALPN: \(negotiated ?? "none"))")
+                failure = error
+                ready.fail(error)
+                failAll(error)
+                context.close(promise: nil)
             }
-            let error = APNsTransportError(.connectFailed, "the server did not agree to HTTP/2 (ALPN: \(negotiated ?? "none"))")
-            failure = error
-            failAll(error)
-            context.close(promise: nil)
         }
         context.fireUserInboundEventTriggered(event)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if failure == nil { failure = error }
+        ready.fail(APNsTransportError(.connectFailed, "TLS with APNs failed: \(error)"))
         health.retire()
         failAll(handshakeCompleted
             ? APNsTransportError(.connectionClosed, "connection failed: \(error)")
@@ -287,6 +309,7 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        ready.fail(APNsTransportError(.connectFailed, "the server closed the connection during set-up"))
         health.retire()
         let why = failure.map { ": \($0)" } ?? ""
         failAll(APNsTransportError(.connectionClosed, "the connection closed with the request in flight\(why)"))

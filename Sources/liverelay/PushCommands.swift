@@ -151,6 +151,20 @@ func parseExpiration(_ text: String, now: Date) throws -> APNsExpiration {
     return try APNsExpiration(unixSeconds: unixSeconds(parseCommandLineDate(text, field: "apns-expiration", now: now)))
 }
 
+/// Builds a device push from the options (`extra` adds what the event needs), then sends or prints it.
+private func sendDevicePush(
+    _ event: LiveActivityPayload.Event, connection: ConnectionOptions, delivery: DeviceDeliveryOptions,
+    content: ContentOptions, extra: (inout LiveActivityPayload.Fields, Date) throws -> Void
+) async throws {
+    let now = Date()
+    let request = try checked {
+        let payload = try content.build(event: event, now: now) { try extra(&$0, now) }
+        let (token, options) = try delivery.pushOptions(now: now)
+        return try APNsRequest.liveActivity(payload, to: token, topic: connection.resolvedBundleID(), options: options)
+    }
+    try await perform(request, connection: connection, dryRun: delivery.dryRun)
+}
+
 extension Push {
     struct Start: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -173,20 +187,14 @@ extension Push {
         var inputPushChannel: String?
 
         func run() async throws {
-            let now = Date()
-            let request = try checked {
-                let payload = try content.build(event: .start, now: now) { fields in
-                    fields.attributesType = attributesType
-                    fields.attributes = try attributes.map { try readJSONArgument($0, field: "attributes") }
-                    if inputPushToken, inputPushChannel != nil {
-                        throw InputError("input-push-channel: cannot be combined with --input-push-token; an activity has one push type")
-                    }
-                    fields.inputPush = inputPushToken ? .token : inputPushChannel.map { .channel($0) }
+            try await sendDevicePush(.start, connection: connection, delivery: delivery, content: content) { fields, _ in
+                fields.attributesType = attributesType
+                fields.attributes = try attributes.map { try readJSONArgument($0, field: "attributes") }
+                if inputPushToken, inputPushChannel != nil {
+                    throw InputError("input-push-channel: cannot be combined with --input-push-token; an activity has one push type")
                 }
-                let (token, options) = try delivery.pushOptions(now: now)
-                return try APNsRequest.liveActivity(payload, to: token, topic: connection.resolvedBundleID(), options: options)
+                fields.inputPush = inputPushToken ? .token : inputPushChannel.map { .channel($0) }
             }
-            try await perform(request, connection: connection, dryRun: delivery.dryRun)
         }
     }
 
@@ -198,13 +206,7 @@ extension Push {
         @OptionGroup var content: ContentOptions
 
         func run() async throws {
-            let now = Date()
-            let request = try checked {
-                let payload = try content.build(event: .update, now: now) { _ in }
-                let (token, options) = try delivery.pushOptions(now: now)
-                return try APNsRequest.liveActivity(payload, to: token, topic: connection.resolvedBundleID(), options: options)
-            }
-            try await perform(request, connection: connection, dryRun: delivery.dryRun)
+            try await sendDevicePush(.update, connection: connection, delivery: delivery, content: content) { _, _ in }
         }
     }
 
@@ -220,15 +222,9 @@ extension Push {
         var dismissalDate: String?
 
         func run() async throws {
-            let now = Date()
-            let request = try checked {
-                let payload = try content.build(event: .end, now: now) { fields in
-                    fields.dismissalPolicy = try parseDismissalPolicy(dismissalDate, now: now)
-                }
-                let (token, options) = try delivery.pushOptions(now: now)
-                return try APNsRequest.liveActivity(payload, to: token, topic: connection.resolvedBundleID(), options: options)
+            try await sendDevicePush(.end, connection: connection, delivery: delivery, content: content) { fields, now in
+                fields.dismissalPolicy = try parseDismissalPolicy(dismissalDate, now: now)
             }
-            try await perform(request, connection: connection, dryRun: delivery.dryRun)
         }
     }
 
