@@ -91,7 +91,7 @@ public final class APNsClient: Sendable {
     public func createChannel(bundleID: BundleID, storagePolicy: MessageStoragePolicy, timeout: Duration? = nil) async throws -> String {
         let answer = try accepted(await execute(.createChannel(bundleID: bundleID, storagePolicy: storagePolicy), timeout: timeout))
         guard let id = answer.channelID else {
-            throw APNsError(status: answer.status, reason: APNsReason("MissingChannelIdInAnswer"))
+            throw APNsTransportError(.invalidAnswer, "APNs answered \(answer.status) to channel creation without apns-channel-id")
         }
         return id
     }
@@ -150,7 +150,7 @@ public final class APNsClient: Sendable {
                 logger.debug("retrying on a new connection", metadata: ["apns.error": "\(error)"])
                 continue
             }
-            if raw.status == 403, !tokenRefreshed, APNsError(raw).reason.rawValue == "ExpiredProviderToken",
+            if raw.status == 403, !tokenRefreshed, APNsError(raw).reason == .expiredProviderToken,
                tokens.rejectedAsExpired(token) {
                 tokenRefreshed = true
                 logger.info("provider token expired; retrying with a new one")

@@ -240,7 +240,7 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
         guard let stream = inFlight.removeValue(forKey: streamID) else { return }
         stream.timeout.cancel()
         guard let status = stream.status else {
-            stream.response.fail(APNsTransportError(.streamReset, "the answer had no :status"))
+            stream.response.fail(APNsTransportError(.invalidAnswer, "the answer had no :status"))
             return
         }
         stream.response.succeed(APNsRawResponse(status: status, headers: stream.headers, body: stream.body))

@@ -91,6 +91,8 @@ public struct APNsTransportError: Error, Sendable, Hashable, CustomStringConvert
         public static let notProcessed = Code("not_processed")
         /// APNs reset the stream.
         public static let streamReset = Code("stream_reset")
+        /// The answer broke the protocol (no `:status`, a created channel without its id).
+        public static let invalidAnswer = Code("invalid_answer")
         /// The client was shut down.
         public static let shutdown = Code("shutdown")
     }

@@ -36,6 +36,14 @@ import Testing
         #expect(Set(APNsReason.all.map(\.reason)) == Set(Self.apple.map(\.0)))
     }
 
+    @Test func reasonsHaveNamesAndCompareByTheirString() {
+        #expect(APNsReason.unregistered == APNsReason("Unregistered"))
+        #expect(APNsReason.unregistered.known?.status == 410)
+        #expect(APNsReason.expiredProviderToken.known?.advice == .refreshTokenAndRetry)
+        #expect(APNsReason.serviceUnavailableWithSpace.rawValue == "Service Unavailable")
+        #expect(APNsReason.cannotCreateChannelConfig.isKnown)
+    }
+
     @Test func neverRetryWhatAppleSaysNeverToRetry() {
         for reason in ["BadDeviceToken", "DeviceTokenNotForTopic", "Forbidden", "ExpiredToken", "Unregistered", "PayloadTooLarge"] {
             let advice = APNsReason(reason).advice(status: 400)
