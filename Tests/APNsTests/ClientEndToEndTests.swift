@@ -91,10 +91,12 @@ import Testing
         }
     }
 
-    @Test func severalConnectionsAreUsedInTurn() async throws {
+    @Test func severalConnectionsAreUsedInTurnWithOneProviderToken() async throws {
         try await withClient(connections: 3) { [payload, bundle] client, server in
             for _ in 0..<6 { try await client.send(payload, to: liveActivityToken(), topic: bundle) }
             #expect(Set(server.received.map(\.connectionID)).count == 3)
+            // One provider token for all of them.
+            #expect(Set(server.received.compactMap { $0.header("authorization") }).count == 1)
         }
     }
 
