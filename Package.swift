@@ -73,6 +73,13 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        .testTarget(
+            name: "APNsEmulatorTests",
+            dependencies: [
+                "APNs", "APNsEmulator", "LiveActivityKit", "LiveRelayTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         // Runs the built `liverelay` executable as a user would.
         .testTarget(
             name: "LiveRelayCLITests",

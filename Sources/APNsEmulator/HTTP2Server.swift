@@ -35,7 +35,29 @@ public enum ServerAnswer: Sendable {
 
 /// Decides the answer to each request. Called on the connection's event loop: keep it fast.
 public protocol RequestResponder: Sendable {
-    func answer(_ request: ReceivedRequest) -> ServerAnswer
+    /// What the responder remembers about one connection (APNs pins a team per connection and
+    /// raises the stream limit after the first authenticated push).
+    associatedtype Connection: ConnectionState = StreamLimit
+
+    func makeConnection(id: Int) -> Connection
+    func answer(_ request: ReceivedRequest, connection: inout Connection) -> ServerAnswer
+}
+
+/// Per-connection state the server itself reads after every answer.
+public protocol ConnectionState {
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` this connection should advertise now; a change is sent
+    /// to the client in a SETTINGS frame.
+    var maxConcurrentStreams: Int { get }
+}
+
+/// A connection state that is only a fixed stream limit.
+public struct StreamLimit: ConnectionState {
+    public var maxConcurrentStreams: Int
+    public init(_ maxConcurrentStreams: Int) { self.maxConcurrentStreams = maxConcurrentStreams }
+}
+
+extension RequestResponder where Connection == StreamLimit {
+    public func makeConnection(id: Int) -> StreamLimit { StreamLimit(1000) }
 }
 
 /// An HTTP/2 server over TLS on one port. It speaks HTTP/2 whatever ALPN says, because APNs
@@ -54,8 +76,7 @@ public final class HTTP2TLSServer: Sendable {
     /// Listens on `host:port` (port 0 picks a free one; read `port` afterwards).
     public static func start(
         host: String = "127.0.0.1", port: Int = 0, certificates: EmulatorCertificates,
-        maxConcurrentStreams: Int = 1000, responder: any RequestResponder,
-        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+        responder: some RequestResponder, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> HTTP2TLSServer {
         let sslContext = try NIOSSLContext(configuration: certificates.serverTLSConfiguration())
         let connectionIDs = Atomic<Int>(0)
@@ -65,17 +86,18 @@ public final class HTTP2TLSServer: Sendable {
             .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 let connectionID = connectionIDs.wrappingAdd(1, ordering: .relaxed).newValue
+                let connection = responder.makeConnection(id: connectionID)
                 return channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
                     try pipeline.addHandler(NIOSSLServerHandler(context: sslContext))
                     try pipeline.addHandler(NIOHTTP2Handler(
                         mode: .server,
                         initialSettings: [
-                            HTTP2Setting(parameter: .maxConcurrentStreams, value: maxConcurrentStreams),
+                            HTTP2Setting(parameter: .maxConcurrentStreams, value: connection.maxConcurrentStreams),
                             HTTP2Setting(parameter: .maxHeaderListSize, value: HPACKDecoder.defaultMaxHeaderListSize),
                             HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
                         ]))
-                    try pipeline.addHandler(ServerStreamsHandler(connectionID: connectionID, responder: responder))
+                    try pipeline.addHandler(ServerStreamsHandler(connectionID: connectionID, responder: responder, connection: connection))
                 }
             }
             .bind(host: host, port: port)
@@ -99,19 +121,23 @@ public struct HTTP2ServerError: Error, CustomStringConvertible {
 
 /// Gathers each stream's HEADERS and DATA into a request, asks the responder, writes the answer.
 /// Answers written while reading are flushed once per read burst.
-final class ServerStreamsHandler: ChannelInboundHandler {
+final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
 
     private let connectionID: Int
-    private let responder: any RequestResponder
+    private let responder: Responder
+    private var connection: Responder.Connection
+    private var advertisedStreamLimit: Int
     private var partial: [HTTP2StreamID: ReceivedRequest] = [:]
     private var needsFlush = false
     private var receiveWindow = ConnectionReceiveWindow()
 
-    init(connectionID: Int, responder: any RequestResponder) {
+    init(connectionID: Int, responder: Responder, connection: Responder.Connection) {
         self.connectionID = connectionID
         self.responder = responder
+        self.connection = connection
+        self.advertisedStreamLimit = connection.maxConcurrentStreams
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -150,7 +176,14 @@ final class ServerStreamsHandler: ChannelInboundHandler {
 
     private func dispatch(_ streamID: HTTP2StreamID, context: ChannelHandlerContext) {
         guard let request = partial.removeValue(forKey: streamID) else { return }
-        switch responder.answer(request) {
+        let answer = responder.answer(request, connection: &connection)
+        if connection.maxConcurrentStreams != advertisedStreamLimit {
+            advertisedStreamLimit = connection.maxConcurrentStreams
+            let settings = HTTP2Frame.FramePayload.settings(.settings([HTTP2Setting(parameter: .maxConcurrentStreams, value: advertisedStreamLimit)]))
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: settings)), promise: nil)
+            needsFlush = true
+        }
+        switch answer {
         case .respond(let status, let headers, let body):
             var block = HPACKHeaders()
             block.reserveCapacity(headers.count + 1)
@@ -193,6 +226,10 @@ extension ServerStreamsHandler: Sendable {}
 /// the reference endpoint of the client benchmark.
 public struct AcceptAllResponder: RequestResponder {
     public init() {}
+
+    public func answer(_ request: ReceivedRequest, connection: inout StreamLimit) -> ServerAnswer {
+        answer(request)
+    }
 
     public func answer(_ request: ReceivedRequest) -> ServerAnswer {
         let idHeader = request.path.hasPrefix("/4/") ? "apns-request-id" : "apns-id"

@@ -77,8 +77,13 @@ public final class ScriptedAPNsServer: Sendable {
         }
 
         let state = Mutex(State())
+        let streamLimit: Int
 
-        func answer(_ request: ReceivedRequest) -> ServerAnswer {
+        init(streamLimit: Int) { self.streamLimit = streamLimit }
+
+        func makeConnection(id: Int) -> StreamLimit { StreamLimit(streamLimit) }
+
+        func answer(_ request: ReceivedRequest, connection: inout StreamLimit) -> ServerAnswer {
             state.withLock { state in
                 state.received.append(request)
                 if !state.script.isEmpty { return state.script.removeFirst() }
@@ -101,9 +106,8 @@ public final class ScriptedAPNsServer: Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let caFile = directory.appendingPathComponent("ca.pem").path
         try certificates.writeCertificateAuthority(to: caFile)
-        let recorder = Recorder()
-        let server = try await HTTP2TLSServer.start(
-            certificates: certificates, maxConcurrentStreams: maxConcurrentStreams, responder: recorder)
+        let recorder = Recorder(streamLimit: maxConcurrentStreams)
+        let server = try await HTTP2TLSServer.start(certificates: certificates, responder: recorder)
         return ScriptedAPNsServer(server: server, caFile: caFile, recorder: recorder, directory: directory)
     }
 

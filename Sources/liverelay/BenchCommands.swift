@@ -21,13 +21,11 @@ extension Bench {
 
         @Option(help: "Port to listen on (0: any free port).") var port: Int = 0
         @Option(help: "Where to write the CA certificate (PEM).") var caFile: String
-        @Option(help: "SETTINGS_MAX_CONCURRENT_STREAMS.") var maxConcurrentStreams: Int = 1000
 
         func run() async throws {
             let certificates = try EmulatorCertificates.generate()
             try certificates.writeCertificateAuthority(to: caFile)
-            let server = try await HTTP2TLSServer.start(
-                port: port, certificates: certificates, maxConcurrentStreams: maxConcurrentStreams, responder: AcceptAllResponder())
+            let server = try await HTTP2TLSServer.start(port: port, certificates: certificates, responder: AcceptAllResponder())
             // Unbuffered: the parent reads this line through a pipe.
             FileHandle.standardOutput.write(Data("listening on 127.0.0.1:\(server.port)\n".utf8))
             // Runs until the parent closes our standard input (or dies).

@@ -1,0 +1,99 @@
+import APNs
+import Foundation
+import NIOCore
+import NIOPosix
+
+/// Apple's push service on loopback: the provider API over HTTP/2 + TLS, with device and
+/// broadcast pushes on one port and channel management on another, as Apple splits them.
+public final class APNsEmulator: Sendable {
+    public struct Configuration: Sendable {
+        /// The environment played; tokens, channels and restricted keys must match it.
+        public var environment: EmulatorEnvironment
+        public var host: String
+        /// 0 picks a free port.
+        public var pushPort: Int
+        public var channelManagementPort: Int
+        /// `SETTINGS_MAX_CONCURRENT_STREAMS` before the first authenticated request (APNs: 1).
+        public var initialStreamLimit: Int
+        /// The limit after it.
+        public var authenticatedStreamLimit: Int
+        /// Whether `apns-priority: 1` is taken for `liveactivity` device pushes (Apple's Live
+        /// Activity article says 5 or 10; the generic header table allows 1).
+        public var allowsPriority1ForLiveActivity: Bool
+        /// Requests kept for inspection.
+        public var journalCapacity: Int
+        /// The clock provider tokens are judged by.
+        public var now: @Sendable () -> Date
+
+        public init(
+            environment: EmulatorEnvironment = .sandbox, host: String = "127.0.0.1", pushPort: Int = 0,
+            channelManagementPort: Int = 0, initialStreamLimit: Int = 1, authenticatedStreamLimit: Int = 1000,
+            allowsPriority1ForLiveActivity: Bool = false, journalCapacity: Int = 10_000,
+            now: @escaping @Sendable () -> Date = { Date() }
+        ) {
+            self.environment = environment
+            self.host = host
+            self.pushPort = pushPort
+            self.channelManagementPort = channelManagementPort
+            self.initialStreamLimit = initialStreamLimit
+            self.authenticatedStreamLimit = authenticatedStreamLimit
+            self.allowsPriority1ForLiveActivity = allowsPriority1ForLiveActivity
+            self.journalCapacity = journalCapacity
+            self.now = now
+        }
+    }
+
+    public let configuration: Configuration
+    public let registry: EmulatorRegistry
+    public let journal: EmulatorJournal
+    public let certificates: EmulatorCertificates
+    private let pushServer: HTTP2TLSServer
+    private let managementServer: HTTP2TLSServer
+
+    public var pushPort: Int { pushServer.port }
+    public var channelManagementPort: Int { managementServer.port }
+
+    private init(configuration: Configuration, registry: EmulatorRegistry, journal: EmulatorJournal,
+                 certificates: EmulatorCertificates, pushServer: HTTP2TLSServer, managementServer: HTTP2TLSServer) {
+        self.configuration = configuration
+        self.registry = registry
+        self.journal = journal
+        self.certificates = certificates
+        self.pushServer = pushServer
+        self.managementServer = managementServer
+    }
+
+    /// Starts both listeners. Without `certificates`, a new CA and server certificate are made.
+    public static func start(
+        _ configuration: Configuration = .init(), certificates: EmulatorCertificates? = nil,
+        registry: EmulatorRegistry = EmulatorRegistry(),
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> APNsEmulator {
+        let certificates = try certificates ?? EmulatorCertificates.generate(extraHostNames: [configuration.host])
+        let journal = EmulatorJournal(capacity: configuration.journalCapacity)
+        let push = try await HTTP2TLSServer.start(
+            host: configuration.host, port: configuration.pushPort, certificates: certificates,
+            responder: APNsResponder(service: .push, settings: configuration, registry: registry, journal: journal), group: group)
+        do {
+            let management = try await HTTP2TLSServer.start(
+                host: configuration.host, port: configuration.channelManagementPort, certificates: certificates,
+                responder: APNsResponder(service: .channelManagement, settings: configuration, registry: registry, journal: journal),
+                group: group)
+            return APNsEmulator(configuration: configuration, registry: registry, journal: journal,
+                                certificates: certificates, pushServer: push, managementServer: management)
+        } catch {
+            await push.shutdown()
+            throw error
+        }
+    }
+
+    /// The environment a client uses to reach this emulator, trusting the CA at `caFile`.
+    public func clientEnvironment(caFile: String) -> APNsEnvironment {
+        .custom(host: configuration.host, port: pushPort, channelManagementPort: channelManagementPort, caFile: caFile)
+    }
+
+    public func shutdown() async {
+        await pushServer.shutdown()
+        await managementServer.shutdown()
+    }
+}

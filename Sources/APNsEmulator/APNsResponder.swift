@@ -1,0 +1,252 @@
+import APNs
+import Foundation
+import LiveActivityKit
+
+/// What one emulator connection remembers: its provider-token session and its stream limit.
+public struct APNsConnection: ConnectionState {
+    public internal(set) var maxConcurrentStreams: Int
+    var session = ProviderTokenSession()
+}
+
+/// Answers the APNs provider API as Apple documents it (spec §5, in the order of §11): device
+/// pushes and broadcasts on the push port, channel management on its own port.
+struct APNsResponder: RequestResponder {
+    enum Service { case push, channelManagement }
+
+    let service: Service
+    let settings: APNsEmulator.Configuration
+    let registry: EmulatorRegistry
+    let journal: EmulatorJournal
+
+    func makeConnection(id: Int) -> APNsConnection {
+        APNsConnection(maxConcurrentStreams: settings.initialStreamLimit)
+    }
+
+    func answer(_ request: ReceivedRequest, connection: inout APNsConnection) -> ServerAnswer {
+        let now = settings.now()
+        let verdict: Verdict = switch service {
+        case .push: push(request, connection: &connection, now: now)
+        case .channelManagement: channelManagement(request, connection: &connection, now: now)
+        }
+        journal.record(request, verdict: verdict, at: now)
+        return verdict.answer
+    }
+
+    // MARK: Device pushes and broadcasts
+
+    private func push(_ request: ReceivedRequest, connection: inout APNsConnection, now: Date) -> Verdict {
+        let isBroadcast = request.path.hasPrefix("/4/")
+        let idHeader = isBroadcast ? "apns-request-id" : "apns-id"
+        var reply = Reply(idHeader: idHeader, id: request.header(idHeader))
+
+        if repeatsAHeader(request) { return reply.reject(400, .duplicateHeaders) }
+        if let id = request.header(idHeader), (try? APNsMessageID(id, field: idHeader)) == nil {
+            reply.id = nil
+            return reply.reject(400, .badMessageId)
+        }
+        guard request.method == "POST" else { return reply.reject(405, .methodNotAllowed) }
+        if isBroadcast { return broadcast(request, reply: reply, connection: &connection, now: now) }
+
+        guard request.path.hasPrefix("/3/device/") else { return reply.reject(404, .badPath) }
+        let token = String(request.path.dropFirst("/3/device/".count))
+        guard !token.isEmpty else { return reply.reject(400, .missingDeviceToken) }
+        guard let topic = request.header("apns-topic"), !topic.isEmpty else { return reply.reject(400, .missingTopic) }
+        if let collapseID = request.header("apns-collapse-id"), collapseID.utf8.count > 64 {
+            return reply.reject(400, .badCollapseId)
+        }
+        let pushType = request.header("apns-push-type")
+        if let priority = request.header("apns-priority") {
+            let allowed = pushType == "liveactivity" && !settings.allowsPriority1ForLiveActivity ? ["10", "5"] : ["10", "5", "1"]
+            guard allowed.contains(priority) else { return reply.reject(400, .badPriority) }
+        }
+        if let pushType, !Self.pushTypes.contains(pushType) { return reply.reject(400, .invalidPushType) }
+        if let expiration = request.header("apns-expiration"), Int64(expiration) == nil || expiration.hasPrefix("-") {
+            return reply.reject(400, .badExpirationDate)
+        }
+        guard (try? DeviceToken(token)) != nil else { return reply.reject(400, .badDeviceToken) }
+        guard let known = registry.token(token), known.environment == settings.environment else {
+            return reply.reject(400, .badDeviceToken)
+        }
+        switch known.state {
+        case .active: break
+        case .unregistered(let since): return reply.reject(410, .unregistered, timestamp: since)
+        case .expired: return reply.reject(410, .expiredToken)
+        }
+        guard pushType == "liveactivity", topic == known.bundleID + BundleID.liveActivityTopicSuffix else {
+            return reply.reject(400, .deviceTokenNotForTopic)
+        }
+        if let reason = connection.session.authenticate(
+            authorization: request.header("authorization"), bundleID: known.bundleID, environment: settings.environment,
+            now: now, registry: registry, topicRejection: .topicDisallowed) {
+            return reply.reject(reason.known?.status ?? 403, reason)
+        }
+        guard !request.body.isEmpty else { return reply.reject(400, .payloadEmpty) }
+        guard request.body.count <= LiveActivityPayload.Destination.device.maximumPayloadSize else {
+            return reply.reject(413, .payloadTooLarge)
+        }
+        connection.maxConcurrentStreams = settings.authenticatedStreamLimit
+        return reply.accept(uniqueID: settings.environment == .sandbox, route: .device(token: known.hex))
+    }
+
+    /// The push types Apple documents for `apns-push-type`.
+    static let pushTypes: Set<String> = [
+        "alert", "background", "voip", "complication", "fileprovider", "location", "liveactivity", "pushtotalk",
+        "widgets", "controls", "mdm",
+    ]
+
+    private func broadcast(_ request: ReceivedRequest, reply: Reply, connection: inout APNsConnection, now: Date) -> Verdict {
+        let prefix = "/4/broadcasts/apps/"
+        guard request.path.hasPrefix(prefix), !request.path.dropFirst(prefix.count).contains("/") else {
+            return reply.reject(404, .badPath)
+        }
+        let bundleID = String(request.path.dropFirst(prefix.count))
+        guard !bundleID.isEmpty else { return reply.reject(404, .badPath) }
+        guard !bundleID.contains(".push-type.") else { return reply.reject(400, .topicDisallowed) }
+        guard let channelID = request.header("apns-channel-id"), !channelID.isEmpty else {
+            return reply.reject(400, .missingChannelId)
+        }
+        guard let pushType = request.header("apns-push-type") else { return reply.reject(400, .missingPushType) }
+        guard pushType.lowercased() == "liveactivity" else { return reply.reject(400, .invalidPushType) }
+        guard let expirationText = request.header("apns-expiration"), let expiration = Int64(expirationText), expiration >= 0 else {
+            return reply.reject(400, .badExpirationDate)
+        }
+        guard let priority = request.header("apns-priority"), ["10", "5", "1"].contains(priority) else {
+            return reply.reject(400, .badPriority)
+        }
+        guard Data(base64Encoded: channelID) != nil else { return reply.reject(400, .badChannelId) }
+        guard let channel = registry.channel(channelID), channel.bundleID == bundleID, channel.environment == settings.environment else {
+            return reply.reject(400, .channelNotRegistered)
+        }
+        if channel.storagePolicy == 0, expiration != 0 { return reply.reject(400, .badExpirationDate) }
+        guard registry.broadcastEnabled(bundleID) else { return reply.reject(400, .featureNotEnabled) }
+        if let reason = connection.session.authenticate(
+            authorization: request.header("authorization"), bundleID: bundleID, environment: settings.environment,
+            now: now, registry: registry, topicRejection: .topicMismatch) {
+            return reply.reject(reason.known?.status ?? 403, reason)
+        }
+        guard !request.body.isEmpty else { return reply.reject(400, .payloadEmpty) }
+        guard request.body.count <= LiveActivityPayload.Destination.broadcast.maximumPayloadSize else {
+            return reply.reject(413, .payloadTooLarge)
+        }
+        connection.maxConcurrentStreams = settings.authenticatedStreamLimit
+        return reply.accept(uniqueID: true, route: .broadcast(channelID: channelID))
+    }
+
+    // MARK: Channel management
+
+    private func channelManagement(_ request: ReceivedRequest, connection: inout APNsConnection, now: Date) -> Verdict {
+        var reply = Reply(idHeader: "apns-request-id", id: request.header("apns-request-id"))
+        if repeatsAHeader(request) { return reply.reject(400, .duplicateHeaders) }
+        if let id = request.header("apns-request-id"), (try? APNsMessageID(id, field: "apns-request-id")) == nil {
+            reply.id = nil
+            return reply.reject(400, .badMessageId)
+        }
+        let parts = request.path.split(separator: "/", omittingEmptySubsequences: false)
+        // "", "1", "apps", <bundle>, "channels" | "all-channels"
+        guard parts.count == 5, parts[0].isEmpty, parts[1] == "1", parts[2] == "apps", !parts[3].isEmpty,
+              parts[4] == "channels" || parts[4] == "all-channels"
+        else { return reply.reject(404, .badPath) }
+        let bundleID = String(parts[3])
+        let listing = parts[4] == "all-channels"
+        let allowedMethods = listing ? ["GET"] : ["GET", "POST", "DELETE"]
+        guard allowedMethods.contains(request.method) else { return reply.reject(405, .methodNotAllowed) }
+        guard !bundleID.contains(".push-type.") else { return reply.reject(400, .topicDisallowed) }
+        if let reason = connection.session.authenticate(
+            authorization: request.header("authorization"), bundleID: bundleID, environment: settings.environment,
+            now: now, registry: registry, topicRejection: .topicMismatch) {
+            return reply.reject(reason.known?.status ?? 403, reason)
+        }
+        guard registry.broadcastEnabled(bundleID) else { return reply.reject(400, .featureNotEnabled) }
+        connection.maxConcurrentStreams = settings.authenticatedStreamLimit
+
+        if listing {
+            let ids = registry.channels(of: bundleID, in: settings.environment).map(JSONValue.string)
+            return reply.accept(status: 200, body: .object([("channels", .array(ids))]))
+        }
+        if request.method == "POST" { return createChannel(request, bundleID: bundleID, reply: reply) }
+
+        guard let channelID = request.header("apns-channel-id"), !channelID.isEmpty else {
+            return reply.reject(400, .missingChannelId)
+        }
+        guard Data(base64Encoded: channelID) != nil else { return reply.reject(400, .badChannelId) }
+        guard let channel = registry.channel(channelID), channel.bundleID == bundleID, channel.environment == settings.environment else {
+            return reply.reject(400, .channelNotRegistered)
+        }
+        if request.method == "DELETE" {
+            _ = registry.deleteChannel(channelID)
+            return reply.accept(status: 204)
+        }
+        return reply.accept(status: 200, body: .object([
+            ("message-storage-policy", .integer(channel.storagePolicy)), ("push-type", .string("LiveActivity")),
+        ]))
+    }
+
+    private func createChannel(_ request: ReceivedRequest, bundleID: String, reply: Reply) -> Verdict {
+        guard !request.body.isEmpty else { return reply.reject(400, .payloadEmpty) }
+        guard let body = try? JSONValue(parsing: request.body), let members = body.objectMembers else {
+            return reply.reject(400, .badRequestPayload)
+        }
+        guard members.allSatisfy({ ["message-storage-policy", "push-type"].contains($0.key) }),
+              let policy = body["message-storage-policy"], policy == .number("0") || policy == .number("1")
+        else { return reply.reject(400, .badRequestParams) }
+        guard let pushType = body["push-type"]?.stringValue else { return reply.reject(400, .badRequestParams) }
+        guard pushType.lowercased() == "liveactivity" else { return reply.reject(400, .invalidPushType) }
+        guard let channel = registry.createChannel(bundleID: bundleID, environment: settings.environment, storagePolicy: policy == .number("1") ? 1 : 0) else {
+            return reply.reject(400, .cannotCreateChannelConfig)
+        }
+        return reply.accept(status: 201, extraHeaders: [("apns-channel-id", channel.id)])
+    }
+
+    /// Whether a header was sent twice (HTTP/2 allows split `cookie` headers; APNs takes none).
+    private func repeatsAHeader(_ request: ReceivedRequest) -> Bool {
+        var seen = Set<String>()
+        return request.headers.contains { !seen.insert($0.name).inserted && $0.name != "cookie" }
+    }
+}
+
+/// The outcome of one request, as recorded and as answered.
+struct Verdict: Sendable {
+    enum Route: Sendable, Hashable {
+        case device(token: String)
+        case broadcast(channelID: String)
+        case channelManagement
+    }
+
+    var status: Int
+    var reason: APNsReason?
+    var headers: [(name: String, value: String)]
+    var body: [UInt8]?
+    /// Where an accepted push goes (the device layer takes it from here).
+    var route: Route?
+
+    var answer: ServerAnswer { .respond(status: status, headers: headers, body: body) }
+}
+
+/// Builds answers that carry the request's id back, as APNs does.
+private struct Reply {
+    let idHeader: String
+    var id: String?
+
+    private var idValue: String { id ?? UUID().uuidString.lowercased() }
+
+    /// `{"reason": …}` (and for 410 the `timestamp` in milliseconds), with the id header.
+    func reject(_ status: Int, _ reason: APNsReason, timestamp: Date? = nil) -> Verdict {
+        var body: JSONValue = .object([("reason", .string(reason.rawValue))])
+        if let timestamp { body.set("timestamp", .integer(Int64((timestamp.timeIntervalSince1970 * 1000).rounded(.down)))) }
+        return Verdict(status: status, reason: reason, headers: [(idHeader, idValue), ("content-type", "application/json")], body: body.serialized)
+    }
+
+    /// Success of a push: HEADERS only, with the id and (in the sandbox, and for broadcasts) `apns-unique-id`.
+    func accept(uniqueID: Bool, route: Verdict.Route) -> Verdict {
+        var headers = [(name: idHeader, value: idValue)]
+        if uniqueID { headers.append(("apns-unique-id", UUID().uuidString.lowercased())) }
+        return Verdict(status: 200, reason: nil, headers: headers, body: nil, route: route)
+    }
+
+    /// Success of a channel-management request.
+    func accept(status: Int, body: JSONValue? = nil, extraHeaders: [(name: String, value: String)] = []) -> Verdict {
+        var headers = [(name: idHeader, value: idValue)] + extraHeaders
+        if body != nil { headers.append(("content-type", "application/json")) }
+        return Verdict(status: status, reason: nil, headers: headers, body: body?.serialized, route: .channelManagement)
+    }
+}
