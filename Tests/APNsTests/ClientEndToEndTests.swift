@@ -154,9 +154,11 @@ import Testing
     }
 
     @Test func noAnswerEndsAtTheDeadline() async throws {
-        try await withClient(timeout: .milliseconds(300)) { [payload, bundle] client, server in
+        try await withClient { [payload, bundle] client, server in
             server.enqueue(.noAnswer)
-            let error = await #expect(throws: APNsTransportError.self) { try await client.send(payload, to: liveActivityToken(), topic: bundle) }
+            let error = await #expect(throws: APNsTransportError.self) {
+                try await client.send(payload, to: liveActivityToken(), topic: bundle, timeout: .milliseconds(300))
+            }
             #expect(error?.code == .deadlineExceeded)
             // The connection is still good for the next push.
             let next = try await client.send(payload, to: liveActivityToken(), topic: bundle)

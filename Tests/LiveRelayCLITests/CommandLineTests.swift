@@ -247,3 +247,55 @@ let token = String(repeating: "ab", count: 80)
         }
     }
 }
+
+/// `liverelay emulator` as a user starts it, and `liverelay push` against it.
+@Suite(.serialized) struct EmulatorCommandTests {
+    @Test func aPushFromTheCommandLineSucceedsAgainstTheEmulator() async throws {
+        let key = try await GeneratedKey.make()
+        let caFile = FileManager.default.temporaryDirectory.appendingPathComponent("ca-\(UUID().uuidString).pem").path
+        defer {
+            try? FileManager.default.removeItem(atPath: key.path)
+            try? FileManager.default.removeItem(atPath: caFile)
+        }
+        let process = Process()
+        process.executableURL = liverelayExecutable
+        process.arguments = ["emulator", "--ca-file", caFile, "--key-file", key.path, "--key-id", key.keyID,
+                             "--team-id", "TEAMID1234", "--token", "\(token):com.example.app"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        defer { process.terminate() }
+
+        // Read what it prints up to the example command.
+        let banner = try await withDeadline(.seconds(20)) {
+            var text = ""
+            while !text.contains("try: "), let chunk = try output.fileHandleForReading.read(upToCount: 1), !chunk.isEmpty {
+                text += String(decoding: chunk, as: UTF8.self)
+            }
+            return text
+        }
+        func port(after label: String) throws -> String {
+            let line = try #require(banner.split(separator: "\n").first { $0.hasPrefix(label) })
+            // "pushes:   https://127.0.0.1:PORT  (…)"
+            return String(try #require(line.split(separator: ":").dropFirst(3).first?.split(separator: " ").first))
+        }
+        #expect(banner.contains("CA certificate:     \(caFile)"))
+        let pushPort = try port(after: "pushes:")
+        let managementPort = try port(after: "channel management:")
+        let connection = ["--environment", "custom", "--host", "127.0.0.1", "--port", pushPort, "--management-port", managementPort,
+                          "--ca-file", caFile, "--key-file", key.path, "--key-id", key.keyID, "--team-id", "TEAMID1234",
+                          "--bundle-id", "com.example.app"]
+
+        let accepted = try await liverelay(["push", "update", "--token", token, "--content-state", #"{"level":1}"#] + connection)
+        #expect(accepted.status == 0, "\(accepted.stderr)")
+        #expect(accepted.stdout.contains("apns-unique-id: "))
+
+        let unknown = try await liverelay(["push", "update", "--token", String(repeating: "00", count: 80), "--content-state", "{}"] + connection)
+        #expect(unknown.status == 66)
+        #expect(unknown.stderr.contains("400 BadDeviceToken"))
+
+        let channel = try await liverelay(["channels", "create", "--storage-policy", "1"] + connection)
+        #expect(channel.status == 0, "\(channel.stderr)")
+        #expect(channel.stdout.contains("apns-channel-id: "))
+    }
+}

@@ -1,0 +1,75 @@
+import APNsEmulator
+import ArgumentParser
+import Foundation
+import LiveActivityKit
+
+struct Emulator: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run Apple's push service on loopback: HTTP/2 + TLS, provider tokens, every documented error.",
+        discussion: """
+            Device and broadcast pushes on one port, channel management on another. The CA that signs
+            the server certificate is written to --ca-file; give it to clients (liverelay --ca-file,
+            curl --cacert). Register the key that signs your provider tokens with --key-file/--key-id/--team-id,
+            and the tokens to accept with --token <hex>:<bundle id> (simulated devices will issue them later).
+            """)
+
+    @Option(help: ArgumentHelp("sandbox or production.", valueName: "name")) var environment: String = "sandbox"
+    @Option(help: "Address to listen on.") var host: String = "127.0.0.1"
+    @Option(help: "Port of device and broadcast pushes (0: any free port).") var port: Int = 0
+    @Option(help: "Port of channel management (0: any free port).") var managementPort: Int = 0
+    @Option(help: ArgumentHelp("Where to write the CA certificate (PEM).", valueName: "path"))
+    var caFile: String = "liverelay-emulator-ca.pem"
+    @Option(help: ArgumentHelp("A .p8 key whose tokens are accepted (its public half is used).", valueName: "path")) var keyFile: String?
+    @Option(help: ArgumentHelp("The key id of --key-file.", valueName: "id")) var keyID: String?
+    @Option(help: ArgumentHelp("The team id of --key-file.", valueName: "id")) var teamID: String?
+    @Option(help: ArgumentHelp("A device token to route, as <hex>:<bundle id> (repeatable).", valueName: "token")) var token: [String] = []
+    @Option(help: "SETTINGS_MAX_CONCURRENT_STREAMS after the first authenticated push (before it: 1).")
+    var streamLimit: Int = 1000
+    @Flag(help: "Accept apns-priority 1 on Live Activity device pushes.") var allowPriority1 = false
+
+    func run() async throws {
+        guard let environment = EmulatorEnvironment(rawValue: environment) else {
+            throw ValidationError("environment: must be sandbox or production, got \"\(environment)\"")
+        }
+        let tokens = try token.map { entry in
+            let parts = entry.split(separator: ":", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let hex = try? DeviceToken(parts[0]).hex, (try? BundleID(parts[1])) != nil else {
+                throw ValidationError("token: must be <hex>:<bundle id>, got \"\(entry)\"")
+            }
+            return EmulatorToken(hex: hex, bundleID: parts[1], environment: environment)
+        }
+        let registry = EmulatorRegistry()
+        switch (keyFile, keyID, teamID) {
+        case (nil, nil, nil): break
+        case (let keyFile?, let keyID?, let teamID?):
+            do {
+                let pem = try String(contentsOfFile: keyFile, encoding: .utf8)
+                registry.register(try EmulatorKey(p8PEM: pem, keyID: keyID, teamID: teamID))
+            } catch {
+                throw ValidationError("key-file: cannot read a P-256 .p8 key at \(keyFile): \(error)")
+            }
+        default:
+            throw ValidationError("key-file, key-id and team-id go together")
+        }
+        tokens.forEach(registry.register)
+
+        let emulator = try await APNsEmulator.start(
+            APNsEmulator.Configuration(
+                environment: environment, host: host, pushPort: port, channelManagementPort: managementPort,
+                authenticatedStreamLimit: streamLimit, allowsPriority1ForLiveActivity: allowPriority1),
+            registry: registry)
+        try emulator.certificates.writeCertificateAuthority(to: caFile)
+        let ca = URL(fileURLWithPath: caFile).standardizedFileURL.path
+        // Unbuffered, so that a parent process reading a pipe sees it at once.
+        FileHandle.standardOutput.write(Data("""
+            APNs emulator (\(environment.rawValue))
+            pushes:             https://\(host):\(emulator.pushPort)  (/3/device/<token>, /4/broadcasts/apps/<bundle>)
+            channel management: https://\(host):\(emulator.channelManagementPort)  (/1/apps/<bundle>/channels)
+            CA certificate:     \(ca)
+            try: liverelay push update --environment custom --host \(host) --port \(emulator.pushPort) --management-port \(emulator.channelManagementPort) --ca-file \(ca) --key-file <p8> --key-id <id> --team-id <id> --bundle-id <bundle> --token <hex> --content-state '{}'
+
+            """.utf8))
+        // Runs until interrupted.
+        while true { try await Task.sleep(for: .seconds(3600)) }
+    }
+}

@@ -1,0 +1,124 @@
+import APNs
+import APNsEmulator
+import Foundation
+import LiveActivityKit
+import LiveRelayTesting
+import Testing
+
+/// The emulator on loopback, port 0, spoken to by our client and by curl.
+@Suite struct EmulatorWireTests {
+    let bundle = "com.example.apple-samplecode.Emoji-Rangers"
+    let token = String(repeating: "a1", count: 80)
+
+    func withEmulator(
+        clock: ManualClock = ManualClock(Date()),
+        _ body: @escaping @Sendable (APNsEmulator, TestSigningKey, String) async throws -> Void
+    ) async throws {
+        try await withDeadline {
+            var configuration = APNsEmulator.Configuration()
+            configuration.now = clock.function
+            let emulator = try await APNsEmulator.start(configuration)
+            let key = TestSigningKey()
+            emulator.registry.register(EmulatorKey(keyID: key.signingKey.keyID, teamID: key.signingKey.teamID, publicKey: key.publicKey))
+            emulator.registry.register(EmulatorToken(hex: token, bundleID: bundle, environment: .sandbox))
+            let caFile = FileManager.default.temporaryDirectory.appendingPathComponent("emulator-ca-\(UUID().uuidString).pem").path
+            try emulator.certificates.writeCertificateAuthority(to: caFile)
+            do {
+                try await body(emulator, key, caFile)
+            } catch {
+                await emulator.shutdown()
+                try? FileManager.default.removeItem(atPath: caFile)
+                throw error
+            }
+            await emulator.shutdown()
+            try? FileManager.default.removeItem(atPath: caFile)
+        }
+    }
+
+    @Test func ourClientPushesThroughTheStreamLimitOfOne() async throws {
+        try await withEmulator { [bundle, token] emulator, key, caFile in
+            let configuration = APNsClient.Configuration(environment: emulator.clientEnvironment(caFile: caFile), signingKey: key.signingKey)
+            try await withAPNsClient(configuration: configuration) { client in
+                let payload = try LiveActivityPayload.update(content: ActivityContent(state: ["level": 0.941], staleDate: nil), timestamp: Date())
+                // 200 at once on a connection that starts with one stream: NIO queues the rest
+                // until the emulator raises the limit after the first authenticated push.
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for _ in 0..<200 {
+                        group.addTask { try await client.send(payload, to: DeviceToken(token), topic: BundleID(bundle)) }
+                    }
+                    try await group.waitForAll()
+                }
+                let unknown = await #expect(throws: APNsError.self) {
+                    try await client.send(payload, to: DeviceToken(String(repeating: "99", count: 80)), topic: BundleID(bundle))
+                }
+                #expect(unknown?.reason == .badDeviceToken)
+            }
+            #expect(emulator.journal.counts == ["Success": 200, "BadDeviceToken": 1])
+            #expect(Set(emulator.journal.requests.map(\.connectionID)).count == 1)
+        }
+    }
+
+    @Test func channelsOverTheSecondPort() async throws {
+        try await withEmulator { [bundle] emulator, key, caFile in
+            #expect(emulator.pushPort != emulator.channelManagementPort)
+            let configuration = APNsClient.Configuration(environment: emulator.clientEnvironment(caFile: caFile), signingKey: key.signingKey)
+            try await withAPNsClient(configuration: configuration) { client in
+                let bundleID = try BundleID(bundle)
+                let id = try await client.createChannel(bundleID: bundleID, storagePolicy: .noMessageStored)
+                #expect(try await client.listChannels(bundleID: bundleID) == [id])
+                let payload = try LiveActivityPayload.update(content: ActivityContent(state: ["home": 1], staleDate: nil), timestamp: Date())
+                try await client.broadcast(payload, channelID: id, bundleID: bundleID, options: BroadcastOptions(priority: .powerConsiderate, expiration: .immediately))
+                try await client.deleteChannel(id, bundleID: bundleID)
+                let gone = await #expect(throws: APNsError.self) { try await client.readChannel(id, bundleID: bundleID) }
+                #expect(gone?.reason == .channelNotRegistered)
+            }
+        }
+    }
+
+    /// The request of the WWDC23 talk, as its curl command sends it (four headers, the JSON body,
+    /// `/3/device/$TOKEN`), with the emulator's CA.
+    @Test func curlWithTheTalksRequestShape() async throws {
+        try await withEmulator { [bundle, token] emulator, key, caFile in
+            let authentication = key.signingKey.makeProviderToken(issuedAt: Date())
+            let body = #"{ "aps": { "timestamp": \#(Int(Date().timeIntervalSince1970)), "event": "update", "content-state": { "currentHealthLevel": 0.941, "eventDescription": "Power Panda found a sword!" } } }"#
+            let result = try await run("/usr/bin/env", [
+                "curl", "--silent", "--show-error", "--include", "--cacert", caFile,
+                "--header", "apns-topic: \(bundle).push-type.liveactivity",
+                "--header", "apns-push-type: liveactivity",
+                "--header", "apns-priority: 10",
+                "--header", "authorization: bearer \(authentication)",
+                "--data", body,
+                "--http2", "https://localhost:\(emulator.pushPort)/3/device/\(token)",
+            ])
+            #expect(result.status == 0, "\(result.output)")
+            #expect(result.output.hasPrefix("HTTP/2 200"), "\(result.output)")
+            #expect(result.output.lowercased().contains("apns-id: "))
+            let recorded = try #require(emulator.journal.requests.last)
+            #expect(recorded.status == 200)
+            #expect(recorded.body == Array(body.utf8))
+
+            let withoutToken = try await run("/usr/bin/env", [
+                "curl", "--silent", "--cacert", caFile, "--header", "apns-topic: \(bundle).push-type.liveactivity",
+                "--header", "apns-push-type: liveactivity", "--data", body,
+                "--http2", "https://127.0.0.1:\(emulator.pushPort)/3/device/\(token)",
+            ])
+            #expect(withoutToken.output == #"{"reason":"MissingProviderToken"}"#)
+        }
+    }
+}
+
+func run(_ executable: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    let exited = AsyncStream<Int32>.makeStream()
+    process.terminationHandler = { exited.continuation.yield($0.terminationStatus); exited.continuation.finish() }
+    try process.run()
+    let output = try await Task { try pipe.fileHandleForReading.readToEnd() ?? Data() }.value
+    var status: Int32 = -1
+    for await code in exited.stream { status = code }
+    return (status, String(decoding: output, as: UTF8.self))
+}
