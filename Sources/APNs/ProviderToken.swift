@@ -62,12 +62,19 @@ public struct APNsSigningKey: Sendable {
     }
 }
 
-/// Base64url without padding (RFC 7515).
-func base64URL(_ data: Data) -> String {
+/// Base64url without padding (RFC 7515), as JWTs are written.
+package func base64URL(_ data: Data) -> String {
     data.base64EncodedString()
         .replacingOccurrences(of: "+", with: "-")
         .replacingOccurrences(of: "/", with: "_")
         .replacingOccurrences(of: "=", with: "")
+}
+
+/// Reads base64url with or without padding.
+package func base64URLDecoded(_ text: some StringProtocol) -> Data? {
+    var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+    while base64.count % 4 != 0 { base64 += "=" }
+    return Data(base64Encoded: base64)
 }
 
 /// When to make a new provider token. APNs refuses a token older than an hour and one replaced

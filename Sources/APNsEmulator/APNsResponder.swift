@@ -75,17 +75,26 @@ struct APNsResponder: RequestResponder {
         guard pushType == "liveactivity", topic == known.bundleID + BundleID.liveActivityTopicSuffix else {
             return reply.reject(400, .deviceTokenNotForTopic)
         }
+        return finishPush(
+            request, bundleID: known.bundleID, destination: .device, reply: reply, connection: &connection, now: now,
+            accepted: reply.accept(uniqueID: settings.environment == .sandbox, route: .device(token: known.hex)))
+    }
+
+    /// The checks device pushes and broadcasts end with: provider token, then body; on success the
+    /// connection gets its full stream limit.
+    private func finishPush(
+        _ request: ReceivedRequest, bundleID: String, destination: LiveActivityPayload.Destination, reply: Reply,
+        connection: inout APNsConnection, now: Date, accepted: @autoclosure () -> Verdict
+    ) -> Verdict {
         if let reason = connection.session.authenticate(
-            authorization: request.header("authorization"), bundleID: known.bundleID, environment: settings.environment,
-            now: now, registry: registry, topicRejection: .topicDisallowed) {
+            authorization: request.header("authorization"), bundleID: bundleID, environment: settings.environment,
+            now: now, registry: registry, topicRejection: destination == .device ? .topicDisallowed : .topicMismatch) {
             return reply.reject(reason.known?.status ?? 403, reason)
         }
         guard !request.body.isEmpty else { return reply.reject(400, .payloadEmpty) }
-        guard request.body.count <= LiveActivityPayload.Destination.device.maximumPayloadSize else {
-            return reply.reject(413, .payloadTooLarge)
-        }
+        guard request.body.count <= destination.maximumPayloadSize else { return reply.reject(413, .payloadTooLarge) }
         connection.maxConcurrentStreams = settings.authenticatedStreamLimit
-        return reply.accept(uniqueID: settings.environment == .sandbox, route: .device(token: known.hex))
+        return accepted()
     }
 
     /// The push types Apple documents for `apns-push-type`.
@@ -119,17 +128,9 @@ struct APNsResponder: RequestResponder {
         }
         if channel.storagePolicy == 0, expiration != 0 { return reply.reject(400, .badExpirationDate) }
         guard registry.broadcastEnabled(bundleID) else { return reply.reject(400, .featureNotEnabled) }
-        if let reason = connection.session.authenticate(
-            authorization: request.header("authorization"), bundleID: bundleID, environment: settings.environment,
-            now: now, registry: registry, topicRejection: .topicMismatch) {
-            return reply.reject(reason.known?.status ?? 403, reason)
-        }
-        guard !request.body.isEmpty else { return reply.reject(400, .payloadEmpty) }
-        guard request.body.count <= LiveActivityPayload.Destination.broadcast.maximumPayloadSize else {
-            return reply.reject(413, .payloadTooLarge)
-        }
-        connection.maxConcurrentStreams = settings.authenticatedStreamLimit
-        return reply.accept(uniqueID: true, route: .broadcast(channelID: channelID))
+        return finishPush(
+            request, bundleID: bundleID, destination: .broadcast, reply: reply, connection: &connection, now: now,
+            accepted: reply.accept(uniqueID: true, route: .broadcast(channelID: channelID)))
     }
 
     // MARK: Channel management

@@ -43,9 +43,3 @@ private func numericIssuedAt(_ value: JSONValue?) -> Double? {
     default: nil
     }
 }
-
-private func base64URLDecoded(_ text: Substring) -> Data? {
-    var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-    while base64.count % 4 != 0 { base64 += "=" }
-    return Data(base64Encoded: base64)
-}

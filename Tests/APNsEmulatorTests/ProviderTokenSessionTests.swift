@@ -32,14 +32,11 @@ import Testing
     /// The same claims, signed with a DER signature and written with a string `iat`, as some
     /// deployed clients do.
     func lenientToken(_ key: TestSigningKey, at date: Date) throws -> String {
-        func b64(_ data: Data) -> String {
-            data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-        }
-        let input = b64(Data(#"{"alg":"ES256","kid":"\#(key.signingKey.keyID)","typ":"JWT"}"#.utf8)) + "."
-            + b64(Data(#"{"iss":"\#(key.signingKey.teamID)","iat":"\#(Int(date.timeIntervalSince1970))"}"#.utf8))
+        let input = base64URL(Data(#"{"alg":"ES256","kid":"\#(key.signingKey.keyID)","typ":"JWT"}"#.utf8)) + "."
+            + base64URL(Data(#"{"iss":"\#(key.signingKey.teamID)","iat":"\#(Int(date.timeIntervalSince1970))"}"#.utf8))
         let signature = try key.privateKey.signature(for: Data(input.utf8)).derRepresentation
         #expect(signature.count > 64)
-        return input + "." + b64(signature)
+        return input + "." + base64URL(signature)
     }
 
     @Test func derSignaturesAndStringIatAreAccepted() throws {

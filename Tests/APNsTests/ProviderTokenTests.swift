@@ -5,17 +5,11 @@ import LiveActivityKit
 import LiveRelayTesting
 import Testing
 
-func base64URLDecode(_ text: Substring) -> Data? {
-    var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-    while base64.count % 4 != 0 { base64 += "=" }
-    return Data(base64Encoded: base64)
-}
-
 /// Checks a provider token as APNs does: ES256 over `header.claims` with the team's public key.
 func verifyProviderToken(_ token: String, with publicKey: P256.Signing.PublicKey) -> (header: JSONValue, claims: JSONValue)? {
     let parts = token.split(separator: ".", omittingEmptySubsequences: false)
     guard parts.count == 3,
-          let header = base64URLDecode(parts[0]), let claims = base64URLDecode(parts[1]), let signature = base64URLDecode(parts[2]),
+          let header = base64URLDecoded(parts[0]), let claims = base64URLDecoded(parts[1]), let signature = base64URLDecoded(parts[2]),
           let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
           publicKey.isValidSignature(ecdsa, for: Data((parts[0] + "." + parts[1]).utf8)),
           let headerJSON = try? JSONValue(parsing: Array(header)), let claimsJSON = try? JSONValue(parsing: Array(claims))
@@ -31,7 +25,7 @@ func verifyProviderToken(_ token: String, with publicKey: P256.Signing.PublicKey
         #expect(decoded.header == .object([("alg", .string("ES256")), ("kid", .string("ABC123DEFG"))]))
         #expect(decoded.claims == .object([("iss", .string("DEF123GHIJ")), ("iat", .number("1795000000"))]))
         // The raw r‖s signature JWS requires: 64 bytes, not DER.
-        #expect(base64URLDecode(token.split(separator: ".")[2])?.count == 64)
+        #expect(base64URLDecoded(token.split(separator: ".")[2])?.count == 64)
     }
 
     @Test func anotherKeyDoesNotVerify() {
