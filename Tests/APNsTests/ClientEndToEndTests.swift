@@ -155,6 +155,8 @@ import Testing
 
     @Test func noAnswerEndsAtTheDeadline() async throws {
         try await withClient { [payload, bundle] client, server in
+            // Connect first, so that the short deadline below is spent on the stream alone.
+            try await client.send(payload, to: liveActivityToken(), topic: bundle)
             server.enqueue(.noAnswer)
             let error = await #expect(throws: APNsTransportError.self) {
                 try await client.send(payload, to: liveActivityToken(), topic: bundle, timeout: .milliseconds(300))
