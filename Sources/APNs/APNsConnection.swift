@@ -140,6 +140,11 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         let request = unwrapOutboundIn(data)
         promise?.succeed()
+        // The caller has given up and may retry: sending now could deliver the push twice.
+        guard request.deadline > .now() else {
+            request.response.fail(APNsTransportError(.deadlineExceeded, "the deadline passed before the request could be sent"))
+            return
+        }
         guard !goingAway, context.channel.isActive else {
             let why = failure.map { ": \($0)" } ?? ""
             request.response.fail(APNsTransportError(.notProcessed, "the connection is closing\(why)"))

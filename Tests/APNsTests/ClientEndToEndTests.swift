@@ -157,9 +157,12 @@ import Testing
         try await withClient { [payload, bundle] client, server in
             // Connect first, so that the short deadline below is spent on the stream alone.
             try await client.send(payload, to: liveActivityToken(), topic: bundle)
-            server.enqueue(.noAnswer)
+            let unanswered = APNsMessageID()
+            server.setFallback { request in
+                request.header("apns-id") == unanswered.description ? .noAnswer : AcceptAllResponder().answer(request)
+            }
             let error = await #expect(throws: APNsTransportError.self) {
-                try await client.send(payload, to: liveActivityToken(), topic: bundle, timeout: .milliseconds(300))
+                try await client.send(payload, to: liveActivityToken(), topic: bundle, options: PushOptions(apnsID: unanswered), timeout: .milliseconds(300))
             }
             #expect(error?.code == .deadlineExceeded)
             // The connection is still good for the next push.
