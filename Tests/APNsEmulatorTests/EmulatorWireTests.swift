@@ -103,6 +103,16 @@ import Testing
                 "--http2", "https://127.0.0.1:\(emulator.pushPort)/3/device/\(token)",
             ])
             #expect(withoutToken.output == #"{"reason":"MissingProviderToken"}"#)
+
+            // A TLS client that offers no ALPN and speaks HTTP/2 anyway (as a widely used Python client does).
+            let noALPN = try await run("/usr/bin/env", [
+                "curl", "--silent", "--verbose", "--no-alpn", "--http2-prior-knowledge", "--cacert", caFile,
+                "--header", "apns-topic: \(bundle).push-type.liveactivity", "--header", "apns-push-type: liveactivity",
+                "--header", "authorization: bearer \(authentication)", "--data", body,
+                "https://127.0.0.1:\(emulator.pushPort)/3/device/\(token)",
+            ])
+            #expect(!noALPN.output.contains("ALPN: offers"), "\(noALPN.output)")
+            #expect(noALPN.output.contains("< HTTP/2 200"), "\(noALPN.output)")
         }
     }
 }
