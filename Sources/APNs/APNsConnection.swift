@@ -125,7 +125,6 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
     private var inFlight: [HTTP2StreamID: InFlight] = [:]
     private var goingAway = false
     private var flushPending = false
-    private var handshakeCompleted = false
     private var receiveWindow = ConnectionReceiveWindow()
     /// Why the connection failed, given to requests that fail because of it.
     private var failure: (any Error)?
@@ -288,15 +287,12 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // Requests are written only once `ready` succeeds, so a failure here has none in flight.
         if case TLSUserEvent.handshakeCompleted(let negotiated) = event {
-            handshakeCompleted = true
             if negotiated == "h2" {
                 ready.succeed()
             } else {
-                let error = APNsTransportError(.connectFailed, "the server did not agree to HTTP/2 (ALPN: \(negotiated ?? "none"))")
-                failure = error
-                ready.fail(error)
-                failAll(error)
+                ready.fail(APNsTransportError(.connectFailed, "the server did not agree to HTTP/2 (ALPN: \(negotiated ?? "none"))"))
                 context.close(promise: nil)
             }
         }
@@ -307,9 +303,7 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
         if failure == nil { failure = error }
         ready.fail(APNsTransportError(.connectFailed, "TLS with APNs failed: \(error)"))
         health.retire()
-        failAll(handshakeCompleted
-            ? APNsTransportError(.connectionClosed, "connection failed: \(error)")
-            : APNsTransportError(.connectFailed, "TLS with APNs failed: \(error)"))
+        failAll(APNsTransportError(.connectionClosed, "connection failed: \(error)"))
         context.close(promise: nil)
     }
 

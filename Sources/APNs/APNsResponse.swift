@@ -65,6 +65,14 @@ public struct APNsError: Error, Sendable, Hashable, CustomStringConvertible {
                   apnsID: raw.header("apns-id") ?? raw.header("apns-request-id"))
     }
 
+    /// The body APNs sends for this error: `{"reason": …}`, and for a `410` the `timestamp` in
+    /// milliseconds. The inverse of `init(_:)`.
+    public var body: [UInt8] {
+        var json: JSONValue = .object([("reason", .string(reason.rawValue))])
+        if let timestamp { json.set("timestamp", .integer(Int64((timestamp.timeIntervalSince1970 * 1000).rounded(.down)))) }
+        return json.serialized
+    }
+
     public var advice: APNsRetryAdvice { reason.advice(status: status) }
 
     public var description: String {

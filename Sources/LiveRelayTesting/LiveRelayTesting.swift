@@ -136,10 +136,11 @@ public final class ScriptedAPNsServer: Sendable {
 
     /// An APNs error answer: the status, `{"reason": …}` (plus `timestamp` in ms) and `apns-id`.
     public static func rejection(_ status: Int, _ reason: String, timestampMilliseconds: Int64? = nil, apnsID: String = UUID().uuidString.lowercased()) -> ServerAnswer {
-        var body: JSONValue = .object([("reason", .string(reason))])
-        if let timestampMilliseconds { body.set("timestamp", .integer(timestampMilliseconds)) }
+        let error = APNsError(
+            status: status, reason: APNsReason(reason),
+            timestamp: timestampMilliseconds.map { Date(timeIntervalSince1970: Double($0) / 1000) })
         return .respond(
-            status: status, headers: [("apns-id", apnsID), ("content-type", "application/json")], body: body.serialized)
+            status: status, headers: [("apns-id", apnsID), ("content-type", "application/json")], body: error.body)
     }
 }
 

@@ -33,7 +33,7 @@ import Testing
             #expect(APNsReason(reason).advice(status: status) == advice, "\(reason)")
             #expect(entry?.meaning.isEmpty == false && entry?.whatToDo.isEmpty == false, "\(reason)")
         }
-        #expect(Set(APNsReason.all.map(\.reason)) == Set(Self.apple.map(\.0)))
+        #expect(Set(APNsReason.all.map(\.reason.rawValue)) == Set(Self.apple.map(\.0)))
     }
 
     @Test func reasonsHaveNamesAndCompareByTheirString() {
@@ -66,6 +66,9 @@ import Testing
         #expect(error.timestamp == Date(timeIntervalSince1970: 1_795_000_000.123))
         #expect(error.apnsID == "abc")
         #expect(error.advice == .dropToken)
+        // The body APNs sends for an error reads back as the same error.
+        let again = APNsError(APNsRawResponse(status: 410, headers: [("apns-id", "abc")], body: ByteBuffer(bytes: error.body)))
+        #expect(again == error)
         // Not the documented JSON: still an error, classified by status.
         let odd = APNsError(APNsRawResponse(status: 502, headers: [], body: ByteBuffer(string: "<html>")))
         #expect(odd.reason == APNsReason("HTTP502"))
