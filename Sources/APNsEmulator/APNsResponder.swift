@@ -39,45 +39,45 @@ struct APNsResponder: RequestResponder {
         let idHeader = isBroadcast ? "apns-request-id" : "apns-id"
         var reply = Reply(idHeader: idHeader, id: request.header(idHeader))
 
-        if repeatsAHeader(request) { return reply.reject(400, .duplicateHeaders) }
+        if repeatsAHeader(request) { return reply.reject(.duplicateHeaders) }
         if let id = request.header(idHeader), (try? APNsMessageID(id, field: idHeader)) == nil {
             reply.id = nil
-            return reply.reject(400, .badMessageId)
+            return reply.reject(.badMessageId)
         }
-        guard request.method == "POST" else { return reply.reject(405, .methodNotAllowed) }
+        guard request.method == "POST" else { return reply.reject(.methodNotAllowed) }
         if isBroadcast { return broadcast(request, reply: reply, connection: &connection, now: now) }
 
-        guard request.path.hasPrefix("/3/device/") else { return reply.reject(404, .badPath) }
+        guard request.path.hasPrefix("/3/device/") else { return reply.reject(.badPath) }
         let token = String(request.path.dropFirst("/3/device/".count))
-        guard !token.isEmpty else { return reply.reject(400, .missingDeviceToken) }
-        guard let topic = request.header("apns-topic"), !topic.isEmpty else { return reply.reject(400, .missingTopic) }
+        guard !token.isEmpty else { return reply.reject(.missingDeviceToken) }
+        guard let topic = request.header("apns-topic"), !topic.isEmpty else { return reply.reject(.missingTopic) }
         if let collapseID = request.header("apns-collapse-id"), collapseID.utf8.count > 64 {
-            return reply.reject(400, .badCollapseId)
+            return reply.reject(.badCollapseId)
         }
         let pushType = request.header("apns-push-type")
         if let priority = request.header("apns-priority") {
             let allowed = pushType == "liveactivity" && !settings.allowsPriority1ForLiveActivity ? ["10", "5"] : ["10", "5", "1"]
-            guard allowed.contains(priority) else { return reply.reject(400, .badPriority) }
+            guard allowed.contains(priority) else { return reply.reject(.badPriority) }
         }
-        if let pushType, !Self.pushTypes.contains(pushType) { return reply.reject(400, .invalidPushType) }
+        if let pushType, !Self.pushTypes.contains(pushType) { return reply.reject(.invalidPushType) }
         if let expiration = request.header("apns-expiration"), Int64(expiration) == nil || expiration.hasPrefix("-") {
-            return reply.reject(400, .badExpirationDate)
+            return reply.reject(.badExpirationDate)
         }
-        guard (try? DeviceToken(token)) != nil else { return reply.reject(400, .badDeviceToken) }
+        guard (try? DeviceToken(token)) != nil else { return reply.reject(.badDeviceToken) }
         guard let known = registry.token(token), known.environment == settings.environment else {
-            return reply.reject(400, .badDeviceToken)
+            return reply.reject(.badDeviceToken)
         }
         switch known.state {
         case .active: break
-        case .unregistered(let since): return reply.reject(410, .unregistered, timestamp: since)
-        case .expired: return reply.reject(410, .expiredToken)
+        case .unregistered(let since): return reply.reject(.unregistered, timestamp: since)
+        case .expired: return reply.reject(.expiredToken)
         }
         guard pushType == "liveactivity", topic == known.bundleID + BundleID.liveActivityTopicSuffix else {
-            return reply.reject(400, .deviceTokenNotForTopic)
+            return reply.reject(.deviceTokenNotForTopic)
         }
         return finishPush(
             request, bundleID: known.bundleID, destination: .device, reply: reply, connection: &connection, now: now,
-            accepted: reply.accept(uniqueID: settings.environment == .sandbox, route: .device(token: known.hex)))
+            accepted: reply.accept(uniqueID: settings.environment == .sandbox))
     }
 
     /// The checks device pushes and broadcasts end with: provider token, then body; on success the
@@ -89,10 +89,10 @@ struct APNsResponder: RequestResponder {
         if let reason = connection.session.authenticate(
             authorization: request.header("authorization"), bundleID: bundleID, environment: settings.environment,
             now: now, registry: registry, topicRejection: destination == .device ? .topicDisallowed : .topicMismatch) {
-            return reply.reject(reason.known?.status ?? 403, reason)
+            return reply.reject(reason)
         }
-        guard !request.body.isEmpty else { return reply.reject(400, .payloadEmpty) }
-        guard request.body.count <= destination.maximumPayloadSize else { return reply.reject(413, .payloadTooLarge) }
+        guard !request.body.isEmpty else { return reply.reject(.payloadEmpty) }
+        guard request.body.count <= destination.maximumPayloadSize else { return reply.reject(.payloadTooLarge) }
         connection.maxConcurrentStreams = settings.authenticatedStreamLimit
         return accepted()
     }
@@ -106,58 +106,58 @@ struct APNsResponder: RequestResponder {
     private func broadcast(_ request: ReceivedRequest, reply: Reply, connection: inout APNsConnection, now: Date) -> Verdict {
         let prefix = "/4/broadcasts/apps/"
         guard request.path.hasPrefix(prefix), !request.path.dropFirst(prefix.count).contains("/") else {
-            return reply.reject(404, .badPath)
+            return reply.reject(.badPath)
         }
         let bundleID = String(request.path.dropFirst(prefix.count))
-        guard !bundleID.isEmpty else { return reply.reject(404, .badPath) }
-        guard !bundleID.contains(".push-type.") else { return reply.reject(400, .topicDisallowed) }
+        guard !bundleID.isEmpty else { return reply.reject(.badPath) }
+        guard !bundleID.contains(".push-type.") else { return reply.reject(.topicDisallowed) }
         guard let channelID = request.header("apns-channel-id"), !channelID.isEmpty else {
-            return reply.reject(400, .missingChannelId)
+            return reply.reject(.missingChannelId)
         }
-        guard let pushType = request.header("apns-push-type") else { return reply.reject(400, .missingPushType) }
-        guard pushType.lowercased() == "liveactivity" else { return reply.reject(400, .invalidPushType) }
+        guard let pushType = request.header("apns-push-type") else { return reply.reject(.missingPushType) }
+        guard pushType.lowercased() == "liveactivity" else { return reply.reject(.invalidPushType) }
         guard let expirationText = request.header("apns-expiration"), let expiration = Int64(expirationText), expiration >= 0 else {
-            return reply.reject(400, .badExpirationDate)
+            return reply.reject(.badExpirationDate)
         }
         guard let priority = request.header("apns-priority"), ["10", "5", "1"].contains(priority) else {
-            return reply.reject(400, .badPriority)
+            return reply.reject(.badPriority)
         }
-        guard Data(base64Encoded: channelID) != nil else { return reply.reject(400, .badChannelId) }
+        guard Data(base64Encoded: channelID) != nil else { return reply.reject(.badChannelId) }
         guard let channel = registry.channel(channelID), channel.bundleID == bundleID, channel.environment == settings.environment else {
-            return reply.reject(400, .channelNotRegistered)
+            return reply.reject(.channelNotRegistered)
         }
-        if channel.storagePolicy == 0, expiration != 0 { return reply.reject(400, .badExpirationDate) }
-        guard registry.broadcastEnabled(bundleID) else { return reply.reject(400, .featureNotEnabled) }
+        if channel.storagePolicy == 0, expiration != 0 { return reply.reject(.badExpirationDate) }
+        guard registry.broadcastEnabled(bundleID) else { return reply.reject(.featureNotEnabled) }
         return finishPush(
             request, bundleID: bundleID, destination: .broadcast, reply: reply, connection: &connection, now: now,
-            accepted: reply.accept(uniqueID: true, route: .broadcast(channelID: channelID)))
+            accepted: reply.accept(uniqueID: true))
     }
 
     // MARK: Channel management
 
     private func channelManagement(_ request: ReceivedRequest, connection: inout APNsConnection, now: Date) -> Verdict {
         var reply = Reply(idHeader: "apns-request-id", id: request.header("apns-request-id"))
-        if repeatsAHeader(request) { return reply.reject(400, .duplicateHeaders) }
+        if repeatsAHeader(request) { return reply.reject(.duplicateHeaders) }
         if let id = request.header("apns-request-id"), (try? APNsMessageID(id, field: "apns-request-id")) == nil {
             reply.id = nil
-            return reply.reject(400, .badMessageId)
+            return reply.reject(.badMessageId)
         }
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: false)
         // "", "1", "apps", <bundle>, "channels" | "all-channels"
         guard parts.count == 5, parts[0].isEmpty, parts[1] == "1", parts[2] == "apps", !parts[3].isEmpty,
               parts[4] == "channels" || parts[4] == "all-channels"
-        else { return reply.reject(404, .badPath) }
+        else { return reply.reject(.badPath) }
         let bundleID = String(parts[3])
         let listing = parts[4] == "all-channels"
         let allowedMethods = listing ? ["GET"] : ["GET", "POST", "DELETE"]
-        guard allowedMethods.contains(request.method) else { return reply.reject(405, .methodNotAllowed) }
-        guard !bundleID.contains(".push-type.") else { return reply.reject(400, .topicDisallowed) }
+        guard allowedMethods.contains(request.method) else { return reply.reject(.methodNotAllowed) }
+        guard !bundleID.contains(".push-type.") else { return reply.reject(.topicDisallowed) }
         if let reason = connection.session.authenticate(
             authorization: request.header("authorization"), bundleID: bundleID, environment: settings.environment,
             now: now, registry: registry, topicRejection: .topicMismatch) {
-            return reply.reject(reason.known?.status ?? 403, reason)
+            return reply.reject(reason)
         }
-        guard registry.broadcastEnabled(bundleID) else { return reply.reject(400, .featureNotEnabled) }
+        guard registry.broadcastEnabled(bundleID) else { return reply.reject(.featureNotEnabled) }
         connection.maxConcurrentStreams = settings.authenticatedStreamLimit
 
         if listing {
@@ -167,11 +167,11 @@ struct APNsResponder: RequestResponder {
         if request.method == "POST" { return createChannel(request, bundleID: bundleID, reply: reply) }
 
         guard let channelID = request.header("apns-channel-id"), !channelID.isEmpty else {
-            return reply.reject(400, .missingChannelId)
+            return reply.reject(.missingChannelId)
         }
-        guard Data(base64Encoded: channelID) != nil else { return reply.reject(400, .badChannelId) }
+        guard Data(base64Encoded: channelID) != nil else { return reply.reject(.badChannelId) }
         guard let channel = registry.channel(channelID), channel.bundleID == bundleID, channel.environment == settings.environment else {
-            return reply.reject(400, .channelNotRegistered)
+            return reply.reject(.channelNotRegistered)
         }
         if request.method == "DELETE" {
             _ = registry.deleteChannel(channelID)
@@ -183,17 +183,17 @@ struct APNsResponder: RequestResponder {
     }
 
     private func createChannel(_ request: ReceivedRequest, bundleID: String, reply: Reply) -> Verdict {
-        guard !request.body.isEmpty else { return reply.reject(400, .payloadEmpty) }
+        guard !request.body.isEmpty else { return reply.reject(.payloadEmpty) }
         guard let body = try? JSONValue(parsing: request.body), let members = body.objectMembers else {
-            return reply.reject(400, .badRequestPayload)
+            return reply.reject(.badRequestPayload)
         }
         guard members.allSatisfy({ ["message-storage-policy", "push-type"].contains($0.key) }),
               let policy = body["message-storage-policy"], policy == .number("0") || policy == .number("1")
-        else { return reply.reject(400, .badRequestParams) }
-        guard let pushType = body["push-type"]?.stringValue else { return reply.reject(400, .badRequestParams) }
-        guard pushType.lowercased() == "liveactivity" else { return reply.reject(400, .invalidPushType) }
+        else { return reply.reject(.badRequestParams) }
+        guard let pushType = body["push-type"]?.stringValue else { return reply.reject(.badRequestParams) }
+        guard pushType.lowercased() == "liveactivity" else { return reply.reject(.invalidPushType) }
         guard let channel = registry.createChannel(bundleID: bundleID, environment: settings.environment, storagePolicy: policy == .number("1") ? 1 : 0) else {
-            return reply.reject(400, .cannotCreateChannelConfig)
+            return reply.reject(.cannotCreateChannelConfig)
         }
         return reply.accept(status: 201, extraHeaders: [("apns-channel-id", channel.id)])
     }
@@ -207,18 +207,10 @@ struct APNsResponder: RequestResponder {
 
 /// The outcome of one request, as recorded and as answered.
 struct Verdict: Sendable {
-    enum Route: Sendable, Hashable {
-        case device(token: String)
-        case broadcast(channelID: String)
-        case channelManagement
-    }
-
     var status: Int
     var reason: APNsReason?
     var headers: [(name: String, value: String)]
     var body: [UInt8]?
-    /// Where an accepted push goes (the device layer takes it from here).
-    var route: Route?
 
     var answer: ServerAnswer { .respond(status: status, headers: headers, body: body) }
 }
@@ -230,24 +222,24 @@ private struct Reply {
 
     private var idValue: String { id ?? UUID().uuidString.lowercased() }
 
-    /// `{"reason": …}` (and for 410 the `timestamp` in milliseconds), with the id header.
-    func reject(_ status: Int, _ reason: APNsReason, timestamp: Date? = nil) -> Verdict {
-        var body: JSONValue = .object([("reason", .string(reason.rawValue))])
-        if let timestamp { body.set("timestamp", .integer(Int64((timestamp.timeIntervalSince1970 * 1000).rounded(.down)))) }
-        return Verdict(status: status, reason: reason, headers: [(idHeader, idValue), ("content-type", "application/json")], body: body.serialized)
+    /// The reason's documented status and `{"reason": …}` body (for 410 with the `timestamp`),
+    /// with the id header.
+    func reject(_ reason: APNsReason, timestamp: Date? = nil) -> Verdict {
+        let error = APNsError(status: reason.known?.status ?? 500, reason: reason, timestamp: timestamp)
+        return Verdict(status: error.status, reason: reason, headers: [(idHeader, idValue), ("content-type", "application/json")], body: error.body)
     }
 
     /// Success of a push: HEADERS only, with the id and (in the sandbox, and for broadcasts) `apns-unique-id`.
-    func accept(uniqueID: Bool, route: Verdict.Route) -> Verdict {
+    func accept(uniqueID: Bool) -> Verdict {
         var headers = [(name: idHeader, value: idValue)]
         if uniqueID { headers.append(("apns-unique-id", UUID().uuidString.lowercased())) }
-        return Verdict(status: 200, reason: nil, headers: headers, body: nil, route: route)
+        return Verdict(status: 200, reason: nil, headers: headers, body: nil)
     }
 
     /// Success of a channel-management request.
     func accept(status: Int, body: JSONValue? = nil, extraHeaders: [(name: String, value: String)] = []) -> Verdict {
         var headers = [(name: idHeader, value: idValue)] + extraHeaders
         if body != nil { headers.append(("content-type", "application/json")) }
-        return Verdict(status: status, reason: nil, headers: headers, body: body?.serialized, route: .channelManagement)
+        return Verdict(status: status, reason: nil, headers: headers, body: body?.serialized)
     }
 }

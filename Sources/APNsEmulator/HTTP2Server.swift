@@ -19,8 +19,6 @@ public struct ReceivedRequest: Sendable {
 
     public func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
 
-    /// Every value of `name` (APNs refuses repeated headers).
-    public func headers(named name: String) -> [String] { headers.filter { $0.name == name }.map(\.value) }
 }
 
 /// What the server does with one stream.

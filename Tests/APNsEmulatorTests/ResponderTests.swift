@@ -30,7 +30,8 @@ struct Fixture {
         settings.now = clock.function
         registry.register(EmulatorKey(keyID: key.signingKey.keyID, teamID: key.signingKey.teamID, publicKey: key.publicKey))
         registry.register(EmulatorToken(hex: token, bundleID: bundle, environment: .sandbox))
-        registry.register(EmulatorToken(hex: goneToken, bundleID: bundle, environment: .sandbox, state: .unregistered(since: goneSince)))
+        registry.register(EmulatorToken(hex: goneToken, bundleID: bundle, environment: .sandbox))
+        registry.unregister(token: goneToken, since: goneSince)
         registry.register(EmulatorToken(hex: otherAppToken, bundleID: "com.other.app", environment: .sandbox))
         registry.register(EmulatorToken(hex: productionToken, bundleID: bundle, environment: .production))
         policy0Channel = registry.createChannel(bundleID: bundle, environment: .sandbox, storagePolicy: 0)!.id
@@ -234,6 +235,18 @@ func answer(_ responder: APNsResponder, _ request: ReceivedRequest) -> Answer {
         #expect(recorded[0].status == 200 && recorded[1].reason == .payloadEmpty)
         #expect(recorded[0].headers.first { $0.name == "authorization" }?.value == "bearer <provider token elided>")
         #expect(f.journal.counts == ["Success": 1, "PayloadEmpty": 1])
+    }
+
+    @Test func theJournalKeepsTheMostRecentRequestsOldestFirst() {
+        let journal = EmulatorJournal(capacity: 3)
+        let responder = APNsResponder(service: .push, settings: f.settings, registry: f.registry, journal: journal)
+        var connection = responder.makeConnection(id: 1)
+        for i in 0..<5 {
+            _ = answer(responder, f.deviceRequest { $0.set("apns-collapse-id", "push-\(i)") }, connection: &connection)
+        }
+        let kept = journal.requests.map { $0.headers.first { $0.name == "apns-collapse-id" }?.value }
+        #expect(kept == ["push-2", "push-3", "push-4"])
+        #expect(journal.counts == ["Success": 5], "counts cover every request, not only the kept ones")
     }
 }
 
