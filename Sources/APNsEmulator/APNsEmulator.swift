@@ -22,13 +22,16 @@ public final class APNsEmulator: Sendable {
         public var allowsPriority1ForLiveActivity: Bool
         /// Requests kept for inspection.
         public var journalCapacity: Int
+        /// A connection without requests for this long is closed with GOAWAY `IdleTimeout`;
+        /// `nil` keeps idle connections open (Apple gives no figure).
+        public var idleTimeout: Duration?
         /// The clock provider tokens are judged by.
         public var now: @Sendable () -> Date
 
         public init(
             environment: EmulatorEnvironment = .sandbox, host: String = "127.0.0.1", pushPort: Int = 0,
             channelManagementPort: Int = 0, initialStreamLimit: Int = 1, authenticatedStreamLimit: Int = 1000,
-            allowsPriority1ForLiveActivity: Bool = false, journalCapacity: Int = 10_000,
+            allowsPriority1ForLiveActivity: Bool = false, journalCapacity: Int = 10_000, idleTimeout: Duration? = nil,
             now: @escaping @Sendable () -> Date = { Date() }
         ) {
             self.environment = environment
@@ -39,6 +42,7 @@ public final class APNsEmulator: Sendable {
             self.authenticatedStreamLimit = authenticatedStreamLimit
             self.allowsPriority1ForLiveActivity = allowsPriority1ForLiveActivity
             self.journalCapacity = journalCapacity
+            self.idleTimeout = idleTimeout
             self.now = now
         }
     }
@@ -46,6 +50,7 @@ public final class APNsEmulator: Sendable {
     public let configuration: Configuration
     public let registry: EmulatorRegistry
     public let journal: EmulatorJournal
+    public let faults: EmulatorFaults
     public let certificates: EmulatorCertificates
     private let pushServer: HTTP2TLSServer
     private let managementServer: HTTP2TLSServer
@@ -53,11 +58,12 @@ public final class APNsEmulator: Sendable {
     public var pushPort: Int { pushServer.port }
     public var channelManagementPort: Int { managementServer.port }
 
-    private init(configuration: Configuration, registry: EmulatorRegistry, journal: EmulatorJournal,
+    private init(configuration: Configuration, registry: EmulatorRegistry, journal: EmulatorJournal, faults: EmulatorFaults,
                  certificates: EmulatorCertificates, pushServer: HTTP2TLSServer, managementServer: HTTP2TLSServer) {
         self.configuration = configuration
         self.registry = registry
         self.journal = journal
+        self.faults = faults
         self.certificates = certificates
         self.pushServer = pushServer
         self.managementServer = managementServer
@@ -71,15 +77,21 @@ public final class APNsEmulator: Sendable {
     ) async throws -> APNsEmulator {
         let certificates = try certificates ?? EmulatorCertificates.generate(extraHostNames: [configuration.host])
         let journal = EmulatorJournal(capacity: configuration.journalCapacity)
+        let faults = EmulatorFaults()
+        let idle = configuration.idleTimeout.map {
+            IdlePolicy(timeout: TimeAmount($0), debugData: APNsError(status: 400, reason: .idleTimeout).body)
+        }
+        func responder(_ service: APNsResponder.Service) -> APNsResponder {
+            APNsResponder(service: service, settings: configuration, registry: registry, journal: journal, faults: faults)
+        }
         let push = try await HTTP2TLSServer.start(
             host: configuration.host, port: configuration.pushPort, certificates: certificates,
-            responder: APNsResponder(service: .push, settings: configuration, registry: registry, journal: journal), group: group)
+            responder: responder(.push), idle: idle, group: group)
         do {
             let management = try await HTTP2TLSServer.start(
                 host: configuration.host, port: configuration.channelManagementPort, certificates: certificates,
-                responder: APNsResponder(service: .channelManagement, settings: configuration, registry: registry, journal: journal),
-                group: group)
-            return APNsEmulator(configuration: configuration, registry: registry, journal: journal,
+                responder: responder(.channelManagement), idle: idle, group: group)
+            return APNsEmulator(configuration: configuration, registry: registry, journal: journal, faults: faults,
                                 certificates: certificates, pushServer: push, managementServer: management)
         } catch {
             await push.shutdown()

@@ -1,6 +1,7 @@
 import APNs
 import Foundation
 import LiveActivityKit
+import NIOCore
 
 /// What one emulator connection remembers: its provider-token session and its stream limit.
 public struct APNsConnection: ConnectionState {
@@ -17,6 +18,7 @@ struct APNsResponder: RequestResponder {
     let settings: APNsEmulator.Configuration
     let registry: EmulatorRegistry
     let journal: EmulatorJournal
+    let faults: EmulatorFaults
 
     func makeConnection(id: Int) -> APNsConnection {
         APNsConnection(maxConcurrentStreams: settings.initialStreamLimit)
@@ -24,12 +26,66 @@ struct APNsResponder: RequestResponder {
 
     func answer(_ request: ReceivedRequest, connection: inout APNsConnection) -> ServerAnswer {
         let now = settings.now()
-        let verdict: Verdict = switch service {
+        if let fault = faults.take(bundleID: Self.bundleID(of: request), token: Self.deviceToken(of: request)) {
+            return play(fault, request, connection: &connection, now: now)
+        }
+        let verdict = judge(request, connection: &connection, now: now)
+        journal.record(request, verdict: verdict, at: now)
+        return verdict.answer
+    }
+
+    private func judge(_ request: ReceivedRequest, connection: inout APNsConnection, now: Date) -> Verdict {
+        switch service {
         case .push: push(request, connection: &connection, now: now)
         case .channelManagement: channelManagement(request, connection: &connection, now: now)
         }
+    }
+
+    // MARK: Faults
+
+    private func play(_ fault: EmulatorFault.Action, _ request: ReceivedRequest, connection: inout APNsConnection, now: Date) -> ServerAnswer {
+        let idHeader = service == .push && !request.path.hasPrefix("/4/") ? "apns-id" : "apns-request-id"
+        let reply = Reply(idHeader: idHeader, id: request.header(idHeader))
+        let answer: ServerAnswer
+        var verdict: Verdict
+        switch fault {
+        case .respond(let status, let reason):
+            verdict = reply.reject(reason, status: status)
+            answer = verdict.answer
+        case .delay(let delay):
+            verdict = judge(request, connection: &connection, now: now)
+            answer = .delayed(TimeAmount(delay), verdict.answer)
+        case .goAway(let reason):
+            verdict = Verdict.unanswered(reason)
+            answer = .goAway(answer: nil, debugData: APNsError(status: 0, reason: reason).body)
+        case .resetConnection:
+            verdict = Verdict.unanswered(nil)
+            answer = .closeConnection
+        case .shutdown:
+            verdict = reply.reject(.shutdown)
+            answer = .goAway(answer: verdict.answer, debugData: APNsError(status: 503, reason: .shutdown).body)
+        }
+        verdict.fault = fault
         journal.record(request, verdict: verdict, at: now)
-        return verdict.answer
+        return answer
+    }
+
+    /// The app a request is for: the topic of a device push without its push-type suffix, or
+    /// the bundle id in a broadcast or channel path.
+    static func bundleID(of request: ReceivedRequest) -> String? {
+        if request.path.hasPrefix("/3/device/") {
+            guard let topic = request.header("apns-topic") else { return nil }
+            return topic.range(of: ".push-type.").map { String(topic[..<$0.lowerBound]) } ?? topic
+        }
+        let parts = request.path.split(separator: "/")
+        // /4/broadcasts/apps/<bundle>, /1/apps/<bundle>/channels
+        if parts.count >= 4, parts[0] == "4", parts[2] == "apps" { return String(parts[3]) }
+        if parts.count >= 3, parts[0] == "1", parts[1] == "apps" { return String(parts[2]) }
+        return nil
+    }
+
+    static func deviceToken(of request: ReceivedRequest) -> String? {
+        request.path.hasPrefix("/3/device/") ? String(request.path.dropFirst("/3/device/".count)).lowercased() : nil
     }
 
     // MARK: Device pushes and broadcasts
@@ -51,6 +107,7 @@ struct APNsResponder: RequestResponder {
         let token = String(request.path.dropFirst("/3/device/".count))
         guard !token.isEmpty else { return reply.reject(.missingDeviceToken) }
         guard let topic = request.header("apns-topic"), !topic.isEmpty else { return reply.reject(.missingTopic) }
+        guard Self.isWellFormed(topic: topic) else { return reply.reject(.badTopic) }
         if let collapseID = request.header("apns-collapse-id"), collapseID.utf8.count > 64 {
             return reply.reject(.badCollapseId)
         }
@@ -95,6 +152,13 @@ struct APNsResponder: RequestResponder {
         guard request.body.count <= destination.maximumPayloadSize else { return reply.reject(.payloadTooLarge) }
         connection.maxConcurrentStreams = settings.authenticatedStreamLimit
         return accepted()
+    }
+
+    /// A bundle id (letters, digits, hyphens, dot-separated parts), optionally with a push-type suffix.
+    static func isWellFormed(topic: String) -> Bool {
+        topic.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { part in
+            !part.isEmpty && part.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || $0 == "-") }
+        }
     }
 
     /// The push types Apple documents for `apns-push-type`.
@@ -207,12 +271,22 @@ struct APNsResponder: RequestResponder {
 
 /// The outcome of one request, as recorded and as answered.
 struct Verdict: Sendable {
-    var status: Int
+    /// `nil` when the request was left unanswered (GOAWAY, dropped connection).
+    var status: Int?
     var reason: APNsReason?
     var headers: [(name: String, value: String)]
     var body: [UInt8]?
+    /// The fault played instead of (or on top of) the normal answer.
+    var fault: EmulatorFault.Action?
 
-    var answer: ServerAnswer { .respond(status: status, headers: headers, body: body) }
+    var answer: ServerAnswer {
+        guard let status else { return .noAnswer }
+        return .respond(status: status, headers: headers, body: body)
+    }
+
+    static func unanswered(_ reason: APNsReason?) -> Verdict {
+        Verdict(status: nil, reason: reason, headers: [], body: nil)
+    }
 }
 
 /// Builds answers that carry the request's id back, as APNs does.
@@ -224,8 +298,8 @@ private struct Reply {
 
     /// The reason's documented status and `{"reason": …}` body (for 410 with the `timestamp`),
     /// with the id header.
-    func reject(_ reason: APNsReason, timestamp: Date? = nil) -> Verdict {
-        let error = APNsError(status: reason.known?.status ?? 500, reason: reason, timestamp: timestamp)
+    func reject(_ reason: APNsReason, status: Int? = nil, timestamp: Date? = nil) -> Verdict {
+        let error = APNsError(status: status ?? reason.known?.status ?? 500, reason: reason, timestamp: timestamp)
         return Verdict(status: error.status, reason: reason, headers: [(idHeader, idValue), ("content-type", "application/json")], body: error.body)
     }
 

@@ -4,15 +4,28 @@ import Synchronization
 
 /// One request as the emulator saw it and what it answered. The provider token is elided.
 public struct RecordedRequest: Sendable {
+    /// Position since start (1, 2, …): poll with `requests(after:)` to read only newer ones.
+    public var sequence: Int
     public var time: Date
     public var connectionID: Int
     public var method: String
     public var path: String
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
-    public var status: Int
+    /// `nil` when the request was left unanswered (GOAWAY, dropped connection).
+    public var status: Int?
     /// `nil` when accepted.
     public var reason: APNsReason?
+    /// The fault played on this request, if any.
+    public var fault: EmulatorFault.Action?
+
+    public func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
+
+    /// The key this request is counted under: its reason, `Success`, or `Unanswered`.
+    public var outcome: String {
+        guard status != nil else { return "Unanswered" }
+        return reason?.rawValue ?? "Success"
+    }
 }
 
 /// The most recent requests in a bounded ring, and how many got each answer since start.
@@ -20,6 +33,7 @@ public final class EmulatorJournal: Sendable {
     private struct State {
         var ring: [RecordedRequest] = []
         var next = 0
+        var recorded = 0
         var counts: [String: Int] = [:]
     }
 
@@ -34,27 +48,41 @@ public final class EmulatorJournal: Sendable {
         let headers = request.headers.map { header in
             header.name == "authorization" ? (header.name, "bearer <provider token elided>") : header
         }
-        let entry = RecordedRequest(
-            time: time, connectionID: request.connectionID, method: request.method, path: request.path,
-            headers: headers, body: request.body, status: verdict.status, reason: verdict.reason)
+        var entry = RecordedRequest(
+            sequence: 0, time: time, connectionID: request.connectionID, method: request.method, path: request.path,
+            headers: headers, body: request.body, status: verdict.status, reason: verdict.reason, fault: verdict.fault)
         state.withLock { state in
+            state.recorded += 1
+            entry.sequence = state.recorded
             if state.ring.count < capacity {
                 state.ring.append(entry)
             } else {
                 state.ring[state.next] = entry
             }
             state.next = (state.next + 1) % capacity
-            state.counts[verdict.reason?.rawValue ?? "Success", default: 0] += 1
+            state.counts[entry.outcome, default: 0] += 1
         }
     }
 
     /// The recorded requests, oldest first (at most `capacity`).
-    public var requests: [RecordedRequest] {
-        state.withLock { state in
+    public var requests: [RecordedRequest] { requests(after: 0) }
+
+    /// The kept requests with a sequence number above `sequence`, oldest first, at most `limit`.
+    public func requests(after sequence: Int, limit: Int = .max, where include: (RecordedRequest) -> Bool = { _ in true }) -> [RecordedRequest] {
+        let kept = state.withLock { state in
             state.ring.count < capacity ? state.ring : Array(state.ring[state.next...] + state.ring[..<state.next])
         }
+        var found: [RecordedRequest] = []
+        for entry in kept where entry.sequence > sequence && include(entry) {
+            guard found.count < limit else { break }
+            found.append(entry)
+        }
+        return found
     }
 
-    /// Answers since start by reason (`Success` for accepted requests).
+    /// Answers since start by outcome (`Success`, a reason, or `Unanswered`).
     public var counts: [String: Int] { state.withLock { $0.counts } }
+
+    /// Requests recorded since start.
+    public var recordedCount: Int { state.withLock { $0.recorded } }
 }

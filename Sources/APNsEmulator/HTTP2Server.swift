@@ -22,13 +22,31 @@ public struct ReceivedRequest: Sendable {
 }
 
 /// What the server does with one stream.
-public enum ServerAnswer: Sendable {
+public indirect enum ServerAnswer: Sendable {
     /// HEADERS (with END_STREAM when there is no body), then DATA if there is a body.
     case respond(status: Int, headers: [(name: String, value: String)], body: [UInt8]?)
     /// Never answer: the stream stays open until the client gives up.
     case noAnswer
     /// RST_STREAM with the given error code.
     case resetStream(HTTP2ErrorCode)
+    /// The same answer, written after a delay.
+    case delayed(TimeAmount, ServerAnswer)
+    /// Write `answer` (if any; the stream then counts as processed), then GOAWAY naming the last
+    /// processed stream, with `debugData`, and close the connection. Later streams stay unanswered.
+    case goAway(answer: ServerAnswer?, debugData: [UInt8])
+    /// Close the connection at once, answering nothing.
+    case closeConnection
+}
+
+/// When a connection without requests is closed, and what its GOAWAY says.
+public struct IdlePolicy: Sendable {
+    public var timeout: TimeAmount
+    public var debugData: [UInt8]
+
+    public init(timeout: TimeAmount, debugData: [UInt8]) {
+        self.timeout = timeout
+        self.debugData = debugData
+    }
 }
 
 /// Decides the answer to each request. Called on the connection's event loop: keep it fast.
@@ -74,7 +92,8 @@ public final class HTTP2TLSServer: Sendable {
     /// Listens on `host:port` (port 0 picks a free one; read `port` afterwards).
     public static func start(
         host: String = "127.0.0.1", port: Int = 0, certificates: EmulatorCertificates,
-        responder: some RequestResponder, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+        responder: some RequestResponder, idle: IdlePolicy? = nil,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> HTTP2TLSServer {
         let sslContext = try NIOSSLContext(configuration: certificates.serverTLSConfiguration())
         let connectionIDs = Atomic<Int>(0)
@@ -95,7 +114,8 @@ public final class HTTP2TLSServer: Sendable {
                             HTTP2Setting(parameter: .maxHeaderListSize, value: HPACKDecoder.defaultMaxHeaderListSize),
                             HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
                         ]))
-                    try pipeline.addHandler(ServerStreamsHandler(connectionID: connectionID, responder: responder, connection: connection))
+                    try pipeline.addHandler(ServerStreamsHandler(
+                        connectionID: connectionID, responder: responder, connection: connection, idle: idle))
                 }
             }
             .bind(host: host, port: port)
@@ -126,19 +146,38 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
     private let connectionID: Int
     private let responder: Responder
     private var connection: Responder.Connection
+    private let idle: IdlePolicy?
     private var advertisedStreamLimit: Int
     private var partial: [HTTP2StreamID: ReceivedRequest] = [:]
     private var needsFlush = false
     private var receiveWindow = ConnectionReceiveWindow()
+    /// The highest stream answered or being answered: what a GOAWAY names as processed.
+    private var lastProcessedStream = HTTP2StreamID.rootStream
+    /// Set once GOAWAY is sent or the connection dropped: nothing more is read or written.
+    private var isClosing = false
+    private var idleCheck: Scheduled<Void>?
+    private var lastRequestTime = NIODeadline.uptimeNanoseconds(0)
 
-    init(connectionID: Int, responder: Responder, connection: Responder.Connection) {
+    init(connectionID: Int, responder: Responder, connection: Responder.Connection, idle: IdlePolicy?) {
         self.connectionID = connectionID
         self.responder = responder
         self.connection = connection
+        self.idle = idle
         self.advertisedStreamLimit = connection.maxConcurrentStreams
     }
 
+    func handlerAdded(context: ChannelHandlerContext) {
+        lastRequestTime = context.eventLoop.now
+        if idle != nil { scheduleIdleCheck(context: context) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        isClosing = true
+        idleCheck?.cancel()
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !isClosing else { return }
         let frame = unwrapInboundIn(data)
         if let update = receiveWindow.windowUpdate(after: frame) {
             context.write(wrapOutboundOut(update), promise: nil)
@@ -174,6 +213,7 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
 
     private func dispatch(_ streamID: HTTP2StreamID, context: ChannelHandlerContext) {
         guard let request = partial.removeValue(forKey: streamID) else { return }
+        lastRequestTime = context.eventLoop.now
         let answer = responder.answer(request, connection: &connection)
         if connection.maxConcurrentStreams != advertisedStreamLimit {
             advertisedStreamLimit = connection.maxConcurrentStreams
@@ -181,8 +221,14 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
             context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: settings)), promise: nil)
             needsFlush = true
         }
+        perform(answer, on: streamID, context: context)
+    }
+
+    private func perform(_ answer: ServerAnswer, on streamID: HTTP2StreamID, context: ChannelHandlerContext) {
+        guard !isClosing else { return }
         switch answer {
         case .respond(let status, let headers, let body):
+            lastProcessedStream = max(lastProcessedStream, streamID)
             var block = HPACKHeaders()
             block.reserveCapacity(headers.count + 1)
             block.add(name: ":status", value: String(status))
@@ -196,22 +242,73 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
                     promise: nil)
             }
         case .noAnswer:
+            lastProcessedStream = max(lastProcessedStream, streamID)
             return
         case .resetStream(let code):
+            lastProcessedStream = max(lastProcessedStream, streamID)
             context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(code))), promise: nil)
+        case .delayed(let delay, let later):
+            // Counts as processed now: a GOAWAY sent meanwhile must not invite a retry of it.
+            lastProcessedStream = max(lastProcessedStream, streamID)
+            let handler = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            context.eventLoop.assumeIsolated().scheduleTask(in: delay) {
+                let (handler, context) = handler.value
+                handler.perform(later, on: streamID, context: context)
+                handler.flushIfNeeded(context: context)
+            }
+            return
+        case .goAway(let answer, let debugData):
+            if let answer { perform(answer, on: streamID, context: context) }
+            goAway(debugData: debugData, context: context)
+            return
+        case .closeConnection:
+            isClosing = true
+            context.close(promise: nil)
+            return
         }
         needsFlush = true
     }
 
-    func channelReadComplete(context: ChannelHandlerContext) {
+    private func goAway(debugData: [UInt8], context: ChannelHandlerContext) {
+        guard !isClosing else { return }
+        isClosing = true
+        let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(
+            lastStreamID: lastProcessedStream, errorCode: .noError, opaqueData: ByteBuffer(bytes: debugData)))
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { _ in channel.close(promise: nil) }
+        needsFlush = false
+    }
+
+    private func scheduleIdleCheck(context: ChannelHandlerContext) {
+        guard let idle else { return }
+        let handler = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        idleCheck = context.eventLoop.assumeIsolated().scheduleTask(deadline: lastRequestTime + idle.timeout) {
+            let (handler, context) = handler.value
+            guard !handler.isClosing else { return }
+            if !handler.partial.isEmpty {
+                handler.lastRequestTime = context.eventLoop.now  // a request is still arriving: not idle
+            } else if context.eventLoop.now >= handler.lastRequestTime + idle.timeout {
+                handler.goAway(debugData: idle.debugData, context: context)
+                return
+            }
+            handler.scheduleIdleCheck(context: context)
+        }
+    }
+
+    private func flushIfNeeded(context: ChannelHandlerContext) {
         if needsFlush {
             needsFlush = false
             context.flush()
         }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        flushIfNeeded(context: context)
         context.fireChannelReadComplete()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        isClosing = true
         context.close(promise: nil)
     }
 }

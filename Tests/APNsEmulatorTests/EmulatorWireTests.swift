@@ -75,6 +75,70 @@ import Testing
         }
     }
 
+    /// Runs `body` with our client talking to the emulator, and a valid update payload.
+    func withClient(
+        timeout: Duration = .seconds(10),
+        _ body: @escaping @Sendable (APNsEmulator, APNsClient, LiveActivityPayload) async throws -> Void
+    ) async throws {
+        try await withEmulator { emulator, key, caFile in
+            let configuration = APNsClient.Configuration(
+                environment: emulator.clientEnvironment(caFile: caFile), signingKey: key.signingKey, requestTimeout: timeout)
+            try await withAPNsClient(configuration: configuration) { client in
+                let payload = try LiveActivityPayload.update(content: ActivityContent(state: ["level": 1], staleDate: nil), timestamp: Date())
+                try await body(emulator, client, payload)
+            }
+        }
+    }
+
+    @Test func aPushLeftUnprocessedByGoAwayIsRetriedOnANewConnection() async throws {
+        try await withClient { [bundle, token] emulator, client, payload in
+            emulator.faults.add(EmulatorFault(.goAway(reason: .shutdown), skip: 2))
+            for _ in 0..<3 { try await client.send(payload, to: DeviceToken(token), topic: BundleID(bundle)) }
+            let recorded = emulator.journal.requests
+            #expect(recorded.map(\.outcome) == ["Success", "Success", "Unanswered", "Success"])
+            #expect(recorded[2].connectionID == recorded[0].connectionID)
+            #expect(recorded[3].connectionID != recorded[0].connectionID, "the retry went over a new connection")
+        }
+    }
+
+    @Test func aShutdownIsAnsweredAndTheNextPushUsesANewConnection() async throws {
+        try await withClient { [bundle, token] emulator, client, payload in
+            emulator.faults.add(EmulatorFault(.shutdown))
+            let shutdown = await #expect(throws: APNsError.self) {
+                try await client.send(payload, to: DeviceToken(token), topic: BundleID(bundle))
+            }
+            #expect(shutdown?.status == 503 && shutdown?.reason == .shutdown)
+            #expect(shutdown?.reason.advice(status: 503) == .retryWithBackoff)
+            try await client.send(payload, to: DeviceToken(token), topic: BundleID(bundle))
+            let recorded = emulator.journal.requests
+            #expect(recorded.map(\.outcome) == ["Shutdown", "Success"])
+            #expect(recorded[1].connectionID != recorded[0].connectionID)
+        }
+    }
+
+    @Test func aDroppedConnectionFailsThePushInFlight() async throws {
+        try await withClient { [bundle, token] emulator, client, payload in
+            emulator.faults.add(EmulatorFault(.resetConnection))
+            let dropped = await #expect(throws: APNsTransportError.self) {
+                try await client.send(payload, to: DeviceToken(token), topic: BundleID(bundle))
+            }
+            #expect(dropped?.code == .connectionClosed, "it may have been delivered: not retried by itself")
+            try await client.send(payload, to: DeviceToken(token), topic: BundleID(bundle))
+            #expect(emulator.journal.counts == ["Unanswered": 1, "Success": 1])
+        }
+    }
+
+    @Test func aSlowAnswerRunsIntoTheClientsDeadline() async throws {
+        try await withClient(timeout: .milliseconds(300)) { [bundle, token] emulator, client, payload in
+            try await client.send(payload, to: DeviceToken(token), topic: BundleID(bundle))  // connected
+            emulator.faults.add(EmulatorFault(.delay(.seconds(60))))
+            let late = await #expect(throws: APNsTransportError.self) {
+                try await client.send(payload, to: DeviceToken(token), topic: BundleID(bundle))
+            }
+            #expect(late?.code == .deadlineExceeded)
+        }
+    }
+
     /// The request of the WWDC23 talk, as its curl command sends it (four headers, the JSON body,
     /// `/3/device/$TOKEN`), with the emulator's CA.
     @Test func curlWithTheTalksRequestShape() async throws {

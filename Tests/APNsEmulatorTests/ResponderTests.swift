@@ -13,6 +13,7 @@ struct Fixture {
     let key = TestSigningKey(keyID: "KEYID12345", teamID: "TEAMID1234")
     let registry = EmulatorRegistry()
     let journal = EmulatorJournal(capacity: 100)
+    let faults = EmulatorFaults()
     let bundle = "com.example.app"
     let token = String(repeating: "ab", count: 80)
     let goneToken = String(repeating: "cd", count: 80)
@@ -39,8 +40,8 @@ struct Fixture {
         bearer = "bearer " + key.signingKey.makeProviderToken(issuedAt: clock.now)
     }
 
-    var push: APNsResponder { APNsResponder(service: .push, settings: settings, registry: registry, journal: journal) }
-    var management: APNsResponder { APNsResponder(service: .channelManagement, settings: settings, registry: registry, journal: journal) }
+    var push: APNsResponder { APNsResponder(service: .push, settings: settings, registry: registry, journal: journal, faults: faults) }
+    var management: APNsResponder { APNsResponder(service: .channelManagement, settings: settings, registry: registry, journal: journal, faults: faults) }
 
 
     var body: [UInt8] { Array(#"{"aps":{"timestamp":1795000000,"event":"update","content-state":{"a":1}}}"#.utf8) }
@@ -141,6 +142,8 @@ func answer(_ responder: APNsResponder, _ request: ReceivedRequest) -> Answer {
         Case(status: 404, reason: "BadPath") { r, f in r.path = "/2/device/\(f.token)" },
         Case(status: 400, reason: "MissingDeviceToken") { r, _ in r.path = "/3/device/" },
         Case(status: 400, reason: "MissingTopic") { r, _ in r.set("apns-topic", nil) },
+        Case(status: 400, reason: "BadTopic") { r, f in r.set("apns-topic", "\(f.bundle) .push-type.liveactivity") },
+        Case(status: 400, reason: "BadTopic") { r, _ in r.set("apns-topic", "com..example") },
         Case(status: 400, reason: "BadCollapseId") { r, _ in r.set("apns-collapse-id", String(repeating: "c", count: 65)) },
         Case(status: 400, reason: "BadPriority") { r, _ in r.set("apns-priority", "7") },
         Case(status: 400, reason: "BadPriority") { r, _ in r.set("apns-priority", "1") },
@@ -202,7 +205,7 @@ func answer(_ responder: APNsResponder, _ request: ReceivedRequest) -> Answer {
     @Test func priority1IsAcceptedWhenConfigured() {
         var settings = f.settings
         settings.allowsPriority1ForLiveActivity = true
-        let responder = APNsResponder(service: .push, settings: settings, registry: f.registry, journal: f.journal)
+        let responder = APNsResponder(service: .push, settings: settings, registry: f.registry, journal: f.journal, faults: f.faults)
         #expect(answer(responder, f.deviceRequest { $0.set("apns-priority", "1") }).status == 200)
     }
 
@@ -239,7 +242,7 @@ func answer(_ responder: APNsResponder, _ request: ReceivedRequest) -> Answer {
 
     @Test func theJournalKeepsTheMostRecentRequestsOldestFirst() {
         let journal = EmulatorJournal(capacity: 3)
-        let responder = APNsResponder(service: .push, settings: f.settings, registry: f.registry, journal: journal)
+        let responder = APNsResponder(service: .push, settings: f.settings, registry: f.registry, journal: journal, faults: f.faults)
         var connection = responder.makeConnection(id: 1)
         for i in 0..<5 {
             _ = answer(responder, f.deviceRequest { $0.set("apns-collapse-id", "push-\(i)") }, connection: &connection)
