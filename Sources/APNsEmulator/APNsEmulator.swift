@@ -2,6 +2,7 @@ import APNs
 import Foundation
 import NIOCore
 import NIOPosix
+import ServiceLifecycle
 
 /// Apple's push service on loopback: the provider API over HTTP/2 + TLS, with device and
 /// broadcast pushes on one port and channel management on another, as Apple splits them.
@@ -107,5 +108,13 @@ public final class APNsEmulator: Sendable {
     public func shutdown() async {
         await pushServer.shutdown()
         await managementServer.shutdown()
+    }
+}
+
+/// Runs until graceful shutdown, then closes both listeners.
+extension APNsEmulator: Service {
+    public func run() async throws {
+        try? await gracefulShutdown()
+        await shutdown()
     }
 }

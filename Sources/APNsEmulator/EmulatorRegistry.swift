@@ -108,7 +108,17 @@ public final class EmulatorRegistry: Sendable {
 
     /// Marks a token's activity gone, so APNs answers `410 Unregistered` with `since`.
     public func unregister(token hex: String, since: Date) {
-        state.withLock { $0.tokens[hex.lowercased()]?.state = .unregistered(since: since) }
+        setState(of: hex, to: .unregistered(since: since))
+    }
+
+    /// Changes a known token's state; `false` if the token is unknown.
+    @discardableResult
+    public func setState(of hex: String, to tokenState: EmulatorToken.State) -> Bool {
+        state.withLock { state in
+            guard state.tokens[hex.lowercased()] != nil else { return false }
+            state.tokens[hex.lowercased()]?.state = tokenState
+            return true
+        }
     }
 
     /// Which apps have the broadcast capability; `nil` (the default) means every app.
@@ -117,7 +127,13 @@ public final class EmulatorRegistry: Sendable {
     }
 
     func key(_ keyID: String) -> EmulatorKey? { state.withLock { $0.keys[keyID] } }
-    func token(_ hex: String) -> EmulatorToken? { state.withLock { $0.tokens[hex.lowercased()] } }
+    public func token(_ hex: String) -> EmulatorToken? { state.withLock { $0.tokens[hex.lowercased()] } }
+
+    /// Every registered key, by key id.
+    public var keys: [EmulatorKey] { state.withLock { $0.keys.values.sorted { $0.keyID < $1.keyID } } }
+
+    /// The apps with the broadcast capability; `nil` means every app.
+    public var broadcastEnabledApps: Set<String>? { state.withLock { $0.broadcastEnabled } }
 
     func broadcastEnabled(_ bundleID: String) -> Bool {
         state.withLock { $0.broadcastEnabled?.contains(bundleID) ?? true }
@@ -126,8 +142,13 @@ public final class EmulatorRegistry: Sendable {
     public func channel(_ id: String) -> EmulatorChannel? { state.withLock { $0.channels[id] } }
 
     func channels(of bundleID: String, in environment: EmulatorEnvironment) -> [String] {
+        allChannels(of: bundleID).filter { $0.environment == environment }.map(\.id)
+    }
+
+    /// Every channel, or one app's, ordered by id.
+    public func allChannels(of bundleID: String? = nil) -> [EmulatorChannel] {
         state.withLock { state in
-            state.channels.values.filter { $0.bundleID == bundleID && $0.environment == environment }.map(\.id).sorted()
+            state.channels.values.filter { bundleID == nil || $0.bundleID == bundleID }.sorted { $0.id < $1.id }
         }
     }
 

@@ -64,6 +64,17 @@ extension JSONValue {
         return members.first { $0.key == key }?.value
     }
 
+    /// The element at `index` if this is an array long enough.
+    public subscript(index: Int) -> JSONValue? {
+        guard case .array(let elements) = self, elements.indices.contains(index) else { return nil }
+        return elements[index]
+    }
+
+    /// The elements if this is an array.
+    public var arrayElements: [JSONValue]? {
+        if case .array(let elements) = self { return elements } else { return nil }
+    }
+
     /// The members if this is an object.
     public var objectMembers: [(key: String, value: JSONValue)]? {
         if case .object(let members) = self { return members } else { return nil }

@@ -221,8 +221,8 @@ private func wrongType(_ field: String, expected: String, got value: JSONValue) 
     LiveActivityValidationError(field: field, code: .wrongType, message: "must be \(expected), got \(value.typeName)")
 }
 
-/// The known key within edit distance 2 of `key`, for "did you mean" hints.
-private func closestKey(to key: String, in keys: [String]) -> String? {
+/// The known key within edit distance 2 of `key` (ignoring case), for "did you mean" hints.
+package func closestKey(to key: String, in keys: [String]) -> String? {
     func distance(_ a: [Character], _ b: [Character]) -> Int {
         var previous = Array(0...b.count)
         for (i, ca) in a.enumerated() {
@@ -235,7 +235,7 @@ private func closestKey(to key: String, in keys: [String]) -> String? {
         return previous[b.count]
     }
     let normalized = Array(key.lowercased().replacingOccurrences(of: "_", with: "-"))
-    let best = keys.map { ($0, distance(normalized, Array($0))) }.min { $0.1 < $1.1 }
+    let best = keys.map { ($0, distance(normalized, Array($0.lowercased()))) }.min { $0.1 < $1.1 }
     guard let best, best.1 <= 2 else {
         // camelCase spellings like "contentState" or "staleDate"
         let dashed = key.reduce(into: "") { out, c in

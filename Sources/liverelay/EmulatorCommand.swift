@@ -2,6 +2,8 @@ import APNsEmulator
 import ArgumentParser
 import Foundation
 import LiveActivityKit
+import Logging
+import ServiceLifecycle
 
 struct Emulator: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -10,13 +12,18 @@ struct Emulator: AsyncParsableCommand {
             Device and broadcast pushes on one port, channel management on another. The CA that signs
             the server certificate is written to --ca-file; give it to clients (liverelay --ca-file,
             curl --cacert). Register the key that signs your provider tokens with --key-file/--key-id/--team-id,
-            and the tokens to accept with --token <hex>:<bundle id> (simulated devices will issue them later).
+            and the tokens to accept with --token <hex>:<bundle id> (simulated devices will issue them later),
+            or register both through the control API (curl http://<host>:<control port>/emulator to start).
+            Stops on SIGINT or SIGTERM.
             """)
 
     @Option(help: ArgumentHelp("sandbox or production.", valueName: "name")) var environment: String = "sandbox"
     @Option(help: "Address to listen on.") var host: String = "127.0.0.1"
     @Option(help: "Port of device and broadcast pushes (0: any free port).") var port: Int = 0
     @Option(help: "Port of channel management (0: any free port).") var managementPort: Int = 0
+    @Option(help: "Port of the JSON control API: keys, tokens, journal, faults (0: any free port).") var controlPort: Int = 0
+    @Option(help: ArgumentHelp("Close connections idle this many seconds with GOAWAY IdleTimeout (default: never).", valueName: "seconds"))
+    var idleTimeout: Int?
     @Option(help: ArgumentHelp("Where to write the CA certificate (PEM).", valueName: "path"))
     var caFile: String = "liverelay-emulator-ca.pem"
     @Option(help: ArgumentHelp("A .p8 key whose tokens are accepted (its public half is used).", valueName: "path")) var keyFile: String?
@@ -56,20 +63,28 @@ struct Emulator: AsyncParsableCommand {
         let emulator = try await APNsEmulator.start(
             APNsEmulator.Configuration(
                 environment: environment, host: host, pushPort: port, channelManagementPort: managementPort,
-                authenticatedStreamLimit: streamLimit, allowsPriority1ForLiveActivity: allowPriority1),
+                authenticatedStreamLimit: streamLimit, allowsPriority1ForLiveActivity: allowPriority1,
+                idleTimeout: idleTimeout.map { .seconds($0) }),
             registry: registry)
         try emulator.certificates.writeCertificateAuthority(to: caFile)
         let ca = URL(fileURLWithPath: caFile).standardizedFileURL.path
-        // Unbuffered, so that a parent process reading a pipe sees it at once.
-        FileHandle.standardOutput.write(Data("""
-            APNs emulator (\(environment.rawValue))
-            pushes:             https://\(host):\(emulator.pushPort)  (/3/device/<token>, /4/broadcasts/apps/<bundle>)
-            channel management: https://\(host):\(emulator.channelManagementPort)  (/1/apps/<bundle>/channels)
-            CA certificate:     \(ca)
-            try: liverelay push update --environment custom --host \(host) --port \(emulator.pushPort) --management-port \(emulator.channelManagementPort) --ca-file \(ca) --key-file <p8> --key-id <id> --team-id <id> --bundle-id <bundle> --token <hex> --content-state '{}'
+        var logger = Logger(label: "liverelay.emulator")
+        logger.logLevel = .warning
+        let control = emulator.controlApplication(port: controlPort, logger: logger) { [host] controlPort in
+            // Unbuffered, so that a parent process reading a pipe sees it at once.
+            FileHandle.standardOutput.write(Data("""
+                APNs emulator (\(environment.rawValue))
+                pushes:             https://\(host):\(emulator.pushPort)  (/3/device/<token>, /4/broadcasts/apps/<bundle>)
+                channel management: https://\(host):\(emulator.channelManagementPort)  (/1/apps/<bundle>/channels)
+                control API:        http://\(host):\(controlPort)  (/emulator, /keys, /tokens, /journal, /faults)
+                CA certificate:     \(ca)
+                try: liverelay push update --environment custom --host \(host) --port \(emulator.pushPort) --management-port \(emulator.channelManagementPort) --ca-file \(ca) --key-file <p8> --key-id <id> --team-id <id> --bundle-id <bundle> --token <hex> --content-state '{}'
 
-            """.utf8))
-        // Runs until interrupted.
-        while true { try await Task.sleep(for: .seconds(3600)) }
+                """.utf8))
+        }
+        let services = ServiceGroup(configuration: .init(
+            services: [.init(service: emulator), .init(service: control)],
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await services.run()
     }
 }

@@ -1,6 +1,9 @@
 import APNsEmulator
 import Crypto
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import LiveActivityKit
 import LiveRelayTesting
 import Testing
@@ -297,5 +300,20 @@ let token = String(repeating: "ab", count: 80)
         let channel = try await liverelay(["channels", "create", "--storage-policy", "1"] + connection)
         #expect(channel.status == 0, "\(channel.stderr)")
         #expect(channel.stdout.contains("apns-channel-id: "))
+
+        // The control API saw both pushes and the channel creation.
+        let controlPort = try port(after: "control API:")
+        let (data, _) = try await withDeadline(.seconds(20)) {
+            try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(controlPort)/journal/counts")!)
+        }
+        let counts = try JSONValue(parsing: Array(data))["counts"]
+        #expect(counts?.sortedKeys == .object([("BadDeviceToken", .number("1")), ("Success", .number("2"))]))
+
+        // SIGTERM stops it gracefully.
+        let exited = AsyncStream<Int32>.makeStream()
+        process.terminationHandler = { exited.continuation.yield($0.terminationStatus) }
+        process.terminate()
+        let status = try await withDeadline(.seconds(20)) { await exited.stream.first { _ in true } }
+        #expect(status == 0)
     }
 }

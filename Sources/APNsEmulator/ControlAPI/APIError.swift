@@ -1,0 +1,124 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import LiveActivityKit
+
+/// Every failure of a JSON API, as one shape: `{"error": {"code", "message", "field"}}`, with the
+/// status chosen here and nowhere else.
+public struct APIError: Error, HTTPResponseError, CustomStringConvertible {
+    public let status: HTTPResponse.Status
+    /// Stable and machine-readable (`missing`, `unknown_key`, `not_found`, …).
+    public let code: String
+    public let message: String
+    /// The request field, path parameter or query parameter at fault.
+    public let field: String?
+
+    public init(_ status: HTTPResponse.Status, code: String, message: String, field: String? = nil) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+    }
+
+    public var description: String { field.map { "\($0): \(message)" } ?? message }
+
+    /// A field that breaks a rule: 400 with the rule's code.
+    public static func invalid(_ error: LiveActivityValidationError, field: String? = nil) -> APIError {
+        APIError(.badRequest, code: error.code.description, message: error.message, field: field ?? error.field)
+    }
+
+    public static func invalid(_ field: String, _ rule: String) -> APIError {
+        APIError(.badRequest, code: "invalid_value", message: rule, field: field)
+    }
+
+    public static func notFound(_ field: String, _ message: String) -> APIError {
+        APIError(.notFound, code: "not_found", message: message, field: field)
+    }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        var error: [(String, JSONValue)] = [("code", .string(code)), ("message", .string(message))]
+        if let field { error.append(("field", .string(field))) }
+        return Response(
+            status: status, headers: [.contentType: "application/json"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: JSONValue.object([("error", .object(error))]).serialized)))
+    }
+}
+
+/// Turns every error a route throws into an `APIError`, so that no client ever sees another shape:
+/// Hummingbird's own errors (unknown route, wrong method, body too large) keep their status.
+struct APIErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as APIError {
+            throw error
+        } catch let error as any HTTPResponseError {
+            let code = error.status.reasonPhrase.lowercased().replacingOccurrences(of: " ", with: "_")
+            let message = (error as? HTTPError)?.body ?? error.status.reasonPhrase
+            throw APIError(error.status, code: code, message: message)
+        } catch {
+            context.logger.error("control API failure", metadata: ["error": "\(error)"])
+            throw APIError(.internalServerError, code: "internal_error", message: "\(error)")
+        }
+    }
+}
+
+/// A JSON request body whose keys are checked before decoding, so that `bundleId` for `bundleID`
+/// is an error that says so instead of a silently missing field.
+protocol APIRequestBody: Decodable {
+    static var fields: [String] { get }
+}
+
+extension Request {
+    /// The body as `Body`, or an `APIError` naming the field and the rule.
+    func decodeJSON<Body: APIRequestBody>(_ type: Body.Type, context: some RequestContext) async throws -> Body {
+        let buffer = try await body.collect(upTo: context.maxUploadSize)
+        let json: JSONValue
+        do {
+            json = try JSONValue(parsing: buffer.readableBytesView)
+        } catch {
+            throw APIError(.badRequest, code: "invalid_json", message: "the body is not valid JSON: \(error)")
+        }
+        guard let members = json.objectMembers else {
+            throw APIError(.badRequest, code: "wrong_type", message: "the body must be a JSON object, got \(json.typeName)")
+        }
+        for member in members where !Body.fields.contains(member.key) {
+            let hint = closestKey(to: member.key, in: Body.fields).map { " (did you mean \"\($0)\"?)" } ?? ""
+            throw APIError(.badRequest, code: "unknown_key", message: "is not a field of this request\(hint)", field: member.key)
+        }
+        do {
+            return try JSONDecoder().decode(Body.self, from: Data(buffer.readableBytesView))
+        } catch let error as DecodingError {
+            throw APIError(decoding: error)
+        }
+    }
+}
+
+extension APIError {
+    init(decoding error: DecodingError) {
+        func path(_ codingPath: [any CodingKey], _ last: (any CodingKey)? = nil) -> String {
+            (codingPath + (last.map { [$0] } ?? [])).map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
+                .joined(separator: ".").replacingOccurrences(of: ".[", with: "[")
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            self.init(.badRequest, code: "missing", message: "is required", field: path(context.codingPath, key))
+        case .typeMismatch(let type, let context), .valueNotFound(let type, let context):
+            self.init(.badRequest, code: "wrong_type", message: "must be \(Self.jsonName(of: type))", field: path(context.codingPath))
+        case .dataCorrupted(let context):
+            self.init(.badRequest, code: "invalid_value", message: context.debugDescription, field: path(context.codingPath))
+        @unknown default:
+            self.init(.badRequest, code: "invalid_value", message: "\(error)")
+        }
+    }
+
+    private static func jsonName(of type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Int.Type, is Int64.Type, is Double.Type: "a number"
+        case is Bool.Type: "true or false"
+        case is [Any].Type: "an array"
+        default: "\(type)"
+        }
+    }
+}
