@@ -9,25 +9,42 @@ import Synchronization
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Benchmarks (build with -c release; debug builds are ~30× slower).",
-        subcommands: [Client.self, Endpoint.self])
+        subcommands: [Client.self, Emulator.self, Endpoint.self])
 }
 
 extension Bench {
-    /// The reference endpoint, in its own process so that the client's CPU time is its own.
+    /// The endpoint under load, in its own process so that the client's CPU time is its own.
     struct Endpoint: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Serve an accept-all APNs endpoint (HTTP/2 + TLS) until standard input closes.",
+            abstract: "Serve an APNs endpoint (HTTP/2 + TLS) until standard input closes.",
             shouldDisplay: false)
 
         @Option(help: "Port to listen on (0: any free port).") var port: Int = 0
         @Option(help: "Where to write the CA certificate (PEM).") var caFile: String
+        @Option(help: "Judge every request as the emulator does, accepting provider tokens of this .p8 key (else accept all).")
+        var emulatorKeyFile: String?
 
         func run() async throws {
             let certificates = try EmulatorCertificates.generate()
             try certificates.writeCertificateAuthority(to: caFile)
-            let server = try await HTTP2TLSServer.start(port: port, certificates: certificates, responder: AcceptAllResponder())
+            let port: Int
+            let stop: @Sendable () async -> Void
+            if let emulatorKeyFile {
+                let registry = EmulatorRegistry()
+                registry.register(try EmulatorKey(
+                    p8PEM: String(contentsOfFile: emulatorKeyFile, encoding: .utf8), keyID: BenchFixture.keyID, teamID: BenchFixture.teamID))
+                registry.register(EmulatorToken(hex: BenchFixture.token.hex, bundleID: BenchFixture.bundle.value, environment: .sandbox))
+                let emulator = try await APNsEmulator.start(
+                    APNsEmulator.Configuration(pushPort: self.port), certificates: certificates, registry: registry)
+                port = emulator.pushPort
+                stop = { await emulator.shutdown() }
+            } else {
+                let server = try await HTTP2TLSServer.start(port: self.port, certificates: certificates, responder: AcceptAllResponder())
+                port = server.port
+                stop = { await server.shutdown() }
+            }
             // Unbuffered: the parent reads this line through a pipe.
-            FileHandle.standardOutput.write(Data("listening on 127.0.0.1:\(server.port)\n".utf8))
+            FileHandle.standardOutput.write(Data("listening on 127.0.0.1:\(port)\n".utf8))
             // Runs until the parent closes our standard input (or dies).
             let closed = AsyncStream<Void>.makeStream()
             Thread.detachNewThread {
@@ -35,7 +52,71 @@ extension Bench {
                 closed.continuation.finish()
             }
             for await _ in closed.stream {}
-            await server.shutdown()
+            await stop()
+        }
+    }
+
+    struct Emulator: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Load the APNs emulator with h2load: accept-all against full validation, one and four connections.",
+            discussion: """
+                Starts each endpoint in its own process and sends the same Live Activity update with h2load
+                (100 streams per connection), alternating the two modes for --rounds rounds. Full validation
+                checks headers, token, topic and provider token (ES256, verified once per connection) and
+                journals every request. Target: ≥ 15,000 pushes/s on one connection with full validation.
+                Needs h2load (Debian: nghttp2-client).
+                """)
+
+        @Option(help: "Pushes per h2load run.") var pushes: Int = 100_000
+        @Option(help: "Streams per connection.") var streams: Int = 100
+        @Option(help: "Rounds of (accept-all, full validation); the mean is reported.") var rounds: Int = 2
+        @Option(help: "The h2load binary (Debian: nghttp2-client).") var h2load: String = "h2load"
+
+        func validate() throws {
+            guard pushes > 0, streams > 0, rounds > 0 else { throw ValidationError("pushes, streams and rounds must be positive") }
+        }
+
+        func run() async throws {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-bench-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let privateKey = P256.Signing.PrivateKey()
+            let keyFile = directory.appendingPathComponent("key.p8").path
+            try privateKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
+            let key = try APNsSigningKey(privateKey: privateKey, keyID: BenchFixture.keyID, teamID: BenchFixture.teamID)
+            let request = try BenchFixture.request()
+            let bodyFile = directory.appendingPathComponent("body.json").path
+            try Data(request.body ?? []).write(to: URL(fileURLWithPath: bodyFile))
+
+            let modes = [("accept-all", [String]()), ("full validation", ["--emulator-key-file", keyFile])]
+            var rates: [String: [Int: [Double]]] = [:]
+            print("h2load: \(pushes) pushes per run, \(streams) streams per connection, \(rounds) round(s)")
+            for round in 1...rounds {
+                for (mode, arguments) in modes {
+                    let caFile = directory.appendingPathComponent("ca.pem").path
+                    let endpoint = try EndpointProcess.start(caFile: caFile, arguments: arguments)
+                    defer { endpoint.stop() }
+                    let h2 = H2load(binary: h2load, port: endpoint.port, request: request,
+                                    providerToken: key.makeProviderToken(issuedAt: Date()), bodyFile: bodyFile)
+                    for connections in [1, 4] {
+                        let rate = try h2.run(pushes: pushes, inFlight: streams * connections, connections: connections)
+                        rates[mode, default: [:]][connections, default: []].append(rate)
+                        print("round \(round): \(mode), \(connections) connection(s): \(String(format: "%.0f", rate)) pushes/s")
+                    }
+                }
+            }
+            func mean(_ mode: String, _ connections: Int) -> Double {
+                let values = rates[mode]?[connections] ?? []
+                return values.reduce(0, +) / Double(max(1, values.count))
+            }
+            print("")
+            print("mode              1 connection    4 connections")
+            for (mode, _) in modes {
+                print("\(mode.padding(toLength: 18, withPad: " ", startingAt: 0))\(String(format: "%12.0f", mean(mode, 1)))    \(String(format: "%13.0f", mean(mode, 4)))  pushes/s")
+            }
+            let full = mean("full validation", 1)
+            print("full validation / accept-all: \(String(format: "%.0f", 100 * full / mean("accept-all", 1)))% (1 connection), \(String(format: "%.0f", 100 * mean("full validation", 4) / mean("accept-all", 4)))% (4 connections)")
+            print("target ≥ 15000 pushes/s on one connection with full validation: \(full >= 15_000 ? "met" : "NOT met") (\(String(format: "%.0f", full)))")
         }
     }
 
@@ -71,13 +152,8 @@ extension Bench {
             defer { endpoint.stop() }
             print("endpoint: 127.0.0.1:\(endpoint.port) (pid \(endpoint.pid)), \(pushes) pushes, \(inFlight) in flight, \(connections) connection(s)")
 
-            let key = try APNsSigningKey(privateKey: P256.Signing.PrivateKey(), keyID: "BENCH00001", teamID: "BENCHTEAM1")
-            let bundle = try BundleID("com.example.bench")
-            let token = try DeviceToken(String(repeating: "5a", count: 80))
-            let payload = try LiveActivityPayload.update(
-                content: ActivityContent(state: ["driverName": "Alex", "step": "delivering", "eta": "12 min"], staleDate: nil),
-                timestamp: Date())
-            let request = try APNsRequest.liveActivity(payload, to: token, topic: bundle)
+            let key = try APNsSigningKey(privateKey: P256.Signing.PrivateKey(), keyID: BenchFixture.keyID, teamID: BenchFixture.teamID)
+            let request = try BenchFixture.request()
 
             let bodyFile = directory.appendingPathComponent("body.json").path
             try Data(request.body ?? []).write(to: URL(fileURLWithPath: bodyFile))
@@ -172,6 +248,21 @@ extension Bench {
     }
 }
 
+/// What every benchmark sends: one Live Activity update to one token, signed by a key with these ids.
+private enum BenchFixture {
+    static let keyID = "BENCH00001"
+    static let teamID = "BENCHTEAM1"
+    static let bundle = try! BundleID("com.example.bench")
+    static let token = try! DeviceToken(String(repeating: "5a", count: 80))
+
+    static func request() throws -> APNsRequest {
+        let payload = try LiveActivityPayload.update(
+            content: ActivityContent(state: ["driverName": "Alex", "step": "delivering", "eta": "12 min"], staleDate: nil),
+            timestamp: Date())
+        return try APNsRequest.liveActivity(payload, to: token, topic: bundle)
+    }
+}
+
 private final class Counter: Sendable {
     private let value = Atomic<Int>(0)
     /// The value before incrementing.
@@ -192,10 +283,10 @@ private struct EndpointProcess {
     let port: Int
     var pid: Int32 { process.processIdentifier }
 
-    static func start(caFile: String) throws -> EndpointProcess {
+    static func start(caFile: String, arguments: [String] = []) throws -> EndpointProcess {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        process.arguments = ["bench", "endpoint", "--ca-file", caFile]
+        process.arguments = ["bench", "endpoint", "--ca-file", caFile] + arguments
         let output = Pipe(), input = Pipe()
         process.standardOutput = output
         process.standardInput = input
