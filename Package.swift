@@ -17,6 +17,7 @@ let package = Package(
     products: [
         .library(name: "LiveActivityKit", targets: ["LiveActivityKit"]),
         .library(name: "APNs", targets: ["APNs"]),
+        .library(name: "SimulatedDevices", targets: ["SimulatedDevices"]),
         .library(name: "APNsEmulator", targets: ["APNsEmulator"]),
         .executable(name: "liverelay", targets: ["liverelay"]),
     ],
@@ -44,6 +45,9 @@ let package = Package(
                 .product(name: "NIOTLS", package: "swift-nio"),
             ] + http2OverTLS
         ),
+        // The iPhone's side: ActivityKit's runtime on simulated devices. Pure logic over an injected
+        // clock, no I/O, so every rule is tested without a network.
+        .target(name: "SimulatedDevices", dependencies: ["LiveActivityKit"]),
         // Apple's side on loopback: an HTTP/2 + TLS server speaking the APNs provider API.
         .target(
             name: "APNsEmulator",
@@ -71,6 +75,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "LiveActivityKitTests", dependencies: ["LiveActivityKit", "LiveRelayTesting"]),
+        .testTarget(name: "SimulatedDevicesTests", dependencies: ["SimulatedDevices", "LiveActivityKit"]),
         .testTarget(
             name: "APNsTests",
             dependencies: [

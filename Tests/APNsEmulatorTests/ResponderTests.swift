@@ -374,4 +374,13 @@ func answer(_ responder: APNsResponder, _ request: ReceivedRequest) -> Answer {
         #expect(registry.createChannel(bundleID: "com.a", environment: .production, storagePolicy: 0) != nil)
         #expect(registry.createChannel(bundleID: "com.b", environment: .sandbox, storagePolicy: 0) != nil)
     }
+
+    @Test func creatingChannel10001IsRefusedWithCannotCreateChannelConfig() {
+        let existing = f.registry.channels(of: f.bundle, in: .sandbox).count
+        for _ in existing..<EmulatorRegistry.channelLimit {
+            _ = f.registry.createChannel(bundleID: f.bundle, environment: .sandbox, storagePolicy: 1)
+        }
+        let reply = answer(f.management, f.channelRequest("POST", body: #"{"message-storage-policy":0,"push-type":"LiveActivity"}"#))
+        #expect(reply.status == 400 && reply.reason == "CannotCreateChannelConfig")
+    }
 }

@@ -1,0 +1,147 @@
+import Foundation
+import LiveActivityKit
+
+/// The Swift type of a field in an app's `ActivityAttributes` or `ContentState`, as far as
+/// decoding is concerned. A simulated device decodes pushed JSON into these types exactly as a
+/// default `JSONDecoder` decodes into the real ones, because that is what the widget extension
+/// does; a push that does not decode is dropped on the device.
+public indirect enum SwiftType: Sendable, Hashable {
+    case string
+    case int
+    case double
+    case bool
+    /// `Date` with the default strategy: a number of seconds since 2001-01-01.
+    case date
+    /// `ClosedRange<Date>`: `[lower, upper]`, lower not after upper.
+    case closedRangeOfDate
+    case url
+    /// A `String`-backed enum, decoded by raw value.
+    case stringEnum([String])
+    /// An `Int`-backed enum, decoded by raw value.
+    case intEnum([Int])
+    case array(SwiftType)
+    case structure(SwiftStruct)
+    /// An optional field: absent or `null` decodes as `nil` (synthesized `decodeIfPresent`).
+    case optional(SwiftType)
+
+    /// How it is written in Swift, for logs.
+    public var swiftName: String {
+        switch self {
+        case .string: "String"
+        case .int: "Int"
+        case .double: "Double"
+        case .bool: "Bool"
+        case .date: "Date"
+        case .closedRangeOfDate: "ClosedRange<Date>"
+        case .url: "URL"
+        case .stringEnum: "String enum"
+        case .intEnum: "Int enum"
+        case .array(let element): "[\(element.swiftName)]"
+        case .structure(let type): type.name
+        case .optional(let wrapped): "\(wrapped.swiftName)?"
+        }
+    }
+}
+
+/// A struct with synthesized `Codable`: named fields, decoded by key; keys it does not declare are
+/// ignored.
+public struct SwiftStruct: Sendable, Hashable {
+    public var name: String
+    public var fields: [Field]
+
+    public struct Field: Sendable, Hashable {
+        public var name: String
+        public var type: SwiftType
+
+        public init(_ name: String, _ type: SwiftType) {
+            self.name = name
+            self.type = type
+        }
+    }
+
+    public init(_ name: String, _ fields: [Field]) {
+        self.name = name
+        self.fields = fields
+    }
+}
+
+/// Why a value did not decode, in `JSONDecoder`'s terms, with the path to the value.
+public struct DecodingFailure: Error, Hashable, CustomStringConvertible {
+    public enum Kind: String, Sendable, Hashable {
+        case keyNotFound, valueNotFound, typeMismatch, dataCorrupted
+    }
+
+    public var kind: Kind
+    /// Dotted path from the decoded root, such as `driver.eta[1]`.
+    public var path: String
+    public var message: String
+
+    public var description: String { "\(kind.rawValue) at \(path.isEmpty ? "<root>" : path): \(message)" }
+}
+
+extension SwiftType {
+    /// Checks that `JSONDecoder()` would decode `value` into this type (`nil`: the key is absent),
+    /// and throws the failure it would report otherwise.
+    public func decode(_ value: JSONValue?, path: String = "") throws(DecodingFailure) {
+        func fail(_ kind: DecodingFailure.Kind, _ message: String) -> DecodingFailure {
+            DecodingFailure(kind: kind, path: path, message: message)
+        }
+        if case .optional(let wrapped) = self {
+            guard let value, value != .null else { return }
+            return try wrapped.decode(value, path: path)
+        }
+        guard let value else { throw fail(.keyNotFound, "no value for the key \"\(path.split(separator: ".").last ?? "")\"") }
+        if value == .null { throw fail(.valueNotFound, "expected \(swiftName), found null") }
+        switch self {
+        case .optional:
+            return
+        case .string:
+            guard case .string = value else { throw fail(.typeMismatch, "expected a string for String, found \(value.typeName)") }
+        case .int:
+            guard case .number(let literal) = value else { throw fail(.typeMismatch, "expected a number for Int, found \(value.typeName)") }
+            guard Self.integer(literal) != nil else { throw fail(.dataCorrupted, "the number \(literal) does not fit in Int") }
+        case .double, .date:
+            guard case .number(let literal) = value else { throw fail(.typeMismatch, "expected a number for \(swiftName), found \(value.typeName)") }
+            guard let number = Double(literal), number.isFinite else { throw fail(.dataCorrupted, "the number \(literal) does not fit in Double") }
+        case .bool:
+            guard case .bool = value else { throw fail(.typeMismatch, "expected true or false for Bool, found \(value.typeName)") }
+        case .closedRangeOfDate:
+            guard case .array(let bounds) = value else { throw fail(.typeMismatch, "expected [lower, upper] for ClosedRange<Date>, found \(value.typeName)") }
+            for index in 0..<2 {
+                try SwiftType.date.decode(bounds.indices.contains(index) ? bounds[index] : nil, path: "\(path)[\(index)]")
+            }
+            if let lower = bounds[0].doubleValue, let upper = bounds[1].doubleValue, lower > upper {
+                throw fail(.dataCorrupted, "cannot initialize ClosedRange with a lowerBound (\(lower)) greater than upperBound (\(upper))")
+            }
+        case .url:
+            guard case .string(let text) = value else { throw fail(.typeMismatch, "expected a string for URL, found \(value.typeName)") }
+            guard URL(string: text) != nil else { throw fail(.dataCorrupted, "invalid URL string \"\(text)\"") }
+        case .stringEnum(let cases):
+            guard case .string(let raw) = value else { throw fail(.typeMismatch, "expected a string raw value, found \(value.typeName)") }
+            guard cases.contains(raw) else { throw fail(.dataCorrupted, "cannot initialize the enum from invalid String value \(raw)") }
+        case .intEnum(let cases):
+            guard case .number(let literal) = value else { throw fail(.typeMismatch, "expected a number raw value, found \(value.typeName)") }
+            guard let raw = Self.integer(literal) else { throw fail(.dataCorrupted, "the number \(literal) does not fit in Int") }
+            guard cases.contains(raw) else { throw fail(.dataCorrupted, "cannot initialize the enum from invalid Int value \(raw)") }
+        case .array(let element):
+            guard case .array(let elements) = value else { throw fail(.typeMismatch, "expected an array for \(swiftName), found \(value.typeName)") }
+            for (index, item) in elements.enumerated() {
+                try element.decode(item, path: "\(path)[\(index)]")
+            }
+        case .structure(let type):
+            guard case .object(let members) = value else { throw fail(.typeMismatch, "expected an object for \(type.name), found \(value.typeName)") }
+            for field in type.fields {
+                let member = members.first { $0.key == field.name }?.value
+                try field.type.decode(member, path: path.isEmpty ? field.name : "\(path).\(field.name)")
+            }
+        }
+    }
+
+    /// A JSON number literal as `JSONDecoder` reads it into `Int`: integral and in range (`1.0`
+    /// and `1e2` are accepted, `1.5` is not).
+    static func integer(_ literal: String) -> Int? {
+        if let exact = Int(literal) { return exact }
+        guard let number = Double(literal), number.isFinite, number == number.rounded(), abs(number) < 9.2e18 else { return nil }
+        return Int(number)
+    }
+}
