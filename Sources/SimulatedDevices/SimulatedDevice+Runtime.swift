@@ -1,0 +1,386 @@
+import Foundation
+import LiveActivityKit
+
+/// Something the rest of the world must learn from a device: APNs learns about tokens, observers
+/// about activities. Returned by every device operation, in order.
+public enum DeviceEvent: Sendable, Hashable {
+    /// A token APNs must now route to this device.
+    case tokenIssued(token: String, bundleID: String, kind: TokenKind)
+    /// A token APNs must refuse with `410 Unregistered` from `at` on.
+    case tokenRetired(token: String, at: Date)
+    /// An activity appeared (`Activity.activityUpdates`).
+    case activityStarted(activityID: String)
+    case contentUpdated(activityID: String)
+    case stateChanged(activityID: String, to: ActivityState, cause: ActivityStateMachine.Transition.Cause)
+
+    public enum TokenKind: Sendable, Hashable {
+        case update(activityID: String)
+        case pushToStart(attributesType: String)
+    }
+}
+
+/// A push as APNs hands it to the device.
+public struct DevicePush: Sendable, Hashable {
+    public var token: String
+    public var payload: JSONValue
+    /// 10 unless given (`apns-priority`).
+    public var priority: Int
+    /// `apns-expiration`: `nil` (absent) lets APNs store it; 0 means deliver now or never.
+    public var expiration: Date?
+    public var receivedAt: Date
+
+    public init(token: String, payload: JSONValue, priority: Int = 10, expiration: Date? = nil, receivedAt: Date) {
+        self.token = token.lowercased()
+        self.payload = payload
+        self.priority = priority
+        self.expiration = expiration
+        self.receivedAt = receivedAt
+    }
+}
+
+/// A simulated iPhone or iPad: its apps, their activities, and ActivityKit's rules (spec §8).
+/// A value: every operation takes the current time and returns the events it caused.
+public struct SimulatedDevice: Sendable {
+    public let id: String
+    public var model: DeviceModel
+    public var hasPairedWatch: Bool
+    public private(set) var isOnline = true
+    public private(set) var isLocked = true
+    public private(set) var apps: [String: SimulatedApp] = [:]
+    /// Every activity not yet forgotten, oldest first.
+    public private(set) var activities: [SimulatedActivity] = []
+    public private(set) var log: [DeviceLogEntry] = []
+    public let settings: DeviceRuntimeSettings
+    /// APNs keeps one push per app while the device is offline.
+    private var storedWhileOffline: [String: DevicePush] = [:]
+    /// Priority-10 deliveries per app in the last hour.
+    private var priority10Deliveries: [String: [Date]] = [:]
+    /// Pushes waiting for the opportunistic delay or for budget, newest per target.
+    private var deferred: [String: (push: DevicePush, dueAt: Date)] = [:]
+    private var tokenGenerator: TokenGenerator
+
+    public init(id: String, model: DeviceModel = .iPhoneWithDynamicIsland, hasPairedWatch: Bool = false,
+                settings: DeviceRuntimeSettings = .init(), seed: UInt64? = nil) {
+        self.id = id
+        self.model = model
+        self.hasPairedWatch = hasPairedWatch
+        self.settings = settings
+        self.tokenGenerator = TokenGenerator(seed: seed)
+    }
+
+    public func activity(_ id: String) -> SimulatedActivity? { activities.first { $0.id == id } }
+
+    // MARK: Apps
+
+    /// Installs (or replaces) an app; returns its push-to-start tokens, one per attribute type.
+    public mutating func install(_ app: SimulatedApp, at now: Date) -> [DeviceEvent] {
+        var app = app
+        app.pushToStartTokens = [:]
+        apps[app.bundleID] = app
+        var events: [DeviceEvent] = []
+        for type in app.attributeTypes.keys.sorted() { events += issuePushToStartToken(bundleID: app.bundleID, type: type) }
+        write("installed, \(app.attributeTypes.count) attribute type(s)", app.bundleID, at: now)
+        return events
+    }
+
+    /// Changes the person's settings for an app; turning Live Activities off ends its activities.
+    public mutating func setSettings(
+        of bundleID: String, liveActivitiesEnabled: Bool? = nil, frequentUpdatesEnabled: Bool? = nil, at now: Date
+    ) -> [DeviceEvent] {
+        guard apps[bundleID] != nil else { return [] }
+        if let liveActivitiesEnabled { apps[bundleID]?.liveActivitiesEnabled = liveActivitiesEnabled }
+        if let frequentUpdatesEnabled { apps[bundleID]?.frequentUpdatesEnabled = frequentUpdatesEnabled }
+        guard apps[bundleID]?.liveActivitiesEnabled == false else { return [] }
+        write("Live Activities turned off: ending the app's activities", bundleID, at: now)
+        return endAll(of: bundleID, cause: .endedBySystem, at: now)
+    }
+
+    public mutating func setForeground(_ bundleID: String, _ inForeground: Bool) {
+        apps[bundleID]?.isInForeground = inForeground
+    }
+
+    /// Replaces a push-to-start token, as the system does now and then.
+    public mutating func rotatePushToStartToken(bundleID: String, attributesType: String, at now: Date) -> [DeviceEvent] {
+        guard let old = apps[bundleID]?.pushToStartTokens[attributesType] else { return [] }
+        return [.tokenRetired(token: old, at: now)] + issuePushToStartToken(bundleID: bundleID, type: attributesType)
+    }
+
+    // MARK: The app's side of ActivityKit
+
+    /// `Activity.request(attributes:content:pushType:style:alertConfiguration:start:)`.
+    public mutating func request(
+        bundleID: String, attributesType: String, attributes: JSONValue, content: ActivityContentState,
+        pushType: ActivityPushType = .none, style: ActivityStyle = .standard, alert: ShownAlert? = nil,
+        start: Date? = nil, at now: Date
+    ) throws(ActivityAuthorizationError) -> (activityID: String, events: [DeviceEvent]) {
+        guard let app = apps[bundleID] else { throw .denied("\(bundleID) is not installed") }
+        guard app.isInForeground else { throw .visibility }
+        if let start, start > now, alert == nil { throw .missingAlert }
+        let activityID = try admit(app: app, attributesType: attributesType, attributes: attributes, content: content.state)
+        var events = begin(
+            activityID: activityID, app: app, attributesType: attributesType, attributes: attributes, content: content,
+            pushType: pushType, style: style, startDate: start ?? now, timestamp: now, at: now)
+        if let alert { setAlert(alert, on: activityID) }
+        events += advance(to: now)
+        return (activityID, events)
+    }
+
+    /// `Activity.update(_:alertConfiguration:timestamp:)`.
+    public mutating func update(activityID: String, content: ActivityContentState, alert: ShownAlert? = nil, timestamp: Date? = nil, at now: Date) -> [DeviceEvent] {
+        apply(.update(content, alert: alert), to: activityID, timestamp: timestamp ?? now, source: "the app", at: now)
+    }
+
+    /// `Activity.end(_:dismissalPolicy:)`.
+    public mutating func end(activityID: String, content: ActivityContentState?, dismissalPolicy: ActivityUIDismissalPolicy, timestamp: Date? = nil, at now: Date) -> [DeviceEvent] {
+        apply(.end(content, dismissalPolicy, cause: .endedByApp), to: activityID, timestamp: timestamp ?? now, source: "the app", at: now)
+    }
+
+    /// Asks for a new update token (an "APNs routing event"): the old one is retired once the new one is issued.
+    public mutating func rotateUpdateToken(activityID: String, at now: Date) -> [DeviceEvent] {
+        guard let index = activities.firstIndex(where: { $0.id == activityID }), activities[index].pushType == .token,
+              activities[index].lifecycle.isOngoing else { return [] }
+        activities[index].tokenDueAt = now
+        return advance(to: now)
+    }
+
+    // MARK: The person
+
+    /// The person swipes the activity away.
+    public mutating func dismissByPerson(activityID: String, at now: Date) -> [DeviceEvent] {
+        guard let index = activities.firstIndex(where: { $0.id == activityID }) else { return [] }
+        let transitions = activities[index].lifecycle.dismissByPerson(at: now)
+        return record(transitions, of: index, at: now) + advance(to: now)
+    }
+
+    /// Locking ends transient activities.
+    public mutating func setLocked(_ locked: Bool, at now: Date) -> [DeviceEvent] {
+        isLocked = locked
+        guard locked else { return [] }
+        var events: [DeviceEvent] = []
+        for index in activities.indices where activities[index].style == .transient && activities[index].lifecycle.isOngoing {
+            let (_, transitions) = activities[index].lifecycle.end(nil, timestamp: nil, dismissal: .immediate, cause: .endedBySystem, at: now)
+            events += record(transitions, of: index, at: now)
+        }
+        return events + advance(to: now)
+    }
+
+    /// Offline, pushes wait at APNs (one per app); back online, the stored ones arrive.
+    public mutating func setOnline(_ online: Bool, at now: Date) -> [DeviceEvent] {
+        isOnline = online
+        guard online else { return [] }
+        var events: [DeviceEvent] = []
+        for bundleID in storedWhileOffline.keys.sorted() {
+            guard let push = storedWhileOffline.removeValue(forKey: bundleID) else { continue }
+            if let expiration = push.expiration, expiration < now {
+                write("a push stored while offline expired at \(expiration) and was discarded", bundleID, at: now)
+                continue
+            }
+            events += receive(push, at: now)
+        }
+        return events + advance(to: now)
+    }
+
+    // MARK: Time
+
+    /// Everything time does up to `now`: scheduled starts, stale dates, the 8-hour limit,
+    /// dismissals, token issuing and retiring, deferred pushes.
+    public mutating func advance(to now: Date) -> [DeviceEvent] {
+        var events: [DeviceEvent] = []
+        for index in activities.indices {
+            let transitions = activities[index].lifecycle.advance(to: now)
+            events += record(transitions, of: index, at: now)
+            if let due = activities[index].tokenDueAt, due <= now, activities[index].lifecycle.isOngoing {
+                activities[index].tokenDueAt = nil
+                if let old = activities[index].pushToken { events.append(.tokenRetired(token: old, at: due)) }
+                let token = tokenGenerator.next()
+                activities[index].pushToken = token
+                events.append(.tokenIssued(token: token, bundleID: activities[index].bundleID, kind: .update(activityID: activities[index].id)))
+            }
+            if let retiring = activities[index].retiringToken, retiring.at <= now {
+                activities[index].retiringToken = nil
+                events.append(.tokenRetired(token: retiring.token, at: retiring.at))
+            }
+        }
+        // Forget dismissed activities once their token is retired.
+        activities.removeAll { $0.state == .dismissed && $0.retiringToken == nil }
+        for key in deferred.keys.sorted() {
+            guard let waiting = deferred[key], waiting.dueAt <= now else { continue }
+            deferred[key] = nil
+            events += deliver(waiting.push, at: waiting.dueAt, deferredAlready: true)
+        }
+        return events
+    }
+
+    /// The next moment at which time alone changes something on this device.
+    public var nextDeadline: Date? {
+        let fromActivities = activities.flatMap { [$0.lifecycle.nextDeadline, $0.tokenDueAt, $0.retiringToken?.at] }.compactMap { $0 }
+        return (fromActivities + deferred.values.map(\.dueAt)).min()
+    }
+
+    // MARK: Internals
+
+    mutating func write(_ message: String, _ bundleID: String?, activityID: String? = nil, at now: Date) {
+        log.append(DeviceLogEntry(at: now, bundleID: bundleID, activityID: activityID, message: message))
+        if log.count > settings.logCapacity { log.removeFirst(log.count - settings.logCapacity) }
+    }
+
+    /// The checks of `Activity.request` and of a push-to-start, in ActivityKit's terms.
+    mutating func admit(app: SimulatedApp, attributesType: String, attributes: JSONValue, content: JSONValue) throws(ActivityAuthorizationError) -> String {
+        guard app.areActivitiesEnabled else {
+            throw .denied(app.supportsLiveActivities ? "the person turned Live Activities off for this app" : "NSSupportsLiveActivities is not set")
+        }
+        guard let type = app.attributeTypes[attributesType] else { throw .unsupportedTarget(attributesType) }
+        do {
+            try SwiftType.structure(type.attributes).decode(attributes)
+            try SwiftType.structure(type.contentState).decode(content)
+        } catch {
+            throw .doesNotDecode(error)
+        }
+        let size = attributes.serialized.count + content.serialized.count
+        guard size <= settings.maximumActivityDataBytes else { throw .attributesTooLarge(size, limit: settings.maximumActivityDataBytes) }
+        let ongoing = activities.filter(\.lifecycle.isOngoing)
+        guard ongoing.count { $0.bundleID == app.bundleID } < settings.maximumActivitiesPerApp else {
+            throw .targetMaximumExceeded(settings.maximumActivitiesPerApp)
+        }
+        guard ongoing.count < settings.maximumActivitiesPerDevice else { throw .globalMaximumExceeded(settings.maximumActivitiesPerDevice) }
+        return UUID(uuidString: tokenGenerator.uuid())!.uuidString
+    }
+
+    mutating func begin(
+        activityID: String, app: SimulatedApp, attributesType: String, attributes: JSONValue, content: ActivityContentState,
+        pushType: ActivityPushType, style: ActivityStyle, startDate: Date, timestamp: Date?, at now: Date
+    ) -> [DeviceEvent] {
+        var activity = SimulatedActivity(
+            id: activityID, bundleID: app.bundleID, attributesType: attributesType, attributes: attributes,
+            lifecycle: ActivityStateMachine(content: content, startDate: startDate, now: now, timestamp: timestamp),
+            pushType: pushType, style: style)
+        if pushType == .token { activity.tokenDueAt = now + settings.tokenIssueDelay }
+        activities.append(activity)
+        let how = switch pushType {
+        case .none: "no push"
+        case .token: "push type token"
+        case .channel(let id): "channel \(id)"
+        }
+        write("activity \(attributesType) \(activity.state == .pending ? "scheduled for \(startDate)" : "started") (\(how))",
+              app.bundleID, activityID: activityID, at: now)
+        return [.activityStarted(activityID: activityID)]
+    }
+
+    mutating func setAlert(_ alert: ShownAlert, on activityID: String) {
+        guard let index = activities.firstIndex(where: { $0.id == activityID }) else { return }
+        activities[index].lastAlert = alert
+    }
+
+    /// Events for state changes; on dismissal the update token is scheduled to retire.
+    mutating func record(_ transitions: [ActivityStateMachine.Transition], of index: Int, at now: Date) -> [DeviceEvent] {
+        var events: [DeviceEvent] = []
+        for transition in transitions {
+            events.append(.stateChanged(activityID: activities[index].id, to: transition.to, cause: transition.cause))
+            write("\(transition.from) → \(transition.to): \(transition.cause.rawValue)", activities[index].bundleID,
+                  activityID: activities[index].id, at: transition.at)
+            if transition.to == .dismissed {
+                activities[index].tokenDueAt = nil
+                if let token = activities[index].pushToken {
+                    activities[index].retiringToken = (token, transition.at + settings.tokenPurgeDelay)
+                }
+            }
+        }
+        return events
+    }
+
+    enum Change {
+        case update(ActivityContentState, alert: ShownAlert?)
+        case end(ActivityContentState?, ActivityUIDismissalPolicy, cause: ActivityStateMachine.Transition.Cause)
+    }
+
+    mutating func apply(_ change: Change, to activityID: String, timestamp: Date?, source: String, at now: Date) -> [DeviceEvent] {
+        var events = advance(to: now)
+        guard let index = activities.firstIndex(where: { $0.id == activityID }) else { return events }
+        let outcome: ActivityStateMachine.Outcome
+        let transitions: [ActivityStateMachine.Transition]
+        switch change {
+        case .update(let content, let alert):
+            (outcome, transitions) = activities[index].lifecycle.update(content, timestamp: timestamp, at: now)
+            if outcome == .applied, let alert { activities[index].lastAlert = alert }
+        case .end(let content, let policy, let cause):
+            (outcome, transitions) = activities[index].lifecycle.end(content, timestamp: timestamp, dismissal: policy, cause: cause, at: now)
+        }
+        switch outcome {
+        case .applied:
+            events.append(.contentUpdated(activityID: activityID))
+        case .ignoredAsOlder(let last):
+            write("ignored an update from \(source): its timestamp \(timestamp.map { "\($0)" } ?? "-") is not newer than \(last)",
+                  activities[index].bundleID, activityID: activityID, at: now)
+        case .ignoredAfterEnd:
+            write("ignored an update from \(source): the activity has ended", activities[index].bundleID, activityID: activityID, at: now)
+        case .ignoredWhilePending:
+            write("ignored an update from \(source): the activity has not started", activities[index].bundleID, activityID: activityID, at: now)
+        }
+        return events + record(transitions, of: index, at: now) + advance(to: now)
+    }
+
+    mutating func endAll(of bundleID: String, cause: ActivityStateMachine.Transition.Cause, at now: Date) -> [DeviceEvent] {
+        var events: [DeviceEvent] = []
+        for index in activities.indices where activities[index].bundleID == bundleID && activities[index].lifecycle.isOngoing {
+            let (_, transitions) = activities[index].lifecycle.end(nil, timestamp: nil, dismissal: .immediate, cause: cause, at: now)
+            events += record(transitions, of: index, at: now)
+        }
+        return events + advance(to: now)
+    }
+
+    mutating func issuePushToStartToken(bundleID: String, type: String) -> [DeviceEvent] {
+        let token = tokenGenerator.next()
+        apps[bundleID]?.pushToStartTokens[type] = token
+        return [.tokenIssued(token: token, bundleID: bundleID, kind: .pushToStart(attributesType: type))]
+    }
+
+    // Pushes live in SimulatedDevice+Pushes.swift; these are its hooks into the private state.
+    mutating func storeWhileOffline(_ push: DevicePush, bundleID: String) { storedWhileOffline[bundleID] = push }
+    /// Holds `push` for `key` until `dueAt`; a newer push replaces a held one but keeps its turn.
+    mutating func hold(_ push: DevicePush, key: String, until dueAt: Date) {
+        deferred[key] = (push, min(deferred[key]?.dueAt ?? dueAt, dueAt))
+    }
+    mutating func spendPriority10Budget(of app: SimulatedApp, at now: Date) -> Date? {
+        let budget = app.frequentPushesEnabled ? settings.frequentUpdatesBudgetPerHour : settings.priority10BudgetPerHour
+        var recent = (priority10Deliveries[app.bundleID] ?? []).filter { $0 > now - 3600 }
+        defer { priority10Deliveries[app.bundleID] = recent }
+        guard recent.count < budget else { return recent[recent.count - budget] + 3600 }
+        recent.append(now)
+        return nil
+    }
+}
+
+/// Random 80-byte tokens (160 hex characters, like ActivityKit's) and UUIDs; seeded for
+/// repeatable tests.
+struct TokenGenerator: Sendable {
+    private var state: UInt64
+
+    init(seed: UInt64?) { state = seed ?? UInt64.random(in: 1...UInt64.max) }
+
+    /// SplitMix64.
+    private mutating func nextWord() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// 80 random bytes as 160 lowercase hex characters, the length of Live Activity tokens.
+    mutating func next() -> String {
+        (0..<10).map { _ in
+            let word = String(nextWord(), radix: 16)
+            return String(repeating: "0", count: 16 - word.count) + word
+        }.joined()
+    }
+
+    mutating func uuid() -> String {
+        let a = nextWord(), b = nextWord()
+        let hex = [a, b].map { word -> String in
+            let text = String(word, radix: 16)
+            return String(repeating: "0", count: 16 - text.count) + text
+        }.joined()
+        let chars = Array(hex)
+        return "\(String(chars[0..<8]))-\(String(chars[8..<12]))-4\(String(chars[13..<16]))-a\(String(chars[17..<20]))-\(String(chars[20..<32]))"
+    }
+}
