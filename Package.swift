@@ -52,7 +52,7 @@ let package = Package(
         .target(
             name: "APNsEmulator",
             dependencies: [
-                "LiveActivityKit", "APNs",
+                "LiveActivityKit", "APNs", "SimulatedDevices",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -86,7 +86,7 @@ let package = Package(
         .testTarget(
             name: "APNsEmulatorTests",
             dependencies: [
-                "APNs", "APNsEmulator", "LiveActivityKit", "LiveRelayTesting",
+                "APNs", "APNsEmulator", "LiveActivityKit", "LiveRelayTesting", "SimulatedDevices",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]

@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
+import SimulatedDevices
 
 /// Apple's push service on loopback: the provider API over HTTP/2 + TLS, with device and
 /// broadcast pushes on one port and channel management on another, as Apple splits them.
@@ -26,14 +27,16 @@ public final class APNsEmulator: Sendable {
         /// A connection without requests for this long is closed with GOAWAY `IdleTimeout`;
         /// `nil` keeps idle connections open (Apple gives no figure).
         public var idleTimeout: Duration?
-        /// The clock provider tokens are judged by.
+        /// How simulated devices behave where Apple publishes no numbers.
+        public var devices: DeviceRuntimeSettings
+        /// The wall clock; the emulator's own time is this plus what `clock.advance(by:)` added.
         public var now: @Sendable () -> Date
 
         public init(
             environment: EmulatorEnvironment = .sandbox, host: String = "127.0.0.1", pushPort: Int = 0,
             channelManagementPort: Int = 0, initialStreamLimit: Int = 1, authenticatedStreamLimit: Int = 1000,
             allowsPriority1ForLiveActivity: Bool = false, journalCapacity: Int = 10_000, idleTimeout: Duration? = nil,
-            now: @escaping @Sendable () -> Date = { Date() }
+            devices: DeviceRuntimeSettings = .init(), now: @escaping @Sendable () -> Date = { Date() }
         ) {
             self.environment = environment
             self.host = host
@@ -44,6 +47,7 @@ public final class APNsEmulator: Sendable {
             self.allowsPriority1ForLiveActivity = allowsPriority1ForLiveActivity
             self.journalCapacity = journalCapacity
             self.idleTimeout = idleTimeout
+            self.devices = devices
             self.now = now
         }
     }
@@ -52,6 +56,11 @@ public final class APNsEmulator: Sendable {
     public let registry: EmulatorRegistry
     public let journal: EmulatorJournal
     public let faults: EmulatorFaults
+    /// The simulated iPhones behind this APNs: they issue the tokens it routes and take the
+    /// pushes it accepts.
+    public let devices: DeviceFleet
+    /// The emulator's time, which tests and the control API move forward.
+    public var clock: VirtualClock { devices.clock }
     public let certificates: EmulatorCertificates
     private let pushServer: HTTP2TLSServer
     private let managementServer: HTTP2TLSServer
@@ -60,11 +69,12 @@ public final class APNsEmulator: Sendable {
     public var channelManagementPort: Int { managementServer.port }
 
     private init(configuration: Configuration, registry: EmulatorRegistry, journal: EmulatorJournal, faults: EmulatorFaults,
-                 certificates: EmulatorCertificates, pushServer: HTTP2TLSServer, managementServer: HTTP2TLSServer) {
+                 devices: DeviceFleet, certificates: EmulatorCertificates, pushServer: HTTP2TLSServer, managementServer: HTTP2TLSServer) {
         self.configuration = configuration
         self.registry = registry
         self.journal = journal
         self.faults = faults
+        self.devices = devices
         self.certificates = certificates
         self.pushServer = pushServer
         self.managementServer = managementServer
@@ -76,14 +86,30 @@ public final class APNsEmulator: Sendable {
         registry: EmulatorRegistry = EmulatorRegistry(),
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> APNsEmulator {
+        var configuration = configuration
+        let clock = VirtualClock(wallClock: configuration.now)
+        configuration.now = clock.function
         let certificates = try certificates ?? EmulatorCertificates.generate(extraHostNames: [configuration.host])
         let journal = EmulatorJournal(capacity: configuration.journalCapacity)
         let faults = EmulatorFaults()
+        let devices = DeviceFleet(clock: clock, settings: configuration.devices) { [environment = configuration.environment] _, events in
+            // Devices tell APNs which tokens to route and which to refuse.
+            for event in events {
+                switch event {
+                case .tokenIssued(let token, let bundleID, _):
+                    registry.register(EmulatorToken(hex: token, bundleID: bundleID, environment: environment))
+                case .tokenRetired(let token, let at):
+                    registry.unregister(token: token, since: at)
+                default:
+                    break
+                }
+            }
+        }
         let idle = configuration.idleTimeout.map {
             IdlePolicy(timeout: TimeAmount($0), debugData: APNsError(status: 400, reason: .idleTimeout).body)
         }
         func responder(_ service: APNsResponder.Service) -> APNsResponder {
-            APNsResponder(service: service, settings: configuration, registry: registry, journal: journal, faults: faults)
+            APNsResponder(service: service, settings: configuration, registry: registry, journal: journal, faults: faults, devices: devices)
         }
         let push = try await HTTP2TLSServer.start(
             host: configuration.host, port: configuration.pushPort, certificates: certificates,
@@ -93,7 +119,7 @@ public final class APNsEmulator: Sendable {
                 host: configuration.host, port: configuration.channelManagementPort, certificates: certificates,
                 responder: responder(.channelManagement), idle: idle, group: group)
             return APNsEmulator(configuration: configuration, registry: registry, journal: journal, faults: faults,
-                                certificates: certificates, pushServer: push, managementServer: management)
+                                devices: devices, certificates: certificates, pushServer: push, managementServer: management)
         } catch {
             await push.shutdown()
             throw error
@@ -111,10 +137,14 @@ public final class APNsEmulator: Sendable {
     }
 }
 
-/// Runs until graceful shutdown, then closes both listeners.
+/// Lets wall-clock time act on the devices (stale dates, limits, deferred pushes) once a second
+/// until graceful shutdown, then closes both listeners.
 extension APNsEmulator: Service {
     public func run() async throws {
-        try? await gracefulShutdown()
+        while !Task.isShuttingDownGracefully {
+            devices.advanceAll()
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(1)) }
+        }
         await shutdown()
     }
 }

@@ -2,6 +2,7 @@ import APNs
 import Foundation
 import LiveActivityKit
 import NIOCore
+import SimulatedDevices
 
 /// What one emulator connection remembers: its provider-token session and its stream limit.
 public struct APNsConnection: ConnectionState {
@@ -19,6 +20,8 @@ struct APNsResponder: RequestResponder {
     let registry: EmulatorRegistry
     let journal: EmulatorJournal
     let faults: EmulatorFaults
+    /// Where accepted pushes go: the simulated devices holding the tokens and channels.
+    let devices: DeviceFleet
 
     func makeConnection(id: Int) -> APNsConnection {
         APNsConnection(maxConcurrentStreams: settings.initialStreamLimit)
@@ -132,16 +135,20 @@ struct APNsResponder: RequestResponder {
         guard pushType == "liveactivity", topic == known.bundleID + BundleID.liveActivityTopicSuffix else {
             return reply.reject(.deviceTokenNotForTopic)
         }
-        return finishPush(
-            request, bundleID: known.bundleID, destination: .device, reply: reply, connection: &connection, now: now,
-            accepted: reply.accept(uniqueID: settings.environment == .sandbox))
+        return finishPush(request, bundleID: known.bundleID, destination: .device, reply: reply, connection: &connection, now: now) {
+            devices.deliver(DevicePush(
+                token: token, payload: Self.payload(request.body), priority: Int(request.header("apns-priority") ?? "10") ?? 10,
+                expiration: request.header("apns-expiration").flatMap(Int64.init).map { Date(timeIntervalSince1970: TimeInterval($0)) },
+                receivedAt: now))
+            return reply.accept(uniqueID: settings.environment == .sandbox)
+        }
     }
 
     /// The checks device pushes and broadcasts end with: provider token, then body; on success the
     /// connection gets its full stream limit.
     private func finishPush(
         _ request: ReceivedRequest, bundleID: String, destination: LiveActivityPayload.Destination, reply: Reply,
-        connection: inout APNsConnection, now: Date, accepted: @autoclosure () -> Verdict
+        connection: inout APNsConnection, now: Date, accepted: () -> Verdict
     ) -> Verdict {
         if let reason = connection.session.authenticate(
             authorization: request.header("authorization"), bundleID: bundleID, environment: settings.environment,
@@ -152,6 +159,11 @@ struct APNsResponder: RequestResponder {
         guard request.body.count <= destination.maximumPayloadSize else { return reply.reject(.payloadTooLarge) }
         connection.maxConcurrentStreams = settings.authenticatedStreamLimit
         return accepted()
+    }
+
+    /// The body as the device reads it; not JSON is `null`, which the device drops and logs.
+    static func payload(_ body: [UInt8]) -> JSONValue {
+        (try? JSONValue(parsing: body)) ?? .null
     }
 
     /// A bundle id (letters, digits, hyphens, dot-separated parts), optionally with a push-type suffix.
@@ -192,9 +204,12 @@ struct APNsResponder: RequestResponder {
         }
         if channel.storagePolicy == 0, expiration != 0 { return reply.reject(.badExpirationDate) }
         guard registry.broadcastEnabled(bundleID) else { return reply.reject(.featureNotEnabled) }
-        return finishPush(
-            request, bundleID: bundleID, destination: .broadcast, reply: reply, connection: &connection, now: now,
-            accepted: reply.accept(uniqueID: true))
+        return finishPush(request, bundleID: bundleID, destination: .broadcast, reply: reply, connection: &connection, now: now) {
+            devices.broadcast(
+                channelID: channelID, payload: Self.payload(request.body), priority: Int(priority) ?? 10,
+                storagePolicy: channel.storagePolicy, expiration: Date(timeIntervalSince1970: TimeInterval(expiration)))
+            return reply.accept(uniqueID: true)
+        }
     }
 
     // MARK: Channel management

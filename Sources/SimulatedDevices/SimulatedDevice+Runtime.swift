@@ -368,19 +368,18 @@ struct TokenGenerator: Sendable {
 
     /// 80 random bytes as 160 lowercase hex characters, the length of Live Activity tokens.
     mutating func next() -> String {
-        (0..<10).map { _ in
-            let word = String(nextWord(), radix: 16)
-            return String(repeating: "0", count: 16 - word.count) + word
-        }.joined()
+        (0..<10).map { _ in Self.hex(nextWord()) }.joined()
     }
 
+    /// A random (version 4) UUID.
     mutating func uuid() -> String {
-        let a = nextWord(), b = nextWord()
-        let hex = [a, b].map { word -> String in
-            let text = String(word, radix: 16)
-            return String(repeating: "0", count: 16 - text.count) + text
-        }.joined()
-        let chars = Array(hex)
-        return "\(String(chars[0..<8]))-\(String(chars[8..<12]))-4\(String(chars[13..<16]))-a\(String(chars[17..<20]))-\(String(chars[20..<32]))"
+        let hex = Array(Self.hex(nextWord()) + Self.hex(nextWord()))
+        return "\(String(hex[0..<8]))-\(String(hex[8..<12]))-4\(String(hex[13..<16]))-a\(String(hex[17..<20]))-\(String(hex[20..<32]))"
+    }
+
+    /// 16 hex digits, zero-padded.
+    private static func hex(_ word: UInt64) -> String {
+        let text = String(word, radix: 16)
+        return String(repeating: "0", count: 16 - text.count) + text
     }
 }

@@ -3,6 +3,7 @@ import APNs
 import Crypto
 import Foundation
 import LiveActivityKit
+import SimulatedDevices
 import LiveRelayTesting
 import Testing
 
@@ -14,6 +15,7 @@ struct Fixture {
     let registry = EmulatorRegistry()
     let journal = EmulatorJournal(capacity: 100)
     let faults = EmulatorFaults()
+    let devices = DeviceFleet()
     let bundle = "com.example.app"
     let token = String(repeating: "ab", count: 80)
     let goneToken = String(repeating: "cd", count: 80)
@@ -40,8 +42,8 @@ struct Fixture {
         bearer = "bearer " + key.signingKey.makeProviderToken(issuedAt: clock.now)
     }
 
-    var push: APNsResponder { APNsResponder(service: .push, settings: settings, registry: registry, journal: journal, faults: faults) }
-    var management: APNsResponder { APNsResponder(service: .channelManagement, settings: settings, registry: registry, journal: journal, faults: faults) }
+    var push: APNsResponder { APNsResponder(service: .push, settings: settings, registry: registry, journal: journal, faults: faults, devices: devices) }
+    var management: APNsResponder { APNsResponder(service: .channelManagement, settings: settings, registry: registry, journal: journal, faults: faults, devices: devices) }
 
 
     var body: [UInt8] { Array(#"{"aps":{"timestamp":1795000000,"event":"update","content-state":{"a":1}}}"#.utf8) }
@@ -205,7 +207,7 @@ func answer(_ responder: APNsResponder, _ request: ReceivedRequest) -> Answer {
     @Test func priority1IsAcceptedWhenConfigured() {
         var settings = f.settings
         settings.allowsPriority1ForLiveActivity = true
-        let responder = APNsResponder(service: .push, settings: settings, registry: f.registry, journal: f.journal, faults: f.faults)
+        let responder = APNsResponder(service: .push, settings: settings, registry: f.registry, journal: f.journal, faults: f.faults, devices: f.devices)
         #expect(answer(responder, f.deviceRequest { $0.set("apns-priority", "1") }).status == 200)
     }
 
@@ -242,7 +244,7 @@ func answer(_ responder: APNsResponder, _ request: ReceivedRequest) -> Answer {
 
     @Test func theJournalKeepsTheMostRecentRequestsOldestFirst() {
         let journal = EmulatorJournal(capacity: 3)
-        let responder = APNsResponder(service: .push, settings: f.settings, registry: f.registry, journal: journal, faults: f.faults)
+        let responder = APNsResponder(service: .push, settings: f.settings, registry: f.registry, journal: journal, faults: f.faults, devices: f.devices)
         var connection = responder.makeConnection(id: 1)
         for i in 0..<5 {
             _ = answer(responder, f.deviceRequest { $0.set("apns-collapse-id", "push-\(i)") }, connection: &connection)

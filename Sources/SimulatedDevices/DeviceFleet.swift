@@ -1,0 +1,163 @@
+import Foundation
+import LiveActivityKit
+import Synchronization
+
+/// The emulator's time: the wall clock plus however far it has been moved forward, so that
+/// hours of a Live Activity's life pass in a test in no time.
+public final class VirtualClock: Sendable {
+    private let offset = Mutex<TimeInterval>(0)
+    private let wallClock: @Sendable () -> Date
+
+    public init(wallClock: @escaping @Sendable () -> Date = { Date() }) {
+        self.wallClock = wallClock
+    }
+
+    public var now: Date { wallClock() + offset.withLock { $0 } }
+
+    /// Moves time forward (never back).
+    public func advance(by interval: TimeInterval) {
+        offset.withLock { $0 += max(0, interval) }
+    }
+
+    public var function: @Sendable () -> Date { { [self] in now } }
+}
+
+/// Every simulated device, reachable by id and by the tokens they hold; the device side of the
+/// emulator. Thread-safe; operations on one device run under one lock, and what they cause is
+/// reported through `onEvents` after the lock is released.
+public final class DeviceFleet: Sendable {
+    private struct State {
+        var devices: [String: SimulatedDevice] = [:]
+        /// Which device holds each live token.
+        var tokenOwners: [String: String] = [:]
+        /// The most recent message of each Most-Recent-Message-Stored channel, for devices that
+        /// were offline when it was sent.
+        var storedBroadcasts: [String: StoredBroadcast] = [:]
+    }
+
+    struct StoredBroadcast {
+        var payload: JSONValue
+        var priority: Int
+        var expiresAt: Date
+    }
+
+    /// How long a policy-1 channel keeps its most recent message (spec §9).
+    public static let channelStorageLimit: TimeInterval = 8 * 3600
+
+    public let clock: VirtualClock
+    public let settings: DeviceRuntimeSettings
+    private let state = Mutex(State())
+    private let onEvents: @Sendable (_ deviceID: String, _ events: [DeviceEvent]) -> Void
+
+    public init(
+        clock: VirtualClock = VirtualClock(), settings: DeviceRuntimeSettings = .init(),
+        onEvents: @escaping @Sendable (_ deviceID: String, _ events: [DeviceEvent]) -> Void = { _, _ in }
+    ) {
+        self.clock = clock
+        self.settings = settings
+        self.onEvents = onEvents
+    }
+
+    public enum FleetError: Error, Equatable, CustomStringConvertible {
+        case unknownDevice(String)
+        case deviceExists(String)
+
+        public var description: String {
+            switch self {
+            case .unknownDevice(let id): "no device with id \(id)"
+            case .deviceExists(let id): "a device with id \(id) exists already"
+            }
+        }
+    }
+
+    /// Adds a device (online, locked, no apps).
+    public func addDevice(id: String, model: DeviceModel = .iPhoneWithDynamicIsland, hasPairedWatch: Bool = false) throws(FleetError) {
+        try state.withLock { (state: inout State) throws(FleetError) in
+            guard state.devices[id] == nil else { throw .deviceExists(id) }
+            state.devices[id] = SimulatedDevice(id: id, model: model, hasPairedWatch: hasPairedWatch, settings: settings)
+        }
+    }
+
+    public var deviceIDs: [String] { state.withLock { $0.devices.keys.sorted() } }
+    public var count: Int { state.withLock { $0.devices.count } }
+
+    /// A copy of a device as it is now (time applied).
+    public func device(_ id: String) throws -> SimulatedDevice {
+        try withDevice(id) { device, _ in (device, []) }
+    }
+
+    /// Runs one operation on a device at the current time, after bringing it up to date.
+    @discardableResult
+    public func withDevice<T>(
+        _ id: String, _ operation: (inout SimulatedDevice, Date) throws -> (T, [DeviceEvent])
+    ) throws -> T {
+        let now = clock.now
+        let (result, events) = try state.withLock { state in
+            guard var device = state.devices[id] else { throw FleetError.unknownDevice(id) }
+            var events = device.advance(to: now)
+            let wasOnline = device.isOnline
+            let (result, more) = try operation(&device, now)
+            events += more
+            if !wasOnline, device.isOnline { events += deliverStoredBroadcasts(to: &device, state: state, at: now) }
+            state.devices[id] = device
+            Self.index(events, of: id, in: &state)
+            return (result, events)
+        }
+        if !events.isEmpty { onEvents(id, events) }
+        return result
+    }
+
+    /// A push APNs accepted for `push.token`; `false` if no device holds the token.
+    @discardableResult
+    public func deliver(_ push: DevicePush) -> Bool {
+        guard let owner = state.withLock({ $0.tokenOwners[push.token] }) else { return false }
+        _ = try? withDevice(owner) { device, now in ((), device.receive(push, at: now)) }
+        return true
+    }
+
+    /// A broadcast APNs accepted: every device with an activity on the channel takes it; with
+    /// storage policy 1 it is kept (up to 8 h, or its expiration) for devices now offline.
+    public func broadcast(channelID: String, payload: JSONValue, priority: Int, storagePolicy: Int, expiration: Date?) {
+        let now = clock.now
+        if storagePolicy == 1 {
+            let expiresAt = min(expiration ?? .distantFuture, now + Self.channelStorageLimit)
+            state.withLock { $0.storedBroadcasts[channelID] = StoredBroadcast(payload: payload, priority: priority, expiresAt: expiresAt) }
+        }
+        let subscribers = state.withLock { state in
+            state.devices.values.filter { device in
+                device.isOnline && device.activities.contains { $0.pushType == .channel(channelID) && $0.lifecycle.isOngoing }
+            }.map(\.id)
+        }
+        for id in subscribers {
+            _ = try? withDevice(id) { device, now in ((), device.receiveBroadcast(channelID: channelID, payload: payload, priority: priority, at: now)) }
+        }
+    }
+
+    /// Applies time to every device (scheduled starts, stale dates, limits, deferred pushes).
+    public func advanceAll() {
+        for id in deviceIDs { _ = try? withDevice(id) { _, _ in ((), []) } }
+    }
+
+    private func deliverStoredBroadcasts(to device: inout SimulatedDevice, state: State, at now: Date) -> [DeviceEvent] {
+        var events: [DeviceEvent] = []
+        let channels = Set(device.activities.compactMap { activity -> String? in
+            guard case .channel(let id) = activity.pushType, activity.lifecycle.isOngoing else { return nil }
+            return id
+        })
+        for channel in channels.sorted() {
+            guard let stored = state.storedBroadcasts[channel], stored.expiresAt > now else { continue }
+            events += device.receiveBroadcast(channelID: channel, payload: stored.payload, priority: stored.priority, at: now)
+        }
+        return events
+    }
+
+    private static func index(_ events: [DeviceEvent], of deviceID: String, in state: inout State) {
+        for event in events {
+            switch event {
+            case .tokenIssued(let token, _, _): state.tokenOwners[token] = deviceID
+            case .tokenRetired(let token, _): state.tokenOwners[token] = nil
+            default: break
+            }
+        }
+    }
+}
