@@ -29,7 +29,7 @@ struct APNsResponder: RequestResponder {
 
     func answer(_ request: ReceivedRequest, connection: inout APNsConnection) -> ServerAnswer {
         let now = settings.now()
-        if let fault = faults.take(bundleID: Self.bundleID(of: request), token: Self.deviceToken(of: request)) {
+        if let fault = faults.take(for: request) {
             return play(fault, request, connection: &connection, now: now)
         }
         let verdict = judge(request, connection: &connection, now: now)
@@ -71,24 +71,6 @@ struct APNsResponder: RequestResponder {
         verdict.fault = fault
         journal.record(request, verdict: verdict, at: now)
         return answer
-    }
-
-    /// The app a request is for: the topic of a device push without its push-type suffix, or
-    /// the bundle id in a broadcast or channel path.
-    static func bundleID(of request: ReceivedRequest) -> String? {
-        if request.path.hasPrefix("/3/device/") {
-            guard let topic = request.header("apns-topic") else { return nil }
-            return topic.range(of: ".push-type.").map { String(topic[..<$0.lowerBound]) } ?? topic
-        }
-        let parts = request.path.split(separator: "/")
-        // /4/broadcasts/apps/<bundle>, /1/apps/<bundle>/channels
-        if parts.count >= 4, parts[0] == "4", parts[2] == "apps" { return String(parts[3]) }
-        if parts.count >= 3, parts[0] == "1", parts[1] == "apps" { return String(parts[2]) }
-        return nil
-    }
-
-    static func deviceToken(of request: ReceivedRequest) -> String? {
-        request.path.hasPrefix("/3/device/") ? String(request.path.dropFirst("/3/device/".count)).lowercased() : nil
     }
 
     // MARK: Device pushes and broadcasts
@@ -136,10 +118,12 @@ struct APNsResponder: RequestResponder {
             return reply.reject(.deviceTokenNotForTopic)
         }
         return finishPush(request, bundleID: known.bundleID, destination: .device, reply: reply, connection: &connection, now: now) {
-            devices.deliver(DevicePush(
-                token: token, payload: Self.payload(request.body), priority: Int(request.header("apns-priority") ?? "10") ?? 10,
-                expiration: request.header("apns-expiration").flatMap(Int64.init).map { Date(timeIntervalSince1970: TimeInterval($0)) },
-                receivedAt: now))
+            devices.deliver(to: token) {
+                DevicePush(
+                    token: token, payload: Self.payload(request.body), priority: Int(request.header("apns-priority") ?? "10") ?? 10,
+                    expiration: request.header("apns-expiration").flatMap(Int64.init).map { Date(timeIntervalSince1970: TimeInterval($0)) },
+                    receivedAt: now)
+            }
             return reply.accept(uniqueID: settings.environment == .sandbox)
         }
     }
@@ -168,8 +152,13 @@ struct APNsResponder: RequestResponder {
 
     /// A bundle id (letters, digits, hyphens, dot-separated parts), optionally with a push-type suffix.
     static func isWellFormed(topic: String) -> Bool {
-        topic.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { part in
-            !part.isEmpty && part.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || $0 == "-") }
+        topic.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).allSatisfy { part in
+            !part.isEmpty && part.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"): true
+                default: false
+                }
+            }
         }
     }
 

@@ -103,9 +103,11 @@ public final class EmulatorFaults: Sendable {
     public var installed: [Installed] { state.withLock { $0.faults } }
 
     /// The action for one request, if a fault takes it; spent faults are removed. Without faults
-    /// this is one lock and an empty check.
-    func take(bundleID: String?, token: String?) -> EmulatorFault.Action? {
+    /// this is one lock and an empty check: the request is not even looked at.
+    func take(for request: ReceivedRequest) -> EmulatorFault.Action? {
         state.withLock { state in
+            guard !state.faults.isEmpty else { return nil }
+            let bundleID = request.bundleID, token = request.deviceToken
             for index in state.faults.indices where state.faults[index].fault.matches(bundleID: bundleID, token: token) {
                 if state.faults[index].fault.skip > 0 {
                     state.faults[index].fault.skip -= 1

@@ -18,7 +18,27 @@ public struct ReceivedRequest: Sendable {
     public var body: [UInt8]
 
     public func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
+}
 
+extension ReceivedRequest {
+    /// The app an APNs request is for: the topic of a device push without its push-type suffix,
+    /// or the bundle id in a broadcast or channel-management path.
+    var bundleID: String? {
+        if path.hasPrefix("/3/device/") {
+            guard let topic = header("apns-topic") else { return nil }
+            return topic.range(of: ".push-type.").map { String(topic[..<$0.lowerBound]) } ?? topic
+        }
+        let parts = path.split(separator: "/")
+        // /4/broadcasts/apps/<bundle>, /1/apps/<bundle>/channels
+        if parts.count >= 4, parts[0] == "4", parts[2] == "apps" { return String(parts[3]) }
+        if parts.count >= 3, parts[0] == "1", parts[1] == "apps" { return String(parts[2]) }
+        return nil
+    }
+
+    /// The token of a device push, in lowercase.
+    var deviceToken: String? {
+        path.hasPrefix("/3/device/") ? String(path.dropFirst("/3/device/".count)).lowercased() : nil
+    }
 }
 
 /// What the server does with one stream.

@@ -93,13 +93,14 @@ public final class DeviceFleet: Sendable {
     ) throws -> T {
         let now = clock.now
         let (result, events) = try state.withLock { state in
-            guard var device = state.devices[id] else { throw FleetError.unknownDevice(id) }
+            // Taken out so that it is uniquely referenced: mutating its arrays then copies nothing.
+            guard var device = state.devices.removeValue(forKey: id) else { throw FleetError.unknownDevice(id) }
+            defer { state.devices[id] = device }
             var events = device.advance(to: now)
             let wasOnline = device.isOnline
             let (result, more) = try operation(&device, now)
             events += more
             if !wasOnline, device.isOnline { events += deliverStoredBroadcasts(to: &device, state: state, at: now) }
-            state.devices[id] = device
             Self.index(events, of: id, in: &state)
             return (result, events)
         }
@@ -107,10 +108,12 @@ public final class DeviceFleet: Sendable {
         return result
     }
 
-    /// A push APNs accepted for `push.token`; `false` if no device holds the token.
+    /// A push APNs accepted for `token`, made only if a device holds the token (tokens
+    /// registered by hand have no device); `false` if none does.
     @discardableResult
-    public func deliver(_ push: DevicePush) -> Bool {
-        guard let owner = state.withLock({ $0.tokenOwners[push.token] }) else { return false }
+    public func deliver(to token: String, _ push: () -> DevicePush) -> Bool {
+        guard let owner = state.withLock({ $0.tokenOwners[token.lowercased()] }) else { return false }
+        let push = push()
         _ = try? withDevice(owner) { device, now in ((), device.receive(push, at: now)) }
         return true
     }

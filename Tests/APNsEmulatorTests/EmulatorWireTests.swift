@@ -77,12 +77,11 @@ import Testing
 
     /// Runs `body` with our client talking to the emulator, and a valid update payload.
     func withClient(
-        timeout: Duration = .seconds(10),
         _ body: @escaping @Sendable (APNsEmulator, APNsClient, LiveActivityPayload) async throws -> Void
     ) async throws {
         try await withEmulator { emulator, key, caFile in
             let configuration = APNsClient.Configuration(
-                environment: emulator.clientEnvironment(caFile: caFile), signingKey: key.signingKey, requestTimeout: timeout)
+                environment: emulator.clientEnvironment(caFile: caFile), signingKey: key.signingKey)
             try await withAPNsClient(configuration: configuration) { client in
                 let payload = try LiveActivityPayload.update(content: ActivityContent(state: ["level": 1], staleDate: nil), timestamp: Date())
                 try await body(emulator, client, payload)
@@ -129,11 +128,11 @@ import Testing
     }
 
     @Test func aSlowAnswerRunsIntoTheClientsDeadline() async throws {
-        try await withClient(timeout: .milliseconds(300)) { [bundle, token] emulator, client, payload in
-            try await client.send(payload, to: DeviceToken(token), topic: BundleID(bundle))  // connected
+        try await withClient { [bundle, token] emulator, client, payload in
+            try await client.send(payload, to: DeviceToken(token), topic: BundleID(bundle))  // connected, with time to spare
             emulator.faults.add(EmulatorFault(.delay(.seconds(60))))
             let late = await #expect(throws: APNsTransportError.self) {
-                try await client.send(payload, to: DeviceToken(token), topic: BundleID(bundle))
+                try await client.send(payload, to: DeviceToken(token), topic: BundleID(bundle), timeout: .milliseconds(300))
             }
             #expect(late?.code == .deadlineExceeded)
         }

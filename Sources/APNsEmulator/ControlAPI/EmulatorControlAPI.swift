@@ -160,8 +160,8 @@ public struct EmulatorControlAPI: Sendable {
         let requests = emulator.journal.requests(after: after, limit: limit) { entry in
             let request = ReceivedRequest(connectionID: entry.connectionID, method: entry.method, path: entry.path,
                                           authority: nil, headers: entry.headers, body: [])
-            return (token == nil || APNsResponder.deviceToken(of: request) == token)
-                && (bundleID == nil || APNsResponder.bundleID(of: request) == bundleID)
+            return (token == nil || request.deviceToken == token)
+                && (bundleID == nil || request.bundleID == bundleID)
                 && (outcome == nil || entry.outcome == outcome)
         }
         return Journal(requests: requests.map(JournalEntry.init), last: requests.last?.sequence ?? after)
