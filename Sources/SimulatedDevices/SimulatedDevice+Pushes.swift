@@ -148,12 +148,8 @@ extension SimulatedDevice {
             return apply(.update(content, alert: shownAlert(aps?["alert"], at: now)), to: activityID, timestamp: timestamp, source: source, at: now)
         }
         let policy: ActivityUIDismissalPolicy = unixDate(aps?["dismissal-date"]).map { .after($0) } ?? .default
-        var events = apply(.end(content, policy, cause: .endedByPush), to: activityID, timestamp: timestamp, source: source, at: now)
-        if let alert = shownAlert(aps?["alert"], at: now), events.contains(.contentUpdated(activityID: activityID)) {
-            setAlert(alert, on: activityID)
-            events.append(.contentUpdated(activityID: activityID))
-        }
-        return events
+        return apply(.end(content, policy, alert: shownAlert(aps?["alert"], at: now), cause: .endedByPush),
+                     to: activityID, timestamp: timestamp, source: source, at: now)
     }
 
     private func contentState(_ state: JSONValue, aps: JSONValue?) -> ActivityContentState {

@@ -116,8 +116,10 @@ public struct SimulatedDevice: Sendable {
         guard let app = apps[bundleID] else { throw .denied("\(bundleID) is not installed") }
         guard app.isInForeground else { throw .visibility }
         if let start, start > now, alert == nil { throw .missingAlert }
+        // Time first: an activity past its 8-hour limit no longer counts against the maximums.
+        var events = advance(to: now)
         let activityID = try admit(app: app, attributesType: attributesType, attributes: attributes, content: content.state)
-        var events = begin(
+        events += begin(
             activityID: activityID, app: app, attributesType: attributesType, attributes: attributes, content: content,
             pushType: pushType, style: style, startDate: start ?? now, timestamp: now, at: now)
         if let alert { setAlert(alert, on: activityID) }
@@ -132,7 +134,7 @@ public struct SimulatedDevice: Sendable {
 
     /// `Activity.end(_:dismissalPolicy:)`.
     public mutating func end(activityID: String, content: ActivityContentState?, dismissalPolicy: ActivityUIDismissalPolicy, timestamp: Date? = nil, at now: Date) -> [DeviceEvent] {
-        apply(.end(content, dismissalPolicy, cause: .endedByApp), to: activityID, timestamp: timestamp ?? now, source: "the app", at: now)
+        apply(.end(content, dismissalPolicy, alert: nil, cause: .endedByApp), to: activityID, timestamp: timestamp ?? now, source: "the app", at: now)
     }
 
     /// Asks for a new update token (an "APNs routing event"): the old one is retired once the new one is issued.
@@ -203,7 +205,7 @@ public struct SimulatedDevice: Sendable {
         }
         // Forget dismissed activities once their token is retired.
         activities.removeAll { $0.state == .dismissed && $0.retiringToken == nil }
-        for key in deferred.keys.sorted() {
+        for key in deferred.isEmpty ? [] : deferred.keys.sorted() {
             guard let waiting = deferred[key], waiting.dueAt <= now else { continue }
             deferred[key] = nil
             events += deliver(waiting.push, at: waiting.dueAt, deferredAlready: true)
@@ -290,7 +292,7 @@ public struct SimulatedDevice: Sendable {
 
     enum Change {
         case update(ActivityContentState, alert: ShownAlert?)
-        case end(ActivityContentState?, ActivityUIDismissalPolicy, cause: ActivityStateMachine.Transition.Cause)
+        case end(ActivityContentState?, ActivityUIDismissalPolicy, alert: ShownAlert?, cause: ActivityStateMachine.Transition.Cause)
     }
 
     mutating func apply(_ change: Change, to activityID: String, timestamp: Date?, source: String, at now: Date) -> [DeviceEvent] {
@@ -298,13 +300,16 @@ public struct SimulatedDevice: Sendable {
         guard let index = activities.firstIndex(where: { $0.id == activityID }) else { return events }
         let outcome: ActivityStateMachine.Outcome
         let transitions: [ActivityStateMachine.Transition]
+        let alert: ShownAlert?
         switch change {
-        case .update(let content, let alert):
+        case .update(let content, let updateAlert):
             (outcome, transitions) = activities[index].lifecycle.update(content, timestamp: timestamp, at: now)
-            if outcome == .applied, let alert { activities[index].lastAlert = alert }
-        case .end(let content, let policy, let cause):
+            alert = updateAlert
+        case .end(let content, let policy, let endAlert, let cause):
             (outcome, transitions) = activities[index].lifecycle.end(content, timestamp: timestamp, dismissal: policy, cause: cause, at: now)
+            alert = endAlert
         }
+        if outcome == .applied, let alert { activities[index].lastAlert = alert }
         switch outcome {
         case .applied:
             events.append(.contentUpdated(activityID: activityID))
