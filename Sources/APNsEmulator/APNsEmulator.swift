@@ -98,7 +98,7 @@ public final class APNsEmulator: Sendable {
                 switch event {
                 case .tokenIssued(let token, let bundleID, _):
                     registry.register(EmulatorToken(hex: token, bundleID: bundleID, environment: environment))
-                case .tokenRetired(let token, let at):
+                case .tokenRetired(let token, let at, _):
                     registry.unregister(token: token, since: at)
                 default:
                     break

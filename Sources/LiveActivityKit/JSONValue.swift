@@ -416,3 +416,17 @@ private struct JSONParser {
         return value
     }
 }
+
+extension DecodingError {
+    /// The path to the value at fault, dotted with indices in brackets (`driver.eta[1]`); for a
+    /// missing key, the path to where it should be.
+    package var valuePath: String {
+        let keys: [any CodingKey]
+        switch self {
+        case .keyNotFound(let key, let context): keys = context.codingPath + [key]
+        case .valueNotFound(_, let context), .typeMismatch(_, let context), .dataCorrupted(let context): keys = context.codingPath
+        @unknown default: keys = []
+        }
+        return keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".").replacingOccurrences(of: ".[", with: "[")
+    }
+}

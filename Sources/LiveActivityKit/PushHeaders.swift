@@ -24,6 +24,24 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
         self.hex = trimmed.lowercased()
     }
 
+    /// The token bytes as ActivityKit hands them to the app (`pushTokenUpdates` yields `Data`).
+    public init(data: Data) {
+        hex = data.map { String(format: "%02x", $0) }.joined()
+    }
+
+    public var data: Data {
+        var bytes = Data(capacity: hex.utf8.count / 2)
+        var iterator = hex.utf8.makeIterator()
+        while let high = iterator.next(), let low = iterator.next() {
+            bytes.append(UInt8(Self.nibble(high) << 4 | Self.nibble(low)))
+        }
+        return bytes
+    }
+
+    private static func nibble(_ digit: UInt8) -> UInt8 {
+        digit <= UInt8(ascii: "9") ? digit - UInt8(ascii: "0") : digit - UInt8(ascii: "a") + 10
+    }
+
     /// `abcd1234…9f8e`: enough to recognise a token in a log without writing it out.
     public var shortened: String {
         hex.count <= 16 ? hex : "\(hex.prefix(8))…\(hex.suffix(4))"

@@ -33,6 +33,8 @@ public final class DeviceFleet: Sendable {
         /// The most recent message of each Most-Recent-Message-Stored channel, for devices that
         /// were offline when it was sent.
         var storedBroadcasts: [String: StoredBroadcast] = [:]
+        /// When time next changes each device, so that applying time visits only those.
+        var deadlines = DeadlineQueue()
     }
 
     struct StoredBroadcast {
@@ -46,15 +48,18 @@ public final class DeviceFleet: Sendable {
 
     public let clock: VirtualClock
     public let settings: DeviceRuntimeSettings
+    /// Everything that happens on the devices, in order: ActivityKit's sequences are read from it.
+    public let events: FleetEventLog
     private let state = Mutex(State())
     private let onEvents: @Sendable (_ deviceID: String, _ events: [DeviceEvent]) -> Void
 
     public init(
-        clock: VirtualClock = VirtualClock(), settings: DeviceRuntimeSettings = .init(),
+        clock: VirtualClock = VirtualClock(), settings: DeviceRuntimeSettings = .init(), eventLogCapacity: Int = 10_000,
         onEvents: @escaping @Sendable (_ deviceID: String, _ events: [DeviceEvent]) -> Void = { _, _ in }
     ) {
         self.clock = clock
         self.settings = settings
+        self.events = FleetEventLog(capacity: eventLogCapacity)
         self.onEvents = onEvents
     }
 
@@ -70,11 +75,13 @@ public final class DeviceFleet: Sendable {
         }
     }
 
-    /// Adds a device (online, locked, no apps).
-    public func addDevice(id: String, model: DeviceModel = .iPhoneWithDynamicIsland, hasPairedWatch: Bool = false) throws(FleetError) {
+    /// Adds a device (online, locked, no apps), with the fleet's settings unless given.
+    public func addDevice(
+        id: String, model: DeviceModel = .iPhoneWithDynamicIsland, hasPairedWatch: Bool = false, settings: DeviceRuntimeSettings? = nil
+    ) throws(FleetError) {
         try state.withLock { (state: inout State) throws(FleetError) in
             guard state.devices[id] == nil else { throw .deviceExists(id) }
-            state.devices[id] = SimulatedDevice(id: id, model: model, hasPairedWatch: hasPairedWatch, settings: settings)
+            state.devices[id] = SimulatedDevice(id: id, model: model, hasPairedWatch: hasPairedWatch, settings: settings ?? self.settings)
         }
     }
 
@@ -96,12 +103,16 @@ public final class DeviceFleet: Sendable {
             // Taken out so that it is uniquely referenced: mutating its arrays then copies nothing.
             guard var device = state.devices.removeValue(forKey: id) else { throw FleetError.unknownDevice(id) }
             defer { state.devices[id] = device }
+            // What time did is recorded before the operation runs (and stays recorded if it
+            // throws), so that the operation sees a log that matches the device.
             var events = device.advance(to: now)
+            record(events, of: id, in: &state, at: now)
+            defer { state.deadlines.schedule(id, at: device.nextDeadline) }
             let wasOnline = device.isOnline
-            let (result, more) = try operation(&device, now)
+            var (result, more) = try operation(&device, now)
+            if !wasOnline, device.isOnline { more += deliverStoredBroadcasts(to: &device, state: state, at: now) }
+            record(more, of: id, in: &state, at: now)
             events += more
-            if !wasOnline, device.isOnline { events += deliverStoredBroadcasts(to: &device, state: state, at: now) }
-            Self.index(events, of: id, in: &state)
             return (result, events)
         }
         if !events.isEmpty { onEvents(id, events) }
@@ -136,9 +147,16 @@ public final class DeviceFleet: Sendable {
         }
     }
 
-    /// Applies time to every device (scheduled starts, stale dates, limits, deferred pushes).
+    /// Applies time to every device it concerns now (scheduled starts, stale dates, limits,
+    /// tokens due, deferred pushes); the others are not visited.
     public func advanceAll() {
-        for id in deviceIDs { _ = try? withDevice(id) { _, _ in ((), []) } }
+        let now = clock.now
+        for id in state.withLock({ $0.deadlines.popDue(at: now) }) { _ = try? withDevice(id) { _, _ in ((), []) } }
+    }
+
+    /// What the device shows now.
+    public func presentation(of id: String) throws -> DevicePresentation {
+        try withDevice(id) { device, now in (device.presentation(at: now), []) }
     }
 
     private func deliverStoredBroadcasts(to device: inout SimulatedDevice, state: State, at now: Date) -> [DeviceEvent] {
@@ -154,13 +172,17 @@ public final class DeviceFleet: Sendable {
         return events
     }
 
-    private static func index(_ events: [DeviceEvent], of deviceID: String, in state: inout State) {
+    /// Indexes the tokens and logs the events; under the lock, so that the log's order is the
+    /// order things happened in.
+    private func record(_ events: [DeviceEvent], of deviceID: String, in state: inout State, at now: Date) {
+        guard !events.isEmpty else { return }
         for event in events {
             switch event {
             case .tokenIssued(let token, _, _): state.tokenOwners[token] = deviceID
-            case .tokenRetired(let token, _): state.tokenOwners[token] = nil
+            case .tokenRetired(let token, _, _): state.tokenOwners[token] = nil
             default: break
             }
         }
+        self.events.append(events, deviceID: deviceID, at: now)
     }
 }

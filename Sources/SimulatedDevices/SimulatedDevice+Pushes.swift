@@ -136,7 +136,7 @@ extension SimulatedDevice {
         let state = aps?["content-state"]
         if let state, let type = apps[activity.bundleID]?.attributeTypes[activity.attributesType] {
             do {
-                try SwiftType.structure(type.contentState).decode(state)
+                try type.checkContentState(state)
             } catch {
                 return drop("content-state does not decode into \(type.name).ContentState: \(error)")
             }

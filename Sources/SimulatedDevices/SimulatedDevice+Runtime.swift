@@ -7,11 +7,13 @@ public enum DeviceEvent: Sendable, Hashable {
     /// A token APNs must now route to this device.
     case tokenIssued(token: String, bundleID: String, kind: TokenKind)
     /// A token APNs must refuse with `410 Unregistered` from `at` on.
-    case tokenRetired(token: String, at: Date)
+    case tokenRetired(token: String, at: Date, bundleID: String)
     /// An activity appeared (`Activity.activityUpdates`).
-    case activityStarted(activityID: String)
-    case contentUpdated(activityID: String)
-    case stateChanged(activityID: String, to: ActivityState, cause: ActivityStateMachine.Transition.Cause)
+    case activityStarted(activityID: String, bundleID: String, attributesType: String)
+    /// New content was applied (`Activity.contentUpdates`).
+    case contentUpdated(activityID: String, bundleID: String, content: ActivityContentState)
+    /// `Activity.activityStateUpdates`.
+    case stateChanged(activityID: String, bundleID: String, to: ActivityState, cause: ActivityStateMachine.Transition.Cause)
 
     public enum TokenKind: Sendable, Hashable {
         case update(activityID: String)
@@ -102,7 +104,7 @@ public struct SimulatedDevice: Sendable {
     /// Replaces a push-to-start token, as the system does now and then.
     public mutating func rotatePushToStartToken(bundleID: String, attributesType: String, at now: Date) -> [DeviceEvent] {
         guard let old = apps[bundleID]?.pushToStartTokens[attributesType] else { return [] }
-        return [.tokenRetired(token: old, at: now)] + issuePushToStartToken(bundleID: bundleID, type: attributesType)
+        return [.tokenRetired(token: old, at: now, bundleID: bundleID)] + issuePushToStartToken(bundleID: bundleID, type: attributesType)
     }
 
     // MARK: The app's side of ActivityKit
@@ -193,14 +195,14 @@ public struct SimulatedDevice: Sendable {
             events += record(transitions, of: index, at: now)
             if let due = activities[index].tokenDueAt, due <= now, activities[index].lifecycle.isOngoing {
                 activities[index].tokenDueAt = nil
-                if let old = activities[index].pushToken { events.append(.tokenRetired(token: old, at: due)) }
+                if let old = activities[index].pushToken { events.append(.tokenRetired(token: old, at: due, bundleID: activities[index].bundleID)) }
                 let token = tokenGenerator.next()
                 activities[index].pushToken = token
                 events.append(.tokenIssued(token: token, bundleID: activities[index].bundleID, kind: .update(activityID: activities[index].id)))
             }
             if let retiring = activities[index].retiringToken, retiring.at <= now {
                 activities[index].retiringToken = nil
-                events.append(.tokenRetired(token: retiring.token, at: retiring.at))
+                events.append(.tokenRetired(token: retiring.token, at: retiring.at, bundleID: activities[index].bundleID))
             }
         }
         // Forget dismissed activities once their token is retired.
@@ -233,8 +235,8 @@ public struct SimulatedDevice: Sendable {
         }
         guard let type = app.attributeTypes[attributesType] else { throw .unsupportedTarget(attributesType) }
         do {
-            try SwiftType.structure(type.attributes).decode(attributes)
-            try SwiftType.structure(type.contentState).decode(content)
+            try type.checkAttributes(attributes)
+            try type.checkContentState(content)
         } catch {
             throw .doesNotDecode(error)
         }
@@ -265,7 +267,7 @@ public struct SimulatedDevice: Sendable {
         }
         write("activity \(attributesType) \(activity.state == .pending ? "scheduled for \(startDate)" : "started") (\(how))",
               app.bundleID, activityID: activityID, at: now)
-        return [.activityStarted(activityID: activityID)]
+        return [.activityStarted(activityID: activityID, bundleID: app.bundleID, attributesType: attributesType)]
     }
 
     mutating func setAlert(_ alert: ShownAlert, on activityID: String) {
@@ -277,7 +279,7 @@ public struct SimulatedDevice: Sendable {
     mutating func record(_ transitions: [ActivityStateMachine.Transition], of index: Int, at now: Date) -> [DeviceEvent] {
         var events: [DeviceEvent] = []
         for transition in transitions {
-            events.append(.stateChanged(activityID: activities[index].id, to: transition.to, cause: transition.cause))
+            events.append(.stateChanged(activityID: activities[index].id, bundleID: activities[index].bundleID, to: transition.to, cause: transition.cause))
             write("\(transition.from) → \(transition.to): \(transition.cause.rawValue)", activities[index].bundleID,
                   activityID: activities[index].id, at: transition.at)
             if transition.to == .dismissed {
@@ -312,7 +314,7 @@ public struct SimulatedDevice: Sendable {
         if outcome == .applied, let alert { activities[index].lastAlert = alert }
         switch outcome {
         case .applied:
-            events.append(.contentUpdated(activityID: activityID))
+            events.append(.contentUpdated(activityID: activityID, bundleID: activities[index].bundleID, content: activities[index].content))
         case .ignoredAsOlder(let last):
             write("ignored an update from \(source): its timestamp \(timestamp.map { "\($0)" } ?? "-") is not newer than \(last)",
                   activities[index].bundleID, activityID: activityID, at: now)

@@ -58,17 +58,40 @@ public enum DeviceModel: String, Sendable, Hashable, CaseIterable, Codable {
 }
 
 /// An `ActivityAttributes` type the app's widget extension knows: its name (the push's
-/// `attributes-type`) and the shapes of its static attributes and its `ContentState`.
+/// `attributes-type`) and how its static attributes and its `ContentState` decode — by a schema
+/// (from the control API), or by the real Swift types with `JSONDecoder` (from Swift).
 public struct ActivityAttributesType: Sendable, Hashable {
     public var name: String
-    public var attributes: SwiftStruct
-    public var contentState: SwiftStruct
+    /// The field schemas, when given as schemas.
+    public let schema: (attributes: SwiftStruct, contentState: SwiftStruct)?
+    private let decodeAttributes: @Sendable (JSONValue) throws(DecodingFailure) -> Void
+    private let decodeContentState: @Sendable (JSONValue) throws(DecodingFailure) -> Void
 
     public init(name: String, attributes: SwiftStruct, contentState: SwiftStruct) {
         self.name = name
-        self.attributes = attributes
-        self.contentState = contentState
+        self.schema = (attributes, contentState)
+        decodeAttributes = { json throws(DecodingFailure) in try SwiftType.structure(attributes).decode(json) }
+        decodeContentState = { json throws(DecodingFailure) in try SwiftType.structure(contentState).decode(json) }
     }
+
+    /// The type itself: pushes are decoded with a default `JSONDecoder`, as the widget does.
+    public init<Attributes: ActivityAttributes>(_ type: Attributes.Type, name: String = String(describing: Attributes.self)) {
+        self.name = name
+        self.schema = nil
+        decodeAttributes = { json throws(DecodingFailure) in try DecodingFailure.decode(Attributes.self, from: json) }
+        decodeContentState = { json throws(DecodingFailure) in try DecodingFailure.decode(Attributes.ContentState.self, from: json) }
+    }
+
+    /// Throws what `JSONDecoder` would report decoding `json` as the static attributes.
+    public func checkAttributes(_ json: JSONValue) throws(DecodingFailure) { try decodeAttributes(json) }
+    /// Throws what `JSONDecoder` would report decoding `json` as the `ContentState`.
+    public func checkContentState(_ json: JSONValue) throws(DecodingFailure) { try decodeContentState(json) }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.name == rhs.name && lhs.schema?.attributes == rhs.schema?.attributes && lhs.schema?.contentState == rhs.schema?.contentState
+    }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(name) }
 }
 
 /// An installed app: its Info.plist flags, the person's settings, its widget's attribute types.

@@ -145,3 +145,26 @@ extension SwiftType {
         return Int(number)
     }
 }
+
+extension DecodingFailure {
+    /// Decodes `json` into the real type with a default `JSONDecoder`, reporting a failure in the
+    /// same terms as a schema.
+    static func decode<Value: Decodable>(_ type: Value.Type, from json: JSONValue) throws(DecodingFailure) {
+        do {
+            _ = try JSONDecoder().decode(Value.self, from: Data(json.serialized))
+        } catch let error as DecodingError {
+            let kind: Kind
+            let message: String
+            switch error {
+            case .keyNotFound(_, let context): (kind, message) = (.keyNotFound, context.debugDescription)
+            case .valueNotFound(_, let context): (kind, message) = (.valueNotFound, context.debugDescription)
+            case .typeMismatch(_, let context): (kind, message) = (.typeMismatch, context.debugDescription)
+            case .dataCorrupted(let context): (kind, message) = (.dataCorrupted, context.debugDescription)
+            @unknown default: (kind, message) = (.dataCorrupted, "\(error)")
+            }
+            throw DecodingFailure(kind: kind, path: error.valuePath, message: message)
+        } catch {
+            throw DecodingFailure(kind: .dataCorrupted, path: "", message: "\(error)")
+        }
+    }
+}

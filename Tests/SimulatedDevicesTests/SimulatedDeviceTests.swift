@@ -96,7 +96,7 @@ struct DeviceFixture {
         let id = try f.request()
         f.events += f.device.setSettings(of: DeviceFixture.bundle, liveActivitiesEnabled: false, at: f.t0 + 10)
         #expect(f.device.activity(id) == nil || f.device.activity(id)?.state == .dismissed)
-        #expect(f.events.contains(.stateChanged(activityID: id, to: .ended, cause: .endedBySystem)))
+        #expect(f.events.contains(.stateChanged(activityID: id, bundleID: DeviceFixture.bundle, to: .ended, cause: .endedBySystem)))
     }
 
     @Test func aScheduledActivityIsPendingAndCounts() throws {
@@ -131,7 +131,7 @@ struct DeviceFixture {
         f.events += f.device.dismissByPerson(activityID: id, at: f.t0 + 100)
         #expect(!f.events.contains { if case .tokenRetired = $0 { true } else { false } })
         f.advance(to: 130)
-        #expect(f.events.contains(.tokenRetired(token: token, at: f.t0 + 130)))
+        #expect(f.events.contains(.tokenRetired(token: token, at: f.t0 + 130, bundleID: DeviceFixture.bundle)))
         #expect(f.device.activity(id) == nil, "forgotten once its token is gone")
     }
 
@@ -143,7 +143,7 @@ struct DeviceFixture {
         f.events += f.device.rotateUpdateToken(activityID: id, at: f.t0 + 50)
         let second = try #require(f.updateToken(id))
         #expect(first != second)
-        #expect(f.events.contains(.tokenRetired(token: first, at: f.t0 + 50)))
+        #expect(f.events.contains(.tokenRetired(token: first, at: f.t0 + 50, bundleID: DeviceFixture.bundle)))
     }
 }
 
@@ -184,7 +184,7 @@ struct DeviceFixture {
         let before = f.pushToStartToken
         f.receive(f.push(to: before, startAPS, at: 5))
         #expect(f.pushToStartToken != before)
-        #expect(f.events.contains(.tokenRetired(token: before, at: f.t0 + 5)))
+        #expect(f.events.contains(.tokenRetired(token: before, at: f.t0 + 5, bundleID: DeviceFixture.bundle)))
     }
 
     @Test func updatesApplyInTimestampOrderAndUndecodableOnesAreDropped() throws {
@@ -215,7 +215,7 @@ struct DeviceFixture {
         #expect(f.device.activity(id)?.state == .ended)
         f.advance(to: 700)
         #expect(f.device.activity(id) == nil)
-        #expect(f.events.contains(.tokenRetired(token: token, at: f.t0 + 700)))
+        #expect(f.events.contains(.tokenRetired(token: token, at: f.t0 + 700, bundleID: DeviceFixture.bundle)))
     }
 
     @Test func offlineTheNewestPushPerAppWaitsAndExpiredOnesAreDropped() throws {

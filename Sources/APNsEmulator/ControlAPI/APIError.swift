@@ -96,17 +96,13 @@ extension Request {
 
 extension APIError {
     init(decoding error: DecodingError) {
-        func path(_ codingPath: [any CodingKey], _ last: (any CodingKey)? = nil) -> String {
-            (codingPath + (last.map { [$0] } ?? [])).map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
-                .joined(separator: ".").replacingOccurrences(of: ".[", with: "[")
-        }
         switch error {
-        case .keyNotFound(let key, let context):
-            self.init(.badRequest, code: "missing", message: "is required", field: path(context.codingPath, key))
-        case .typeMismatch(let type, let context), .valueNotFound(let type, let context):
-            self.init(.badRequest, code: "wrong_type", message: "must be \(Self.jsonName(of: type))", field: path(context.codingPath))
+        case .keyNotFound:
+            self.init(.badRequest, code: "missing", message: "is required", field: error.valuePath)
+        case .typeMismatch(let type, _), .valueNotFound(let type, _):
+            self.init(.badRequest, code: "wrong_type", message: "must be \(Self.jsonName(of: type))", field: error.valuePath)
         case .dataCorrupted(let context):
-            self.init(.badRequest, code: "invalid_value", message: context.debugDescription, field: path(context.codingPath))
+            self.init(.badRequest, code: "invalid_value", message: context.debugDescription, field: error.valuePath)
         @unknown default:
             self.init(.badRequest, code: "invalid_value", message: "\(error)")
         }

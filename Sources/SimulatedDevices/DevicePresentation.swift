@@ -1,0 +1,104 @@
+import Foundation
+import LiveActivityKit
+
+/// What a device shows of its Live Activities at one moment, as data (spec §8.5, §8.6): the
+/// Lock Screen list, the Dynamic Island, the banner of devices without one, and the Watch.
+public struct DevicePresentation: Sendable, Hashable {
+    /// Visible activities, most relevant first (relevance score, then the earliest start).
+    public var lockScreen: [PresentedActivity]
+    /// `nil` on devices without a Dynamic Island.
+    public var dynamicIsland: DynamicIsland?
+    /// An alerting update on a device without a Dynamic Island lights the Lock Screen with a banner.
+    public var banner: PresentedAlert?
+    /// `nil` without a paired Watch.
+    public var watch: Watch?
+    /// Whether the person sees the Lock Screen (locked) or the Dynamic Island (unlocked) now.
+    public var isLocked: Bool
+
+    public enum DynamicIsland: Sendable, Hashable {
+        case empty
+        /// One app has activities: its most relevant one, leading and trailing around the camera.
+        case compact(PresentedActivity)
+        /// Several apps have activities: two apps' most relevant ones, one attached to the island
+        /// and one detached beside it. The system chooses; here the more relevant is attached.
+        case minimal(attached: PresentedActivity, detached: PresentedActivity)
+        /// Briefly, for an alerting update: the expanded presentation of that activity.
+        case expanded(PresentedActivity, alert: ShownAlert)
+    }
+
+    /// The Smart Stack shows the most relevant activity; alerts show their title and body.
+    public struct Watch: Sendable, Hashable {
+        public var smartStack: PresentedActivity?
+        public var alert: PresentedAlert?
+    }
+}
+
+/// One activity as presented.
+public struct PresentedActivity: Sendable, Hashable {
+    public var activityID: String
+    public var bundleID: String
+    public var attributesType: String
+    public var state: ActivityState
+    /// `context.isStale` in the widget.
+    public var isStale: Bool
+    public var relevanceScore: Double
+    public var content: JSONValue
+    public var startDate: Date
+}
+
+/// An alert being shown, and the activity it belongs to.
+public struct PresentedAlert: Sendable, Hashable {
+    public var activityID: String
+    public var alert: ShownAlert
+}
+
+extension SimulatedDevice {
+    /// The presentations at `now` (after `advance(to: now)`; this reads, it does not apply time).
+    public func presentation(at now: Date) -> DevicePresentation {
+        let byRelevance = activities
+            .filter { $0.state == .active || $0.state == .stale || $0.state == .ended }
+            .sorted { lhs, rhs in
+                lhs.content.relevanceScore != rhs.content.relevanceScore
+                    ? lhs.content.relevanceScore > rhs.content.relevanceScore
+                    : (lhs.lifecycle.startDate, lhs.id) < (rhs.lifecycle.startDate, rhs.id)
+            }
+        let lockScreen = byRelevance.map { PresentedActivity($0, at: now) }
+        // The alert on screen: the most recent one still within its presentation time.
+        let alerting = byRelevance
+            .compactMap { activity in activity.lastAlert.map { (activity, $0) } }
+            .filter { _, alert in alert.at <= now && now < alert.at + settings.alertPresentationDuration }
+            .max { $0.1.at < $1.1.at }
+        let shownAlert = alerting.map { PresentedAlert(activityID: $0.0.id, alert: $0.1) }
+
+        var island: DevicePresentation.DynamicIsland?
+        if model.hasDynamicIsland {
+            if let (activity, alert) = alerting {
+                island = .expanded(PresentedActivity(activity, at: now), alert: alert)
+            } else {
+                // Ended activities leave the island at once; each app shows its most relevant one.
+                var seenApps: Set<String> = []
+                let perApp = byRelevance.filter { $0.lifecycle.isOngoing && seenApps.insert($0.bundleID).inserted }
+                island = switch perApp.count {
+                case 0: .empty
+                case 1: .compact(PresentedActivity(perApp[0], at: now))
+                default: .minimal(attached: PresentedActivity(perApp[0], at: now), detached: PresentedActivity(perApp[1], at: now))
+                }
+            }
+        }
+        return DevicePresentation(
+            lockScreen: lockScreen,
+            dynamicIsland: island,
+            banner: model.hasDynamicIsland ? nil : shownAlert,
+            watch: hasPairedWatch ? .init(smartStack: lockScreen.first { $0.state != .ended } ?? lockScreen.first, alert: shownAlert) : nil,
+            isLocked: isLocked)
+    }
+}
+
+extension PresentedActivity {
+    init(_ activity: SimulatedActivity, at now: Date) {
+        self.init(
+            activityID: activity.id, bundleID: activity.bundleID, attributesType: activity.attributesType, state: activity.state,
+            isStale: activity.state == .stale || activity.content.staleDate.map { $0 <= now } == true, relevanceScore: activity.content.relevanceScore, content: activity.content.state,
+            startDate: activity.lifecycle.startDate)
+    }
+}
