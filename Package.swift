@@ -32,6 +32,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.30.0"),
     ],
     targets: [
         // The vocabulary of Live Activities and the APNs payload. Foundation only, so an iOS app
@@ -57,6 +58,8 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                // Simulated apps report their tokens to a LiveRelay server over HTTP, as real apps do.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ] + http2OverTLS
         ),
         // Helpers shared by the test targets: deadlines, fixtures, a scriptable APNs endpoint.

@@ -59,6 +59,8 @@ public final class APNsEmulator: Sendable {
     /// The simulated iPhones behind this APNs: they issue the tokens it routes and take the
     /// pushes it accepts.
     public let devices: DeviceFleet
+    /// Sends simulated apps' tokens to the LiveRelay server each app is told about.
+    public let reporter: TokenReporter
     /// The emulator's time, which tests and the control API move forward.
     public var clock: VirtualClock { devices.clock }
     public let certificates: EmulatorCertificates
@@ -75,6 +77,7 @@ public final class APNsEmulator: Sendable {
         self.journal = journal
         self.faults = faults
         self.devices = devices
+        self.reporter = TokenReporter(fleet: devices, environment: configuration.environment)
         self.certificates = certificates
         self.pushServer = pushServer
         self.managementServer = managementServer
@@ -138,12 +141,16 @@ public final class APNsEmulator: Sendable {
 }
 
 /// Lets wall-clock time act on the devices (stale dates, limits, deferred pushes) once a second
-/// until graceful shutdown, then closes both listeners.
+/// and sends the apps' token reports, until graceful shutdown; then closes both listeners.
 extension APNsEmulator: Service {
     public func run() async throws {
-        while !Task.isShuttingDownGracefully {
-            devices.advanceAll()
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(1)) }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.reporter.run() }
+            while !Task.isShuttingDownGracefully {
+                devices.advanceAll()
+                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(1)) }
+            }
+            group.cancelAll()
         }
         await shutdown()
     }

@@ -152,7 +152,7 @@ public struct Activity<Attributes: ActivityAttributes>: Sendable, Identifiable {
     public static func activityUpdates(in app: AppProcess) -> FleetSequence<Activity<Attributes>> {
         let type = String(describing: Attributes.self)
         return app.fleet.sequence(on: app.deviceID) { event in
-            guard case .activityStarted(let id, app.bundleID, type) = event.event else { return .skip }
+            guard case .activityStarted(let id, app.bundleID, type, _) = event.event else { return .skip }
             return .element(Activity(id: id, app: app))
         }
     }

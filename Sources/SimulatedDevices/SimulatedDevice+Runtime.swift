@@ -9,7 +9,7 @@ public enum DeviceEvent: Sendable, Hashable {
     /// A token APNs must refuse with `410 Unregistered` from `at` on.
     case tokenRetired(token: String, at: Date, bundleID: String)
     /// An activity appeared (`Activity.activityUpdates`).
-    case activityStarted(activityID: String, bundleID: String, attributesType: String)
+    case activityStarted(activityID: String, bundleID: String, attributesType: String, attributes: JSONValue)
     /// New content was applied (`Activity.contentUpdates`).
     case contentUpdated(activityID: String, bundleID: String, content: ActivityContentState)
     /// `Activity.activityStateUpdates`.
@@ -267,7 +267,7 @@ public struct SimulatedDevice: Sendable {
         }
         write("activity \(attributesType) \(activity.state == .pending ? "scheduled for \(startDate)" : "started") (\(how))",
               app.bundleID, activityID: activityID, at: now)
-        return [.activityStarted(activityID: activityID, bundleID: app.bundleID, attributesType: attributesType)]
+        return [.activityStarted(activityID: activityID, bundleID: app.bundleID, attributesType: attributesType, attributes: attributes)]
     }
 
     mutating func setAlert(_ alert: ShownAlert, on activityID: String) {

@@ -102,7 +102,7 @@ struct PizzaAttributes: ActivityAttributes {
 
     @Test func theEventLogReplaysAfterASequenceAndWaitsForNewOnes() async throws {
         let log = FleetEventLog(capacity: 3)
-        let event = DeviceEvent.activityStarted(activityID: "a", bundleID: "b", attributesType: "T")
+        let event = DeviceEvent.activityStarted(activityID: "a", bundleID: "b", attributesType: "T", attributes: .null)
         log.append([event, event, event, event], deviceID: "d", at: t0)
         #expect(log.events(after: 0).map(\.sequence) == [2, 3, 4], "the ring keeps the newest 3")
         #expect(log.events(after: 3).map(\.sequence) == [4])

@@ -23,6 +23,8 @@ import Logging
 ///     POST   /faults                      {action, reason?, status?, delayMilliseconds?, token? | bundleID?, skip?, count?, untilRemoved?}
 ///     GET    /faults
 ///     DELETE /faults, /faults/{id}
+///
+/// and the simulated devices' routes (DeviceControlAPI.swift).
 public struct EmulatorControlAPI: Sendable {
     public let emulator: APNsEmulator
 
@@ -78,6 +80,7 @@ public struct EmulatorControlAPI: Sendable {
             }
             return HTTPResponse.Status.noContent
         }
+        addDeviceRoutes(to: router)
         return router
     }
 

@@ -1,0 +1,372 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import LiveActivityKit
+import NIOCore
+import SimulatedDevices
+
+/// The simulated iPhones in the control API: create devices and apps, act as the app and as the
+/// person, read state, presentations, the log and events, move the clock.
+///
+///     POST  /devices                                       {id, model?, pairedWatch?}
+///     GET   /devices, /devices/{id}
+///     PATCH /devices/{id}                                  {online?, locked?}                    the person
+///     GET   /devices/{id}/presentation, /devices/{id}/log?limit=
+///     POST  /devices/{id}/apps                             {bundleID, attributeTypes, supportsLiveActivities?, …, reportTo?}
+///     PATCH /devices/{id}/apps/{bundleID}                  {liveActivitiesEnabled?, frequentUpdatesEnabled?, inForeground?, reportTo?}
+///     POST  /devices/{id}/apps/{bundleID}/push-to-start-tokens/{type}/rotate
+///     POST  /devices/{id}/apps/{bundleID}/activities       {attributesType, attributes, contentState, …}   the app
+///     POST  /devices/{id}/activities/{activityID}/update   {contentState, staleDate?, relevanceScore?, alert?, timestamp?}
+///     POST  /devices/{id}/activities/{activityID}/end      {contentState?, dismissalPolicy?, dismissalDate?, timestamp?}
+///     POST  /devices/{id}/activities/{activityID}/rotate-token
+///     POST  /devices/{id}/activities/{activityID}/dismiss                                         the person
+///     GET   /events?after=&limit=&wait=&device=&bundleID=&activityID=   (long poll)
+///     GET   /events/stream?after=&limit=&device=&bundleID=&activityID=  (server-sent events)
+///     GET   /clock;  POST /clock/advance {seconds}
+extension EmulatorControlAPI {
+    func addDeviceRoutes(to router: Router<ControlRequestContext>) {
+        let fleet = emulator.devices
+        router.post("/devices") { request, context in
+            let body = try await request.jsonObject(fields: ["id", "model", "pairedWatch"], context: context)
+            let id = try body.requireString("id")
+            let model = try body.string("model").map { (name: String) throws(APIError) -> DeviceModel in
+                guard let model = DeviceModel(rawValue: name) else {
+                    throw APIError.invalid("model", "must be one of \(DeviceModel.allCases.map(\.rawValue).joined(separator: ", ")), got \"\(name)\"")
+                }
+                return model
+            } ?? .iPhoneWithDynamicIsland
+            let pairedWatch = try body.bool("pairedWatch") ?? false
+            do throws(DeviceFleet.FleetError) {
+                try fleet.addDevice(id: id, model: model, hasPairedWatch: pairedWatch)
+            } catch {
+                throw APIError(.conflict, code: "exists", message: error.description, field: "id")
+            }
+            return EditedResponse(status: .created, response: try deviceView(id))
+        }
+        router.get("/devices") { _, _ in
+            JSONResponse(.object([("devices", .array(try fleet.deviceIDs.map { try deviceView($0).json }))]))
+        }
+        router.get("/devices/{id}") { _, context in try deviceView(try deviceID(context)) }
+        router.patch("/devices/{id}") { request, context in
+            let id = try deviceID(context)
+            let body = try await request.jsonObject(fields: ["online", "locked"], context: context)
+            let online = try body.bool("online"), locked = try body.bool("locked")
+            try fleet.withDevice(id) { device, now in
+                var events: [DeviceEvent] = []
+                if let locked { events += device.setLocked(locked, at: now) }
+                if let online { events += device.setOnline(online, at: now) }
+                return ((), events)
+            }
+            return try deviceView(id)
+        }
+        router.get("/devices/{id}/presentation") { _, context in
+            JSONResponse(PresentationJSON.json(try fleet.presentation(of: try deviceID(context))))
+        }
+        router.get("/devices/{id}/log") { request, context in
+            let limit = try nonNegative(request.uri.queryParameters, "limit") ?? 200
+            let log = try fleet.device(try deviceID(context)).log.suffix(limit)
+            return JSONResponse(.object([("log", .array(log.map(PresentationJSON.json)))]))
+        }
+        router.post("/devices/{id}/apps") { request, context in
+            let id = try deviceID(context)
+            let body = try await request.jsonObject(fields: [
+                "bundleID", "attributeTypes", "supportsLiveActivities", "supportsFrequentUpdates", "liveActivitiesEnabled",
+                "frequentUpdatesEnabled", "inForeground", "reportTo",
+            ], context: context)
+            let bundleID = try body.requireString("bundleID")
+            do throws(LiveActivityValidationError) { _ = try BundleID(bundleID) } catch { throw APIError.invalid(error, field: "bundleID") }
+            guard let types = try body.require("attributeTypes").arrayElements else {
+                throw APIError(.badRequest, code: "wrong_type", message: "must be an array of attribute types", field: "attributeTypes")
+            }
+            var attributeTypes: [ActivityAttributesType] = []
+            for (index, type) in types.enumerated() {
+                attributeTypes.append(try SwiftTypeJSON.attributesType(type, path: "attributeTypes[\(index)]"))
+            }
+            let reportTo = try reporting(body)
+            let app = SimulatedApp(
+                bundleID: bundleID, supportsLiveActivities: try body.bool("supportsLiveActivities") ?? true,
+                supportsFrequentUpdates: try body.bool("supportsFrequentUpdates") ?? false,
+                liveActivitiesEnabled: try body.bool("liveActivitiesEnabled") ?? true,
+                frequentUpdatesEnabled: try body.bool("frequentUpdatesEnabled") ?? true,
+                attributeTypes: attributeTypes, isInForeground: try body.bool("inForeground") ?? true)
+            // The reporting target first, so that the push-to-start tokens issued now are reported.
+            if let reportTo { try emulator.reporter.setTarget(reportTo, deviceID: id, bundleID: bundleID) }
+            try fleet.install(app, on: id)
+            return EditedResponse(status: .created, response: try appView(id, bundleID))
+        }
+        router.patch("/devices/{id}/apps/{bundleID}") { request, context in
+            let (id, bundleID) = try appPath(context)
+            let body = try await request.jsonObject(fields: ["liveActivitiesEnabled", "frequentUpdatesEnabled", "inForeground", "reportTo"], context: context)
+            let enabled = try body.bool("liveActivitiesEnabled"), frequent = try body.bool("frequentUpdatesEnabled")
+            let foreground = try body.bool("inForeground")
+            if body.value("reportTo") != nil || body.members.contains(where: { $0.key == "reportTo" }) {
+                try emulator.reporter.setTarget(try reporting(body), deviceID: id, bundleID: bundleID)
+            }
+            try fleet.withDevice(id) { device, now in
+                if let foreground { device.setForeground(bundleID, foreground) }
+                return ((), device.setSettings(of: bundleID, liveActivitiesEnabled: enabled, frequentUpdatesEnabled: frequent, at: now))
+            }
+            return try appView(id, bundleID)
+        }
+        router.post("/devices/{id}/apps/{bundleID}/push-to-start-tokens/{type}/rotate") { _, context in
+            let (id, bundleID) = try appPath(context)
+            let type = try context.parameters.require("type")
+            guard try fleet.device(id).apps[bundleID]?.pushToStartTokens[type] != nil else {
+                throw APIError.notFound("type", "the app has no push-to-start token for \(type)")
+            }
+            try fleet.withDevice(id) { device, now in ((), device.rotatePushToStartToken(bundleID: bundleID, attributesType: type, at: now)) }
+            return try appView(id, bundleID)
+        }
+        router.post("/devices/{id}/apps/{bundleID}/activities") { request, context in
+            let (id, bundleID) = try appPath(context)
+            let body = try await request.jsonObject(fields: [
+                "attributesType", "attributes", "contentState", "staleDate", "relevanceScore", "pushType", "channelID", "style", "alert", "start",
+            ], context: context)
+            let type = try body.requireString("attributesType")
+            let attributes = try body.require("attributes")
+            let content = try contentState(body, required: true)!
+            let pushType: ActivityPushType
+            switch try body.string("pushType") ?? "none" {
+            case "none": pushType = .none
+            case "token": pushType = .token
+            case "channel": pushType = .channel(try body.requireString("channelID"))
+            case let other: throw APIError.invalid("pushType", "must be none, token or channel, got \"\(other)\"")
+            }
+            let style = try body.string("style").map { (name: String) throws(APIError) -> ActivityStyle in
+                guard let style = ActivityStyle(rawValue: name) else { throw APIError.invalid("style", "must be standard or transient, got \"\(name)\"") }
+                return style
+            } ?? .standard
+            let start = try body.date("start")
+            let alertBody = try body.object("alert", fields: ["title", "body", "sound"])
+            let activityID = try fleet.withDevice(id) { device, now in
+                guard device.apps[bundleID] != nil else { throw APIError.notFound("bundleID", "\(bundleID) is not installed on \(id)") }
+                let alert = try alertBody.map { alert throws(APIError) in
+                    ShownAlert(title: try alert.requireString("title"), body: try alert.string("body") ?? "", sound: try alert.string("sound"), at: start ?? now)
+                }
+                do {
+                    return try device.request(
+                        bundleID: bundleID, attributesType: type, attributes: attributes, content: content, pushType: pushType, style: style,
+                        alert: alert, start: start, at: now)
+                } catch let error as ActivityAuthorizationError {
+                    throw APIError(.unprocessableContent, code: error.code, message: error.message)
+                }
+            }
+            return EditedResponse(status: .created, response: try activityView(id, activityID))
+        }
+        router.post("/devices/{id}/activities/{activityID}/update") { request, context in
+            let (id, activityID) = try activityPath(context)
+            let body = try await request.jsonObject(fields: ["contentState", "staleDate", "relevanceScore", "alert", "timestamp"], context: context)
+            let content = try contentState(body, required: true)!
+            let alertBody = try body.object("alert", fields: ["title", "body", "sound"])
+            let timestamp = try body.date("timestamp")
+            try fleet.withDevice(id) { device, now in
+                let alert = try alertBody.map { alert throws(APIError) in
+                    ShownAlert(title: try alert.requireString("title"), body: try alert.string("body") ?? "", sound: try alert.string("sound"), at: now)
+                }
+                return ((), device.update(activityID: activityID, content: content, alert: alert, timestamp: timestamp, at: now))
+            }
+            return try activityView(id, activityID)
+        }
+        router.post("/devices/{id}/activities/{activityID}/end") { request, context in
+            let (id, activityID) = try activityPath(context)
+            let body = try await request.jsonObject(fields: ["contentState", "staleDate", "relevanceScore", "dismissalPolicy", "dismissalDate", "timestamp"], context: context)
+            let content = try contentState(body, required: false)
+            let policy: ActivityUIDismissalPolicy
+            switch try body.string("dismissalPolicy") ?? (body.value("dismissalDate") == nil ? "default" : "after") {
+            case "default": policy = .default
+            case "immediate": policy = .immediate
+            case "after":
+                guard let date = try body.date("dismissalDate") else {
+                    throw APIError(.badRequest, code: "missing", message: "is required with dismissalPolicy \"after\"", field: "dismissalDate")
+                }
+                policy = .after(date)
+            case let other: throw APIError.invalid("dismissalPolicy", "must be default, immediate or after, got \"\(other)\"")
+            }
+            let timestamp = try body.date("timestamp")
+            try fleet.withDevice(id) { device, now in
+                ((), device.end(activityID: activityID, content: content, dismissalPolicy: policy, timestamp: timestamp, at: now))
+            }
+            return try activityView(id, activityID)
+        }
+        router.post("/devices/{id}/activities/{activityID}/rotate-token") { _, context in
+            let (id, activityID) = try activityPath(context)
+            try fleet.withDevice(id) { device, now in ((), device.rotateUpdateToken(activityID: activityID, at: now)) }
+            return try activityView(id, activityID)
+        }
+        router.post("/devices/{id}/activities/{activityID}/dismiss") { _, context in
+            let (id, activityID) = try activityPath(context)
+            let view = try activityView(id, activityID)
+            try fleet.withDevice(id) { device, now in ((), device.dismissByPerson(activityID: activityID, at: now)) }
+            return (try? activityView(id, activityID)) ?? view.dismissed
+        }
+        router.get("/events") { request, _ in
+            let query = request.uri.queryParameters
+            let after = try nonNegative(query, "after") ?? 0
+            let limit = try nonNegative(query, "limit") ?? 1000
+            let wait = try nonNegative(query, "wait") ?? 0
+            let matches = try eventFilter(query)
+            let events = await fleet.events.wait(after: after, limit: limit, timeout: .seconds(min(wait, 60)), where: matches)
+            return JSONResponse(.object([
+                ("events", .array(events.map(PresentationJSON.json))),
+                ("last", .integer(events.last?.sequence ?? max(after, 0))),
+            ]))
+        }
+        router.get("/events/stream") { request, _ in
+            let query = request.uri.queryParameters
+            let after = try request.headers[.lastEventID].flatMap { Int($0) } ?? nonNegative(query, "after")
+            let limit = try nonNegative(query, "limit")
+            let matches = try eventFilter(query)
+            let stream = fleet.events.subscribe(after: after)
+            return Response(
+                status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
+                body: ResponseBody { writer in
+                    var sent = 0
+                    for await event in stream where matches(event) {
+                        let data = PresentationJSON.json(event).serializedString
+                        try await writer.write(ByteBuffer(string: "id: \(event.sequence)\nevent: \(PresentationJSON.eventType(event.event))\ndata: \(data)\n\n"))
+                        sent += 1
+                        if let limit, sent >= limit { break }
+                    }
+                    try await writer.finish(nil)
+                })
+        }
+        router.get("/clock") { _, _ in ClockView(now: fleet.clock.now) }
+        router.post("/clock/advance") { request, context in
+            let body = try await request.jsonObject(fields: ["seconds"], context: context)
+            guard let seconds = try body.number("seconds") else {
+                throw APIError(.badRequest, code: "missing", message: "is required", field: "seconds")
+            }
+            guard seconds >= 0, seconds.isFinite else { throw APIError.invalid("seconds", "must be ≥ 0: time only moves forward") }
+            fleet.clock.advance(by: seconds)
+            fleet.advanceAll()
+            return ClockView(now: fleet.clock.now)
+        }
+    }
+
+    // MARK: Reading requests
+
+    private func deviceID(_ context: ControlRequestContext) throws -> String {
+        let id = try context.parameters.require("id")
+        guard emulator.devices.deviceIDs.contains(id) else { throw APIError.notFound("id", "no device with id \(id)") }
+        return id
+    }
+
+    private func appPath(_ context: ControlRequestContext) throws -> (String, String) {
+        let id = try deviceID(context)
+        let bundleID = try context.parameters.require("bundleID")
+        guard try emulator.devices.device(id).apps[bundleID] != nil else {
+            throw APIError.notFound("bundleID", "\(bundleID) is not installed on \(id)")
+        }
+        return (id, bundleID)
+    }
+
+    private func activityPath(_ context: ControlRequestContext) throws -> (String, String) {
+        let id = try deviceID(context)
+        let activityID = try context.parameters.require("activityID")
+        guard try emulator.devices.device(id).activity(activityID) != nil else {
+            throw APIError.notFound("activityID", "\(id) has no activity \(activityID) (dismissed activities are forgotten)")
+        }
+        return (id, activityID)
+    }
+
+    private func nonNegative(_ query: Parameters, _ name: String) throws -> Int? {
+        guard let text = query[Substring(name)] else { return nil }
+        guard let number = Int(text), number >= 0 else { throw APIError.invalid(name, "must be a whole number ≥ 0, got \"\(text)\"") }
+        return number
+    }
+
+    private func eventFilter(_ query: Parameters) throws -> @Sendable (FleetEvent) -> Bool {
+        let device = query["device"].map(String.init), bundleID = query["bundleID"].map(String.init)
+        let activityID = query["activityID"].map(String.init)
+        return { event in
+            (device == nil || event.deviceID == device) && (bundleID == nil || event.bundleID == bundleID)
+                && (activityID == nil || event.activityID == activityID)
+        }
+    }
+
+    private func contentState(_ body: JSONBodyReader, required: Bool) throws -> ActivityContentState? {
+        guard let state = required ? try body.require("contentState") : body.value("contentState") else { return nil }
+        return ActivityContentState(state: state, staleDate: try body.date("staleDate"), relevanceScore: try body.number("relevanceScore") ?? 0)
+    }
+
+    private func reporting(_ body: JSONBodyReader) throws -> TokenReporting? {
+        guard let target = try body.object("reportTo", fields: ["url", "clientKey", "activityKeyAttribute"]) else { return nil }
+        let url = try target.requireString("url")
+        guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme ?? ""), parsed.host != nil else {
+            throw APIError.invalid("reportTo.url", "must be an http(s) URL such as http://127.0.0.1:8080, got \"\(url)\"")
+        }
+        return TokenReporting(url: url, clientKey: try target.string("clientKey"), activityKeyAttribute: try target.string("activityKeyAttribute") ?? "activityKey")
+    }
+
+    // MARK: Views
+
+    private func deviceView(_ id: String) throws -> JSONResponse {
+        let device = try emulator.devices.device(id)
+        return JSONResponse(.object([
+            ("id", .string(device.id)), ("model", .string(device.model.rawValue)), ("pairedWatch", .bool(device.hasPairedWatch)),
+            ("online", .bool(device.isOnline)), ("locked", .bool(device.isLocked)),
+            ("apps", .array(device.apps.keys.sorted().map { appJSON(device, $0) })),
+            ("activities", .array(device.activities.map(PresentationJSON.json))),
+        ]))
+    }
+
+    private func appView(_ id: String, _ bundleID: String) throws -> JSONResponse {
+        JSONResponse(appJSON(try emulator.devices.device(id), bundleID))
+    }
+
+    private func appJSON(_ device: SimulatedDevice, _ bundleID: String) -> JSONValue {
+        guard let app = device.apps[bundleID] else { return .null }
+        var members: [(String, JSONValue)] = [
+            ("bundleID", .string(app.bundleID)), ("supportsLiveActivities", .bool(app.supportsLiveActivities)),
+            ("supportsFrequentUpdates", .bool(app.supportsFrequentUpdates)), ("liveActivitiesEnabled", .bool(app.liveActivitiesEnabled)),
+            ("frequentUpdatesEnabled", .bool(app.frequentUpdatesEnabled)), ("inForeground", .bool(app.isInForeground)),
+            ("attributeTypes", .array(app.attributeTypes.values.sorted { $0.name < $1.name }.map { type in
+                .object([("name", .string(type.name))] + (type.schema.map {
+                    [("attributes", SwiftTypeJSON.json($0.attributes)), ("contentState", SwiftTypeJSON.json($0.contentState))]
+                } ?? []))
+            })),
+            ("pushToStartTokens", .object(app.pushToStartTokens.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })),
+        ]
+        if let target = emulator.reporter.target(deviceID: device.id, bundleID: bundleID) {
+            members.append(("reportTo", .object([("url", .string(target.url)), ("activityKeyAttribute", .string(target.activityKeyAttribute))])))
+        }
+        let reports = emulator.reporter.reports.filter { $0.deviceID == device.id && $0.bundleID == bundleID }.suffix(20)
+        if !reports.isEmpty {
+            members.append(("reports", .array(reports.map { report in
+                .object([("path", .string(report.path)), ("status", report.status.map { .integer($0) } ?? .null),
+                         ("error", report.error.map(JSONValue.string) ?? .null)])
+            })))
+        }
+        return .object(members)
+    }
+
+    private func activityView(_ id: String, _ activityID: String) throws -> JSONResponse {
+        guard let activity = try emulator.devices.device(id).activity(activityID) else {
+            throw APIError.notFound("activityID", "\(id) has no activity \(activityID)")
+        }
+        return JSONResponse(PresentationJSON.json(activity))
+    }
+}
+
+/// A response whose body is a `JSONValue` as it stands: key order kept, numbers as written.
+struct JSONResponse: ResponseGenerator {
+    var json: JSONValue
+    init(_ json: JSONValue) { self.json = json }
+
+    /// The activity after the person dismissed it (it is then forgotten by the device).
+    var dismissed: JSONResponse {
+        guard var members = json.objectMembers else { return self }
+        if let index = members.firstIndex(where: { $0.key == "state" }) { members[index].value = .string(ActivityState.dismissed.rawValue) }
+        return JSONResponse(.object(members.map { ($0.key, $0.value) }))
+    }
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: json.serialized)))
+    }
+}
+
+struct ClockView: ResponseEncodable { var now: Date }
+
+extension HTTPField.Name {
+    static let lastEventID = Self("Last-Event-ID")!
+}

@@ -1,0 +1,117 @@
+import Foundation
+import LiveActivityKit
+import SimulatedDevices
+
+/// The simulated devices' state as JSON for the control API. Content state and attributes go out
+/// exactly as the device holds them; dates are ISO 8601.
+enum PresentationJSON {
+    static func date(_ date: Date?) -> JSONValue {
+        date.map { .string(ISO8601DateFormatter().string(from: $0)) } ?? .null
+    }
+
+    static func json(_ activity: SimulatedActivity) -> JSONValue {
+        let pushType: JSONValue = switch activity.pushType {
+        case .none: .string("none")
+        case .token: .string("token")
+        case .channel: .string("channel")
+        }
+        var members: [(String, JSONValue)] = [
+            ("id", .string(activity.id)), ("bundleID", .string(activity.bundleID)), ("attributesType", .string(activity.attributesType)),
+            ("state", .string(activity.state.rawValue)), ("style", .string(activity.style.rawValue)), ("pushType", pushType),
+        ]
+        if case .channel(let channelID) = activity.pushType { members.append(("channelID", .string(channelID))) }
+        members += [
+            ("pushToken", activity.pushToken.map(JSONValue.string) ?? .null),
+            ("attributes", activity.attributes), ("contentState", activity.content.state),
+            ("staleDate", date(activity.content.staleDate)), ("relevanceScore", JSONValue.double(activity.content.relevanceScore) ?? .null),
+            ("startDate", date(activity.lifecycle.startDate)), ("endDate", date(activity.lifecycle.endDate)),
+            ("dismissalDate", date(activity.lifecycle.dismissalDate)), ("lastUpdateTimestamp", date(activity.lifecycle.lastTimestamp)),
+            ("lastAlert", activity.lastAlert.map(json) ?? .null),
+        ]
+        return .object(members)
+    }
+
+    static func json(_ alert: ShownAlert) -> JSONValue {
+        .object([("title", .string(alert.title)), ("body", .string(alert.body)), ("sound", alert.sound.map(JSONValue.string) ?? .null), ("at", date(alert.at))])
+    }
+
+    static func json(_ entry: DeviceLogEntry) -> JSONValue {
+        .object([
+            ("at", date(entry.at)), ("bundleID", entry.bundleID.map(JSONValue.string) ?? .null),
+            ("activityID", entry.activityID.map(JSONValue.string) ?? .null), ("message", .string(entry.message)),
+        ])
+    }
+
+    static func json(_ presented: PresentedActivity) -> JSONValue {
+        .object([
+            ("activityID", .string(presented.activityID)), ("bundleID", .string(presented.bundleID)),
+            ("attributesType", .string(presented.attributesType)), ("state", .string(presented.state.rawValue)),
+            ("isStale", .bool(presented.isStale)), ("relevanceScore", JSONValue.double(presented.relevanceScore) ?? .null),
+            ("startDate", date(presented.startDate)), ("contentState", presented.content),
+        ])
+    }
+
+    static func json(_ alert: PresentedAlert) -> JSONValue {
+        .object([("activityID", .string(alert.activityID)), ("alert", json(alert.alert))])
+    }
+
+    static func json(_ presentation: DevicePresentation) -> JSONValue {
+        let island: JSONValue
+        switch presentation.dynamicIsland {
+        case nil: island = .null
+        case .empty?: island = .object([("presentation", .string("empty"))])
+        case .compact(let activity)?: island = .object([("presentation", .string("compact")), ("activity", json(activity))])
+        case .minimal(let attached, let detached)?:
+            island = .object([("presentation", .string("minimal")), ("attached", json(attached)), ("detached", json(detached))])
+        case .expanded(let activity, let alert)?:
+            island = .object([("presentation", .string("expanded")), ("activity", json(activity)), ("alert", json(alert))])
+        }
+        let watch: JSONValue = presentation.watch.map { watch in
+            .object([("smartStack", watch.smartStack.map(json) ?? .null), ("alert", watch.alert.map(json) ?? .null)])
+        } ?? .null
+        return .object([
+            ("visible", .string(presentation.isLocked ? "lockScreen" : "dynamicIsland")),
+            ("lockScreen", .array(presentation.lockScreen.map(json))),
+            ("dynamicIsland", island),
+            ("banner", presentation.banner.map(json) ?? .null),
+            ("watch", watch),
+        ])
+    }
+
+    static func eventType(_ event: DeviceEvent) -> String {
+        switch event {
+        case .tokenIssued: "tokenIssued"
+        case .tokenRetired: "tokenRetired"
+        case .activityStarted: "activityStarted"
+        case .contentUpdated: "contentUpdated"
+        case .stateChanged: "stateChanged"
+        }
+    }
+
+    static func json(_ event: FleetEvent) -> JSONValue {
+        var members: [(String, JSONValue)] = [
+            ("sequence", .integer(event.sequence)), ("at", date(event.at)), ("type", .string(eventType(event.event))),
+            ("device", .string(event.deviceID)), ("bundleID", .string(event.bundleID)),
+        ]
+        if let activityID = event.activityID { members.append(("activityID", .string(activityID))) }
+        switch event.event {
+        case .tokenIssued(let token, _, let kind):
+            members.append(("token", .string(token)))
+            if case .pushToStart(let type) = kind {
+                members += [("tokenKind", .string("pushToStart")), ("attributesType", .string(type))]
+            } else {
+                members.append(("tokenKind", .string("update")))
+            }
+        case .tokenRetired(let token, let at, _):
+            members += [("token", .string(token)), ("retiredAt", date(at))]
+        case .activityStarted(_, _, let type, let attributes):
+            members += [("attributesType", .string(type)), ("attributes", attributes)]
+        case .contentUpdated(_, _, let content):
+            members += [("contentState", content.state), ("staleDate", date(content.staleDate)),
+                        ("relevanceScore", JSONValue.double(content.relevanceScore) ?? .null)]
+        case .stateChanged(_, _, let state, let cause):
+            members += [("state", .string(state.rawValue)), ("cause", .string(cause.rawValue))]
+        }
+        return .object(members)
+    }
+}

@@ -1,0 +1,240 @@
+import APNs
+@testable import APNsEmulator
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import LiveActivityKit
+import LiveRelayTesting
+import NIOCore
+import Synchronization
+import Testing
+
+/// The app's attributes as the app and the server share them.
+struct OrderAttributes: ActivityAttributes {
+    struct ContentState: Codable, Hashable {
+        struct Driver: Codable, Hashable { var name: String }
+        var step: String
+        var eta: Int?
+        var driver: Driver
+    }
+
+    var activityKey: String
+    var orderNumber: Int
+}
+
+/// The simulated iPhones through the control API's real router, with pushes from our client to
+/// the real emulator in between.
+@Suite struct DeviceControlAPITests {
+    let bundle = "com.example.delivery"
+    static let app = #"""
+    {"bundleID":"com.example.delivery","attributeTypes":[{"name":"DeliveryAttributes",
+      "attributes":{"activityKey":"String","orderNumber":"Int"},
+      "contentState":{"step":{"enum":["preparing","delivering","delivered"]},"eta":"Int?","driver":{"fields":{"name":"String"}}}}]}
+    """#
+
+    func withEmulator(
+        _ body: @escaping @Sendable (any TestClientProtocol, APNsEmulator, APNsClient) async throws -> Void
+    ) async throws {
+        try await withDeadline {
+            let emulator = try await APNsEmulator.start()
+            let key = TestSigningKey()
+            emulator.registry.register(EmulatorKey(keyID: key.signingKey.keyID, teamID: key.signingKey.teamID, publicKey: key.publicKey))
+            let caFile = FileManager.default.temporaryDirectory.appendingPathComponent("device-api-ca-\(UUID().uuidString).pem").path
+            defer { try? FileManager.default.removeItem(atPath: caFile) }
+            do {
+                try emulator.certificates.writeCertificateAuthority(to: caFile)
+                let configuration = APNsClient.Configuration(
+                    environment: emulator.clientEnvironment(caFile: caFile), signingKey: key.signingKey, now: emulator.clock.function)
+                try await withAPNsClient(configuration: configuration) { apns in
+                    let app = Application(router: EmulatorControlAPI(emulator: emulator).router())
+                    try await app.test(.router) { client in try await body(client, emulator, apns) }
+                }
+            } catch {
+                await emulator.shutdown()
+                throw error
+            }
+            await emulator.shutdown()
+        }
+    }
+
+    func send(_ client: any TestClientProtocol, _ method: HTTPRequest.Method, _ uri: String, _ json: String? = nil) async throws -> (status: Int, body: JSONValue?) {
+        try await client.execute(uri: uri, method: method, body: json.map { ByteBuffer(string: $0) }) { response in
+            (Int(response.status.code), response.body.readableBytes == 0 ? nil : try JSONValue(parsing: response.body.readableBytesView))
+        }
+    }
+
+    /// `POST` that must succeed; returns the body.
+    func ok(_ client: any TestClientProtocol, _ method: HTTPRequest.Method, _ uri: String, _ json: String? = nil, sourceLocation: SourceLocation = #_sourceLocation) async throws -> JSONValue {
+        let (status, body) = try await send(client, method, uri, json)
+        #expect((200..<300).contains(status), "\(method) \(uri): \(status) \(body?.serializedString ?? "")", sourceLocation: sourceLocation)
+        return body ?? .null
+    }
+
+    @Test func aPersonDrivesTheWholeLifecycleThroughTheAPI() async throws {
+        try await withEmulator { client, emulator, apns in
+            _ = try await ok(client, .post, "/devices", #"{"id":"iphone","model":"iPhoneWithDynamicIsland","pairedWatch":true}"#)
+            let app = try await ok(client, .post, "/devices/iphone/apps", Self.app)
+            let pushToStart = try #require(app["pushToStartTokens"]?["DeliveryAttributes"]?.stringValue)
+            #expect(pushToStart.count == 160)
+
+            // Push-to-start with our client, as `liverelay push start` would.
+            let start = try LiveActivityPayload.start(
+                attributes: OrderAttributes(activityKey: "order-42", orderNumber: 42),
+                content: ActivityContent(state: .init(step: "preparing", driver: .init(name: "Ada")), staleDate: nil),
+                alert: AlertConfiguration(title: "Order 42", body: "Preparing"), timestamp: emulator.clock.now,
+                attributesType: "DeliveryAttributes", inputPush: .token)
+            try await apns.send(start, to: DeviceToken(pushToStart), topic: BundleID(bundle))
+            let started = try await ok(client, .post, "/clock/advance", #"{"seconds":1}"#)
+            #expect(started["now"] != nil)
+            let device = try await ok(client, .get, "/devices/iphone")
+            let activity = try #require(device["activities"]?[0])
+            let activityID = try #require(activity["id"]?.stringValue)
+            #expect(activity["state"] == .string("active") && activity["attributes"]?["orderNumber"] == .integer(42))
+            let updateToken = try #require(activity["pushToken"]?.stringValue)
+
+            // An alerting update with a stale date and relevance: the island expands.
+            let now = emulator.clock.now
+            let update = try LiveActivityPayload.update(
+                content: ActivityContent(state: OrderAttributes.ContentState(step: "delivering", eta: 5, driver: .init(name: "Ada")), staleDate: now + 600, relevanceScore: 75),
+                alert: AlertConfiguration(title: "On its way", body: "5 minutes"), timestamp: now + 1)
+            try await apns.send(update, to: DeviceToken(updateToken), topic: BundleID(bundle))
+            _ = try await ok(client, .patch, "/devices/iphone", #"{"locked":false}"#)
+            var presentation = try await ok(client, .get, "/devices/iphone/presentation")
+            #expect(presentation["visible"] == .string("dynamicIsland"))
+            #expect(presentation["dynamicIsland"]?["presentation"] == .string("expanded"))
+            #expect(presentation["dynamicIsland"]?["alert"]?["title"] == .string("On its way"))
+            #expect(presentation["watch"]?["alert"]?["alert"]?["body"] == .string("5 minutes"))
+
+            // Ten minutes later: compact, stale.
+            _ = try await ok(client, .post, "/clock/advance", #"{"seconds":601}"#)
+            presentation = try await ok(client, .get, "/devices/iphone/presentation")
+            #expect(presentation["dynamicIsland"]?["presentation"] == .string("compact"))
+            #expect(presentation["lockScreen"]?[0]?["isStale"] == .bool(true))
+            #expect(presentation["lockScreen"]?[0]?["relevanceScore"] == .integer(75))
+
+            // The app ends it with a dismissal date; the person then swipes it away.
+            let ended = try await ok(client, .post, "/devices/iphone/activities/\(activityID)/end",
+                                     #"{"contentState":{"step":"delivered","driver":{"name":"Ada"}},"dismissalPolicy":"after","dismissalDate":"2099-01-01T00:00:00Z"}"#)
+            #expect(ended["state"] == .string("ended"))
+            let dismissed = try await ok(client, .post, "/devices/iphone/activities/\(activityID)/dismiss")
+            #expect(dismissed["state"] == .string("dismissed"))
+            let log = try await ok(client, .get, "/devices/iphone/log")
+            let messages = (log["log"]?.arrayElements ?? []).compactMap { $0["message"]?.stringValue }
+            #expect(messages.contains { $0.contains("ended by the app") } && messages.contains { $0.contains("removed by the person") })
+
+            // Everything is in the event log, in order, filterable by activity.
+            let events = try await ok(client, .get, "/events?activityID=\(activityID)")
+            let kinds = (events["events"]?.arrayElements ?? []).compactMap { event -> String? in
+                guard let type = event["type"]?.stringValue else { return nil }
+                return event["state"]?.stringValue.map { "\(type):\($0)" } ?? type
+            }
+            #expect(kinds == ["activityStarted", "tokenIssued", "contentUpdated", "stateChanged:stale", "contentUpdated",
+                              "stateChanged:ended", "stateChanged:dismissed"], "\(kinds)")
+        }
+    }
+
+    @Test func theAppRequestsUpdatesAndIsRefusedWithActivityKitsErrors() async throws {
+        try await withEmulator { client, _, _ in
+            _ = try await ok(client, .post, "/devices", #"{"id":"ipad","model":"iPad"}"#)
+            _ = try await ok(client, .post, "/devices/ipad/apps", Self.app)
+            let request = #"{"attributesType":"DeliveryAttributes","attributes":{"activityKey":"k","orderNumber":1},"contentState":{"step":"preparing","driver":{"name":"Bo"}},"pushType":"token","relevanceScore":10}"#
+            let activity = try await ok(client, .post, "/devices/ipad/apps/\(bundle)/activities", request)
+            let id = try #require(activity["id"]?.stringValue)
+            #expect(activity["pushToken"] == .null, "the token comes after the issue delay")
+            _ = try await ok(client, .post, "/clock/advance", #"{"seconds":1}"#)
+            let waited = try await ok(client, .get, "/events?after=0&wait=1&device=ipad")
+            #expect((waited["events"]?.arrayElements ?? []).contains { $0["tokenKind"] == .string("update") })
+
+            let updated = try await ok(client, .post, "/devices/ipad/activities/\(id)/update",
+                                       #"{"contentState":{"step":"delivering","driver":{"name":"Bo"}},"alert":{"title":"Go","body":"now"}}"#)
+            #expect(updated["contentState"]?["step"] == .string("delivering"))
+            let presentation = try await ok(client, .get, "/devices/ipad/presentation")
+            #expect(presentation["dynamicIsland"] == .null && presentation["banner"]?["alert"]?["title"] == .string("Go"), "an iPad shows a banner")
+
+            _ = try await ok(client, .patch, "/devices/ipad/apps/\(bundle)", #"{"inForeground":false}"#)
+            let background = try await send(client, .post, "/devices/ipad/apps/\(bundle)/activities", request)
+            #expect(background.status == 422 && background.body?["error"]?["code"] == .string("visibility"))
+            _ = try await ok(client, .patch, "/devices/ipad/apps/\(bundle)", #"{"inForeground":true,"liveActivitiesEnabled":false}"#)
+            let device = try await ok(client, .get, "/devices/ipad")
+            #expect(device["activities"] == .array([]), "turning Live Activities off ends and removes the app's activities")
+            let denied = try await send(client, .post, "/devices/ipad/apps/\(bundle)/activities", request)
+            #expect(denied.status == 422 && denied.body?["error"]?["code"] == .string("denied"))
+        }
+    }
+
+    @Test(arguments: [
+        ("/devices", #"{"id":"x","modle":"iPad"}"#, "modle", "unknown_key"),
+        ("/devices", #"{"id":"x","model":"iPhone 15"}"#, "model", "invalid_value"),
+        ("/devices/iphone/apps", #"{"bundleID":"com.example.a","attributeTypes":[{"name":"T","attributes":{},"contentState":{"n":"Integer"}}]}"#, "attributeTypes[0].contentState.n", "invalid_value"),
+        ("/devices/iphone/apps", #"{"bundleID":"com.example.a","attributeTypes":[{"name":"T","attributes":{},"contentstate":{}}]}"#, "attributeTypes[0].contentstate", "unknown_key"),
+        ("/devices/iphone/apps", #"{"bundleID":"com.example.a","attributeTypes":[],"reportTo":{"url":"ftp://x"}}"#, "reportTo.url", "invalid_value"),
+        ("/devices/iphone/apps/com.example.delivery/activities", #"{"attributesType":"DeliveryAttributes","attributes":{},"contentState":{},"pushType":"tokens"}"#, "pushType", "invalid_value"),
+        ("/devices/iphone/apps/com.example.delivery/activities", #"{"attributesType":"DeliveryAttributes","attributes":{},"contentState":{},"start":"tomorrow"}"#, "start", "invalid_value"),
+        ("/clock/advance", #"{"seconds":-5}"#, "seconds", "invalid_value"),
+        ("/devices/nope/apps", #"{}"#, "id", "not_found"),
+    ])
+    func badInputNamesTheFieldAndTheRule(uri: String, body: String, field: String, code: String) async throws {
+        try await withEmulator { client, emulator, _ in
+            _ = try await ok(client, .post, "/devices", #"{"id":"iphone"}"#)
+            _ = try await ok(client, .post, "/devices/iphone/apps", Self.app)
+            let before = try emulator.devices.device("iphone").apps.count
+            let (status, answer) = try await send(client, .post, uri, body)
+            #expect((400..<500).contains(status))
+            #expect(answer?["error"]?["field"] == .string(field), "\(answer?.serializedString ?? "")")
+            #expect(answer?["error"]?["code"] == .string(code))
+            #expect(try emulator.devices.device("iphone").apps.count == before, "nothing half-installed")
+        }
+    }
+
+    @Test func serverSentEventsStreamFromAGivenSequence() async throws {
+        try await withEmulator { client, _, _ in
+            _ = try await ok(client, .post, "/devices", #"{"id":"iphone"}"#)
+            _ = try await ok(client, .post, "/devices/iphone/apps", Self.app)
+            let text = try await client.execute(uri: "/events/stream?after=0&limit=1&device=iphone", method: .get) { response in
+                #expect(response.headers[.contentType] == "text/event-stream")
+                return String(buffer: response.body)
+            }
+            #expect(text.hasPrefix("id: 1\nevent: tokenIssued\ndata: {"), "\(text)")
+            #expect(text.contains(#""tokenKind":"pushToStart""#) && text.hasSuffix("\n\n"))
+        }
+    }
+
+    /// A stand-in for the LiveRelay server (issue 5): records what the app reports.
+    @Test func anAppReportsItsTokensToTheServerItIsToldAbout() async throws {
+        let received = Mutex<[(path: String, body: JSONValue, authorization: String?)]>([])
+        let router = Router()
+        router.post("/v1/**") { request, context -> HTTPResponse.Status in
+            let body = try await request.body.collect(upTo: 1 << 16)
+            let json = try JSONValue(parsing: body.readableBytesView)
+            received.withLock { $0.append((request.uri.path, json, request.headers[.authorization])) }
+            return .noContent
+        }
+        try await Application(router: router).test(.live) { server in
+            let url = "http://127.0.0.1:\(server.port!)"
+            try await withEmulator { client, emulator, _ in
+                let reporting = Task { await emulator.reporter.run() }
+                defer { reporting.cancel() }
+                _ = try await ok(client, .post, "/devices", #"{"id":"iphone"}"#)
+                let app = Self.app.replacingOccurrences(of: #""attributeTypes""#, with: #""reportTo":{"url":"\#(url)","clientKey":"ck_test"},"attributeTypes""#)
+                _ = try await ok(client, .post, "/devices/iphone/apps", app)
+                let activity = try await ok(client, .post, "/devices/iphone/apps/\(bundle)/activities",
+                    #"{"attributesType":"DeliveryAttributes","attributes":{"activityKey":"order-42","orderNumber":42},"contentState":{"step":"preparing","driver":{"name":"Ada"}},"pushType":"token"}"#)
+                let id = try #require(activity["id"]?.stringValue)
+                _ = try await ok(client, .post, "/clock/advance", #"{"seconds":1}"#)
+                _ = try await ok(client, .post, "/devices/iphone/activities/\(id)/dismiss")
+                // Reports are sent in the background: wait (under the suite's deadline) for all three.
+                while received.withLock({ $0.count }) < 4 { try await Task.sleep(for: .milliseconds(20)) }
+                let reports = received.withLock { $0 }
+                #expect(reports.map(\.path) == ["/v1/push-to-start-tokens", "/v1/activities/order-42/tokens",
+                                                "/v1/activities/order-42/ended", "/v1/activities/order-42/ended"])
+                #expect(reports[0].body["attributesType"] == .string("DeliveryAttributes") && reports[0].body["token"]?.stringValue?.count == 160)
+                #expect(reports[1].body["activityID"] == .string(id) && reports[1].body["environment"] == .string("sandbox"))
+                #expect(reports[3].body["state"] == .string("dismissed"))
+                #expect(reports.allSatisfy { $0.authorization == "Bearer ck_test" })
+                let view = try await ok(client, .get, "/devices/iphone")
+                #expect(view["apps"]?[0]?["reports"]?[0]?["status"] == .integer(204))
+            }
+        }
+    }
+}
