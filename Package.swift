@@ -70,7 +70,7 @@ let package = Package(
         .executableTarget(
             name: "liverelay",
             dependencies: [
-                "LiveActivityKit", "APNs", "APNsEmulator",
+                "LiveActivityKit", "APNs", "APNsEmulator", "SimulatedDevices",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -27,7 +27,10 @@ public final class VirtualClock: Sendable {
 /// reported through `onEvents` after the lock is released.
 public final class DeviceFleet: Sendable {
     private struct State {
-        var devices: [String: SimulatedDevice] = [:]
+        /// Devices in an array, found through `indices`: a dictionary of 100,000 large values
+        /// would reserve room for more than twice as many.
+        var devices: [SimulatedDevice] = []
+        var indices: [String: Int] = [:]
         /// Which device holds each live token.
         var tokenOwners: [String: String] = [:]
         /// The most recent message of each Most-Recent-Message-Stored channel, for devices that
@@ -50,6 +53,7 @@ public final class DeviceFleet: Sendable {
     public let settings: DeviceRuntimeSettings
     /// Everything that happens on the devices, in order: ActivityKit's sequences are read from it.
     public let events: FleetEventLog
+    private let sharedSettings: SharedSettings
     private let state = Mutex(State())
     private let onEvents: @Sendable (_ deviceID: String, _ events: [DeviceEvent]) -> Void
 
@@ -59,6 +63,7 @@ public final class DeviceFleet: Sendable {
     ) {
         self.clock = clock
         self.settings = settings
+        self.sharedSettings = SharedSettings(settings)
         self.events = FleetEventLog(capacity: eventLogCapacity)
         self.onEvents = onEvents
     }
@@ -80,12 +85,14 @@ public final class DeviceFleet: Sendable {
         id: String, model: DeviceModel = .iPhoneWithDynamicIsland, hasPairedWatch: Bool = false, settings: DeviceRuntimeSettings? = nil
     ) throws(FleetError) {
         try state.withLock { (state: inout State) throws(FleetError) in
-            guard state.devices[id] == nil else { throw .deviceExists(id) }
-            state.devices[id] = SimulatedDevice(id: id, model: model, hasPairedWatch: hasPairedWatch, settings: settings ?? self.settings)
+            guard state.indices[id] == nil else { throw .deviceExists(id) }
+            state.indices[id] = state.devices.count
+            state.devices.append(SimulatedDevice(
+                id: id, model: model, hasPairedWatch: hasPairedWatch, settings: settings.map(SharedSettings.init) ?? sharedSettings, seed: nil))
         }
     }
 
-    public var deviceIDs: [String] { state.withLock { $0.devices.keys.sorted() } }
+    public var deviceIDs: [String] { state.withLock { $0.indices.keys.sorted() } }
     public var count: Int { state.withLock { $0.devices.count } }
 
     /// A copy of a device as it is now (time applied).
@@ -100,9 +107,11 @@ public final class DeviceFleet: Sendable {
     ) throws -> T {
         let now = clock.now
         let (result, events) = try state.withLock { state in
-            // Taken out so that it is uniquely referenced: mutating its arrays then copies nothing.
-            guard var device = state.devices.removeValue(forKey: id) else { throw FleetError.unknownDevice(id) }
-            defer { state.devices[id] = device }
+            // Swapped out so that it is uniquely referenced: mutating its arrays then copies nothing.
+            guard let index = state.indices[id] else { throw FleetError.unknownDevice(id) }
+            var device = SimulatedDevice(id: "", model: .iPhone, hasPairedWatch: false, settings: sharedSettings, seed: 1)
+            swap(&device, &state.devices[index])
+            defer { swap(&device, &state.devices[index]) }
             // What time did is recorded before the operation runs (and stays recorded if it
             // throws), so that the operation sees a log that matches the device.
             var events = device.advance(to: now)
@@ -138,7 +147,7 @@ public final class DeviceFleet: Sendable {
             state.withLock { $0.storedBroadcasts[channelID] = StoredBroadcast(payload: payload, priority: priority, expiresAt: expiresAt) }
         }
         let subscribers = state.withLock { state in
-            state.devices.values.filter { device in
+            state.devices.filter { device in
                 device.isOnline && device.activities.contains { $0.pushType == .channel(channelID) && $0.lifecycle.isOngoing }
             }.map(\.id)
         }

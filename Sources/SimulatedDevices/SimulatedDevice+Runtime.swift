@@ -52,7 +52,9 @@ public struct SimulatedDevice: Sendable {
     /// Every activity not yet forgotten, oldest first.
     public private(set) var activities: [SimulatedActivity] = []
     public private(set) var log: [DeviceLogEntry] = []
-    public let settings: DeviceRuntimeSettings
+    /// Shared by every device of a fleet: one copy, not one per device.
+    private let sharedSettings: SharedSettings
+    public var settings: DeviceRuntimeSettings { sharedSettings.value }
     /// APNs keeps one push per app while the device is offline.
     private var storedWhileOffline: [String: DevicePush] = [:]
     /// Priority-10 deliveries per app in the last hour.
@@ -63,10 +65,14 @@ public struct SimulatedDevice: Sendable {
 
     public init(id: String, model: DeviceModel = .iPhoneWithDynamicIsland, hasPairedWatch: Bool = false,
                 settings: DeviceRuntimeSettings = .init(), seed: UInt64? = nil) {
+        self.init(id: id, model: model, hasPairedWatch: hasPairedWatch, settings: SharedSettings(settings), seed: seed)
+    }
+
+    init(id: String, model: DeviceModel, hasPairedWatch: Bool, settings: SharedSettings, seed: UInt64?) {
         self.id = id
         self.model = model
         self.hasPairedWatch = hasPairedWatch
-        self.settings = settings
+        self.sharedSettings = settings
         self.tokenGenerator = TokenGenerator(seed: seed)
     }
 
@@ -355,6 +361,12 @@ public struct SimulatedDevice: Sendable {
         recent.append(now)
         return nil
     }
+}
+
+/// Settings held once for many devices.
+final class SharedSettings: Sendable {
+    let value: DeviceRuntimeSettings
+    init(_ value: DeviceRuntimeSettings) { self.value = value }
 }
 
 /// Random 80-byte tokens (160 hex characters, like ActivityKit's) and UUIDs; seeded for

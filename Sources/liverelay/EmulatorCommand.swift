@@ -76,7 +76,7 @@ struct Emulator: AsyncParsableCommand {
                 APNs emulator (\(environment.rawValue))
                 pushes:             https://\(host):\(emulator.pushPort)  (/3/device/<token>, /4/broadcasts/apps/<bundle>)
                 channel management: https://\(host):\(emulator.channelManagementPort)  (/1/apps/<bundle>/channels)
-                control API:        http://\(host):\(controlPort)  (/emulator, /keys, /tokens, /journal, /faults)
+                control API:        http://\(host):\(controlPort)  (/emulator, /keys, /tokens, /journal, /faults, /devices, /events, /clock)
                 CA certificate:     \(ca)
                 try: liverelay push update --environment custom --host \(host) --port \(emulator.pushPort) --management-port \(emulator.channelManagementPort) --ca-file \(ca) --key-file <p8> --key-id <id> --team-id <id> --bundle-id <bundle> --token <hex> --content-state '{}'
 
