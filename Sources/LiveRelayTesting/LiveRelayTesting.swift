@@ -168,3 +168,30 @@ extension JSONValue {
         }
     }
 }
+
+/// A running emulator, its CA written to a temporary file, and our client trusting it, signing
+/// with `key` (registered with the emulator unless `registerKey` is false) on the emulator's
+/// clock; all under a deadline, and shut down afterwards.
+public func withEmulatorAndClient(
+    _ configuration: APNsEmulator.Configuration = .init(), key: TestSigningKey = TestSigningKey(), registerKey: Bool = true,
+    _ body: @escaping @Sendable (APNsEmulator, APNsClient) async throws -> Void
+) async throws {
+    try await withDeadline {
+        let emulator = try await APNsEmulator.start(configuration)
+        if registerKey {
+            emulator.registry.register(EmulatorKey(keyID: key.signingKey.keyID, teamID: key.signingKey.teamID, publicKey: key.publicKey))
+        }
+        let caFile = FileManager.default.temporaryDirectory.appendingPathComponent("emulator-ca-\(UUID().uuidString).pem").path
+        defer { try? FileManager.default.removeItem(atPath: caFile) }
+        do {
+            try emulator.certificates.writeCertificateAuthority(to: caFile)
+            let client = APNsClient.Configuration(
+                environment: emulator.clientEnvironment(caFile: caFile), signingKey: key.signingKey, now: emulator.clock.function)
+            try await withAPNsClient(configuration: client) { apns in try await body(emulator, apns) }
+        } catch {
+            await emulator.shutdown()
+            throw error
+        }
+        await emulator.shutdown()
+    }
+}

@@ -19,30 +19,16 @@ import Testing
     func withControlAPI(
         _ body: @escaping @Sendable (any TestClientProtocol, APNsEmulator, APNsClient, TestSigningKey) async throws -> Void
     ) async throws {
-        try await withDeadline {
-            let emulator = try await APNsEmulator.start()
-            let caFile = FileManager.default.temporaryDirectory.appendingPathComponent("control-ca-\(UUID().uuidString).pem").path
-            defer { try? FileManager.default.removeItem(atPath: caFile) }
-            let key = TestSigningKey(keyID: "CONTROLKEY", teamID: "TEAMCTRL12")
-            do {
-                try emulator.certificates.writeCertificateAuthority(to: caFile)
-                let configuration = APNsClient.Configuration(environment: emulator.clientEnvironment(caFile: caFile), signingKey: key.signingKey)
-                try await withAPNsClient(configuration: configuration) { apns in
-                    let app = Application(router: EmulatorControlAPI(emulator: emulator).router())
-                    try await app.test(.router) { client in try await body(client, emulator, apns, key) }
-                }
-            } catch {
-                await emulator.shutdown()
-                throw error
+        let key = TestSigningKey(keyID: "CONTROLKEY", teamID: "TEAMCTRL12")
+        try await withEmulatorAndClient(key: key, registerKey: false) { emulator, apns in
+            try await Application(router: EmulatorControlAPI(emulator: emulator).router()).test(.router) { client in
+                try await body(client, emulator, apns, key)
             }
-            await emulator.shutdown()
         }
     }
 
     func send(_ client: any TestClientProtocol, _ method: HTTPRequest.Method, _ uri: String, _ json: String? = nil) async throws -> (status: Int, body: JSONValue?) {
-        try await client.execute(uri: uri, method: method, body: json.map { ByteBuffer(string: $0) }) { response in
-            (Int(response.status.code), response.body.readableBytes == 0 ? nil : try JSONValue(parsing: response.body.readableBytesView))
-        }
+        try await client.sendJSON(method, uri, json)
     }
 
     func push(_ apns: APNsClient, to token: String? = nil) async throws {

@@ -36,37 +36,16 @@ struct OrderAttributes: ActivityAttributes {
     func withEmulator(
         _ body: @escaping @Sendable (any TestClientProtocol, APNsEmulator, APNsClient) async throws -> Void
     ) async throws {
-        try await withDeadline {
-            let emulator = try await APNsEmulator.start()
-            let key = TestSigningKey()
-            emulator.registry.register(EmulatorKey(keyID: key.signingKey.keyID, teamID: key.signingKey.teamID, publicKey: key.publicKey))
-            let caFile = FileManager.default.temporaryDirectory.appendingPathComponent("device-api-ca-\(UUID().uuidString).pem").path
-            defer { try? FileManager.default.removeItem(atPath: caFile) }
-            do {
-                try emulator.certificates.writeCertificateAuthority(to: caFile)
-                let configuration = APNsClient.Configuration(
-                    environment: emulator.clientEnvironment(caFile: caFile), signingKey: key.signingKey, now: emulator.clock.function)
-                try await withAPNsClient(configuration: configuration) { apns in
-                    let app = Application(router: EmulatorControlAPI(emulator: emulator).router())
-                    try await app.test(.router) { client in try await body(client, emulator, apns) }
-                }
-            } catch {
-                await emulator.shutdown()
-                throw error
+        try await withEmulatorAndClient { emulator, apns in
+            try await Application(router: EmulatorControlAPI(emulator: emulator).router()).test(.router) { client in
+                try await body(client, emulator, apns)
             }
-            await emulator.shutdown()
-        }
-    }
-
-    func send(_ client: any TestClientProtocol, _ method: HTTPRequest.Method, _ uri: String, _ json: String? = nil) async throws -> (status: Int, body: JSONValue?) {
-        try await client.execute(uri: uri, method: method, body: json.map { ByteBuffer(string: $0) }) { response in
-            (Int(response.status.code), response.body.readableBytes == 0 ? nil : try JSONValue(parsing: response.body.readableBytesView))
         }
     }
 
     /// `POST` that must succeed; returns the body.
     func ok(_ client: any TestClientProtocol, _ method: HTTPRequest.Method, _ uri: String, _ json: String? = nil, sourceLocation: SourceLocation = #_sourceLocation) async throws -> JSONValue {
-        let (status, body) = try await send(client, method, uri, json)
+        let (status, body) = try await client.sendJSON(method, uri, json)
         #expect((200..<300).contains(status), "\(method) \(uri): \(status) \(body?.serializedString ?? "")", sourceLocation: sourceLocation)
         return body ?? .null
     }
@@ -153,12 +132,12 @@ struct OrderAttributes: ActivityAttributes {
             #expect(presentation["dynamicIsland"] == .null && presentation["banner"]?["alert"]?["title"] == .string("Go"), "an iPad shows a banner")
 
             _ = try await ok(client, .patch, "/devices/ipad/apps/\(bundle)", #"{"inForeground":false}"#)
-            let background = try await send(client, .post, "/devices/ipad/apps/\(bundle)/activities", request)
+            let background = try await client.sendJSON(.post, "/devices/ipad/apps/\(bundle)/activities", request)
             #expect(background.status == 422 && background.body?["error"]?["code"] == .string("visibility"))
             _ = try await ok(client, .patch, "/devices/ipad/apps/\(bundle)", #"{"inForeground":true,"liveActivitiesEnabled":false}"#)
             let device = try await ok(client, .get, "/devices/ipad")
             #expect(device["activities"] == .array([]), "turning Live Activities off ends and removes the app's activities")
-            let denied = try await send(client, .post, "/devices/ipad/apps/\(bundle)/activities", request)
+            let denied = try await client.sendJSON(.post, "/devices/ipad/apps/\(bundle)/activities", request)
             #expect(denied.status == 422 && denied.body?["error"]?["code"] == .string("denied"))
         }
     }
@@ -179,7 +158,7 @@ struct OrderAttributes: ActivityAttributes {
             _ = try await ok(client, .post, "/devices", #"{"id":"iphone"}"#)
             _ = try await ok(client, .post, "/devices/iphone/apps", Self.app)
             let before = try emulator.devices.device("iphone").apps.count
-            let (status, answer) = try await send(client, .post, uri, body)
+            let (status, answer) = try await client.sendJSON(.post, uri, body)
             #expect((400..<500).contains(status))
             #expect(answer?["error"]?["field"] == .string(field), "\(answer?.serializedString ?? "")")
             #expect(answer?["error"]?["code"] == .string(code))

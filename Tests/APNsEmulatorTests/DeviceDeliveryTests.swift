@@ -25,26 +25,10 @@ import Testing
 
     /// An emulator with one device and one app, and a client on the emulator's clock.
     func withDevice(_ body: @escaping @Sendable (APNsEmulator, APNsClient) async throws -> Void) async throws {
-        try await withDeadline {
-            let emulator = try await APNsEmulator.start()
-            let key = TestSigningKey()
-            emulator.registry.register(EmulatorKey(keyID: key.signingKey.keyID, teamID: key.signingKey.teamID, publicKey: key.publicKey))
+        try await withEmulatorAndClient { emulator, client in
             try emulator.devices.addDevice(id: "iphone")
-            try emulator.devices.withDevice("iphone") { device, now in
-                ((), device.install(SimulatedApp(bundleID: Self.bundle, attributeTypes: [Self.type]), at: now))
-            }
-            let caFile = FileManager.default.temporaryDirectory.appendingPathComponent("devices-ca-\(UUID().uuidString).pem").path
-            defer { try? FileManager.default.removeItem(atPath: caFile) }
-            do {
-                try emulator.certificates.writeCertificateAuthority(to: caFile)
-                let configuration = APNsClient.Configuration(
-                    environment: emulator.clientEnvironment(caFile: caFile), signingKey: key.signingKey, now: emulator.clock.function)
-                try await withAPNsClient(configuration: configuration) { client in try await body(emulator, client) }
-            } catch {
-                await emulator.shutdown()
-                throw error
-            }
-            await emulator.shutdown()
+            try emulator.devices.install(SimulatedApp(bundleID: Self.bundle, attributeTypes: [Self.type]), on: "iphone")
+            try await body(emulator, client)
         }
     }
 
