@@ -41,14 +41,17 @@ public struct Activity<Attributes: ActivityAttributes>: Sendable, Identifiable {
     private var current: SimulatedActivity? { try? app.fleet.device(app.deviceID).activity(id) }
 
     public var attributes: Attributes {
-        get throws { try JSONDecoder().decode(Attributes.self, from: Data((current?.attributes ?? .null).serialized)) }
+        get throws {
+            guard let current else { throw ActivityGone(activityID: id) }
+            return try JSONDecoder().decode(Attributes.self, from: Data(current.attributes.serialized))
+        }
     }
 
     public var activityState: ActivityState { current?.state ?? .dismissed }
 
     public var content: ActivityContent<Attributes.ContentState> {
         get throws {
-            guard let current else { throw ActivityAuthorizationError.denied("the activity \(id) was dismissed") }
+            guard let current else { throw ActivityGone(activityID: id) }
             return try Self.typed(current.content)
         }
     }
@@ -178,6 +181,12 @@ public struct Activity<Attributes: ActivityAttributes>: Sendable, Identifiable {
         let state = try JSONDecoder().decode(Attributes.ContentState.self, from: Data(content.state.serialized))
         return ActivityContent(state: state, staleDate: content.staleDate, relevanceScore: content.relevanceScore)
     }
+}
+
+/// The device no longer holds the activity: it was dismissed and forgotten.
+public struct ActivityGone: Error, Hashable, CustomStringConvertible {
+    public var activityID: String
+    public var description: String { "the activity \(activityID) was dismissed and is gone from the device" }
 }
 
 /// One of ActivityKit's sequences, read from the fleet's event log: what the device already

@@ -94,6 +94,7 @@ public final class DeviceFleet: Sendable {
 
     public var deviceIDs: [String] { state.withLock { $0.indices.keys.sorted() } }
     public var count: Int { state.withLock { $0.devices.count } }
+    public func contains(_ id: String) -> Bool { state.withLock { $0.indices[id] != nil } }
 
     /// A copy of a device as it is now (time applied).
     public func device(_ id: String) throws -> SimulatedDevice {

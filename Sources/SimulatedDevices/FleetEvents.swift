@@ -101,7 +101,7 @@ public final class FleetEventLog: Sendable {
     /// Events after `sequence` that match; if there are none yet, waits up to `timeout` for one.
     public func wait(after sequence: Int, limit: Int, timeout: Duration, where matches: @escaping @Sendable (FleetEvent) -> Bool) async -> [FleetEvent] {
         let ready = events(after: sequence, limit: limit, where: matches)
-        guard ready.isEmpty, timeout > .zero else { return ready }
+        guard ready.isEmpty, limit > 0, timeout > .zero else { return ready }
         let stream = subscribe(after: sequence)
         return await withTaskGroup(of: [FleetEvent].self) { group in
             group.addTask {

@@ -99,7 +99,7 @@ extension EmulatorControlAPI {
             let body = try await request.jsonObject(fields: ["liveActivitiesEnabled", "frequentUpdatesEnabled", "inForeground", "reportTo"], context: context)
             let enabled = try body.bool("liveActivitiesEnabled"), frequent = try body.bool("frequentUpdatesEnabled")
             let foreground = try body.bool("inForeground")
-            if body.value("reportTo") != nil || body.members.contains(where: { $0.key == "reportTo" }) {
+            if body.members.contains(where: { $0.key == "reportTo" }) {  // null stops the reports
                 try emulator.reporter.setTarget(try reporting(body), deviceID: id, bundleID: bundleID)
             }
             try fleet.withDevice(id) { device, now in
@@ -247,7 +247,7 @@ extension EmulatorControlAPI {
 
     private func deviceID(_ context: ControlRequestContext) throws -> String {
         let id = try context.parameters.require("id")
-        guard emulator.devices.deviceIDs.contains(id) else { throw APIError.notFound("id", "no device with id \(id)") }
+        guard emulator.devices.contains(id) else { throw APIError.notFound("id", "no device with id \(id)") }
         return id
     }
 
