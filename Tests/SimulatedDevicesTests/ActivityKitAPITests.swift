@@ -115,7 +115,7 @@ struct PizzaAttributes: ActivityAttributes {
         #expect(await waited.map(\.sequence) == [5])
     }
 
-    @Test func timeVisitsOnlyTheDevicesItConcerns() throws {
+    @Test func timeReachesADeviceThroughItsDeadlineWithoutAnyCallOnIt() throws {
         let app = try app()
         for index in 0..<50 { try app.fleet.addDevice(id: "idle-\(index)") }
         _ = try Activity.request(in: app, attributes: PizzaAttributes(orderNumber: 1), content: ActivityContent(state: .init(step: .baking), staleDate: t0 + 30))
