@@ -135,6 +135,12 @@ extension JSONValue {
         let data = try encoder.encode(value)
         self = try JSONValue(parsing: data)
     }
+
+    /// The value a default `JSONDecoder` makes of this JSON, as ActivityKit decodes attributes
+    /// and content state on the device.
+    public func decoded<Value: Decodable>(as type: Value.Type) throws -> Value {
+        try JSONDecoder().decode(Value.self, from: Data(serialized))
+    }
 }
 
 // MARK: - Serialising
@@ -428,37 +434,5 @@ extension DecodingError {
         @unknown default: keys = []
         }
         return keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".").replacingOccurrences(of: ".[", with: "[")
-    }
-}
-
-/// Lets a `JSONValue` sit inside an `Encodable` response. Numbers go out as `Int` when their
-/// literal is a whole number in range and as `Double` otherwise.
-extension JSONValue: Encodable {
-    private struct Key: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        switch self {
-        case .object(let members):
-            var container = encoder.container(keyedBy: Key.self)
-            for member in members { try container.encode(member.value, forKey: Key(stringValue: member.key)) }
-        case .array(let elements):
-            var container = encoder.unkeyedContainer()
-            for element in elements { try container.encode(element) }
-        default:
-            var container = encoder.singleValueContainer()
-            switch self {
-            case .null: try container.encodeNil()
-            case .bool(let value): try container.encode(value)
-            case .string(let value): try container.encode(value)
-            case .number(let literal):
-                if let integer = Int(literal) { try container.encode(integer) } else { try container.encode(Double(literal) ?? 0) }
-            case .array, .object: break
-            }
-        }
     }
 }

@@ -43,7 +43,7 @@ public struct Activity<Attributes: ActivityAttributes>: Sendable, Identifiable {
     public var attributes: Attributes {
         get throws {
             guard let current else { throw ActivityGone(activityID: id) }
-            return try JSONDecoder().decode(Attributes.self, from: Data(current.attributes.serialized))
+            return try current.attributes.decoded(as: Attributes.self)
         }
     }
 
@@ -178,8 +178,7 @@ public struct Activity<Attributes: ActivityAttributes>: Sendable, Identifiable {
     }
 
     static func typed(_ content: ActivityContentState) throws -> ActivityContent<Attributes.ContentState> {
-        let state = try JSONDecoder().decode(Attributes.ContentState.self, from: Data(content.state.serialized))
-        return ActivityContent(state: state, staleDate: content.staleDate, relevanceScore: content.relevanceScore)
+        ActivityContent(state: try content.state.decoded(as: Attributes.ContentState.self), staleDate: content.staleDate, relevanceScore: content.relevanceScore)
     }
 }
 

@@ -98,7 +98,7 @@ extension PresentedActivity {
     init(_ activity: SimulatedActivity, at now: Date) {
         self.init(
             activityID: activity.id, bundleID: activity.bundleID, attributesType: activity.attributesType, state: activity.state,
-            isStale: activity.state == .stale || activity.content.staleDate.map { $0 <= now } == true, relevanceScore: activity.content.relevanceScore, content: activity.content.state,
+            isStale: activity.content.staleDate.map { $0 <= now } == true, relevanceScore: activity.content.relevanceScore, content: activity.content.state,
             startDate: activity.lifecycle.startDate)
     }
 }

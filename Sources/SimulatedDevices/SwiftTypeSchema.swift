@@ -151,7 +151,7 @@ extension DecodingFailure {
     /// same terms as a schema.
     static func decode<Value: Decodable>(_ type: Value.Type, from json: JSONValue) throws(DecodingFailure) {
         do {
-            _ = try JSONDecoder().decode(Value.self, from: Data(json.serialized))
+            _ = try json.decoded(as: Value.self)
         } catch let error as DecodingError {
             let kind: Kind
             let message: String

@@ -73,19 +73,7 @@ extension Request {
     /// The body as `Body`, or an `APIError` naming the field and the rule.
     func decodeJSON<Body: APIRequestBody>(_ type: Body.Type, context: some RequestContext) async throws -> Body {
         let buffer = try await body.collect(upTo: context.maxUploadSize)
-        let json: JSONValue
-        do {
-            json = try JSONValue(parsing: buffer.readableBytesView)
-        } catch {
-            throw APIError(.badRequest, code: "invalid_json", message: "the body is not valid JSON: \(error)")
-        }
-        guard let members = json.objectMembers else {
-            throw APIError(.badRequest, code: "wrong_type", message: "the body must be a JSON object, got \(json.typeName)")
-        }
-        for member in members where !Body.fields.contains(member.key) {
-            let hint = closestKey(to: member.key, in: Body.fields).map { " (did you mean \"\($0)\"?)" } ?? ""
-            throw APIError(.badRequest, code: "unknown_key", message: "is not a field of this request\(hint)", field: member.key)
-        }
+        _ = try JSONBodyReader(try JSONBodyReader.parse(buffer), fields: Body.fields)  // the keys, before decoding
         do {
             return try JSONDecoder().decode(Body.self, from: Data(buffer.readableBytesView))
         } catch let error as DecodingError {

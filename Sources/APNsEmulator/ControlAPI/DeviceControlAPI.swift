@@ -140,9 +140,7 @@ extension EmulatorControlAPI {
             let alertBody = try body.object("alert", fields: ["title", "body", "sound"])
             let activityID = try fleet.withDevice(id) { device, now in
                 guard device.apps[bundleID] != nil else { throw APIError.notFound("bundleID", "\(bundleID) is not installed on \(id)") }
-                let alert = try alertBody.map { alert throws(APIError) in
-                    ShownAlert(title: try alert.requireString("title"), body: try alert.string("body") ?? "", sound: try alert.string("sound"), at: start ?? now)
-                }
+                let alert = try alertBody.map { alert throws(APIError) in try shownAlert(alert, at: start ?? now) }
                 do {
                     return try device.request(
                         bundleID: bundleID, attributesType: type, attributes: attributes, content: content, pushType: pushType, style: style,
@@ -160,9 +158,7 @@ extension EmulatorControlAPI {
             let alertBody = try body.object("alert", fields: ["title", "body", "sound"])
             let timestamp = try body.date("timestamp")
             try fleet.withDevice(id) { device, now in
-                let alert = try alertBody.map { alert throws(APIError) in
-                    ShownAlert(title: try alert.requireString("title"), body: try alert.string("body") ?? "", sound: try alert.string("sound"), at: now)
-                }
+                let alert = try alertBody.map { alert throws(APIError) in try shownAlert(alert, at: now) }
                 return ((), device.update(activityID: activityID, content: content, alert: alert, timestamp: timestamp, at: now))
             }
             return try activityView(id, activityID)
@@ -287,6 +283,11 @@ extension EmulatorControlAPI {
     private func contentState(_ body: JSONBodyReader, required: Bool) throws -> ActivityContentState? {
         guard let state = required ? try body.require("contentState") : body.value("contentState") else { return nil }
         return ActivityContentState(state: state, staleDate: try body.date("staleDate"), relevanceScore: try body.number("relevanceScore") ?? 0)
+    }
+
+    /// `{"title", "body"?, "sound"?}`.
+    private func shownAlert(_ alert: JSONBodyReader, at date: Date) throws(APIError) -> ShownAlert {
+        ShownAlert(title: try alert.requireString("title"), body: try alert.string("body") ?? "", sound: try alert.string("sound"), at: date)
     }
 
     private func reporting(_ body: JSONBodyReader) throws -> TokenReporting? {

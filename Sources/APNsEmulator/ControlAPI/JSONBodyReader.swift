@@ -12,7 +12,8 @@ struct JSONBodyReader {
 
     init(_ value: JSONValue, path: String = "", fields: [String]) throws(APIError) {
         guard let members = value.objectMembers else {
-            throw APIError(.badRequest, code: "wrong_type", message: "must be a JSON object, got \(value.typeName)", field: path.isEmpty ? nil : path)
+            let what = path.isEmpty ? "the body must be" : "must be"
+            throw APIError(.badRequest, code: "wrong_type", message: "\(what) a JSON object, got \(value.typeName)", field: path.isEmpty ? nil : path)
         }
         for member in members where !fields.contains(member.key) {
             let hint = closestKey(to: member.key, in: fields).map { " (did you mean \"\($0)\"?)" } ?? ""
@@ -20,6 +21,15 @@ struct JSONBodyReader {
         }
         self.members = members
         self.path = path
+    }
+
+    /// A request body as JSON, or `invalid_json`.
+    static func parse(_ buffer: ByteBuffer) throws(APIError) -> JSONValue {
+        do {
+            return try JSONValue(parsing: buffer.readableBytesView)
+        } catch {
+            throw APIError(.badRequest, code: "invalid_json", message: "the body is not valid JSON: \(error)")
+        }
     }
 
     static func join(_ path: String, _ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
@@ -82,14 +92,7 @@ extension Request {
     /// The body as a checked JSON object.
     func jsonObject(fields: [String], context: some RequestContext) async throws -> JSONBodyReader {
         let buffer = try await body.collect(upTo: context.maxUploadSize)
-        guard buffer.readableBytes > 0 else { return try JSONBodyReader(.object([]), fields: fields) }
-        let json: JSONValue
-        do {
-            json = try JSONValue(parsing: buffer.readableBytesView)
-        } catch {
-            throw APIError(.badRequest, code: "invalid_json", message: "the body is not valid JSON: \(error)")
-        }
-        return try JSONBodyReader(json, fields: fields)
+        return try JSONBodyReader(buffer.readableBytes == 0 ? .object([]) : JSONBodyReader.parse(buffer), fields: fields)
     }
 }
 
