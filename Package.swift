@@ -19,6 +19,9 @@ let package = Package(
         .library(name: "APNs", targets: ["APNs"]),
         .library(name: "SimulatedDevices", targets: ["SimulatedDevices"]),
         .library(name: "APNsEmulator", targets: ["APNsEmulator"]),
+        .library(name: "LiveRelayStore", targets: ["LiveRelayStore"]),
+        .library(name: "LiveRelay", targets: ["LiveRelay"]),
+        .library(name: "LiveRelayHTTP", targets: ["LiveRelayHTTP"]),
         .executable(name: "liverelay", targets: ["liverelay"]),
     ],
     dependencies: [
@@ -33,6 +36,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.30.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
         // The vocabulary of Live Activities and the APNs payload. Foundation only, so an iOS app
@@ -49,11 +53,16 @@ let package = Package(
         // The iPhone's side: ActivityKit's runtime on simulated devices. Pure logic over an injected
         // clock, no I/O, so every rule is tested without a network.
         .target(name: "SimulatedDevices", dependencies: ["LiveActivityKit"]),
+        // What every JSON API of ours shares: one error shape, field-path-aware body reading.
+        .target(
+            name: "JSONAPI",
+            dependencies: ["LiveActivityKit", .product(name: "Hummingbird", package: "hummingbird")]
+        ),
         // Apple's side on loopback: an HTTP/2 + TLS server speaking the APNs provider API.
         .target(
             name: "APNsEmulator",
             dependencies: [
-                "LiveActivityKit", "APNs", "SimulatedDevices",
+                "LiveActivityKit", "APNs", "SimulatedDevices", "JSONAPI",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -61,6 +70,31 @@ let package = Package(
                 // Simulated apps report their tokens to a LiveRelay server over HTTP, as real apps do.
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ] + http2OverTLS
+        ),
+        // The server's storage: one protocol, SQLite (embedded default) behind it, named migrations.
+        .target(
+            name: "LiveRelayStore",
+            dependencies: ["LiveActivityKit", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        // The service core: registry, lifecycle, fan-out, durable outbox, dispatcher, scheduler,
+        // budget governor. Logic over the store and the APNs client.
+        .target(
+            name: "LiveRelay",
+            dependencies: [
+                "LiveActivityKit", "APNs", "LiveRelayStore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // The HTTP API under /v1, its auth and limits, and its OpenAPI document.
+        .target(
+            name: "LiveRelayHTTP",
+            dependencies: [
+                "LiveRelay", "JSONAPI", "LiveActivityKit",
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            resources: [.copy("openapi.json")]
         ),
         // Helpers shared by the test targets: deadlines, fixtures, a scriptable APNs endpoint.
         .target(
@@ -70,7 +104,7 @@ let package = Package(
         .executableTarget(
             name: "liverelay",
             dependencies: [
-                "LiveActivityKit", "APNs", "APNsEmulator", "SimulatedDevices",
+                "LiveActivityKit", "APNs", "APNsEmulator", "SimulatedDevices", "LiveRelay", "LiveRelayHTTP", "LiveRelayStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -91,6 +125,17 @@ let package = Package(
             dependencies: [
                 "APNs", "APNsEmulator", "LiveActivityKit", "LiveRelayTesting", "SimulatedDevices",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
+        ),
+        // The contract every store implementation must pass.
+        .testTarget(name: "LiveRelayStoreTests", dependencies: ["LiveRelayStore", "LiveActivityKit"]),
+        // The server through its HTTP API, with the emulator and simulated devices on loopback.
+        .testTarget(
+            name: "LiveRelayServerTests",
+            dependencies: [
+                "LiveRelay", "LiveRelayHTTP", "LiveRelayStore", "APNs", "APNsEmulator", "SimulatedDevices",
+                "LiveActivityKit", "LiveRelayTesting",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]
         ),

@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import JSONAPI
 import Hummingbird
 
 // The JSON bodies of the control API. Requests list their fields so that misspellings are caught.

@@ -1,4 +1,5 @@
 import Foundation
+import JSONAPI
 import HTTPTypes
 import Hummingbird
 import LiveActivityKit
@@ -29,7 +30,7 @@ extension EmulatorControlAPI {
         router.post("/devices") { request, context in
             let body = try await request.jsonObject(fields: ["id", "model", "pairedWatch"], context: context)
             let id = try body.requireString("id")
-            let model = try body.string("model").map { (name: String) throws(APIError) -> DeviceModel in
+            let model = try body.string("model").map { (name: String) throws -> DeviceModel in
                 guard let model = DeviceModel(rawValue: name) else {
                     throw APIError.invalid("model", "must be one of \(DeviceModel.allCases.map(\.rawValue).joined(separator: ", ")), got \"\(name)\"")
                 }
@@ -132,7 +133,7 @@ extension EmulatorControlAPI {
             case "channel": pushType = .channel(try body.requireString("channelID"))
             case let other: throw APIError.invalid("pushType", "must be none, token or channel, got \"\(other)\"")
             }
-            let style = try body.string("style").map { (name: String) throws(APIError) -> ActivityStyle in
+            let style = try body.string("style").map { (name: String) throws -> ActivityStyle in
                 guard let style = ActivityStyle(rawValue: name) else { throw APIError.invalid("style", "must be standard or transient, got \"\(name)\"") }
                 return style
             } ?? .standard
@@ -140,7 +141,7 @@ extension EmulatorControlAPI {
             let alertBody = try body.object("alert", fields: ["title", "body", "sound"])
             let activityID = try fleet.withDevice(id) { device, now in
                 guard device.apps[bundleID] != nil else { throw APIError.notFound("bundleID", "\(bundleID) is not installed on \(id)") }
-                let alert = try alertBody.map { alert throws(APIError) in try shownAlert(alert, at: start ?? now) }
+                let alert = try alertBody.map { alert throws in try shownAlert(alert, at: start ?? now) }
                 do {
                     return try device.request(
                         bundleID: bundleID, attributesType: type, attributes: attributes, content: content, pushType: pushType, style: style,
@@ -158,7 +159,7 @@ extension EmulatorControlAPI {
             let alertBody = try body.object("alert", fields: ["title", "body", "sound"])
             let timestamp = try body.date("timestamp")
             try fleet.withDevice(id) { device, now in
-                let alert = try alertBody.map { alert throws(APIError) in try shownAlert(alert, at: now) }
+                let alert = try alertBody.map { alert throws in try shownAlert(alert, at: now) }
                 return ((), device.update(activityID: activityID, content: content, alert: alert, timestamp: timestamp, at: now))
             }
             return try activityView(id, activityID)
@@ -286,7 +287,7 @@ extension EmulatorControlAPI {
     }
 
     /// `{"title", "body"?, "sound"?}`.
-    private func shownAlert(_ alert: JSONBodyReader, at date: Date) throws(APIError) -> ShownAlert {
+    private func shownAlert(_ alert: JSONBodyReader, at date: Date) throws -> ShownAlert {
         ShownAlert(title: try alert.requireString("title"), body: try alert.string("body") ?? "", sound: try alert.string("sound"), at: date)
     }
 

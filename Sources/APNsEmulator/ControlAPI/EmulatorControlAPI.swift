@@ -1,6 +1,7 @@
 import APNs
 import Crypto
 import Foundation
+import JSONAPI
 import HTTPTypes
 import Hummingbird
 import LiveActivityKit

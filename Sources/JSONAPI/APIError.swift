@@ -27,6 +27,11 @@ public struct APIError: Error, HTTPResponseError, CustomStringConvertible {
         APIError(.badRequest, code: error.code.description, message: error.message, field: field ?? error.field)
     }
 
+    /// A body field that breaks a rule: 400.
+    package init(_ error: JSONFieldError) {
+        self.init(.badRequest, code: error.code, message: error.message, field: error.field)
+    }
+
     public static func invalid(_ field: String, _ rule: String) -> APIError {
         APIError(.badRequest, code: "invalid_value", message: rule, field: field)
     }
@@ -46,18 +51,22 @@ public struct APIError: Error, HTTPResponseError, CustomStringConvertible {
 
 /// Turns every error a route throws into an `APIError`, so that no client ever sees another shape:
 /// Hummingbird's own errors (unknown route, wrong method, body too large) keep their status.
-struct APIErrorMiddleware<Context: RequestContext>: RouterMiddleware {
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+package struct APIErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    package init() {}
+
+    package func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
         } catch let error as APIError {
             throw error
+        } catch let error as JSONFieldError {
+            throw APIError(error)
         } catch let error as any HTTPResponseError {
             let code = error.status.reasonPhrase.lowercased().replacingOccurrences(of: " ", with: "_")
             let message = (error as? HTTPError)?.body ?? error.status.reasonPhrase
             throw APIError(error.status, code: code, message: message)
         } catch {
-            context.logger.error("control API failure", metadata: ["error": "\(error)"])
+            context.logger.error("API failure", metadata: ["error": "\(error)"])
             throw APIError(.internalServerError, code: "internal_error", message: "\(error)")
         }
     }
@@ -65,15 +74,15 @@ struct APIErrorMiddleware<Context: RequestContext>: RouterMiddleware {
 
 /// A JSON request body whose keys are checked before decoding, so that `bundleId` for `bundleID`
 /// is an error that says so instead of a silently missing field.
-protocol APIRequestBody: Decodable {
+package protocol APIRequestBody: Decodable {
     static var fields: [String] { get }
 }
 
 extension Request {
     /// The body as `Body`, or an `APIError` naming the field and the rule.
-    func decodeJSON<Body: APIRequestBody>(_ type: Body.Type, context: some RequestContext) async throws -> Body {
+    package func decodeJSON<Body: APIRequestBody>(_ type: Body.Type, context: some RequestContext) async throws -> Body {
         let buffer = try await body.collect(upTo: context.maxUploadSize)
-        _ = try JSONBodyReader(try JSONBodyReader.parse(buffer), fields: Body.fields)  // the keys, before decoding
+        _ = try JSONBodyReader(try JSONBodyReader.parse(buffer.readableBytesView), fields: Body.fields)  // the keys, before decoding
         do {
             return try JSONDecoder().decode(Body.self, from: Data(buffer.readableBytesView))
         } catch let error as DecodingError {
@@ -83,7 +92,7 @@ extension Request {
 }
 
 extension APIError {
-    init(decoding error: DecodingError) {
+    package init(decoding error: DecodingError) {
         switch error {
         case .keyNotFound:
             self.init(.badRequest, code: "missing", message: "is required", field: error.valuePath)

@@ -1,0 +1,106 @@
+import Foundation
+
+/// Reads a JSON object field by field, for bodies that carry free-form JSON (attributes, content
+/// state) or nested rules: every error names the full path of the field and the rule, and keys
+/// the request does not define are refused with a hint.
+package struct JSONBodyReader {
+    package let members: [(key: String, value: JSONValue)]
+    package let path: String
+
+    package init(_ value: JSONValue, path: String = "", fields: [String]) throws(JSONFieldError) {
+        guard let members = value.objectMembers else {
+            let what = path.isEmpty ? "the body must be" : "must be"
+            throw JSONFieldError(code: "wrong_type", message: "\(what) a JSON object, got \(value.typeName)", field: path.isEmpty ? nil : path)
+        }
+        for member in members where !fields.contains(member.key) {
+            let hint = closestKey(to: member.key, in: fields).map { " (did you mean \"\($0)\"?)" } ?? ""
+            throw JSONFieldError(code: "unknown_key", message: "is not a field of this request\(hint)", field: Self.join(path, member.key))
+        }
+        self.members = members
+        self.path = path
+    }
+
+    /// A request body as JSON, or `invalid_json`.
+    package static func parse(_ bytes: some Collection<UInt8>) throws(JSONFieldError) -> JSONValue {
+        do {
+            return try JSONValue(parsing: bytes)
+        } catch {
+            throw JSONFieldError(code: "invalid_json", message: "the body is not valid JSON: \(error)", field: nil)
+        }
+    }
+
+    package static func join(_ path: String, _ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+    package func field(_ key: String) -> String { Self.join(path, key) }
+
+    /// The value, `nil` when absent or `null`.
+    package func value(_ key: String) -> JSONValue? {
+        guard let value = members.first(where: { $0.key == key })?.value, value != .null else { return nil }
+        return value
+    }
+
+    package func require(_ key: String) throws(JSONFieldError) -> JSONValue {
+        guard let value = value(key) else { throw JSONFieldError(code: "missing", message: "is required", field: field(key)) }
+        return value
+    }
+
+    private func wrongType(_ key: String, _ expected: String, _ value: JSONValue) -> JSONFieldError {
+        JSONFieldError(code: "wrong_type", message: "must be \(expected), got \(value.typeName)", field: field(key))
+    }
+
+    package func string(_ key: String) throws(JSONFieldError) -> String? {
+        guard let value = value(key) else { return nil }
+        guard let text = value.stringValue else { throw wrongType(key, "a string", value) }
+        return text
+    }
+
+    package func requireString(_ key: String) throws(JSONFieldError) -> String {
+        guard let text = try string(key) else { throw JSONFieldError(code: "missing", message: "is required", field: field(key)) }
+        guard !text.isEmpty else { throw JSONFieldError.invalid(field(key), "must not be empty") }
+        return text
+    }
+
+    package func bool(_ key: String) throws(JSONFieldError) -> Bool? {
+        guard let value = value(key) else { return nil }
+        guard case .bool(let flag) = value else { throw wrongType(key, "true or false", value) }
+        return flag
+    }
+
+    package func number(_ key: String) throws(JSONFieldError) -> Double? {
+        guard let value = value(key) else { return nil }
+        guard let number = value.doubleValue, case .number = value else { throw wrongType(key, "a number", value) }
+        return number
+    }
+
+    package func object(_ key: String, fields: [String]) throws(JSONFieldError) -> JSONBodyReader? {
+        guard let value = value(key) else { return nil }
+        return try JSONBodyReader(value, path: field(key), fields: fields)
+    }
+
+    /// A date as ISO 8601 text or as seconds since 1970 (the form APNs payloads use).
+    package func date(_ key: String) throws(JSONFieldError) -> Date? {
+        guard let value = value(key) else { return nil }
+        if case .number = value, let seconds = value.doubleValue { return Date(timeIntervalSince1970: seconds) }
+        if let text = value.stringValue, let date = ISO8601DateFormatter().date(from: text) { return date }
+        throw JSONFieldError.invalid(field(key), "must be an ISO 8601 date such as 2026-11-21T10:00:00Z, or seconds since 1970")
+    }
+}
+
+
+/// A JSON field that breaks a rule: the rule's code, what is wrong, and the field's full path.
+package struct JSONFieldError: Error, Sendable, Hashable, CustomStringConvertible {
+    package let code: String
+    package let message: String
+    package let field: String?
+
+    package init(code: String, message: String, field: String?) {
+        self.code = code
+        self.message = message
+        self.field = field
+    }
+
+    package static func invalid(_ field: String, _ rule: String) -> JSONFieldError {
+        JSONFieldError(code: "invalid_value", message: rule, field: field)
+    }
+
+    package var description: String { field.map { "\($0): \(message)" } ?? message }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import LiveActivityKit
+
+/// Everything the server keeps. Each method is one transaction; the writes that accept a request
+/// take a plan from the service, made from what the transaction read, so that the request, its
+/// pushes in the outbox and its idempotency record are stored together or not at all.
+///
+/// Every implementation passes the same contract suite (`LiveRelayStoreTests`).
+public protocol RelayStore: Sendable {
+    /// Applies the named migrations not applied yet, in order; returns the names applied now.
+    @discardableResult
+    func migrate() async throws -> [String]
+
+    // MARK: API keys
+
+    func insertAPIKey(_ key: APIKeyRecord) async throws
+    func apiKey(secretHash: Data) async throws -> APIKeyRecord?
+    func apiKeys() async throws -> [APIKeyRecord]
+    /// False when no unrevoked key has this id.
+    func revokeAPIKey(id: String, at: Date) async throws -> Bool
+
+    // MARK: Registrations from apps
+
+    /// Registers or replaces the device's push-to-start token for the type (and revives it).
+    func savePushToStartToken(_ token: PushToStartTokenRecord) async throws
+    /// Registers or replaces the device's update token under the key, creating the key (active,
+    /// with `attributesType`) when an app started the activity itself. Throws `keyEnded`.
+    @discardableResult
+    func saveActivityToken(_ token: ActivityTokenRecord, attributesType: String) async throws -> ActivityRecord
+    /// Marks the device's token under the key ended or dismissed; false when there is none.
+    func endActivityToken(key: String, deviceID: String, state: ActivityTokenState, at: Date) async throws -> Bool
+
+    // MARK: Accepting requests
+
+    /// The response kept under an idempotency key, if any.
+    func idempotentResponse(apiKeyID: String, key: String) async throws -> IdempotentResponse?
+    /// Starts a key: reads the audience's live push-to-start tokens for the type, and stores the
+    /// plan made from them. Throws `keyExists` when the key is taken.
+    func acceptStart(
+        key: String, attributesType: String, audience: Audience, context: WriteContext,
+        plan: @Sendable ([PushToStartTokenRecord]) throws -> StartPlan
+    ) async throws -> StoredResponse
+    /// Updates or ends a key: stores the plan made from the key, its live tokens and their
+    /// priority-10 counts since `budgetWindowStart`. A newer push queued for a token supersedes
+    /// the one still waiting.
+    func acceptChange(
+        key: String, budgetWindowStart: Date, context: WriteContext, plan: @Sendable (ChangeSnapshot) throws -> ChangePlan
+    ) async throws -> StoredResponse
+
+    // MARK: Schedules
+
+    func insertSchedule(_ schedule: ScheduleRecord, context: WriteContext, response: StoredResponse) async throws
+    func schedule(id: String) async throws -> ScheduleRecord?
+    func schedules(key: String?) async throws -> [ScheduleRecord]
+    /// Cancels a pending schedule; throws `scheduleNotPending` when it ran or was cancelled.
+    func cancelSchedule(id: String, at: Date) async throws -> ScheduleRecord?
+    func dueSchedules(at: Date, limit: Int) async throws -> [ScheduleRecord]
+    /// Records that a schedule could not run, and why.
+    func failSchedule(id: String, reason: String) async throws
+
+    // MARK: The outbox
+
+    /// Claims up to `limit` due deliveries for sending until `leaseUntil`; a claim that gets no
+    /// outcome (a crash) is due again after it.
+    func claimDeliveries(dueBy now: Date, limit: Int, leaseUntil: Date) async throws -> [DeliveryRecord]
+    /// Makes every claimed delivery due at once: no dispatcher holds a claim after a restart.
+    func releaseClaims(at: Date) async throws
+    /// Records outcomes and what they mean for the tokens (last result; dead tokens stop).
+    func recordOutcomes(_ outcomes: [(id: Int64, outcome: DeliveryOutcome)], at: Date) async throws
+    /// When the next queued delivery is due, if any.
+    func nextDueDate() async throws -> Date?
+    func deliveries(_ query: DeliveryQuery) async throws -> [DeliveryRecord]
+    func deliveryCounts() async throws -> [DeliveryStatus: Int]
+
+    // MARK: Keys and tokens
+
+    func activity(key: String) async throws -> ActivityRecord?
+    func activityTokens(key: String) async throws -> [ActivityTokenRecord]
+    func pushToStartTokens(deviceID: String) async throws -> [PushToStartTokenRecord]
+    /// Ends every active key started before `startedBefore` (`expired`), setting their channels
+    /// to be deleted at `channelDeleteAfter`. Returns the keys ended.
+    func expireActivities(startedBefore: Date, at: Date, channelDeleteAfter: Date) async throws -> [String]
+    /// Counts of live tokens, keys and channels, for metrics.
+    func counts() async throws -> StoreCounts
+
+    // MARK: Channels
+
+    func saveChannel(_ channel: ChannelRecord) async throws
+    func channels() async throws -> [ChannelRecord]
+    func channel(id: String) async throws -> ChannelRecord?
+    func channelsToDelete(at: Date) async throws -> [ChannelRecord]
+    func markChannelDeleted(id: String, at: Date) async throws
+}
+
+/// Sizes of what the store holds.
+public struct StoreCounts: Sendable, Hashable {
+    public var pushToStartTokens: Int
+    public var liveActivityTokens: Int
+    public var activeKeys: Int
+    public var channels: Int
+
+    public init(pushToStartTokens: Int, liveActivityTokens: Int, activeKeys: Int, channels: Int) {
+        self.pushToStartTokens = pushToStartTokens
+        self.liveActivityTokens = liveActivityTokens
+        self.activeKeys = activeKeys
+        self.channels = channels
+    }
+}

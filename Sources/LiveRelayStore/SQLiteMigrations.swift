@@ -1,0 +1,75 @@
+/// A named schema change. Names are shared by every engine, so `liverelay` reports the same
+/// migration history whichever store runs; never edit one that has shipped, add another.
+public struct StoreMigration: Sendable {
+    public let name: String
+    public let statements: [String]
+}
+
+enum SQLiteMigrations {
+    static let all: [StoreMigration] = [
+        StoreMigration(name: "0001-api-keys", statements: [
+            """
+            CREATE TABLE api_keys (
+                id TEXT PRIMARY KEY, name TEXT NOT NULL, scope TEXT NOT NULL, secret_hash BLOB NOT NULL UNIQUE,
+                created_at REAL NOT NULL, revoked_at REAL)
+            """,
+        ]),
+        StoreMigration(name: "0002-registry", statements: [
+            """
+            CREATE TABLE push_to_start_tokens (
+                device_id TEXT NOT NULL, attributes_type TEXT NOT NULL, user_id TEXT, token TEXT NOT NULL,
+                frequent_pushes INTEGER NOT NULL, environment TEXT NOT NULL, updated_at REAL NOT NULL, dead_reason TEXT,
+                PRIMARY KEY (device_id, attributes_type))
+            """,
+            "CREATE INDEX push_to_start_tokens_by_type ON push_to_start_tokens (attributes_type, user_id)",
+            """
+            CREATE TABLE activities (
+                key TEXT PRIMARY KEY, attributes_type TEXT NOT NULL, attributes TEXT, state TEXT NOT NULL, channel_id TEXT,
+                content_state TEXT, stale_date REAL, relevance_score REAL, started_at REAL NOT NULL, ended_at REAL,
+                end_reason TEXT, dismissal_date REAL, last_timestamp INTEGER NOT NULL)
+            """,
+            "CREATE INDEX activities_active ON activities (started_at) WHERE state = 'active'",
+            """
+            CREATE TABLE activity_tokens (
+                key TEXT NOT NULL, device_id TEXT NOT NULL, activity_id TEXT, token TEXT NOT NULL,
+                frequent_pushes INTEGER NOT NULL, registered_at REAL NOT NULL, state TEXT NOT NULL, state_reason TEXT,
+                last_status INTEGER, last_reason TEXT, last_delivery_at REAL,
+                PRIMARY KEY (key, device_id))
+            """,
+            """
+            CREATE TABLE channels (
+                channel_id TEXT PRIMARY KEY, key TEXT, storage_policy INTEGER NOT NULL, created_at REAL NOT NULL,
+                delete_after REAL, deleted_at REAL)
+            """,
+        ]),
+        StoreMigration(name: "0003-outbox", statements: [
+            "CREATE TABLE payloads (id INTEGER PRIMARY KEY, body BLOB NOT NULL)",
+            """
+            CREATE TABLE deliveries (
+                id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL, event TEXT NOT NULL, target TEXT NOT NULL,
+                device_id TEXT, token TEXT, channel_id TEXT, payload_id INTEGER NOT NULL REFERENCES payloads (id),
+                priority INTEGER NOT NULL, priority_reason TEXT NOT NULL, expiration INTEGER, timestamp INTEGER NOT NULL,
+                request_id TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL, next_attempt_at REAL NOT NULL,
+                created_at REAL NOT NULL, finished_at REAL, apns_status INTEGER, apns_reason TEXT, apns_id TEXT)
+            """,
+            "CREATE INDEX deliveries_due ON deliveries (next_attempt_at, id) WHERE status IN ('queued', 'sending')",
+            "CREATE INDEX deliveries_waiting_by_token ON deliveries (token) WHERE status = 'queued'",
+            "CREATE INDEX deliveries_waiting_by_channel ON deliveries (channel_id) WHERE status = 'queued'",
+            "CREATE INDEX deliveries_by_key ON deliveries (key, device_id, created_at)",
+        ]),
+        StoreMigration(name: "0004-requests", statements: [
+            """
+            CREATE TABLE idempotency_keys (
+                api_key_id TEXT NOT NULL, key TEXT NOT NULL, request_hash TEXT NOT NULL, status INTEGER NOT NULL,
+                body BLOB NOT NULL, created_at REAL NOT NULL,
+                PRIMARY KEY (api_key_id, key))
+            """,
+            """
+            CREATE TABLE schedules (
+                id TEXT PRIMARY KEY, key TEXT NOT NULL, action TEXT NOT NULL, request TEXT NOT NULL, due_at REAL NOT NULL,
+                state TEXT NOT NULL, result TEXT, created_at REAL NOT NULL)
+            """,
+            "CREATE INDEX schedules_due ON schedules (due_at) WHERE state = 'pending'",
+        ]),
+    ]
+}

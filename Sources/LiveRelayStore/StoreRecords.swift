@@ -1,0 +1,447 @@
+import Foundation
+import LiveActivityKit
+
+/// What an API key may do. Each route accepts exactly one scope.
+public enum APIKeyScope: String, Sendable, Hashable, CaseIterable, Codable {
+    /// The app: registers its tokens and reports ended activities.
+    case client
+    /// The backend: starts, updates, ends and schedules activities, reads keys and deliveries.
+    case server
+    /// The operator: API keys and channels.
+    case admin
+}
+
+/// An API key as stored: only the SHA-256 of its secret is kept.
+public struct APIKeyRecord: Sendable, Hashable {
+    public var id: String
+    public var name: String
+    public var scope: APIKeyScope
+    public var secretHash: Data
+    public var createdAt: Date
+    public var revokedAt: Date?
+
+    public init(id: String, name: String, scope: APIKeyScope, secretHash: Data, createdAt: Date, revokedAt: Date? = nil) {
+        self.id = id
+        self.name = name
+        self.scope = scope
+        self.secretHash = secretHash
+        self.createdAt = createdAt
+        self.revokedAt = revokedAt
+    }
+}
+
+/// A device's push-to-start token for one attributes type (one per device and type; a new one
+/// replaces the old).
+public struct PushToStartTokenRecord: Sendable, Hashable {
+    public var deviceID: String
+    public var attributesType: String
+    public var userID: String?
+    public var token: String
+    public var frequentPushesEnabled: Bool
+    public var environment: String
+    public var updatedAt: Date
+    /// Why APNs refused the token for good (`Unregistered`, `BadDeviceToken`, …); nil while live.
+    public var deadReason: String?
+
+    public init(
+        deviceID: String, attributesType: String, userID: String? = nil, token: String, frequentPushesEnabled: Bool,
+        environment: String, updatedAt: Date, deadReason: String? = nil
+    ) {
+        self.deviceID = deviceID
+        self.attributesType = attributesType
+        self.userID = userID
+        self.token = token
+        self.frequentPushesEnabled = frequentPushesEnabled
+        self.environment = environment
+        self.updatedAt = updatedAt
+        self.deadReason = deadReason
+    }
+}
+
+/// Whether an activity key still takes updates.
+public enum ActivityKeyState: String, Sendable, Hashable, Codable {
+    case active
+    case ended
+}
+
+/// An activity key: one person's order or a million people's match, as the backend named it.
+public struct ActivityRecord: Sendable, Hashable {
+    public var key: String
+    public var attributesType: String
+    public var attributes: JSONValue?
+    public var state: ActivityKeyState
+    /// The broadcast channel the key is bound to; updates then go as one broadcast.
+    public var channelID: String?
+    public var contentState: JSONValue?
+    public var staleDate: Date?
+    public var relevanceScore: Double?
+    public var startedAt: Date
+    public var endedAt: Date?
+    /// `ended` (by the backend), `expired` (past the 8-hour limit) or `reported` (by the devices).
+    public var endReason: String?
+    public var dismissalDate: Date?
+    /// The `timestamp` of the last accepted change, so that a later one is always newer.
+    public var lastTimestamp: Int64
+
+    public init(
+        key: String, attributesType: String, attributes: JSONValue? = nil, state: ActivityKeyState = .active,
+        channelID: String? = nil, contentState: JSONValue? = nil, staleDate: Date? = nil, relevanceScore: Double? = nil,
+        startedAt: Date, endedAt: Date? = nil, endReason: String? = nil, dismissalDate: Date? = nil, lastTimestamp: Int64
+    ) {
+        self.key = key
+        self.attributesType = attributesType
+        self.attributes = attributes
+        self.state = state
+        self.channelID = channelID
+        self.contentState = contentState
+        self.staleDate = staleDate
+        self.relevanceScore = relevanceScore
+        self.startedAt = startedAt
+        self.endedAt = endedAt
+        self.endReason = endReason
+        self.dismissalDate = dismissalDate
+        self.lastTimestamp = lastTimestamp
+    }
+}
+
+/// The state of a device's update token under a key.
+public enum ActivityTokenState: String, Sendable, Hashable, Codable {
+    /// Pushed to on every update.
+    case live
+    /// The activity ended on the device.
+    case ended
+    /// The person removed it from the Lock Screen.
+    case dismissed
+    /// APNs refused the token for good.
+    case dead
+}
+
+/// A device's update token for the activity it runs under a key (one per device and key).
+public struct ActivityTokenRecord: Sendable, Hashable {
+    public var key: String
+    public var deviceID: String
+    public var activityID: String?
+    public var token: String
+    public var frequentPushesEnabled: Bool
+    public var registeredAt: Date
+    public var state: ActivityTokenState
+    public var stateReason: String?
+    /// APNs' answer to the last delivery: its status, and its reason when refused.
+    public var lastStatus: Int?
+    public var lastReason: String?
+    public var lastDeliveryAt: Date?
+
+    public init(
+        key: String, deviceID: String, activityID: String? = nil, token: String, frequentPushesEnabled: Bool,
+        registeredAt: Date, state: ActivityTokenState = .live, stateReason: String? = nil, lastStatus: Int? = nil,
+        lastReason: String? = nil, lastDeliveryAt: Date? = nil
+    ) {
+        self.key = key
+        self.deviceID = deviceID
+        self.activityID = activityID
+        self.token = token
+        self.frequentPushesEnabled = frequentPushesEnabled
+        self.registeredAt = registeredAt
+        self.state = state
+        self.stateReason = stateReason
+        self.lastStatus = lastStatus
+        self.lastReason = lastReason
+        self.lastDeliveryAt = lastDeliveryAt
+    }
+}
+
+/// A broadcast channel LiveRelay created or was given for a key.
+public struct ChannelRecord: Sendable, Hashable {
+    public var channelID: String
+    public var key: String?
+    public var storagePolicy: Int
+    public var createdAt: Date
+    /// When the channel is to be deleted at APNs (its key ended, plus the storage window).
+    public var deleteAfter: Date?
+    public var deletedAt: Date?
+
+    public init(channelID: String, key: String?, storagePolicy: Int, createdAt: Date, deleteAfter: Date? = nil, deletedAt: Date? = nil) {
+        self.channelID = channelID
+        self.key = key
+        self.storagePolicy = storagePolicy
+        self.createdAt = createdAt
+        self.deleteAfter = deleteAfter
+        self.deletedAt = deletedAt
+    }
+}
+
+/// A push's place in the outbox.
+public enum DeliveryStatus: String, Sendable, Hashable, CaseIterable, Codable {
+    /// Waiting to be sent (again, after a retryable failure, when `attempts > 0`).
+    case queued
+    /// Claimed by the dispatcher; back to due when the lease runs out without an answer.
+    case sending
+    /// APNs accepted it.
+    case sent
+    /// Failed for good: a dead letter, with APNs' status and reason.
+    case failed
+    /// A newer update for the same token was queued before this one was sent.
+    case superseded
+    /// Not sent: its token died first.
+    case skipped
+}
+
+/// What a delivery goes to: a device token, or a broadcast channel.
+public enum DeliveryTarget: Sendable, Hashable {
+    case pushToStartToken(deviceID: String, token: String)
+    case activityToken(deviceID: String, token: String)
+    case channel(String)
+}
+
+/// A push to queue, as an accepted request planned it.
+public struct NewDelivery: Sendable, Hashable {
+    public var key: String
+    /// `start`, `update` or `end`.
+    public var event: String
+    public var target: DeliveryTarget
+    /// Index into the plan's payloads; pushes of one request share one stored body.
+    public var payloadIndex: Int
+    public var priority: Int
+    /// Why this priority (`requested`, `alert`, `within budget 3/15`, `over budget`).
+    public var priorityReason: String
+    /// `apns-expiration` in seconds since 1970; nil sends none.
+    public var expiration: Int64?
+    public var timestamp: Int64
+    public var requestID: String
+
+    public init(
+        key: String, event: String, target: DeliveryTarget, payloadIndex: Int, priority: Int, priorityReason: String,
+        expiration: Int64?, timestamp: Int64, requestID: String
+    ) {
+        self.key = key
+        self.event = event
+        self.target = target
+        self.payloadIndex = payloadIndex
+        self.priority = priority
+        self.priorityReason = priorityReason
+        self.expiration = expiration
+        self.timestamp = timestamp
+        self.requestID = requestID
+    }
+}
+
+/// A push in the outbox, with its history.
+public struct DeliveryRecord: Sendable, Hashable {
+    public var id: Int64
+    public var key: String
+    public var event: String
+    public var target: DeliveryTarget
+    public var payload: [UInt8]
+    public var priority: Int
+    public var priorityReason: String
+    public var expiration: Int64?
+    public var timestamp: Int64
+    public var requestID: String
+    public var status: DeliveryStatus
+    public var attempts: Int
+    public var nextAttemptAt: Date
+    public var createdAt: Date
+    public var finishedAt: Date?
+    public var apnsStatus: Int?
+    public var apnsReason: String?
+    public var apnsID: String?
+
+    public init(
+        id: Int64, key: String, event: String, target: DeliveryTarget, payload: [UInt8], priority: Int, priorityReason: String,
+        expiration: Int64?, timestamp: Int64, requestID: String, status: DeliveryStatus, attempts: Int, nextAttemptAt: Date,
+        createdAt: Date, finishedAt: Date? = nil, apnsStatus: Int? = nil, apnsReason: String? = nil, apnsID: String? = nil
+    ) {
+        self.id = id
+        self.key = key
+        self.event = event
+        self.target = target
+        self.payload = payload
+        self.priority = priority
+        self.priorityReason = priorityReason
+        self.expiration = expiration
+        self.timestamp = timestamp
+        self.requestID = requestID
+        self.status = status
+        self.attempts = attempts
+        self.nextAttemptAt = nextAttemptAt
+        self.createdAt = createdAt
+        self.finishedAt = finishedAt
+        self.apnsStatus = apnsStatus
+        self.apnsReason = apnsReason
+        self.apnsID = apnsID
+    }
+}
+
+/// What became of one send.
+public enum DeliveryOutcome: Sendable, Hashable {
+    case sent(status: Int, apnsID: String?)
+    /// Try again at `at`; `status`/`reason` are nil when no answer came.
+    case retry(at: Date, status: Int?, reason: String)
+    /// Failed for good; `tokenIsDead` stops every later push to the token.
+    case failed(status: Int?, reason: String, tokenIsDead: Bool)
+}
+
+/// A start, update or end to run later.
+public struct ScheduleRecord: Sendable, Hashable {
+    public enum State: String, Sendable, Hashable, Codable {
+        case pending, done, cancelled, failed
+    }
+
+    public var id: String
+    public var key: String
+    /// `start`, `update` or `end`.
+    public var action: String
+    /// The request body, as the API accepted it.
+    public var request: JSONValue
+    public var dueAt: Date
+    public var state: State
+    /// What running it gave: the request id, or the error.
+    public var result: String?
+    public var createdAt: Date
+
+    public init(
+        id: String, key: String, action: String, request: JSONValue, dueAt: Date, state: State = .pending, result: String? = nil,
+        createdAt: Date
+    ) {
+        self.id = id
+        self.key = key
+        self.action = action
+        self.request = request
+        self.dueAt = dueAt
+        self.state = state
+        self.result = result
+        self.createdAt = createdAt
+    }
+}
+
+/// Which devices a start goes to.
+public enum Audience: Sendable, Hashable {
+    case devices([String])
+    case users([String])
+    /// Every device with a live push-to-start token for the attributes type.
+    case everyone
+}
+
+/// A response kept under an idempotency key, replayed when the same request comes again.
+public struct StoredResponse: Sendable, Hashable {
+    public var status: Int
+    public var body: [UInt8]
+
+    public init(status: Int, body: [UInt8]) {
+        self.status = status
+        self.body = body
+    }
+}
+
+/// A write's idempotency key, and the hash of the request it came with.
+public struct IdempotencyClaim: Sendable, Hashable {
+    public var apiKeyID: String
+    public var key: String
+    public var requestHash: String
+
+    public init(apiKeyID: String, key: String, requestHash: String) {
+        self.apiKeyID = apiKeyID
+        self.key = key
+        self.requestHash = requestHash
+    }
+}
+
+/// An idempotency key's stored outcome.
+public struct IdempotentResponse: Sendable, Hashable {
+    public var requestHash: String
+    public var response: StoredResponse
+}
+
+/// What else an accepting write records in its transaction.
+public struct WriteContext: Sendable, Hashable {
+    public var idempotency: IdempotencyClaim?
+    /// The schedule this write runs; it is marked done with the write.
+    public var scheduleID: String?
+
+    public init(idempotency: IdempotencyClaim? = nil, scheduleID: String? = nil) {
+        self.idempotency = idempotency
+        self.scheduleID = scheduleID
+    }
+}
+
+/// A start to record: the new key, the pushes (to the audience's push-to-start tokens), the answer.
+public struct StartPlan: Sendable {
+    public var acceptedAt: Date
+    public var activity: ActivityRecord
+    public var payloads: [[UInt8]]
+    public var deliveries: [NewDelivery]
+    public var response: StoredResponse
+
+    public init(acceptedAt: Date, activity: ActivityRecord, payloads: [[UInt8]], deliveries: [NewDelivery], response: StoredResponse) {
+        self.acceptedAt = acceptedAt
+        self.activity = activity
+        self.payloads = payloads
+        self.deliveries = deliveries
+        self.response = response
+    }
+}
+
+/// What an update or end sees of its key, in its transaction.
+public struct ChangeSnapshot: Sendable {
+    public var activity: ActivityRecord?
+    /// The key's live update tokens.
+    public var liveTokens: [ActivityTokenRecord]
+    /// Priority-10 pushes queued or sent to each device under the key since the budget window began.
+    public var priority10Counts: [String: Int]
+}
+
+/// An update or end to record: the key's new state, the pushes, the answer.
+public struct ChangePlan: Sendable {
+    public var acceptedAt: Date
+    public var activity: ActivityRecord
+    public var payloads: [[UInt8]]
+    public var deliveries: [NewDelivery]
+    /// When the key's channel is to be deleted (set when the key ends).
+    public var channelDeleteAfter: Date?
+    public var response: StoredResponse
+
+    public init(
+        acceptedAt: Date, activity: ActivityRecord, payloads: [[UInt8]], deliveries: [NewDelivery], channelDeleteAfter: Date? = nil,
+        response: StoredResponse
+    ) {
+        self.acceptedAt = acceptedAt
+        self.activity = activity
+        self.payloads = payloads
+        self.deliveries = deliveries
+        self.channelDeleteAfter = channelDeleteAfter
+        self.response = response
+    }
+}
+
+/// Which deliveries to list, newest first.
+public struct DeliveryQuery: Sendable, Hashable {
+    public var key: String?
+    public var status: DeliveryStatus?
+    /// Only deliveries with a smaller id (the page before).
+    public var before: Int64?
+    public var limit: Int
+
+    public init(key: String? = nil, status: DeliveryStatus? = nil, before: Int64? = nil, limit: Int = 100) {
+        self.key = key
+        self.status = status
+        self.before = before
+        self.limit = limit
+    }
+}
+
+/// Errors of the store's own rules; the service maps them to API answers.
+public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Code: String, Sendable, Hashable {
+        case keyExists, keyEnded, idempotencyKeyTaken, scheduleNotPending
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}
