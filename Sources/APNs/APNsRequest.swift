@@ -97,7 +97,12 @@ extension APNsRequest {
             throw LiveActivityValidationError(
                 field: "apns-priority", code: .invalidValue, message: "must be 10 or 5 for a Live Activity device push, got 1")
         }
-        let body = try payload.encoded(for: .device)
+        return liveActivity(encoded: try payload.encoded(for: .device), to: token, topic: topic, options: options)
+    }
+
+    /// `POST /3/device/<token>` with a body already validated and encoded for a device (a
+    /// server's outbox keeps pushes in this form).
+    public static func liveActivity(encoded body: [UInt8], to token: DeviceToken, topic: BundleID, options: PushOptions = .init()) -> APNsRequest {
         var headers = [
             Header("apns-push-type", "liveactivity"),
             Header("apns-topic", topic.liveActivityTopic),
@@ -115,7 +120,11 @@ extension APNsRequest {
         _ payload: LiveActivityPayload, channelID: String, bundleID: BundleID, options: BroadcastOptions
     ) throws(LiveActivityValidationError) -> APNsRequest {
         try validateChannelID(channelID, field: "apns-channel-id")
-        let body = try payload.encoded(for: .broadcast)
+        return broadcast(encoded: try payload.encoded(for: .broadcast), channelID: channelID, bundleID: bundleID, options: options)
+    }
+
+    /// `POST /4/broadcasts/apps/<bundle>` with a body already validated and encoded for a broadcast.
+    public static func broadcast(encoded body: [UInt8], channelID: String, bundleID: BundleID, options: BroadcastOptions) -> APNsRequest {
         var headers = [
             Header("apns-channel-id", channelID),
             Header("apns-push-type", "liveactivity"),

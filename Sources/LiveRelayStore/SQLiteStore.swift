@@ -174,9 +174,8 @@ public final class SQLiteStore: RelayStore {
                 for row in try Row.fetchAll(
                     db,
                     sql: """
-                        SELECT device_id, COUNT(*) AS n FROM deliveries
-                        WHERE key = ? AND target = 'activity' AND priority = 10 AND created_at >= ?
-                            AND status IN ('queued', 'sending', 'sent')
+                        SELECT COALESCE(device_id, '') AS device_id, COUNT(*) AS n FROM deliveries
+                        WHERE key = ? AND priority = 10 AND created_at >= ? AND status IN ('queued', 'sending', 'sent')
                         GROUP BY device_id
                         """,
                     arguments: [key, budgetWindowStart.seconds])

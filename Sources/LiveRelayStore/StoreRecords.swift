@@ -386,7 +386,8 @@ public struct ChangeSnapshot: Sendable {
     public var activity: ActivityRecord?
     /// The key's live update tokens.
     public var liveTokens: [ActivityTokenRecord]
-    /// Priority-10 pushes queued or sent to each device under the key since the budget window began.
+    /// Priority-10 pushes queued or sent to each device under the key since the budget window
+    /// began; broadcasts count under the empty device id.
     public var priority10Counts: [String: Int]
 }
 

@@ -1,0 +1,206 @@
+import APNs
+import Foundation
+import LiveActivityKit
+import LiveRelayStore
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// Sends what the outbox holds: claims due deliveries in batches, sends them with bounded
+/// concurrency, and records each outcome. Retryable failures come back later with exponential
+/// backoff; `410`, `BadDeviceToken` and `DeviceTokenNotForTopic` kill the token; the rest are
+/// dead letters. The APNs client itself refreshes the provider token on `ExpiredProviderToken`.
+public final class Dispatcher: Service {
+    private let relay: RelayService
+    private let apns: APNsClient
+    private var policy: DispatchPolicy { relay.configuration.dispatch }
+    private var logger: Logger { relay.logger }
+
+    public init(relay: RelayService, apns: APNsClient) {
+        self.relay = relay
+        self.apns = apns
+    }
+
+    public func run() async throws {
+        // No claim survives a restart: what was in flight when the process died is due again.
+        try await relay.store.releaseClaims(at: relay.now())
+        while !Task.isShuttingDownGracefully {
+            do {
+                if try await dispatchDue() > 0 { continue }
+            } catch {
+                logger.error("dispatch failed", metadata: ["error": "\(error)"])
+            }
+            let next = try? await relay.store.nextDueDate()
+            let wait = min(1, max(0.001, (next ?? .distantFuture).timeIntervalSince(relay.now())))
+            await relay.outboxSignal.wait(upTo: .milliseconds(Int(wait * 1000)))
+        }
+    }
+
+    /// Sends one batch of due deliveries; returns how many it claimed.
+    @discardableResult
+    public func dispatchDue() async throws -> Int {
+        let now = relay.now()
+        let batch = try await relay.store.claimDeliveries(dueBy: now, limit: policy.batchSize, leaseUntil: now + policy.lease)
+        guard !batch.isEmpty else { return 0 }
+        let outcomes = await withTaskGroup(of: (id: Int64, outcome: DeliveryOutcome).self) { group in
+            var results: [(id: Int64, outcome: DeliveryOutcome)] = []
+            results.reserveCapacity(batch.count)
+            var next = batch.makeIterator()
+            for _ in 0..<min(policy.concurrency, batch.count) {
+                if let delivery = next.next() { group.addTask { (delivery.id, await self.send(delivery)) } }
+            }
+            while let result = await group.next() {
+                results.append(result)
+                if let delivery = next.next() { group.addTask { (delivery.id, await self.send(delivery)) } }
+            }
+            return results
+        }
+        try await relay.store.recordOutcomes(outcomes, at: relay.now())
+        return batch.count
+    }
+
+    /// Drains the outbox: sends until nothing is due now (tests, benchmarks).
+    public func drain() async throws {
+        while try await dispatchDue() > 0 {}
+    }
+
+    private func send(_ delivery: DeliveryRecord) async -> DeliveryOutcome {
+        let request: APNsRequest
+        switch delivery.target {
+        case .pushToStartToken(_, let hex), .activityToken(_, let hex):
+            guard let token = try? DeviceToken(hex) else {
+                return .failed(status: nil, reason: APNsReason.badDeviceToken.rawValue, tokenIsDead: true)
+            }
+            let options = PushOptions(
+                priority: APNsPriority(rawValue: delivery.priority) ?? .immediate,
+                expiration: delivery.expiration.flatMap { try? APNsExpiration(unixSeconds: $0) })
+            request = .liveActivity(encoded: delivery.payload, to: token, topic: relay.configuration.bundleID, options: options)
+        case .channel(let channelID):
+            let options = BroadcastOptions(
+                priority: APNsPriority(rawValue: delivery.priority) ?? .immediate,
+                expiration: delivery.expiration.flatMap { try? APNsExpiration(unixSeconds: $0) } ?? .immediately)
+            request = .broadcast(encoded: delivery.payload, channelID: channelID, bundleID: relay.configuration.bundleID, options: options)
+        }
+        let outcome: DeliveryOutcome
+        do {
+            let answer = try await apns.execute(request, timeout: policy.requestTimeout)
+            if (200..<300).contains(answer.status) {
+                outcome = .sent(status: answer.status, apnsID: answer.header("apns-id") ?? answer.header("apns-request-id"))
+            } else {
+                outcome = classify(APNsError(answer), attempts: delivery.attempts + 1)
+            }
+        } catch {
+            outcome = retryOrGiveUp(status: nil, reason: "no answer: \(error)", attempts: delivery.attempts + 1)
+        }
+        record(outcome, delivery)
+        return outcome
+    }
+
+    private func classify(_ error: APNsError, attempts: Int) -> DeliveryOutcome {
+        let reason = error.reason.rawValue
+        if error.status == 410 || error.reason == .badDeviceToken || error.reason == .deviceTokenNotForTopic
+            || error.reason == .expiredToken || error.reason == .unregistered
+        {
+            return .failed(status: error.status, reason: reason, tokenIsDead: true)
+        }
+        switch error.advice {
+        case .retryWithBackoff, .retryAfterDelay, .refreshTokenAndRetry:
+            return retryOrGiveUp(status: error.status, reason: reason, attempts: attempts)
+        case .dropToken:
+            return .failed(status: error.status, reason: reason, tokenIsDead: true)
+        case .fixRequest:
+            return .failed(status: error.status, reason: reason, tokenIsDead: false)
+        }
+    }
+
+    private func retryOrGiveUp(status: Int?, reason: String, attempts: Int) -> DeliveryOutcome {
+        guard attempts < policy.maximumAttempts else {
+            return .failed(status: status, reason: "\(reason) (gave up after \(attempts) attempts)", tokenIsDead: false)
+        }
+        return .retry(at: relay.now() + policy.backoff(afterAttempts: attempts), status: status, reason: reason)
+    }
+
+    private func record(_ outcome: DeliveryOutcome, _ delivery: DeliveryRecord) {
+        let result: String
+        switch outcome {
+        case .sent: result = "sent"
+        case .retry(_, let status, let reason):
+            result = "retry"
+            logger.info("push will be retried", metadata: Self.metadata(delivery, status, reason))
+        case .failed(let status, let reason, let dead):
+            result = dead ? "token_dead" : "failed"
+            logger.warning("push failed", metadata: Self.metadata(delivery, status, reason))
+        }
+        relay.metrics.count("liverelay_pushes_total", ["event": delivery.event, "result": result])
+    }
+
+    private static func metadata(_ delivery: DeliveryRecord, _ status: Int?, _ reason: String) -> Logger.Metadata {
+        var metadata: Logger.Metadata = [
+            "activity.key": "\(delivery.key)", "delivery": "\(delivery.id)", "apns.status": "\(status.map(String.init) ?? "-")",
+            "apns.reason": "\(reason)",
+        ]
+        switch delivery.target {
+        case .activityToken(_, let token), .pushToStartToken(_, let token): metadata["token"] = "\(shorten(token))"
+        case .channel(let id): metadata["channel"] = "\(id)"
+        }
+        return metadata
+    }
+}
+
+/// Runs what time does on its own (schedules, expiry, channel cleanup) once a second.
+public struct RelayTicker: Service {
+    let relay: RelayService
+    let interval: Duration
+
+    public init(relay: RelayService, interval: Duration = .seconds(1)) {
+        self.relay = relay
+        self.interval = interval
+    }
+
+    public func run() async throws {
+        while !Task.isShuttingDownGracefully {
+            do { try await relay.tick() } catch { relay.logger.error("tick failed", metadata: ["error": "\(error)"]) }
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+        }
+    }
+}
+
+/// Wakes the dispatcher when something was queued, without polling the store in a busy loop.
+final class OutboxSignal: Sendable {
+    private let state = Mutex<(pending: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+
+    func signal() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            defer { state.waiter = nil }
+            if state.waiter == nil { state.pending = true }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Returns when signalled (or already signalled since the last wait), or after `limit`.
+    func wait(upTo limit: Duration) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                await withCheckedContinuation { continuation in
+                    let resumeNow = self.state.withLock { state -> Bool in
+                        if state.pending {
+                            state.pending = false
+                            return true
+                        }
+                        state.waiter?.resume()
+                        state.waiter = continuation
+                        return false
+                    }
+                    if resumeNow { continuation.resume() }
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                if !Task.isCancelled { self.signal() }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+}

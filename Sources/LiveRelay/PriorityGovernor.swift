@@ -1,0 +1,24 @@
+/// Chooses each push's priority. With `auto`, an alerting push goes at 10, and so does a push
+/// within the activity's hourly priority-10 budget; the rest go at 5, which the device never
+/// counts against the budget. Pure: the counts come from the store.
+struct PriorityGovernor {
+    let policy: BudgetPolicy
+
+    struct Decision: Equatable {
+        let priority: Int
+        let reason: String
+    }
+
+    /// `used`: priority-10 pushes already queued or sent to this activity in the last hour.
+    func decide(_ choice: PriorityChoice, alerting: Bool, used: Int, frequentPushesEnabled: Bool) -> Decision {
+        switch choice {
+        case .fixed(let priority):
+            return Decision(priority: priority, reason: "requested")
+        case .auto:
+            if alerting { return Decision(priority: 10, reason: "alert") }
+            let budget = frequentPushesEnabled ? policy.frequentPriority10PerHour : policy.priority10PerHour
+            if used < budget { return Decision(priority: 10, reason: "within budget (\(used + 1) of \(budget) an hour)") }
+            return Decision(priority: 5, reason: "over budget (\(budget) an hour)")
+        }
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import LiveActivityKit
+
+/// How the service behaves; every default is what `liverelay serve` runs with.
+public struct RelayConfiguration: Sendable {
+    /// The app whose activities this server drives (the APNs topic is `<bundle>.push-type.liveactivity`).
+    public var bundleID: BundleID
+    /// `sandbox` or `production`: tokens registered for the other environment are refused.
+    public var environment: String
+    public var budget: BudgetPolicy
+    /// How long an activity may run before the system ends it (Apple: 8 hours).
+    public var activityLifetime: TimeInterval
+    /// How long APNs may still deliver a Most-Recent-Message-Stored channel's message, so how
+    /// long a channel outlives its ended key before LiveRelay deletes it (Apple: 8 hours).
+    public var channelStorageWindow: TimeInterval
+    public var dispatch: DispatchPolicy
+
+    public init(
+        bundleID: BundleID, environment: String = "sandbox", budget: BudgetPolicy = .init(), activityLifetime: TimeInterval = 8 * 3600,
+        channelStorageWindow: TimeInterval = 8 * 3600, dispatch: DispatchPolicy = .init()
+    ) {
+        self.bundleID = bundleID
+        self.environment = environment
+        self.budget = budget
+        self.activityLifetime = activityLifetime
+        self.channelStorageWindow = channelStorageWindow
+        self.dispatch = dispatch
+    }
+}
+
+/// Priority-10 pushes each activity may get per hour with `priority: "auto"`. Apple publishes no
+/// figure; community reports suggest about 15 an hour, far more with frequent updates enabled.
+public struct BudgetPolicy: Sendable, Hashable {
+    public var priority10PerHour: Int
+    /// When the device reported `frequentPushesEnabled`.
+    public var frequentPriority10PerHour: Int
+
+    public init(priority10PerHour: Int = 12, frequentPriority10PerHour: Int = 120) {
+        self.priority10PerHour = priority10PerHour
+        self.frequentPriority10PerHour = frequentPriority10PerHour
+    }
+}
+
+/// How the dispatcher sends.
+public struct DispatchPolicy: Sendable, Hashable {
+    /// Pushes in flight at once.
+    public var concurrency: Int
+    /// Deliveries claimed per round trip to the store.
+    public var batchSize: Int
+    /// How long a claim lasts without an outcome before the push is due again (a crash).
+    public var lease: TimeInterval
+    /// The first retry waits this long; each next one twice as long, up to `maximumBackoff`.
+    public var initialBackoff: TimeInterval
+    public var maximumBackoff: TimeInterval
+    /// After this many attempts a retryable failure becomes a dead letter.
+    public var maximumAttempts: Int
+    /// How long one push may take.
+    public var requestTimeout: Duration
+
+    public init(
+        concurrency: Int = 200, batchSize: Int = 1000, lease: TimeInterval = 60, initialBackoff: TimeInterval = 1,
+        maximumBackoff: TimeInterval = 300, maximumAttempts: Int = 8, requestTimeout: Duration = .seconds(10)
+    ) {
+        self.concurrency = concurrency
+        self.batchSize = batchSize
+        self.lease = lease
+        self.initialBackoff = initialBackoff
+        self.maximumBackoff = maximumBackoff
+        self.maximumAttempts = maximumAttempts
+        self.requestTimeout = requestTimeout
+    }
+
+    /// The wait before attempt `attempts + 1`.
+    public func backoff(afterAttempts attempts: Int) -> TimeInterval {
+        min(maximumBackoff, initialBackoff * pow(2, Double(max(0, attempts - 1))))
+    }
+}
