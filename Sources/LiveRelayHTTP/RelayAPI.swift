@@ -1,0 +1,298 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import JSONAPI
+import LiveActivityKit
+import LiveRelay
+import LiveRelayStore
+import Logging
+import NIOCore
+
+/// How the HTTP API guards itself.
+public struct RelayAPIConfiguration: Sendable {
+    public var host: String
+    /// 0 picks a free port.
+    public var port: Int
+    /// Largest request body accepted (413 beyond).
+    public var maximumBodySize: Int
+    /// Requests per second each API key may make, and the burst above it (429 with `Retry-After` beyond).
+    public var requestsPerSecond: Double
+    public var burst: Double
+
+    public init(host: String = "127.0.0.1", port: Int = 8080, maximumBodySize: Int = 64 * 1024, requestsPerSecond: Double = 500, burst: Double = 1000) {
+        self.host = host
+        self.port = port
+        self.maximumBodySize = maximumBodySize
+        self.requestsPerSecond = requestsPerSecond
+        self.burst = burst
+    }
+}
+
+/// Request context of the API: the body limit and the caller's key, once authenticated.
+public struct RelayRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public var apiKey: APIKeyRecord?
+    var bodyLimit = 64 * 1024
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+    }
+
+    public var maxUploadSize: Int { bodyLimit }
+}
+
+/// The HTTP API under `/v1`, described by `/openapi.json`.
+public struct RelayAPI: Sendable {
+    public let relay: RelayService
+    public let configuration: RelayAPIConfiguration
+    private let limiter: RateLimiter
+
+    public init(relay: RelayService, configuration: RelayAPIConfiguration = .init()) {
+        self.relay = relay
+        self.configuration = configuration
+        self.limiter = RateLimiter(rate: configuration.requestsPerSecond, burst: configuration.burst)
+    }
+
+    /// The OpenAPI 3.1 document of this API, as shipped in the repository.
+    public static let openAPIDocument: [UInt8] = {
+        guard let url = Bundle.module.url(forResource: "openapi", withExtension: "json"), let data = try? Data(contentsOf: url) else {
+            return Array(#"{"openapi":"3.1.0","info":{"title":"LiveRelay","version":"missing"},"paths":{}}"#.utf8)
+        }
+        return [UInt8](data)
+    }()
+
+    public func router() -> Router<RelayRequestContext> {
+        let router = Router(context: RelayRequestContext.self)
+        router.add(middleware: APIErrorMiddleware())
+        router.add(middleware: RelayErrorMiddleware())
+        router.add(middleware: BodyLimitMiddleware(limit: configuration.maximumBodySize))
+        router.get("/openapi.json") { _, _ in Self.json(Self.openAPIDocument) }
+        router.get("/v1/health") { _, _ in try await health() }
+        router.group("/metrics").add(middleware: guarded(.admin)).get { _, _ in try await metrics() }
+
+        // The app: its tokens and what the person did.
+        let client = router.group("/v1").add(middleware: guarded(.client))
+        client.post("/push-to-start-tokens") { request, context in
+            try await relay.registerPushToStartToken(PushToStartRegistration(json: try await body(request, context)))
+            return Self.json(.object([("registered", .bool(true))]), status: .created)
+        }
+        client.post("/activities/{key}/tokens") { request, context in
+            let key = try activityKey(context)
+            let activity = try await relay.registerActivityToken(key: key, ActivityTokenRegistration(json: try await body(request, context)))
+            return Self.json(.object([("key", .string(key)), ("state", .string(activity.state.rawValue))]), status: .created)
+        }
+        client.post("/activities/{key}/ended") { request, context in
+            try await relay.reportEnded(key: try activityKey(context), EndedReport(json: try await body(request, context)))
+            return Self.json(.object([("recorded", .bool(true))]))
+        }
+
+        // The backend: activities by key, deliveries, schedules.
+        let server = router.group("/v1").add(middleware: guarded(.server))
+        server.post("/activities/{key}/start") { request, context in
+            let key = try activityKey(context)
+            return try await idempotent(request, context) { json, write in
+                try await relay.start(key: key, StartRequest(json: json), body: json, context: write)
+            }
+        }
+        for event in [LiveActivityPayload.Event.update, .end] {
+            server.post("/activities/{key}/\(event.rawValue)") { request, context in
+                let key = try activityKey(context)
+                return try await idempotent(request, context) { json, write in
+                    try await relay.change(key: key, ChangeRequest(event: event, json: json), body: json, context: write)
+                }
+            }
+        }
+        server.get("/activities/{key}") { _, context in Self.json(try await relay.describe(key: try activityKey(context))) }
+        server.get("/deliveries") { request, _ in try await deliveries(request) }
+        server.get("/schedules") { request, _ in
+            let key = request.uri.queryParameters["key"].map(String.init)
+            return Self.json(.object([("schedules", .array(try await relay.store.schedules(key: key).map(RelayService.json)))]))
+        }
+        server.get("/schedules/{id}") { _, context in
+            let id = try context.parameters.require("id")
+            guard let schedule = try await relay.store.schedule(id: id) else { throw APIError.notFound("id", "no schedule \(id)") }
+            return Self.json(RelayService.json(schedule))
+        }
+        server.delete("/schedules/{id}") { _, context in
+            Self.json(RelayService.json(try await relay.cancelSchedule(id: try context.parameters.require("id"))))
+        }
+
+        // The operator: keys and channels.
+        let admin = router.group("/v1").add(middleware: guarded(.admin))
+        admin.post("/api-keys") { request, context in
+            let body = try JSONBodyReader(try await body(request, context), fields: ["name", "scope"])
+            let name = try body.requireString("name")
+            let scopeName = try body.requireString("scope")
+            guard let scope = APIKeyScope(rawValue: scopeName) else { throw APIError.invalid("scope", "must be client, server or admin") }
+            let (record, secret) = try await relay.createAPIKey(name: name, scope: scope)
+            var view = Self.json(record)
+            view.set("secret", .string(secret))
+            return Self.json(view, status: .created)
+        }
+        admin.get("/api-keys") { _, _ in
+            Self.json(.object([("apiKeys", .array(try await relay.store.apiKeys().map(Self.json)))]))
+        }
+        admin.delete("/api-keys/{id}") { _, context in
+            let id = try context.parameters.require("id")
+            guard try await relay.store.revokeAPIKey(id: id, at: relay.currentDate) else {
+                throw APIError.notFound("id", "no live API key \(id)")
+            }
+            return Self.json(.object([("id", .string(id)), ("revoked", .bool(true))]))
+        }
+        admin.get("/channels") { _, _ in
+            Self.json(.object([("channels", .array(try await relay.store.channels().map(Self.json)))]))
+        }
+        admin.delete("/channels/{id}") { _, context in
+            let id = try context.parameters.require("id")
+            guard let channel = try await relay.store.channel(id: id), channel.deletedAt == nil else {
+                throw APIError.notFound("id", "no live channel \(id)")
+            }
+            try await relay.deleteChannel(id)
+            return Self.json(.object([("channelID", .string(id)), ("deleted", .bool(true))]))
+        }
+        return router
+    }
+
+    // MARK: Handlers
+
+    private func guarded(_ scope: APIKeyScope) -> KeyMiddleware {
+        KeyMiddleware(scope: scope, relay: relay, limiter: limiter)
+    }
+
+    private func health() async throws -> Response {
+        let counts = try await relay.store.deliveryCounts()
+        return Self.json(.object([
+            ("status", .string("ok")),
+            ("outbox", .object([
+                ("queued", .integer((counts[.queued] ?? 0) + (counts[.sending] ?? 0))), ("sent", .integer(counts[.sent] ?? 0)),
+                ("failed", .integer(counts[.failed] ?? 0)),
+            ])),
+        ]))
+    }
+
+    private func metrics() async throws -> Response {
+        let text = relay.metrics.render(store: try await relay.store.counts(), deliveries: try await relay.store.deliveryCounts())
+        return Response(
+            status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    private func deliveries(_ request: Request) async throws -> Response {
+        let query = request.uri.queryParameters
+        var filter = DeliveryQuery()
+        filter.key = query["key"].map(String.init)
+        if let status = query["status"] {
+            guard let value = DeliveryStatus(rawValue: String(status)) else {
+                throw APIError.invalid("status", "must be one of \(DeliveryStatus.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            filter.status = value
+        }
+        if let before = query["before"] {
+            guard let id = Int64(before) else { throw APIError.invalid("before", "must be a delivery id") }
+            filter.before = id
+        }
+        if let limit = query["limit"] {
+            guard let value = Int(limit), (1...1000).contains(value) else { throw APIError.invalid("limit", "must be 1 to 1000") }
+            filter.limit = value
+        }
+        let page = try await relay.store.deliveries(filter)
+        var members: [(String, JSONValue)] = [("deliveries", .array(page.map(RelayService.json)))]
+        if page.count == filter.limit, let last = page.last { members.append(("before", .integer(last.id))) }
+        return Self.json(.object(members))
+    }
+
+    /// Runs a write once per `Idempotency-Key`: the same key with the same request replays the
+    /// stored answer; with another request it is refused.
+    private func idempotent(
+        _ request: Request, _ context: RelayRequestContext, _ perform: (JSONValue, WriteContext) async throws -> StoredResponse
+    ) async throws -> Response {
+        var request = request
+        let buffer = try await request.collectBody(upTo: context.maxUploadSize)
+        let json = buffer.readableBytes == 0 ? JSONValue.object([]) : try JSONBodyReader.parse(buffer.readableBytesView)
+        guard let key = request.headers[HTTPField.Name("Idempotency-Key")!], let apiKey = context.apiKey else {
+            return Self.response(try await perform(json, WriteContext()))
+        }
+        guard !key.isEmpty, key.count <= 255 else { throw APIError.invalid("Idempotency-Key", "must be 1 to 255 characters") }
+        var hasher = SHA256()
+        hasher.update(data: Data("\(request.method.rawValue) \(request.uri.path)\n".utf8))
+        hasher.update(data: Data(buffer.readableBytesView))
+        let hash = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        for attempt in 0..<2 {
+            if let stored = try await relay.store.idempotentResponse(apiKeyID: apiKey.id, key: key) {
+                guard stored.requestHash == hash else {
+                    throw APIError(
+                        .unprocessableContent, code: "idempotency_key_reused",
+                        message: "this Idempotency-Key was used with a different request", field: "Idempotency-Key")
+                }
+                var response = Self.response(stored.response)
+                response.headers[HTTPField.Name("Idempotent-Replayed")!] = "true"
+                return response
+            }
+            do {
+                return Self.response(try await perform(json, WriteContext(idempotency: IdempotencyClaim(apiKeyID: apiKey.id, key: key, requestHash: hash))))
+            } catch let error as RelayError where error.code == "idempotency_conflict" && attempt == 0 {
+                continue  // the same key committed concurrently: replay it
+            }
+        }
+        throw APIError(.conflict, code: "idempotency_conflict", message: "the request with this Idempotency-Key is still being processed")
+    }
+
+    private func body(_ request: Request, _ context: RelayRequestContext) async throws -> JSONValue {
+        var request = request
+        let buffer = try await request.collectBody(upTo: context.maxUploadSize)
+        guard buffer.readableBytes > 0 else { throw APIError(.badRequest, code: "missing", message: "the request needs a JSON body") }
+        return try JSONBodyReader.parse(buffer.readableBytesView)
+    }
+
+    private func activityKey(_ context: RelayRequestContext) throws -> String {
+        let raw = try context.parameters.require("key")
+        return raw.removingPercentEncoding ?? raw
+    }
+
+    // MARK: Responses
+
+    static func json(_ value: JSONValue, status: HTTPResponse.Status = .ok) -> Response {
+        json(value.serialized, status: status)
+    }
+
+    static func json(_ bytes: [UInt8], status: HTTPResponse.Status = .ok) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    static func response(_ stored: StoredResponse) -> Response {
+        json(stored.body, status: HTTPResponse.Status(code: stored.status))
+    }
+
+    static func json(_ key: APIKeyRecord) -> JSONValue {
+        var members: [(String, JSONValue)] = [
+            ("id", .string(key.id)), ("name", .string(key.name)), ("scope", .string(key.scope.rawValue)),
+            ("createdAt", .string(ISO8601DateFormatter().string(from: key.createdAt))),
+        ]
+        if let revoked = key.revokedAt { members.append(("revokedAt", .string(ISO8601DateFormatter().string(from: revoked)))) }
+        return .object(members)
+    }
+
+    static func json(_ channel: ChannelRecord) -> JSONValue {
+        var members: [(String, JSONValue)] = [
+            ("channelID", .string(channel.channelID)), ("storagePolicy", .integer(channel.storagePolicy)),
+            ("createdAt", .string(ISO8601DateFormatter().string(from: channel.createdAt))),
+        ]
+        if let key = channel.key { members.append(("key", .string(key))) }
+        if let date = channel.deleteAfter { members.append(("deleteAfter", .string(ISO8601DateFormatter().string(from: date)))) }
+        if let date = channel.deletedAt { members.append(("deletedAt", .string(ISO8601DateFormatter().string(from: date)))) }
+        return .object(members)
+    }
+}
+
+extension RelayAPI {
+    /// The API as an application; `onRunning` gets the port it is bound to.
+    public func application(
+        logger: Logger = Logger(label: "liverelay.http"), onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
+        Application(
+            router: router(),
+            configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
+            onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? configuration.port) },
+            logger: logger)
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import JSONAPI
+import LiveActivityKit
+import LiveRelay
+import LiveRelayStore
+import Synchronization
+
+/// Lets a request through only with a live API key of `scope` (`Authorization: Bearer <secret>`),
+/// within the key's rate.
+struct KeyMiddleware: RouterMiddleware {
+    typealias Context = RelayRequestContext
+    let scope: APIKeyScope
+    let relay: RelayService
+    let limiter: RateLimiter
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") else {
+            throw APIError(.unauthorized, code: "unauthorized", message: "needs Authorization: Bearer <API key> with the \(scope.rawValue) scope")
+        }
+        let secret = String(header.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
+        guard let key = try await relay.authenticate(secret: secret) else {
+            throw APIError(.unauthorized, code: "unauthorized", message: "the API key is unknown or revoked")
+        }
+        guard key.scope == scope else {
+            throw APIError(
+                .forbidden, code: "wrong_scope", message: "this route needs a \(scope.rawValue) key; \(key.id) is a \(key.scope.rawValue) key")
+        }
+        if let wait = limiter.take(key.id, at: relay.currentDate) {
+            var response = try APIError(
+                .tooManyRequests, code: "rate_limited", message: "more than the key's request rate; retry after \(wait) s"
+            ).response(from: request, context: context)
+            response.headers[.retryAfter] = String(wait)
+            return response
+        }
+        var context = context
+        context.apiKey = key
+        return try await next(request, context)
+    }
+}
+
+/// Per-key token buckets: `rate` requests a second, `burst` at most at once.
+final class RateLimiter: Sendable {
+    private let rate: Double
+    private let burst: Double
+    private let buckets = Mutex<[String: (tokens: Double, at: Date)]>([:])
+
+    init(rate: Double, burst: Double) {
+        self.rate = rate
+        self.burst = max(1, burst)
+    }
+
+    /// Takes one request; nil when allowed, else the whole seconds to wait.
+    func take(_ key: String, at now: Date) -> Int? {
+        buckets.withLock { buckets in
+            var bucket = buckets[key] ?? (burst, now)
+            bucket.tokens = min(burst, bucket.tokens + max(0, now.timeIntervalSince(bucket.at)) * rate)
+            bucket.at = now
+            defer { buckets[key] = bucket }
+            guard bucket.tokens >= 1 else { return max(1, Int(((1 - bucket.tokens) / rate).rounded(.up))) }
+            bucket.tokens -= 1
+            return nil
+        }
+    }
+}
+
+/// Sets the body limit for every route.
+struct BodyLimitMiddleware: RouterMiddleware {
+    typealias Context = RelayRequestContext
+    let limit: Int
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var context = context
+        context.bodyLimit = limit
+        return try await next(request, context)
+    }
+}
+
+/// The service's refusals, as the API's one error shape.
+struct RelayErrorMiddleware: RouterMiddleware {
+    typealias Context = RelayRequestContext
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as RelayError {
+            let status: HTTPResponse.Status =
+                switch error.kind {
+                case .invalid: .badRequest
+                case .notFound: .notFound
+                case .conflict: .conflict
+                case .tooLarge: .contentTooLarge
+                case .unprocessable: .unprocessableContent
+                case .upstream: .badGateway
+                }
+            throw APIError(status, code: error.code, message: error.message, field: error.field)
+        }
+    }
+}

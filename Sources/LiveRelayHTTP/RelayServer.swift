@@ -1,0 +1,43 @@
+import APNs
+import Foundation
+import Hummingbird
+import LiveRelay
+import LiveRelayStore
+import Logging
+import ServiceLifecycle
+
+/// The whole server over one store and one APNs client: the service, the HTTP API, the
+/// dispatcher and the ticker. `liverelay serve` and the tests build it the same way.
+public struct RelayServer: Sendable {
+    public let relay: RelayService
+    public let dispatcher: Dispatcher
+    public let api: RelayAPI
+
+    /// Migrates `store` before anything else touches it.
+    public static func open(
+        store: any RelayStore, configuration: RelayConfiguration, api: RelayAPIConfiguration = .init(), apns: APNsClient,
+        now: @escaping @Sendable () -> Date = { Date() }, logger: Logger = Logger(label: "liverelay")
+    ) async throws -> RelayServer {
+        let applied = try await store.migrate()
+        if !applied.isEmpty { logger.info("migrations applied", metadata: ["names": "\(applied.joined(separator: ", "))"]) }
+        let relay = RelayService(store: store, configuration: configuration, apns: apns, now: now, logger: logger)
+        return RelayServer(relay: relay, dispatcher: Dispatcher(relay: relay, apns: apns), api: RelayAPI(relay: relay, configuration: api))
+    }
+
+    /// The long-lived parts, for one `ServiceGroup`; `onRunning` gets the API's port.
+    public func services(
+        logger: Logger = Logger(label: "liverelay.http"), onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) -> [any Service] {
+        [api.application(logger: logger, onRunning: onRunning), dispatcher, RelayTicker(relay: relay)]
+    }
+
+    /// Makes the first keys when the store has none, and returns their secrets (shown once).
+    public func bootstrapKeys() async throws -> [APIKeyScope: String] {
+        guard try await relay.store.apiKeys().isEmpty else { return [:] }
+        var secrets: [APIKeyScope: String] = [:]
+        for scope in APIKeyScope.allCases {
+            secrets[scope] = try await relay.createAPIKey(name: "initial \(scope.rawValue) key", scope: scope).secret
+        }
+        return secrets
+    }
+}

@@ -1,0 +1,255 @@
+import APNs
+import APNsEmulator
+import ArgumentParser
+import Crypto
+import Foundation
+import LiveActivityKit
+import LiveRelay
+import LiveRelayHTTP
+import LiveRelayStore
+import Logging
+import ServiceLifecycle
+import SimulatedDevices
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the LiveRelay server: the HTTP API, the durable outbox and its dispatcher, on SQLite.",
+        discussion: """
+            Without APNs credentials it runs Apple's side in-process: the emulator and one simulated iPhone
+            (demo-iphone) whose app reports its tokens to this server, so the whole lifecycle runs without an
+            Apple account. With credentials (--key-file/--key-id/--team-id/--bundle-id, the LIVERELAY_APNS_*
+            environment variables, or a --config file) it sends to real APNs.
+
+            The first start makes an admin, a server and a client API key, prints them once and keeps them in
+            <data-dir>/initial-keys.json (readable by you only). Stops gracefully on SIGINT or SIGTERM.
+            """)
+
+    @Option(help: ArgumentHelp("Where the SQLite database and the emulator's CA live.", valueName: "path"))
+    var dataDir: String = "liverelay-data"
+    @Option(help: "Address of the HTTP API.") var httpHost: String = "127.0.0.1"
+    @Option(help: "Port of the HTTP API (0: any free port).") var httpPort: Int = 8080
+    @Option(help: ArgumentHelp("A JSON config file: {\"apns\": {keyFile, keyID, teamID, bundleID, environment}, \"budget\": {…}}.", valueName: "path"))
+    var config: String?
+    @Option(help: ArgumentHelp("Priority-10 pushes per activity per hour with priority \"auto\".", valueName: "count"))
+    var budget: Int?
+    @Option(help: ArgumentHelp("The same with frequent updates enabled on the device.", valueName: "count"))
+    var frequentBudget: Int?
+    @OptionGroup(title: "APNs (omit for the built-in emulator)") var connection: ConnectionOptions
+
+    func run() async throws {
+        var connection = connection
+        let file = try config.map(ServeConfigFile.init(path:))
+        file?.fill(&connection)
+        try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
+        var logger = Logger(label: "liverelay")
+        logger.logLevel = .notice
+
+        let emulator: APNsEmulator?
+        let apnsConfiguration: APNsClient.Configuration
+        let bundleID: BundleID
+        let environment: String
+        if connection.hasCredentials {
+            apnsConfiguration = try connection.clientConfiguration()
+            bundleID = try connection.resolvedBundleID()
+            environment = apnsConfiguration.environment.name == "production" ? "production" : "sandbox"
+            emulator = nil
+        } else {
+            let demo = try await DemoApple.start(dataDir: dataDir)
+            (emulator, apnsConfiguration, bundleID, environment) = (demo.emulator, demo.client, DemoApple.bundleID, "sandbox")
+        }
+
+        var budgetPolicy = file?.budget ?? BudgetPolicy()
+        if let budget { budgetPolicy.priority10PerHour = budget }
+        if let frequentBudget { budgetPolicy.frequentPriority10PerHour = frequentBudget }
+        let apns = try APNsClient(configuration: apnsConfiguration)
+        let store = try SQLiteStore(path: URL(fileURLWithPath: dataDir).appendingPathComponent("liverelay.sqlite").path)
+        let server = try await RelayServer.open(
+            store: store, configuration: RelayConfiguration(bundleID: bundleID, environment: environment, budget: budgetPolicy),
+            api: RelayAPIConfiguration(host: httpHost, port: httpPort), apns: apns, logger: logger)
+        let keys = try await InitialKeys.load(server: server, dataDir: dataDir)
+
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        let announce = Announcement(host: httpHost, dataDir: dataDir, keys: keys, bundleID: bundleID, emulator: emulator)
+        services += server.services(logger: logger) { port in
+            await announce.apiRunning(port: port)
+        }.map { .init(service: $0) }
+        if let emulator {
+            services.append(.init(service: emulator))
+            services.append(.init(service: emulator.controlApplication(port: 0, logger: logger) { port in
+                await announce.controlRunning(port: port)
+            }))
+        }
+        services.append(.init(service: APNsClientService(client: apns)))
+        try await ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)).run()
+    }
+}
+
+/// Apple's side for the demo: the emulator, a signing key it trusts, and one iPhone whose app
+/// reports its tokens to the server once the server's port is known.
+enum DemoApple {
+    static let bundleID = try! BundleID("com.example.liverelay.demo")
+    static let deviceID = "demo-iphone"
+    static let attributesType = ActivityAttributesType(
+        name: "DeliveryAttributes",
+        attributes: SwiftStruct("DeliveryAttributes", [.init("activityKey", .string), .init("orderNumber", .string)]),
+        contentState: SwiftStruct("ContentState", [.init("status", .string), .init("etaMinutes", .int)]))
+
+    static func start(dataDir: String) async throws -> (emulator: APNsEmulator, client: APNsClient.Configuration) {
+        let emulator = try await APNsEmulator.start(.init(environment: .sandbox))
+        let caFile = URL(fileURLWithPath: dataDir).appendingPathComponent("emulator-ca.pem").path
+        try emulator.certificates.writeCertificateAuthority(to: caFile)
+        let key = P256.Signing.PrivateKey()
+        let signingKey = try APNsSigningKey(pem: key.pemRepresentation, keyID: "DEMOKEY001", teamID: "DEMOTEAM01")
+        emulator.registry.register(EmulatorKey(keyID: signingKey.keyID, teamID: signingKey.teamID, publicKey: key.publicKey))
+        let client = APNsClient.Configuration(
+            environment: emulator.clientEnvironment(caFile: caFile), signingKey: signingKey, now: emulator.clock.function)
+        return (emulator, client)
+    }
+
+    /// Installs the demo app, reporting to `url` with `clientKey`: its push-to-start token goes to the server at once.
+    static func installApp(on emulator: APNsEmulator, reportingTo url: String, clientKey: String) throws {
+        if !emulator.devices.contains(deviceID) { try emulator.devices.addDevice(id: deviceID) }
+        try emulator.reporter.setTarget(TokenReporting(url: url, clientKey: clientKey), deviceID: deviceID, bundleID: bundleID.value)
+        try emulator.devices.install(SimulatedApp(bundleID: bundleID.value, attributeTypes: [attributesType]), on: deviceID)
+    }
+}
+
+/// The first keys: made on the first start, then read back from the data directory.
+enum InitialKeys {
+    static func load(server: RelayServer, dataDir: String) async throws -> [APIKeyScope: String] {
+        let path = URL(fileURLWithPath: dataDir).appendingPathComponent("initial-keys.json").path
+        let made = try await server.bootstrapKeys()
+        if !made.isEmpty {
+            let json = JSONValue.object(APIKeyScope.allCases.compactMap { scope in made[scope].map { (scope.rawValue, .string($0)) } })
+            FileManager.default.createFile(atPath: path, contents: Data(json.serialized), attributes: [.posixPermissions: 0o600])
+            return made
+        }
+        guard let data = FileManager.default.contents(atPath: path), let json = try? JSONValue(parsing: [UInt8](data)) else { return [:] }
+        var keys: [APIKeyScope: String] = [:]
+        for scope in APIKeyScope.allCases { keys[scope] = json[scope.rawValue]?.stringValue }
+        return keys
+    }
+}
+
+/// Prints where everything is once both listeners are up, and installs the demo app then.
+actor Announcement {
+    let host: String
+    let dataDir: String
+    let keys: [APIKeyScope: String]
+    let bundleID: BundleID
+    let emulator: APNsEmulator?
+    private var apiPort: Int?
+    private var controlPort: Int?
+
+    init(host: String, dataDir: String, keys: [APIKeyScope: String], bundleID: BundleID, emulator: APNsEmulator?) {
+        (self.host, self.dataDir, self.keys, self.bundleID, self.emulator) = (host, dataDir, keys, bundleID, emulator)
+    }
+
+    func apiRunning(port: Int) { apiPort = port; printIfReady() }
+    func controlRunning(port: Int) { controlPort = port; printIfReady() }
+
+    private func printIfReady() {
+        guard let apiPort, emulator == nil || controlPort != nil else { return }
+        let api = "http://\(host):\(apiPort)"
+        let server = keys[.server] ?? "<your server key>"
+        var text = """
+            LiveRelay server:   \(api)  (OpenAPI document: \(api)/openapi.json)
+            data:               \(dataDir)/liverelay.sqlite
+            API keys:           \(keys.isEmpty ? "see \(dataDir)/initial-keys.json" : "admin \(keys[.admin] ?? "-")  server \(server)  client \(keys[.client] ?? "-")")
+
+            """
+        if let emulator, let controlPort, let client = keys[.client] {
+            do {
+                try DemoApple.installApp(on: emulator, reportingTo: api, clientKey: client)
+                text += """
+                    APNs:               built-in emulator (sandbox); control API http://\(host):\(controlPort)
+                    demo device:        \(DemoApple.deviceID), app \(bundleID.value), attributes type \(DemoApple.attributesType.name); its push-to-start token is reported to the server
+                    watch it:           curl -s http://\(host):\(controlPort)/devices/\(DemoApple.deviceID)/presentation
+
+                    """
+            } catch {
+                text += "demo device:        could not be installed: \(error)\n"
+            }
+        } else {
+            text += "APNs:               \(bundleID.value)\n"
+        }
+        text += """
+            try:
+              curl -s -X POST \(api)/v1/activities/order-42/start -H 'Authorization: Bearer \(server)' -H 'content-type: application/json' \\
+                -d '{"attributesType": "DeliveryAttributes", "attributes": {"activityKey": "order-42", "orderNumber": "42"},
+                     "contentState": {"status": "preparing", "etaMinutes": 30}, "alert": {"title": "Order 42", "body": "Preparing your order"},
+                     "audience": {"everyone": true}}'
+
+            """
+        FileHandle.standardOutput.write(Data(text.utf8))
+    }
+}
+
+/// Closes the APNs client's connections when the group shuts down.
+struct APNsClientService: Service {
+    let client: APNsClient
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await client.shutdown()
+    }
+}
+
+/// `--config`: the same settings as the options, in a file. Options and environment variables win.
+struct ServeConfigFile {
+    var apns: [String: String] = [:]
+    var budget: BudgetPolicy?
+
+    init(path: String) throws {
+        guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("config: cannot read \(path)") }
+        do {
+            (apns, budget) = try Self.read([UInt8](data))
+        } catch let error as JSONFieldError {
+            throw ValidationError("config \(path): \(error)")
+        }
+    }
+
+    private static func read(_ data: [UInt8]) throws -> ([String: String], BudgetPolicy?) {
+        let root = try JSONBodyReader(try JSONBodyReader.parse(data), fields: ["apns", "budget"])
+        var settings: [String: String] = [:]
+        if let apnsBody = try root.object("apns", fields: apnsFields.map(\.key)) {
+            for (key, _) in apnsFields {
+                if let value = try apnsBody.string(key) { settings[key] = value }
+            }
+        }
+        guard let budgetBody = try root.object("budget", fields: ["priority10PerHour", "frequentPriority10PerHour"]) else {
+            return (settings, nil)
+        }
+        var policy = BudgetPolicy()
+        if let value = try budgetBody.number("priority10PerHour") { policy.priority10PerHour = Int(value) }
+        if let value = try budgetBody.number("frequentPriority10PerHour") { policy.frequentPriority10PerHour = Int(value) }
+        return (settings, policy)
+    }
+
+    /// Config keys and the environment variables that take precedence over them.
+    static let apnsFields: [(key: String, variable: String)] = [
+        ("keyFile", "LIVERELAY_APNS_KEY_FILE"), ("keyID", "LIVERELAY_APNS_KEY_ID"), ("teamID", "LIVERELAY_APNS_TEAM_ID"),
+        ("bundleID", "LIVERELAY_APNS_BUNDLE_ID"), ("environment", "LIVERELAY_APNS_ENVIRONMENT"), ("host", "LIVERELAY_APNS_HOST"),
+        ("caFile", "LIVERELAY_APNS_CA_FILE"),
+    ]
+
+    func fill(_ connection: inout ConnectionOptions) {
+        func pick(_ key: String, _ variable: String) -> String? {
+            ProcessInfo.processInfo.environment[variable].flatMap { $0.isEmpty ? nil : $0 } == nil ? apns[key] : nil
+        }
+        connection.keyFile = connection.keyFile ?? pick("keyFile", "LIVERELAY_APNS_KEY_FILE")
+        connection.keyID = connection.keyID ?? pick("keyID", "LIVERELAY_APNS_KEY_ID")
+        connection.teamID = connection.teamID ?? pick("teamID", "LIVERELAY_APNS_TEAM_ID")
+        connection.bundleID = connection.bundleID ?? pick("bundleID", "LIVERELAY_APNS_BUNDLE_ID")
+        connection.environment = connection.environment ?? pick("environment", "LIVERELAY_APNS_ENVIRONMENT")
+        connection.host = connection.host ?? pick("host", "LIVERELAY_APNS_HOST")
+        connection.caFile = connection.caFile ?? pick("caFile", "LIVERELAY_APNS_CA_FILE")
+    }
+}
+
+extension ConnectionOptions {
+    /// Whether a signing key was given, by option or environment variable.
+    var hasCredentials: Bool {
+        keyFile != nil || ProcessInfo.processInfo.environment["LIVERELAY_APNS_KEY_FILE"].map { !$0.isEmpty } == true
+    }
+}
