@@ -99,7 +99,11 @@ let package = Package(
         // Helpers shared by the test targets: deadlines, fixtures, a scriptable APNs endpoint.
         .target(
             name: "LiveRelayTesting",
-            dependencies: ["LiveActivityKit", "APNs", "APNsEmulator"]
+            dependencies: [
+                "LiveActivityKit", "APNs", "APNsEmulator", "LiveRelay", "LiveRelayHTTP", "LiveRelayStore", "SimulatedDevices",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
         ),
         .executableTarget(
             name: "liverelay",

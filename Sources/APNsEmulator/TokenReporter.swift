@@ -97,7 +97,7 @@ public final class TokenReporter: Sendable {
     public var reports: [Report] { state.withLock { $0.reports } }
 
     /// Sends reports until cancelled.
-    func run() async {
+    package func run() async {
         let client = HTTPClient.shared
         let events = fleet.events.subscribe(after: startSequence)
         await withTaskGroup(of: Void.self) { group in

@@ -1,0 +1,152 @@
+import APNs
+import APNsEmulator
+import AsyncHTTPClient
+import Foundation
+import LiveActivityKit
+import LiveRelay
+import LiveRelayHTTP
+import LiveRelayStore
+import Logging
+import NIOCore
+import NIOHTTP1
+import ServiceLifecycle
+import SimulatedDevices
+
+/// A LiveRelay server on loopback (SQLite in a temporary directory, the HTTP API on port 0)
+/// sending to an in-process emulator, on the emulator's clock, with one key of each scope. The
+/// dispatcher and the ticker do not run by themselves: a test sends with `dispatch()` and lets
+/// time act with `tick()`, so every step is deterministic.
+public final class RelayHarness: Sendable {
+    public static let bundleID = try! BundleID("com.example.liverelay.tests")
+
+    public let emulator: APNsEmulator
+    public let server: RelayServer
+    public let baseURL: String
+    public let keys: [APIKeyScope: String]
+    public var relay: RelayService { server.relay }
+
+    init(emulator: APNsEmulator, server: RelayServer, baseURL: String, keys: [APIKeyScope: String]) {
+        self.emulator = emulator
+        self.server = server
+        self.baseURL = baseURL
+        self.keys = keys
+    }
+
+    /// Sends everything due now.
+    public func dispatch() async throws { try await server.dispatcher.drain() }
+
+    /// Moves the emulator's clock (and so the server's) and lets time act on both sides.
+    public func advance(by seconds: TimeInterval) async throws {
+        emulator.clock.advance(by: seconds)
+        emulator.devices.advanceAll()
+        try await relay.tick()
+    }
+
+    // MARK: Requests
+
+    public struct Answer: Sendable {
+        public var status: Int
+        public var json: JSONValue
+        public var headers: [(name: String, value: String)]
+        public var text: String
+
+        public func header(_ name: String) -> String? { headers.first { $0.name.lowercased() == name.lowercased() }?.value }
+    }
+
+    /// A request with `scope`'s key (or `secret`, or none when both are nil).
+    public func call(
+        _ method: HTTPMethod, _ path: String, _ body: JSONValue? = nil, scope: APIKeyScope? = .server, secret: String? = nil,
+        headers: [(String, String)] = []
+    ) async throws -> Answer {
+        var request = HTTPClientRequest(url: baseURL + path)
+        request.method = method
+        if let key = secret ?? scope.flatMap({ keys[$0] }) { request.headers.add(name: "authorization", value: "Bearer \(key)") }
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let body {
+            request.headers.add(name: "content-type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: body.serialized))
+        }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        let buffer = try await response.body.collect(upTo: 16 * 1024 * 1024)
+        let text = String(buffer: buffer)
+        return Answer(
+            status: Int(response.status.code), json: (try? JSONValue(parsing: text)) ?? .null,
+            headers: response.headers.map { ($0.name, $0.value) }, text: text)
+    }
+
+    public func post(_ path: String, _ body: JSONValue, scope: APIKeyScope? = .server, headers: [(String, String)] = []) async throws -> Answer {
+        try await call(.POST, path, body, scope: scope, headers: headers)
+    }
+
+    public func get(_ path: String, scope: APIKeyScope? = .server) async throws -> Answer {
+        try await call(.GET, path, scope: scope)
+    }
+
+    // MARK: Devices
+
+    /// A device with the app installed, reporting its tokens to this server.
+    public func addDevice(_ id: String, types: [ActivityAttributesType], frequentUpdates: Bool = false) throws {
+        try emulator.devices.addDevice(id: id)
+        try emulator.reporter.setTarget(TokenReporting(url: baseURL, clientKey: keys[.client]), deviceID: id, bundleID: Self.bundleID.value)
+        try emulator.devices.install(
+            SimulatedApp(bundleID: Self.bundleID.value, supportsFrequentUpdates: frequentUpdates, attributeTypes: types), on: id)
+    }
+
+    /// Waits (under the test's deadline) until `condition` holds; checks every 10 ms.
+    public func eventually(_ what: String = "condition", _ condition: @Sendable () async throws -> Bool) async throws {
+        while try await !condition() {
+            try Task.checkCancellation()
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}
+
+/// Runs `body` against a fresh server and emulator, under a deadline, and shuts both down.
+public func withRelayHarness(
+    configure: @escaping @Sendable (inout RelayConfiguration, inout RelayAPIConfiguration) -> Void = { _, _ in },
+    deadline: Duration = .seconds(60), _ body: @escaping @Sendable (RelayHarness) async throws -> Void
+) async throws {
+    try await withDeadline(deadline) {
+        let emulator = try await APNsEmulator.start(.init(environment: .sandbox))
+        let key = TestSigningKey()
+        emulator.registry.register(EmulatorKey(keyID: key.signingKey.keyID, teamID: key.signingKey.teamID, publicKey: key.publicKey))
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let caFile = directory.appendingPathComponent("ca.pem").path
+        try emulator.certificates.writeCertificateAuthority(to: caFile)
+        let apns = try APNsClient(configuration: .init(
+            environment: emulator.clientEnvironment(caFile: caFile), signingKey: key.signingKey, now: emulator.clock.function))
+        var configuration = RelayConfiguration(bundleID: RelayHarness.bundleID, environment: "sandbox")
+        var api = RelayAPIConfiguration(port: 0)
+        configure(&configuration, &api)
+        var logger = Logger(label: "liverelay.tests")
+        logger.logLevel = .critical
+        let server = try await RelayServer.open(
+            store: try SQLiteStore(path: directory.appendingPathComponent("relay.sqlite").path), configuration: configuration, api: api,
+            apns: apns, now: emulator.clock.function, logger: logger)
+        let keys = try await server.bootstrapKeys()
+        let port = AsyncStream.makeStream(of: Int.self)
+        let application = server.api.application(logger: logger) { port.continuation.yield($0) }
+        let group = ServiceGroup(configuration: .init(services: [.init(service: application)], logger: logger))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            var ports = port.stream.makeAsyncIterator()
+            guard let bound = await ports.next() else { throw DeadlineExceeded(limit: deadline) }
+            let harness = RelayHarness(emulator: emulator, server: server, baseURL: "http://127.0.0.1:\(bound)", keys: keys)
+            tasks.addTask { await emulator.reporter.run() }
+            var failure: (any Error)?
+            do { try await body(harness) } catch { failure = error }
+            await group.triggerGracefulShutdown()
+            tasks.cancelAll()
+            try? await tasks.waitForAll()
+            if let failure {
+                await apns.shutdown()
+                await emulator.shutdown()
+                throw failure
+            }
+        }
+        await apns.shutdown()
+        await emulator.shutdown()
+    }
+}

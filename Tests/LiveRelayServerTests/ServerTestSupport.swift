@@ -1,0 +1,49 @@
+import Foundation
+import LiveActivityKit
+import LiveRelayTesting
+import SimulatedDevices
+
+/// The delivery example of Apple's talk: a key in the attributes, a status and an ETA in the content.
+let deliveryType = ActivityAttributesType(
+    name: "DeliveryAttributes",
+    attributes: SwiftStruct("DeliveryAttributes", [.init("activityKey", .string), .init("orderNumber", .int)]),
+    contentState: SwiftStruct("ContentState", [.init("status", .string), .init("etaMinutes", .int)]))
+
+func json(_ text: String) -> JSONValue { try! JSONValue(parsing: text) }
+
+func content(_ status: String, _ eta: Int) -> JSONValue {
+    .object([("status", .string(status)), ("etaMinutes", .integer(eta))])
+}
+
+func startBody(key: String, audience: JSONValue = json(#"{"everyone": true}"#), extra: [(String, JSONValue)] = []) -> JSONValue {
+    .object([
+        ("attributesType", .string("DeliveryAttributes")),
+        ("attributes", .object([("activityKey", .string(key)), ("orderNumber", .integer(42))])),
+        ("contentState", content("preparing", 30)),
+        ("alert", json(#"{"title": "Order 42", "body": "We are preparing your order"}"#)),
+        ("audience", audience),
+    ] + extra)
+}
+
+extension RelayHarness {
+    /// A device whose push-to-start token the server holds.
+    func addRegisteredDevice(_ id: String, frequentUpdates: Bool = false) async throws {
+        try addDevice(id, types: [deliveryType], frequentUpdates: frequentUpdates)
+        try await eventually { try await self.relay.store.pushToStartTokens(deviceID: id).count == 1 }
+    }
+
+    /// The device's only activity.
+    func activity(on device: String) throws -> SimulatedActivity? {
+        try emulator.devices.device(device).activities.first
+    }
+
+    /// Lets the device issue the activity's update token (a second after the start, as on
+    /// iPhones) and waits until the server holds it under `key`.
+    func waitForToken(_ key: String, device: String) async throws {
+        emulator.clock.advance(by: emulator.configuration.devices.tokenIssueDelay)
+        emulator.devices.advanceAll()
+        try await eventually {
+            try await self.relay.store.activityTokens(key: key).contains { $0.deviceID == device && $0.state == .live }
+        }
+    }
+}
