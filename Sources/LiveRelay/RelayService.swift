@@ -88,11 +88,14 @@ public final class RelayService: Sendable {
         }
     }
 
-    public func reportEnded(key: String, _ report: EndedReport) async throws {
+    /// Records that the activity ended or was dismissed on the device; false when the device has
+    /// no token under the key (a channel-subscribed activity has none).
+    public func reportEnded(key: String, _ report: EndedReport) async throws -> Bool {
         try Self.checkKey(key)
-        guard try await store.endActivityToken(key: key, deviceID: report.deviceID, state: report.state, at: report.at ?? now()) else {
-            throw RelayError(.notFound, code: "not_found", message: "device \"\(report.deviceID)\" has no token under activity key \"\(key)\"")
+        guard try await store.activity(key: key) != nil else {
+            throw RelayError(.notFound, code: "not_found", message: "no activity key \"\(key)\"", field: "key")
         }
+        return try await store.endActivityToken(key: key, deviceID: report.deviceID, state: report.state, at: report.at ?? now())
     }
 
     private func checkApp(bundleID: String, environment: String) throws {

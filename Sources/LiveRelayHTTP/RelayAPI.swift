@@ -83,8 +83,8 @@ public struct RelayAPI: Sendable {
             return Self.json(.object([("key", .string(key)), ("state", .string(activity.state.rawValue))]), status: .created)
         }
         client.post("/activities/{key}/ended") { request, context in
-            try await relay.reportEnded(key: try activityKey(context), EndedReport(json: try await body(request, context)))
-            return Self.json(.object([("recorded", .bool(true))]))
+            let recorded = try await relay.reportEnded(key: try activityKey(context), EndedReport(json: try await body(request, context)))
+            return Self.json(.object([("recorded", .bool(recorded))]))
         }
 
         // The backend: activities by key, deliveries, schedules.

@@ -175,7 +175,8 @@ public final class SQLiteStore: RelayStore {
                     db,
                     sql: """
                         SELECT COALESCE(device_id, '') AS device_id, COUNT(*) AS n FROM deliveries
-                        WHERE key = ? AND priority = 10 AND created_at >= ? AND status IN ('queued', 'sending', 'sent')
+                        WHERE key = ? AND target != 'push-to-start' AND priority = 10 AND created_at >= ?
+                            AND status IN ('queued', 'sending', 'sent')
                         GROUP BY device_id
                         """,
                     arguments: [key, budgetWindowStart.seconds])

@@ -18,6 +18,8 @@ import SimulatedDevices
 /// time act with `tick()`, so every step is deterministic.
 public final class RelayHarness: Sendable {
     public static let bundleID = try! BundleID("com.example.liverelay.tests")
+    /// Every answer is checked against the OpenAPI document the server serves.
+    static let checker = OpenAPIChecker(document: try! JSONValue(parsing: RelayAPI.openAPIDocument))
 
     public let emulator: APNsEmulator
     public let server: RelayServer
@@ -69,6 +71,9 @@ public final class RelayHarness: Sendable {
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
         let buffer = try await response.body.collect(upTo: 16 * 1024 * 1024)
         let text = String(buffer: buffer)
+        let isJSON = response.headers["content-type"].first?.hasPrefix("application/json") == true
+        try Self.checker.check(
+            method: method.rawValue, path: path, status: Int(response.status.code), body: isJSON ? try JSONValue(parsing: text) : nil)
         return Answer(
             status: Int(response.status.code), json: (try? JSONValue(parsing: text)) ?? .null,
             headers: response.headers.map { ($0.name, $0.value) }, text: text)

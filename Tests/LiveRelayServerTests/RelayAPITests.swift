@@ -1,0 +1,246 @@
+import APNs
+import APNsEmulator
+import Foundation
+import LiveActivityKit
+import LiveRelay
+import LiveRelayStore
+import LiveRelayTesting
+import Testing
+
+@Suite(.timeLimit(.minutes(2)))
+struct RelayAPITests {
+    @Test func eachRouteTakesOnlyItsScopeAndARevokedKeyIsRefused() async throws {
+        try await withRelayHarness { relay in
+            #expect(try await relay.get("/v1/deliveries", scope: nil).status == 401)
+            #expect(try await relay.get("/v1/deliveries", scope: .client).status == 403)
+            #expect(try await relay.get("/v1/deliveries", scope: .client).json["error"]?["code"] == .string("wrong_scope"))
+            #expect(try await relay.get("/v1/api-keys", scope: .server).status == 403)
+            #expect(try await relay.post("/v1/push-to-start-tokens", .object([]), scope: .admin).status == 403)
+            #expect(try await relay.get("/metrics", scope: .server).status == 403)
+
+            let made = try await relay.post("/v1/api-keys", json(#"{"name": "backend", "scope": "server"}"#), scope: .admin)
+            #expect(made.status == 201)
+            let secret = try #require(made.json["secret"]?.stringValue)
+            let id = try #require(made.json["id"]?.stringValue)
+            #expect(try await relay.call(.GET, "/v1/deliveries", secret: secret).status == 200)
+            // Only the hash is kept: the list never shows a secret.
+            #expect(try await relay.get("/v1/api-keys", scope: .admin).text.contains(secret) == false)
+            #expect(try await relay.call(.DELETE, "/v1/api-keys/\(id)", scope: .admin).status == 200)
+            #expect(try await relay.call(.GET, "/v1/deliveries", secret: secret).status == 401)
+        }
+    }
+
+    @Test(arguments: [
+        (#"{"attributesType": "T", "attributes": {}, "contentState": {}, "audience": {"everyone": true}}"#, "alert", "missing"),
+        (#"{"attributesType": "T", "attributes": {}, "contentState": {}, "alert": {"title": "a", "body": "b"}}"#, "audience", "missing"),
+        (#"{"attributesType": "T", "attributes": {}, "contentState": {}, "alert": {"title": "a", "body": "b"}, "audience": {"devices": []}}"#, "audience.devices", "invalid_value"),
+        (#"{"attributesType": "T", "attributes": {}, "contentState": [], "alert": {"title": "a", "body": "b"}, "audience": {"everyone": true}}"#, "contentState", "wrong_type"),
+        (#"{"attributesType": "T", "attributes": {}, "contentState": {}, "alert": {"title": "a", "body": "b"}, "audience": {"everyone": true}, "relevanceScore": "high"}"#, "relevanceScore", "wrong_type"),
+        (#"{"attributesType": "T", "attributes": {}, "contentState": {}, "alert": {"title": "a", "body": "b"}, "audience": {"everyone": true}, "priority": 7}"#, "priority", "invalid_value"),
+        (#"{"attributesType": "T", "attributes": {}, "contentState": {}, "alert": {"titel": "a", "body": "b"}, "audience": {"everyone": true}}"#, "alert.titel", "unknown_key"),
+        (#"{"attributesType": "T", "attributes": {}, "contentState": {}, "alert": {"title": "a", "body": "b"}, "audience": {"everyone": true}, "staleDate": "tomorrow"}"#, "staleDate", "invalid_value"),
+    ])
+    func aBadStartNamesTheFieldAndTheRule(body: String, field: String, code: String) async throws {
+        try await withRelayHarness { relay in
+            let answer = try await relay.post("/v1/activities/k/start", json(body))
+            #expect(answer.status == 400)
+            #expect(answer.json["error"]?["field"] == .string(field))
+            #expect(answer.json["error"]?["code"] == .string(code))
+            #expect(try await relay.relay.store.activity(key: "k") == nil)
+        }
+    }
+
+    @Test func badInputElsewhereIsRefusedWithoutTouchingWhatWasAccepted() async throws {
+        try await withRelayHarness(configure: { _, api in api.maximumBodySize = 8192 }) { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            #expect(try await relay.post("/v1/activities/k/start", startBody(key: "k")).status == 201)
+            let unknown = try await relay.post("/v1/activities/nope/update", .object([("contentState", content("a", 1))]))
+            #expect(unknown.status == 404)
+            let noContent = try await relay.post("/v1/activities/k/update", .object([]))
+            #expect(noContent.json["error"]?["field"] == .string("contentState"))
+            let huge = try await relay.post("/v1/activities/k/update", .object([("contentState", .object([("x", .string(String(repeating: "a", count: 9000)))]))]))
+            #expect(huge.status == 413)
+            let tooBigForAPNs = try await relay.post("/v1/activities/k/update", .object([("contentState", .object([("x", .string(String(repeating: "a", count: 4090)))]))]))
+            #expect(tooBigForAPNs.status == 413)
+            #expect(tooBigForAPNs.json["error"]?["code"] == .string("too_large"))
+            let taken = try await relay.post("/v1/activities/k/start", startBody(key: "k"))
+            #expect(taken.status == 409)
+            #expect(taken.json["error"]?["code"] == .string("key_exists"))
+            let badToken = try await relay.post("/v1/push-to-start-tokens", json(#"{"deviceID": "d", "bundleID": "com.example.liverelay.tests", "attributesType": "T", "token": "xyz"}"#), scope: .client)
+            #expect(badToken.json["error"]?["field"] == .string("token"))
+            let otherApp = try await relay.post("/v1/push-to-start-tokens", json(#"{"deviceID": "d", "bundleID": "com.other.app", "attributesType": "T", "token": "abcd"}"#), scope: .client)
+            #expect(otherApp.json["error"]?["field"] == .string("bundleID"))
+            // What was accepted is still there, untouched.
+            let key = try await relay.get("/v1/activities/k")
+            #expect(key.json["contentState"] == content("preparing", 30))
+            #expect(try await relay.relay.store.deliveries(DeliveryQuery()).count == 1)
+        }
+    }
+
+    @Test func anIdempotencyKeyReplaysTheAnswerAndRefusesAnotherRequest() async throws {
+        try await withRelayHarness { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            let headers = [("Idempotency-Key", "start-k-1")]
+            let first = try await relay.post("/v1/activities/k/start", startBody(key: "k"), headers: headers)
+            let again = try await relay.post("/v1/activities/k/start", startBody(key: "k"), headers: headers)
+            #expect(first.status == 201)
+            #expect(again.status == 201)
+            #expect(again.text == first.text)
+            #expect(again.header("Idempotent-Replayed") == "true")
+            #expect(try await relay.relay.store.deliveries(DeliveryQuery()).count == 1)
+            let other = try await relay.post("/v1/activities/k2/start", startBody(key: "k2"), headers: headers)
+            #expect(other.status == 422)
+            #expect(other.json["error"]?["code"] == .string("idempotency_key_reused"))
+        }
+    }
+
+    @Test func aKeyOverItsRateGets429WithRetryAfter() async throws {
+        try await withRelayHarness(configure: { _, api in (api.requestsPerSecond, api.burst) = (0.5, 2) }) { relay in
+            #expect(try await relay.get("/v1/deliveries").status == 200)
+            #expect(try await relay.get("/v1/deliveries").status == 200)
+            let limited = try await relay.get("/v1/deliveries")
+            #expect(limited.status == 429)
+            #expect(limited.header("Retry-After") == "2")
+            #expect(limited.json["error"]?["code"] == .string("rate_limited"))
+            // Another key has its own bucket.
+            #expect(try await relay.get("/v1/api-keys", scope: .admin).status == 200)
+            relay.emulator.clock.advance(by: 2)
+            #expect(try await relay.get("/v1/deliveries").status == 200)
+        }
+    }
+
+    @Test func autoPriorityGoesAt10WithinBudgetOrWithAnAlertAndAt5Beyond() async throws {
+        try await withRelayHarness(configure: { relay, _ in relay.budget = BudgetPolicy(priority10PerHour: 2, frequentPriority10PerHour: 4) }) { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            _ = try await relay.post("/v1/activities/k/start", startBody(key: "k"))
+            try await relay.dispatch()
+            try await relay.waitForToken("k", device: "iphone-1")
+            for step in 1...3 {
+                _ = try await relay.post("/v1/activities/k/update", .object([("contentState", content("step", step))]))
+                try await relay.dispatch()  // sent, so none is superseded and each counts
+            }
+            _ = try await relay.post("/v1/activities/k/update", .object([("contentState", content("alert", 4)), ("alert", json(#"{"title": "t", "body": "b"}"#))]))
+            let updates = try await relay.relay.store.deliveries(DeliveryQuery(key: "k")).filter { $0.event == "update" }.reversed()
+            #expect(updates.map(\.priority) == [10, 10, 5, 10])
+            #expect(updates.map(\.priorityReason) == ["within budget (1 of 2 an hour)", "within budget (2 of 2 an hour)", "over budget (2 an hour)", "alert"])
+            // An hour later the budget is back.
+            try await relay.advance(by: 3601)
+            _ = try await relay.post("/v1/activities/k/update", .object([("contentState", content("later", 5))]))
+            #expect(try await relay.relay.store.deliveries(DeliveryQuery(key: "k", limit: 1)).first?.priority == 10)
+        }
+    }
+
+    @Test func aGoneTokenIsMarkedDeadAndARetryableFailureComesBackWithBackoff() async throws {
+        try await withRelayHarness { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            try await relay.addRegisteredDevice("iphone-2")
+            _ = try await relay.post("/v1/activities/k/start", startBody(key: "k"))
+            try await relay.dispatch()
+            try await relay.waitForToken("k", device: "iphone-1")
+            try await relay.waitForToken("k", device: "iphone-2")
+            let tokens = try await relay.relay.store.activityTokens(key: "k")
+            let gone = try #require(tokens.first { $0.deviceID == "iphone-1" }?.token)
+            relay.emulator.registry.unregister(token: gone, since: relay.emulator.clock.now - 10)
+            _ = try await relay.post("/v1/activities/k/update", .object([("contentState", content("a", 1))]))
+            try await relay.dispatch()
+            let after = try await relay.relay.store.activityTokens(key: "k")
+            #expect(after.first { $0.deviceID == "iphone-1" }?.state == .dead)
+            #expect(after.first { $0.deviceID == "iphone-1" }?.lastStatus == 410)
+
+            // Only the live token gets the next update; APNs is briefly unavailable.
+            _ = relay.emulator.faults.add(EmulatorFault(EmulatorFault.respond(.serviceUnavailable)))
+            let next = try await relay.post("/v1/activities/k/update", .object([("contentState", content("b", 2))]))
+            #expect(next.json["deliveries"] == .integer(1))
+            try await relay.dispatch()
+            let pending = try #require(try await relay.relay.store.deliveries(DeliveryQuery(key: "k", status: .queued)).first)
+            #expect(pending.attempts == 1)
+            #expect(pending.apnsReason == "ServiceUnavailable")
+
+            // After the backoff it goes, and the dead token gets nothing more.
+            try await relay.dispatch()
+            #expect(try await relay.relay.store.deliveries(DeliveryQuery(key: "k", status: .queued)).count == 1)
+            try await relay.advance(by: 2)
+            try await relay.dispatch()
+            #expect(try await relay.relay.store.deliveries(DeliveryQuery(key: "k", status: .queued)).isEmpty)
+            #expect(try relay.activity(on: "iphone-2")?.content.state == content("b", 2))
+            let failed = try await relay.get("/v1/deliveries?status=failed")
+            #expect(failed.json["deliveries"]?[0]?["apnsReason"] == .string("Unregistered"))
+        }
+    }
+
+    @Test func aScheduledStartRunsWhenDueAndAScheduleCanBeCancelled() async throws {
+        try await withRelayHarness { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            let at = relay.emulator.clock.now + 600
+            let scheduled = try await relay.post("/v1/activities/k/start", startBody(key: "k", extra: [("at", .integer(unixSeconds(at)))]))
+            #expect(scheduled.status == 202)
+            #expect(scheduled.json["state"] == .string("pending"))
+            let other = try await relay.post("/v1/activities/k2/start", startBody(key: "k2", extra: [("at", .integer(unixSeconds(at)))]))
+            let otherID = try #require(other.json["scheduleID"]?.stringValue)
+            #expect(try await relay.call(.DELETE, "/v1/schedules/\(otherID)").json["state"] == .string("cancelled"))
+            #expect(try await relay.call(.DELETE, "/v1/schedules/\(otherID)").status == 409)
+
+            try await relay.advance(by: 300)
+            #expect(try await relay.relay.store.activity(key: "k") == nil)
+            try await relay.advance(by: 301)
+            #expect(try await relay.relay.store.activity(key: "k")?.state == .active)
+            #expect(try await relay.relay.store.activity(key: "k2") == nil)
+            try await relay.dispatch()
+            #expect(try relay.activity(on: "iphone-1")?.state == .active)
+            let id = try #require(scheduled.json["scheduleID"]?.stringValue)
+            #expect(try await relay.get("/v1/schedules/\(id)").json["state"] == .string("done"))
+        }
+    }
+
+    @Test func anActivityPastEightHoursEndsAndItsUpdatesAreRefused() async throws {
+        try await withRelayHarness { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            _ = try await relay.post("/v1/activities/k/start", startBody(key: "k"))
+            try await relay.advance(by: 8 * 3600 + 1)
+            #expect(try await relay.relay.store.activity(key: "k")?.endReason == "expired")
+            let late = try await relay.post("/v1/activities/k/update", .object([("contentState", content("a", 1))]))
+            #expect(late.status == 409)
+            #expect(late.json["error"]?["message"]?.stringValue?.contains("expired") == true)
+        }
+    }
+
+    @Test func aChannelKeyBroadcastsAndItsChannelIsDeletedAfterTheStorageWindow() async throws {
+        try await withRelayHarness { relay in
+            relay.emulator.registry.setBroadcastEnabled(for: nil)
+            try await relay.addRegisteredDevice("iphone-1")
+            let started = try await relay.post("/v1/activities/match-7/start", startBody(key: "match-7", extra: [("channel", json(#"{"storagePolicy": 1}"#))]))
+            #expect(started.status == 201)
+            let channelID = try #require(started.json["channelID"]?.stringValue)
+            #expect(relay.emulator.registry.channel(channelID) != nil)
+            try await relay.dispatch()
+            let update = try await relay.post("/v1/activities/match-7/update", .object([("contentState", content("1-0", 60))]))
+            #expect(update.json["deliveries"] == .integer(1))
+            try await relay.dispatch()
+            #expect(try relay.activity(on: "iphone-1")?.content.state == content("1-0", 60))
+            let channels = try await relay.get("/v1/channels", scope: .admin)
+            #expect(channels.json["channels"]?[0]?["key"] == .string("match-7"))
+
+            _ = try await relay.post("/v1/activities/match-7/end", .object([("contentState", content("2-1", 0))]))
+            try await relay.dispatch()
+            try await relay.advance(by: 7 * 3600)
+            #expect(relay.emulator.registry.channel(channelID) != nil)
+            try await relay.advance(by: 3601)
+            #expect(try await relay.relay.store.channel(id: channelID)?.deletedAt != nil)
+        }
+    }
+
+    @Test func healthMetricsAndTheOpenAPIDocumentAreServed() async throws {
+        try await withRelayHarness { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            _ = try await relay.post("/v1/activities/k/start", startBody(key: "k"))
+            try await relay.dispatch()
+            let health = try await relay.get("/v1/health", scope: nil)
+            #expect(health.json["outbox"]?["sent"] == .integer(1))
+            let metrics = try await relay.get("/metrics", scope: .admin)
+            #expect(metrics.text.contains(#"liverelay_pushes_total{event="start",result="sent"} 1"#))
+            #expect(metrics.text.contains("liverelay_push_to_start_tokens 1"))
+            let document = try await relay.get("/openapi.json", scope: nil)
+            #expect(document.json["openapi"] == .string("3.1.0"))
+        }
+    }
+}
