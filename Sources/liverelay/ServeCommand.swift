@@ -68,7 +68,8 @@ struct Serve: AsyncParsableCommand {
             api: RelayAPIConfiguration(host: httpHost, port: httpPort), apns: apns, logger: logger)
         let keys = try await InitialKeys.load(server: server, dataDir: dataDir)
 
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        // Shutdown runs in reverse order: the APNs client closes after the dispatcher has stopped.
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: APNsClientService(client: apns))]
         let announce = Announcement(host: httpHost, dataDir: dataDir, keys: keys, bundleID: bundleID, emulator: emulator)
         services += server.services(logger: logger) { port in
             await announce.apiRunning(port: port)
@@ -79,7 +80,6 @@ struct Serve: AsyncParsableCommand {
                 await announce.controlRunning(port: port)
             }))
         }
-        services.append(.init(service: APNsClientService(client: apns)))
         try await ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)).run()
     }
 }
