@@ -13,13 +13,6 @@ public enum PriorityChoice: Sendable, Hashable {
         if case .number = value, let number = value.doubleValue, number == 10 || number == 5 { return .fixed(Int(number)) }
         throw JSONFieldError.invalid(body.field("priority"), "must be 10, 5 or \"auto\"")
     }
-
-    var json: JSONValue {
-        switch self {
-        case .auto: .string("auto")
-        case .fixed(let value): .integer(value)
-        }
-    }
 }
 
 /// Where a start's activities take their updates from.
@@ -212,18 +205,6 @@ extension AlertConfiguration {
         }
         let sound = try body.string("sound")
         self.init(title: try text("title"), body: try text("body"), sound: sound.map { $0 == "default" ? .default : .named($0) })
-    }
-
-    var json: JSONValue {
-        func text(_ text: Text) -> JSONValue {
-            switch text {
-            case .literal(let value): .string(value)
-            case .localized(let key, let arguments): .object([("key", .string(key)), ("arguments", .array(arguments.map(JSONValue.string)))])
-            }
-        }
-        var members: [(String, JSONValue)] = [("title", text(title)), ("body", text(body))]
-        if let sound { members.append(("sound", .string(sound.payloadValue))) }
-        return .object(members)
     }
 }
 
