@@ -43,7 +43,10 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `abcd1234…9f8e`: enough to recognise a token in a log without writing it out.
-    public var shortened: String {
+    public var shortened: String { Self.shortened(hex) }
+
+    /// The same for a token kept as text (a store's column).
+    public static func shortened(_ hex: String) -> String {
         hex.count <= 16 ? hex : "\(hex.prefix(8))…\(hex.suffix(4))"
     }
 

@@ -140,7 +140,7 @@ public final class Dispatcher: Service {
             "apns.reason": "\(reason)",
         ]
         switch delivery.target {
-        case .activityToken(_, let token), .pushToStartToken(_, let token): metadata["token"] = "\(shorten(token))"
+        case .activityToken(_, let token), .pushToStartToken(_, let token): metadata["token"] = "\(DeviceToken.shortened(token))"
         case .channel(let id): metadata["channel"] = "\(id)"
         }
         return metadata

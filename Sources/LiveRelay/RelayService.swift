@@ -185,7 +185,8 @@ public final class RelayService: Sendable {
             return try await schedule(key: key, action: action, body: body, at: at, context: context)
         }
         // A key's channel never changes, so its policy can be read before the transaction.
-        let channelPolicy = try await store.activity(key: key)?.channelID.asyncMap { try await self.store.channel(id: $0)?.storagePolicy }
+        let channelID = try await store.activity(key: key)?.channelID
+        let channelPolicy: Int? = if let channelID { try await store.channel(id: channelID)?.storagePolicy } else { nil }
         let acceptedAt = now()
         let governor = governor
         let storageWindow = configuration.channelStorageWindow
@@ -323,19 +324,10 @@ public final class RelayService: Sendable {
         request.remove("at")  // run as given, when due
         let schedule = ScheduleRecord(
             id: "sch_" + randomHex(bytes: 8), key: key, action: action, request: request, dueAt: at, createdAt: now())
-        let response = StoredResponse(status: 202, body: Self.json(schedule).serialized)
+        let response = StoredResponse(status: 202, body: RelayView.json(schedule).serialized)
         try await store.insertSchedule(schedule, context: context, response: response)
         metrics.count("liverelay_requests_accepted_total", ["action": "schedule"])
         return response
-    }
-
-    public static func json(_ schedule: ScheduleRecord) -> JSONValue {
-        var members: [(String, JSONValue)] = [
-            ("scheduleID", .string(schedule.id)), ("key", .string(schedule.key)), ("action", .string(schedule.action)),
-            ("dueAt", .string(ISO8601DateFormatter().string(from: schedule.dueAt))), ("state", .string(schedule.state.rawValue)),
-        ]
-        if let result = schedule.result { members.append(("result", (try? JSONValue(parsing: result)) ?? .string(result))) }
-        return .object(members)
     }
 
     public func cancelSchedule(id: String) async throws -> ScheduleRecord {
@@ -406,77 +398,11 @@ public final class RelayService: Sendable {
         }
         let tokens = try await store.activityTokens(key: key)
         let schedules = try await store.schedules(key: key)
-        var members: [(String, JSONValue)] = [
-            ("key", .string(key)), ("attributesType", .string(activity.attributesType)), ("state", .string(activity.state.rawValue)),
-            ("startedAt", Self.date(activity.startedAt)), ("lastTimestamp", .integer(activity.lastTimestamp)),
-        ]
-        if let attributes = activity.attributes { members.append(("attributes", attributes)) }
-        if let content = activity.contentState { members.append(("contentState", content)) }
-        if let stale = activity.staleDate { members.append(("staleDate", Self.date(stale))) }
-        if let score = activity.relevanceScore, let number = JSONValue.double(score) { members.append(("relevanceScore", number)) }
-        if let channel = activity.channelID { members.append(("channelID", .string(channel))) }
-        if let ended = activity.endedAt { members.append(("endedAt", Self.date(ended))) }
-        if let reason = activity.endReason { members.append(("endReason", .string(reason))) }
-        if let dismissal = activity.dismissalDate { members.append(("dismissalDate", Self.date(dismissal))) }
-        members.append(("tokens", .array(tokens.map(Self.json))))
-        members.append(("schedules", .array(schedules.map(Self.json))))
-        return .object(members)
+        return RelayView.activity(activity, tokens: tokens, schedules: schedules)
     }
-
-    static func json(_ token: ActivityTokenRecord) -> JSONValue {
-        var members: [(String, JSONValue)] = [
-            ("deviceID", .string(token.deviceID)), ("token", .string(shorten(token.token))), ("state", .string(token.state.rawValue)),
-            ("frequentPushesEnabled", .bool(token.frequentPushesEnabled)), ("registeredAt", date(token.registeredAt)),
-        ]
-        if let id = token.activityID { members.append(("activityID", .string(id))) }
-        if let reason = token.stateReason { members.append(("stateReason", .string(reason))) }
-        var last: [(String, JSONValue)] = []
-        if let status = token.lastStatus { last.append(("status", .integer(status))) }
-        if let reason = token.lastReason { last.append(("reason", .string(reason))) }
-        if let at = token.lastDeliveryAt { last.append(("at", date(at))) }
-        if !last.isEmpty { members.append(("lastDelivery", .object(last))) }
-        return .object(members)
-    }
-
-    public static func json(_ delivery: DeliveryRecord) -> JSONValue {
-        var members: [(String, JSONValue)] = [
-            ("id", .integer(delivery.id)), ("key", .string(delivery.key)), ("event", .string(delivery.event)),
-            ("requestID", .string(delivery.requestID)), ("status", .string(delivery.status.rawValue)),
-            ("priority", .integer(delivery.priority)), ("priorityReason", .string(delivery.priorityReason)),
-            ("timestamp", .integer(delivery.timestamp)), ("attempts", .integer(delivery.attempts)), ("createdAt", date(delivery.createdAt)),
-        ]
-        switch delivery.target {
-        case .pushToStartToken(let device, let token):
-            members += [("target", .string("push-to-start")), ("deviceID", .string(device)), ("token", .string(shorten(token)))]
-        case .activityToken(let device, let token):
-            members += [("target", .string("activity")), ("deviceID", .string(device)), ("token", .string(shorten(token)))]
-        case .channel(let id):
-            members += [("target", .string("channel")), ("channelID", .string(id))]
-        }
-        if delivery.status == .queued || delivery.status == .sending { members.append(("nextAttemptAt", date(delivery.nextAttemptAt))) }
-        if let at = delivery.finishedAt { members.append(("finishedAt", date(at))) }
-        if let status = delivery.apnsStatus { members.append(("apnsStatus", .integer(status))) }
-        if let reason = delivery.apnsReason { members.append(("apnsReason", .string(reason))) }
-        if let id = delivery.apnsID { members.append(("apnsID", .string(id))) }
-        return .object(members)
-    }
-
-    static func date(_ date: Date) -> JSONValue { .string(ISO8601DateFormatter().string(from: date)) }
-}
-
-/// A token as logs and API answers show it: enough to recognise, not enough to use.
-func shorten(_ token: String) -> String {
-    token.count > 12 ? "\(token.prefix(8))…\(token.suffix(4))" : token
 }
 
 func randomHex(bytes: Int) -> String {
     var generator = SystemRandomNumberGenerator()
     return (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: .min ... .max, using: &generator)) }.joined()
-}
-
-extension Optional {
-    fileprivate func asyncMap<T>(_ transform: (Wrapped) async throws -> T?) async rethrows -> T? {
-        guard let self else { return nil }
-        return try await transform(self)
-    }
 }

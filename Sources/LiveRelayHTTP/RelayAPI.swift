@@ -107,15 +107,15 @@ public struct RelayAPI: Sendable {
         server.get("/deliveries") { request, _ in try await deliveries(request) }
         server.get("/schedules") { request, _ in
             let key = request.uri.queryParameters["key"].map(String.init)
-            return Self.json(.object([("schedules", .array(try await relay.store.schedules(key: key).map(RelayService.json)))]))
+            return Self.json(.object([("schedules", .array(try await relay.store.schedules(key: key).map(RelayView.json)))]))
         }
         server.get("/schedules/{id}") { _, context in
             let id = try context.parameters.require("id")
             guard let schedule = try await relay.store.schedule(id: id) else { throw APIError.notFound("id", "no schedule \(id)") }
-            return Self.json(RelayService.json(schedule))
+            return Self.json(RelayView.json(schedule))
         }
         server.delete("/schedules/{id}") { _, context in
-            Self.json(RelayService.json(try await relay.cancelSchedule(id: try context.parameters.require("id"))))
+            Self.json(RelayView.json(try await relay.cancelSchedule(id: try context.parameters.require("id"))))
         }
 
         // The operator: keys and channels.
@@ -126,12 +126,12 @@ public struct RelayAPI: Sendable {
             let scopeName = try body.requireString("scope")
             guard let scope = APIKeyScope(rawValue: scopeName) else { throw APIError.invalid("scope", "must be client, server or admin") }
             let (record, secret) = try await relay.createAPIKey(name: name, scope: scope)
-            var view = Self.json(record)
+            var view = RelayView.json(record)
             view.set("secret", .string(secret))
             return Self.json(view, status: .created)
         }
         admin.get("/api-keys") { _, _ in
-            Self.json(.object([("apiKeys", .array(try await relay.store.apiKeys().map(Self.json)))]))
+            Self.json(.object([("apiKeys", .array(try await relay.store.apiKeys().map(RelayView.json)))]))
         }
         admin.delete("/api-keys/{id}") { _, context in
             let id = try context.parameters.require("id")
@@ -141,7 +141,7 @@ public struct RelayAPI: Sendable {
             return Self.json(.object([("id", .string(id)), ("revoked", .bool(true))]))
         }
         admin.get("/channels") { _, _ in
-            Self.json(.object([("channels", .array(try await relay.store.channels().map(Self.json)))]))
+            Self.json(.object([("channels", .array(try await relay.store.channels().map(RelayView.json)))]))
         }
         admin.delete("/channels/{id}") { _, context in
             let id = try context.parameters.require("id")
@@ -196,7 +196,7 @@ public struct RelayAPI: Sendable {
             filter.limit = value
         }
         let page = try await relay.store.deliveries(filter)
-        var members: [(String, JSONValue)] = [("deliveries", .array(page.map(RelayService.json)))]
+        var members: [(String, JSONValue)] = [("deliveries", .array(page.map(RelayView.json)))]
         if page.count == filter.limit, let last = page.last { members.append(("before", .integer(last.id))) }
         return Self.json(.object(members))
     }
@@ -261,26 +261,6 @@ public struct RelayAPI: Sendable {
 
     static func response(_ stored: StoredResponse) -> Response {
         json(stored.body, status: HTTPResponse.Status(code: stored.status))
-    }
-
-    static func json(_ key: APIKeyRecord) -> JSONValue {
-        var members: [(String, JSONValue)] = [
-            ("id", .string(key.id)), ("name", .string(key.name)), ("scope", .string(key.scope.rawValue)),
-            ("createdAt", .string(ISO8601DateFormatter().string(from: key.createdAt))),
-        ]
-        if let revoked = key.revokedAt { members.append(("revokedAt", .string(ISO8601DateFormatter().string(from: revoked)))) }
-        return .object(members)
-    }
-
-    static func json(_ channel: ChannelRecord) -> JSONValue {
-        var members: [(String, JSONValue)] = [
-            ("channelID", .string(channel.channelID)), ("storagePolicy", .integer(channel.storagePolicy)),
-            ("createdAt", .string(ISO8601DateFormatter().string(from: channel.createdAt))),
-        ]
-        if let key = channel.key { members.append(("key", .string(key))) }
-        if let date = channel.deleteAfter { members.append(("deleteAfter", .string(ISO8601DateFormatter().string(from: date)))) }
-        if let date = channel.deletedAt { members.append(("deletedAt", .string(ISO8601DateFormatter().string(from: date)))) }
-        return .object(members)
     }
 }
 

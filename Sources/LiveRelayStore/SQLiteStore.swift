@@ -119,13 +119,14 @@ public final class SQLiteStore: RelayStore {
                 sql: "UPDATE activity_tokens SET state = ?, state_reason = 'reported by the device' WHERE key = ? AND device_id = ?",
                 arguments: [state.rawValue, key, deviceID])
             guard db.changesCount > 0 else { return false }
-            // Nothing more to send to an activity that is over on the device.
+            // Nothing more to send to an activity that is over on the device. A push already in
+            // flight keeps its claim, so that its outcome is still recorded.
             try db.execute(
                 sql: """
-                    UPDATE deliveries SET status = 'skipped', finished_at = ?, apns_reason = 'activity \(state.rawValue) on the device'
-                    WHERE status IN ('queued', 'sending') AND key = ? AND device_id = ? AND target = 'activity'
+                    UPDATE deliveries SET status = 'skipped', finished_at = ?, apns_reason = ?
+                    WHERE status = 'queued' AND key = ? AND device_id = ? AND target = 'activity'
                     """,
-                arguments: [at.seconds, key, deviceID])
+                arguments: [at.seconds, "activity \(state.rawValue) on the device", key, deviceID])
             return true
         }
     }

@@ -1,0 +1,94 @@
+import Foundation
+import LiveActivityKit
+import LiveRelayStore
+
+/// What the API shows of stored things, in one place: dates in ISO 8601, tokens shortened, no
+/// secrets. The shapes are those of `openapi.json`.
+public enum RelayView {
+    public static func activity(_ activity: ActivityRecord, tokens: [ActivityTokenRecord], schedules: [ScheduleRecord]) -> JSONValue {
+        var members: [(String, JSONValue)] = [
+            ("key", .string(activity.key)), ("attributesType", .string(activity.attributesType)), ("state", .string(activity.state.rawValue)),
+            ("startedAt", date(activity.startedAt)), ("lastTimestamp", .integer(activity.lastTimestamp)),
+        ]
+        if let attributes = activity.attributes { members.append(("attributes", attributes)) }
+        if let content = activity.contentState { members.append(("contentState", content)) }
+        if let stale = activity.staleDate { members.append(("staleDate", date(stale))) }
+        if let score = activity.relevanceScore, let number = JSONValue.double(score) { members.append(("relevanceScore", number)) }
+        if let channel = activity.channelID { members.append(("channelID", .string(channel))) }
+        if let ended = activity.endedAt { members.append(("endedAt", date(ended))) }
+        if let reason = activity.endReason { members.append(("endReason", .string(reason))) }
+        if let dismissal = activity.dismissalDate { members.append(("dismissalDate", date(dismissal))) }
+        members.append(("tokens", .array(tokens.map(json))))
+        members.append(("schedules", .array(schedules.map(json))))
+        return .object(members)
+    }
+
+    public static func json(_ schedule: ScheduleRecord) -> JSONValue {
+        var members: [(String, JSONValue)] = [
+            ("scheduleID", .string(schedule.id)), ("key", .string(schedule.key)), ("action", .string(schedule.action)),
+            ("dueAt", date(schedule.dueAt)), ("state", .string(schedule.state.rawValue)),
+        ]
+        if let result = schedule.result { members.append(("result", (try? JSONValue(parsing: result)) ?? .string(result))) }
+        return .object(members)
+    }
+
+    public static func json(_ token: ActivityTokenRecord) -> JSONValue {
+        var members: [(String, JSONValue)] = [
+            ("deviceID", .string(token.deviceID)), ("token", .string(DeviceToken.shortened(token.token))), ("state", .string(token.state.rawValue)),
+            ("frequentPushesEnabled", .bool(token.frequentPushesEnabled)), ("registeredAt", date(token.registeredAt)),
+        ]
+        if let id = token.activityID { members.append(("activityID", .string(id))) }
+        if let reason = token.stateReason { members.append(("stateReason", .string(reason))) }
+        var last: [(String, JSONValue)] = []
+        if let status = token.lastStatus { last.append(("status", .integer(status))) }
+        if let reason = token.lastReason { last.append(("reason", .string(reason))) }
+        if let at = token.lastDeliveryAt { last.append(("at", date(at))) }
+        if !last.isEmpty { members.append(("lastDelivery", .object(last))) }
+        return .object(members)
+    }
+
+    public static func json(_ delivery: DeliveryRecord) -> JSONValue {
+        var members: [(String, JSONValue)] = [
+            ("id", .integer(delivery.id)), ("key", .string(delivery.key)), ("event", .string(delivery.event)),
+            ("requestID", .string(delivery.requestID)), ("status", .string(delivery.status.rawValue)),
+            ("priority", .integer(delivery.priority)), ("priorityReason", .string(delivery.priorityReason)),
+            ("timestamp", .integer(delivery.timestamp)), ("attempts", .integer(delivery.attempts)), ("createdAt", date(delivery.createdAt)),
+        ]
+        switch delivery.target {
+        case .pushToStartToken(let device, let token):
+            members += [("target", .string("push-to-start")), ("deviceID", .string(device)), ("token", .string(DeviceToken.shortened(token)))]
+        case .activityToken(let device, let token):
+            members += [("target", .string("activity")), ("deviceID", .string(device)), ("token", .string(DeviceToken.shortened(token)))]
+        case .channel(let id):
+            members += [("target", .string("channel")), ("channelID", .string(id))]
+        }
+        if delivery.status == .queued || delivery.status == .sending { members.append(("nextAttemptAt", date(delivery.nextAttemptAt))) }
+        if let at = delivery.finishedAt { members.append(("finishedAt", date(at))) }
+        if let status = delivery.apnsStatus { members.append(("apnsStatus", .integer(status))) }
+        if let reason = delivery.apnsReason { members.append(("apnsReason", .string(reason))) }
+        if let id = delivery.apnsID { members.append(("apnsID", .string(id))) }
+        return .object(members)
+    }
+
+    public static func json(_ key: APIKeyRecord) -> JSONValue {
+        var members: [(String, JSONValue)] = [
+            ("id", .string(key.id)), ("name", .string(key.name)), ("scope", .string(key.scope.rawValue)),
+            ("createdAt", date(key.createdAt)),
+        ]
+        if let revoked = key.revokedAt { members.append(("revokedAt", date(revoked))) }
+        return .object(members)
+    }
+
+    public static func json(_ channel: ChannelRecord) -> JSONValue {
+        var members: [(String, JSONValue)] = [
+            ("channelID", .string(channel.channelID)), ("storagePolicy", .integer(channel.storagePolicy)),
+            ("createdAt", date(channel.createdAt)),
+        ]
+        if let key = channel.key { members.append(("key", .string(key))) }
+        if let at = channel.deleteAfter { members.append(("deleteAfter", date(at))) }
+        if let at = channel.deletedAt { members.append(("deletedAt", date(at))) }
+        return .object(members)
+    }
+
+    static func date(_ date: Date) -> JSONValue { .string(ISO8601DateFormatter().string(from: date)) }
+}
