@@ -1,0 +1,522 @@
+import Foundation
+import LiveActivityKit
+import LiveRelayStore
+import Testing
+
+/// A store implementation under contract: how to make an empty one, and how to open the same
+/// data again (a restart). A PostgreSQL store adds a case here and must pass the same tests.
+enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case sqlite
+
+    var testDescription: String { rawValue }
+
+    /// A fresh, migrated store, and a way to open its data again.
+    func make() async throws -> StoreUnderTest {
+        switch self {
+        case .sqlite:
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-store-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let path = directory.appendingPathComponent("relay.sqlite").path
+            let store = try SQLiteStore(path: path)
+            let applied = try await store.migrate()
+            return StoreUnderTest(store: store, firstMigrations: applied, reopen: { try SQLiteStore(path: path) })
+        }
+    }
+}
+
+struct StoreUnderTest {
+    let store: any RelayStore
+    /// What the first `migrate()` applied.
+    let firstMigrations: [String]
+    let reopen: () throws -> any RelayStore
+}
+
+let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+let deliveryType = "DeliveryAttributes"
+
+func pushToStart(_ device: String, user: String? = nil, token: String? = nil, at: Date = t0) -> PushToStartTokenRecord {
+    PushToStartTokenRecord(
+        deviceID: device, attributesType: deliveryType, userID: user, token: token ?? "p2s-\(device)", frequentPushesEnabled: false,
+        environment: "sandbox", updatedAt: at)
+}
+
+func activityToken(_ key: String, _ device: String, token: String? = nil, at: Date = t0) -> ActivityTokenRecord {
+    ActivityTokenRecord(key: key, deviceID: device, token: token ?? "tok-\(key)-\(device)", frequentPushesEnabled: false, registeredAt: at)
+}
+
+func response(_ text: String, status: Int = 200) -> StoredResponse { StoredResponse(status: status, body: Array(text.utf8)) }
+
+extension RelayStore {
+    /// Starts `key` for `audience`, pushing `payload` to each push-to-start token the store hands the plan.
+    @discardableResult
+    func start(
+        _ key: String, audience: Audience = .everyone, at: Date = t0, context: WriteContext = WriteContext(),
+        seen: (@Sendable ([PushToStartTokenRecord]) -> Void)? = nil
+    ) async throws -> StoredResponse {
+        try await acceptStart(key: key, attributesType: deliveryType, audience: audience, context: context) { tokens in
+            seen?(tokens)
+            return StartPlan(
+                acceptedAt: at,
+                activity: ActivityRecord(key: key, attributesType: deliveryType, startedAt: at, lastTimestamp: Int64(at.timeIntervalSince1970)),
+                payloads: [Array("start \(key)".utf8)],
+                deliveries: tokens.map {
+                    NewDelivery(
+                        key: key, event: "start", target: .pushToStartToken(deviceID: $0.deviceID, token: $0.token), payloadIndex: 0,
+                        priority: 10, priorityReason: "requested", expiration: nil, timestamp: Int64(at.timeIntervalSince1970),
+                        requestID: "start-\(key)")
+                },
+                response: response("started \(key)", status: 201))
+        }
+    }
+
+    /// Updates (or ends) `key` with one push per live token at `priority`; returns the snapshot the plan saw.
+    @discardableResult
+    func change(
+        _ key: String, event: String = "update", body: String, at: Date, priority: Int = 10, context: WriteContext = WriteContext(),
+        channelDeleteAfter: Date? = nil
+    ) async throws -> ChangeSnapshot {
+        let seen = SnapshotBox()
+        _ = try await acceptChange(key: key, budgetWindowStart: at - 3600, context: context) { snapshot in
+            seen.set(snapshot)
+            guard var activity = snapshot.activity else { throw StoreError(.keyEnded, "no key") }
+            activity.lastTimestamp = max(Int64(at.timeIntervalSince1970), activity.lastTimestamp + 1)
+            if event == "end" {
+                activity.state = .ended
+                activity.endedAt = at
+                activity.endReason = "ended"
+            }
+            let targets: [DeliveryTarget] = if let channel = activity.channelID {
+                [.channel(channel)]
+            } else {
+                snapshot.liveTokens.map { .activityToken(deviceID: $0.deviceID, token: $0.token) }
+            }
+            return ChangePlan(
+                acceptedAt: at, activity: activity, payloads: [Array(body.utf8)],
+                deliveries: targets.map {
+                    NewDelivery(
+                        key: key, event: event, target: $0, payloadIndex: 0, priority: priority, priorityReason: "requested",
+                        expiration: nil, timestamp: activity.lastTimestamp, requestID: "\(event)-\(body)")
+                },
+                channelDeleteAfter: channelDeleteAfter, response: response(body))
+        }
+        return seen.value!
+    }
+
+    /// Claims everything due and records it sent.
+    func sendEverythingDue(at date: Date) async throws {
+        let claimed = try await claimDeliveries(dueBy: date, limit: 1000, leaseUntil: date + 60)
+        try await recordOutcomes(claimed.map { ($0.id, .sent(status: 200, apnsID: nil)) }, at: date)
+    }
+
+    func statuses(key: String) async throws -> [String: DeliveryStatus] {
+        var result: [String: DeliveryStatus] = [:]
+        for delivery in try await deliveries(DeliveryQuery(key: key, limit: 1000)) {
+            result[String(decoding: delivery.payload, as: UTF8.self) + "→" + delivery.target.name] = delivery.status
+        }
+        return result
+    }
+}
+
+extension DeliveryTarget {
+    var name: String {
+        switch self {
+        case .pushToStartToken(let device, _), .activityToken(let device, _): device
+        case .channel(let id): "channel \(id)"
+        }
+    }
+}
+
+final class SnapshotBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var snapshot: ChangeSnapshot?
+    func set(_ value: ChangeSnapshot) { lock.withLock { snapshot = value } }
+    var value: ChangeSnapshot? { lock.withLock { snapshot } }
+}
+
+final class TokensBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var tokens: [PushToStartTokenRecord] = []
+    func set(_ value: [PushToStartTokenRecord]) { lock.withLock { tokens = value } }
+    var value: [PushToStartTokenRecord] { lock.withLock { tokens } }
+}
+
+/// The rules every `RelayStore` keeps. Each test would fail if its rule broke.
+@Suite struct StoreContractTests {
+    // MARK: Migrations
+
+    @Test(arguments: StoreKind.allCases) func migrationsAreNamedAppliedInOrderAndOnlyOnce(kind: StoreKind) async throws {
+        let subject = try await kind.make()
+        #expect(subject.firstMigrations == ["0001-api-keys", "0002-registry", "0003-outbox", "0004-requests"])
+        #expect(try await subject.store.migrate() == [])
+        let reopened = try subject.reopen()
+        #expect(try await reopened.migrate() == [])
+    }
+
+    @Test(arguments: StoreKind.allCases) func committedDataSurvivesReopening(kind: StoreKind) async throws {
+        let subject = try await kind.make()
+        try await subject.store.savePushToStartToken(pushToStart("iphone-1"))
+        try await subject.store.start("order-1")
+        let reopened = try subject.reopen()
+        #expect(try await reopened.pushToStartTokens(deviceID: "iphone-1").map(\.token) == ["p2s-iphone-1"])
+        #expect(try await reopened.activity(key: "order-1")?.state == .active)
+        #expect(try await reopened.deliveries(DeliveryQuery(key: "order-1")).map(\.status) == [.queued])
+    }
+
+    // MARK: API keys
+
+    @Test(arguments: StoreKind.allCases) func apiKeysAreFoundByHashAndRevokedOnce(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        let hash = Data(repeating: 7, count: 32)
+        try await store.insertAPIKey(APIKeyRecord(id: "key-1", name: "backend", scope: .server, secretHash: hash, createdAt: t0))
+        #expect(try await store.apiKey(secretHash: hash)?.scope == .server)
+        #expect(try await store.apiKey(secretHash: Data(repeating: 8, count: 32)) == nil)
+        #expect(try await store.revokeAPIKey(id: "key-1", at: t0 + 5))
+        #expect(try await store.revokeAPIKey(id: "key-1", at: t0 + 6) == false)
+        #expect(try await store.revokeAPIKey(id: "no-such-key", at: t0) == false)
+        #expect(try await store.apiKey(secretHash: hash)?.revokedAt == t0 + 5)
+        #expect(try await store.apiKeys().map(\.id) == ["key-1"])
+    }
+
+    // MARK: Registrations
+
+    @Test(arguments: StoreKind.allCases) func aNewPushToStartTokenReplacesTheDevicesOldOneAndRevivesIt(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        try await store.savePushToStartToken(pushToStart("iphone-1", token: "old"))
+        try await store.start("order-1")
+        let claimed = try await store.claimDeliveries(dueBy: t0, limit: 10, leaseUntil: t0 + 60)
+        try await store.recordOutcomes([(claimed[0].id, .failed(status: 410, reason: "Unregistered", tokenIsDead: true))], at: t0 + 1)
+        #expect(try await store.pushToStartTokens(deviceID: "iphone-1").first?.deadReason == "Unregistered")
+
+        try await store.savePushToStartToken(pushToStart("iphone-1", token: "new", at: t0 + 10))
+        let tokens = try await store.pushToStartTokens(deviceID: "iphone-1")
+        #expect(tokens.map(\.token) == ["new"])
+        #expect(tokens.first?.deadReason == nil)
+        #expect(try await store.counts().pushToStartTokens == 1)
+    }
+
+    @Test(arguments: StoreKind.allCases) func anActivityTokenCreatesItsKeyAndReplacesTheDevicesOldToken(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        let created = try await store.saveActivityToken(activityToken("order-1", "iphone-1", token: "first"), attributesType: deliveryType)
+        #expect(created.state == .active)
+        #expect(created.attributesType == deliveryType)
+        try await store.saveActivityToken(activityToken("order-1", "iphone-1", token: "rotated", at: t0 + 5), attributesType: deliveryType)
+        try await store.saveActivityToken(activityToken("order-1", "iphone-2"), attributesType: deliveryType)
+        let tokens = try await store.activityTokens(key: "order-1")
+        #expect(tokens.map(\.token) == ["rotated", "tok-order-1-iphone-2"])
+        #expect(tokens.allSatisfy { $0.state == .live })
+    }
+
+    @Test(arguments: StoreKind.allCases) func anEndedKeyTakesNoNewToken(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        try await store.saveActivityToken(activityToken("order-1", "iphone-1"), attributesType: deliveryType)
+        try await store.change("order-1", event: "end", body: "done", at: t0 + 10)
+        await #expect(throws: StoreError(.keyEnded, "activity key \"order-1\" has ended")) {
+            try await store.saveActivityToken(activityToken("order-1", "iphone-2"), attributesType: deliveryType)
+        }
+        #expect(try await store.activityTokens(key: "order-1").map(\.state) == [.ended])
+    }
+
+    @Test(arguments: StoreKind.allCases) func aDeviceReportSkipsItsQueuedPushesButNotOneInFlight(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        try await store.saveActivityToken(activityToken("order-1", "iphone-1"), attributesType: deliveryType)
+        try await store.change("order-1", body: "u1", at: t0 + 1)
+        let inFlight = try await store.claimDeliveries(dueBy: t0 + 1, limit: 10, leaseUntil: t0 + 61)
+        try await store.change("order-1", body: "u2", at: t0 + 2)
+
+        #expect(try await store.endActivityToken(key: "order-1", deviceID: "iphone-1", state: .dismissed, at: t0 + 3))
+        #expect(try await store.endActivityToken(key: "order-1", deviceID: "iphone-9", state: .dismissed, at: t0 + 3) == false)
+        #expect(try await store.statuses(key: "order-1") == ["u1→iphone-1": .sending, "u2→iphone-1": .skipped])
+        // The push in flight still gets its outcome recorded.
+        try await store.recordOutcomes([(inFlight[0].id, .sent(status: 200, apnsID: "a"))], at: t0 + 4)
+        #expect(try await store.statuses(key: "order-1")["u1→iphone-1"] == .sent)
+        #expect(try await store.activityTokens(key: "order-1").first?.state == .dismissed)
+    }
+
+    // MARK: Accepting requests
+
+    @Test(arguments: StoreKind.allCases) func aStartReachesItsAudiencesLiveTokensOnly(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        try await store.savePushToStartToken(pushToStart("iphone-1", user: "ana"))
+        try await store.savePushToStartToken(pushToStart("iphone-2", user: "ben"))
+        try await store.savePushToStartToken(pushToStart("iphone-3", user: "ana"))
+        var other = pushToStart("iphone-4", user: "ana")
+        other.attributesType = "ScoreAttributes"
+        try await store.savePushToStartToken(other)
+
+        let seen = TokensBox()
+        try await store.start("a", audience: .users(["ana"]), seen: { seen.set($0) })
+        #expect(seen.value.map(\.deviceID) == ["iphone-1", "iphone-3"])
+        try await store.start("b", audience: .devices(["iphone-2", "iphone-9"]), seen: { seen.set($0) })
+        #expect(seen.value.map(\.deviceID) == ["iphone-2"])
+        try await store.start("c", audience: .devices([]), seen: { seen.set($0) })
+        #expect(seen.value.isEmpty)
+
+        // A dead token is left out of every audience.
+        let claimed = try await store.claimDeliveries(dueBy: t0, limit: 10, leaseUntil: t0 + 60)
+        let toBen = try #require(claimed.first { $0.key == "b" })
+        try await store.recordOutcomes([(toBen.id, .failed(status: 400, reason: "BadDeviceToken", tokenIsDead: true))], at: t0)
+        try await store.start("d", audience: .everyone, seen: { seen.set($0) })
+        #expect(seen.value.map(\.deviceID) == ["iphone-1", "iphone-3"])
+    }
+
+    @Test(arguments: StoreKind.allCases) func aTakenKeyCannotStartAgainAndNothingIsWritten(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        try await store.savePushToStartToken(pushToStart("iphone-1"))
+        try await store.start("order-1")
+        await #expect(throws: StoreError(.keyExists, "activity key \"order-1\" already exists")) {
+            try await store.start("order-1", at: t0 + 5)
+        }
+        #expect(try await store.deliveries(DeliveryQuery(key: "order-1")).count == 1)
+        #expect(try await store.activity(key: "order-1")?.startedAt == t0)
+    }
+
+    @Test(arguments: StoreKind.allCases) func aPlanThatThrowsLeavesNoTrace(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        try await store.savePushToStartToken(pushToStart("iphone-1"))
+        struct Refused: Error {}
+        await #expect(throws: Refused.self) {
+            try await store.acceptStart(key: "order-1", attributesType: deliveryType, audience: .everyone, context: WriteContext()) { _ in
+                throw Refused()
+            }
+        }
+        #expect(try await store.activity(key: "order-1") == nil)
+        try await store.saveActivityToken(activityToken("order-2", "iphone-1"), attributesType: deliveryType)
+        await #expect(throws: Refused.self) {
+            try await store.acceptChange(key: "order-2", budgetWindowStart: t0, context: WriteContext()) { _ in throw Refused() }
+        }
+        #expect(try await store.deliveries(DeliveryQuery()).isEmpty)
+    }
+
+    @Test(arguments: StoreKind.allCases) func theIdempotencyRecordIsWrittenWithTheRequestAndOnlyOnce(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        try await store.savePushToStartToken(pushToStart("iphone-1"))
+        let claim = IdempotencyClaim(apiKeyID: "key-1", key: "retry-me", requestHash: "h1")
+        try await store.start("order-1", context: WriteContext(idempotency: claim))
+        let stored = try #require(try await store.idempotentResponse(apiKeyID: "key-1", key: "retry-me"))
+        #expect(stored.requestHash == "h1")
+        #expect(stored.response == response("started order-1", status: 201))
+        #expect(try await store.idempotentResponse(apiKeyID: "key-2", key: "retry-me") == nil)
+
+        // A second write under the same idempotency key is refused, and its request is not accepted.
+        await #expect(throws: StoreError.self) {
+            try await store.start("order-2", context: WriteContext(idempotency: claim))
+        }
+        #expect(try await store.activity(key: "order-2") == nil)
+    }
+
+    @Test(arguments: StoreKind.allCases) func aChangeSeesLiveTokensAndPriority10CountsOfTheLastHour(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        for device in ["iphone-1", "iphone-2"] {
+            try await store.saveActivityToken(activityToken("match", device), attributesType: deliveryType)
+        }
+        try await store.endActivityToken(key: "match", deviceID: "iphone-2", state: .ended, at: t0)
+        try await store.saveActivityToken(activityToken("match", "iphone-3"), attributesType: deliveryType)
+        try await store.change("match", body: "u1", at: t0 + 10, priority: 10)
+        try await store.sendEverythingDue(at: t0 + 10)
+        try await store.change("match", body: "u2", at: t0 + 20, priority: 5)
+        try await store.sendEverythingDue(at: t0 + 20)
+        try await store.change("match", body: "u3", at: t0 + 30, priority: 10)
+        try await store.change("match", body: "u4", at: t0 + 40, priority: 10)  // supersedes u3, which no longer counts
+
+        // u1 (sent) and u4 (queued) count; u2 went at 5; u3 was never sent.
+        let snapshot = try await store.change("match", body: "u5", at: t0 + 50, priority: 5)
+        #expect(snapshot.liveTokens.map(\.deviceID) == ["iphone-1", "iphone-3"])
+        #expect(snapshot.priority10Counts == ["iphone-1": 1 + 1, "iphone-3": 1 + 1])
+        #expect(snapshot.activity?.lastTimestamp == Int64(t0.timeIntervalSince1970) + 40)
+        try await store.sendEverythingDue(at: t0 + 50)
+
+        // An hour later, u1 is still in the window (counted from t0 + 5), then out of it.
+        #expect(try await store.change("match", body: "u6", at: t0 + 3605, priority: 5).priority10Counts == ["iphone-1": 1, "iphone-3": 1])
+        #expect(try await store.change("match", body: "u7", at: t0 + 3615, priority: 5).priority10Counts.isEmpty)
+    }
+
+    @Test(arguments: StoreKind.allCases) func aNewerQueuedUpdateSupersedesTheOlderOneButNotOneInFlight(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        try await store.saveActivityToken(activityToken("order-1", "iphone-1"), attributesType: deliveryType)
+        try await store.change("order-1", body: "u1", at: t0 + 1)
+        _ = try await store.claimDeliveries(dueBy: t0 + 1, limit: 10, leaseUntil: t0 + 61)
+        try await store.change("order-1", body: "u2", at: t0 + 2)
+        try await store.change("order-1", body: "u3", at: t0 + 3)
+        #expect(try await store.statuses(key: "order-1") == ["u1→iphone-1": .sending, "u2→iphone-1": .superseded, "u3→iphone-1": .queued])
+    }
+
+    @Test(arguments: StoreKind.allCases) func aKeyBoundToAChannelBroadcastsAndItsEndSchedulesTheChannelsDeletion(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        try await store.acceptStart(key: "final", attributesType: deliveryType, audience: .devices([]), context: WriteContext()) { _ in
+            StartPlan(
+                acceptedAt: t0, activity: ActivityRecord(key: "final", attributesType: deliveryType, channelID: "chan-1", startedAt: t0, lastTimestamp: 0),
+                payloads: [], deliveries: [], response: response("started"))
+        }
+        try await store.saveChannel(ChannelRecord(channelID: "chan-1", key: "final", storagePolicy: 1, createdAt: t0))
+        try await store.change("final", body: "goal", at: t0 + 60)
+        try await store.change("final", body: "second goal", at: t0 + 61)
+        try await store.change("final", event: "end", body: "full time", at: t0 + 120, channelDeleteAfter: t0 + 120 + 8 * 3600)
+        #expect(try await store.statuses(key: "final") == [
+            "goal→channel chan-1": .superseded, "second goal→channel chan-1": .superseded, "full time→channel chan-1": .queued,
+        ])
+        #expect(try await store.channelsToDelete(at: t0 + 8 * 3600).isEmpty)
+        #expect(try await store.channelsToDelete(at: t0 + 120 + 8 * 3600).map(\.channelID) == ["chan-1"])
+        try await store.markChannelDeleted(id: "chan-1", at: t0 + 9 * 3600)
+        #expect(try await store.channelsToDelete(at: t0 + 10 * 3600).isEmpty)
+        #expect(try await store.channel(id: "chan-1")?.deletedAt == t0 + 9 * 3600)
+        #expect(try await store.counts().channels == 0)
+    }
+
+    // MARK: The outbox
+
+    @Test(arguments: StoreKind.allCases) func aClaimIsLeasedAndDueAgainWhenTheLeaseRunsOut(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        for device in ["iphone-1", "iphone-2", "iphone-3"] {
+            try await store.saveActivityToken(activityToken("match", device), attributesType: deliveryType)
+        }
+        try await store.change("match", body: "u1", at: t0)
+        #expect(try await store.claimDeliveries(dueBy: t0 - 1, limit: 10, leaseUntil: t0 + 59).isEmpty)
+        let first = try await store.claimDeliveries(dueBy: t0, limit: 2, leaseUntil: t0 + 60)
+        #expect(first.map(\.target.name) == ["iphone-1", "iphone-2"])
+        #expect(first.allSatisfy { $0.status == .sending && $0.payload == Array("u1".utf8) })
+        let second = try await store.claimDeliveries(dueBy: t0 + 1, limit: 10, leaseUntil: t0 + 61)
+        #expect(second.map(\.target.name) == ["iphone-3"])
+        #expect(try await store.claimDeliveries(dueBy: t0 + 59, limit: 10, leaseUntil: t0 + 119).isEmpty)
+        #expect(try await store.nextDueDate() == t0 + 60)
+        // Whoever held them died: after the lease they are claimed again.
+        let again = try await store.claimDeliveries(dueBy: t0 + 60, limit: 10, leaseUntil: t0 + 120)
+        #expect(again.map(\.target.name) == ["iphone-1", "iphone-2"])
+    }
+
+    @Test(arguments: StoreKind.allCases) func releasingClaimsMakesEveryPushInFlightDueAtOnce(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        try await store.saveActivityToken(activityToken("order-1", "iphone-1"), attributesType: deliveryType)
+        try await store.change("order-1", body: "u1", at: t0)
+        _ = try await store.claimDeliveries(dueBy: t0, limit: 10, leaseUntil: t0 + 60)
+        try await store.releaseClaims(at: t0 + 5)
+        #expect(try await store.statuses(key: "order-1") == ["u1→iphone-1": .queued])
+        #expect(try await store.nextDueDate() == t0 + 5)
+        #expect(try await store.claimDeliveries(dueBy: t0 + 5, limit: 10, leaseUntil: t0 + 65).count == 1)
+    }
+
+    @Test(arguments: StoreKind.allCases) func outcomesAreRecordedOnTheDeliveryAndTheToken(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        for device in ["iphone-1", "iphone-2", "iphone-3"] {
+            try await store.saveActivityToken(activityToken("match", device), attributesType: deliveryType)
+        }
+        try await store.change("match", body: "u1", at: t0)
+        let claimed = try await store.claimDeliveries(dueBy: t0, limit: 10, leaseUntil: t0 + 60)
+        let ids = Dictionary(uniqueKeysWithValues: claimed.map { ($0.target.name, $0.id) })
+        try await store.recordOutcomes([
+            (ids["iphone-1"]!, .sent(status: 200, apnsID: "apns-1")),
+            (ids["iphone-2"]!, .retry(at: t0 + 2, status: 503, reason: "ServiceUnavailable")),
+            (ids["iphone-3"]!, .failed(status: 400, reason: "PayloadTooLarge", tokenIsDead: false)),
+        ], at: t0 + 1)
+        let byDevice = Dictionary(uniqueKeysWithValues: try await store.deliveries(DeliveryQuery(key: "match")).map { ($0.target.name, $0) })
+        #expect(byDevice["iphone-1"]?.status == .sent)
+        #expect(byDevice["iphone-1"]?.apnsID == "apns-1")
+        #expect(byDevice["iphone-1"]?.attempts == 1)
+        #expect(byDevice["iphone-2"]?.status == .queued)
+        #expect(byDevice["iphone-2"]?.nextAttemptAt == t0 + 2)
+        #expect(byDevice["iphone-2"]?.apnsReason == "ServiceUnavailable")
+        #expect(byDevice["iphone-3"]?.status == .failed)
+        #expect(byDevice["iphone-3"]?.finishedAt == t0 + 1)
+        let tokens = Dictionary(uniqueKeysWithValues: try await store.activityTokens(key: "match").map { ($0.deviceID, $0) })
+        #expect(tokens["iphone-1"]?.lastStatus == 200)
+        #expect(tokens["iphone-2"]?.lastReason == "ServiceUnavailable")
+        #expect(tokens["iphone-3"]?.state == .live)  // a bad payload says nothing about the token
+        #expect(try await store.deliveryCounts() == [.sent: 1, .queued: 1, .failed: 1])
+
+        // An outcome for a delivery no longer claimed (a late answer after a restart) changes nothing.
+        try await store.recordOutcomes([(ids["iphone-1"]!, .failed(status: 500, reason: "InternalServerError", tokenIsDead: false))], at: t0 + 3)
+        #expect(try await store.deliveries(DeliveryQuery(key: "match", status: .sent)).map(\.target.name) == ["iphone-1"])
+    }
+
+    @Test(arguments: StoreKind.allCases) func aDeadTokenStopsAndItsQueuedPushesAreSkipped(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        for device in ["iphone-1", "iphone-2"] {
+            try await store.saveActivityToken(activityToken("match", device), attributesType: deliveryType)
+        }
+        try await store.change("match", body: "u1", at: t0)
+        let claimed = try await store.claimDeliveries(dueBy: t0, limit: 10, leaseUntil: t0 + 60)
+        try await store.change("match", body: "u2", at: t0 + 1)
+        let toFirst = try #require(claimed.first { $0.target.name == "iphone-1" })
+        try await store.recordOutcomes([(toFirst.id, .failed(status: 410, reason: "Unregistered", tokenIsDead: true))], at: t0 + 2)
+        let statuses = try await store.statuses(key: "match")
+        #expect(statuses["u1→iphone-1"] == .failed)
+        #expect(statuses["u2→iphone-1"] == .skipped)
+        #expect(statuses["u2→iphone-2"] == .queued)
+        let tokens = try await store.activityTokens(key: "match")
+        #expect(tokens.map(\.state) == [.dead, .live])
+        #expect(tokens.first?.stateReason == "Unregistered")
+        // The next change leaves the dead token out.
+        #expect(try await store.change("match", body: "u3", at: t0 + 3).liveTokens.map(\.deviceID) == ["iphone-2"])
+    }
+
+    @Test(arguments: StoreKind.allCases) func deliveriesAreListedNewestFirstByKeyStatusAndPage(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        try await store.saveActivityToken(activityToken("a", "iphone-1"), attributesType: deliveryType)
+        try await store.saveActivityToken(activityToken("b", "iphone-1"), attributesType: deliveryType)
+        for step in 1...3 {
+            try await store.change("a", body: "a\(step)", at: t0 + Double(step))
+            try await store.change("b", body: "b\(step)", at: t0 + Double(step))
+        }
+        let all = try await store.deliveries(DeliveryQuery(limit: 100))
+        #expect(all.map { String(decoding: $0.payload, as: UTF8.self) } == ["b3", "a3", "b2", "a2", "b1", "a1"])
+        let page = try await store.deliveries(DeliveryQuery(key: "a", limit: 2))
+        #expect(page.map { String(decoding: $0.payload, as: UTF8.self) } == ["a3", "a2"])
+        let next = try await store.deliveries(DeliveryQuery(key: "a", before: page.last!.id, limit: 2))
+        #expect(next.map { String(decoding: $0.payload, as: UTF8.self) } == ["a1"])
+        #expect(try await store.deliveries(DeliveryQuery(status: .superseded)).count == 4)
+    }
+
+    // MARK: Schedules
+
+    @Test(arguments: StoreKind.allCases) func schedulesComeDueRunOnceAndCancelOnce(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        try await store.savePushToStartToken(pushToStart("iphone-1"))
+        let request = try JSONValue(parsing: #"{"alert": {"title": "Kick-off"}}"#)
+        for (id, due) in [("s1", t0 + 60), ("s2", t0 + 120), ("s3", t0 + 180)] {
+            try await store.insertSchedule(
+                ScheduleRecord(id: id, key: "match-\(id)", action: "start", request: request, dueAt: due, createdAt: t0),
+                context: WriteContext(), response: response(id, status: 202))
+        }
+        #expect(try await store.dueSchedules(at: t0 + 59, limit: 10).isEmpty)
+        #expect(try await store.dueSchedules(at: t0 + 120, limit: 10).map(\.id) == ["s1", "s2"])
+        #expect(try await store.schedule(id: "s1")?.request == request)
+
+        // Running one is part of its write: it is done with it, and cannot run twice.
+        try await store.start("match-s1", at: t0 + 60, context: WriteContext(scheduleID: "s1"))
+        #expect(try await store.schedule(id: "s1")?.state == .done)
+        await #expect(throws: StoreError.self) {
+            try await store.start("match-s1-again", at: t0 + 61, context: WriteContext(scheduleID: "s1"))
+        }
+        #expect(try await store.activity(key: "match-s1-again") == nil)
+
+        #expect(try await store.cancelSchedule(id: "s2", at: t0 + 90)?.state == .cancelled)
+        await #expect(throws: StoreError(.scheduleNotPending, "schedule s2 is cancelled, not pending")) {
+            try await store.cancelSchedule(id: "s2", at: t0 + 91)
+        }
+        #expect(try await store.cancelSchedule(id: "nope", at: t0 + 91) == nil)
+        try await store.failSchedule(id: "s3", reason: "no activity key")
+        #expect(try await store.schedule(id: "s3")?.state == .failed)
+        #expect(try await store.schedule(id: "s3")?.result == "no activity key")
+        #expect(try await store.dueSchedules(at: t0 + 1000, limit: 10).isEmpty)
+        #expect(try await store.schedules(key: "match-s2").map(\.id) == ["s2"])
+        #expect(try await store.schedules(key: nil).count == 3)
+    }
+
+    // MARK: Lifecycle
+
+    @Test(arguments: StoreKind.allCases) func keysPastTheLimitExpireAndTheirQueuedPushesAreSkipped(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        try await store.saveActivityToken(activityToken("old", "iphone-1", at: t0), attributesType: deliveryType)
+        try await store.saveActivityToken(activityToken("new", "iphone-1", at: t0 + 3600), attributesType: deliveryType)
+        try await store.change("old", body: "late news", at: t0 + 7 * 3600)
+        let expired = try await store.expireActivities(startedBefore: t0 + 1800, at: t0 + 8 * 3600, channelDeleteAfter: t0 + 16 * 3600)
+        #expect(expired == ["old"])
+        let old = try await store.activity(key: "old")
+        #expect(old?.state == .ended)
+        #expect(old?.endReason == "expired")
+        #expect(try await store.activityTokens(key: "old").map(\.state) == [.ended])
+        #expect(try await store.statuses(key: "old") == ["late news→iphone-1": .skipped])
+        #expect(try await store.activity(key: "new")?.state == .active)
+        #expect(try await store.counts() == StoreCounts(pushToStartTokens: 0, liveActivityTokens: 1, activeKeys: 1, channels: 0))
+        #expect(try await store.expireActivities(startedBefore: t0 + 1800, at: t0 + 9 * 3600, channelDeleteAfter: t0).isEmpty)
+    }
+}
