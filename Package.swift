@@ -147,8 +147,10 @@ let package = Package(
         .testTarget(
             name: "LiveRelayCLITests",
             dependencies: [
-                "liverelay", "LiveActivityKit", "APNsEmulator", "LiveRelayTesting",
+                "liverelay", "LiveActivityKit", "APNsEmulator", "LiveRelayStore", "LiveRelayTesting", "SimulatedDevices",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
     ]

@@ -64,6 +64,9 @@ struct APNsResponder: RequestResponder {
         case .resetConnection:
             verdict = Verdict.unanswered(nil)
             answer = .closeConnection
+        case .stall:
+            verdict = Verdict.unanswered(nil)
+            answer = .noAnswer
         case .shutdown:
             verdict = reply.reject(.shutdown)
             answer = .goAway(answer: verdict.answer, debugData: APNsError(status: 503, reason: .shutdown).body)

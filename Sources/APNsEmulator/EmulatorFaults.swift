@@ -25,6 +25,9 @@ public struct EmulatorFault: Sendable, Hashable {
         case goAway(reason: APNsReason)
         /// Drop the connection without answering.
         case resetConnection
+        /// Leave the request unjudged and unanswered, its stream open, as a hung server does:
+        /// the push never reaches the device and the client learns nothing until it gives up.
+        case stall
         /// `503 Shutdown`, then GOAWAY with the same reason, as a server going down does.
         case shutdown
     }

@@ -6,10 +6,11 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 
-/// Sends what the outbox holds: claims due deliveries in batches, sends them with bounded
-/// concurrency, and records each outcome. Retryable failures come back later with exponential
-/// backoff; `410`, `BadDeviceToken` and `DeviceTokenNotForTopic` kill the token; the rest are
-/// dead letters. The APNs client itself refreshes the provider token on `ExpiredProviderToken`.
+/// Sends what the outbox holds: keeps up to `concurrency` pushes in flight, claiming due
+/// deliveries as slots free up, so that one slow or hung push never holds back the others; records
+/// outcomes in batches as they come. Retryable failures come back later with exponential backoff;
+/// `410`, `BadDeviceToken` and `DeviceTokenNotForTopic` kill the token; the rest are dead letters.
+/// The APNs client itself refreshes the provider token on `ExpiredProviderToken`.
 public final class Dispatcher: Service {
     private let relay: RelayService
     private let apns: APNsClient
@@ -24,44 +25,54 @@ public final class Dispatcher: Service {
     public func run() async throws {
         // No claim survives a restart: what was in flight when the process died is due again.
         try await relay.store.releaseClaims(at: relay.now())
-        while !Task.isShuttingDownGracefully {
-            do {
-                if try await dispatchDue() > 0 { continue }
-            } catch {
-                logger.error("dispatch failed", metadata: ["error": "\(error)"])
-            }
-            let next = try? await relay.store.nextDueDate()
-            let wait = min(1, max(0.001, (next ?? .distantFuture).timeIntervalSince(relay.now())))
-            await relay.outboxSignal.wait(upTo: .milliseconds(Int(wait * 1000)))
-        }
+        try await pump(stopWhenIdle: false)
     }
 
-    /// Sends one batch of due deliveries; returns how many it claimed.
-    @discardableResult
-    public func dispatchDue() async throws -> Int {
-        let now = relay.now()
-        let batch = try await relay.store.claimDeliveries(dueBy: now, limit: policy.batchSize, leaseUntil: now + policy.lease)
-        guard !batch.isEmpty else { return 0 }
-        let outcomes = await withTaskGroup(of: (id: Int64, outcome: DeliveryOutcome).self) { group in
-            var results: [(id: Int64, outcome: DeliveryOutcome)] = []
-            results.reserveCapacity(batch.count)
-            var next = batch.makeIterator()
-            for _ in 0..<min(policy.concurrency, batch.count) {
-                if let delivery = next.next() { group.addTask { (delivery.id, await self.send(delivery)) } }
-            }
-            while let result = await group.next() {
-                results.append(result)
-                if let delivery = next.next() { group.addTask { (delivery.id, await self.send(delivery)) } }
-            }
-            return results
-        }
-        try await relay.store.recordOutcomes(outcomes, at: relay.now())
-        return batch.count
-    }
-
-    /// Drains the outbox: sends until nothing is due now (tests, benchmarks).
+    /// Sends until nothing is due now and nothing is in flight (tests, benchmarks).
     public func drain() async throws {
-        while try await dispatchDue() > 0 {}
+        try await pump(stopWhenIdle: true)
+    }
+
+    /// The send loop. Each turn records the outcomes that came in, claims as many due deliveries as
+    /// there are free slots, and otherwise sleeps until a push finishes, a request queues more, or
+    /// the next retry is due. On graceful shutdown it stops claiming and lets the pushes in flight
+    /// finish, so that their outcomes are recorded.
+    private func pump(stopWhenIdle: Bool) async throws {
+        let finished = OutcomeInbox()
+        try await withThrowingDiscardingTaskGroup { group in
+            var inFlight = 0
+            while true {
+                let outcomes = finished.takeAll()
+                inFlight -= outcomes.count
+                var progressed = !outcomes.isEmpty
+                do {
+                    try await relay.store.recordOutcomes(outcomes, at: relay.now())
+                    let stopping = Task.isShuttingDownGracefully || Task.isCancelled
+                    if !stopping, inFlight < policy.concurrency {
+                        let now = relay.now()
+                        let batch = try await relay.store.claimDeliveries(
+                            dueBy: now, limit: min(policy.batchSize, policy.concurrency - inFlight), leaseUntil: now + policy.lease)
+                        for delivery in batch {
+                            group.addTask {
+                                let outcome = await self.send(delivery)
+                                finished.put(delivery.id, outcome)
+                                self.relay.outboxSignal.signal()
+                            }
+                        }
+                        inFlight += batch.count
+                        progressed = progressed || !batch.isEmpty
+                    }
+                    if inFlight == 0, stopping || stopWhenIdle, !progressed { return }
+                } catch where !(error is CancellationError) {
+                    logger.error("dispatch failed", metadata: ["error": "\(error)"])
+                }
+                if progressed { continue }
+                // Nothing to do until a push finishes, more is queued, or a retry comes due.
+                let next = inFlight < policy.concurrency ? try? await relay.store.nextDueDate() : nil
+                let wait = min(1, max(0.001, (next ?? .distantFuture).timeIntervalSince(relay.now())))
+                await relay.outboxSignal.wait(upTo: .milliseconds(Int(wait * 1000)))
+            }
+        }
     }
 
     private func send(_ delivery: DeliveryRecord) async -> DeliveryOutcome {
@@ -144,6 +155,22 @@ public final class Dispatcher: Service {
         case .channel(let id): metadata["channel"] = "\(id)"
         }
         return metadata
+    }
+}
+
+/// Outcomes of finished sends, waiting to be recorded together.
+private final class OutcomeInbox: Sendable {
+    private let outcomes = Mutex<[(id: Int64, outcome: DeliveryOutcome)]>([])
+
+    func put(_ id: Int64, _ outcome: DeliveryOutcome) {
+        outcomes.withLock { $0.append((id, outcome)) }
+    }
+
+    func takeAll() -> [(id: Int64, outcome: DeliveryOutcome)] {
+        outcomes.withLock { outcomes in
+            defer { outcomes.removeAll(keepingCapacity: true) }
+            return outcomes
+        }
     }
 }
 

@@ -91,8 +91,14 @@ import Testing
             Issue.record("expected the connection to be dropped")
             return
         }
-        #expect(f.journal.requests.map(\.outcome) == ["Unanswered", "Shutdown", "Unanswered"])
-        #expect(f.journal.counts == ["Unanswered": 2, "Shutdown": 1])
+
+        f.faults.add(EmulatorFault(.stall))
+        guard case .noAnswer = f.push.answer(f.deviceRequest(), connection: &connection) else {
+            Issue.record("expected the stream to be left open, unanswered")
+            return
+        }
+        #expect(f.journal.requests.map(\.outcome) == ["Unanswered", "Shutdown", "Unanswered", "Unanswered"])
+        #expect(f.journal.counts == ["Unanswered": 3, "Shutdown": 1])
     }
 
     @Test func aDelayedRequestIsStillJudged() {

@@ -163,7 +163,7 @@ struct Journal: ResponseEncodable {
 
 struct FaultBody: APIRequestBody {
     static let fields = ["action", "reason", "status", "delayMilliseconds", "token", "bundleID", "skip", "count", "untilRemoved"]
-    /// `respond`, `delay`, `goaway`, `reset` or `shutdown`.
+    /// `respond`, `delay`, `goaway`, `reset`, `stall` or `shutdown`.
     var action: String
     var reason: String?
     var status: Int?
@@ -195,7 +195,7 @@ struct FaultView: ResponseEncodable {
         case .respond(let status, let reason): self.status = status; self.reason = reason.rawValue
         case .delay(let delay): delayMilliseconds = delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000
         case .goAway(let reason): self.reason = reason.rawValue
-        case .resetConnection: break
+        case .resetConnection, .stall: break
         case .shutdown: reason = APNsReason.shutdown.rawValue
         }
         switch installed.fault.scope {
@@ -214,6 +214,7 @@ struct FaultView: ResponseEncodable {
         case .delay: "delay"
         case .goAway: "goaway"
         case .resetConnection: "reset"
+        case .stall: "stall"
         case .shutdown: "shutdown"
         }
     }

@@ -204,9 +204,10 @@ public struct EmulatorControlAPI: Sendable {
             action = .delay(.milliseconds(milliseconds))
         case "goaway": action = .goAway(reason: try reason(default: .shutdown))
         case "reset": action = .resetConnection
+        case "stall": action = .stall
         case "shutdown": action = .shutdown
         default:
-            throw APIError.invalid("action", "must be respond, delay, goaway, reset or shutdown, got \"\(body.action)\"")
+            throw APIError.invalid("action", "must be respond, delay, goaway, reset, stall or shutdown, got \"\(body.action)\"")
         }
         let skip = body.skip ?? 0
         guard skip >= 0 else { throw APIError.invalid("skip", "must be ≥ 0") }

@@ -1,0 +1,143 @@
+import APNsEmulator
+import Crypto
+import Foundation
+import LiveActivityKit
+import LiveRelayStore
+import LiveRelayTesting
+import SimulatedDevices
+import Testing
+
+/// `liverelay serve` through the built executable: the README's run command, and what survives
+/// the process being killed.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct ServeCommandTests {
+    static let bundleID = "com.example.crash"
+    static let deliveryType = ActivityAttributesType(
+        name: "DeliveryAttributes",
+        attributes: SwiftStruct("DeliveryAttributes", [.init("activityKey", .string), .init("orderNumber", .int)]),
+        contentState: SwiftStruct("ContentState", [.init("status", .string), .init("etaMinutes", .int)]))
+
+    static func content(_ status: String, _ eta: Int) -> JSONValue {
+        .object([("status", .string(status)), ("etaMinutes", .integer(eta))])
+    }
+
+    static func temporaryDirectory() throws -> String {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-serve-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url.path
+    }
+
+    /// With no configuration: SQLite in the data directory, the emulator and the demo iPhone
+    /// in-process, keys printed; the printed request starts an activity on the demo iPhone.
+    @Test func withNoConfigurationItRunsTheDemoAndThePrintedStartReachesTheDemoIPhone() async throws {
+        let dataDir = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dataDir) }
+        try await withDeadline(.seconds(60)) {
+            let server = try await ServeProcess.start(["serve", "--data-dir", dataDir, "--http-port", "0"])
+            let printed = server.printed
+            #expect(printed.contains("demo device:        demo-iphone"))
+            #expect(FileManager.default.fileExists(atPath: dataDir + "/liverelay.sqlite"))
+            let keys = try initialKeys(dataDir: dataDir)
+            #expect(printed.contains(keys.server) && printed.contains(keys.admin) && printed.contains(keys.client))
+            let attributes = try FileManager.default.attributesOfItem(atPath: dataDir + "/initial-keys.json")
+            #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+
+            #expect(try await server.call(.GET, "/v1/health", key: nil).status == 200)
+
+            // Once the demo app has reported its push-to-start token, the start the announcement
+            // suggests, as printed, reaches the demo iPhone; its app then reports the update token.
+            let store = try SQLiteStore(path: dataDir + "/liverelay.sqlite")
+            try await eventually { try await store.pushToStartTokens(deviceID: "demo-iphone").count == 1 }
+            let body = try #require(printed.components(separatedBy: "-d '").last?.components(separatedBy: "'").first)
+            let started = try await server.call(.POST, "/v1/activities/order-42/start", key: keys.server, body: JSONValue(parsing: body))
+            #expect(started.status == 201)
+            #expect(started.json["deliveries"] == .integer(1))
+            try await eventually {
+                let answer = try await server.call(.GET, "/v1/activities/order-42", key: keys.server)
+                return answer.json["tokens"]?.arrayElements?.first?["state"] == .string("live")
+            }
+            let watch = try #require(printed.split(separator: "\n").first { $0.hasPrefix("watch it:") }?.split(separator: " ").last)
+            let presentation = try await httpCall(.GET, String(watch)).json
+            #expect(presentation["lockScreen"]?.arrayElements?.count == 1, "\(presentation)")
+            #expect(server.stop() == 0)
+        }
+    }
+
+    /// The crash test: the server is SIGKILLed while a fan-out is half delivered and a newer update
+    /// is in flight. Restarted on the same data directory, it delivers everything it had accepted,
+    /// and every device ends on the latest update.
+    @Test func aServerKilledInTheMiddleOfAFanOutLosesNothingAndDevicesEndOnTheLatestUpdate() async throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let dataDir = directory + "/data"
+        let devices = (1...20).map { "iphone-\($0)" }
+        try await withDeadline(.seconds(120)) {
+            let emulator = try await APNsEmulator.start(.init(environment: .sandbox))
+            let reporter = Task { await emulator.reporter.run() }
+            defer { reporter.cancel() }
+            let signingKey = P256.Signing.PrivateKey()
+            try signingKey.pemRepresentation.write(toFile: directory + "/key.p8", atomically: true, encoding: .utf8)
+            emulator.registry.register(EmulatorKey(keyID: "CRASHKEY01", teamID: "CRASHTEAM1", publicKey: signingKey.publicKey))
+            try emulator.certificates.writeCertificateAuthority(to: directory + "/ca.pem")
+            let arguments = [
+                "serve", "--data-dir", dataDir, "--http-port", "0", "--key-file", directory + "/key.p8", "--key-id", "CRASHKEY01",
+                "--team-id", "CRASHTEAM1", "--bundle-id", Self.bundleID, "--environment", "custom", "--host", "127.0.0.1",
+                "--port", String(emulator.pushPort), "--management-port", String(emulator.channelManagementPort),
+                "--ca-file", directory + "/ca.pem",
+            ]
+            var server = try await ServeProcess.start(arguments)
+            let keys = try initialKeys(dataDir: dataDir)
+            // The outbox, watched from outside the server's process.
+            let outbox = try SQLiteStore(path: dataDir + "/liverelay.sqlite")
+
+            for id in devices {
+                try emulator.devices.addDevice(id: id)
+                try emulator.reporter.setTarget(TokenReporting(url: server.baseURL, clientKey: keys.client), deviceID: id, bundleID: Self.bundleID)
+                try emulator.devices.install(SimulatedApp(bundleID: Self.bundleID, attributeTypes: [Self.deliveryType]), on: id)
+            }
+            try await eventually { try await outbox.counts().pushToStartTokens == devices.count }
+            let start = try await server.call(.POST, "/v1/activities/match/start", key: keys.server, body: .object([
+                ("attributesType", .string("DeliveryAttributes")),
+                ("attributes", .object([("activityKey", .string("match")), ("orderNumber", .integer(7))])),
+                ("contentState", Self.content("preparing", 30)),
+                ("alert", .object([("title", .string("Order 7")), ("body", .string("Preparing"))])),
+                ("audience", .object([("everyone", .bool(true))])),
+            ]))
+            #expect(start.status == 201)
+            #expect(start.json["deliveries"] == .integer(20))
+            func content(on device: String) throws -> JSONValue? { try emulator.devices.device(device).activities.first?.content.state }
+            try await eventually { try devices.allSatisfy { try content(on: $0) != nil } }
+            emulator.clock.advance(by: emulator.configuration.devices.tokenIssueDelay)
+            emulator.devices.advanceAll()
+            try await eventually { try await outbox.counts().liveActivityTokens == devices.count }
+
+            // APNs hangs after 10 pushes: the first update reaches half the devices, the rest and
+            // all of the second update are in flight when the server dies.
+            emulator.faults.add(EmulatorFault(.stall, scope: .bundleID(Self.bundleID), skip: 10, count: nil))
+            let first = Self.content("on the way", 10), latest = Self.content("around the corner", 2)
+            #expect(try await server.call(.POST, "/v1/activities/match/update", key: keys.server, body: .object([("contentState", first)])).status == 200)
+            try await eventually { try devices.filter { try content(on: $0) == first }.count == 10 }
+            #expect(try await server.call(.POST, "/v1/activities/match/update", key: keys.server, body: .object([("contentState", latest)])).status == 200)
+            try await eventually { try await outbox.deliveries(DeliveryQuery(key: "match", status: .sending, limit: 100)).count == 30 }
+            server.kill()
+
+            #expect(try devices.filter { try content(on: $0) == first }.count == 10)
+            #expect(try devices.filter { try content(on: $0) == Self.content("preparing", 30) }.count == 10)
+            #expect(try devices.allSatisfy { try content(on: $0) != latest })
+            #expect(try await outbox.deliveryCounts() == [.sent: 30, .sending: 30])
+
+            // APNs recovers; the server comes back on the same data.
+            emulator.faults.removeAll()
+            server = try await ServeProcess.start(arguments)
+            try await eventually { try await outbox.deliveryCounts()[.sent] == 60 }
+            #expect(try await outbox.deliveryCounts() == [.sent: 60])
+            for device in devices {
+                #expect(try content(on: device) == latest, "\(device)")
+            }
+            let read = try await server.call(.GET, "/v1/activities/match", key: keys.server)
+            #expect(read.json["tokens"]?.arrayElements?.allSatisfy { $0["lastDelivery"]?["status"] == .integer(200) } == true)
+            #expect(server.stop() == 0)
+            await emulator.shutdown()
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import AsyncHTTPClient
+import Foundation
+import LiveActivityKit
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+/// `liverelay serve` as a child process, as a user runs it: started, its announcement read,
+/// then killed or stopped.
+final class ServeProcess: Sendable {
+    let process: Process
+    /// Everything it printed on standard output so far.
+    private let output: PrintedText
+    /// `http://127.0.0.1:<port>`, from the announcement.
+    let baseURL: String
+
+    private init(process: Process, output: PrintedText, baseURL: String) {
+        self.process = process
+        self.output = output
+        self.baseURL = baseURL
+    }
+
+    var printed: String { output.text }
+
+    /// Starts `liverelay <arguments>` and waits for the announcement, which ends with the `curl`
+    /// command to try.
+    static func start(_ arguments: [String]) async throws -> ServeProcess {
+        let process = Process()
+        process.executableURL = liverelayExecutable
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("LIVERELAY_") }
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        let printed = PrintedText()
+        // Drained as it comes, so that a full pipe never blocks the server.
+        out.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            if data.isEmpty { handle.readabilityHandler = nil } else { printed.append(data) }
+        }
+        try process.run()
+        while !printed.text.contains(#""audience""#) {
+            guard process.isRunning else {
+                throw ServeFailed(message: "liverelay serve exited with \(process.terminationStatus): \(printed.text)")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let text = printed.text
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("LiveRelay server:") }),
+              let url = line.split(separator: " ").first(where: { $0.hasPrefix("http://") })
+        else {
+            process.terminate()
+            throw ServeFailed(message: "no API address in: \(text)")
+        }
+        return ServeProcess(process: process, output: printed, baseURL: String(url))
+    }
+
+    /// SIGKILL: no graceful anything, as when the machine's OOM killer or a power cut strikes.
+    func kill() {
+        Foundation.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// SIGTERM, then its exit status once it has shut down.
+    func stop() -> Int32 {
+        process.terminate()
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    deinit {
+        if process.isRunning { kill() }
+    }
+
+    /// A request to this server's API.
+    func call(_ method: HTTPMethod, _ path: String, key: String?, body: JSONValue? = nil) async throws -> HTTPAnswer {
+        try await httpCall(method, baseURL + path, key: key, body: body)
+    }
+}
+
+struct HTTPAnswer {
+    var status: Int
+    var json: JSONValue
+}
+
+/// One JSON request over HTTP/1.1, with a bearer key if given.
+func httpCall(_ method: HTTPMethod, _ url: String, key: String? = nil, body: JSONValue? = nil) async throws -> HTTPAnswer {
+    var request = HTTPClientRequest(url: url)
+    request.method = method
+    if let key { request.headers.add(name: "authorization", value: "Bearer \(key)") }
+    if let body {
+        request.headers.add(name: "content-type", value: "application/json")
+        request.body = .bytes(ByteBuffer(bytes: body.serialized))
+    }
+    let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+    let bytes = try await response.body.collect(upTo: 16 * 1024 * 1024)
+    return HTTPAnswer(status: Int(response.status.code), json: (try? JSONValue(parsing: Array(buffer: bytes))) ?? .null)
+}
+
+final class PrintedText: Sendable {
+    private let state = Mutex("")
+    var text: String { state.withLock { $0 } }
+    func append(_ data: Data) { state.withLock { $0 += String(decoding: data, as: UTF8.self) } }
+}
+
+struct ServeFailed: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
+}
+
+/// The keys `serve` made on its first start, from `<data-dir>/initial-keys.json`.
+func initialKeys(dataDir: String) throws -> (admin: String, server: String, client: String) {
+    let data = try Data(contentsOf: URL(fileURLWithPath: dataDir).appendingPathComponent("initial-keys.json"))
+    let json = try JSONValue(parsing: [UInt8](data))
+    guard let admin = json["admin"]?.stringValue, let server = json["server"]?.stringValue, let client = json["client"]?.stringValue else {
+        throw ServeFailed(message: "initial-keys.json lacks a key: \(json)")
+    }
+    return (admin, server, client)
+}
+
+/// Polls `condition` every 20 ms (the caller's deadline bounds the wait).
+func eventually(_ condition: () async throws -> Bool) async throws {
+    while try await !condition() {
+        try await Task.sleep(for: .milliseconds(20))
+    }
+}
