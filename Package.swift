@@ -110,6 +110,9 @@ let package = Package(
             dependencies: [
                 "LiveActivityKit", "APNs", "APNsEmulator", "SimulatedDevices", "LiveRelay", "LiveRelayHTTP", "LiveRelayStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // `bench server` loads the API over HTTP.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -9,7 +9,7 @@ import Synchronization
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Benchmarks (build with -c release; debug builds are ~30× slower).",
-        subcommands: [Client.self, Emulator.self, Devices.self, Endpoint.self])
+        subcommands: [Client.self, Emulator.self, Devices.self, Server.self, Endpoint.self])
 }
 
 extension Bench {
@@ -23,6 +23,7 @@ extension Bench {
         @Option(help: "Where to write the CA certificate (PEM).") var caFile: String
         @Option(help: "Judge every request as the emulator does, accepting provider tokens of this .p8 key (else accept all).")
         var emulatorKeyFile: String?
+        @Option(help: "With --emulator-key-file, also accept this many numbered tokens.") var tokens: Int = 0
 
         func run() async throws {
             let certificates = try EmulatorCertificates.generate()
@@ -34,6 +35,9 @@ extension Bench {
                 registry.register(try EmulatorKey(
                     p8PEM: String(contentsOfFile: emulatorKeyFile, encoding: .utf8), keyID: BenchFixture.keyID, teamID: BenchFixture.teamID))
                 registry.register(EmulatorToken(hex: BenchFixture.token.hex, bundleID: BenchFixture.bundle.value, environment: .sandbox))
+                for index in 0..<tokens {
+                    registry.register(EmulatorToken(hex: BenchFixture.token(index), bundleID: BenchFixture.bundle.value, environment: .sandbox))
+                }
                 let emulator = try await APNsEmulator.start(
                     APNsEmulator.Configuration(pushPort: self.port), certificates: certificates, registry: registry)
                 port = emulator.pushPort
@@ -170,8 +174,8 @@ extension Bench {
                 environment: .custom(host: "127.0.0.1", port: endpoint.port, channelManagementPort: endpoint.port, caFile: caFile),
                 signingKey: key, connectionsPerHost: connections, requestTimeout: .seconds(30))
             let result = try await withAPNsClient(configuration: configuration) { client in
-                _ = try await sendAll(client: client, count: warmup, request: request)
-                return try await sendAll(client: client, count: pushes, request: request)
+                _ = try await sendPushes(client: client, count: warmup, inFlight: inFlight, request: request)
+                return try await sendPushes(client: client, count: pushes, inFlight: inFlight, request: request)
             }
 
             if let h2 {
@@ -192,68 +196,86 @@ extension Bench {
         }
 
         private func format(_ rate: Double) -> String { String(format: "%.0f", rate) }
-
-        struct RunResult {
-            var rate: Double
-            var userMicrosecondsPerPush: Double
-            var systemMicrosecondsPerPush: Double
-            var cpuMicrosecondsPerPush: Double { userMicrosecondsPerPush + systemMicrosecondsPerPush }
-            var p50: Double
-            var p99: Double
-            var peakRSSMegabytes: Int
-            var failures: Int
-        }
-
-        /// `count` pushes through `inFlight` workers; wall time, this process's CPU time, latencies.
-        private func sendAll(client: APNsClient, count: Int, request: APNsRequest) async throws -> RunResult {
-            let next = Counter()
-            let before = resourceUsage()
-            let start = ContinuousClock.now
-            let (latencies, failures) = try await withThrowingTaskGroup(of: ([Double], Int).self) { group in
-                for _ in 0..<inFlight {
-                    group.addTask {
-                        var latencies: [Double] = []
-                        latencies.reserveCapacity(count / inFlight + 1)
-                        var failures = 0
-                        while next.take() < count {
-                            let sent = ContinuousClock.now
-                            let raw = try await client.execute(request)
-                            if raw.status != 200 { failures += 1 }
-                            let elapsed = ContinuousClock.now - sent
-                            latencies.append(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
-                        }
-                        return (latencies, failures)
-                    }
-                }
-                var all: [Double] = []
-                var failures = 0
-                for try await (part, failed) in group {
-                    all += part
-                    failures += failed
-                }
-                return (all, failures)
-            }
-            let elapsed = ContinuousClock.now - start
-            let after = resourceUsage()
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            let sorted = latencies.sorted()
-            func percentile(_ p: Double) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
-            return RunResult(
-                rate: Double(count) / seconds,
-                userMicrosecondsPerPush: (after.user - before.user) * 1e6 / Double(count),
-                systemMicrosecondsPerPush: (after.system - before.system) * 1e6 / Double(count),
-                p50: percentile(0.50), p99: percentile(0.99),
-                peakRSSMegabytes: after.maxRSSKilobytes / 1024, failures: failures)
-        }
     }
 }
 
+/// What one run of pushes measured.
+struct PushRunResult {
+    var rate: Double
+    var userMicrosecondsPerPush: Double
+    var systemMicrosecondsPerPush: Double
+    var cpuMicrosecondsPerPush: Double { userMicrosecondsPerPush + systemMicrosecondsPerPush }
+    var p50: Double
+    var p99: Double
+    var peakRSSMegabytes: Int
+    var failures: Int
+}
+
+/// `count` pushes through `inFlight` workers; wall time, this process's CPU time, latencies.
+func sendPushes(client: APNsClient, count: Int, inFlight: Int, request: APNsRequest) async throws -> PushRunResult {
+    let next = Counter()
+    let before = resourceUsage()
+    let start = ContinuousClock.now
+    let (latencies, failures) = try await withThrowingTaskGroup(of: ([Double], Int).self) { group in
+        for _ in 0..<inFlight {
+            group.addTask {
+                var latencies: [Double] = []
+                latencies.reserveCapacity(count / inFlight + 1)
+                var failures = 0
+                while next.take() < count {
+                    let sent = ContinuousClock.now
+                    let raw = try await client.execute(request)
+                    if raw.status != 200 { failures += 1 }
+                    latencies.append((ContinuousClock.now - sent).seconds)
+                }
+                return (latencies, failures)
+            }
+        }
+        var all: [Double] = []
+        var failures = 0
+        for try await (part, failed) in group {
+            all += part
+            failures += failed
+        }
+        return (all, failures)
+    }
+    let seconds = (ContinuousClock.now - start).seconds
+    let after = resourceUsage()
+    let sorted = latencies.sorted()
+    return PushRunResult(
+        rate: Double(count) / seconds,
+        userMicrosecondsPerPush: (after.user - before.user) * 1e6 / Double(count),
+        systemMicrosecondsPerPush: (after.system - before.system) * 1e6 / Double(count),
+        p50: sorted.percentile(0.50), p99: sorted.percentile(0.99),
+        peakRSSMegabytes: after.maxRSSKilobytes / 1024, failures: failures)
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
+
+extension [Double] {
+    /// The value at fraction `p` of a sorted array.
+    func percentile(_ p: Double) -> Double { isEmpty ? 0 : self[Swift.min(count - 1, Int(Double(count) * p))] }
+}
+
 /// What every benchmark sends: one Live Activity update to one token, signed by a key with these ids.
-private enum BenchFixture {
+enum BenchFixture {
     static let keyID = "BENCH00001"
     static let teamID = "BENCHTEAM1"
     static let bundle = try! BundleID("com.example.bench")
     static let token = try! DeviceToken(String(repeating: "5a", count: 80))
+
+    /// The `index`th of the numbered tokens a benchmark registers in bulk.
+    static func token(_ index: Int) -> String {
+        String(repeating: "5b", count: 72) + hex16(index)
+    }
+
+    /// `index` as 16 hexadecimal digits.
+    static func hex16(_ index: Int) -> String {
+        let digits = String(index, radix: 16)
+        return String(repeating: "0", count: max(0, 16 - digits.count)) + digits
+    }
 
     static func request() throws -> APNsRequest {
         let payload = try LiveActivityPayload.update(
@@ -263,13 +285,13 @@ private enum BenchFixture {
     }
 }
 
-private final class Counter: Sendable {
+final class Counter: Sendable {
     private let value = Atomic<Int>(0)
     /// The value before incrementing.
     func take() -> Int { value.wrappingAdd(1, ordering: .relaxed).oldValue }
 }
 
-private func resourceUsage() -> (user: Double, system: Double, maxRSSKilobytes: Int) {
+func resourceUsage() -> (user: Double, system: Double, maxRSSKilobytes: Int) {
     var usage = rusage()
     getrusage(RUSAGE_SELF.rawValue, &usage)
     func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
@@ -277,7 +299,7 @@ private func resourceUsage() -> (user: Double, system: Double, maxRSSKilobytes: 
 }
 
 /// `liverelay bench endpoint` as a child process.
-private struct EndpointProcess {
+struct EndpointProcess {
     let process: Process
     let input: Pipe
     let port: Int

@@ -1,0 +1,324 @@
+import APNs
+import ArgumentParser
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import LiveActivityKit
+import LiveRelayStore
+import NIOCore
+import NIOHTTP1
+
+extension Bench {
+    struct Server: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Load `liverelay serve` (a child process) against the emulator (another): fan-out, latency, memory.",
+            discussion: """
+                Seeds a fresh data directory with --tokens registered tokens (--activities update tokens under one key,
+                --keys keys of one token each, the rest push-to-start tokens), starts the emulator with full validation
+                and `liverelay serve` on that data, then measures:
+                  1. one update fanned out to every activity under the key, until APNs has accepted every push, as
+                     pushes/s and as a fraction of `bench client` (our APNs client alone, same emulator, same count),
+                     measured just before and just after; target ≥ 70%;
+                  2. single-key updates sent open-loop at --rate requests/s, latency from the scheduled send time to
+                     the answer; target p99 ≤ 10 ms;
+                  3. the server's resident memory with the tokens registered, after both runs; target ≤ 150 MB.
+                """)
+
+        @Option(help: "Activities under the fanned-out key.") var activities: Int = 100_000
+        @Option(help: "Tokens registered in all.") var tokens: Int = 1_000_000
+        @Option(help: "Keys for the latency run, one token each.") var keys: Int = 1_000
+        @Option(help: "Updates per second in the latency run.") var rate: Int = 1_000
+        @Option(help: "Seconds of the latency run (after one second of warm-up).") var seconds: Int = 10
+        @Option(help: "Pushes in flight for the `bench client` reference.") var inFlight: Int = 100
+
+        func validate() throws {
+            guard activities > 0, keys > 0, rate > 0, seconds > 0, inFlight > 0 else {
+                throw ValidationError("activities, keys, rate, seconds and in-flight must be positive")
+            }
+            guard tokens >= activities + keys else { throw ValidationError("--tokens must be at least --activities + --keys") }
+        }
+
+        func run() async throws {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-bench-\(UUID().uuidString)")
+            let dataDir = directory.appendingPathComponent("data").path
+            try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let privateKey = P256.Signing.PrivateKey()
+            let keyFile = directory.appendingPathComponent("key.p8").path
+            try privateKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
+            let caFile = directory.appendingPathComponent("ca.pem").path
+            let endpoint = try EndpointProcess.start(
+                caFile: caFile, arguments: ["--emulator-key-file", keyFile, "--tokens", String(activities + keys)])
+            defer { endpoint.stop() }
+            say("emulator (full validation): 127.0.0.1:\(endpoint.port), pid \(endpoint.pid)")
+
+            let seeding = ContinuousClock.now
+            try await seed(dataDir: dataDir)
+            say("seeded \(tokens) tokens in \(String(format: "%.1f", (ContinuousClock.now - seeding).seconds)) s: \(activities) under key \"match\", \(keys) keys of one, \(tokens - activities - keys) push-to-start")
+
+            // The reference: our client alone, same emulator, same number of pushes.
+            let signingKey = try APNsSigningKey(privateKey: privateKey, keyID: BenchFixture.keyID, teamID: BenchFixture.teamID)
+            let clientConfiguration = APNsClient.Configuration(
+                environment: .custom(host: "127.0.0.1", port: endpoint.port, channelManagementPort: endpoint.port, caFile: caFile),
+                signingKey: signingKey, requestTimeout: .seconds(30))
+            let request = try BenchFixture.request()
+            func reference() async throws -> Double {
+                try await withAPNsClient(configuration: clientConfiguration) { client in
+                    _ = try await sendPushes(client: client, count: 5_000, inFlight: inFlight, request: request)
+                    return try await sendPushes(client: client, count: activities, inFlight: inFlight, request: request).rate
+                }
+            }
+            var references = [try await reference()]
+            say("bench client (before):  \(Int(references[0])) pushes/s")
+
+            let server = try await ServerProcess.start([
+                "serve", "--data-dir", dataDir, "--http-port", "0", "--key-file", keyFile, "--key-id", BenchFixture.keyID,
+                "--team-id", BenchFixture.teamID, "--bundle-id", BenchFixture.bundle.value, "--environment", "custom",
+                "--host", "127.0.0.1", "--port", String(endpoint.port), "--management-port", String(endpoint.port), "--ca-file", caFile,
+            ])
+            defer { server.stop() }
+            let idle = server.memory()
+            say("server: \(server.baseURL), pid \(server.pid); resident memory at start \(idle.current) MB")
+
+            let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(
+                connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)))
+            do {
+                try await measure(http: http, server: server, dataDir: dataDir, idle: idle, reference: reference, firstReference: references[0])
+            } catch {
+                try? await http.shutdown()
+                throw error
+            }
+            try await http.shutdown()
+        }
+
+        private func measure(
+            http: HTTPClient, server: ServerProcess, dataDir: String, idle: (current: Int, peak: Int),
+            reference: () async throws -> Double, firstReference: Double
+        ) async throws {
+            var references = [firstReference]
+            let api = BenchAPI(http: http, baseURL: server.baseURL, keys: try BenchAPI.initialKeys(dataDir: dataDir))
+            let outbox = try SQLiteStore(path: dataDir + "/liverelay.sqlite")
+
+            // 1. Fan-out.
+            let fanOut = try await measureFanOut(api: api, outbox: outbox)
+            references.append(try await reference())
+            say("bench client (after):   \(Int(references[1])) pushes/s")
+            let referenceRate = references.reduce(0, +) / Double(references.count)
+            say("")
+            say("fan-out of one update to \(activities) activities: \(String(format: "%.2f", fanOut.seconds)) s, \(Int(fanOut.rate)) pushes/s")
+            say("  (accepting the update took \(String(format: "%.0f", fanOut.acceptSeconds * 1000)) ms: it queues every push in one transaction)")
+            say("  vs bench client: \(String(format: "%.0f", 100 * fanOut.rate / referenceRate))% of \(Int(referenceRate)) pushes/s (mean of before and after)  target ≥ 70%")
+
+            // 2. Latency of single-key updates at a fixed rate.
+            let latency = try await measureLatency(api: api)
+            say("")
+            say("single-key updates at \(rate)/s for \(seconds) s (\(latency.count) requests, open loop): p50 \(String(format: "%.2f", latency.p50 * 1000)) ms, p99 \(String(format: "%.2f", latency.p99 * 1000)) ms, max \(String(format: "%.1f", latency.max * 1000)) ms  target p99 ≤ 10 ms")
+            say("  achieved \(Int(latency.achievedRate)) requests/s; answers other than 200: \(latency.failures); of which the sender's own lag: p50 \(String(format: "%.2f", latency.senderLagP50 * 1000)) ms, p99 \(String(format: "%.2f", latency.senderLagP99 * 1000)) ms")
+
+            // 3. Memory.
+            let after = server.memory()
+            say("")
+            say("server resident memory with \(tokens) registered tokens: \(after.current) MB now, \(after.peak) MB at peak (\(idle.current) MB at start)  target ≤ 150 MB")
+        }
+
+        // MARK: Seeding
+
+        /// Registers the tokens through the store, the way the registration routes do, before the
+        /// server starts: registering a million through HTTP would measure the seeding, not the server.
+        private func seed(dataDir: String) async throws {
+            let store = try SQLiteStore(path: dataDir + "/liverelay.sqlite")
+            try await store.migrate()
+            let now = Date()
+            for index in 0..<activities {
+                try await store.saveActivityToken(
+                    ActivityTokenRecord(key: "match", deviceID: "fan-\(index)", token: BenchFixture.token(index), frequentPushesEnabled: false, registeredAt: now),
+                    attributesType: "ScoreAttributes")
+            }
+            for index in 0..<keys {
+                try await store.saveActivityToken(
+                    ActivityTokenRecord(
+                        key: "order-\(index)", deviceID: "phone-\(index)", token: BenchFixture.token(activities + index),
+                        frequentPushesEnabled: false, registeredAt: now),
+                    attributesType: "DeliveryAttributes")
+            }
+            for index in 0..<(tokens - activities - keys) {
+                try await store.savePushToStartToken(PushToStartTokenRecord(
+                    deviceID: "idle-\(index)", attributesType: "DeliveryAttributes", token: String(repeating: "0", count: 144) + BenchFixture.hex16(index),
+                    frequentPushesEnabled: false, environment: "sandbox", updatedAt: now))
+            }
+        }
+
+        // MARK: Fan-out
+
+        struct FanOut {
+            var seconds: Double
+            var acceptSeconds: Double
+            var rate: Double
+        }
+
+        private func measureFanOut(api: BenchAPI, outbox: SQLiteStore) async throws -> FanOut {
+            let sentBefore = try await outbox.deliveryCounts()[.sent] ?? 0
+            let start = ContinuousClock.now
+            let answer = try await api.post("/v1/activities/match/update", key: api.keys.server, body: .object([
+                ("contentState", .object([("home", .integer(2)), ("away", .integer(1)), ("minute", .integer(67))])),
+                ("priority", .integer(10)),
+            ]))
+            guard answer.status == 200 else { throw ValidationError("the fan-out update was refused: \(answer.status) \(answer.text)") }
+            let accepted = ContinuousClock.now - start
+            // Done when nothing is queued or in flight any more; every push must then have been sent.
+            var counts = try await outbox.deliveryCounts()
+            while (counts[.queued] ?? 0) + (counts[.sending] ?? 0) > 0 {
+                try await Task.sleep(for: .milliseconds(20))
+                counts = try await outbox.deliveryCounts()
+            }
+            let sent = (counts[.sent] ?? 0) - sentBefore
+            guard sent == activities else {
+                throw ValidationError("\(sent) of \(activities) pushes were sent: \(counts)")
+            }
+            let elapsed = (ContinuousClock.now - start).seconds
+            return FanOut(seconds: elapsed, acceptSeconds: accepted.seconds, rate: Double(activities) / elapsed)
+        }
+
+        // MARK: Latency
+
+        struct Latency {
+            var count: Int
+            var p50: Double
+            var p99: Double
+            var max: Double
+            /// How late the sender itself was in sending, included in the latencies above.
+            var senderLagP50: Double
+            var senderLagP99: Double
+            var achievedRate: Double
+            var failures: Int
+        }
+
+        /// Open loop: request `i` is due at `i / rate` seconds, and its latency counts from then, so a
+        /// slow answer that delays the sender is not hidden. Server keys are spread over the requests
+        /// to stay within the per-key rate limit.
+        private func measureLatency(api: BenchAPI) async throws -> Latency {
+            var serverKeys: [String] = []
+            for index in 0..<max(1, (rate + 399) / 400) {
+                let made = try await api.post("/v1/api-keys", key: api.keys.admin, body: .object([
+                    ("name", .string("bench-\(index)")), ("scope", .string("server")),
+                ]))
+                guard made.status == 201, let secret = made.json["secret"]?.stringValue else {
+                    throw ValidationError("could not make a server key: \(made.status) \(made.text)")
+                }
+                serverKeys.append(secret)
+            }
+            let spread = serverKeys, keyCount = keys
+            let warmup = rate
+            let total = warmup + rate * seconds
+            let interval = 1.0 / Double(rate)
+            let start = ContinuousClock.now
+            let results = await withTaskGroup(of: (latency: Double, lag: Double, ok: Bool)?.self) { group in
+                for index in 0..<total {
+                    let due = start + .seconds(Double(index) * interval)
+                    try? await Task.sleep(until: due, clock: .continuous)
+                    group.addTask {
+                        let sent = ContinuousClock.now
+                        let key = "order-\(index % keyCount)"
+                        let body = JSONValue.object([("contentState", .object([("status", .string("step \(index)")), ("etaMinutes", .integer(index % 60))]))])
+                        let answer = try? await api.post("/v1/activities/\(key)/update", key: spread[index % spread.count], body: body)
+                        return index < warmup ? nil : ((ContinuousClock.now - due).seconds, (sent - due).seconds, answer?.status == 200)
+                    }
+                }
+                var results: [(latency: Double, lag: Double, ok: Bool)] = []
+                for await result in group { if let result { results.append(result) } }
+                return results
+            }
+            let elapsed = (ContinuousClock.now - start).seconds
+            let sorted = results.map(\.latency).sorted()
+            let lags = results.map(\.lag).sorted()
+            return Latency(
+                count: results.count, p50: sorted.percentile(0.50), p99: sorted.percentile(0.99), max: sorted.last ?? 0,
+                senderLagP50: lags.percentile(0.50), senderLagP99: lags.percentile(0.99),
+                achievedRate: Double(total) / elapsed, failures: results.filter { !$0.ok }.count)
+        }
+    }
+}
+
+/// A line on standard output at once, even through a pipe, so that progress shows as it comes.
+private func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+/// The server's API, for the benchmark.
+struct BenchAPI: Sendable {
+    let http: HTTPClient
+    let baseURL: String
+    let keys: (admin: String, server: String)
+
+    struct Answer {
+        var status: Int
+        var json: JSONValue
+        var text: String
+    }
+
+    func post(_ path: String, key: String, body: JSONValue) async throws -> Answer {
+        var request = HTTPClientRequest(url: baseURL + path)
+        request.method = .POST
+        request.headers.add(name: "authorization", value: "Bearer \(key)")
+        request.headers.add(name: "content-type", value: "application/json")
+        request.body = .bytes(ByteBuffer(bytes: body.serialized))
+        let response = try await http.execute(request, timeout: .seconds(30))
+        let bytes = try await response.body.collect(upTo: 1024 * 1024)
+        let text = String(buffer: bytes)
+        return Answer(status: Int(response.status.code), json: (try? JSONValue(parsing: text)) ?? .null, text: text)
+    }
+
+    static func initialKeys(dataDir: String) throws -> (admin: String, server: String) {
+        let data = try Data(contentsOf: URL(fileURLWithPath: dataDir).appendingPathComponent("initial-keys.json"))
+        let json = try JSONValue(parsing: [UInt8](data))
+        guard let admin = json["admin"]?.stringValue, let server = json["server"]?.stringValue else {
+            throw ValidationError("initial-keys.json has no admin or server key")
+        }
+        return (admin, server)
+    }
+}
+
+/// `liverelay serve` as a child process, so that its memory is its own.
+struct ServerProcess {
+    let process: Process
+    let baseURL: String
+    var pid: Int32 { process.processIdentifier }
+
+    static func start(_ arguments: [String]) async throws -> ServerProcess {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        // The announcement's first line says where the API is; the rest of the output is not read.
+        var line = Data()
+        while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
+            line.append(byte)
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        guard text.hasPrefix("LiveRelay server:"), let url = text.split(separator: " ").first(where: { $0.hasPrefix("http://") }) else {
+            process.terminate()
+            throw ValidationError("liverelay serve did not start: \(text)")
+        }
+        // Keep draining, so that a full pipe never blocks the server.
+        Thread.detachNewThread { _ = try? output.fileHandleForReading.readToEnd() }
+        return ServerProcess(process: process, baseURL: String(url))
+    }
+
+    /// Resident memory now and at its peak, in MB, from /proc.
+    func memory() -> (current: Int, peak: Int) {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        func field(_ name: String) -> Int {
+            let line = status.split(separator: "\n").first { $0.hasPrefix(name + ":") }
+            let kilobytes = line?.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+            return kilobytes * 1024 / 1_000_000
+        }
+        return (field("VmRSS"), field("VmHWM"))
+    }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
+    }
+}
