@@ -33,42 +33,96 @@ public final class Dispatcher: Service {
         try await pump(stopWhenIdle: true)
     }
 
-    /// The send loop. Each turn records the outcomes that came in, claims as many due deliveries as
-    /// there are free slots, and otherwise sleeps until a push finishes, a request queues more, or
-    /// the next retry is due. On graceful shutdown it stops claiming and lets the pushes in flight
-    /// finish, so that their outcomes are recorded.
+    /// The send loop. Claims due deliveries a batch at a time into a local queue, keeps up to
+    /// `concurrency` of them in flight, and records outcomes a batch at a time (at once when there
+    /// is nothing else to do). Claiming and recording run beside the sends, never in their way, so
+    /// a large fan-out keeps APNs busy and costs few transactions. Sleeps until a push finishes, a
+    /// request queues more, or the next retry is due. On graceful shutdown it stops claiming and
+    /// lets the pushes in flight finish, so that their outcomes are recorded; claimed pushes not
+    /// started yet wait for their lease to run out (or the next start).
     private func pump(stopWhenIdle: Bool) async throws {
-        let finished = OutcomeInbox()
+        let inbox = DispatchInbox()
         try await withThrowingDiscardingTaskGroup { group in
+            var queue: [DeliveryRecord] = []
+            var nextInQueue = 0
             var inFlight = 0
+            var outcomes: [(id: Int64, outcome: DeliveryOutcome)] = []
+            var claiming = false, recording = false
+            // Claiming again is worth a transaction only when the last claim was full or more was
+            // queued since; a finished push alone does not make anything due.
+            var claimAgain = true
             while true {
-                let outcomes = finished.takeAll()
-                inFlight -= outcomes.count
-                var progressed = !outcomes.isEmpty
-                do {
-                    try await relay.store.recordOutcomes(outcomes, at: relay.now())
-                    let stopping = Task.isShuttingDownGracefully || Task.isCancelled
-                    if !stopping, inFlight < policy.concurrency {
-                        let now = relay.now()
-                        let batch = try await relay.store.claimDeliveries(
-                            dueBy: now, limit: min(policy.batchSize, policy.concurrency - inFlight), leaseUntil: now + policy.lease)
-                        for delivery in batch {
-                            group.addTask {
-                                let outcome = await self.send(delivery)
-                                finished.put(delivery.id, outcome)
-                                self.relay.outboxSignal.signal()
-                            }
+                let stopping = Task.isShuttingDownGracefully || Task.isCancelled
+                var progressed = false
+                for event in inbox.takeAll() {
+                    progressed = true
+                    switch event {
+                    case .finished(let id, let outcome):
+                        inFlight -= 1
+                        outcomes.append((id, outcome))
+                    case .claimed(let batch):
+                        claiming = false
+                        queue.removeFirst(nextInQueue)
+                        nextInQueue = 0
+                        queue += batch
+                        claimAgain = batch.count == policy.batchSize
+                    case .recorded:
+                        recording = false
+                    case .failed(let error, let unrecorded):
+                        logger.error("dispatch failed", metadata: ["error": "\(error)"])
+                        if let unrecorded {
+                            recording = false
+                            outcomes += unrecorded
+                        } else {
+                            claiming = false
                         }
-                        inFlight += batch.count
-                        progressed = progressed || !batch.isEmpty
                     }
-                    if inFlight == 0, stopping || stopWhenIdle, !progressed { return }
-                } catch where !(error is CancellationError) {
-                    logger.error("dispatch failed", metadata: ["error": "\(error)"])
+                }
+                while !stopping, inFlight < policy.concurrency, nextInQueue < queue.count {
+                    let delivery = queue[nextInQueue]
+                    nextInQueue += 1
+                    inFlight += 1
+                    progressed = true
+                    group.addTask {
+                        inbox.put(.finished(delivery.id, await self.send(delivery)))
+                        self.relay.outboxSignal.signal()
+                    }
+                }
+                let waiting = queue.count - nextInQueue
+                if !recording, !outcomes.isEmpty, outcomes.count >= policy.batchSize / 2 || waiting == 0 || stopping {
+                    recording = true
+                    let batch = outcomes
+                    outcomes.removeAll(keepingCapacity: true)
+                    group.addTask {
+                        do {
+                            try await self.relay.store.recordOutcomes(batch, at: self.relay.now())
+                            inbox.put(.recorded)
+                        } catch {
+                            inbox.put(.failed(error, unrecorded: batch))
+                        }
+                        self.relay.outboxSignal.signal()
+                    }
+                }
+                if !claiming, !stopping, waiting < policy.concurrency, claimAgain || relay.outboxSignal.takeQueued() {
+                    claiming = true
+                    progressed = true
+                    group.addTask {
+                        do {
+                            let now = self.relay.now()
+                            let batch = try await self.relay.store.claimDeliveries(
+                                dueBy: now, limit: self.policy.batchSize, leaseUntil: now + self.policy.lease)
+                            inbox.put(.claimed(batch))
+                        } catch {
+                            inbox.put(.failed(error, unrecorded: nil))
+                        }
+                        self.relay.outboxSignal.signal()
+                    }
                 }
                 if progressed { continue }
+                let idle = inFlight == 0 && !claiming && !recording && outcomes.isEmpty
+                if idle, stopping || (stopWhenIdle && waiting == 0) { return }
                 // Nothing to do until a push finishes, more is queued, or a retry comes due.
-                let next = inFlight < policy.concurrency ? try? await relay.store.nextDueDate() : nil
+                let next = idle && !stopping ? try? await relay.store.nextDueDate() : nil
                 let wait = min(1, max(0.001, (next ?? .distantFuture).timeIntervalSince(relay.now())))
                 await relay.outboxSignal.wait(upTo: .milliseconds(Int(wait * 1000)))
             }
@@ -158,18 +212,26 @@ public final class Dispatcher: Service {
     }
 }
 
-/// Outcomes of finished sends, waiting to be recorded together.
-private final class OutcomeInbox: Sendable {
-    private let outcomes = Mutex<[(id: Int64, outcome: DeliveryOutcome)]>([])
-
-    func put(_ id: Int64, _ outcome: DeliveryOutcome) {
-        outcomes.withLock { $0.append((id, outcome)) }
+/// What the dispatcher's side tasks report to its loop.
+private final class DispatchInbox: Sendable {
+    enum Event: Sendable {
+        case finished(Int64, DeliveryOutcome)
+        case claimed([DeliveryRecord])
+        case recorded
+        /// A claim (`unrecorded` nil) or a recording failed; unrecorded outcomes are kept for the next one.
+        case failed(any Error, unrecorded: [(id: Int64, outcome: DeliveryOutcome)]?)
     }
 
-    func takeAll() -> [(id: Int64, outcome: DeliveryOutcome)] {
-        outcomes.withLock { outcomes in
-            defer { outcomes.removeAll(keepingCapacity: true) }
-            return outcomes
+    private let events = Mutex<[Event]>([])
+
+    func put(_ event: Event) {
+        events.withLock { $0.append(event) }
+    }
+
+    func takeAll() -> [Event] {
+        events.withLock { events in
+            defer { events.removeAll(keepingCapacity: true) }
+            return events
         }
     }
 }
@@ -195,6 +257,18 @@ public struct RelayTicker: Service {
 /// Wakes the dispatcher when something was queued, without polling the store in a busy loop.
 final class OutboxSignal: Sendable {
     private let state = Mutex<(pending: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+    private let workQueued = Atomic<Bool>(true)
+
+    /// Deliveries were queued, or a retry may have come due: the dispatcher should claim.
+    func queued() {
+        workQueued.store(true, ordering: .relaxed)
+        signal()
+    }
+
+    /// Whether `queued()` was called since the last time this was asked.
+    func takeQueued() -> Bool {
+        workQueued.exchange(false, ordering: .relaxed)
+    }
 
     func signal() {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
@@ -205,7 +279,8 @@ final class OutboxSignal: Sendable {
         waiter?.resume()
     }
 
-    /// Returns when signalled (or already signalled since the last wait), or after `limit`.
+    /// Returns when signalled (or already signalled since the last wait), or after `limit`, when
+    /// whatever was waiting for its time may have come due.
     func wait(upTo limit: Duration) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
@@ -224,7 +299,7 @@ final class OutboxSignal: Sendable {
             }
             group.addTask {
                 try? await Task.sleep(for: limit)
-                if !Task.isCancelled { self.signal() }
+                if !Task.isCancelled { self.queued() }
             }
             await group.next()
             group.cancelAll()

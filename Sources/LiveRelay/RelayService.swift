@@ -4,6 +4,7 @@ import Foundation
 import LiveActivityKit
 import LiveRelayStore
 import Logging
+import Synchronization
 
 /// The service core: registrations from apps, starts, updates and ends from the backend, written
 /// with their pushes to the outbox in one transaction; schedules, expiry and channel cleanup.
@@ -19,6 +20,10 @@ public final class RelayService: Sendable {
     /// Wakes the dispatcher when pushes are queued.
     let outboxSignal = OutboxSignal()
     private let governor: PriorityGovernor
+    /// Live keys recently looked up, by secret hash: most requests then skip a read. A revocation
+    /// here clears it; one made by another process sharing the store takes effect within the TTL.
+    private let keyCache = Mutex<[Data: (key: APIKeyRecord, until: ContinuousClock.Instant)]>([:])
+    static let keyCacheTTL = Duration.seconds(5)
 
     public init(
         store: any RelayStore, configuration: RelayConfiguration, apns: APNsClient?, now: @escaping @Sendable () -> Date = { Date() },
@@ -48,8 +53,22 @@ public final class RelayService: Sendable {
 
     /// The live key with this secret.
     public func authenticate(secret: String) async throws -> APIKeyRecord? {
-        guard let key = try await store.apiKey(secretHash: Self.hash(secret)), key.revokedAt == nil else { return nil }
+        let hash = Self.hash(secret)
+        let moment = ContinuousClock.now
+        if let cached = keyCache.withLock({ $0[hash] }), cached.until > moment { return cached.key }
+        guard let key = try await store.apiKey(secretHash: hash), key.revokedAt == nil else { return nil }
+        keyCache.withLock { cache in
+            if cache.count >= 10_000 { cache.removeAll() }  // bounded: live keys are few
+            cache[hash] = (key, moment + Self.keyCacheTTL)
+        }
         return key
+    }
+
+    /// Revokes a key at once; false when no unrevoked key has this id.
+    public func revokeAPIKey(id: String) async throws -> Bool {
+        let revoked = try await store.revokeAPIKey(id: id, at: now())
+        keyCache.withLock { cache in cache = cache.filter { $0.value.key.id != id } }
+        return revoked
     }
 
     static func hash(_ secret: String) -> Data { Data(SHA256.hash(data: Data(secret.utf8))) }
@@ -184,9 +203,6 @@ public final class RelayService: Sendable {
         if let at = request.at, at > now() {
             return try await schedule(key: key, action: action, body: body, at: at, context: context)
         }
-        // A key's channel never changes, so its policy can be read before the transaction.
-        let channelID = try await store.activity(key: key)?.channelID
-        let channelPolicy: Int? = if let channelID { try await store.channel(id: channelID)?.storagePolicy } else { nil }
         let acceptedAt = now()
         let governor = governor
         let storageWindow = configuration.channelStorageWindow
@@ -194,6 +210,7 @@ public final class RelayService: Sendable {
         let alerting = request.alert != nil
         do {
             let response = try await store.acceptChange(key: key, budgetWindowStart: acceptedAt - 3600, context: context) { snapshot in
+                let channelPolicy = snapshot.channel?.storagePolicy
                 guard var activity = snapshot.activity else {
                     throw RelayError(.notFound, code: "not_found", message: "no activity key \"\(key)\"; start it first", field: "key")
                 }
@@ -265,7 +282,7 @@ public final class RelayService: Sendable {
 
     private func accepted(_ action: String) {
         metrics.count("liverelay_requests_accepted_total", ["action": action])
-        outboxSignal.signal()
+        outboxSignal.queued()
     }
 
     /// Validates and encodes a payload, naming the API field at fault.

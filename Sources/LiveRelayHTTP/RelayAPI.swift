@@ -135,7 +135,7 @@ public struct RelayAPI: Sendable {
         }
         admin.delete("/api-keys/{id}") { _, context in
             let id = try context.parameters.require("id")
-            guard try await relay.store.revokeAPIKey(id: id, at: relay.currentDate) else {
+            guard try await relay.revokeAPIKey(id: id) else {
                 throw APIError.notFound("id", "no live API key \(id)")
             }
             return Self.json(.object([("id", .string(id)), ("revoked", .bool(true))]))

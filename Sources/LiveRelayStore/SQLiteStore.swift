@@ -185,7 +185,10 @@ public final class SQLiteStore: RelayStore {
                     counts[row["device_id"]] = row["n"]
                 }
             }
-            let planned = try plan(ChangeSnapshot(activity: activity, liveTokens: tokens, priority10Counts: counts))
+            let channel = try activity?.channelID.flatMap {
+                try Row.fetchOne(db, sql: "SELECT * FROM channels WHERE channel_id = ?", arguments: [$0]).map(ChannelRecord.init(row:))
+            }
+            let planned = try plan(ChangeSnapshot(activity: activity, liveTokens: tokens, priority10Counts: counts, channel: channel))
             try Self.update(db, activity: planned.activity)
             if planned.activity.state == .ended {
                 try db.execute(

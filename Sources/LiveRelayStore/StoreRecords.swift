@@ -389,6 +389,8 @@ public struct ChangeSnapshot: Sendable {
     /// Priority-10 pushes queued or sent to each device under the key since the budget window
     /// began; broadcasts count under the empty device id.
     public var priority10Counts: [String: Int]
+    /// The channel the key is bound to, if any.
+    public var channel: ChannelRecord?
 }
 
 /// An update or end to record: the key's new state, the pushes, the answer.

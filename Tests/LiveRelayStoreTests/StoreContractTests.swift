@@ -348,7 +348,7 @@ final class TokensBox: @unchecked Sendable {
                 payloads: [], deliveries: [], response: response("started"))
         }
         try await store.saveChannel(ChannelRecord(channelID: "chan-1", key: "final", storagePolicy: 1, createdAt: t0))
-        try await store.change("final", body: "goal", at: t0 + 60)
+        #expect(try await store.change("final", body: "goal", at: t0 + 60).channel?.storagePolicy == 1)
         try await store.change("final", body: "second goal", at: t0 + 61)
         try await store.change("final", event: "end", body: "full time", at: t0 + 120, channelDeleteAfter: t0 + 120 + 8 * 3600)
         #expect(try await store.statuses(key: "final") == [
