@@ -298,6 +298,22 @@ func resourceUsage() -> (user: Double, system: Double, maxRSSKilobytes: Int) {
     return (seconds(usage.ru_utime), seconds(usage.ru_stime), Int(usage.ru_maxrss))
 }
 
+/// Runs this executable with `arguments` and reads the first line it prints.
+func startThisExecutable(_ arguments: [String], input: Pipe? = nil) throws -> (process: Process, output: Pipe, firstLine: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    process.arguments = arguments
+    let output = Pipe()
+    process.standardOutput = output
+    if let input { process.standardInput = input }
+    try process.run()
+    var line = Data()
+    while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
+        line.append(byte)
+    }
+    return (process, output, String(decoding: line, as: UTF8.self))
+}
+
 /// `liverelay bench endpoint` as a child process.
 struct EndpointProcess {
     let process: Process
@@ -306,19 +322,9 @@ struct EndpointProcess {
     var pid: Int32 { process.processIdentifier }
 
     static func start(caFile: String, arguments: [String] = []) throws -> EndpointProcess {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        process.arguments = ["bench", "endpoint", "--ca-file", caFile] + arguments
-        let output = Pipe(), input = Pipe()
-        process.standardOutput = output
-        process.standardInput = input
-        try process.run()
+        let input = Pipe()
         // The first line says where it listens.
-        var line = Data()
-        while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
-            line.append(byte)
-        }
-        let text = String(decoding: line, as: UTF8.self)
+        let (process, _, text) = try startThisExecutable(["bench", "endpoint", "--ca-file", caFile] + arguments, input: input)
         guard text.hasPrefix("listening on "), let port = text.split(separator: ":").last.flatMap({ Int($0) }) else {
             process.terminate()
             throw ValidationError("the benchmark endpoint did not start: \(text)")

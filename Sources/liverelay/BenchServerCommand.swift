@@ -285,18 +285,8 @@ struct ServerProcess {
     var pid: Int32 { process.processIdentifier }
 
     static func start(_ arguments: [String]) async throws -> ServerProcess {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        // The announcement's first line says where the API is; the rest of the output is not read.
-        var line = Data()
-        while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
-            line.append(byte)
-        }
-        let text = String(decoding: line, as: UTF8.self)
+        // The announcement's first line says where the API is.
+        let (process, output, text) = try startThisExecutable(arguments)
         guard text.hasPrefix("LiveRelay server:"), let url = text.split(separator: " ").first(where: { $0.hasPrefix("http://") }) else {
             process.terminate()
             throw ValidationError("liverelay serve did not start: \(text)")
