@@ -99,10 +99,15 @@ public final class RelayHarness: Sendable {
 
     /// Waits (under the test's deadline) until `condition` holds; checks every 10 ms.
     public func eventually(_ what: String = "condition", _ condition: @Sendable () async throws -> Bool) async throws {
-        while try await !condition() {
-            try Task.checkCancellation()
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        try await LiveRelayTesting.eventually(condition)
+    }
+}
+
+/// Waits (under the caller's deadline) until `condition` holds; checks every 10 ms.
+public func eventually(_ condition: () async throws -> Bool) async throws {
+    while try await !condition() {
+        try Task.checkCancellation()
+        try await Task.sleep(for: .milliseconds(10))
     }
 }
 

@@ -269,10 +269,9 @@ struct BenchAPI: Sendable {
     }
 
     static func initialKeys(dataDir: String) throws -> (admin: String, server: String) {
-        let data = try Data(contentsOf: URL(fileURLWithPath: dataDir).appendingPathComponent("initial-keys.json"))
-        let json = try JSONValue(parsing: [UInt8](data))
-        guard let admin = json["admin"]?.stringValue, let server = json["server"]?.stringValue else {
-            throw ValidationError("initial-keys.json has no admin or server key")
+        let keys = InitialKeys.read(dataDir: dataDir)
+        guard let admin = keys[.admin], let server = keys[.server] else {
+            throw ValidationError("\(dataDir)/initial-keys.json has no admin or server key")
         }
         return (admin, server)
     }

@@ -124,6 +124,12 @@ enum InitialKeys {
             FileManager.default.createFile(atPath: path, contents: Data(json.serialized), attributes: [.posixPermissions: 0o600])
             return made
         }
+        return read(dataDir: dataDir)
+    }
+
+    /// The keys kept in `<data-dir>/initial-keys.json`; empty when there is no such file.
+    static func read(dataDir: String) -> [APIKeyScope: String] {
+        let path = URL(fileURLWithPath: dataDir).appendingPathComponent("initial-keys.json").path
         guard let data = FileManager.default.contents(atPath: path), let json = try? JSONValue(parsing: [UInt8](data)) else { return [:] }
         var keys: [APIKeyScope: String] = [:]
         for scope in APIKeyScope.allCases { keys[scope] = json[scope.rawValue]?.stringValue }

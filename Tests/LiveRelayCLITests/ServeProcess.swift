@@ -117,10 +117,3 @@ func initialKeys(dataDir: String) throws -> (admin: String, server: String, clie
     }
     return (admin, server, client)
 }
-
-/// Polls `condition` every 20 ms (the caller's deadline bounds the wait).
-func eventually(_ condition: () async throws -> Bool) async throws {
-    while try await !condition() {
-        try await Task.sleep(for: .milliseconds(20))
-    }
-}

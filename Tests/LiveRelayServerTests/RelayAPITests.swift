@@ -229,6 +229,39 @@ struct RelayAPITests {
         }
     }
 
+    @Test func anExpiredTokenIsMarkedDeadLikeAGoneOne() async throws {
+        try await withRelayHarness { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            _ = try await relay.post("/v1/activities/k/start", startBody(key: "k"))
+            try await relay.dispatch()
+            try await relay.waitForToken("k", device: "iphone-1")
+            let token = try #require(try await relay.relay.store.activityTokens(key: "k").first?.token)
+            #expect(relay.emulator.registry.setState(of: token, to: .expired))
+            _ = try await relay.post("/v1/activities/k/update", .object([("contentState", content("a", 1))]))
+            try await relay.dispatch()
+            let after = try #require(try await relay.relay.store.activityTokens(key: "k").first)
+            #expect(after.state == .dead)
+            #expect(after.lastReason == "ExpiredToken")
+            #expect(try await relay.post("/v1/activities/k/update", .object([("contentState", content("b", 2))])).json["deliveries"] == .integer(0))
+        }
+    }
+
+    @Test func aBroadcastOnANoStorageChannelIsSentWithExpirationZero() async throws {
+        try await withRelayHarness { relay in
+            relay.emulator.registry.setBroadcastEnabled(for: nil)
+            try await relay.addRegisteredDevice("iphone-1")
+            let started = try await relay.post("/v1/activities/live/start", startBody(key: "live", extra: [("channel", json(#"{"storagePolicy": 0}"#))]))
+            #expect(started.status == 201)
+            try await relay.dispatch()
+            _ = try await relay.post("/v1/activities/live/update", .object([("contentState", content("1-0", 60))]))
+            try await relay.dispatch()
+            let broadcast = try #require(relay.emulator.journal.requests.last { $0.path.hasPrefix("/4/broadcasts/") })
+            #expect(broadcast.header("apns-expiration") == "0")
+            #expect(broadcast.status == 200)
+            #expect(try relay.activity(on: "iphone-1")?.content.state == content("1-0", 60))
+        }
+    }
+
     @Test func healthMetricsAndTheOpenAPIDocumentAreServed() async throws {
         try await withRelayHarness { relay in
             try await relay.addRegisteredDevice("iphone-1")

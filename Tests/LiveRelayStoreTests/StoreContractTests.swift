@@ -75,7 +75,7 @@ extension RelayStore {
         _ key: String, event: String = "update", body: String, at: Date, priority: Int = 10, context: WriteContext = WriteContext(),
         channelDeleteAfter: Date? = nil
     ) async throws -> ChangeSnapshot {
-        let seen = SnapshotBox()
+        let seen = Seen<ChangeSnapshot?>(nil)
         _ = try await acceptChange(key: key, budgetWindowStart: at - 3600, context: context) { snapshot in
             seen.set(snapshot)
             guard var activity = snapshot.activity else { throw StoreError(.keyEnded, "no key") }
@@ -126,18 +126,14 @@ extension DeliveryTarget {
     }
 }
 
-final class SnapshotBox: @unchecked Sendable {
+/// What a planner closure saw, read back after the transaction.
+final class Seen<Value: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
-    private var snapshot: ChangeSnapshot?
-    func set(_ value: ChangeSnapshot) { lock.withLock { snapshot = value } }
-    var value: ChangeSnapshot? { lock.withLock { snapshot } }
-}
+    private var stored: Value
 
-final class TokensBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var tokens: [PushToStartTokenRecord] = []
-    func set(_ value: [PushToStartTokenRecord]) { lock.withLock { tokens = value } }
-    var value: [PushToStartTokenRecord] { lock.withLock { tokens } }
+    init(_ initial: Value) { stored = initial }
+    func set(_ value: Value) { lock.withLock { stored = value } }
+    var value: Value { lock.withLock { stored } }
 }
 
 /// The rules every `RelayStore` keeps. Each test would fail if its rule broke.
@@ -243,7 +239,7 @@ final class TokensBox: @unchecked Sendable {
         other.attributesType = "ScoreAttributes"
         try await store.savePushToStartToken(other)
 
-        let seen = TokensBox()
+        let seen = Seen<[PushToStartTokenRecord]>([])
         try await store.start("a", audience: .users(["ana"]), seen: { seen.set($0) })
         #expect(seen.value.map(\.deviceID) == ["iphone-1", "iphone-3"])
         try await store.start("b", audience: .devices(["iphone-2", "iphone-9"]), seen: { seen.set($0) })
