@@ -227,15 +227,20 @@ final class ConnectionPool: Sendable {
     }
 
     func connection(deadline: NIODeadline) async throws -> APNsConnection {
-        let pending: EventLoopFuture<APNsConnection> = try state.withLock { state in
+        enum Answer {
+            case ready(APNsConnection)
+            case pending(EventLoopFuture<APNsConnection>)
+        }
+        let answer: Answer = try state.withLock { state in
             guard !state.isShutDown else { throw APNsTransportError(.shutdown, "the APNs client was shut down") }
             let index = state.next
             state.next = (state.next + 1) % state.slots.count
             switch state.slots[index] {
             case .ready(let connection) where connection.isUsable:
-                return group.any().makeSucceededFuture(connection)
+                // Straight back: a future would cost a hop through an event loop per request.
+                return .ready(connection)
             case .connecting(let future):
-                return future
+                return .pending(future)
             case .ready, .empty:
                 let timeout = max(.milliseconds(1), deadline - .now())
                 let future = APNsConnection.connect(to: endpoint, sslContext: sslContext, group: group, timeout: timeout)
@@ -252,10 +257,13 @@ final class ConnectionPool: Sendable {
                         }
                     }
                 }
-                return future
+                return .pending(future)
             }
         }
-        return try await pending.get()
+        switch answer {
+        case .ready(let connection): return connection
+        case .pending(let future): return try await future.get()
+        }
     }
 
     func shutdown() async {

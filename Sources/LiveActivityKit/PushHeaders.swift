@@ -7,7 +7,10 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
     public let hex: String
 
     public init(_ hex: String) throws(LiveActivityValidationError) {
-        let trimmed = hex.trimmingCharacters(in: .whitespacesAndNewlines)
+        // Tokens read back from storage are already clean: skip Foundation's trimming (costly at
+        // a push's scale) when there is nothing to trim.
+        let clean = hex.utf8.first?.isHexDigit == true && hex.utf8.last?.isHexDigit == true
+        let trimmed = clean ? hex : hex.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else {
             throw LiveActivityValidationError(field: "token", code: .missing, message: "is empty")
         }
@@ -21,7 +24,7 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
                 field: "token", code: .invalidValue,
                 message: "has \(trimmed.utf8.count) hex characters; a whole number of bytes needs an even count")
         }
-        self.hex = trimmed.lowercased()
+        self.hex = trimmed.utf8.contains { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "F") } ? trimmed.lowercased() : trimmed
     }
 
     /// The token bytes as ActivityKit hands them to the app (`pushTokenUpdates` yields `Data`).

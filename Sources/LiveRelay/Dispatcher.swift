@@ -33,66 +33,62 @@ public final class Dispatcher: Service {
         try await pump(stopWhenIdle: true)
     }
 
-    /// The send loop. Claims due deliveries a batch at a time into a local queue, keeps up to
-    /// `concurrency` of them in flight, and records outcomes a batch at a time (at once when there
-    /// is nothing else to do). Claiming and recording run beside the sends, never in their way, so
-    /// a large fan-out keeps APNs busy and costs few transactions. Sleeps until a push finishes, a
-    /// request queues more, or the next retry is due. On graceful shutdown it stops claiming and
-    /// lets the pushes in flight finish, so that their outcomes are recorded; claimed pushes not
-    /// started yet wait for their lease to run out (or the next start).
+    /// The send loop. `concurrency` workers take claimed deliveries from a local queue and send
+    /// them; this loop only refills the queue (claiming a batch whenever it runs low) and records
+    /// outcomes in batches, each in a side task, so the workers never wait on the database and a
+    /// large fan-out costs few transactions. Outcomes wait up to `recordingDelay` to be recorded
+    /// together unless a batch is full or nothing else is left to do. On graceful shutdown it stops
+    /// claiming and lets the pushes in flight finish, so that their outcomes are recorded; claimed
+    /// pushes not started yet wait for their lease to run out (or the next start).
     private func pump(stopWhenIdle: Bool) async throws {
         let inbox = DispatchInbox()
+        let work = SendQueue(wake: relay.outboxSignal)
+        let lowWater = policy.concurrency + policy.batchSize / 2
         try await withThrowingDiscardingTaskGroup { group in
-            var queue: [DeliveryRecord] = []
-            var nextInQueue = 0
-            var inFlight = 0
-            var outcomes: [(id: Int64, outcome: DeliveryOutcome)] = []
+            for _ in 0..<policy.concurrency {
+                group.addTask {
+                    while let delivery = await work.next(lowWater: lowWater) {
+                        work.finished(delivery.id, await self.send(delivery), recordAt: self.policy.batchSize / 2)
+                    }
+                }
+            }
+            defer { work.stop() }
             var claiming = false, recording = false
             // Claiming again is worth a transaction only when the last claim was full or more was
             // queued since; a finished push alone does not make anything due.
             var claimAgain = true
+            var oldestUnrecorded: ContinuousClock.Instant?
             while true {
                 let stopping = Task.isShuttingDownGracefully || Task.isCancelled
-                var progressed = false
+                if stopping { work.stop() }
                 for event in inbox.takeAll() {
-                    progressed = true
                     switch event {
-                    case .finished(let id, let outcome):
-                        inFlight -= 1
-                        outcomes.append((id, outcome))
                     case .claimed(let batch):
                         claiming = false
-                        queue.removeFirst(nextInQueue)
-                        nextInQueue = 0
-                        queue += batch
                         claimAgain = batch.count == policy.batchSize
+                        work.add(batch)
                     case .recorded:
                         recording = false
                     case .failed(let error, let unrecorded):
                         logger.error("dispatch failed", metadata: ["error": "\(error)"])
                         if let unrecorded {
                             recording = false
-                            outcomes += unrecorded
+                            work.putBack(unrecorded)
                         } else {
                             claiming = false
                         }
                     }
                 }
-                while !stopping, inFlight < policy.concurrency, nextInQueue < queue.count {
-                    let delivery = queue[nextInQueue]
-                    nextInQueue += 1
-                    inFlight += 1
-                    progressed = true
-                    group.addTask {
-                        inbox.put(.finished(delivery.id, await self.send(delivery)))
-                        self.relay.outboxSignal.signal()
-                    }
-                }
-                let waiting = queue.count - nextInQueue
-                if !recording, !outcomes.isEmpty, outcomes.count >= policy.batchSize / 2 || waiting == 0 || stopping {
+                let state = work.counts()
+                if state.unrecorded > 0, oldestUnrecorded == nil { oldestUnrecorded = .now }
+                let quiet = state.queued == 0 && state.sending == 0
+                let recordingDue = oldestUnrecorded.map { .now - $0 >= policy.recordingDelay } ?? false
+                if !recording, state.unrecorded > 0,
+                   state.unrecorded >= policy.batchSize / 2 || recordingDue || stopping || (stopWhenIdle && quiet)
+                {
                     recording = true
-                    let batch = outcomes
-                    outcomes.removeAll(keepingCapacity: true)
+                    oldestUnrecorded = nil
+                    let batch = work.takeOutcomes()
                     group.addTask {
                         do {
                             try await self.relay.store.recordOutcomes(batch, at: self.relay.now())
@@ -103,9 +99,8 @@ public final class Dispatcher: Service {
                         self.relay.outboxSignal.signal()
                     }
                 }
-                if !claiming, !stopping, waiting < policy.concurrency, claimAgain || relay.outboxSignal.takeQueued() {
+                if !claiming, !stopping, state.queued < lowWater, claimAgain || relay.outboxSignal.takeQueued() {
                     claiming = true
-                    progressed = true
                     group.addTask {
                         do {
                             let now = self.relay.now()
@@ -118,13 +113,18 @@ public final class Dispatcher: Service {
                         self.relay.outboxSignal.signal()
                     }
                 }
-                if progressed { continue }
-                let idle = inFlight == 0 && !claiming && !recording && outcomes.isEmpty
-                if idle, stopping || (stopWhenIdle && waiting == 0) { return }
-                // Nothing to do until a push finishes, more is queued, or a retry comes due.
-                let next = idle && !stopping ? try? await relay.store.nextDueDate() : nil
-                let wait = min(1, max(0.001, (next ?? .distantFuture).timeIntervalSince(relay.now())))
-                await relay.outboxSignal.wait(upTo: .milliseconds(Int(wait * 1000)))
+                let idle = quiet && !claiming && !recording && state.unrecorded == 0
+                if idle, stopping || stopWhenIdle { return }
+                // Nothing to do until a batch is claimed or recorded, the queue runs low, outcomes
+                // pile up, more is queued, or a retry comes due.
+                var wait = Duration.seconds(1)
+                if let oldestUnrecorded, !recording {
+                    wait = min(wait, max(.milliseconds(1), oldestUnrecorded + policy.recordingDelay - .now))
+                }
+                if idle, let next = try? await relay.store.nextDueDate() {
+                    wait = min(wait, .milliseconds(max(1, Int(next.timeIntervalSince(relay.now()) * 1000))))
+                }
+                await relay.outboxSignal.wait(upTo: wait)
             }
         }
     }
@@ -215,7 +215,6 @@ public final class Dispatcher: Service {
 /// What the dispatcher's side tasks report to its loop.
 private final class DispatchInbox: Sendable {
     enum Event: Sendable {
-        case finished(Int64, DeliveryOutcome)
         case claimed([DeliveryRecord])
         case recorded
         /// A claim (`unrecorded` nil) or a recording failed; unrecorded outcomes are kept for the next one.
@@ -233,6 +232,101 @@ private final class DispatchInbox: Sendable {
             defer { events.removeAll(keepingCapacity: true) }
             return events
         }
+    }
+}
+
+/// The claimed deliveries waiting for a worker, and the outcomes waiting to be recorded. Workers
+/// wake the dispatcher's loop only when it has something to do: the queue ran low, outcomes piled
+/// up (or the first came), or every worker fell idle.
+private final class SendQueue: Sendable {
+    typealias Outcome = (id: Int64, outcome: DeliveryOutcome)
+
+    private struct State {
+        var queue: [DeliveryRecord] = []
+        var head = 0
+        var sending = 0
+        var outcomes: [Outcome] = []
+        var idleWorkers: [CheckedContinuation<DeliveryRecord?, Never>] = []
+        var stopped = false
+        var queued: Int { queue.count - head }
+    }
+
+    private let state = Mutex(State())
+    private let wake: OutboxSignal
+
+    init(wake: OutboxSignal) {
+        self.wake = wake
+    }
+
+    /// The next delivery to send, or nil once stopped.
+    func next(lowWater: Int) async -> DeliveryRecord? {
+        await withCheckedContinuation { continuation in
+            // Resumed here with a delivery or nil, or later by `add` or `stop`, never twice.
+            let (answer, wakeLoop) = state.withLock { state -> (DeliveryRecord??, Bool) in
+                if state.stopped { return (.some(nil), false) }
+                guard state.head < state.queue.count else {
+                    state.idleWorkers.append(continuation)
+                    return (nil, state.sending == 0)
+                }
+                let delivery = state.queue[state.head]
+                state.head += 1
+                state.sending += 1
+                return (delivery, state.queued == lowWater)
+            }
+            if wakeLoop { wake.signal() }
+            if let answer { continuation.resume(returning: answer) }
+        }
+    }
+
+    func finished(_ id: Int64, _ outcome: DeliveryOutcome, recordAt: Int) {
+        let wakeLoop = state.withLock { state in
+            state.sending -= 1
+            state.outcomes.append((id, outcome))
+            return state.outcomes.count == 1 || state.outcomes.count == recordAt || (state.sending == 0 && state.queued == 0)
+        }
+        if wakeLoop { wake.signal() }
+    }
+
+    func add(_ batch: [DeliveryRecord]) {
+        let handedOut = state.withLock { state -> [(CheckedContinuation<DeliveryRecord?, Never>, DeliveryRecord)] in
+            state.queue.removeFirst(state.head)
+            state.head = 0
+            state.queue += batch
+            var handedOut: [(CheckedContinuation<DeliveryRecord?, Never>, DeliveryRecord)] = []
+            while !state.idleWorkers.isEmpty, state.head < state.queue.count {
+                handedOut.append((state.idleWorkers.removeLast(), state.queue[state.head]))
+                state.head += 1
+                state.sending += 1
+            }
+            return handedOut
+        }
+        for (worker, delivery) in handedOut { worker.resume(returning: delivery) }
+    }
+
+    /// Workers stop taking deliveries; those waiting for one end.
+    func stop() {
+        let idle = state.withLock { state in
+            state.stopped = true
+            defer { state.idleWorkers.removeAll() }
+            return state.idleWorkers
+        }
+        for worker in idle { worker.resume(returning: nil) }
+    }
+
+    func counts() -> (queued: Int, sending: Int, unrecorded: Int) {
+        state.withLock { ($0.queued, $0.sending, $0.outcomes.count) }
+    }
+
+    func takeOutcomes() -> [Outcome] {
+        state.withLock { state in
+            defer { state.outcomes.removeAll(keepingCapacity: true) }
+            return state.outcomes
+        }
+    }
+
+    /// Outcomes a recording failed to store, kept for the next.
+    func putBack(_ outcomes: [Outcome]) {
+        state.withLock { $0.outcomes.insert(contentsOf: outcomes, at: 0) }
     }
 }
 
@@ -265,7 +359,7 @@ final class OutboxSignal: Sendable {
         signal()
     }
 
-    /// Whether `queued()` was called since the last time this was asked.
+    /// Whether `queued()` was called since the last time `takeQueued()` asked.
     func takeQueued() -> Bool {
         workQueued.exchange(false, ordering: .relaxed)
     }

@@ -56,10 +56,14 @@ public struct DispatchPolicy: Sendable, Hashable {
     public var maximumAttempts: Int
     /// How long one push may take.
     public var requestTimeout: Duration
+    /// How long an outcome may wait to be recorded with others (real time): one transaction per
+    /// push would cost more than the push when updates come one by one.
+    public var recordingDelay: Duration
 
     public init(
         concurrency: Int = 200, batchSize: Int = 1000, lease: TimeInterval = 60, initialBackoff: TimeInterval = 1,
-        maximumBackoff: TimeInterval = 300, maximumAttempts: Int = 8, requestTimeout: Duration = .seconds(10)
+        maximumBackoff: TimeInterval = 300, maximumAttempts: Int = 8, requestTimeout: Duration = .seconds(10),
+        recordingDelay: Duration = .milliseconds(10)
     ) {
         self.concurrency = concurrency
         self.batchSize = batchSize
@@ -68,6 +72,7 @@ public struct DispatchPolicy: Sendable, Hashable {
         self.maximumBackoff = maximumBackoff
         self.maximumAttempts = maximumAttempts
         self.requestTimeout = requestTimeout
+        self.recordingDelay = recordingDelay
     }
 
     /// The wait before attempt `attempts + 1`.

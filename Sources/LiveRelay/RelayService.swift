@@ -209,7 +209,9 @@ public final class RelayService: Sendable {
         let requestID = UUID().uuidString.lowercased()
         let alerting = request.alert != nil
         do {
-            let response = try await store.acceptChange(key: key, budgetWindowStart: acceptedAt - 3600, context: context) { snapshot in
+            // Only `auto` without an alert spends the budget, so only it needs the counts.
+            let budgetWindowStart = request.priority == .auto && !alerting ? acceptedAt - 3600 : nil
+            let response = try await store.acceptChange(key: key, budgetWindowStart: budgetWindowStart, context: context) { snapshot in
                 let channelPolicy = snapshot.channel?.storagePolicy
                 guard var activity = snapshot.activity else {
                     throw RelayError(.notFound, code: "not_found", message: "no activity key \"\(key)\"; start it first", field: "key")

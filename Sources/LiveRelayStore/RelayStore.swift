@@ -41,10 +41,10 @@ public protocol RelayStore: Sendable {
         plan: @Sendable ([PushToStartTokenRecord]) throws -> StartPlan
     ) async throws -> StoredResponse
     /// Updates or ends a key: stores the plan made from the key, its live tokens and their
-    /// priority-10 counts since `budgetWindowStart`. A newer push queued for a token supersedes
-    /// the one still waiting.
+    /// priority-10 counts since `budgetWindowStart` (none read when it is nil: a plan with a fixed
+    /// priority needs none). A newer push queued for a token supersedes the one still waiting.
     func acceptChange(
-        key: String, budgetWindowStart: Date, context: WriteContext, plan: @Sendable (ChangeSnapshot) throws -> ChangePlan
+        key: String, budgetWindowStart: Date?, context: WriteContext, plan: @Sendable (ChangeSnapshot) throws -> ChangePlan
     ) async throws -> StoredResponse
 
     // MARK: Schedules

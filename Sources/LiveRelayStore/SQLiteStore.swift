@@ -2,7 +2,10 @@ import Foundation
 import GRDB
 import LiveActivityKit
 
-/// The embedded store: one SQLite file in WAL mode through GRDB, prepared statements reused.
+/// The embedded store: one SQLite file in WAL mode through GRDB. Every statement with a fixed
+/// text comes from the connection's statement cache, and rows are decoded by column position
+/// straight from the statement: compiling a statement or copying a row costs more than most of
+/// the statements here take to run.
 /// Committed transactions survive the process being killed (`synchronous=NORMAL` in WAL mode
 /// loses at most the last transactions on power loss, never on a crash of the process).
 public final class SQLiteStore: RelayStore {
@@ -38,27 +41,27 @@ public final class SQLiteStore: RelayStore {
 
     public func insertAPIKey(_ key: APIKeyRecord) async throws {
         try await pool.write { db in
-            try db.execute(
-                sql: "INSERT INTO api_keys (id, name, scope, secret_hash, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?)",
-                arguments: [key.id, key.name, key.scope.rawValue, key.secretHash, key.createdAt.seconds, key.revokedAt?.seconds])
+            try db.run(
+                "INSERT INTO api_keys (\(APIKeyRecord.columns)) VALUES (?, ?, ?, ?, ?, ?)",
+                [key.id, key.name, key.scope.rawValue, key.secretHash, key.createdAt.seconds, key.revokedAt?.seconds])
         }
     }
 
     public func apiKey(secretHash: Data) async throws -> APIKeyRecord? {
         try await pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM api_keys WHERE secret_hash = ?", arguments: [secretHash]).map(APIKeyRecord.init(row:))
+            try db.fetchOne("SELECT \(APIKeyRecord.columns) FROM api_keys WHERE secret_hash = ?", [secretHash], as: APIKeyRecord.init(row:))
         }
     }
 
     public func apiKeys() async throws -> [APIKeyRecord] {
         try await pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM api_keys ORDER BY created_at, id").map(APIKeyRecord.init(row:))
+            try db.fetchAll("SELECT \(APIKeyRecord.columns) FROM api_keys ORDER BY created_at, id", as: APIKeyRecord.init(row:))
         }
     }
 
     public func revokeAPIKey(id: String, at: Date) async throws -> Bool {
         try await pool.write { db in
-            try db.execute(sql: "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", arguments: [at.seconds, id])
+            try db.run("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", [at.seconds, id])
             return db.changesCount > 0
         }
     }
@@ -67,16 +70,15 @@ public final class SQLiteStore: RelayStore {
 
     public func savePushToStartToken(_ token: PushToStartTokenRecord) async throws {
         try await pool.write { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO push_to_start_tokens
-                        (device_id, attributes_type, user_id, token, frequent_pushes, environment, updated_at, dead_reason)
+            try db.run(
+                """
+                    INSERT INTO push_to_start_tokens (\(PushToStartTokenRecord.columns))
                     VALUES (?, ?, ?, ?, ?, ?, ?, NULL)
                     ON CONFLICT (device_id, attributes_type) DO UPDATE SET
                         user_id = excluded.user_id, token = excluded.token, frequent_pushes = excluded.frequent_pushes,
                         environment = excluded.environment, updated_at = excluded.updated_at, dead_reason = NULL
                     """,
-                arguments: [
+                [
                     token.deviceID, token.attributesType, token.userID, token.token, token.frequentPushesEnabled,
                     token.environment, token.updatedAt.seconds,
                 ])
@@ -95,8 +97,8 @@ public final class SQLiteStore: RelayStore {
                 try Self.insert(db, activity: created)
                 activity = created
             }
-            try db.execute(
-                sql: """
+            try db.run(
+                """
                     INSERT INTO activity_tokens
                         (key, device_id, activity_id, token, frequent_pushes, registered_at, state, state_reason)
                     VALUES (?, ?, ?, ?, ?, ?, 'live', NULL)
@@ -105,7 +107,7 @@ public final class SQLiteStore: RelayStore {
                         registered_at = excluded.registered_at, state = 'live', state_reason = NULL,
                         last_status = NULL, last_reason = NULL, last_delivery_at = NULL
                     """,
-                arguments: [
+                [
                     token.key, token.deviceID, token.activityID, token.token, token.frequentPushesEnabled,
                     token.registeredAt.seconds,
                 ])
@@ -115,18 +117,18 @@ public final class SQLiteStore: RelayStore {
 
     public func endActivityToken(key: String, deviceID: String, state: ActivityTokenState, at: Date) async throws -> Bool {
         try await pool.write { db in
-            try db.execute(
-                sql: "UPDATE activity_tokens SET state = ?, state_reason = 'reported by the device' WHERE key = ? AND device_id = ?",
-                arguments: [state.rawValue, key, deviceID])
+            try db.run(
+                "UPDATE activity_tokens SET state = ?, state_reason = 'reported by the device' WHERE key = ? AND device_id = ?",
+                [state.rawValue, key, deviceID])
             guard db.changesCount > 0 else { return false }
             // Nothing more to send to an activity that is over on the device. A push already in
             // flight keeps its claim, so that its outcome is still recorded.
-            try db.execute(
-                sql: """
+            try db.run(
+                """
                     UPDATE deliveries SET status = 'skipped', finished_at = ?, apns_reason = ?
                     WHERE status = 'queued' AND key = ? AND device_id = ? AND target = 'activity'
                     """,
-                arguments: [at.seconds, "activity \(state.rawValue) on the device", key, deviceID])
+                [at.seconds, "activity \(state.rawValue) on the device", key, deviceID])
             return true
         }
     }
@@ -135,11 +137,8 @@ public final class SQLiteStore: RelayStore {
 
     public func idempotentResponse(apiKeyID: String, key: String) async throws -> IdempotentResponse? {
         try await pool.read { db in
-            try Row.fetchOne(
-                db, sql: "SELECT request_hash, status, body FROM idempotency_keys WHERE api_key_id = ? AND key = ?",
-                arguments: [apiKeyID, key]
-            ).map { row in
-                IdempotentResponse(requestHash: row["request_hash"], response: StoredResponse(status: row["status"], body: [UInt8](row["body"] as Data)))
+            try db.fetchOne("SELECT request_hash, status, body FROM idempotency_keys WHERE api_key_id = ? AND key = ?", [apiKeyID, key]) { row in
+                IdempotentResponse(requestHash: row[0], response: StoredResponse(status: row[1], body: try row.bytes(2)))
             }
         }
     }
@@ -162,42 +161,38 @@ public final class SQLiteStore: RelayStore {
     }
 
     public func acceptChange(
-        key: String, budgetWindowStart: Date, context: WriteContext, plan: @Sendable (ChangeSnapshot) throws -> ChangePlan
+        key: String, budgetWindowStart: Date?, context: WriteContext, plan: @Sendable (ChangeSnapshot) throws -> ChangePlan
     ) async throws -> StoredResponse {
         try await pool.write { db in
             let activity = try Self.activity(db, key: key)
             var tokens: [ActivityTokenRecord] = []
             var counts: [String: Int] = [:]
             if activity != nil {
-                tokens = try Row.fetchAll(
-                    db, sql: "SELECT * FROM activity_tokens WHERE key = ? AND state = 'live' ORDER BY device_id", arguments: [key]
-                ).map(ActivityTokenRecord.init(row:))
-                for row in try Row.fetchAll(
-                    db,
-                    sql: """
-                        SELECT COALESCE(device_id, '') AS device_id, COUNT(*) AS n FROM deliveries
-                        WHERE key = ? AND target != 'push-to-start' AND priority = 10 AND created_at >= ?
-                            AND status IN ('queued', 'sending', 'sent')
-                        GROUP BY device_id
-                        """,
-                    arguments: [key, budgetWindowStart.seconds])
-                {
-                    counts[row["device_id"]] = row["n"]
+                tokens = try db.fetchAll(
+                    "SELECT \(ActivityTokenRecord.columns) FROM activity_tokens WHERE key = ? AND state = 'live' ORDER BY device_id",
+                    [key], as: ActivityTokenRecord.init(row:))
+                if let budgetWindowStart {
+                try db.forEach(
+                    """
+                    SELECT COALESCE(device_id, ''), COUNT(*) FROM deliveries
+                    WHERE key = ? AND target != 'push-to-start' AND priority = 10 AND created_at >= ?
+                        AND status IN ('queued', 'sending', 'sent')
+                    GROUP BY device_id
+                    """,
+                    [key, budgetWindowStart.seconds]
+                ) { row in counts[row[0]] = row[1] }
                 }
             }
             let channel = try activity?.channelID.flatMap {
-                try Row.fetchOne(db, sql: "SELECT * FROM channels WHERE channel_id = ?", arguments: [$0]).map(ChannelRecord.init(row:))
+                try db.fetchOne("SELECT \(ChannelRecord.columns) FROM channels WHERE channel_id = ?", [$0], as: ChannelRecord.init(row:))
             }
             let planned = try plan(ChangeSnapshot(activity: activity, liveTokens: tokens, priority10Counts: counts, channel: channel))
             try Self.update(db, activity: planned.activity)
             if planned.activity.state == .ended {
-                try db.execute(
-                    sql: "UPDATE activity_tokens SET state = 'ended', state_reason = 'key ended' WHERE key = ? AND state = 'live'",
-                    arguments: [key])
+                try db.run("UPDATE activity_tokens SET state = 'ended', state_reason = 'key ended' WHERE key = ? AND state = 'live'", [key])
                 if let channelID = planned.activity.channelID, let deleteAfter = planned.channelDeleteAfter {
-                    try db.execute(
-                        sql: "UPDATE channels SET delete_after = ? WHERE channel_id = ? AND deleted_at IS NULL",
-                        arguments: [deleteAfter.seconds, channelID])
+                    try db.run(
+                        "UPDATE channels SET delete_after = ? WHERE channel_id = ? AND deleted_at IS NULL", [deleteAfter.seconds, channelID])
                 }
             }
             try Self.enqueue(db, payloads: planned.payloads, deliveries: planned.deliveries, at: planned.acceptedAt)
@@ -210,12 +205,9 @@ public final class SQLiteStore: RelayStore {
 
     public func insertSchedule(_ schedule: ScheduleRecord, context: WriteContext, response: StoredResponse) async throws {
         try await pool.write { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO schedules (id, key, action, request, due_at, state, result, created_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
+            try db.run(
+                "INSERT INTO schedules (\(ScheduleRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
                     schedule.id, schedule.key, schedule.action, schedule.request.serializedString, schedule.dueAt.seconds,
                     schedule.state.rawValue, schedule.result, schedule.createdAt.seconds,
                 ])
@@ -225,27 +217,28 @@ public final class SQLiteStore: RelayStore {
 
     public func schedule(id: String) async throws -> ScheduleRecord? {
         try await pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM schedules WHERE id = ?", arguments: [id]).map(ScheduleRecord.init(row:))
+            try db.fetchOne("SELECT \(ScheduleRecord.columns) FROM schedules WHERE id = ?", [id], as: ScheduleRecord.init(row:))
         }
     }
 
     public func schedules(key: String?) async throws -> [ScheduleRecord] {
         try await pool.read { db in
-            try Row.fetchAll(
-                db, sql: "SELECT * FROM schedules WHERE ? IS NULL OR key = ? ORDER BY due_at, id", arguments: [key, key]
-            ).map(ScheduleRecord.init(row:))
+            try db.fetchAll(
+                "SELECT \(ScheduleRecord.columns) FROM schedules WHERE ? IS NULL OR key = ? ORDER BY due_at, id", [key, key],
+                as: ScheduleRecord.init(row:))
         }
     }
 
     public func cancelSchedule(id: String, at: Date) async throws -> ScheduleRecord? {
         try await pool.write { db in
-            guard let schedule = try Row.fetchOne(db, sql: "SELECT * FROM schedules WHERE id = ?", arguments: [id]).map(ScheduleRecord.init(row:)) else {
+            guard let schedule = try db.fetchOne("SELECT \(ScheduleRecord.columns) FROM schedules WHERE id = ?", [id], as: ScheduleRecord.init(row:))
+            else {
                 return nil
             }
             guard schedule.state == .pending else {
                 throw StoreError(.scheduleNotPending, "schedule \(id) is \(schedule.state.rawValue), not pending")
             }
-            try db.execute(sql: "UPDATE schedules SET state = 'cancelled' WHERE id = ?", arguments: [id])
+            try db.run("UPDATE schedules SET state = 'cancelled' WHERE id = ?", [id])
             var cancelled = schedule
             cancelled.state = .cancelled
             return cancelled
@@ -254,54 +247,39 @@ public final class SQLiteStore: RelayStore {
 
     public func dueSchedules(at: Date, limit: Int) async throws -> [ScheduleRecord] {
         try await pool.read { db in
-            try Row.fetchAll(
-                db, sql: "SELECT * FROM schedules WHERE state = 'pending' AND due_at <= ? ORDER BY due_at, id LIMIT ?",
-                arguments: [at.seconds, limit]
-            ).map(ScheduleRecord.init(row:))
+            try db.fetchAll(
+                "SELECT \(ScheduleRecord.columns) FROM schedules WHERE state = 'pending' AND due_at <= ? ORDER BY due_at, id LIMIT ?",
+                [at.seconds, limit], as: ScheduleRecord.init(row:))
         }
     }
 
     public func failSchedule(id: String, reason: String) async throws {
         try await pool.write { db in
-            try db.execute(sql: "UPDATE schedules SET state = 'failed', result = ? WHERE id = ? AND state = 'pending'", arguments: [reason, id])
+            try db.run("UPDATE schedules SET state = 'failed', result = ? WHERE id = ? AND state = 'pending'", [reason, id])
         }
     }
 
     // MARK: The outbox
 
-    private static let deliveryColumns = """
-        d.id, d.key, d.event, d.target, d.device_id, d.token, d.channel_id, p.body AS payload, d.priority, d.priority_reason,
-        d.expiration, d.timestamp, d.request_id, d.status, d.attempts, d.next_attempt_at, d.created_at, d.finished_at,
-        d.apns_status, d.apns_reason, d.apns_id
-        """
-
     public func claimDeliveries(dueBy now: Date, limit: Int, leaseUntil: Date) async throws -> [DeliveryRecord] {
         try await pool.write { db in
-            let claimed = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT \(Self.deliveryColumns) FROM deliveries d JOIN payloads p ON p.id = d.payload_id
-                    WHERE d.status IN ('queued', 'sending') AND d.next_attempt_at <= ?
-                    ORDER BY d.next_attempt_at, d.id LIMIT ?
-                    """,
-                arguments: [now.seconds, limit]
-            ).map(DeliveryRecord.init(row:))
-            let claim = try db.cachedStatement(sql: "UPDATE deliveries SET status = 'sending', next_attempt_at = ? WHERE id = ?")
-            for delivery in claimed {
-                try claim.execute(arguments: [leaseUntil.seconds, delivery.id])
-            }
-            return claimed.map {
-                var delivery = $0
-                delivery.status = .sending
-                delivery.nextAttemptAt = leaseUntil
-                return delivery
-            }
+            // One statement picks and leases; RETURNING gives no order, so the oldest go first by id.
+            let claimed = try db.fetchAll(
+                """
+                UPDATE deliveries SET status = 'sending', next_attempt_at = ?
+                WHERE id IN (
+                    SELECT id FROM deliveries WHERE status IN ('queued', 'sending') AND next_attempt_at <= ?
+                    ORDER BY next_attempt_at, id LIMIT ?)
+                RETURNING \(DeliveryRecord.columns)
+                """,
+                [leaseUntil.seconds, now.seconds, limit], as: DeliveryRow.init(row:))
+            return try Self.withPayloads(db, claimed.sorted { $0.record.id < $1.record.id })
         }
     }
 
     public func releaseClaims(at: Date) async throws {
         try await pool.write { db in
-            try db.execute(sql: "UPDATE deliveries SET status = 'queued', next_attempt_at = ? WHERE status = 'sending'", arguments: [at.seconds])
+            try db.run("UPDATE deliveries SET status = 'queued', next_attempt_at = ? WHERE status = 'sending'", [at.seconds])
         }
     }
 
@@ -309,101 +287,89 @@ public final class SQLiteStore: RelayStore {
         guard !outcomes.isEmpty else { return }
         try await pool.write { db in
             let now = at.seconds
-            let sent = try db.cachedStatement(
-                sql: """
-                    UPDATE deliveries SET status = 'sent', attempts = attempts + 1, finished_at = ?, apns_status = ?, apns_id = ?,
-                        apns_reason = NULL
-                    WHERE id = ? AND status = 'sending'
-                    """)
-            let retry = try db.cachedStatement(
-                sql: """
-                    UPDATE deliveries SET status = 'queued', attempts = attempts + 1, next_attempt_at = ?, apns_status = ?,
-                        apns_reason = ?
-                    WHERE id = ? AND status = 'sending'
-                    """)
-            let failed = try db.cachedStatement(
-                sql: """
-                    UPDATE deliveries SET status = 'failed', attempts = attempts + 1, finished_at = ?, apns_status = ?, apns_reason = ?
-                    WHERE id = ? AND status = 'sending'
-                    """)
-            let target = try db.cachedStatement(sql: "SELECT key, target, device_id, token FROM deliveries WHERE id = ?")
-            let activityResult = try db.cachedStatement(
-                sql: """
-                    UPDATE activity_tokens SET last_status = ?, last_reason = ?, last_delivery_at = ?
-                    WHERE key = ? AND device_id = ? AND token = ?
-                    """)
+            // Each outcome's statement answers with the delivery's target, unless a later outcome
+            // (or a restart) has already taken the claim back.
+            let answer = "RETURNING key, target, device_id, token"
             for (id, outcome) in outcomes {
                 let status: Int?
                 let reason: String?
                 var tokenIsDead = false
+                let target: (key: String, kind: String, deviceID: String?, token: String?)?
+                let decode = { (row: Row) in (key: row[0] as String, kind: row[1] as String, deviceID: row[2] as String?, token: row[3] as String?) }
                 switch outcome {
                 case .sent(let code, let apnsID):
-                    try sent.execute(arguments: [now, code, apnsID, id])
+                    target = try db.fetchOne(
+                        """
+                        UPDATE deliveries SET status = 'sent', attempts = attempts + 1, finished_at = ?, apns_status = ?, apns_id = ?,
+                            apns_reason = NULL
+                        WHERE id = ? AND status = 'sending' \(answer)
+                        """,
+                        [now, code, apnsID, id], as: decode)
                     (status, reason) = (code, nil)
                 case .retry(let next, let code, let why):
-                    try retry.execute(arguments: [next.seconds, code, why, id])
+                    target = try db.fetchOne(
+                        """
+                        UPDATE deliveries SET status = 'queued', attempts = attempts + 1, next_attempt_at = ?, apns_status = ?,
+                            apns_reason = ?
+                        WHERE id = ? AND status = 'sending' \(answer)
+                        """,
+                        [next.seconds, code, why, id], as: decode)
                     (status, reason) = (code, why)
                 case .failed(let code, let why, let dead):
-                    try failed.execute(arguments: [now, code, why, id])
+                    target = try db.fetchOne(
+                        """
+                        UPDATE deliveries SET status = 'failed', attempts = attempts + 1, finished_at = ?, apns_status = ?, apns_reason = ?
+                        WHERE id = ? AND status = 'sending' \(answer)
+                        """,
+                        [now, code, why, id], as: decode)
                     (status, reason, tokenIsDead) = (code, why, dead)
                 }
-                guard db.changesCount > 0, let row = try Row.fetchOne(target, arguments: [id]) else { continue }
-                let key: String = row["key"]
-                let kind: String = row["target"]
-                let deviceID: String? = row["device_id"]
-                let token: String? = row["token"]
-                guard let deviceID, let token else { continue }
-                if kind == "activity" {
-                    try activityResult.execute(arguments: [status, reason, now, key, deviceID, token])
+                guard let target, let deviceID = target.deviceID, let token = target.token else { continue }
+                if target.kind == "activity" {
+                    try db.run(
+                        "UPDATE activity_tokens SET last_status = ?, last_reason = ?, last_delivery_at = ? WHERE key = ? AND device_id = ? AND token = ?",
+                        [status, reason, now, target.key, deviceID, token])
                 }
                 guard tokenIsDead else { continue }
-                if kind == "activity" {
-                    try db.execute(
-                        sql: "UPDATE activity_tokens SET state = 'dead', state_reason = ? WHERE key = ? AND device_id = ? AND token = ?",
-                        arguments: [reason, key, deviceID, token])
+                if target.kind == "activity" {
+                    try db.run(
+                        "UPDATE activity_tokens SET state = 'dead', state_reason = ? WHERE key = ? AND device_id = ? AND token = ?",
+                        [reason, target.key, deviceID, token])
                 } else {
-                    try db.execute(
-                        sql: "UPDATE push_to_start_tokens SET dead_reason = ? WHERE device_id = ? AND token = ?",
-                        arguments: [reason, deviceID, token])
+                    try db.run("UPDATE push_to_start_tokens SET dead_reason = ? WHERE device_id = ? AND token = ?", [reason, deviceID, token])
                 }
-                try db.execute(
-                    sql: """
-                        UPDATE deliveries SET status = 'skipped', finished_at = ?, apns_reason = ?
-                        WHERE token = ? AND status = 'queued'
-                        """,
-                    arguments: [now, "token dead: \(reason ?? "refused")", token])
+                try db.run(
+                    "UPDATE deliveries SET status = 'skipped', finished_at = ?, apns_reason = ? WHERE token = ? AND status = 'queued'",
+                    [now, "token dead: \(reason ?? "refused")", token])
             }
         }
     }
 
     public func nextDueDate() async throws -> Date? {
         try await pool.read { db in
-            try Double.fetchOne(db, sql: "SELECT MIN(next_attempt_at) FROM deliveries WHERE status IN ('queued', 'sending')")
-                .map(Date.init(timeIntervalSince1970:))
+            try db.fetchOne("SELECT MIN(next_attempt_at) FROM deliveries WHERE status IN ('queued', 'sending')") { $0.date(0) } ?? nil
         }
     }
 
     public func deliveries(_ query: DeliveryQuery) async throws -> [DeliveryRecord] {
         try await pool.read { db in
-            try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT \(Self.deliveryColumns) FROM deliveries d JOIN payloads p ON p.id = d.payload_id
-                    WHERE (? IS NULL OR d.key = ?) AND (? IS NULL OR d.status = ?) AND (? IS NULL OR d.id < ?)
-                    ORDER BY d.id DESC LIMIT ?
-                    """,
-                arguments: [
-                    query.key, query.key, query.status?.rawValue, query.status?.rawValue, query.before, query.before, query.limit,
-                ]
-            ).map(DeliveryRecord.init(row:))
+            let rows = try db.fetchAll(
+                """
+                SELECT \(DeliveryRecord.columns) FROM deliveries
+                WHERE (? IS NULL OR key = ?) AND (? IS NULL OR status = ?) AND (? IS NULL OR id < ?)
+                ORDER BY id DESC LIMIT ?
+                """,
+                [query.key, query.key, query.status?.rawValue, query.status?.rawValue, query.before, query.before, query.limit],
+                as: DeliveryRow.init(row:))
+            return try Self.withPayloads(db, rows)
         }
     }
 
     public func deliveryCounts() async throws -> [DeliveryStatus: Int] {
         try await pool.read { db in
             var counts: [DeliveryStatus: Int] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT status, COUNT(*) AS n FROM deliveries GROUP BY status") {
-                if let status = DeliveryStatus(rawValue: row["status"]) { counts[status] = row["n"] }
+            try db.forEach("SELECT status, COUNT(*) FROM deliveries GROUP BY status") { row in
+                if let status = DeliveryStatus(rawValue: row[0]) { counts[status] = row[1] }
             }
             return counts
         }
@@ -417,39 +383,39 @@ public final class SQLiteStore: RelayStore {
 
     public func activityTokens(key: String) async throws -> [ActivityTokenRecord] {
         try await pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM activity_tokens WHERE key = ? ORDER BY device_id", arguments: [key])
-                .map(ActivityTokenRecord.init(row:))
+            try db.fetchAll(
+                "SELECT \(ActivityTokenRecord.columns) FROM activity_tokens WHERE key = ? ORDER BY device_id", [key], as: ActivityTokenRecord.init(row:))
         }
     }
 
     public func pushToStartTokens(deviceID: String) async throws -> [PushToStartTokenRecord] {
         try await pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM push_to_start_tokens WHERE device_id = ? ORDER BY attributes_type", arguments: [deviceID])
-                .map(PushToStartTokenRecord.init(row:))
+            try db.fetchAll(
+                "SELECT \(PushToStartTokenRecord.columns) FROM push_to_start_tokens WHERE device_id = ? ORDER BY attributes_type", [deviceID],
+                as: PushToStartTokenRecord.init(row:))
         }
     }
 
     public func expireActivities(startedBefore: Date, at: Date, channelDeleteAfter: Date) async throws -> [String] {
         try await pool.write { db in
-            let keys = try String.fetchAll(
-                db, sql: "SELECT key FROM activities WHERE state = 'active' AND started_at < ? ORDER BY key", arguments: [startedBefore.seconds])
+            let keys = try db.fetchAll(
+                "SELECT key FROM activities WHERE state = 'active' AND started_at < ? ORDER BY key", [startedBefore.seconds]
+            ) { $0[0] as String }
             for key in keys {
-                try db.execute(
-                    sql: "UPDATE activities SET state = 'ended', ended_at = ?, end_reason = 'expired' WHERE key = ?", arguments: [at.seconds, key])
-                try db.execute(
-                    sql: "UPDATE activity_tokens SET state = 'ended', state_reason = 'expired' WHERE key = ? AND state = 'live'", arguments: [key])
-                try db.execute(
-                    sql: """
-                        UPDATE deliveries SET status = 'skipped', finished_at = ?, apns_reason = 'activity expired'
-                        WHERE key = ? AND status = 'queued'
-                        """,
-                    arguments: [at.seconds, key])
-                try db.execute(
-                    sql: """
-                        UPDATE channels SET delete_after = ?
-                        WHERE channel_id = (SELECT channel_id FROM activities WHERE key = ?) AND deleted_at IS NULL
-                        """,
-                    arguments: [channelDeleteAfter.seconds, key])
+                try db.run("UPDATE activities SET state = 'ended', ended_at = ?, end_reason = 'expired' WHERE key = ?", [at.seconds, key])
+                try db.run("UPDATE activity_tokens SET state = 'ended', state_reason = 'expired' WHERE key = ? AND state = 'live'", [key])
+                try db.run(
+                    """
+                    UPDATE deliveries SET status = 'skipped', finished_at = ?, apns_reason = 'activity expired'
+                    WHERE key = ? AND status = 'queued'
+                    """,
+                    [at.seconds, key])
+                try db.run(
+                    """
+                    UPDATE channels SET delete_after = ?
+                    WHERE channel_id = (SELECT channel_id FROM activities WHERE key = ?) AND deleted_at IS NULL
+                    """,
+                    [channelDeleteAfter.seconds, key])
             }
             return keys
         }
@@ -469,13 +435,13 @@ public final class SQLiteStore: RelayStore {
 
     public func saveChannel(_ channel: ChannelRecord) async throws {
         try await pool.write { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO channels (channel_id, key, storage_policy, created_at, delete_after, deleted_at) VALUES (?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (channel_id) DO UPDATE SET key = excluded.key, delete_after = excluded.delete_after,
-                        deleted_at = excluded.deleted_at
-                    """,
-                arguments: [
+            try db.run(
+                """
+                INSERT INTO channels (\(ChannelRecord.columns)) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (channel_id) DO UPDATE SET key = excluded.key, delete_after = excluded.delete_after,
+                    deleted_at = excluded.deleted_at
+                """,
+                [
                     channel.channelID, channel.key, channel.storagePolicy, channel.createdAt.seconds, channel.deleteAfter?.seconds,
                     channel.deletedAt?.seconds,
                 ])
@@ -484,27 +450,27 @@ public final class SQLiteStore: RelayStore {
 
     public func channels() async throws -> [ChannelRecord] {
         try await pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM channels ORDER BY created_at, channel_id").map(ChannelRecord.init(row:))
+            try db.fetchAll("SELECT \(ChannelRecord.columns) FROM channels ORDER BY created_at, channel_id", as: ChannelRecord.init(row:))
         }
     }
 
     public func channel(id: String) async throws -> ChannelRecord? {
         try await pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM channels WHERE channel_id = ?", arguments: [id]).map(ChannelRecord.init(row:))
+            try db.fetchOne("SELECT \(ChannelRecord.columns) FROM channels WHERE channel_id = ?", [id], as: ChannelRecord.init(row:))
         }
     }
 
     public func channelsToDelete(at: Date) async throws -> [ChannelRecord] {
         try await pool.read { db in
-            try Row.fetchAll(
-                db, sql: "SELECT * FROM channels WHERE deleted_at IS NULL AND delete_after <= ? ORDER BY delete_after", arguments: [at.seconds]
-            ).map(ChannelRecord.init(row:))
+            try db.fetchAll(
+                "SELECT \(ChannelRecord.columns) FROM channels WHERE deleted_at IS NULL AND delete_after <= ? ORDER BY delete_after",
+                [at.seconds], as: ChannelRecord.init(row:))
         }
     }
 
     public func markChannelDeleted(id: String, at: Date) async throws {
         try await pool.write { db in
-            try db.execute(sql: "UPDATE channels SET deleted_at = ? WHERE channel_id = ?", arguments: [at.seconds, id])
+            try db.run("UPDATE channels SET deleted_at = ? WHERE channel_id = ?", [at.seconds, id])
         }
     }
 }
@@ -513,30 +479,25 @@ public final class SQLiteStore: RelayStore {
 
 extension SQLiteStore {
     private static func activity(_ db: Database, key: String) throws -> ActivityRecord? {
-        try Row.fetchOne(db, sql: "SELECT * FROM activities WHERE key = ?", arguments: [key]).map(ActivityRecord.init(row:))
+        try db.fetchOne("SELECT \(ActivityRecord.columns) FROM activities WHERE key = ?", [key], as: ActivityRecord.init(row:))
     }
 
     private static func insert(_ db: Database, activity: ActivityRecord) throws {
-        try db.execute(
-            sql: """
-                INSERT INTO activities (key, attributes_type, attributes, state, channel_id, content_state, stale_date,
-                    relevance_score, started_at, ended_at, end_reason, dismissal_date, last_timestamp)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-            arguments: activityArguments(activity))
+        try db.run(
+            "INSERT INTO activities (\(ActivityRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", activityArguments(activity))
     }
 
     private static func update(_ db: Database, activity: ActivityRecord) throws {
         var arguments = activityArguments(activity)
         _ = arguments.append(contentsOf: [activity.key])
-        try db.execute(
-            sql: """
+        try db.run(
+            """
                 UPDATE activities SET key = ?, attributes_type = ?, attributes = ?, state = ?, channel_id = ?, content_state = ?,
                     stale_date = ?, relevance_score = ?, started_at = ?, ended_at = ?, end_reason = ?, dismissal_date = ?,
                     last_timestamp = ?
                 WHERE key = ?
                 """,
-            arguments: arguments)
+            arguments)
     }
 
     private static func activityArguments(_ activity: ActivityRecord) -> StatementArguments {
@@ -548,20 +509,20 @@ extension SQLiteStore {
     }
 
     private static func pushToStartTokens(_ db: Database, attributesType: String, audience: Audience) throws -> [PushToStartTokenRecord] {
-        let base = "SELECT * FROM push_to_start_tokens WHERE attributes_type = ? AND dead_reason IS NULL"
-        let rows: [Row]
+        let base = "SELECT \(PushToStartTokenRecord.columns) FROM push_to_start_tokens WHERE attributes_type = ? AND dead_reason IS NULL"
         switch audience {
         case .everyone:
-            rows = try Row.fetchAll(db, sql: base + " ORDER BY device_id", arguments: [attributesType])
+            return try db.fetchAll(base + " ORDER BY device_id", [attributesType], as: PushToStartTokenRecord.init(row:))
         case .devices(let ids), .users(let ids):
             guard !ids.isEmpty else { return [] }
             let column = if case .devices = audience { "device_id" } else { "user_id" }
             let marks = Array(repeating: "?", count: ids.count).joined(separator: ", ")
             var arguments: StatementArguments = [attributesType]
             _ = arguments.append(contentsOf: StatementArguments(ids))
-            rows = try Row.fetchAll(db, sql: base + " AND \(column) IN (\(marks)) ORDER BY device_id", arguments: arguments)
+            // A statement for this many ids only: compiled here, not kept in the cache.
+            return try Row.fetchAll(db, sql: base + " AND \(column) IN (\(marks)) ORDER BY device_id", arguments: arguments)
+                .map(PushToStartTokenRecord.init(row:))
         }
-        return rows.map(PushToStartTokenRecord.init(row:))
     }
 
     /// Inserts the payloads once and a delivery per push; a push to a token supersedes the ones
@@ -588,9 +549,12 @@ extension SQLiteStore {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?)
                 """)
         let now = at.seconds
+        // With nothing queued there is nothing to supersede: the usual case, and the one that
+        // spares a large fan-out a lookup per push (a request's own pushes go to distinct targets).
+        let anythingQueued = try db.fetchOne("SELECT EXISTS (SELECT 1 FROM deliveries WHERE status = 'queued')") { $0[0] as Bool } ?? true
         for delivery in deliveries {
             let (kind, deviceID, token, channelID) = delivery.target.columns
-            if delivery.event != "start" {
+            if anythingQueued, delivery.event != "start" {
                 if let token { try supersede.execute(arguments: [now, token]) }
                 if let channelID { try supersedeBroadcast.execute(arguments: [now, channelID]) }
             }
@@ -604,17 +568,17 @@ extension SQLiteStore {
     private static func record(_ db: Database, context: WriteContext, response: StoredResponse, at: Date) throws {
         if let claim = context.idempotency {
             do {
-                try db.execute(
-                    sql: "INSERT INTO idempotency_keys (api_key_id, key, request_hash, status, body, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                    arguments: [claim.apiKeyID, claim.key, claim.requestHash, response.status, Data(response.body), at.seconds])
+                try db.run(
+                    "INSERT INTO idempotency_keys (api_key_id, key, request_hash, status, body, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                    [claim.apiKeyID, claim.key, claim.requestHash, response.status, Data(response.body), at.seconds])
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
                 throw StoreError(.idempotencyKeyTaken, "idempotency key \"\(claim.key)\" was used by a request at the same time")
             }
         }
         if let scheduleID = context.scheduleID {
-            try db.execute(
-                sql: "UPDATE schedules SET state = 'done', result = ? WHERE id = ? AND state = 'pending'",
-                arguments: [String(decoding: response.body, as: UTF8.self), scheduleID])
+            try db.run(
+                "UPDATE schedules SET state = 'done', result = ? WHERE id = ? AND state = 'pending'",
+                [String(decoding: response.body, as: UTF8.self), scheduleID])
             guard db.changesCount > 0 else {
                 throw StoreError(.scheduleNotPending, "schedule \(scheduleID) is no longer pending")
             }
@@ -622,19 +586,166 @@ extension SQLiteStore {
     }
 }
 
-// MARK: Rows
+// MARK: Statements and rows
+
+extension Database {
+    /// Runs `sql` from the statement cache: compiled once per connection, not on every call.
+    fileprivate func run(_ sql: String, _ arguments: StatementArguments = []) throws {
+        try cachedStatement(sql: sql).execute(arguments: arguments)
+    }
+
+    /// Calls `body` with each row of `sql`, read in place (valid during the call only).
+    fileprivate func forEach(_ sql: String, _ arguments: StatementArguments = [], _ body: (Row) throws -> Void) throws {
+        let rows = try Row.fetchCursor(cachedStatement(sql: sql), arguments: arguments)
+        while let row = try rows.next() { try body(row) }
+    }
+
+    fileprivate func fetchAll<Value>(_ sql: String, _ arguments: StatementArguments = [], as decode: (Row) throws -> Value) throws -> [Value] {
+        var values: [Value] = []
+        try forEach(sql, arguments) { values.append(try decode($0)) }
+        return values
+    }
+
+    /// The first row's value; the statement still runs to its end (an UPDATE … RETURNING does
+    /// its work on the first step, but is reset for reuse only once finished).
+    fileprivate func fetchOne<Value>(_ sql: String, _ arguments: StatementArguments = [], as decode: (Row) throws -> Value) throws -> Value? {
+        var value: Value?
+        try forEach(sql, arguments) { row in if value == nil { value = try decode(row) } }
+        return value
+    }
+}
 
 extension Date {
     fileprivate var seconds: Double { timeIntervalSince1970 }
 }
 
 extension Row {
-    fileprivate func date(_ column: String) -> Date? {
-        (self[column] as Double?).map(Date.init(timeIntervalSince1970:))
+    fileprivate func date(_ index: Int) -> Date? {
+        (self[index] as Double?).map(Date.init(timeIntervalSince1970:))
     }
 
-    fileprivate func json(_ column: String) -> JSONValue? {
-        (self[column] as String?).flatMap { try? JSONValue(parsing: $0) }
+    fileprivate func json(_ index: Int) -> JSONValue? {
+        (self[index] as String?).flatMap { try? JSONValue(parsing: $0) }
+    }
+
+    fileprivate func bytes(_ index: Int) throws -> [UInt8] {
+        try withUnsafeData(atIndex: index) { data in data.map { [UInt8]($0) } ?? [] }
+    }
+}
+
+// Each record's columns, in the order its `init(row:)` reads them.
+
+extension APIKeyRecord {
+    fileprivate static let columns = "id, name, scope, secret_hash, created_at, revoked_at"
+
+    fileprivate init(row: Row) {
+        self.init(
+            id: row[0], name: row[1], scope: APIKeyScope(rawValue: row[2]) ?? .client, secretHash: row[3], createdAt: row.date(4)!,
+            revokedAt: row.date(5))
+    }
+}
+
+extension PushToStartTokenRecord {
+    fileprivate static let columns = "device_id, attributes_type, user_id, token, frequent_pushes, environment, updated_at, dead_reason"
+
+    fileprivate init(row: Row) {
+        self.init(
+            deviceID: row[0], attributesType: row[1], userID: row[2], token: row[3], frequentPushesEnabled: row[4], environment: row[5],
+            updatedAt: row.date(6)!, deadReason: row[7])
+    }
+}
+
+extension ActivityRecord {
+    fileprivate static let columns = """
+        key, attributes_type, attributes, state, channel_id, content_state, stale_date, relevance_score, started_at, ended_at, \
+        end_reason, dismissal_date, last_timestamp
+        """
+
+    fileprivate init(row: Row) {
+        self.init(
+            key: row[0], attributesType: row[1], attributes: row.json(2), state: ActivityKeyState(rawValue: row[3]) ?? .ended,
+            channelID: row[4], contentState: row.json(5), staleDate: row.date(6), relevanceScore: row[7], startedAt: row.date(8)!,
+            endedAt: row.date(9), endReason: row[10], dismissalDate: row.date(11), lastTimestamp: row[12])
+    }
+}
+
+extension ActivityTokenRecord {
+    fileprivate static let columns = """
+        key, device_id, activity_id, token, frequent_pushes, registered_at, state, state_reason, last_status, last_reason, \
+        last_delivery_at
+        """
+
+    fileprivate init(row: Row) {
+        self.init(
+            key: row[0], deviceID: row[1], activityID: row[2], token: row[3], frequentPushesEnabled: row[4], registeredAt: row.date(5)!,
+            state: ActivityTokenState(rawValue: row[6]) ?? .dead, stateReason: row[7], lastStatus: row[8], lastReason: row[9],
+            lastDeliveryAt: row.date(10))
+    }
+}
+
+extension ChannelRecord {
+    fileprivate static let columns = "channel_id, key, storage_policy, created_at, delete_after, deleted_at"
+
+    fileprivate init(row: Row) {
+        self.init(
+            channelID: row[0], key: row[1], storagePolicy: row[2], createdAt: row.date(3)!, deleteAfter: row.date(4), deletedAt: row.date(5))
+    }
+}
+
+extension ScheduleRecord {
+    fileprivate static let columns = "id, key, action, request, due_at, state, result, created_at"
+
+    fileprivate init(row: Row) {
+        self.init(
+            id: row[0], key: row[1], action: row[2], request: row.json(3) ?? .null, dueAt: row.date(4)!,
+            state: State(rawValue: row[5]) ?? .failed, result: row[6], createdAt: row.date(7)!)
+    }
+}
+
+extension DeliveryRecord {
+    fileprivate static let columns = """
+        id, key, event, target, device_id, token, channel_id, payload_id, priority, priority_reason, expiration, timestamp, \
+        request_id, status, attempts, next_attempt_at, created_at, finished_at, apns_status, apns_reason, apns_id
+        """
+}
+
+/// A delivery read without its payload, which many deliveries share: `withPayloads` reads each
+/// payload once.
+private struct DeliveryRow {
+    var record: DeliveryRecord
+    var payloadID: Int64
+
+    init(row: Row) {
+        let kind: String = row[3]
+        let target: DeliveryTarget = switch kind {
+        case "channel": .channel(row[6])
+        case "push-to-start": .pushToStartToken(deviceID: row[4], token: row[5])
+        default: .activityToken(deviceID: row[4], token: row[5])
+        }
+        payloadID = row[7]
+        record = DeliveryRecord(
+            id: row[0], key: row[1], event: row[2], target: target, payload: [], priority: row[8], priorityReason: row[9],
+            expiration: row[10], timestamp: row[11], requestID: row[12], status: DeliveryStatus(rawValue: row[13]) ?? .failed,
+            attempts: row[14], nextAttemptAt: row.date(15)!, createdAt: row.date(16)!, finishedAt: row.date(17), apnsStatus: row[18],
+            apnsReason: row[19], apnsID: row[20])
+    }
+}
+
+extension SQLiteStore {
+    /// The records with their payloads, each payload read once and shared.
+    fileprivate static func withPayloads(_ db: Database, _ rows: [DeliveryRow]) throws -> [DeliveryRecord] {
+        var payloads: [Int64: [UInt8]] = [:]
+        return try rows.map { row in
+            var record = row.record
+            if let payload = payloads[row.payloadID] {
+                record.payload = payload
+            } else {
+                let payload = try db.fetchOne("SELECT body FROM payloads WHERE id = ?", [row.payloadID]) { try $0.bytes(0) } ?? []
+                payloads[row.payloadID] = payload
+                record.payload = payload
+            }
+            return record
+        }
     }
 }
 
@@ -646,79 +757,5 @@ extension DeliveryTarget {
         case .activityToken(let deviceID, let token): ("activity", deviceID, token, nil)
         case .channel(let id): ("channel", nil, nil, id)
         }
-    }
-
-    fileprivate init(row: Row) {
-        let kind: String = row["target"]
-        switch kind {
-        case "channel": self = .channel(row["channel_id"])
-        case "push-to-start": self = .pushToStartToken(deviceID: row["device_id"], token: row["token"])
-        default: self = .activityToken(deviceID: row["device_id"], token: row["token"])
-        }
-    }
-}
-
-extension APIKeyRecord {
-    fileprivate init(row: Row) {
-        self.init(
-            id: row["id"], name: row["name"], scope: APIKeyScope(rawValue: row["scope"]) ?? .client, secretHash: row["secret_hash"],
-            createdAt: row.date("created_at")!, revokedAt: row.date("revoked_at"))
-    }
-}
-
-extension PushToStartTokenRecord {
-    fileprivate init(row: Row) {
-        self.init(
-            deviceID: row["device_id"], attributesType: row["attributes_type"], userID: row["user_id"], token: row["token"],
-            frequentPushesEnabled: row["frequent_pushes"], environment: row["environment"], updatedAt: row.date("updated_at")!,
-            deadReason: row["dead_reason"])
-    }
-}
-
-extension ActivityRecord {
-    fileprivate init(row: Row) {
-        self.init(
-            key: row["key"], attributesType: row["attributes_type"], attributes: row.json("attributes"),
-            state: ActivityKeyState(rawValue: row["state"]) ?? .ended, channelID: row["channel_id"], contentState: row.json("content_state"),
-            staleDate: row.date("stale_date"), relevanceScore: row["relevance_score"], startedAt: row.date("started_at")!,
-            endedAt: row.date("ended_at"), endReason: row["end_reason"], dismissalDate: row.date("dismissal_date"),
-            lastTimestamp: row["last_timestamp"])
-    }
-}
-
-extension ActivityTokenRecord {
-    fileprivate init(row: Row) {
-        self.init(
-            key: row["key"], deviceID: row["device_id"], activityID: row["activity_id"], token: row["token"],
-            frequentPushesEnabled: row["frequent_pushes"], registeredAt: row.date("registered_at")!,
-            state: ActivityTokenState(rawValue: row["state"]) ?? .dead, stateReason: row["state_reason"], lastStatus: row["last_status"],
-            lastReason: row["last_reason"], lastDeliveryAt: row.date("last_delivery_at"))
-    }
-}
-
-extension DeliveryRecord {
-    fileprivate init(row: Row) {
-        self.init(
-            id: row["id"], key: row["key"], event: row["event"], target: DeliveryTarget(row: row), payload: [UInt8](row["payload"] as Data),
-            priority: row["priority"], priorityReason: row["priority_reason"], expiration: row["expiration"], timestamp: row["timestamp"],
-            requestID: row["request_id"], status: DeliveryStatus(rawValue: row["status"]) ?? .failed, attempts: row["attempts"],
-            nextAttemptAt: row.date("next_attempt_at")!, createdAt: row.date("created_at")!, finishedAt: row.date("finished_at"),
-            apnsStatus: row["apns_status"], apnsReason: row["apns_reason"], apnsID: row["apns_id"])
-    }
-}
-
-extension ChannelRecord {
-    fileprivate init(row: Row) {
-        self.init(
-            channelID: row["channel_id"], key: row["key"], storagePolicy: row["storage_policy"], createdAt: row.date("created_at")!,
-            deleteAfter: row.date("delete_after"), deletedAt: row.date("deleted_at"))
-    }
-}
-
-extension ScheduleRecord {
-    fileprivate init(row: Row) {
-        self.init(
-            id: row["id"], key: row["key"], action: row["action"], request: row.json("request") ?? .null, dueAt: row.date("due_at")!,
-            state: State(rawValue: row["state"]) ?? .failed, result: row["result"], createdAt: row.date("created_at")!)
     }
 }

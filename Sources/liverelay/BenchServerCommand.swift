@@ -30,6 +30,8 @@ extension Bench {
         @Option(help: "Updates per second in the latency run.") var rate: Int = 1_000
         @Option(help: "Seconds of the latency run (after one second of warm-up).") var seconds: Int = 10
         @Option(help: "Pushes in flight for the `bench client` reference.") var inFlight: Int = 100
+        @Option(help: "Keep the seeded data here and reuse it on the next run with the same counts (default: a fresh temporary directory).")
+        var dataDir: String?
 
         func validate() throws {
             guard activities > 0, keys > 0, rate > 0, seconds > 0, inFlight > 0 else {
@@ -40,7 +42,8 @@ extension Bench {
 
         func run() async throws {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-bench-\(UUID().uuidString)")
-            let dataDir = directory.appendingPathComponent("data").path
+            let dataDir = self.dataDir ?? directory.appendingPathComponent("data").path
+            try FileManager.default.createDirectory(atPath: directory.path, withIntermediateDirectories: true)
             try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: directory) }
             let privateKey = P256.Signing.PrivateKey()
@@ -53,8 +56,12 @@ extension Bench {
             say("emulator (full validation): 127.0.0.1:\(endpoint.port), pid \(endpoint.pid)")
 
             let seeding = ContinuousClock.now
-            try await seed(dataDir: dataDir)
-            say("seeded \(tokens) tokens in \(String(format: "%.1f", (ContinuousClock.now - seeding).seconds)) s: \(activities) under key \"match\", \(keys) keys of one, \(tokens - activities - keys) push-to-start")
+            if try await isSeeded(dataDir: dataDir) {
+                say("reusing the data seeded in \(dataDir)")
+            } else {
+                try await seed(dataDir: dataDir)
+                say("seeded \(tokens) tokens in \(String(format: "%.1f", (ContinuousClock.now - seeding).seconds)) s: \(activities) under key \"match\", \(keys) keys of one, \(tokens - activities - keys) push-to-start")
+            }
 
             // The reference: our client alone, same emulator, same number of pushes.
             let signingKey = try APNsSigningKey(privateKey: privateKey, keyID: BenchFixture.keyID, teamID: BenchFixture.teamID)
@@ -122,6 +129,20 @@ extension Bench {
         }
 
         // MARK: Seeding
+
+        /// Whether `dataDir` holds the data of an earlier run with the same counts; data with other
+        /// counts is refused rather than measured.
+        private func isSeeded(dataDir: String) async throws -> Bool {
+            let path = dataDir + "/liverelay.sqlite"
+            guard FileManager.default.fileExists(atPath: path) else { return false }
+            let counts = try await SQLiteStore(path: path).counts()
+            let expected = (tokens - activities - keys, activities + keys)
+            guard (counts.pushToStartTokens, counts.liveActivityTokens) == expected else {
+                throw ValidationError(
+                    "\(dataDir) holds \(counts.pushToStartTokens) push-to-start and \(counts.liveActivityTokens) live activity tokens, not \(expected.0) and \(expected.1): use another --data-dir")
+            }
+            return true
+        }
 
         /// Registers the tokens through the store, the way the registration routes do, before the
         /// server starts: registering a million through HTTP would measure the seeding, not the server.

@@ -69,14 +69,15 @@ extension RelayStore {
         }
     }
 
-    /// Updates (or ends) `key` with one push per live token at `priority`; returns the snapshot the plan saw.
+    /// Updates (or ends) `key` with one push per live token at `priority`; returns the snapshot the
+    /// plan saw (with the priority-10 counts of the last hour when `countingBudget`).
     @discardableResult
     func change(
         _ key: String, event: String = "update", body: String, at: Date, priority: Int = 10, context: WriteContext = WriteContext(),
-        channelDeleteAfter: Date? = nil
+        channelDeleteAfter: Date? = nil, countingBudget: Bool = true
     ) async throws -> ChangeSnapshot {
         let seen = Seen<ChangeSnapshot?>(nil)
-        _ = try await acceptChange(key: key, budgetWindowStart: at - 3600, context: context) { snapshot in
+        _ = try await acceptChange(key: key, budgetWindowStart: countingBudget ? at - 3600 : nil, context: context) { snapshot in
             seen.set(snapshot)
             guard var activity = snapshot.activity else { throw StoreError(.keyEnded, "no key") }
             activity.lastTimestamp = max(Int64(at.timeIntervalSince1970), activity.lastTimestamp + 1)
@@ -142,7 +143,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
 
     @Test(arguments: StoreKind.allCases) func migrationsAreNamedAppliedInOrderAndOnlyOnce(kind: StoreKind) async throws {
         let subject = try await kind.make()
-        #expect(subject.firstMigrations == ["0001-api-keys", "0002-registry", "0003-outbox", "0004-requests"])
+        #expect(subject.firstMigrations == ["0001-api-keys", "0002-registry", "0003-outbox", "0004-requests", "0005-budget-index"])
         #expect(try await subject.store.migrate() == [])
         let reopened = try subject.reopen()
         #expect(try await reopened.migrate() == [])
@@ -319,6 +320,10 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         #expect(snapshot.liveTokens.map(\.deviceID) == ["iphone-1", "iphone-3"])
         #expect(snapshot.priority10Counts == ["iphone-1": 1 + 1, "iphone-3": 1 + 1])
         #expect(snapshot.activity?.lastTimestamp == Int64(t0.timeIntervalSince1970) + 40)
+        // A plan with a fixed priority asks for no counts, and gets none.
+        let uncounted = try await store.change("match", body: "u5b", at: t0 + 50, priority: 5, countingBudget: false)
+        #expect(uncounted.priority10Counts.isEmpty)
+        #expect(uncounted.liveTokens.map(\.deviceID) == ["iphone-1", "iphone-3"])
         try await store.sendEverythingDue(at: t0 + 50)
 
         // An hour later, u1 is still in the window (counted from t0 + 5), then out of it.
