@@ -71,10 +71,10 @@ enum SQLiteMigrations {
             """,
             "CREATE INDEX schedules_due ON schedules (due_at) WHERE state = 'pending'",
         ]),
-        // The priority-10 budget reads a key's pushes of the last hour on every update: an index
-        // that answers alone (every column the query names, even those its condition fixes),
-        // instead of a lookup in the table per push the key ever had. Only broadcasts carry a
-        // channel id, so the other pushes stay out of that index.
+        // The priority-10 budget reads a key's pushes of the last hour on every update with
+        // `auto` priority: an index that reaches them by time and answers alone (every column the
+        // query names, even those its condition fixes), instead of a lookup in the table per push.
+        // Only broadcasts carry a channel id, so the other pushes stay out of that index.
         StoreMigration(name: "0005-budget-index", statements: [
             """
             CREATE INDEX deliveries_priority10 ON deliveries (key, created_at, device_id, status, priority, target)

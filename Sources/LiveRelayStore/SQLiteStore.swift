@@ -1,16 +1,23 @@
 import Foundation
 import GRDB
 import LiveActivityKit
+import Synchronization
 
 /// The embedded store: one SQLite file in WAL mode through GRDB. Every statement with a fixed
 /// text comes from the connection's statement cache, and rows are decoded by column position
 /// straight from the statement: compiling a statement or copying a row costs more than most of
 /// the statements here take to run.
+///
 /// Committed transactions survive the process being killed (`synchronous=NORMAL` in WAL mode
 /// loses at most the last transactions on power loss, never on a crash of the process).
 public final class SQLiteStore: RelayStore {
     private let pool: DatabasePool
     public let path: String
+    /// Copies the WAL back into the database file beside the writer, never inside a commit.
+    /// SQLite's automatic checkpoint runs in whichever commit crosses 1000 pages, and the request
+    /// behind that commit would wait for the copy and an fsync.
+    private let checkpointer: DatabaseQueue
+    private let checkpoints = Mutex<(running: Bool, last: ContinuousClock.Instant)>((false, .now))
 
     /// Opens (creating) the database at `path`. Call `migrate()` before use.
     public init(path: String) throws {
@@ -18,9 +25,35 @@ public final class SQLiteStore: RelayStore {
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
         }
         pool = try DatabasePool(path: path, configuration: configuration)
+        checkpointer = try DatabaseQueue(path: path, configuration: configuration)
         self.path = path
+    }
+
+    /// A write transaction, then a checkpoint in the background when the last is 250 ms old.
+    private func write<Value: Sendable>(_ body: @Sendable (Database) throws -> Value) async throws -> Value {
+        let value = try await pool.write(body)
+        let due = checkpoints.withLock { state in
+            guard !state.running, ContinuousClock.now - state.last >= .milliseconds(250) else { return false }
+            state.running = true
+            return true
+        }
+        if due {
+            checkpointer.asyncWriteWithoutTransaction { [self] db in
+                // PASSIVE: copies what no reader still needs, and never waits for the writer.
+                let pages = (try? db.checkpoint(.passive))?.walFrameCount ?? 0
+                // A write starts the log over only once every page in it is back in the database,
+                // which never happens while writes keep coming: the writer copies the few pages
+                // written since, between two transactions, so the log stops growing.
+                if pages >= 1000 {
+                    pool.asyncWriteWithoutTransaction { db in _ = try? db.checkpoint(.passive) }
+                }
+                checkpoints.withLock { $0 = (false, .now) }
+            }
+        }
+        return value
     }
 
     @discardableResult
@@ -40,7 +73,7 @@ public final class SQLiteStore: RelayStore {
     // MARK: API keys
 
     public func insertAPIKey(_ key: APIKeyRecord) async throws {
-        try await pool.write { db in
+        try await write { db in
             try db.run(
                 "INSERT INTO api_keys (\(APIKeyRecord.columns)) VALUES (?, ?, ?, ?, ?, ?)",
                 [key.id, key.name, key.scope.rawValue, key.secretHash, key.createdAt.seconds, key.revokedAt?.seconds])
@@ -60,7 +93,7 @@ public final class SQLiteStore: RelayStore {
     }
 
     public func revokeAPIKey(id: String, at: Date) async throws -> Bool {
-        try await pool.write { db in
+        try await write { db in
             try db.run("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", [at.seconds, id])
             return db.changesCount > 0
         }
@@ -69,7 +102,7 @@ public final class SQLiteStore: RelayStore {
     // MARK: Registrations
 
     public func savePushToStartToken(_ token: PushToStartTokenRecord) async throws {
-        try await pool.write { db in
+        try await write { db in
             try db.run(
                 """
                     INSERT INTO push_to_start_tokens (\(PushToStartTokenRecord.columns))
@@ -85,8 +118,9 @@ public final class SQLiteStore: RelayStore {
         }
     }
 
+    @discardableResult
     public func saveActivityToken(_ token: ActivityTokenRecord, attributesType: String) async throws -> ActivityRecord {
-        try await pool.write { db in
+        try await write { db in
             var activity = try Self.activity(db, key: token.key)
             if let existing = activity, existing.state == .ended {
                 throw StoreError(.keyEnded, "activity key \"\(existing.key)\" has ended")
@@ -116,7 +150,7 @@ public final class SQLiteStore: RelayStore {
     }
 
     public func endActivityToken(key: String, deviceID: String, state: ActivityTokenState, at: Date) async throws -> Bool {
-        try await pool.write { db in
+        try await write { db in
             try db.run(
                 "UPDATE activity_tokens SET state = ?, state_reason = 'reported by the device' WHERE key = ? AND device_id = ?",
                 [state.rawValue, key, deviceID])
@@ -147,7 +181,7 @@ public final class SQLiteStore: RelayStore {
         key: String, attributesType: String, audience: Audience, context: WriteContext,
         plan: @Sendable ([PushToStartTokenRecord]) throws -> StartPlan
     ) async throws -> StoredResponse {
-        try await pool.write { db in
+        try await write { db in
             if try Self.activity(db, key: key) != nil {
                 throw StoreError(.keyExists, "activity key \"\(key)\" already exists")
             }
@@ -163,7 +197,7 @@ public final class SQLiteStore: RelayStore {
     public func acceptChange(
         key: String, budgetWindowStart: Date?, context: WriteContext, plan: @Sendable (ChangeSnapshot) throws -> ChangePlan
     ) async throws -> StoredResponse {
-        try await pool.write { db in
+        try await write { db in
             let activity = try Self.activity(db, key: key)
             var tokens: [ActivityTokenRecord] = []
             var counts: [String: Int] = [:]
@@ -204,7 +238,7 @@ public final class SQLiteStore: RelayStore {
     // MARK: Schedules
 
     public func insertSchedule(_ schedule: ScheduleRecord, context: WriteContext, response: StoredResponse) async throws {
-        try await pool.write { db in
+        try await write { db in
             try db.run(
                 "INSERT INTO schedules (\(ScheduleRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [
@@ -230,7 +264,7 @@ public final class SQLiteStore: RelayStore {
     }
 
     public func cancelSchedule(id: String, at: Date) async throws -> ScheduleRecord? {
-        try await pool.write { db in
+        try await write { db in
             guard let schedule = try db.fetchOne("SELECT \(ScheduleRecord.columns) FROM schedules WHERE id = ?", [id], as: ScheduleRecord.init(row:))
             else {
                 return nil
@@ -254,7 +288,7 @@ public final class SQLiteStore: RelayStore {
     }
 
     public func failSchedule(id: String, reason: String) async throws {
-        try await pool.write { db in
+        try await write { db in
             try db.run("UPDATE schedules SET state = 'failed', result = ? WHERE id = ? AND state = 'pending'", [reason, id])
         }
     }
@@ -262,7 +296,7 @@ public final class SQLiteStore: RelayStore {
     // MARK: The outbox
 
     public func claimDeliveries(dueBy now: Date, limit: Int, leaseUntil: Date) async throws -> [DeliveryRecord] {
-        try await pool.write { db in
+        try await write { db in
             // One statement picks and leases; RETURNING gives no order, so the oldest go first by id.
             let claimed = try db.fetchAll(
                 """
@@ -278,14 +312,14 @@ public final class SQLiteStore: RelayStore {
     }
 
     public func releaseClaims(at: Date) async throws {
-        try await pool.write { db in
+        try await write { db in
             try db.run("UPDATE deliveries SET status = 'queued', next_attempt_at = ? WHERE status = 'sending'", [at.seconds])
         }
     }
 
     public func recordOutcomes(_ outcomes: [(id: Int64, outcome: DeliveryOutcome)], at: Date) async throws {
         guard !outcomes.isEmpty else { return }
-        try await pool.write { db in
+        try await write { db in
             let now = at.seconds
             // Each outcome's statement answers with the delivery's target, unless a later outcome
             // (or a restart) has already taken the claim back.
@@ -397,7 +431,7 @@ public final class SQLiteStore: RelayStore {
     }
 
     public func expireActivities(startedBefore: Date, at: Date, channelDeleteAfter: Date) async throws -> [String] {
-        try await pool.write { db in
+        try await write { db in
             let keys = try db.fetchAll(
                 "SELECT key FROM activities WHERE state = 'active' AND started_at < ? ORDER BY key", [startedBefore.seconds]
             ) { $0[0] as String }
@@ -434,7 +468,7 @@ public final class SQLiteStore: RelayStore {
     // MARK: Channels
 
     public func saveChannel(_ channel: ChannelRecord) async throws {
-        try await pool.write { db in
+        try await write { db in
             try db.run(
                 """
                 INSERT INTO channels (\(ChannelRecord.columns)) VALUES (?, ?, ?, ?, ?, ?)
@@ -469,7 +503,7 @@ public final class SQLiteStore: RelayStore {
     }
 
     public func markChannelDeleted(id: String, at: Date) async throws {
-        try await pool.write { db in
+        try await write { db in
             try db.run("UPDATE channels SET deleted_at = ? WHERE channel_id = ?", [at.seconds, id])
         }
     }

@@ -75,8 +75,8 @@ extension Bench {
                     return try await sendPushes(client: client, count: activities, inFlight: inFlight, request: request).rate
                 }
             }
-            var references = [try await reference()]
-            say("bench client (before):  \(Int(references[0])) pushes/s")
+            let firstReference = try await reference()
+            say("bench client (before):  \(Int(firstReference)) pushes/s")
 
             let server = try await ServerProcess.start([
                 "serve", "--data-dir", dataDir, "--http-port", "0", "--key-file", keyFile, "--key-id", BenchFixture.keyID,
@@ -90,7 +90,7 @@ extension Bench {
             let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(
                 connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)))
             do {
-                try await measure(http: http, server: server, dataDir: dataDir, idle: idle, reference: reference, firstReference: references[0])
+                try await measure(http: http, server: server, dataDir: dataDir, idle: idle, reference: reference, firstReference: firstReference)
             } catch {
                 try? await http.shutdown()
                 throw error

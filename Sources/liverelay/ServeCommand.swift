@@ -121,7 +121,9 @@ enum InitialKeys {
         let made = try await server.bootstrapKeys()
         if !made.isEmpty {
             let json = JSONValue.object(APIKeyScope.allCases.compactMap { scope in made[scope].map { (scope.rawValue, .string($0)) } })
-            FileManager.default.createFile(atPath: path, contents: Data(json.serialized), attributes: [.posixPermissions: 0o600])
+            // The secrets exist nowhere else: a start that cannot keep them must not go on.
+            guard FileManager.default.createFile(atPath: path, contents: Data(json.serialized), attributes: [.posixPermissions: 0o600])
+            else { throw ValidationError("data-dir: cannot write \(path)") }
             return made
         }
         return read(dataDir: dataDir)
