@@ -317,45 +317,40 @@ public final class SQLiteStore: RelayStore {
         }
     }
 
+    // Each outcome's statement answers with the delivery's target, unless a later outcome (or a
+    // restart) has already taken the claim back. Fixed texts: the statement cache is keyed by them.
+    private static let recordSent = """
+        UPDATE deliveries SET status = 'sent', attempts = attempts + 1, finished_at = ?, apns_status = ?, apns_id = ?, apns_reason = NULL
+        WHERE id = ? AND status = 'sending' RETURNING key, target, device_id, token
+        """
+    private static let recordRetry = """
+        UPDATE deliveries SET status = 'queued', attempts = attempts + 1, next_attempt_at = ?, apns_status = ?, apns_reason = ?
+        WHERE id = ? AND status = 'sending' RETURNING key, target, device_id, token
+        """
+    private static let recordFailed = """
+        UPDATE deliveries SET status = 'failed', attempts = attempts + 1, finished_at = ?, apns_status = ?, apns_reason = ?
+        WHERE id = ? AND status = 'sending' RETURNING key, target, device_id, token
+        """
+
     public func recordOutcomes(_ outcomes: [(id: Int64, outcome: DeliveryOutcome)], at: Date) async throws {
         guard !outcomes.isEmpty else { return }
         try await write { db in
             let now = at.seconds
-            // Each outcome's statement answers with the delivery's target, unless a later outcome
-            // (or a restart) has already taken the claim back.
-            let answer = "RETURNING key, target, device_id, token"
+            let decode = { (row: Row) in (key: row[0] as String, kind: row[1] as String, deviceID: row[2] as String?, token: row[3] as String?) }
             for (id, outcome) in outcomes {
                 let status: Int?
                 let reason: String?
                 var tokenIsDead = false
                 let target: (key: String, kind: String, deviceID: String?, token: String?)?
-                let decode = { (row: Row) in (key: row[0] as String, kind: row[1] as String, deviceID: row[2] as String?, token: row[3] as String?) }
                 switch outcome {
                 case .sent(let code, let apnsID):
-                    target = try db.fetchOne(
-                        """
-                        UPDATE deliveries SET status = 'sent', attempts = attempts + 1, finished_at = ?, apns_status = ?, apns_id = ?,
-                            apns_reason = NULL
-                        WHERE id = ? AND status = 'sending' \(answer)
-                        """,
-                        [now, code, apnsID, id], as: decode)
+                    target = try db.fetchOne(Self.recordSent, [now, code, apnsID, id], as: decode)
                     (status, reason) = (code, nil)
                 case .retry(let next, let code, let why):
-                    target = try db.fetchOne(
-                        """
-                        UPDATE deliveries SET status = 'queued', attempts = attempts + 1, next_attempt_at = ?, apns_status = ?,
-                            apns_reason = ?
-                        WHERE id = ? AND status = 'sending' \(answer)
-                        """,
-                        [next.seconds, code, why, id], as: decode)
+                    target = try db.fetchOne(Self.recordRetry, [next.seconds, code, why, id], as: decode)
                     (status, reason) = (code, why)
                 case .failed(let code, let why, let dead):
-                    target = try db.fetchOne(
-                        """
-                        UPDATE deliveries SET status = 'failed', attempts = attempts + 1, finished_at = ?, apns_status = ?, apns_reason = ?
-                        WHERE id = ? AND status = 'sending' \(answer)
-                        """,
-                        [now, code, why, id], as: decode)
+                    target = try db.fetchOne(Self.recordFailed, [now, code, why, id], as: decode)
                     (status, reason, tokenIsDead) = (code, why, dead)
                 }
                 guard let target, let deviceID = target.deviceID, let token = target.token else { continue }
