@@ -65,7 +65,7 @@ public protocol RelayStore: Sendable {
     func claimDeliveries(dueBy now: Date, limit: Int, leaseUntil: Date) async throws -> [DeliveryRecord]
     /// Makes every claimed delivery due at once: no dispatcher holds a claim after a restart.
     func releaseClaims(at: Date) async throws
-    /// Records outcomes and what they mean for the tokens (last result; dead tokens stop).
+    /// Records outcomes and what they mean for the tokens: dead ones stop.
     func recordOutcomes(_ outcomes: [(id: Int64, outcome: DeliveryOutcome)], at: Date) async throws
     /// When the next queued delivery is due, if any.
     func nextDueDate() async throws -> Date?
@@ -75,6 +75,7 @@ public protocol RelayStore: Sendable {
     // MARK: Keys and tokens
 
     func activity(key: String) async throws -> ActivityRecord?
+    /// The tokens under `key`, each with the result of its latest attempted delivery.
     func activityTokens(key: String) async throws -> [ActivityTokenRecord]
     func pushToStartTokens(deviceID: String) async throws -> [PushToStartTokenRecord]
     /// Ends every active key started before `startedBefore` (`expired`), setting their channels

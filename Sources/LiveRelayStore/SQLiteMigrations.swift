@@ -83,5 +83,35 @@ enum SQLiteMigrations {
             "DROP INDEX deliveries_waiting_by_channel",
             "CREATE INDEX deliveries_waiting_by_channel ON deliveries (channel_id) WHERE status = 'queued' AND channel_id IS NOT NULL",
         ]),
+        // A large fan-out's database time was mostly B-tree writes that its pushes' status changes
+        // caused, and the per-push update of each token's last result.
+        // - Queued pushes are found by key and device (a change supersedes its key's queued pushes;
+        //   a dead token skips its device's): a short key written in order, instead of a random
+        //   160-character token.
+        // - The budget index leaves out the status, so that sending never touches it; the count
+        //   reads the status from the rows in the window.
+        // - A token's last result is read from its latest attempted delivery (which now records when
+        //   it was attempted) instead of being written to the token on every outcome; the tokens are
+        //   kept in key order, the order a fan-out reads them in.
+        StoreMigration(name: "0006-lighter-outbox", statements: [
+            "DROP INDEX deliveries_waiting_by_token",
+            "CREATE INDEX deliveries_queued_by_device ON deliveries (key, device_id) WHERE status = 'queued'",
+            "DROP INDEX deliveries_priority10",
+            "CREATE INDEX deliveries_priority10 ON deliveries (key, created_at) WHERE priority = 10 AND target != 'push-to-start'",
+            "ALTER TABLE deliveries ADD COLUMN attempted_at REAL",
+            "UPDATE deliveries SET attempted_at = finished_at WHERE attempts > 0",
+            """
+            CREATE TABLE activity_tokens_by_key (
+                key TEXT NOT NULL, device_id TEXT NOT NULL, activity_id TEXT, token TEXT NOT NULL,
+                frequent_pushes INTEGER NOT NULL, registered_at REAL NOT NULL, state TEXT NOT NULL, state_reason TEXT,
+                PRIMARY KEY (key, device_id)) WITHOUT ROWID
+            """,
+            """
+            INSERT INTO activity_tokens_by_key
+            SELECT key, device_id, activity_id, token, frequent_pushes, registered_at, state, state_reason FROM activity_tokens
+            """,
+            "DROP TABLE activity_tokens",
+            "ALTER TABLE activity_tokens_by_key RENAME TO activity_tokens",
+        ]),
     ]
 }

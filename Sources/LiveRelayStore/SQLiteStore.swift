@@ -138,8 +138,7 @@ public final class SQLiteStore: RelayStore {
                     VALUES (?, ?, ?, ?, ?, ?, 'live', NULL)
                     ON CONFLICT (key, device_id) DO UPDATE SET
                         activity_id = excluded.activity_id, token = excluded.token, frequent_pushes = excluded.frequent_pushes,
-                        registered_at = excluded.registered_at, state = 'live', state_reason = NULL,
-                        last_status = NULL, last_reason = NULL, last_delivery_at = NULL
+                        registered_at = excluded.registered_at, state = 'live', state_reason = NULL
                     """,
                 [
                     token.key, token.deviceID, token.activityID, token.token, token.frequentPushesEnabled,
@@ -317,59 +316,69 @@ public final class SQLiteStore: RelayStore {
         }
     }
 
-    // Each outcome's statement answers with the delivery's target, unless a later outcome (or a
-    // restart) has already taken the claim back. Fixed texts: the statement cache is keyed by them.
-    private static let recordSent = """
-        UPDATE deliveries SET status = 'sent', attempts = attempts + 1, finished_at = ?, apns_status = ?, apns_id = ?, apns_reason = NULL
-        WHERE id = ? AND status = 'sending' RETURNING key, target, device_id, token
-        """
+    // Fixed texts: the statement cache is keyed by them. An outcome changes a delivery only while
+    // it is still claimed: a late answer after a restart took the claim back changes nothing.
     private static let recordRetry = """
-        UPDATE deliveries SET status = 'queued', attempts = attempts + 1, next_attempt_at = ?, apns_status = ?, apns_reason = ?
-        WHERE id = ? AND status = 'sending' RETURNING key, target, device_id, token
+        UPDATE deliveries SET status = 'queued', attempts = attempts + 1, next_attempt_at = ?, attempted_at = ?, apns_status = ?,
+            apns_reason = ?
+        WHERE id = ? AND status = 'sending'
         """
     private static let recordFailed = """
-        UPDATE deliveries SET status = 'failed', attempts = attempts + 1, finished_at = ?, apns_status = ?, apns_reason = ?
+        UPDATE deliveries SET status = 'failed', attempts = attempts + 1, finished_at = ?, attempted_at = ?, apns_status = ?,
+            apns_reason = ?
         WHERE id = ? AND status = 'sending' RETURNING key, target, device_id, token
         """
+
+    /// Batch sizes: a handful of statement texts to cache, and few statements for any count.
+    private static let batchSizes = [256, 32, 4, 1]
+
+    /// Sent pushes, `rows` at a time: (id, status, apns-id) each. One statement per few hundred
+    /// pushes instead of one each, which was most of the cost of recording a fan-out.
+    private static let recordSent = Dictionary(uniqueKeysWithValues: batchSizes.map { rows in
+        (rows, """
+        UPDATE deliveries SET status = 'sent', attempts = attempts + 1, finished_at = ?, attempted_at = ?, apns_status = o.column2,
+            apns_id = o.column3, apns_reason = NULL
+        FROM (VALUES \(repeatElement("(?, ?, ?)", count: rows).joined(separator: ", "))) AS o
+        WHERE deliveries.id = o.column1 AND deliveries.status = 'sending'
+        """)
+    })
 
     public func recordOutcomes(_ outcomes: [(id: Int64, outcome: DeliveryOutcome)], at: Date) async throws {
         guard !outcomes.isEmpty else { return }
         try await write { db in
             let now = at.seconds
-            let decode = { (row: Row) in (key: row[0] as String, kind: row[1] as String, deviceID: row[2] as String?, token: row[3] as String?) }
+            var sent: [(id: Int64, status: Int, apnsID: String?)] = []
             for (id, outcome) in outcomes {
-                let status: Int?
-                let reason: String?
-                var tokenIsDead = false
-                let target: (key: String, kind: String, deviceID: String?, token: String?)?
                 switch outcome {
-                case .sent(let code, let apnsID):
-                    target = try db.fetchOne(Self.recordSent, [now, code, apnsID, id], as: decode)
-                    (status, reason) = (code, nil)
-                case .retry(let next, let code, let why):
-                    target = try db.fetchOne(Self.recordRetry, [next.seconds, code, why, id], as: decode)
-                    (status, reason) = (code, why)
-                case .failed(let code, let why, let dead):
-                    target = try db.fetchOne(Self.recordFailed, [now, code, why, id], as: decode)
-                    (status, reason, tokenIsDead) = (code, why, dead)
-                }
-                guard let target, let deviceID = target.deviceID, let token = target.token else { continue }
-                if target.kind == "activity" {
+                case .sent(let status, let apnsID):
+                    sent.append((id, status, apnsID))
+                case .retry(let next, let status, let reason):
+                    try db.run(Self.recordRetry, [next.seconds, now, status, reason, id])
+                case .failed(let status, let reason, let tokenIsDead):
+                    let target = try db.fetchOne(Self.recordFailed, [now, now, status, reason, id]) { row in
+                        (key: row[0] as String, kind: row[1] as String, deviceID: row[2] as String?, token: row[3] as String?)
+                    }
+                    guard tokenIsDead, let target, let deviceID = target.deviceID, let token = target.token else { continue }
+                    if target.kind == "activity" {
+                        try db.run(
+                            "UPDATE activity_tokens SET state = 'dead', state_reason = ? WHERE key = ? AND device_id = ? AND token = ?",
+                            [reason, target.key, deviceID, token])
+                    } else {
+                        try db.run("UPDATE push_to_start_tokens SET dead_reason = ? WHERE device_id = ? AND token = ?", [reason, deviceID, token])
+                    }
                     try db.run(
-                        "UPDATE activity_tokens SET last_status = ?, last_reason = ?, last_delivery_at = ? WHERE key = ? AND device_id = ? AND token = ?",
-                        [status, reason, now, target.key, deviceID, token])
+                        """
+                        UPDATE deliveries SET status = 'skipped', finished_at = ?, apns_reason = ?
+                        WHERE key = ? AND device_id = ? AND status = 'queued' AND token = ?
+                        """,
+                        [now, "token dead: \(reason ?? "refused")", target.key, deviceID, token])
                 }
-                guard tokenIsDead else { continue }
-                if target.kind == "activity" {
-                    try db.run(
-                        "UPDATE activity_tokens SET state = 'dead', state_reason = ? WHERE key = ? AND device_id = ? AND token = ?",
-                        [reason, target.key, deviceID, token])
-                } else {
-                    try db.run("UPDATE push_to_start_tokens SET dead_reason = ? WHERE device_id = ? AND token = ?", [reason, deviceID, token])
-                }
-                try db.run(
-                    "UPDATE deliveries SET status = 'skipped', finished_at = ?, apns_reason = ? WHERE token = ? AND status = 'queued'",
-                    [now, "token dead: \(reason ?? "refused")", token])
+            }
+            for batch in sent.batched(Self.batchSizes) {
+                var arguments: [(any DatabaseValueConvertible)?] = [now, now]
+                arguments.reserveCapacity(2 + 3 * batch.count)
+                for push in batch { arguments += [push.id, push.status, push.apnsID] }
+                try db.run(Self.recordSent[batch.count]!, StatementArguments(arguments))
             }
         }
     }
@@ -412,8 +421,21 @@ public final class SQLiteStore: RelayStore {
 
     public func activityTokens(key: String) async throws -> [ActivityTokenRecord] {
         try await pool.read { db in
+            // A token's last result is that of its newest delivery that was attempted.
             try db.fetchAll(
-                "SELECT \(ActivityTokenRecord.columns) FROM activity_tokens WHERE key = ? ORDER BY device_id", [key], as: ActivityTokenRecord.init(row:))
+                """
+                SELECT \(ActivityTokenRecord.columns("t")), d.apns_status, d.apns_reason, d.attempted_at
+                FROM activity_tokens t LEFT JOIN deliveries d ON d.id = (
+                    SELECT id FROM deliveries
+                    WHERE key = t.key AND device_id = t.device_id AND token = t.token AND attempts > 0
+                    ORDER BY created_at DESC, id DESC LIMIT 1)
+                WHERE t.key = ? ORDER BY t.device_id
+                """, [key]
+            ) { row in
+                var token = ActivityTokenRecord(row: row)
+                (token.lastStatus, token.lastReason, token.lastDeliveryAt) = (row[8], row[9], row.date(10))
+                return token
+            }
         }
     }
 
@@ -564,13 +586,6 @@ extension SQLiteStore {
             try insertPayload.execute(arguments: [Data(payload)])
             payloadIDs.append(db.lastInsertedRowID)
         }
-        let supersede = try db.cachedStatement(
-            sql: """
-                UPDATE deliveries SET status = 'superseded', finished_at = ?
-                WHERE token = ? AND status = 'queued' AND event IN ('update', 'end') AND target = 'activity'
-                """)
-        let supersedeBroadcast = try db.cachedStatement(
-            sql: "UPDATE deliveries SET status = 'superseded', finished_at = ? WHERE channel_id = ? AND status = 'queued'")
         let insert = try db.cachedStatement(
             sql: """
                 INSERT INTO deliveries (key, event, target, device_id, token, channel_id, payload_id, priority, priority_reason,
@@ -578,19 +593,38 @@ extension SQLiteStore {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?)
                 """)
         let now = at.seconds
-        // With nothing queued there is nothing to supersede: the usual case, and the one that
-        // spares a large fan-out a lookup per push (a request's own pushes go to distinct targets).
-        let anythingQueued = try db.fetchOne("SELECT EXISTS (SELECT 1 FROM deliveries WHERE status = 'queued')") { $0[0] as Bool } ?? true
+        try supersedeQueued(db, by: deliveries, at: now)
         for delivery in deliveries {
             let (kind, deviceID, token, channelID) = delivery.target.columns
-            if anythingQueued, delivery.event != "start" {
-                if let token { try supersede.execute(arguments: [now, token]) }
-                if let channelID { try supersedeBroadcast.execute(arguments: [now, channelID]) }
-            }
             try insert.execute(arguments: [
                 delivery.key, delivery.event, kind, deviceID, token, channelID, payloadIDs[delivery.payloadIndex], delivery.priority,
                 delivery.priorityReason, delivery.expiration, delivery.timestamp, delivery.requestID, now, now,
             ])
+        }
+    }
+
+    /// Drops the queued pushes that new updates or ends make pointless. A change goes to every
+    /// live token of its key, so it supersedes the key's queued updates and ends to activity
+    /// tokens (a rotated token's included) in one statement, however many tokens the key has; a
+    /// broadcast supersedes its channel's queued broadcasts.
+    private static func supersedeQueued(_ db: Database, by deliveries: [NewDelivery], at now: Double) throws {
+        var keys: Set<String> = [], channels: Set<String> = []
+        for delivery in deliveries where delivery.event != "start" {
+            switch delivery.target {
+            case .activityToken: keys.insert(delivery.key)
+            case .channel(let id): channels.insert(id)
+            case .pushToStartToken: break
+            }
+        }
+        for key in keys {
+            try db.run(
+                """
+                UPDATE deliveries SET status = 'superseded', finished_at = ?
+                WHERE key = ? AND status = 'queued' AND event IN ('update', 'end') AND target = 'activity'
+                """, [now, key])
+        }
+        for channel in channels {
+            try db.run("UPDATE deliveries SET status = 'superseded', finished_at = ? WHERE channel_id = ? AND status = 'queued'", [now, channel])
         }
     }
 
@@ -699,16 +733,19 @@ extension ActivityRecord {
 }
 
 extension ActivityTokenRecord {
-    fileprivate static let columns = """
-        key, device_id, activity_id, token, frequent_pushes, registered_at, state, state_reason, last_status, last_reason, \
-        last_delivery_at
-        """
+    fileprivate static let columns = columns(nil)
 
+    /// The columns `init(row:)` reads, of the table named `alias` if given.
+    fileprivate static func columns(_ alias: String?) -> String {
+        ["key", "device_id", "activity_id", "token", "frequent_pushes", "registered_at", "state", "state_reason"]
+            .map { column in alias.map { "\($0).\(column)" } ?? column }.joined(separator: ", ")
+    }
+
+    /// A token without its last result, which comes from the deliveries.
     fileprivate init(row: Row) {
         self.init(
             key: row[0], deviceID: row[1], activityID: row[2], token: row[3], frequentPushesEnabled: row[4], registeredAt: row.date(5)!,
-            state: ActivityTokenState(rawValue: row[6]) ?? .dead, stateReason: row[7], lastStatus: row[8], lastReason: row[9],
-            lastDeliveryAt: row.date(10))
+            state: ActivityTokenState(rawValue: row[6]) ?? .dead, stateReason: row[7])
     }
 }
 
@@ -786,5 +823,20 @@ extension DeliveryTarget {
         case .activityToken(let deviceID, let token): ("activity", deviceID, token, nil)
         case .channel(let id): ("channel", nil, nil, id)
         }
+    }
+}
+
+extension Array {
+    /// Consecutive slices, each of the largest of `sizes` (largest first, ending with 1) that fits.
+    fileprivate func batched(_ sizes: [Int]) -> [ArraySlice<Element>] {
+        var batches: [ArraySlice<Element>] = []
+        var start = startIndex
+        for size in sizes {
+            while endIndex - start >= size {
+                batches.append(self[start..<start + size])
+                start += size
+            }
+        }
+        return batches
     }
 }

@@ -9,7 +9,7 @@ import Synchronization
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Benchmarks (build with -c release; debug builds are ~30× slower).",
-        subcommands: [Client.self, Emulator.self, Devices.self, Server.self, Endpoint.self])
+        subcommands: [Client.self, Emulator.self, Devices.self, Server.self, Outbox.self, Endpoint.self])
 }
 
 extension Bench {

@@ -143,7 +143,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
 
     @Test(arguments: StoreKind.allCases) func migrationsAreNamedAppliedInOrderAndOnlyOnce(kind: StoreKind) async throws {
         let subject = try await kind.make()
-        #expect(subject.firstMigrations == ["0001-api-keys", "0002-registry", "0003-outbox", "0004-requests", "0005-budget-index"])
+        #expect(subject.firstMigrations == ["0001-api-keys", "0002-registry", "0003-outbox", "0004-requests", "0005-budget-index", "0006-lighter-outbox"])
         #expect(try await subject.store.migrate() == [])
         let reopened = try subject.reopen()
         #expect(try await reopened.migrate() == [])
@@ -426,6 +426,21 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         // An outcome for a delivery no longer claimed (a late answer after a restart) changes nothing.
         try await store.recordOutcomes([(ids["iphone-1"]!, .failed(status: 500, reason: "InternalServerError", tokenIsDead: false))], at: t0 + 3)
         #expect(try await store.deliveries(DeliveryQuery(key: "match", status: .sent)).map(\.target.name) == ["iphone-1"])
+
+        // The last result is the newest attempted delivery's: a queued one has none yet, and a
+        // rotated token starts without one.
+        try await store.change("match", body: "u2", at: t0 + 4)
+        try await store.saveActivityToken(activityToken("match", "iphone-3", token: "rotated", at: t0 + 4), attributesType: deliveryType)
+        let claimedAgain = try await store.claimDeliveries(dueBy: t0 + 4, limit: 10, leaseUntil: t0 + 64)
+        let second = try #require(claimedAgain.first { $0.target.name == "iphone-1" })
+        try await store.recordOutcomes([(second.id, .retry(at: t0 + 9, status: 429, reason: "TooManyRequests"))], at: t0 + 5)
+        let later = Dictionary(uniqueKeysWithValues: try await store.activityTokens(key: "match").map { ($0.deviceID, $0) })
+        #expect(later["iphone-1"]?.lastStatus == 429)
+        #expect(later["iphone-1"]?.lastReason == "TooManyRequests")
+        #expect(later["iphone-1"]?.lastDeliveryAt == t0 + 5)
+        #expect(later["iphone-2"]?.lastStatus == 503)  // its u2 was claimed, not answered
+        #expect(later["iphone-3"]?.lastStatus == nil)
+        #expect(later["iphone-3"]?.lastDeliveryAt == nil)
     }
 
     @Test(arguments: StoreKind.allCases) func aDeadTokenStopsAndItsQueuedPushesAreSkipped(kind: StoreKind) async throws {
