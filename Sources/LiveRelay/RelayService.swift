@@ -232,6 +232,7 @@ public final class RelayService: Sendable {
                     event: request.event, timestamp: Date(timeIntervalSince1970: TimeInterval(timestamp)), contentState: contentState,
                     staleDate: request.staleDate, dismissalPolicy: dismissal, relevanceScore: request.relevanceScore, alert: request.alert))
                 var deliveries: [NewDelivery] = []
+                var fanOut: NewFanOut?
                 let encoded: [UInt8]
                 if let channelID = activity.channelID {
                     encoded = try self.encode(payload, for: .broadcast)
@@ -241,6 +242,13 @@ public final class RelayService: Sendable {
                     deliveries.append(NewDelivery(
                         key: key, event: action, target: .channel(channelID), payloadIndex: 0, priority: decision.priority,
                         priorityReason: decision.reason, expiration: expiration, timestamp: timestamp, requestID: requestID))
+                } else if budgetWindowStart == nil {
+                    // One priority for all: the store writes a push to each live token itself.
+                    encoded = try self.encode(payload, for: .device)
+                    let decision = governor.decide(request.priority, alerting: alerting, used: 0, frequentPushesEnabled: false)
+                    fanOut = NewFanOut(
+                        key: key, event: action, payloadIndex: 0, priority: decision.priority, priorityReason: decision.reason,
+                        expiration: request.expiration.map(unixSeconds), timestamp: timestamp, requestID: requestID)
                 } else {
                     encoded = try self.encode(payload, for: .device)
                     let expiration = request.expiration.map(unixSeconds)
@@ -268,11 +276,11 @@ public final class RelayService: Sendable {
                 }
                 let answer = JSONValue.object([
                     ("key", .string(key)), ("action", .string(action)), ("requestID", .string(requestID)),
-                    ("timestamp", .integer(timestamp)), ("deliveries", .integer(deliveries.count)),
+                    ("timestamp", .integer(timestamp)), ("deliveries", .integer(deliveries.count + (fanOut == nil ? 0 : snapshot.liveTokenCount))),
                     ("state", .string(activity.state.rawValue)),
                 ])
                 return ChangePlan(
-                    acceptedAt: acceptedAt, activity: activity, payloads: [encoded], deliveries: deliveries,
+                    acceptedAt: acceptedAt, activity: activity, payloads: [encoded], deliveries: deliveries, fanOut: fanOut,
                     channelDeleteAfter: channelDeleteAfter, response: StoredResponse(status: 200, body: answer.serialized))
             }
             accepted(action)

@@ -41,8 +41,9 @@ public protocol RelayStore: Sendable {
         plan: @Sendable ([PushToStartTokenRecord]) throws -> StartPlan
     ) async throws -> StoredResponse
     /// Updates or ends a key: stores the plan made from the key, its live tokens and their
-    /// priority-10 counts since `budgetWindowStart` (none read when it is nil: a plan with a fixed
-    /// priority needs none). A newer push queued for a token supersedes the one still waiting.
+    /// priority-10 counts since `budgetWindowStart`. When that is nil, the plan gives every push
+    /// one priority: the snapshot then holds only the number of live tokens, and the plan's
+    /// `fanOut` goes to each. The change supersedes the key's pushes still queued.
     func acceptChange(
         key: String, budgetWindowStart: Date?, context: WriteContext, plan: @Sendable (ChangeSnapshot) throws -> ChangePlan
     ) async throws -> StoredResponse

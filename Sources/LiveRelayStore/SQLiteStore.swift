@@ -199,12 +199,13 @@ public final class SQLiteStore: RelayStore {
         try await write { db in
             let activity = try Self.activity(db, key: key)
             var tokens: [ActivityTokenRecord] = []
+            var tokenCount = 0
             var counts: [String: Int] = [:]
-            if activity != nil {
+            if activity != nil, let budgetWindowStart {
                 tokens = try db.fetchAll(
                     "SELECT \(ActivityTokenRecord.columns) FROM activity_tokens WHERE key = ? AND state = 'live' ORDER BY device_id",
                     [key], as: ActivityTokenRecord.init(row:))
-                if let budgetWindowStart {
+                tokenCount = tokens.count
                 try db.forEach(
                     """
                     SELECT COALESCE(device_id, ''), COUNT(*) FROM deliveries
@@ -214,12 +215,14 @@ public final class SQLiteStore: RelayStore {
                     """,
                     [key, budgetWindowStart.seconds]
                 ) { row in counts[row[0]] = row[1] }
-                }
+            } else if activity != nil {
+                tokenCount = try db.fetchOne("SELECT COUNT(*) FROM activity_tokens WHERE key = ? AND state = 'live'", [key]) { $0[0] as Int } ?? 0
             }
             let channel = try activity?.channelID.flatMap {
                 try db.fetchOne("SELECT \(ChannelRecord.columns) FROM channels WHERE channel_id = ?", [$0], as: ChannelRecord.init(row:))
             }
-            let planned = try plan(ChangeSnapshot(activity: activity, liveTokens: tokens, priority10Counts: counts, channel: channel))
+            let planned = try plan(
+                ChangeSnapshot(activity: activity, liveTokens: tokens, liveTokenCount: tokenCount, priority10Counts: counts, channel: channel))
             try Self.update(db, activity: planned.activity)
             if planned.activity.state == .ended {
                 try db.run("UPDATE activity_tokens SET state = 'ended', state_reason = 'key ended' WHERE key = ? AND state = 'live'", [key])
@@ -228,7 +231,7 @@ public final class SQLiteStore: RelayStore {
                         "UPDATE channels SET delete_after = ? WHERE channel_id = ? AND deleted_at IS NULL", [deleteAfter.seconds, channelID])
                 }
             }
-            try Self.enqueue(db, payloads: planned.payloads, deliveries: planned.deliveries, at: planned.acceptedAt)
+            try Self.enqueue(db, payloads: planned.payloads, deliveries: planned.deliveries, fanOut: planned.fanOut, at: planned.acceptedAt)
             try Self.record(db, context: context, response: planned.response, at: planned.acceptedAt)
             return planned.response
         }
@@ -578,22 +581,22 @@ extension SQLiteStore {
 
     /// Inserts the payloads once and a delivery per push; a push to a token supersedes the ones
     /// queued for it before.
-    private static func enqueue(_ db: Database, payloads: [[UInt8]], deliveries: [NewDelivery], at: Date) throws {
-        guard !deliveries.isEmpty else { return }
+    private static func enqueue(_ db: Database, payloads: [[UInt8]], deliveries: [NewDelivery], fanOut: NewFanOut? = nil, at: Date) throws {
+        guard !deliveries.isEmpty || fanOut != nil else { return }
         var payloadIDs: [Int64] = []
         let insertPayload = try db.cachedStatement(sql: "INSERT INTO payloads (body) VALUES (?)")
         for payload in payloads {
             try insertPayload.execute(arguments: [Data(payload)])
             payloadIDs.append(db.lastInsertedRowID)
         }
+        let now = at.seconds
+        try supersedeQueued(db, by: deliveries, fanOut: fanOut, at: now)
         let insert = try db.cachedStatement(
             sql: """
                 INSERT INTO deliveries (key, event, target, device_id, token, channel_id, payload_id, priority, priority_reason,
                     expiration, timestamp, request_id, status, attempts, next_attempt_at, created_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?)
                 """)
-        let now = at.seconds
-        try supersedeQueued(db, by: deliveries, at: now)
         for delivery in deliveries {
             let (kind, deviceID, token, channelID) = delivery.target.columns
             try insert.execute(arguments: [
@@ -601,14 +604,29 @@ extension SQLiteStore {
                 delivery.priorityReason, delivery.expiration, delivery.timestamp, delivery.requestID, now, now,
             ])
         }
+        if let fanOut {
+            // In the order a per-token plan would have listed them.
+            try db.run(
+                """
+                INSERT INTO deliveries (key, event, target, device_id, token, channel_id, payload_id, priority, priority_reason,
+                    expiration, timestamp, request_id, status, attempts, next_attempt_at, created_at)
+                SELECT key, ?, 'activity', device_id, token, NULL, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?
+                FROM activity_tokens WHERE key = ? AND state = 'live' ORDER BY device_id
+                """,
+                [
+                    fanOut.event, payloadIDs[fanOut.payloadIndex], fanOut.priority, fanOut.priorityReason, fanOut.expiration,
+                    fanOut.timestamp, fanOut.requestID, now, now, fanOut.key,
+                ])
+        }
     }
 
     /// Drops the queued pushes that new updates or ends make pointless. A change goes to every
     /// live token of its key, so it supersedes the key's queued updates and ends to activity
     /// tokens (a rotated token's included) in one statement, however many tokens the key has; a
     /// broadcast supersedes its channel's queued broadcasts.
-    private static func supersedeQueued(_ db: Database, by deliveries: [NewDelivery], at now: Double) throws {
+    private static func supersedeQueued(_ db: Database, by deliveries: [NewDelivery], fanOut: NewFanOut?, at now: Double) throws {
         var keys: Set<String> = [], channels: Set<String> = []
+        if let fanOut { keys.insert(fanOut.key) }
         for delivery in deliveries where delivery.event != "start" {
             switch delivery.target {
             case .activityToken: keys.insert(delivery.key)

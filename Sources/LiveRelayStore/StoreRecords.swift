@@ -384,8 +384,11 @@ public struct StartPlan: Sendable {
 /// What an update or end sees of its key, in its transaction.
 public struct ChangeSnapshot: Sendable {
     public var activity: ActivityRecord?
-    /// The key's live update tokens.
+    /// The key's live update tokens, when the change decides a priority for each (it asked for
+    /// their budget counts); otherwise empty, and the plan's `fanOut` goes to every one.
     public var liveTokens: [ActivityTokenRecord]
+    /// How many live update tokens the key has.
+    public var liveTokenCount: Int
     /// Priority-10 pushes queued or sent to each device under the key since the budget window
     /// began; broadcasts count under the empty device id.
     public var priority10Counts: [String: Int]
@@ -399,20 +402,51 @@ public struct ChangePlan: Sendable {
     public var activity: ActivityRecord
     public var payloads: [[UInt8]]
     public var deliveries: [NewDelivery]
+    /// One push to each of the key's live update tokens, besides `deliveries`.
+    public var fanOut: NewFanOut?
     /// When the key's channel is to be deleted (set when the key ends).
     public var channelDeleteAfter: Date?
     public var response: StoredResponse
 
     public init(
-        acceptedAt: Date, activity: ActivityRecord, payloads: [[UInt8]], deliveries: [NewDelivery], channelDeleteAfter: Date? = nil,
-        response: StoredResponse
+        acceptedAt: Date, activity: ActivityRecord, payloads: [[UInt8]], deliveries: [NewDelivery] = [], fanOut: NewFanOut? = nil,
+        channelDeleteAfter: Date? = nil, response: StoredResponse
     ) {
         self.acceptedAt = acceptedAt
         self.activity = activity
         self.payloads = payloads
         self.deliveries = deliveries
+        self.fanOut = fanOut
         self.channelDeleteAfter = channelDeleteAfter
         self.response = response
+    }
+}
+
+/// Pushes alike but for their target, one to each live update token of `key`: the store writes
+/// them from its own rows, so a fan-out to a million tokens never passes through memory.
+public struct NewFanOut: Sendable, Hashable {
+    public var key: String
+    /// `update` or `end`.
+    public var event: String
+    public var payloadIndex: Int
+    public var priority: Int
+    public var priorityReason: String
+    public var expiration: Int64?
+    public var timestamp: Int64
+    public var requestID: String
+
+    public init(
+        key: String, event: String, payloadIndex: Int, priority: Int, priorityReason: String, expiration: Int64?, timestamp: Int64,
+        requestID: String
+    ) {
+        self.key = key
+        self.event = event
+        self.payloadIndex = payloadIndex
+        self.priority = priority
+        self.priorityReason = priorityReason
+        self.expiration = expiration
+        self.timestamp = timestamp
+        self.requestID = requestID
     }
 }
 

@@ -86,11 +86,17 @@ extension RelayStore {
                 activity.endedAt = at
                 activity.endReason = "ended"
             }
+            // Counting the budget, the plan names each token; otherwise the store writes the fan-out.
             let targets: [DeliveryTarget] = if let channel = activity.channelID {
                 [.channel(channel)]
             } else {
                 snapshot.liveTokens.map { .activityToken(deviceID: $0.deviceID, token: $0.token) }
             }
+            let fanOut = activity.channelID == nil && !countingBudget
+                ? NewFanOut(
+                    key: key, event: event, payloadIndex: 0, priority: priority, priorityReason: "requested", expiration: nil,
+                    timestamp: activity.lastTimestamp, requestID: "\(event)-\(body)")
+                : nil
             return ChangePlan(
                 acceptedAt: at, activity: activity, payloads: [Array(body.utf8)],
                 deliveries: targets.map {
@@ -98,7 +104,7 @@ extension RelayStore {
                         key: key, event: event, target: $0, payloadIndex: 0, priority: priority, priorityReason: "requested",
                         expiration: nil, timestamp: activity.lastTimestamp, requestID: "\(event)-\(body)")
                 },
-                channelDeleteAfter: channelDeleteAfter, response: response(body))
+                fanOut: fanOut, channelDeleteAfter: channelDeleteAfter, response: response(body))
         }
         return seen.value!
     }
@@ -320,10 +326,16 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         #expect(snapshot.liveTokens.map(\.deviceID) == ["iphone-1", "iphone-3"])
         #expect(snapshot.priority10Counts == ["iphone-1": 1 + 1, "iphone-3": 1 + 1])
         #expect(snapshot.activity?.lastTimestamp == Int64(t0.timeIntervalSince1970) + 40)
-        // A plan with a fixed priority asks for no counts, and gets none.
+        // A plan with a fixed priority asks for no counts, and gets none: only the number of live
+        // tokens, and its fan-out goes to each of them.
         let uncounted = try await store.change("match", body: "u5b", at: t0 + 50, priority: 5, countingBudget: false)
         #expect(uncounted.priority10Counts.isEmpty)
-        #expect(uncounted.liveTokens.map(\.deviceID) == ["iphone-1", "iphone-3"])
+        #expect(uncounted.liveTokens.isEmpty)
+        #expect(uncounted.liveTokenCount == 2)
+        let fannedOut = try await store.deliveries(DeliveryQuery(key: "match")).filter { $0.requestID == "update-u5b" }
+        #expect(fannedOut.map(\.target.name).sorted() == ["iphone-1", "iphone-3"])
+        #expect(fannedOut.allSatisfy { $0.status == .queued && $0.priority == 5 && $0.payload == Array("u5b".utf8) })
+        #expect(try await store.statuses(key: "match")["u5→iphone-1"] == .superseded)
         try await store.sendEverythingDue(at: t0 + 50)
 
         // An hour later, u1 is still in the window (counted from t0 + 5), then out of it.
