@@ -38,6 +38,10 @@ public final class APNsClient: Sendable {
     private let tokens: ProviderTokenCache
     private let pushConnections: ConnectionPool
     private let managementConnections: ConnectionPool
+    /// With one push connection, an executor on its event loop: tasks that send many pushes run
+    /// cheapest there (`executorPreference:`), each request written and its answer read without
+    /// a thread hop.
+    public let pushExecutor: (any TaskExecutor)?
     private let logger: Logger
 
     public init(
@@ -48,7 +52,9 @@ public final class APNsClient: Sendable {
         self.logger = logger
         tokens = ProviderTokenCache(key: configuration.signingKey, now: configuration.now)
         let count = max(1, configuration.connectionsPerHost)
-        pushConnections = try ConnectionPool(endpoint: configuration.environment.push, size: count, group: eventLoopGroup)
+        let pushLoop = count == 1 ? eventLoopGroup.next() : nil
+        pushExecutor = pushLoop.map(EventLoopTaskExecutor.init)
+        pushConnections = try ConnectionPool(endpoint: configuration.environment.push, size: count, group: pushLoop ?? eventLoopGroup)
         managementConnections = try ConnectionPool(endpoint: configuration.environment.channelManagement, size: 1, group: eventLoopGroup)
     }
 
@@ -184,6 +190,20 @@ public func withAPNsClient<Result: Sendable>(
     } catch {
         await client.shutdown()
         throw error
+    }
+}
+
+/// Runs tasks on an event loop.
+final class EventLoopTaskExecutor: TaskExecutor {
+    let loop: any EventLoop
+
+    init(_ loop: any EventLoop) {
+        self.loop = loop
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }
 

@@ -43,7 +43,10 @@ public struct BudgetPolicy: Sendable, Hashable {
 
 /// How the dispatcher sends.
 public struct DispatchPolicy: Sendable, Hashable {
-    /// Pushes in flight at once.
+    /// Pushes in flight at once. Many streams on one HTTP/2 connection let both ends read and
+    /// write in large batches. APNs has been seen announcing 500 to 1,500 streams a connection;
+    /// the client queues what goes beyond the announced limit. (In `bench server`, 800 sent a
+    /// fan-out 15–20% faster than 200.)
     public var concurrency: Int
     /// Deliveries claimed per round trip to the store.
     public var batchSize: Int
@@ -61,7 +64,7 @@ public struct DispatchPolicy: Sendable, Hashable {
     public var recordingDelay: Duration
 
     public init(
-        concurrency: Int = 200, batchSize: Int = 1000, lease: TimeInterval = 60, initialBackoff: TimeInterval = 1,
+        concurrency: Int = 800, batchSize: Int = 1000, lease: TimeInterval = 60, initialBackoff: TimeInterval = 1,
         maximumBackoff: TimeInterval = 300, maximumAttempts: Int = 8, requestTimeout: Duration = .seconds(10),
         recordingDelay: Duration = .milliseconds(10)
     ) {
