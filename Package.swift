@@ -125,6 +125,7 @@ let package = Package(
             dependencies: [
                 "APNs", "APNsEmulator", "LiveRelayTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         .testTarget(

@@ -36,7 +36,7 @@ public final class APNsClient: Sendable {
 
     public let configuration: Configuration
     private let tokens: ProviderTokenCache
-    private let pushConnections: ConnectionPool
+    let pushConnections: ConnectionPool
     private let managementConnections: ConnectionPool
     /// With one push connection, an executor on its event loop: tasks that send many pushes run
     /// cheapest there (`executorPreference:`), each request written and its answer read without
