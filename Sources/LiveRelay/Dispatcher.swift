@@ -34,9 +34,10 @@ public final class Dispatcher: Service {
     }
 
     /// The send loop. `concurrency` workers take claimed deliveries from a local queue and send
-    /// them (on the connection's event loop when the client has one connection); this loop only refills the queue (claiming a batch whenever it runs low) and records
-    /// outcomes in batches, each in a side task, so the workers never wait on the database and a
-    /// large fan-out costs few transactions. Outcomes wait up to `recordingDelay` to be recorded
+    /// them (on the connection's event loop when the client has one connection); this loop only
+    /// refills the queue (claiming a batch whenever it runs low) and records outcomes in batches,
+    /// each in a side task, so the workers never wait on the database and a large fan-out costs
+    /// few transactions. Outcomes wait up to `recordingDelay` to be recorded
     /// together unless a batch is full or nothing else is left to do. On graceful shutdown it stops
     /// claiming and lets the pushes in flight finish, so that their outcomes are recorded; claimed
     /// pushes not started yet wait for their lease to run out (or the next start).

@@ -250,6 +250,7 @@ public final class RelayService: Sendable {
                         key: key, event: action, payloadIndex: 0, priority: decision.priority, priorityReason: decision.reason,
                         expiration: request.expiration.map(unixSeconds), timestamp: timestamp, requestID: requestID)
                 } else {
+                    // A priority for each token, from its own budget.
                     encoded = try self.encode(payload, for: .device)
                     let expiration = request.expiration.map(unixSeconds)
                     for token in snapshot.liveTokens {

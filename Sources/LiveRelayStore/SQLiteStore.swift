@@ -581,6 +581,12 @@ extension SQLiteStore {
 
     /// Inserts the payloads once and a delivery per push; a push to a token supersedes the ones
     /// queued for it before.
+    /// What a new delivery is written with; the rest of its columns start empty.
+    private static let newDeliveryColumns = """
+        key, event, target, device_id, token, channel_id, payload_id, priority, priority_reason, expiration, timestamp, request_id, \
+        status, attempts, next_attempt_at, created_at
+        """
+
     private static func enqueue(_ db: Database, payloads: [[UInt8]], deliveries: [NewDelivery], fanOut: NewFanOut? = nil, at: Date) throws {
         guard !deliveries.isEmpty || fanOut != nil else { return }
         var payloadIDs: [Int64] = []
@@ -593,9 +599,7 @@ extension SQLiteStore {
         try supersedeQueued(db, by: deliveries, fanOut: fanOut, at: now)
         let insert = try db.cachedStatement(
             sql: """
-                INSERT INTO deliveries (key, event, target, device_id, token, channel_id, payload_id, priority, priority_reason,
-                    expiration, timestamp, request_id, status, attempts, next_attempt_at, created_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?)
+                INSERT INTO deliveries (\(Self.newDeliveryColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?)
                 """)
         for delivery in deliveries {
             let (kind, deviceID, token, channelID) = delivery.target.columns
@@ -608,8 +612,7 @@ extension SQLiteStore {
             // In the order a per-token plan would have listed them.
             try db.run(
                 """
-                INSERT INTO deliveries (key, event, target, device_id, token, channel_id, payload_id, priority, priority_reason,
-                    expiration, timestamp, request_id, status, attempts, next_attempt_at, created_at)
+                INSERT INTO deliveries (\(Self.newDeliveryColumns))
                 SELECT key, ?, 'activity', device_id, token, NULL, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?
                 FROM activity_tokens WHERE key = ? AND state = 'live' ORDER BY device_id
                 """,
