@@ -242,25 +242,26 @@ public final class RelayService: Sendable {
                     deliveries.append(NewDelivery(
                         key: key, event: action, target: .channel(channelID), payloadIndex: 0, priority: decision.priority,
                         priorityReason: decision.reason, expiration: expiration, timestamp: timestamp, requestID: requestID))
-                } else if budgetWindowStart == nil {
-                    // One priority for all: the store writes a push to each live token itself.
-                    encoded = try self.encode(payload, for: .device)
-                    let decision = governor.decide(request.priority, alerting: alerting, used: 0, frequentPushesEnabled: false)
-                    fanOut = NewFanOut(
-                        key: key, event: action, payloadIndex: 0, priority: decision.priority, priorityReason: decision.reason,
-                        expiration: request.expiration.map(unixSeconds), timestamp: timestamp, requestID: requestID)
                 } else {
-                    // A priority for each token, from its own budget.
                     encoded = try self.encode(payload, for: .device)
                     let expiration = request.expiration.map(unixSeconds)
-                    for token in snapshot.liveTokens {
-                        let decision = governor.decide(
-                            request.priority, alerting: alerting, used: snapshot.priority10Counts[token.deviceID] ?? 0,
-                            frequentPushesEnabled: token.frequentPushesEnabled)
-                        deliveries.append(NewDelivery(
-                            key: key, event: action, target: .activityToken(deviceID: token.deviceID, token: token.token), payloadIndex: 0,
-                            priority: decision.priority, priorityReason: decision.reason, expiration: expiration, timestamp: timestamp,
-                            requestID: requestID))
+                    if budgetWindowStart == nil {
+                        // One priority for all: the store writes a push to each live token itself.
+                        let decision = governor.decide(request.priority, alerting: alerting, used: 0, frequentPushesEnabled: false)
+                        fanOut = NewFanOut(
+                            key: key, event: action, payloadIndex: 0, priority: decision.priority, priorityReason: decision.reason,
+                            expiration: expiration, timestamp: timestamp, requestID: requestID)
+                    } else {
+                        // A priority for each token, from its own budget.
+                        for token in snapshot.liveTokens {
+                            let decision = governor.decide(
+                                request.priority, alerting: alerting, used: snapshot.priority10Counts[token.deviceID] ?? 0,
+                                frequentPushesEnabled: token.frequentPushesEnabled)
+                            deliveries.append(NewDelivery(
+                                key: key, event: action, target: .activityToken(deviceID: token.deviceID, token: token.token),
+                                payloadIndex: 0, priority: decision.priority, priorityReason: decision.reason, expiration: expiration,
+                                timestamp: timestamp, requestID: requestID))
+                        }
                     }
                 }
                 activity.contentState = contentState
