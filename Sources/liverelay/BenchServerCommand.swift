@@ -18,7 +18,8 @@ extension Bench {
                 and `liverelay serve` on that data, then measures:
                   1. one update fanned out to every activity under the key, until APNs has accepted every push, as
                      pushes/s and as a fraction of `bench client` (our APNs client alone, same emulator, same count),
-                     measured just before and just after; target ≥ 70%;
+                     measured just before and just after; --fan-outs times, the median fraction being the result
+                     (single runs vary a lot on a shared machine); target ≥ 70%;
                   2. single-key updates sent open-loop at --rate requests/s, latency from the scheduled send time to
                      the answer; target p99 ≤ 10 ms;
                   3. the server's resident memory with the tokens registered, after both runs; target ≤ 150 MB.
@@ -30,12 +31,13 @@ extension Bench {
         @Option(help: "Updates per second in the latency run.") var rate: Int = 1_000
         @Option(help: "Seconds of the latency run (after one second of warm-up).") var seconds: Int = 10
         @Option(help: "Pushes in flight for the `bench client` reference.") var inFlight: Int = 100
+        @Option(help: "Fan-outs measured, each between two runs of the reference; the median share is the result.") var fanOuts: Int = 3
         @Option(help: "Keep the seeded data here and reuse it on the next run with the same counts (default: a fresh temporary directory).")
         var dataDir: String?
 
         func validate() throws {
-            guard activities > 0, keys > 0, rate > 0, seconds > 0, inFlight > 0 else {
-                throw ValidationError("activities, keys, rate, seconds and in-flight must be positive")
+            guard activities > 0, keys > 0, rate > 0, seconds > 0, inFlight > 0, fanOuts > 0 else {
+                throw ValidationError("activities, keys, rate, seconds, in-flight and fan-outs must be positive")
             }
             guard tokens >= activities + keys else { throw ValidationError("--tokens must be at least --activities + --keys") }
         }
@@ -102,19 +104,22 @@ extension Bench {
             http: HTTPClient, server: ServerProcess, dataDir: String, idle: (current: Int, peak: Int),
             reference: () async throws -> Double, firstReference: Double
         ) async throws {
-            var references = [firstReference]
             let api = BenchAPI(http: http, baseURL: server.baseURL, keys: try BenchAPI.initialKeys(dataDir: dataDir))
             let outbox = try SQLiteStore(path: dataDir + "/liverelay.sqlite")
 
-            // 1. Fan-out.
-            let fanOut = try await measureFanOut(api: api, outbox: outbox)
-            references.append(try await reference())
-            say("bench client (after):   \(Int(references[1])) pushes/s")
-            let referenceRate = references.reduce(0, +) / Double(references.count)
+            // 1. Fan-outs, each between two runs of the reference; the median share is the result.
+            var before = firstReference
+            var shares: [Double] = []
+            for round in 1...fanOuts {
+                let fanOut = try await measureFanOut(api: api, outbox: outbox, round: round)
+                let after = try await reference()
+                let share = fanOut.rate / ((before + after) / 2)
+                shares.append(share)
+                say("fan-out \(round) of \(fanOuts), one update to \(activities) activities: \(String(format: "%.2f", fanOut.seconds)) s, \(Int(fanOut.rate)) pushes/s (accepted in \(String(format: "%.0f", fanOut.acceptSeconds * 1000)) ms); bench client after: \(Int(after)) pushes/s; share \(String(format: "%.0f", 100 * share))%")
+                before = after
+            }
             say("")
-            say("fan-out of one update to \(activities) activities: \(String(format: "%.2f", fanOut.seconds)) s, \(Int(fanOut.rate)) pushes/s")
-            say("  (accepting the update took \(String(format: "%.0f", fanOut.acceptSeconds * 1000)) ms: it queues every push in one transaction)")
-            say("  vs bench client: \(String(format: "%.0f", 100 * fanOut.rate / referenceRate))% of \(Int(referenceRate)) pushes/s (mean of before and after)  target ≥ 70%")
+            say("fan-out vs bench client (the mean of the runs just before and after): median \(String(format: "%.0f", 100 * shares.sorted().percentile(0.5)))% of \(fanOuts) (\(shares.map { String(format: "%.0f%%", 100 * $0) }.joined(separator: ", ")))  target ≥ 70%")
 
             // 2. Latency of single-key updates at a fixed rate.
             let latency = try await measureLatency(api: api)
@@ -177,11 +182,11 @@ extension Bench {
             var rate: Double
         }
 
-        private func measureFanOut(api: BenchAPI, outbox: SQLiteStore) async throws -> FanOut {
+        private func measureFanOut(api: BenchAPI, outbox: SQLiteStore, round: Int) async throws -> FanOut {
             let sentBefore = try await outbox.deliveryCounts()[.sent] ?? 0
             let start = ContinuousClock.now
             let answer = try await api.post("/v1/activities/match/update", key: api.keys.server, body: .object([
-                ("contentState", .object([("home", .integer(2)), ("away", .integer(1)), ("minute", .integer(67))])),
+                ("contentState", .object([("home", .integer(round)), ("away", .integer(1)), ("minute", .integer(60 + round))])),
                 ("priority", .integer(10)),
             ]))
             guard answer.status == 200 else { throw ValidationError("the fan-out update was refused: \(answer.status) \(answer.text)") }
