@@ -117,7 +117,9 @@ public func withRelayHarness(
     deadline: Duration = .seconds(60), _ body: @escaping @Sendable (RelayHarness) async throws -> Void
 ) async throws {
     try await withDeadline(deadline) {
-        let emulator = try await APNsEmulator.start(.init(environment: .sandbox))
+        // Time stands still unless the test moves it: a slow machine must not change the outcome.
+        let start = Date()
+        let emulator = try await APNsEmulator.start(.init(environment: .sandbox, now: { start }))
         let key = TestSigningKey()
         emulator.registry.register(EmulatorKey(keyID: key.signingKey.keyID, teamID: key.signingKey.teamID, publicKey: key.publicKey))
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-\(UUID().uuidString)")
