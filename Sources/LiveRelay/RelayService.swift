@@ -232,7 +232,7 @@ public final class RelayService: Sendable {
                     event: request.event, timestamp: Date(timeIntervalSince1970: TimeInterval(timestamp)), contentState: contentState,
                     staleDate: request.staleDate, dismissalPolicy: dismissal, relevanceScore: request.relevanceScore, alert: request.alert))
                 var deliveries: [NewDelivery] = []
-                var fanOut: NewFanOut?
+                var fanOut: NewPush?
                 let encoded: [UInt8]
                 if let channelID = activity.channelID {
                     encoded = try self.encode(payload, for: .broadcast)
@@ -248,7 +248,7 @@ public final class RelayService: Sendable {
                     if budgetWindowStart == nil {
                         // One priority for all: the store writes a push to each live token itself.
                         let decision = governor.decide(request.priority, alerting: alerting, used: 0, frequentPushesEnabled: false)
-                        fanOut = NewFanOut(
+                        fanOut = NewPush(
                             key: key, event: action, payloadIndex: 0, priority: decision.priority, priorityReason: decision.reason,
                             expiration: expiration, timestamp: timestamp, requestID: requestID)
                     } else {

@@ -216,6 +216,7 @@ public final class SQLiteStore: RelayStore {
                     [key, budgetWindowStart.seconds]
                 ) { row in counts[row[0]] = row[1] }
             } else if activity != nil {
+                // One priority for every push: the plan needs only how many there will be.
                 tokenCount = try db.fetchOne("SELECT COUNT(*) FROM activity_tokens WHERE key = ? AND state = 'live'", [key]) { $0[0] as Int } ?? 0
             }
             let channel = try activity?.channelID.flatMap {
@@ -587,7 +588,7 @@ extension SQLiteStore {
         status, attempts, next_attempt_at, created_at
         """
 
-    private static func enqueue(_ db: Database, payloads: [[UInt8]], deliveries: [NewDelivery], fanOut: NewFanOut? = nil, at: Date) throws {
+    private static func enqueue(_ db: Database, payloads: [[UInt8]], deliveries: [NewDelivery], fanOut: NewPush? = nil, at: Date) throws {
         guard !deliveries.isEmpty || fanOut != nil else { return }
         var payloadIDs: [Int64] = []
         let insertPayload = try db.cachedStatement(sql: "INSERT INTO payloads (body) VALUES (?)")
@@ -603,9 +604,10 @@ extension SQLiteStore {
                 """)
         for delivery in deliveries {
             let (kind, deviceID, token, channelID) = delivery.target.columns
+            let push = delivery.push
             try insert.execute(arguments: [
-                delivery.key, delivery.event, kind, deviceID, token, channelID, payloadIDs[delivery.payloadIndex], delivery.priority,
-                delivery.priorityReason, delivery.expiration, delivery.timestamp, delivery.requestID, now, now,
+                push.key, push.event, kind, deviceID, token, channelID, payloadIDs[push.payloadIndex], push.priority, push.priorityReason,
+                push.expiration, push.timestamp, push.requestID, now, now,
             ])
         }
         if let fanOut {
@@ -627,12 +629,12 @@ extension SQLiteStore {
     /// live token of its key, so it supersedes the key's queued updates and ends to activity
     /// tokens (a rotated token's included) in one statement, however many tokens the key has; a
     /// broadcast supersedes its channel's queued broadcasts.
-    private static func supersedeQueued(_ db: Database, by deliveries: [NewDelivery], fanOut: NewFanOut?, at now: Double) throws {
+    private static func supersedeQueued(_ db: Database, by deliveries: [NewDelivery], fanOut: NewPush?, at now: Double) throws {
         var keys: Set<String> = [], channels: Set<String> = []
         if let fanOut { keys.insert(fanOut.key) }
-        for delivery in deliveries where delivery.event != "start" {
+        for delivery in deliveries where delivery.push.event != "start" {
             switch delivery.target {
-            case .activityToken: keys.insert(delivery.key)
+            case .activityToken: keys.insert(delivery.push.key)
             case .channel(let id): channels.insert(id)
             case .pushToStartToken: break
             }

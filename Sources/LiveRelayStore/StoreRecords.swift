@@ -193,12 +193,11 @@ public enum DeliveryTarget: Sendable, Hashable {
     case channel(String)
 }
 
-/// A push to queue, as an accepted request planned it.
-public struct NewDelivery: Sendable, Hashable {
+/// A push to queue, all but its target, as an accepted request planned it.
+public struct NewPush: Sendable, Hashable {
     public var key: String
     /// `start`, `update` or `end`.
     public var event: String
-    public var target: DeliveryTarget
     /// Index into the plan's payloads; pushes of one request share one stored body.
     public var payloadIndex: Int
     public var priority: Int
@@ -210,18 +209,33 @@ public struct NewDelivery: Sendable, Hashable {
     public var requestID: String
 
     public init(
-        key: String, event: String, target: DeliveryTarget, payloadIndex: Int, priority: Int, priorityReason: String,
-        expiration: Int64?, timestamp: Int64, requestID: String
+        key: String, event: String, payloadIndex: Int, priority: Int, priorityReason: String, expiration: Int64?, timestamp: Int64,
+        requestID: String
     ) {
         self.key = key
         self.event = event
-        self.target = target
         self.payloadIndex = payloadIndex
         self.priority = priority
         self.priorityReason = priorityReason
         self.expiration = expiration
         self.timestamp = timestamp
         self.requestID = requestID
+    }
+}
+
+/// A push to queue to one target.
+public struct NewDelivery: Sendable, Hashable {
+    public var push: NewPush
+    public var target: DeliveryTarget
+
+    public init(
+        key: String, event: String, target: DeliveryTarget, payloadIndex: Int, priority: Int, priorityReason: String,
+        expiration: Int64?, timestamp: Int64, requestID: String
+    ) {
+        push = NewPush(
+            key: key, event: event, payloadIndex: payloadIndex, priority: priority, priorityReason: priorityReason, expiration: expiration,
+            timestamp: timestamp, requestID: requestID)
+        self.target = target
     }
 }
 
@@ -402,14 +416,16 @@ public struct ChangePlan: Sendable {
     public var activity: ActivityRecord
     public var payloads: [[UInt8]]
     public var deliveries: [NewDelivery]
-    /// One push to each of the key's live update tokens, besides `deliveries`.
-    public var fanOut: NewFanOut?
+    /// Besides `deliveries`, one push like this to each of the key's live update tokens: the
+    /// store writes them from its own rows, so a fan-out to a million tokens never passes
+    /// through memory.
+    public var fanOut: NewPush?
     /// When the key's channel is to be deleted (set when the key ends).
     public var channelDeleteAfter: Date?
     public var response: StoredResponse
 
     public init(
-        acceptedAt: Date, activity: ActivityRecord, payloads: [[UInt8]], deliveries: [NewDelivery] = [], fanOut: NewFanOut? = nil,
+        acceptedAt: Date, activity: ActivityRecord, payloads: [[UInt8]], deliveries: [NewDelivery] = [], fanOut: NewPush? = nil,
         channelDeleteAfter: Date? = nil, response: StoredResponse
     ) {
         self.acceptedAt = acceptedAt
@@ -419,34 +435,6 @@ public struct ChangePlan: Sendable {
         self.fanOut = fanOut
         self.channelDeleteAfter = channelDeleteAfter
         self.response = response
-    }
-}
-
-/// Pushes alike but for their target, one to each live update token of `key`: the store writes
-/// them from its own rows, so a fan-out to a million tokens never passes through memory.
-public struct NewFanOut: Sendable, Hashable {
-    public var key: String
-    /// `update` or `end`.
-    public var event: String
-    public var payloadIndex: Int
-    public var priority: Int
-    public var priorityReason: String
-    public var expiration: Int64?
-    public var timestamp: Int64
-    public var requestID: String
-
-    public init(
-        key: String, event: String, payloadIndex: Int, priority: Int, priorityReason: String, expiration: Int64?, timestamp: Int64,
-        requestID: String
-    ) {
-        self.key = key
-        self.event = event
-        self.payloadIndex = payloadIndex
-        self.priority = priority
-        self.priorityReason = priorityReason
-        self.expiration = expiration
-        self.timestamp = timestamp
-        self.requestID = requestID
     }
 }
 

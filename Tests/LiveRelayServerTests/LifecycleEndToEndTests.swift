@@ -93,10 +93,7 @@ struct LifecycleEndToEndTests {
 
     @Test func everyPushOfARequestCarriesItsTimestampAndTheNextOneIsNewer() async throws {
         try await withRelayHarness { relay in
-            try await relay.addRegisteredDevice("iphone-1")
-            _ = try await relay.post("/v1/activities/k/start", startBody(key: "k"))
-            try await relay.dispatch()
-            try await relay.waitForToken("k", device: "iphone-1")
+            try await relay.startActivity("k", on: ["iphone-1"])
             // Two updates in the same second: the second must still be newer on the device.
             let first = try await relay.post("/v1/activities/k/update", .object([("contentState", content("a", 1))]))
             let second = try await relay.post("/v1/activities/k/update", .object([("contentState", content("b", 2))]))

@@ -111,10 +111,7 @@ struct RelayAPITests {
 
     @Test func autoPriorityGoesAt10WithinBudgetOrWithAnAlertAndAt5Beyond() async throws {
         try await withRelayHarness(configure: { relay, _ in relay.budget = BudgetPolicy(priority10PerHour: 2, frequentPriority10PerHour: 4) }) { relay in
-            try await relay.addRegisteredDevice("iphone-1")
-            _ = try await relay.post("/v1/activities/k/start", startBody(key: "k"))
-            try await relay.dispatch()
-            try await relay.waitForToken("k", device: "iphone-1")
+            try await relay.startActivity("k", on: ["iphone-1"])
             for step in 1...3 {
                 _ = try await relay.post("/v1/activities/k/update", .object([("contentState", content("step", step))]))
                 try await relay.dispatch()  // sent, so none is superseded and each counts
@@ -132,12 +129,7 @@ struct RelayAPITests {
 
     @Test func aGoneTokenIsMarkedDeadAndARetryableFailureComesBackWithBackoff() async throws {
         try await withRelayHarness { relay in
-            try await relay.addRegisteredDevice("iphone-1")
-            try await relay.addRegisteredDevice("iphone-2")
-            _ = try await relay.post("/v1/activities/k/start", startBody(key: "k"))
-            try await relay.dispatch()
-            try await relay.waitForToken("k", device: "iphone-1")
-            try await relay.waitForToken("k", device: "iphone-2")
+            try await relay.startActivity("k", on: ["iphone-1", "iphone-2"])
             let tokens = try await relay.relay.store.activityTokens(key: "k")
             let gone = try #require(tokens.first { $0.deviceID == "iphone-1" }?.token)
             relay.emulator.registry.unregister(token: gone, since: relay.emulator.clock.now - 10)
@@ -231,10 +223,7 @@ struct RelayAPITests {
 
     @Test func anExpiredTokenIsMarkedDeadLikeAGoneOne() async throws {
         try await withRelayHarness { relay in
-            try await relay.addRegisteredDevice("iphone-1")
-            _ = try await relay.post("/v1/activities/k/start", startBody(key: "k"))
-            try await relay.dispatch()
-            try await relay.waitForToken("k", device: "iphone-1")
+            try await relay.startActivity("k", on: ["iphone-1"])
             let token = try #require(try await relay.relay.store.activityTokens(key: "k").first?.token)
             #expect(relay.emulator.registry.setState(of: token, to: .expired))
             _ = try await relay.post("/v1/activities/k/update", .object([("contentState", content("a", 1))]))

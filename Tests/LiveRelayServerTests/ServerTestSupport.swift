@@ -37,6 +37,15 @@ extension RelayHarness {
         try emulator.devices.device(device).activities.first
     }
 
+    /// Registers `devices` (a push-to-start token each), starts `key` on all of them, and waits
+    /// until the server holds each one's update token.
+    func startActivity(_ key: String, on devices: [String]) async throws {
+        for device in devices { try await addRegisteredDevice(device) }
+        _ = try await post("/v1/activities/\(key)/start", startBody(key: key))
+        try await dispatch()
+        for device in devices { try await waitForToken(key, device: device) }
+    }
+
     /// Lets the device issue the activity's update token (a second after the start, as on
     /// iPhones) and waits until the server holds it under `key`.
     func waitForToken(_ key: String, device: String) async throws {

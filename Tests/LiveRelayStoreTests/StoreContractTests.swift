@@ -93,7 +93,7 @@ extension RelayStore {
                 snapshot.liveTokens.map { .activityToken(deviceID: $0.deviceID, token: $0.token) }
             }
             let fanOut = activity.channelID == nil && !countingBudget
-                ? NewFanOut(
+                ? NewPush(
                     key: key, event: event, payloadIndex: 0, priority: priority, priorityReason: "requested", expiration: nil,
                     timestamp: activity.lastTimestamp, requestID: "\(event)-\(body)")
                 : nil
