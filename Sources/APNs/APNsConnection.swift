@@ -58,6 +58,7 @@ final class APNsConnection: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
                     try pipeline.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: serverName))
+                    try pipeline.addHandler(FlushCoalescingHandler())
                     try pipeline.addHandler(NIOHTTP2Handler(
                         mode: .client,
                         initialSettings: [
@@ -124,8 +125,6 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
     private var nextStreamID = HTTP2StreamID(1)
     private var inFlight: [HTTP2StreamID: InFlight] = [:]
     private var goingAway = false
-    private var flushPending = false
-    private var unflushed = 0
     private var receiveWindow = ConnectionReceiveWindow()
     /// Why the connection failed, given to requests that fail because of it.
     private var failure: (any Error)?
@@ -178,29 +177,10 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
                 wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(body), endStream: true)))),
                 promise: nil)
         }
-        scheduleFlush(context: context)
+        // Flushed one by one so that NIOHTTP2 sends the DATA frames in stream order;
+        // `FlushCoalescingHandler` makes one socket flush of them.
+        context.flush()
     }
-
-    /// One flush for all the requests that arrive in one event-loop tick: fewer TLS records and
-    /// fewer system calls under load, no delay when idle. But at most `flushEvery` requests wait:
-    /// when hundreds are written in one tick, APNs can start on the first while the rest are
-    /// written, instead of both ends taking turns at the whole batch.
-    private func scheduleFlush(context: ChannelHandlerContext) {
-        unflushed += 1
-        if unflushed >= Self.flushEvery {
-            unflushed = 0
-            context.flush()
-        }
-        guard !flushPending else { return }
-        flushPending = true
-        context.eventLoop.assumeIsolated().execute { [self] in
-            self.flushPending = false
-            self.unflushed = 0
-            context.flush()
-        }
-    }
-
-    static let flushEvery = 200
 
     private func timedOut(_ streamID: HTTP2StreamID, context: ChannelHandlerContext) {
         guard let stream = inFlight.removeValue(forKey: streamID) else { return }
@@ -214,8 +194,7 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
         if let update = receiveWindow.windowUpdate(after: frame) {
-            context.write(wrapOutboundOut(update), promise: nil)
-            scheduleFlush(context: context)
+            context.writeAndFlush(wrapOutboundOut(update), promise: nil)
         }
         switch frame.payload {
         case .headers(let headers):
