@@ -224,7 +224,7 @@ public final class SQLiteStore: RelayStore {
             }
             let planned = try plan(
                 ChangeSnapshot(activity: activity, liveTokens: tokens, liveTokenCount: tokenCount, priority10Counts: counts, channel: channel))
-            try Self.update(db, activity: planned.activity)
+            try Self.updateChanged(db, activity: planned.activity)
             if planned.activity.state == .ended {
                 try db.run("UPDATE activity_tokens SET state = 'ended', state_reason = 'key ended' WHERE key = ? AND state = 'live'", [key])
                 if let channelID = planned.activity.channelID, let deleteAfter = planned.channelDeleteAfter {
@@ -542,17 +542,26 @@ extension SQLiteStore {
             "INSERT INTO activities (\(ActivityRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", activityArguments(activity))
     }
 
-    private static func update(_ db: Database, activity: ActivityRecord) throws {
-        var arguments = activityArguments(activity)
-        _ = arguments.append(contentsOf: [activity.key])
-        try db.run(
-            """
-                UPDATE activities SET key = ?, attributes_type = ?, attributes = ?, state = ?, channel_id = ?, content_state = ?,
-                    stale_date = ?, relevance_score = ?, started_at = ?, ended_at = ?, end_reason = ?, dismissal_date = ?,
-                    last_timestamp = ?
+    /// Writes what a change can change: the content, and the lifecycle fields when it ends the key.
+    /// An update leaves `key` and `state` out of its SET list on purpose: SQLite rewrites every
+    /// index entry whose columns (or partial-index condition) an UPDATE assigns, changed or not.
+    private static func updateChanged(_ db: Database, activity: ActivityRecord) throws {
+        let content: StatementArguments = [
+            activity.contentState?.serializedString, activity.staleDate?.seconds, activity.relevanceScore, activity.lastTimestamp,
+        ]
+        if activity.state == .active {
+            try db.run(
+                "UPDATE activities SET content_state = ?, stale_date = ?, relevance_score = ?, last_timestamp = ? WHERE key = ?",
+                content + [activity.key])
+        } else {
+            try db.run(
+                """
+                UPDATE activities SET content_state = ?, stale_date = ?, relevance_score = ?, last_timestamp = ?,
+                    state = ?, ended_at = ?, end_reason = ?, dismissal_date = ?
                 WHERE key = ?
                 """,
-            arguments)
+                content + [activity.state.rawValue, activity.endedAt?.seconds, activity.endReason, activity.dismissalDate?.seconds, activity.key])
+        }
     }
 
     private static func activityArguments(_ activity: ActivityRecord) -> StatementArguments {

@@ -413,6 +413,8 @@ public struct ChangeSnapshot: Sendable {
 /// An update or end to record: the key's new state, the pushes, the answer.
 public struct ChangePlan: Sendable {
     public var acceptedAt: Date
+    /// The key after the change: the store writes its content and, when it ended, its lifecycle
+    /// fields (state, end date and reason, dismissal date); a change never alters the rest.
     public var activity: ActivityRecord
     public var payloads: [[UInt8]]
     public var deliveries: [NewDelivery]
