@@ -45,6 +45,10 @@ public final class Dispatcher: Service {
         let inbox = DispatchInbox()
         let work = SendQueue(wake: relay.outboxSignal)
         let lowWater = policy.concurrency + policy.batchSize / 2
+        if !stopWhenIdle {
+            let room = policy.concurrency
+            relay.handOver.open(.init(hasRoom: { work.counts().queued < room }, take: { work.add($0) }))
+        }
         try await withThrowingDiscardingTaskGroup { group in
             // The workers run on the push connection's event loop: a push is written and its answer
             // read there, with no hop between threads (that hop cost more than our HTTP/2 framing).
@@ -55,7 +59,10 @@ public final class Dispatcher: Service {
                     }
                 }
             }
-            defer { work.stop() }
+            defer {
+                relay.handOver.close()
+                work.stop()
+            }
             var claiming = false, recording = false
             // Claiming again is worth a transaction only when the last claim was full or more was
             // queued since; a finished push alone does not make anything due.
@@ -63,7 +70,10 @@ public final class Dispatcher: Service {
             var oldestUnrecorded: ContinuousClock.Instant?
             while true {
                 let stopping = Task.isShuttingDownGracefully || Task.isCancelled
-                if stopping { work.stop() }
+                if stopping {
+                    relay.handOver.close()
+                    work.stop()
+                }
                 for event in inbox.takeAll() {
                     switch event {
                     case .claimed(let batch):
@@ -212,6 +222,39 @@ public final class Dispatcher: Service {
         case .channel(let id): metadata["channel"] = "\(id)"
         }
         return metadata
+    }
+}
+
+/// The running dispatcher's door for the pushes an accepting request claimed itself (see
+/// `HandOver`): a small request is sent at once, without a transaction to claim it.
+final class DispatchHandOver: Sendable {
+    struct Door: Sendable {
+        /// Whether the dispatcher can take more now; when it is behind, requests queue their
+        /// pushes instead, where newer ones can still supersede them.
+        var hasRoom: @Sendable () -> Bool
+        var take: @Sendable ([DeliveryRecord]) -> Void
+    }
+
+    private let door = Mutex<Door?>(nil)
+
+    func open(_ door: Door) {
+        self.door.withLock { $0 = door }
+    }
+
+    func close() {
+        door.withLock { $0 = nil }
+    }
+
+    /// The hand-over for a request accepted at `now`, if a dispatcher runs with room.
+    func offer(at now: Date, policy: DispatchPolicy) -> HandOver? {
+        guard policy.handOverLimit > 0, let door = door.withLock({ $0 }), door.hasRoom() else { return nil }
+        return HandOver(leaseUntil: now + policy.lease, limit: policy.handOverLimit)
+    }
+
+    /// Gives claimed pushes to the dispatcher. One that stopped meanwhile leaves them to their
+    /// lease: they are due again when it runs out, or at the next start.
+    func give(_ claimed: [DeliveryRecord]) {
+        door.withLock { $0 }?.take(claimed)
     }
 }
 

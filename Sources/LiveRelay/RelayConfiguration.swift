@@ -50,6 +50,10 @@ public struct DispatchPolicy: Sendable, Hashable {
     public var concurrency: Int
     /// Deliveries claimed per round trip to the store.
     public var batchSize: Int
+    /// A request with at most this many pushes claims them itself, in the transaction that
+    /// accepts it, while the dispatcher runs with room: they are sent at once, and the dispatcher
+    /// saves the transaction that would claim them. Bigger requests are queued.
+    public var handOverLimit: Int
     /// How long a claim lasts without an outcome before the push is due again (a crash).
     public var lease: TimeInterval
     /// The first retry waits this long; each next one twice as long, up to `maximumBackoff`.
@@ -64,12 +68,13 @@ public struct DispatchPolicy: Sendable, Hashable {
     public var recordingDelay: Duration
 
     public init(
-        concurrency: Int = 800, batchSize: Int = 1000, lease: TimeInterval = 60, initialBackoff: TimeInterval = 1,
+        concurrency: Int = 800, batchSize: Int = 1000, handOverLimit: Int = 100, lease: TimeInterval = 60, initialBackoff: TimeInterval = 1,
         maximumBackoff: TimeInterval = 300, maximumAttempts: Int = 8, requestTimeout: Duration = .seconds(10),
         recordingDelay: Duration = .milliseconds(10)
     ) {
         self.concurrency = concurrency
         self.batchSize = batchSize
+        self.handOverLimit = handOverLimit
         self.lease = lease
         self.initialBackoff = initialBackoff
         self.maximumBackoff = maximumBackoff

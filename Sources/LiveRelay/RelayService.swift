@@ -19,6 +19,8 @@ public final class RelayService: Sendable {
     let logger: Logger
     /// Wakes the dispatcher when pushes are queued.
     let outboxSignal = OutboxSignal()
+    /// Takes the pushes of small requests straight to the running dispatcher.
+    let handOver = DispatchHandOver()
     private let governor: PriorityGovernor
     /// Live keys recently looked up, by secret hash: most requests then skip a read. A revocation
     /// here clears it; one made by another process sharing the store takes effect within the TTL.
@@ -163,8 +165,10 @@ public final class RelayService: Sendable {
         let governor = governor
         let timestamp = unixSeconds(acceptedAt)
         let expiration = request.expiration.map(unixSeconds)
+        var context = context
+        context.handOver = handOver.offer(at: acceptedAt, policy: configuration.dispatch)
         do {
-            let response = try await store.acceptStart(
+            let accepted = try await store.acceptStart(
                 key: key, attributesType: request.attributesType, audience: request.audience, context: context
             ) { tokens in
                 let live = tokens.filter { $0.environment == environment }
@@ -188,8 +192,8 @@ public final class RelayService: Sendable {
                     acceptedAt: acceptedAt, activity: activity, payloads: [encoded], deliveries: deliveries,
                     response: StoredResponse(status: 201, body: JSONValue.object(answer).serialized))
             }
-            accepted("start")
-            return response
+            dispatch(accepted, action: "start")
+            return accepted.response
         } catch let error as StoreError {
             throw RelayError(error)
         }
@@ -208,10 +212,12 @@ public final class RelayService: Sendable {
         let storageWindow = configuration.channelStorageWindow
         let requestID = UUID().uuidString.lowercased()
         let alerting = request.alert != nil
+        var context = context
+        context.handOver = handOver.offer(at: acceptedAt, policy: configuration.dispatch)
         do {
             // Only `auto` without an alert spends the budget, so only it needs the counts.
             let budgetWindowStart = request.priority == .auto && !alerting ? acceptedAt - 3600 : nil
-            let response = try await store.acceptChange(key: key, budgetWindowStart: budgetWindowStart, context: context) { snapshot in
+            let accepted = try await store.acceptChange(key: key, budgetWindowStart: budgetWindowStart, context: context) { snapshot in
                 let channelPolicy = snapshot.channel?.storagePolicy
                 guard var activity = snapshot.activity else {
                     throw RelayError(.notFound, code: "not_found", message: "no activity key \"\(key)\"; start it first", field: "key")
@@ -285,16 +291,21 @@ public final class RelayService: Sendable {
                     acceptedAt: acceptedAt, activity: activity, payloads: [encoded], deliveries: deliveries, fanOut: fanOut,
                     channelDeleteAfter: channelDeleteAfter, response: StoredResponse(status: 200, body: answer.serialized))
             }
-            accepted(action)
-            return response
+            dispatch(accepted, action: action)
+            return accepted.response
         } catch let error as StoreError {
             throw RelayError(error)
         }
     }
 
-    private func accepted(_ action: String) {
+    /// Gives the dispatcher the pushes the request claimed, or wakes it to claim what was queued.
+    private func dispatch(_ accepted: Accepted, action: String) {
         metrics.count("liverelay_requests_accepted_total", ["action": action])
-        outboxSignal.queued()
+        if accepted.claimed.isEmpty {
+            outboxSignal.queued()
+        } else {
+            handOver.give(accepted.claimed)
+        }
     }
 
     /// Validates and encodes a payload, naming the API field at fault.

@@ -39,14 +39,17 @@ public protocol RelayStore: Sendable {
     func acceptStart(
         key: String, attributesType: String, audience: Audience, context: WriteContext,
         plan: @Sendable ([PushToStartTokenRecord]) throws -> StartPlan
-    ) async throws -> StoredResponse
+    ) async throws -> Accepted
     /// Updates or ends a key: stores the plan made from the key, its live tokens and their
     /// priority-10 counts since `budgetWindowStart`. When that is nil, the plan gives every push
     /// one priority: the snapshot then holds only the number of live tokens, and the plan's
     /// `fanOut` goes to each. The change supersedes the key's pushes still queued.
+    ///
+    /// With a hand-over in `context`, both write their pushes claimed (as `claimDeliveries` would)
+    /// and return them when there are no more than its limit; otherwise they are queued.
     func acceptChange(
         key: String, budgetWindowStart: Date?, context: WriteContext, plan: @Sendable (ChangeSnapshot) throws -> ChangePlan
-    ) async throws -> StoredResponse
+    ) async throws -> Accepted
 
     // MARK: Schedules
 

@@ -179,7 +179,7 @@ public final class SQLiteStore: RelayStore {
     public func acceptStart(
         key: String, attributesType: String, audience: Audience, context: WriteContext,
         plan: @Sendable ([PushToStartTokenRecord]) throws -> StartPlan
-    ) async throws -> StoredResponse {
+    ) async throws -> Accepted {
         try await write { db in
             if try Self.activity(db, key: key) != nil {
                 throw StoreError(.keyExists, "activity key \"\(key)\" already exists")
@@ -187,15 +187,16 @@ public final class SQLiteStore: RelayStore {
             let tokens = try Self.pushToStartTokens(db, attributesType: attributesType, audience: audience)
             let planned = try plan(tokens)
             try Self.insert(db, activity: planned.activity)
-            try Self.enqueue(db, payloads: planned.payloads, deliveries: planned.deliveries, at: planned.acceptedAt)
+            let claimed = try Self.enqueue(
+                db, payloads: planned.payloads, deliveries: planned.deliveries, at: planned.acceptedAt, handOver: context.handOver)
             try Self.record(db, context: context, response: planned.response, at: planned.acceptedAt)
-            return planned.response
+            return Accepted(response: planned.response, claimed: claimed)
         }
     }
 
     public func acceptChange(
         key: String, budgetWindowStart: Date?, context: WriteContext, plan: @Sendable (ChangeSnapshot) throws -> ChangePlan
-    ) async throws -> StoredResponse {
+    ) async throws -> Accepted {
         try await write { db in
             let activity = try Self.activity(db, key: key)
             var tokens: [ActivityTokenRecord] = []
@@ -232,9 +233,11 @@ public final class SQLiteStore: RelayStore {
                         "UPDATE channels SET delete_after = ? WHERE channel_id = ? AND deleted_at IS NULL", [deleteAfter.seconds, channelID])
                 }
             }
-            try Self.enqueue(db, payloads: planned.payloads, deliveries: planned.deliveries, fanOut: planned.fanOut, at: planned.acceptedAt)
+            let claimed = try Self.enqueue(
+                db, payloads: planned.payloads, deliveries: planned.deliveries, fanOut: planned.fanOut.map { ($0, tokenCount) },
+                at: planned.acceptedAt, handOver: context.handOver)
             try Self.record(db, context: context, response: planned.response, at: planned.acceptedAt)
-            return planned.response
+            return Accepted(response: planned.response, claimed: claimed)
         }
     }
 
@@ -597,8 +600,15 @@ extension SQLiteStore {
         status, attempts, next_attempt_at, created_at
         """
 
-    private static func enqueue(_ db: Database, payloads: [[UInt8]], deliveries: [NewDelivery], fanOut: NewPush? = nil, at: Date) throws {
-        guard !deliveries.isEmpty || fanOut != nil else { return }
+    /// Writes the pushes of an accepted request: queued, or claimed for the dispatcher (and
+    /// returned) when a hand-over allows as many. `fanOut` is a push to each live token of its
+    /// key, of which there are `count`.
+    @discardableResult
+    private static func enqueue(
+        _ db: Database, payloads: [[UInt8]], deliveries: [NewDelivery], fanOut: (push: NewPush, count: Int)? = nil, at: Date,
+        handOver: HandOver? = nil
+    ) throws -> [DeliveryRecord] {
+        guard !deliveries.isEmpty || fanOut != nil else { return [] }
         var payloadIDs: [Int64] = []
         let insertPayload = try db.cachedStatement(sql: "INSERT INTO payloads (body) VALUES (?)")
         for payload in payloads {
@@ -606,31 +616,45 @@ extension SQLiteStore {
             payloadIDs.append(db.lastInsertedRowID)
         }
         let now = at.seconds
-        try supersedeQueued(db, by: deliveries, fanOut: fanOut, at: now)
+        try supersedeQueued(db, by: deliveries, fanOut: fanOut?.push, at: now)
+        let leaseUntil = handOver.flatMap { deliveries.count + (fanOut?.count ?? 0) <= $0.limit ? $0.leaseUntil.seconds : nil }
+        let (status, due) = leaseUntil.map { ("sending", $0) } ?? ("queued", now)
+        // Ids only grow (AUTOINCREMENT) and this transaction is the only writer: what it inserts
+        // is every row above the highest id now.
+        let lastIDBefore = leaseUntil == nil ? 0 : try db.fetchOne("SELECT COALESCE(MAX(id), 0) FROM deliveries") { $0[0] as Int64 } ?? 0
         let insert = try db.cachedStatement(
             sql: """
-                INSERT INTO deliveries (\(Self.newDeliveryColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?)
+                INSERT INTO deliveries (\(Self.newDeliveryColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)
                 """)
         for delivery in deliveries {
             let (kind, deviceID, token, channelID) = delivery.target.columns
             let push = delivery.push
             try insert.execute(arguments: [
                 push.key, push.event, kind, deviceID, token, channelID, payloadIDs[push.payloadIndex], push.priority, push.priorityReason,
-                push.expiration, push.timestamp, push.requestID, now, now,
+                push.expiration, push.timestamp, push.requestID, status, due, now,
             ])
         }
-        if let fanOut {
+        if let push = fanOut?.push {
             // In the order a per-token plan would have listed them.
             try db.run(
                 """
                 INSERT INTO deliveries (\(Self.newDeliveryColumns))
-                SELECT key, ?, 'activity', device_id, token, NULL, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?
+                SELECT key, ?, 'activity', device_id, token, NULL, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?
                 FROM activity_tokens WHERE key = ? AND state = 'live' ORDER BY device_id
                 """,
                 [
-                    fanOut.event, payloadIDs[fanOut.payloadIndex], fanOut.priority, fanOut.priorityReason, fanOut.expiration,
-                    fanOut.timestamp, fanOut.requestID, now, now, fanOut.key,
+                    push.event, payloadIDs[push.payloadIndex], push.priority, push.priorityReason, push.expiration,
+                    push.timestamp, push.requestID, status, due, now, push.key,
                 ])
+        }
+        guard leaseUntil != nil else { return [] }
+        let payloadsByID = Dictionary(uniqueKeysWithValues: zip(payloadIDs, payloads))
+        return try db.fetchAll(
+            "SELECT \(DeliveryRecord.columns) FROM deliveries WHERE id > ? ORDER BY id", [lastIDBefore], as: DeliveryRow.init(row:)
+        ).map { row in
+            var record = row.record
+            record.payload = payloadsByID[row.payloadID] ?? []
+            return record
         }
     }
 

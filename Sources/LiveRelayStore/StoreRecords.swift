@@ -371,10 +371,38 @@ public struct WriteContext: Sendable, Hashable {
     public var idempotency: IdempotencyClaim?
     /// The schedule this write runs; it is marked done with the write.
     public var scheduleID: String?
+    /// Set when a dispatcher is running with room to take the request's pushes at once.
+    public var handOver: HandOver?
 
-    public init(idempotency: IdempotencyClaim? = nil, scheduleID: String? = nil) {
+    public init(idempotency: IdempotencyClaim? = nil, scheduleID: String? = nil, handOver: HandOver? = nil) {
         self.idempotency = idempotency
         self.scheduleID = scheduleID
+        self.handOver = handOver
+    }
+}
+
+/// Lets an accepting write claim its own pushes for the running dispatcher, leased until
+/// `leaseUntil` as a claim would, when there are at most `limit`: the dispatcher then sends them
+/// at once, without a transaction of its own to claim them. Past the limit they are queued.
+public struct HandOver: Sendable, Hashable {
+    public var leaseUntil: Date
+    public var limit: Int
+
+    public init(leaseUntil: Date, limit: Int) {
+        self.leaseUntil = leaseUntil
+        self.limit = limit
+    }
+}
+
+/// What an accepting write stored: the answer, and the pushes it claimed for the dispatcher
+/// (empty unless it was given a hand-over and the pushes fit in it).
+public struct Accepted: Sendable {
+    public var response: StoredResponse
+    public var claimed: [DeliveryRecord]
+
+    public init(response: StoredResponse, claimed: [DeliveryRecord] = []) {
+        self.response = response
+        self.claimed = claimed
     }
 }
 

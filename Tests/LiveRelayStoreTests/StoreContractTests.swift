@@ -52,7 +52,7 @@ extension RelayStore {
     func start(
         _ key: String, audience: Audience = .everyone, at: Date = t0, context: WriteContext = WriteContext(),
         seen: (@Sendable ([PushToStartTokenRecord]) -> Void)? = nil
-    ) async throws -> StoredResponse {
+    ) async throws -> Accepted {
         try await acceptStart(key: key, attributesType: deliveryType, audience: audience, context: context) { tokens in
             seen?(tokens)
             return StartPlan(
@@ -70,14 +70,15 @@ extension RelayStore {
     }
 
     /// Updates (or ends) `key` with one push per live token at `priority`; returns the snapshot the
-    /// plan saw (with the priority-10 counts of the last hour when `countingBudget`).
+    /// plan saw (with the priority-10 counts of the last hour when `countingBudget`), and puts the
+    /// pushes the store claimed for a hand-over in `claimed`.
     @discardableResult
     func change(
         _ key: String, event: String = "update", body: String, at: Date, priority: Int = 10, context: WriteContext = WriteContext(),
-        channelDeleteAfter: Date? = nil, countingBudget: Bool = true
+        channelDeleteAfter: Date? = nil, countingBudget: Bool = true, claimed: Seen<[DeliveryRecord]>? = nil
     ) async throws -> ChangeSnapshot {
         let seen = Seen<ChangeSnapshot?>(nil)
-        _ = try await acceptChange(key: key, budgetWindowStart: countingBudget ? at - 3600 : nil, context: context) { snapshot in
+        let accepted = try await acceptChange(key: key, budgetWindowStart: countingBudget ? at - 3600 : nil, context: context) { snapshot in
             seen.set(snapshot)
             guard var activity = snapshot.activity else { throw StoreError(.keyEnded, "no key") }
             activity.lastTimestamp = max(Int64(at.timeIntervalSince1970), activity.lastTimestamp + 1)
@@ -106,6 +107,7 @@ extension RelayStore {
                 },
                 fanOut: fanOut, channelDeleteAfter: channelDeleteAfter, response: response(body))
         }
+        claimed?.set(accepted.claimed)
         return seen.value!
     }
 
@@ -394,6 +396,38 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         // Whoever held them died: after the lease they are claimed again.
         let again = try await store.claimDeliveries(dueBy: t0 + 60, limit: 10, leaseUntil: t0 + 120)
         #expect(again.map(\.target.name) == ["iphone-1", "iphone-2"])
+    }
+
+    @Test(arguments: StoreKind.allCases) func aHandedOverRequestWritesItsPushesClaimedUnlessTheyAreTooMany(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        for device in ["iphone-1", "iphone-2", "iphone-3"] {
+            try await store.saveActivityToken(activityToken("match", device), attributesType: deliveryType)
+        }
+        try await store.savePushToStartToken(pushToStart("iphone-1"))
+        let handOver = WriteContext(handOver: HandOver(leaseUntil: t0 + 60, limit: 3))
+        func isClaimed(_ records: [DeliveryRecord], _ body: String) -> Bool {
+            records.allSatisfy { $0.status == .sending && $0.nextAttemptAt == t0 + 60 && $0.payload == Array(body.utf8) }
+        }
+
+        let started = try await store.start("order-1", at: t0, context: handOver)
+        #expect(started.claimed.map(\.target.name) == ["iphone-1"] && isClaimed(started.claimed, "start order-1"))
+        // Written by the store for each live token, or planned token by token: claimed either way.
+        let fanOut = Seen<[DeliveryRecord]>([]), planned = Seen<[DeliveryRecord]>([])
+        try await store.change("match", body: "u1", at: t0, context: handOver, countingBudget: false, claimed: fanOut)
+        try await store.change("match", body: "u2", at: t0 + 1, context: handOver, claimed: planned)
+        #expect(fanOut.value.map(\.target.name) == ["iphone-1", "iphone-2", "iphone-3"] && isClaimed(fanOut.value, "u1"))
+        #expect(planned.value.map(\.target.name) == ["iphone-1", "iphone-2", "iphone-3"] && isClaimed(planned.value, "u2"))
+        #expect(Set((started.claimed + fanOut.value + planned.value).map(\.id)).count == 7)
+        // More pushes than the hand-over takes: all queued, none claimed.
+        let tooMany = Seen<[DeliveryRecord]>([])
+        try await store.change(
+            "match", body: "u3", at: t0 + 2, context: WriteContext(handOver: HandOver(leaseUntil: t0 + 60, limit: 2)), claimed: tooMany)
+        #expect(tooMany.value.isEmpty)
+        // The claimed ones are in flight (a newer update does not supersede them): the dispatcher
+        // claims only the queued ones, and the others only once their lease runs out.
+        #expect(try await store.statuses(key: "match").filter { $0.value == .sending }.count == 6)
+        #expect(try await store.claimDeliveries(dueBy: t0 + 59, limit: 10, leaseUntil: t0 + 119).map(\.payload) == Array(repeating: Array("u3".utf8), count: 3))
+        #expect(try await store.claimDeliveries(dueBy: t0 + 60, limit: 10, leaseUntil: t0 + 120).count == 7)
     }
 
     @Test(arguments: StoreKind.allCases) func releasingClaimsMakesEveryPushInFlightDueAtOnce(kind: StoreKind) async throws {
