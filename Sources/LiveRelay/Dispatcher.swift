@@ -131,13 +131,17 @@ public final class Dispatcher: Service {
                 // Nothing to do until a batch is claimed or recorded, the queue runs low, outcomes
                 // pile up, more is queued, or a retry comes due.
                 var wait = Duration.seconds(1)
-                if let oldestUnrecorded, !recording {
-                    wait = min(wait, max(.milliseconds(1), oldestUnrecorded + policy.recordingDelay - .now))
-                }
                 if idle, let next = try? await relay.store.nextDueDate() {
                     wait = min(wait, .milliseconds(max(1, Int(next.timeIntervalSince(relay.now()) * 1000))))
                 }
-                await relay.outboxSignal.wait(upTo: wait)
+                // Woken by its time, the loop claims (a retry may be due), unless that time was
+                // only for recording outcomes.
+                var claimAfterWait = true
+                if let oldestUnrecorded, !recording {
+                    let recordingDue = max(.milliseconds(1), oldestUnrecorded + policy.recordingDelay - .now)
+                    if recordingDue < wait { (wait, claimAfterWait) = (recordingDue, false) }
+                }
+                await relay.outboxSignal.wait(upTo: wait, thenClaim: claimAfterWait)
             }
         }
     }
@@ -419,9 +423,9 @@ final class OutboxSignal: Sendable {
         waiter?.resume()
     }
 
-    /// Returns when signalled (or already signalled since the last wait), or after `limit`, when
-    /// whatever was waiting for its time may have come due.
-    func wait(upTo limit: Duration) async {
+    /// Returns when signalled (or already signalled since the last wait), or after `limit`; then
+    /// as if `queued()` had been called when `thenClaim`, since a retry may have come due.
+    func wait(upTo limit: Duration, thenClaim: Bool = true) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 await withCheckedContinuation { continuation in
@@ -439,7 +443,8 @@ final class OutboxSignal: Sendable {
             }
             group.addTask {
                 try? await Task.sleep(for: limit)
-                if !Task.isCancelled { self.queued() }
+                guard !Task.isCancelled else { return }
+                if thenClaim { self.queued() } else { self.signal() }
             }
             await group.next()
             group.cancelAll()
