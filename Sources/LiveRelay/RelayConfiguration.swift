@@ -45,8 +45,8 @@ public struct BudgetPolicy: Sendable, Hashable {
 public struct DispatchPolicy: Sendable, Hashable {
     /// Pushes in flight at once. Many streams on one HTTP/2 connection let both ends read and
     /// write in large batches. APNs has been seen announcing 500 to 1,500 streams a connection;
-    /// the client queues what goes beyond the announced limit. (In `bench server`, 800 sent a
-    /// fan-out 15–20% faster than 200.)
+    /// the client queues what goes beyond the announced limit. (In `bench server`, a fan-out ran
+    /// at a median 92% of `bench client` with 800 in flight, 84% with 400.)
     public var concurrency: Int
     /// Deliveries claimed per round trip to the store.
     public var batchSize: Int

@@ -5,7 +5,7 @@ import NIOHPACK
 import NIOHTTP2
 import Testing
 
-@Suite struct StreamsHandlerFlushTests {
+@Suite struct FlushTests {
     /// Flushes of one event-loop tick reach the socket as one, but never more than `flushEvery`
     /// wait: otherwise both ends take turns at whole batches of hundreds.
     @Test func flushesOfOneTickAreCoalescedButAtMostFlushEveryAtATime() throws {
