@@ -603,10 +603,9 @@ extension SQLiteStore {
     /// Writes the pushes of an accepted request: queued, or claimed for the dispatcher (and
     /// returned) when a hand-over allows as many. `fanOut` is a push to each live token of its
     /// key, of which there are `count`.
-    @discardableResult
     private static func enqueue(
         _ db: Database, payloads: [[UInt8]], deliveries: [NewDelivery], fanOut: (push: NewPush, count: Int)? = nil, at: Date,
-        handOver: HandOver? = nil
+        handOver: HandOver?
     ) throws -> [DeliveryRecord] {
         guard !deliveries.isEmpty || fanOut != nil else { return [] }
         var payloadIDs: [Int64] = []
