@@ -592,17 +592,15 @@ extension SQLiteStore {
         }
     }
 
-    /// Inserts the payloads once and a delivery per push; a push to a token supersedes the ones
-    /// queued for it before.
     /// What a new delivery is written with; the rest of its columns start empty.
     private static let newDeliveryColumns = """
         key, event, target, device_id, token, channel_id, payload_id, priority, priority_reason, expiration, timestamp, request_id, \
         status, attempts, next_attempt_at, created_at
         """
 
-    /// Writes the pushes of an accepted request: queued, or claimed for the dispatcher (and
-    /// returned) when a hand-over allows as many. `fanOut` is a push to each live token of its
-    /// key, of which there are `count`.
+    /// Writes the pushes of an accepted request, each payload once, after superseding what they
+    /// make pointless: queued, or claimed for the dispatcher (and returned) when a hand-over allows
+    /// as many. `fanOut` is a push to each live token of its key, of which there are `count`.
     private static func enqueue(
         _ db: Database, payloads: [[UInt8]], deliveries: [NewDelivery], fanOut: (push: NewPush, count: Int)? = nil, at: Date,
         handOver: HandOver?
