@@ -69,7 +69,11 @@ public struct APNsError: Error, Sendable, Hashable, CustomStringConvertible {
     /// milliseconds. The inverse of `init(_:)`.
     public var body: [UInt8] {
         var json: JSONValue = .object([("reason", .string(reason.rawValue))])
-        if let timestamp { json.set("timestamp", .integer(Int64((timestamp.timeIntervalSince1970 * 1000).rounded(.down)))) }
+        if let timestamp {
+            // Clamped first: a timestamp read from a peer's answer may be any number.
+            let milliseconds = timestamp.timeIntervalSince1970 * 1000, limit = Date.supportedRange.upperBound.timeIntervalSince1970 * 1000
+            json.set("timestamp", .integer(Int64(milliseconds.isNaN ? 0 : min(max(milliseconds, 0), limit).rounded(.down))))
+        }
         return json.serialized
     }
 

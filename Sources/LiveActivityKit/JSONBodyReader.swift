@@ -76,12 +76,33 @@ package struct JSONBodyReader {
         return try JSONBodyReader(value, path: field(key), fields: fields)
     }
 
-    /// A date as ISO 8601 text or as seconds since 1970 (the form APNs payloads use).
+    /// A date as ISO 8601 text or as seconds since 1970 (the form APNs payloads use), within
+    /// `Date.supportedRange`.
     package func date(_ key: String) throws(JSONFieldError) -> Date? {
         guard let value = value(key) else { return nil }
-        if case .number = value, let seconds = value.doubleValue { return Date(timeIntervalSince1970: seconds) }
-        if let text = value.stringValue, let date = ISO8601DateFormatter().date(from: text) { return date }
-        throw JSONFieldError.invalid(field(key), "must be an ISO 8601 date such as 2026-11-21T10:00:00Z, or seconds since 1970")
+        let date: Date
+        if case .number(let literal) = value {
+            // A literal too large for a Double (1e400) reads as infinity, and is refused below.
+            date = Date(timeIntervalSince1970: Double(literal) ?? .infinity)
+        } else if let text = value.stringValue, let parsed = ISO8601DateFormatter().date(from: text) {
+            date = parsed
+        } else {
+            throw JSONFieldError.invalid(field(key), "must be an ISO 8601 date such as 2026-11-21T10:00:00Z, or seconds since 1970")
+        }
+        do {
+            return try Date.supported(date, field: field(key))
+        } catch {
+            throw JSONFieldError.invalid(field(key), "must be a date \(Date.supportedRangeText)")
+        }
+    }
+
+    /// A whole number within `range`; the check comes before the conversion.
+    package func integer(_ key: String, in range: ClosedRange<Int>) throws(JSONFieldError) -> Int? {
+        guard let number = try number(key) else { return nil }
+        guard number == number.rounded(), number >= Double(range.lowerBound), number <= Double(range.upperBound) else {
+            throw JSONFieldError.invalid(field(key), "must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return Int(number)
     }
 }
 

@@ -207,8 +207,3 @@ extension AlertConfiguration {
         return .object(members)
     }
 }
-
-/// Whole UNIX seconds (UTC), the unit of every date in `aps`.
-public func unixSeconds(_ date: Date) -> Int64 {
-    Int64(date.timeIntervalSince1970.rounded(.down))
-}

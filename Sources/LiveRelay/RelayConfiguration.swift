@@ -35,6 +35,9 @@ public struct BudgetPolicy: Sendable, Hashable {
     /// When the device reported `frequentPushesEnabled`.
     public var frequentPriority10PerHour: Int
 
+    /// What either figure may be set to.
+    public static let allowed = 0...100_000
+
     public init(priority10PerHour: Int = 12, frequentPriority10PerHour: Int = 120) {
         self.priority10PerHour = priority10PerHour
         self.frequentPriority10PerHour = frequentPriority10PerHour

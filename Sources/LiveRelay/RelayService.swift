@@ -46,9 +46,15 @@ public final class RelayService: Sendable {
 
     /// Makes a key and returns its secret, which is shown once: only its hash is stored.
     public func createAPIKey(name: String, scope: APIKeyScope) async throws -> (record: APIKeyRecord, secret: String) {
+        try await Self.createAPIKey(name: name, scope: scope, in: store, at: now())
+    }
+
+    /// The same without a running server: `liverelay keys create` recovers access this way.
+    public static func createAPIKey(
+        name: String, scope: APIKeyScope, in store: any RelayStore, at date: Date
+    ) async throws -> (record: APIKeyRecord, secret: String) {
         let secret = "lr_\(scope.rawValue)_" + randomHex(bytes: 24)
-        let record = APIKeyRecord(
-            id: "key_" + randomHex(bytes: 8), name: name, scope: scope, secretHash: Self.hash(secret), createdAt: now())
+        let record = APIKeyRecord(id: "key_" + randomHex(bytes: 8), name: name, scope: scope, secretHash: hash(secret), createdAt: date)
         try await store.insertAPIKey(record)
         return (record, secret)
     }
@@ -66,11 +72,20 @@ public final class RelayService: Sendable {
         return key
     }
 
-    /// Revokes a key at once; false when no unrevoked key has this id.
-    public func revokeAPIKey(id: String) async throws -> Bool {
-        let revoked = try await store.revokeAPIKey(id: id, at: now())
-        keyCache.withLock { cache in cache = cache.filter { $0.value.key.id != id } }
-        return revoked
+    /// Revokes a key at once. The last live admin key stays: without it nothing could make a key
+    /// (`liverelay keys create` makes one offline).
+    public func revokeAPIKey(id: String) async throws {
+        switch try await store.revokeAPIKey(id: id, at: now()) {
+        case .revoked:
+            keyCache.withLock { cache in cache = cache.filter { $0.value.key.id != id } }
+        case .notFound:
+            throw RelayError(.notFound, code: "not_found", message: "no live API key \(id)", field: "id")
+        case .lastAdminKey:
+            throw RelayError(
+                .conflict, code: "last_admin_key",
+                message: "\(id) is the last live admin key; make another admin key first (POST /v1/api-keys, or `liverelay keys create --scope admin` on the server)",
+                field: "id")
+        }
     }
 
     static func hash(_ secret: String) -> Data { Data(SHA256.hash(data: Data(secret.utf8))) }
@@ -400,6 +415,8 @@ public final class RelayService: Sendable {
             } catch let error as RelayError {
                 try await store.failSchedule(id: schedule.id, reason: error.description)
             } catch let error as JSONFieldError {
+                try await store.failSchedule(id: schedule.id, reason: error.description)
+            } catch let error as LiveActivityValidationError {
                 try await store.failSchedule(id: schedule.id, reason: error.description)
             }
         }

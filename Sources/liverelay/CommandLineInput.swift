@@ -48,6 +48,16 @@ struct InputError: Error, CustomStringConvertible {
 /// Parses a date given on the command line: ISO-8601 (`2026-11-21T14:00:00Z`), UNIX seconds
 /// (`1795272000`), or relative to now (`+15m`, `+90s`, `+2h`, `+1d`, `now`).
 func parseCommandLineDate(_ text: String, field: String, now: Date) throws(InputError) -> Date {
+    do {
+        return try Date.supported(try parseAnyCommandLineDate(text, field: field, now: now), field: field)
+    } catch let error as LiveActivityValidationError {
+        throw InputError(error)
+    } catch {
+        throw error as! InputError
+    }
+}
+
+private func parseAnyCommandLineDate(_ text: String, field: String, now: Date) throws -> Date {
     let trimmed = text.trimmingCharacters(in: .whitespaces)
     if trimmed == "now" { return now }
     if trimmed.hasPrefix("+") || trimmed.hasPrefix("-"), let unit = trimmed.last, let amount = Double(trimmed.dropFirst().dropLast()) {
@@ -92,6 +102,9 @@ func readJSONArgument(_ argument: String, field: String) throws(InputError) -> J
         }
         bytes = Array(data)
     } else {
+        guard argumentWasValidUTF8(argument) else {
+            throw InputError("\(field): is not valid UTF-8; JSON text must be UTF-8 (the shell passed other bytes)")
+        }
         bytes = Array(argument.utf8)
     }
     do {
@@ -99,6 +112,19 @@ func readJSONArgument(_ argument: String, field: String) throws(InputError) -> J
     } catch {
         throw InputError("\(field): \(error)")
     }
+}
+
+/// Swift turns invalid UTF-8 in an argument into U+FFFD, which would then be sent as if typed:
+/// the raw argument is checked instead.
+private func argumentWasValidUTF8(_ argument: String) -> Bool {
+    guard argument.unicodeScalars.contains("\u{FFFD}") else { return true }
+    for index in 0..<Int(CommandLine.argc) {
+        guard let raw = CommandLine.unsafeArgv[index] else { continue }
+        let bytes = UnsafeBufferPointer(start: raw, count: strlen(raw)).map { UInt8(bitPattern: $0) }
+        guard String(decoding: bytes, as: UTF8.self) == argument else { continue }
+        return String(validating: bytes, as: UTF8.self) != nil
+    }
+    return true
 }
 
 // MARK: - Credentials and environment
@@ -190,7 +216,7 @@ struct ConnectionOptions: ParsableArguments {
         guard let teamID = value(teamID, "LIVERELAY_APNS_TEAM_ID") else {
             throw InputError("team-id: is required (--team-id or LIVERELAY_APNS_TEAM_ID)")
         }
-        guard timeout > 0, timeout.isFinite else { throw InputError("timeout: must be a positive number of seconds") }
+        guard timeout > 0, timeout <= 3600 else { throw InputError("timeout: must be more than 0 and at most 3600 seconds") }
         do {
             let key = try APNsSigningKey(p8File: keyFile, keyID: keyID, teamID: teamID)
             return APNsClient.Configuration(

@@ -34,6 +34,20 @@ struct Emulator: AsyncParsableCommand {
     var streamLimit: Int = 1000
     @Flag(help: "Accept apns-priority 1 on Live Activity device pushes.") var allowPriority1 = false
 
+    func validate() throws {
+        for (name, value) in [("port", port), ("management-port", managementPort), ("control-port", controlPort)]
+        where !(0...65535).contains(value) {
+            throw ValidationError("\(name): must be 0 to 65535 (0: any free port), got \(value)")
+        }
+        if let idleTimeout, !(1...86_400).contains(idleTimeout) {
+            throw ValidationError("idle-timeout: must be 1 to 86400 seconds, got \(idleTimeout)")
+        }
+        // SETTINGS_MAX_CONCURRENT_STREAMS is a 31-bit value in practice (RFC 9113 §6.5.2).
+        guard (1...Int(Int32.max)).contains(streamLimit) else {
+            throw ValidationError("stream-limit: must be 1 to \(Int32.max), got \(streamLimit)")
+        }
+    }
+
     func run() async throws {
         guard let environment = EmulatorEnvironment(rawValue: environment) else {
             throw ValidationError("environment: must be sandbox or production, got \"\(environment)\"")

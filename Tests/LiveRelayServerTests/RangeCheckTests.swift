@@ -1,0 +1,90 @@
+import Foundation
+import LiveActivityKit
+import LiveRelay
+import LiveRelayStore
+import LiveRelayTesting
+import Testing
+
+/// Numbers and dates are checked against their range before anything converts them: a date
+/// beyond `Int64` seconds once took the whole server down, and a scheduled one kept it down.
+@Suite(.timeLimit(.minutes(2)))
+struct RangeCheckTests {
+    static let outOfRange: [(route: String, body: String, field: String)] = [
+        ("start", #""staleDate": 1e19"#, "staleDate"),
+        ("start", #""staleDate": 1e400"#, "staleDate"),
+        ("start", #""staleDate": -1e19"#, "staleDate"),
+        ("start", #""expiration": 1e19"#, "expiration"),
+        ("start", #""at": 1e19"#, "at"),
+        ("start", #""at": "-0001-01-01T00:00:00Z""#, "at"),
+        ("update", #""staleDate": 1e19"#, "staleDate"),
+        ("update", #""expiration": 1e400"#, "expiration"),
+        ("update", #""at": 1e19"#, "at"),
+        ("end", #""dismissalDate": 1e19"#, "dismissalDate"),
+        ("end", #""dismissalDate": -1e400"#, "dismissalDate"),
+        ("end", #""at": 253402300800"#, "at"),
+    ]
+
+    /// One server for every case: each runs against what the cases before it left.
+    @Test func aDateOutOfRangeIsRefusedNamingTheFieldAndTheServerKeepsGoing() async throws {
+        try await withRelayHarness { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            #expect(try await relay.post("/v1/activities/k/start", startBody(key: "k")).status == 201)
+            for (route, extra, field) in Self.outOfRange {
+                let base = route == "start" ? startBody(key: "k2").serialized : content("later", 5).serializedAsContentStateBody
+                var text = String(decoding: base, as: UTF8.self)
+                text.removeLast()
+                let answer = try await relay.post("/v1/activities/\(route == "start" ? "k2" : "k")/\(route)", json(text + ", " + extra + "}"))
+                #expect(answer.status == 400, "\(route) \(extra)")
+                #expect(answer.json["error"]?["field"] == .string(field), "\(route) \(extra)")
+                #expect(answer.json["error"]?["code"] == .string("invalid_value"), "\(route) \(extra)")
+                #expect(answer.json["error"]?["message"]?.stringValue?.contains("9999-12-31T23:59:59Z") == true, "\(route) \(extra)")
+                // Nothing was scheduled or written, and the server still answers.
+                #expect(try await relay.get("/v1/schedules").json["schedules"] == .array([]))
+                #expect(try await relay.get("/v1/activities/k").json["contentState"] == content("preparing", 30))
+                #expect(try await relay.get("/v1/activities/k2").status == 404)
+                #expect(try await relay.get("/v1/health", scope: nil).status == 200)
+            }
+        }
+    }
+
+    /// A schedule written before dates were checked (as an older release did) fails with the
+    /// reason when due, instead of taking the server down; the next schedule still runs.
+    @Test func aStoredScheduleThatCanNoLongerRunFailsWithItsReasonAndTheNextStillRuns() async throws {
+        try await withRelayHarness { relay in
+            try await relay.startActivity("k", on: ["iphone-1"])
+            let now = relay.relay.currentDate
+            for (id, request) in [
+                ("sch_bad", #"{"contentState": {"status": "late", "etaMinutes": 1}, "staleDate": 1e19}"#),
+                ("sch_good", #"{"contentState": {"status": "soon", "etaMinutes": 2}}"#),
+            ] {
+                let schedule = ScheduleRecord(id: id, key: "k", action: "update", request: json(request), dueAt: now + 5, createdAt: now)
+                try await relay.relay.store.insertSchedule(schedule, context: WriteContext(), response: StoredResponse(status: 202, body: []))
+            }
+            try await relay.advance(by: 10)
+            let bad = try #require(try await relay.relay.store.schedule(id: "sch_bad"))
+            #expect(bad.state == .failed)
+            #expect(bad.result?.contains("staleDate") == true)
+            #expect(try await relay.relay.store.schedule(id: "sch_good")?.state == .done)
+            #expect(try await relay.get("/v1/activities/k").json["contentState"] == content("soon", 2))
+        }
+    }
+
+    @Test(arguments: [
+        (#"{"at": "9999-12-31T23:59:59Z"}"#, 202), (#"{"at": 253402300799}"#, 202),
+    ])
+    func theLastSupportedDateIsAcceptedAndAnsweredAsADateTime(extra: String, status: Int) async throws {
+        try await withRelayHarness { relay in
+            try await relay.startActivity("k", on: ["iphone-1"])
+            var text = String(decoding: content("later", 5).serializedAsContentStateBody, as: UTF8.self)
+            text.removeLast()
+            let answer = try await relay.post("/v1/activities/k/update", json(text + ", " + extra.dropFirst()))
+            #expect(answer.status == status)
+            #expect(answer.json["dueAt"] == .string("9999-12-31T23:59:59Z"))
+        }
+    }
+}
+
+extension JSONValue {
+    /// `{"contentState": self}`.
+    fileprivate var serializedAsContentStateBody: [UInt8] { JSONValue.object([("contentState", self)]).serialized }
+}
