@@ -12,12 +12,15 @@ public struct APIError: Error, HTTPResponseError, CustomStringConvertible {
     public let message: String
     /// The request field, path parameter or query parameter at fault.
     public let field: String?
+    /// On a `500`: the id under which the server's log holds what went wrong.
+    public let requestID: String?
 
-    public init(_ status: HTTPResponse.Status, code: String, message: String, field: String? = nil) {
+    public init(_ status: HTTPResponse.Status, code: String, message: String, field: String? = nil, requestID: String? = nil) {
         self.status = status
         self.code = code
         self.message = message
         self.field = field
+        self.requestID = requestID
     }
 
     public var description: String { field.map { "\($0): \(message)" } ?? message }
@@ -43,6 +46,7 @@ public struct APIError: Error, HTTPResponseError, CustomStringConvertible {
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         var error: [(String, JSONValue)] = [("code", .string(code)), ("message", .string(message))]
         if let field { error.append(("field", .string(field))) }
+        if let requestID { error.append(("requestID", .string(requestID))) }
         return Response(
             status: status, headers: [.contentType: "application/json"],
             body: ResponseBody(byteBuffer: ByteBuffer(bytes: JSONValue.object([("error", .object(error))]).serialized)))
@@ -66,8 +70,14 @@ package struct APIErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             let message = (error as? HTTPError)?.body ?? error.status.reasonPhrase
             throw APIError(error.status, code: code, message: message)
         } catch {
-            context.logger.error("API failure", metadata: ["error": "\(error)"])
-            throw APIError(.internalServerError, code: "internal_error", message: "\(error)")
+            // The detail (a database error names its statement) goes to the log, never to the client.
+            let requestID = "req_" + (0..<8).map { _ in String(format: "%02x", UInt8.random(in: .min ... .max)) }.joined()
+            context.logger.error(
+                "API request failed",
+                metadata: ["request.id": "\(requestID)", "http.method": "\(request.method)", "http.path": "\(request.uri.path)", "error": "\(error)"])
+            throw APIError(
+                .internalServerError, code: "internal_error",
+                message: "the server could not handle this request; its log has the details under request id \(requestID)", requestID: requestID)
         }
     }
 }

@@ -24,7 +24,21 @@ public final class Dispatcher: Service {
 
     public func run() async throws {
         // No claim survives a restart: what was in flight when the process died is due again.
-        try await relay.store.releaseClaims(at: relay.now())
+        // A store that fails now is waited for, as the loop waits for it later.
+        var backoff = StoreBackoff()
+        while true {
+            do {
+                try await relay.store.releaseClaims(at: relay.now())
+                logger.log(backoff.succeeded(), who: "the dispatcher")
+                break
+            } catch {
+                let (wait, change) = backoff.failed()
+                logger.log(change, who: "the dispatcher", error: error)
+                relay.metrics.count("liverelay_store_failures_total", ["loop": "dispatcher"])
+                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: wait) }
+                if Task.isShuttingDownGracefully || Task.isCancelled { return }
+            }
+        }
         try await pump(stopWhenIdle: false)
     }
 
@@ -68,6 +82,10 @@ public final class Dispatcher: Service {
             // queued since; a finished push alone does not make anything due.
             var claimAgain = true
             var oldestUnrecorded: ContinuousClock.Instant?
+            // While the store fails, claims and recordings wait out the back-off (a full disk once
+            // made this loop retry about 90 times a second, logging each).
+            var backoff = StoreBackoff()
+            var storePausedUntil = ContinuousClock.now
             while true {
                 let stopping = Task.isShuttingDownGracefully || Task.isCancelled
                 if stopping {
@@ -80,23 +98,35 @@ public final class Dispatcher: Service {
                         claiming = false
                         claimAgain = batch.count == policy.batchSize
                         work.add(batch)
+                        logger.log(backoff.succeeded(), who: "the dispatcher")
                     case .recorded:
                         recording = false
+                        logger.log(backoff.succeeded(), who: "the dispatcher")
                     case .failed(let error, let unrecorded):
-                        logger.error("dispatch failed", metadata: ["error": "\(error)"])
+                        let (wait, change) = backoff.failed()
+                        storePausedUntil = .now + wait
+                        logger.log(change, who: "the dispatcher", error: error)
+                        relay.metrics.count("liverelay_store_failures_total", ["loop": "dispatcher"])
                         if let unrecorded {
                             recording = false
-                            work.putBack(unrecorded)
+                            // Shutting down, a store that keeps failing cannot hold the process:
+                            // these pushes were sent, and their leases make them due again.
+                            if stopping, backoff.failuresInARow >= Self.recordingAttemptsWhileStopping {
+                                logger.error("outcomes not recorded at shutdown; their pushes will be sent again", metadata: ["count": "\(unrecorded.count)"])
+                            } else {
+                                work.putBack(unrecorded)
+                            }
                         } else {
                             claiming = false
                         }
                     }
                 }
+                let storeAvailable = ContinuousClock.now >= storePausedUntil
                 let state = work.counts()
                 if state.unrecorded > 0, oldestUnrecorded == nil { oldestUnrecorded = .now }
                 let quiet = state.queued == 0 && state.sending == 0
                 let recordingDue = oldestUnrecorded.map { .now - $0 >= policy.recordingDelay } ?? false
-                if !recording, state.unrecorded > 0,
+                if !recording, storeAvailable, state.unrecorded > 0,
                    state.unrecorded >= policy.batchSize / 2 || recordingDue || stopping || (stopWhenIdle && quiet)
                 {
                     recording = true
@@ -112,7 +142,7 @@ public final class Dispatcher: Service {
                         self.relay.outboxSignal.signal()
                     }
                 }
-                if !claiming, !stopping, state.queued < lowWater, claimAgain || relay.outboxSignal.takeQueued() {
+                if !claiming, !stopping, storeAvailable, state.queued < lowWater, claimAgain || relay.outboxSignal.takeQueued() {
                     claiming = true
                     group.addTask {
                         do {
@@ -131,20 +161,25 @@ public final class Dispatcher: Service {
                 // Nothing to do until a batch is claimed or recorded, the queue runs low, outcomes
                 // pile up, more is queued, or a retry comes due.
                 var wait = Duration.seconds(1)
-                if idle, let next = try? await relay.store.nextDueDate() {
-                    wait = min(wait, .milliseconds(max(1, Int(next.timeIntervalSince(relay.now()) * 1000))))
+                if idle, !backoff.isFailing, let next = try? await relay.store.nextDueDate() {
+                    wait = min(wait, .milliseconds(max(1, min(1000, next.timeIntervalSince(relay.now()) * 1000))))
                 }
+                let pause = storePausedUntil - .now
+                if pause > .zero { wait = min(wait, pause) }
                 // Woken by its time, the loop claims (a retry may be due), unless that time was
                 // only for recording outcomes.
                 var claimAfterWait = true
                 if let oldestUnrecorded, !recording {
-                    let recordingDue = max(.milliseconds(1), oldestUnrecorded + policy.recordingDelay - .now)
+                    let recordingDue = max(.milliseconds(1), oldestUnrecorded + policy.recordingDelay - .now, pause)
                     if recordingDue < wait { (wait, claimAfterWait) = (recordingDue, false) }
                 }
                 await relay.outboxSignal.wait(upTo: wait, thenClaim: claimAfterWait)
             }
         }
     }
+
+    /// Failed recordings in a row after which a stopping dispatcher gives up on its outcomes.
+    static let recordingAttemptsWhileStopping = 5
 
     private func send(_ delivery: DeliveryRecord) async -> DeliveryOutcome {
         let request: APNsRequest
@@ -391,9 +426,20 @@ public struct RelayTicker: Service {
     }
 
     public func run() async throws {
+        var backoff = StoreBackoff(initial: interval, maximum: .seconds(30))
         while !Task.isShuttingDownGracefully {
-            do { try await relay.tick() } catch { relay.logger.error("tick failed", metadata: ["error": "\(error)"]) }
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+            var wait = interval
+            do {
+                try await relay.tick()
+                relay.logger.log(backoff.succeeded(), who: "the ticker")
+            } catch {
+                let failed = backoff.failed()
+                wait = failed.wait
+                relay.logger.log(failed.change, who: "the ticker", error: error)
+                relay.metrics.count("liverelay_store_failures_total", ["loop": "ticker"])
+            }
+            let pause = wait
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
         }
     }
 }
@@ -443,8 +489,8 @@ final class OutboxSignal: Sendable {
             }
             group.addTask {
                 try? await Task.sleep(for: limit)
-                guard !Task.isCancelled else { return }
-                if thenClaim { self.queued() } else { self.signal() }
+                // Cancelled, the waiter above must still be resumed, or the group never ends.
+                if thenClaim, !Task.isCancelled { self.queued() } else { self.signal() }
             }
             await group.next()
             group.cancelAll()

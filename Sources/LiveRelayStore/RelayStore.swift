@@ -16,8 +16,9 @@ public protocol RelayStore: Sendable {
     func insertAPIKey(_ key: APIKeyRecord) async throws
     func apiKey(secretHash: Data) async throws -> APIKeyRecord?
     func apiKeys() async throws -> [APIKeyRecord]
-    /// False when no unrevoked key has this id.
-    func revokeAPIKey(id: String, at: Date) async throws -> Bool
+    /// Revokes the unrevoked key with this id, unless it is the last unrevoked admin key (nothing
+    /// could make a new key then). Decided within the write, so two revocations cannot both pass.
+    func revokeAPIKey(id: String, at: Date) async throws -> APIKeyRevocation
 
     // MARK: Registrations from apps
 

@@ -19,8 +19,20 @@ public final class SQLiteStore: RelayStore {
     private let checkpointer: DatabaseQueue
     private let checkpoints = Mutex<(running: Bool, last: ContinuousClock.Instant)>((false, .now))
 
-    /// Opens (creating) the database at `path`. Call `migrate()` before use.
+    /// Opens (creating) the database at `path`. Call `migrate()` before use. The database and its
+    /// `-wal` and `-shm` files are the owner's alone (0600): they hold full push tokens. SQLite
+    /// gives the last two the database file's mode, so an empty file made 0600 comes first, and
+    /// files made by an older release are tightened.
     public init(path: String) throws {
+        let manager = FileManager.default
+        if !manager.fileExists(atPath: path) {
+            guard manager.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+                throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path])
+            }
+        }
+        for file in [path, path + "-wal", path + "-shm"] where manager.fileExists(atPath: file) {
+            try manager.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file)
+        }
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
@@ -54,6 +66,12 @@ public final class SQLiteStore: RelayStore {
             }
         }
         return value
+    }
+
+    /// Tests: makes every write fail as SQLite fails it on a full disk or a read-only file (the
+    /// writer turns `query_only`), or work again. Reads go on.
+    package func setWritesFail(_ failing: Bool) async throws {
+        try await pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA query_only = \(failing ? 1 : 0)") }
     }
 
     @discardableResult
@@ -92,10 +110,17 @@ public final class SQLiteStore: RelayStore {
         }
     }
 
-    public func revokeAPIKey(id: String, at: Date) async throws -> Bool {
+    public func revokeAPIKey(id: String, at: Date) async throws -> APIKeyRevocation {
         try await write { db in
-            try db.run("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", [at.seconds, id])
-            return db.changesCount > 0
+            let scope = try String.fetchOne(db, sql: "SELECT scope FROM api_keys WHERE id = ? AND revoked_at IS NULL", arguments: [id])
+            guard let scope else { return .notFound }
+            if scope == APIKeyScope.admin.rawValue {
+                let liveAdmins = try Int.fetchOne(
+                    db, sql: "SELECT count(*) FROM api_keys WHERE scope = ? AND revoked_at IS NULL", arguments: [APIKeyScope.admin.rawValue])
+                if liveAdmins ?? 0 <= 1 { return .lastAdminKey }
+            }
+            try db.run("UPDATE api_keys SET revoked_at = ? WHERE id = ?", [at.seconds, id])
+            return .revoked
         }
     }
 

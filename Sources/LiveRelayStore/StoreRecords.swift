@@ -30,6 +30,15 @@ public struct APIKeyRecord: Sendable, Hashable {
     }
 }
 
+/// What a revocation did.
+public enum APIKeyRevocation: Sendable, Hashable {
+    case revoked
+    /// No unrevoked key has the id.
+    case notFound
+    /// It is the last unrevoked admin key, and stays.
+    case lastAdminKey
+}
+
 /// A device's push-to-start token for one attributes type (one per device and type; a new one
 /// replaces the old).
 public struct PushToStartTokenRecord: Sendable, Hashable {

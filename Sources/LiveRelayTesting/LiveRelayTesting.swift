@@ -3,6 +3,9 @@ import APNsEmulator
 import Crypto
 import Foundation
 import LiveActivityKit
+import Logging
+import NIOCore
+import NIOPosix
 import Synchronization
 
 /// Runs `body`, failing with `DeadlineExceeded` if it has not finished within `limit`. Every
@@ -193,5 +196,100 @@ public func withEmulatorAndClient(
             throw error
         }
         await emulator.shutdown()
+    }
+}
+
+/// Log lines kept in memory, for tests of what the server logs.
+public final class CapturedLogs: Sendable {
+    public struct Line: Sendable {
+        public var level: Logger.Level
+        public var message: String
+        public var metadata: [String: String]
+    }
+
+    private let lines = Mutex<[Line]>([])
+
+    public init() {}
+
+    public var all: [Line] { lines.withLock { $0 } }
+
+    /// The lines whose message contains `text`.
+    public func lines(containing text: String) -> [Line] { all.filter { $0.message.contains(text) } }
+
+    /// A logger that writes here, from `level` up.
+    public func logger(label: String = "liverelay.tests", level: Logger.Level = .info) -> Logger {
+        var logger = Logger(label: label) { _ in Handler(logs: self) }
+        logger.logLevel = level
+        return logger
+    }
+
+    fileprivate func append(_ line: Line) { lines.withLock { $0.append(line) } }
+
+    private struct Handler: LogHandler {
+        let logs: CapturedLogs
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            let merged = metadata.merging(event.metadata ?? [:]) { $1 }
+            logs.append(Line(level: event.level, message: "\(event.message)", metadata: merged.mapValues { "\($0)" }))
+        }
+    }
+}
+
+/// A plain TCP connection that writes what it is told, when it is told, and keeps what comes back:
+/// for tests of slow and idle clients.
+public final class RawTCPConnection: Sendable {
+    private let channel: any Channel
+    private let reader: Reader
+
+    private init(channel: any Channel, reader: Reader) {
+        self.channel = channel
+        self.reader = reader
+    }
+
+    public static func connect(host: String = "127.0.0.1", port: Int) async throws -> RawTCPConnection {
+        let reader = Reader()
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(reader) } }
+            .connect(host: host, port: port)
+            .get()
+        return RawTCPConnection(channel: channel, reader: reader)
+    }
+
+    /// Everything received so far, as text.
+    public var received: String { reader.state.withLock { String(decoding: $0.bytes, as: UTF8.self) } }
+    /// Whether the other end closed the connection.
+    public var isClosed: Bool { reader.state.withLock { $0.closed } }
+
+    public func write(_ text: String) async throws {
+        try await channel.writeAndFlush(ByteBuffer(string: text))
+    }
+
+    public func close() async {
+        try? await channel.close()
+    }
+
+    private final class Reader: ChannelInboundHandler, Sendable {
+        typealias InboundIn = ByteBuffer
+        let state = Mutex<(bytes: [UInt8], closed: Bool)>(([], false))
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            let buffer = unwrapInboundIn(data)
+            state.withLock { $0.bytes += buffer.readableBytesView }
+        }
+
+        func channelInactive(context: ChannelHandlerContext) {
+            state.withLock { $0.closed = true }
+        }
+
+        func errorCaught(context: ChannelHandlerContext, error: any Error) {
+            context.close(promise: nil)
+        }
     }
 }

@@ -111,10 +111,11 @@ public func eventually(_ condition: () async throws -> Bool) async throws {
     }
 }
 
-/// Runs `body` against a fresh server and emulator, under a deadline, and shuts both down.
+/// Runs `body` against a fresh server and emulator, under a deadline, and shuts both down. The
+/// server logs into `logs` when given (from `info` up), else only what is critical.
 public func withRelayHarness(
     configure: @escaping @Sendable (inout RelayConfiguration, inout RelayAPIConfiguration) -> Void = { _, _ in },
-    deadline: Duration = .seconds(60), _ body: @escaping @Sendable (RelayHarness) async throws -> Void
+    logs: CapturedLogs? = nil, deadline: Duration = .seconds(60), _ body: @escaping @Sendable (RelayHarness) async throws -> Void
 ) async throws {
     try await withDeadline(deadline) {
         // Time stands still unless the test moves it: a slow machine must not change the outcome.
@@ -132,8 +133,8 @@ public func withRelayHarness(
         var configuration = RelayConfiguration(bundleID: RelayHarness.bundleID, environment: "sandbox")
         var api = RelayAPIConfiguration(port: 0)
         configure(&configuration, &api)
-        var logger = Logger(label: "liverelay.tests")
-        logger.logLevel = .critical
+        var logger = logs?.logger() ?? Logger(label: "liverelay.tests")
+        if logs == nil { logger.logLevel = .critical }
         let server = try await RelayServer.open(
             store: try SQLiteStore(path: directory.appendingPathComponent("relay.sqlite").path), configuration: configuration, api: api,
             apns: apns, now: emulator.clock.function, logger: logger)

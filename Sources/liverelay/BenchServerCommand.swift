@@ -105,7 +105,7 @@ extension Bench {
             reference: () async throws -> Double, firstReference: Double
         ) async throws {
             let api = BenchAPI(http: http, baseURL: server.baseURL, keys: try BenchAPI.initialKeys(dataDir: dataDir))
-            let outbox = try SQLiteStore(path: dataDir + "/liverelay.sqlite")
+            let outbox = try SQLiteStore(path: DataDirectory(dataDir).database)
 
             // 1. Fan-outs, each between two runs of the reference; the median share is the result.
             var before = firstReference
@@ -138,7 +138,7 @@ extension Bench {
         /// Whether `dataDir` holds the data of an earlier run with the same counts; data with other
         /// counts is refused rather than measured.
         private func isSeeded(dataDir: String) async throws -> Bool {
-            let path = dataDir + "/liverelay.sqlite"
+            let path = DataDirectory(dataDir).database
             guard FileManager.default.fileExists(atPath: path) else { return false }
             let counts = try await SQLiteStore(path: path).counts()
             let expected = (tokens - activities - keys, activities + keys)
@@ -152,7 +152,7 @@ extension Bench {
         /// Registers the tokens through the store, the way the registration routes do, before the
         /// server starts: registering a million through HTTP would measure the seeding, not the server.
         private func seed(dataDir: String) async throws {
-            let store = try SQLiteStore(path: dataDir + "/liverelay.sqlite")
+            let store = try SQLiteStore(path: DataDirectory(dataDir).database)
             try await store.migrate()
             let now = Date()
             for index in 0..<activities {
@@ -295,7 +295,7 @@ struct BenchAPI: Sendable {
     }
 
     static func initialKeys(dataDir: String) throws -> (admin: String, server: String) {
-        let keys = InitialKeys.read(dataDir: dataDir)
+        let keys = InitialKeys.read(DataDirectory(dataDir))
         guard let admin = keys[.admin], let server = keys[.server] else {
             throw ValidationError("\(dataDir)/initial-keys.json has no admin or server key")
         }

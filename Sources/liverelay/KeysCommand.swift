@@ -1,10 +1,12 @@
 import ArgumentParser
 import Crypto
 import Foundation
+import LiveRelay
+import LiveRelayStore
 
-struct Keys: ParsableCommand {
+struct Keys: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Signing keys for provider tokens.", subcommands: [Generate.self])
+        abstract: "Signing keys for provider tokens, and the server's API keys.", subcommands: [Generate.self, Create.self])
 
     struct Generate: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -28,6 +30,36 @@ struct Keys: ParsableCommand {
             }
             print("key file: \(path)")
             print("key id: \(keyID)")
+        }
+    }
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Make an API key in a server's data directory, without the server: how access is recovered.",
+            discussion: """
+                Writes the key straight into <data-dir>/liverelay.sqlite (the server may be running) and prints its
+                secret, once: only its hash is kept.
+                """)
+
+        @Option(help: ArgumentHelp("client, server or admin.", valueName: "scope")) var scope: String
+        @Option(help: "A name to tell the key by.") var name: String = "made offline"
+        @Option(help: ArgumentHelp("The data directory `liverelay serve` uses.", valueName: "path")) var dataDir: String = "liverelay-data"
+
+        func validate() throws {
+            guard APIKeyScope(rawValue: scope) != nil else { throw ValidationError("scope: must be client, server or admin, got \"\(scope)\"") }
+            guard !name.isEmpty, name.count <= 200 else { throw ValidationError("name: must be 1 to 200 characters") }
+        }
+
+        func run() async throws {
+            let path = DataDirectory(dataDir).database
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw ValidationError("data-dir: no database at \(path); `liverelay serve --data-dir \(dataDir)` makes one on its first start")
+            }
+            let store = try SQLiteStore(path: path)
+            try await store.migrate()
+            let (record, secret) = try await RelayService.createAPIKey(name: name, scope: APIKeyScope(rawValue: scope)!, in: store, at: Date())
+            print("API key \(record.id) (\(record.scope.rawValue), \"\(record.name)\"): \(secret)")
+            print("The secret is shown only now; the server keeps its hash.")
         }
     }
 }

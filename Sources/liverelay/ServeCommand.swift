@@ -3,6 +3,7 @@ import APNsEmulator
 import ArgumentParser
 import Crypto
 import Foundation
+import JSONAPI
 import LiveActivityKit
 import LiveRelay
 import LiveRelayHTTP
@@ -30,17 +31,44 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Port of the HTTP API (0: any free port).") var httpPort: Int = 8080
     @Option(help: ArgumentHelp("A JSON config file: {\"apns\": {keyFile, keyID, teamID, bundleID, environment}, \"budget\": {…}}.", valueName: "path"))
     var config: String?
+    @Option(help: ArgumentHelp("Close an API connection with no request in progress after this long; a request's head must arrive within it too.", valueName: "seconds"))
+    var idleTimeout: Double = 60
+    @Option(help: ArgumentHelp("A request body must arrive whole within this long (408 beyond).", valueName: "seconds"))
+    var bodyTimeout: Double = 30
     @Option(help: ArgumentHelp("Priority-10 pushes per activity per hour with priority \"auto\".", valueName: "count"))
     var budget: Int?
     @Option(help: ArgumentHelp("The same with frequent updates enabled on the device.", valueName: "count"))
     var frequentBudget: Int?
     @OptionGroup(title: "APNs (omit for the built-in emulator)") var connection: ConnectionOptions
 
+    func validate() throws {
+        guard (0...65535).contains(httpPort) else { throw ValidationError("http-port: must be 0 to 65535 (0: any free port)") }
+        _ = try timeouts()
+        for (name, value) in [("budget", budget), ("frequent-budget", frequentBudget)] {
+            if let value, !BudgetPolicy.allowed.contains(value) {
+                throw ValidationError("\(name): must be \(BudgetPolicy.allowed.lowerBound) to \(BudgetPolicy.allowed.upperBound) pushes an hour")
+            }
+        }
+    }
+
+    /// The API's timeouts (also the built-in emulator's control API's).
+    func timeouts() throws -> HTTPTimeouts {
+        func duration(_ seconds: Double, _ name: String) throws -> Duration {
+            let range = HTTPTimeouts.allowedSeconds
+            guard range.contains(seconds) else {
+                throw ValidationError("\(name): must be \(range.lowerBound) to \(range.upperBound) seconds, got \(seconds)")
+            }
+            return .milliseconds(seconds * 1000)
+        }
+        return HTTPTimeouts(idle: try duration(idleTimeout, "idle-timeout"), body: try duration(bodyTimeout, "body-timeout"))
+    }
+
     func run() async throws {
         var connection = connection
         let file = try config.map(ServeConfigFile.init(path:))
         file?.fill(&connection)
-        try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
+        let directory = DataDirectory(dataDir)
+        try directory.prepare()
         var logger = Logger(label: "liverelay")
         logger.logLevel = .notice
 
@@ -54,7 +82,7 @@ struct Serve: AsyncParsableCommand {
             environment = apnsConfiguration.environment.name == "production" ? "production" : "sandbox"
             emulator = nil
         } else {
-            let demo = try await DemoApple.start(dataDir: dataDir)
+            let demo = try await DemoApple.start(caFile: directory.emulatorCA)
             (emulator, apnsConfiguration, bundleID, environment) = (demo.emulator, demo.client, DemoApple.bundleID, "sandbox")
         }
 
@@ -62,21 +90,24 @@ struct Serve: AsyncParsableCommand {
         if let budget { budgetPolicy.priority10PerHour = budget }
         if let frequentBudget { budgetPolicy.frequentPriority10PerHour = frequentBudget }
         let apns = try APNsClient(configuration: apnsConfiguration)
-        let store = try SQLiteStore(path: URL(fileURLWithPath: dataDir).appendingPathComponent("liverelay.sqlite").path)
+        let store = try SQLiteStore(path: directory.database)
         let server = try await RelayServer.open(
             store: store, configuration: RelayConfiguration(bundleID: bundleID, environment: environment, budget: budgetPolicy),
-            api: RelayAPIConfiguration(host: httpHost, port: httpPort), apns: apns, logger: logger)
-        let keys = try await InitialKeys.load(server: server, dataDir: dataDir)
+            api: RelayAPIConfiguration(host: httpHost, port: httpPort, timeouts: try timeouts()), apns: apns, logger: logger)
+        let madeKeys = try await InitialKeys.makeIfNone(server: server, in: directory)
 
         // Shutdown runs in reverse order: the APNs client closes after the dispatcher has stopped.
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: APNsClientService(client: apns))]
-        let announce = Announcement(host: httpHost, dataDir: dataDir, keys: keys, bundleID: bundleID, emulator: emulator)
+        // The demo iPhone's app reports its tokens with the initial client key, also on later starts.
+        let demoClientKey = emulator == nil ? nil : (madeKeys[.client] ?? InitialKeys.read(directory)[.client])
+        let announce = Announcement(
+            host: httpHost, directory: directory, madeKeys: madeKeys, bundleID: bundleID, emulator: emulator, demoClientKey: demoClientKey)
         services += server.services(logger: logger) { port in
             await announce.apiRunning(port: port)
         }.map { .init(service: $0) }
         if let emulator {
             services.append(.init(service: emulator))
-            services.append(.init(service: emulator.controlApplication(port: 0, logger: logger) { port in
+            services.append(.init(service: emulator.controlApplication(port: 0, timeouts: try timeouts(), logger: logger) { port in
                 await announce.controlRunning(port: port)
             }))
         }
@@ -94,9 +125,8 @@ enum DemoApple {
         attributes: SwiftStruct("DeliveryAttributes", [.init("activityKey", .string), .init("orderNumber", .string)]),
         contentState: SwiftStruct("ContentState", [.init("status", .string), .init("etaMinutes", .int)]))
 
-    static func start(dataDir: String) async throws -> (emulator: APNsEmulator, client: APNsClient.Configuration) {
+    static func start(caFile: String) async throws -> (emulator: APNsEmulator, client: APNsClient.Configuration) {
         let emulator = try await APNsEmulator.start(.init(environment: .sandbox))
-        let caFile = URL(fileURLWithPath: dataDir).appendingPathComponent("emulator-ca.pem").path
         try emulator.certificates.writeCertificateAuthority(to: caFile)
         let key = P256.Signing.PrivateKey()
         let signingKey = try APNsSigningKey(pem: key.pemRepresentation, keyID: "DEMOKEY001", teamID: "DEMOTEAM01")
@@ -114,24 +144,23 @@ enum DemoApple {
     }
 }
 
-/// The first keys: made on the first start, then read back from the data directory.
+/// The first keys: made on the first start and kept in the data directory (0600), where later
+/// starts and the benchmarks read them; their secrets are printed only when they are made.
 enum InitialKeys {
-    static func load(server: RelayServer, dataDir: String) async throws -> [APIKeyScope: String] {
-        let path = URL(fileURLWithPath: dataDir).appendingPathComponent("initial-keys.json").path
+    /// The keys made now, when the store had none; empty on later starts.
+    static func makeIfNone(server: RelayServer, in directory: DataDirectory) async throws -> [APIKeyScope: String] {
         let made = try await server.bootstrapKeys()
-        if !made.isEmpty {
-            let json = JSONValue.object(APIKeyScope.allCases.compactMap { scope in made[scope].map { (scope.rawValue, .string($0)) } })
-            // The secrets exist nowhere else: a start that cannot keep them must not go on.
-            guard FileManager.default.createFile(atPath: path, contents: Data(json.serialized), attributes: [.posixPermissions: 0o600])
-            else { throw ValidationError("data-dir: cannot write \(path)") }
-            return made
-        }
-        return read(dataDir: dataDir)
+        guard !made.isEmpty else { return [:] }
+        let json = JSONValue.object(APIKeyScope.allCases.compactMap { scope in made[scope].map { (scope.rawValue, .string($0)) } })
+        // The secrets exist nowhere else: a start that cannot keep them must not go on.
+        guard FileManager.default.createFile(atPath: directory.initialKeys, contents: Data(json.serialized), attributes: [.posixPermissions: 0o600])
+        else { throw ValidationError("data-dir: cannot write \(directory.initialKeys)") }
+        return made
     }
 
-    /// The keys kept in `<data-dir>/initial-keys.json`; empty when there is no such file.
-    static func read(dataDir: String) -> [APIKeyScope: String] {
-        let path = URL(fileURLWithPath: dataDir).appendingPathComponent("initial-keys.json").path
+    /// The keys kept in the data directory; empty when there is no such file.
+    static func read(_ directory: DataDirectory) -> [APIKeyScope: String] {
+        let path = directory.initialKeys
         guard let data = FileManager.default.contents(atPath: path), let json = try? JSONValue(parsing: [UInt8](data)) else { return [:] }
         var keys: [APIKeyScope: String] = [:]
         for scope in APIKeyScope.allCases { keys[scope] = json[scope.rawValue]?.stringValue }
@@ -142,15 +171,21 @@ enum InitialKeys {
 /// Prints where everything is once both listeners are up, and installs the demo app then.
 actor Announcement {
     let host: String
-    let dataDir: String
-    let keys: [APIKeyScope: String]
+    let directory: DataDirectory
+    /// The secrets of keys made on this start: shown now and never again.
+    let madeKeys: [APIKeyScope: String]
     let bundleID: BundleID
     let emulator: APNsEmulator?
+    let demoClientKey: String?
     private var apiPort: Int?
     private var controlPort: Int?
 
-    init(host: String, dataDir: String, keys: [APIKeyScope: String], bundleID: BundleID, emulator: APNsEmulator?) {
-        (self.host, self.dataDir, self.keys, self.bundleID, self.emulator) = (host, dataDir, keys, bundleID, emulator)
+    init(
+        host: String, directory: DataDirectory, madeKeys: [APIKeyScope: String], bundleID: BundleID, emulator: APNsEmulator?,
+        demoClientKey: String?
+    ) {
+        (self.host, self.directory, self.madeKeys, self.bundleID, self.emulator, self.demoClientKey) =
+            (host, directory, madeKeys, bundleID, emulator, demoClientKey)
     }
 
     func apiRunning(port: Int) { apiPort = port; printIfReady() }
@@ -159,14 +194,17 @@ actor Announcement {
     private func printIfReady() {
         guard let apiPort, emulator == nil || controlPort != nil else { return }
         let api = "http://\(host):\(apiPort)"
-        let server = keys[.server] ?? "<your server key>"
+        let server = madeKeys[.server] ?? "<server key>"
+        let keys = madeKeys.isEmpty
+            ? "made on the first start and kept in \(directory.initialKeys); `liverelay keys create` makes more"
+            : "admin \(madeKeys[.admin] ?? "-")  server \(server)  client \(madeKeys[.client] ?? "-")  (shown once; kept in \(directory.initialKeys))"
         var text = """
             LiveRelay server:   \(api)  (OpenAPI document: \(api)/openapi.json)
-            data:               \(dataDir)/liverelay.sqlite
-            API keys:           \(keys.isEmpty ? "see \(dataDir)/initial-keys.json" : "admin \(keys[.admin] ?? "-")  server \(server)  client \(keys[.client] ?? "-")")
+            data:               \(directory.database)
+            API keys:           \(keys)
 
             """
-        if let emulator, let controlPort, let client = keys[.client] {
+        if let emulator, let controlPort, let client = demoClientKey {
             do {
                 try DemoApple.installApp(on: emulator, reportingTo: api, clientKey: client)
                 text += """
@@ -229,8 +267,8 @@ struct ServeConfigFile {
             return (settings, nil)
         }
         var policy = BudgetPolicy()
-        if let value = try budgetBody.number("priority10PerHour") { policy.priority10PerHour = Int(value) }
-        if let value = try budgetBody.number("frequentPriority10PerHour") { policy.frequentPriority10PerHour = Int(value) }
+        if let value = try budgetBody.integer("priority10PerHour", in: BudgetPolicy.allowed) { policy.priority10PerHour = value }
+        if let value = try budgetBody.integer("frequentPriority10PerHour", in: BudgetPolicy.allowed) { policy.frequentPriority10PerHour = value }
         return (settings, policy)
     }
 

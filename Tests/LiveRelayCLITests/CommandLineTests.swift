@@ -24,9 +24,18 @@ struct CommandResult: Sendable {
 
 /// Runs `liverelay` with `arguments`, no LIVERELAY_* variables unless given, and `stdin` as input.
 func liverelay(_ arguments: [String], environment: [String: String] = [:], stdin: String? = nil) async throws -> CommandResult {
+    try await run(liverelayExecutable, arguments, environment: environment, stdin: stdin)
+}
+
+/// Runs `script` in `/bin/sh` with `$0` the `liverelay` executable: for arguments Foundation cannot pass.
+func liverelayFromShell(_ script: String) async throws -> CommandResult {
+    try await run(URL(fileURLWithPath: "/bin/sh"), ["-c", script, liverelayExecutable.path])
+}
+
+private func run(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], stdin: String? = nil) async throws -> CommandResult {
     try await withDeadline(.seconds(30)) {
         let process = Process()
-        process.executableURL = liverelayExecutable
+        process.executableURL = executable
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("LIVERELAY_") }
         env.merge(environment) { $1 }

@@ -175,11 +175,32 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         try await store.insertAPIKey(APIKeyRecord(id: "key-1", name: "backend", scope: .server, secretHash: hash, createdAt: t0))
         #expect(try await store.apiKey(secretHash: hash)?.scope == .server)
         #expect(try await store.apiKey(secretHash: Data(repeating: 8, count: 32)) == nil)
-        #expect(try await store.revokeAPIKey(id: "key-1", at: t0 + 5))
-        #expect(try await store.revokeAPIKey(id: "key-1", at: t0 + 6) == false)
-        #expect(try await store.revokeAPIKey(id: "no-such-key", at: t0) == false)
+        #expect(try await store.revokeAPIKey(id: "key-1", at: t0 + 5) == .revoked)
+        #expect(try await store.revokeAPIKey(id: "key-1", at: t0 + 6) == .notFound)
+        #expect(try await store.revokeAPIKey(id: "no-such-key", at: t0) == .notFound)
         #expect(try await store.apiKey(secretHash: hash)?.revokedAt == t0 + 5)
         #expect(try await store.apiKeys().map(\.id) == ["key-1"])
+    }
+
+    @Test(arguments: StoreKind.allCases) func theLastLiveAdminKeyCannotBeRevoked(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        for id in ["admin-1", "admin-2"] {
+            try await store.insertAPIKey(APIKeyRecord(id: id, name: id, scope: .admin, secretHash: Data(id.utf8), createdAt: t0))
+        }
+        try await store.insertAPIKey(APIKeyRecord(id: "server-1", name: "s", scope: .server, secretHash: Data("s".utf8), createdAt: t0))
+        #expect(try await store.revokeAPIKey(id: "admin-1", at: t0 + 1) == .revoked)
+        #expect(try await store.revokeAPIKey(id: "admin-2", at: t0 + 2) == .lastAdminKey)
+        #expect(try await store.apiKey(secretHash: Data("admin-2".utf8))?.revokedAt == nil)
+        // Other scopes have no such floor.
+        #expect(try await store.revokeAPIKey(id: "server-1", at: t0 + 3) == .revoked)
+        // Two revocations at once of the last two admin keys: one of them stays.
+        try await store.insertAPIKey(APIKeyRecord(id: "admin-3", name: "a3", scope: .admin, secretHash: Data("a3".utf8), createdAt: t0))
+        async let first = store.revokeAPIKey(id: "admin-2", at: t0 + 4)
+        async let second = store.revokeAPIKey(id: "admin-3", at: t0 + 4)
+        let results = [try await first, try await second]
+        #expect(results.filter { $0 == .revoked }.count == 1)
+        #expect(results.filter { $0 == .lastAdminKey }.count == 1)
+        #expect(try await store.apiKeys().filter { $0.scope == .admin && $0.revokedAt == nil }.count == 1)
     }
 
     // MARK: Registrations
