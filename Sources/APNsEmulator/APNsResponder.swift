@@ -37,6 +37,10 @@ struct APNsResponder: RequestResponder {
         return verdict.answer
     }
 
+    func malformed(_ request: ReceivedRequest, error: any Error, connection: inout APNsConnection) {
+        journal.recordMalformed(request, error: "\(error)", at: settings.now())
+    }
+
     private func judge(_ request: ReceivedRequest, connection: inout APNsConnection, now: Date) -> Verdict {
         switch service {
         case .push: push(request, connection: &connection, now: now)

@@ -18,11 +18,15 @@ public struct RecordedRequest: Sendable {
     public var reason: APNsReason?
     /// The fault played on this request, if any.
     public var fault: EmulatorFault.Action?
+    /// Set when HTTP/2 itself refused the stream (RST_STREAM, no HTTP answer): what was wrong.
+    public var streamError: String?
 
     public func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
 
-    /// The key this request is counted under: its reason, `Success`, or `Unanswered`.
+    /// The key this request is counted under: its reason, `Success`, `Unanswered`, or
+    /// `MalformedStream`.
     public var outcome: String {
+        if streamError != nil { return "MalformedStream" }
         guard status != nil else { return "Unanswered" }
         return reason?.rawValue ?? "Success"
     }
@@ -45,12 +49,23 @@ public final class EmulatorJournal: Sendable {
     }
 
     func record(_ request: ReceivedRequest, verdict: Verdict, at time: Date) {
+        append(request, status: verdict.status, reason: verdict.reason, fault: verdict.fault, streamError: nil, at: time)
+    }
+
+    /// A stream HTTP/2 refused before it became a request.
+    func recordMalformed(_ request: ReceivedRequest, error: String, at time: Date) {
+        append(request, status: nil, reason: nil, fault: nil, streamError: error, at: time)
+    }
+
+    private func append(
+        _ request: ReceivedRequest, status: Int?, reason: APNsReason?, fault: EmulatorFault.Action?, streamError: String?, at time: Date
+    ) {
         let headers = request.headers.map { header in
             header.name == "authorization" ? (header.name, "bearer <provider token elided>") : header
         }
         var entry = RecordedRequest(
             sequence: 0, time: time, connectionID: request.connectionID, method: request.method, path: request.path,
-            headers: headers, body: request.body, status: verdict.status, reason: verdict.reason, fault: verdict.fault)
+            headers: headers, body: request.body, status: status, reason: reason, fault: fault, streamError: streamError)
         state.withLock { state in
             state.recorded += 1
             entry.sequence = state.recorded

@@ -77,6 +77,15 @@ public protocol RequestResponder: Sendable {
 
     func makeConnection(id: Int) -> Connection
     func answer(_ request: ReceivedRequest, connection: inout Connection) -> ServerAnswer
+    /// A stream HTTP/2 itself refused (RST_STREAM; RFC 9113 §8.1.1): upper-case header names,
+    /// a missing pseudo-header, a body longer than its content-length. `request` holds what had
+    /// arrived of it (nothing when its HEADERS were refused). The connection and its other
+    /// streams go on.
+    func malformed(_ request: ReceivedRequest, error: any Error, connection: inout Connection)
+}
+
+extension RequestResponder {
+    public func malformed(_ request: ReceivedRequest, error: any Error, connection: inout Connection) {}
 }
 
 /// Per-connection state the server itself reads after every answer.
@@ -177,6 +186,12 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
     private var isClosing = false
     private var idleCheck: Scheduled<Void>?
     private var lastRequestTime = NIODeadline.uptimeNanoseconds(0)
+    /// Stream errors NIOHTTP2 reported, and the streams reset with an error code, since the last
+    /// read was handled. NIOHTTP2 answers a stream error with RST_STREAM and a connection error
+    /// with GOAWAY (and its code) by itself; the error and the closing of the stream it reset
+    /// come in the same read, in either order.
+    private var streamErrors: [any Error] = []
+    private var streamsReset: [HTTP2StreamID] = []
 
     init(connectionID: Int, responder: Responder, connection: Responder.Connection, idle: IdlePolicy?) {
         self.connectionID = connectionID
@@ -323,13 +338,79 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        if streamErrors.isEmpty { streamsReset.removeAll() }  // a client's own resets
         flushIfNeeded(context: context)
         context.fireChannelReadComplete()
     }
 
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // Kept until the read is handled: with a stream error, it is NIOHTTP2's RST_STREAM for it.
+        if let closed = event as? StreamClosedEvent, let reason = closed.reason, reason != .cancel {
+            streamsReset.append(closed.streamID)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        isClosing = true
-        context.close(promise: nil)
+        guard !isClosing else { return }
+        guard Self.streamError(error) != nil else {
+            // A connection error: NIOHTTP2 has written GOAWAY with its code; the connection ends.
+            isClosing = true
+            context.close(promise: nil)
+            return
+        }
+        if streamErrors.isEmpty {
+            let handler = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            context.eventLoop.assumeIsolated().execute {
+                let (handler, _) = handler.value
+                handler.journalStreamErrors()
+            }
+        }
+        streamErrors.append(error)
+    }
+
+    /// Where in a stream NIOHTTP2 refused it.
+    enum StreamErrorPlace {
+        /// At its HEADERS: the request never reached this handler.
+        case head
+        /// After its HEADERS: what had arrived is in `partial`.
+        case body
+    }
+
+    /// The errors NIOHTTP2 answers with RST_STREAM alone (RFC 9113 §8.1.1, §8.2), and where:
+    /// a header block HTTP/2 forbids, a body that disagrees with its content-length, trailers
+    /// without END_STREAM. Nil for a connection error.
+    static func streamError(_ error: any Error) -> StreamErrorPlace? {
+        switch error {
+        case is NIOHTTP2Errors.InvalidHTTP2HeaderFieldName, is NIOHTTP2Errors.InvalidHTTP2HeaderFieldValue,
+            is NIOHTTP2Errors.ForbiddenHeaderField, is NIOHTTP2Errors.MissingPseudoHeader, is NIOHTTP2Errors.DuplicatePseudoHeader,
+            is NIOHTTP2Errors.PseudoHeaderAfterRegularHeader, is NIOHTTP2Errors.UnknownPseudoHeader, is NIOHTTP2Errors.UnsupportedPseudoHeader,
+            is NIOHTTP2Errors.InvalidPseudoHeaders, is NIOHTTP2Errors.InvalidPseudoHeaderValue, is NIOHTTP2Errors.EmptyPathHeader,
+            is NIOHTTP2Errors.ContentLengthHeadersMismatch:
+            .head
+        case is NIOHTTP2Errors.StreamError, is NIOHTTP2Errors.ContentLengthViolated, is NIOHTTP2Errors.TrailersWithoutEndStream:
+            .body
+        default:
+            nil
+        }
+    }
+
+    /// Each refused stream goes to the journal; the connection and its other streams go on. One
+    /// refused at its HEADERS is known only by what NIOHTTP2 says of it; one refused later is
+    /// journaled with what had arrived of it.
+    private func journalStreamErrors() {
+        var reset = streamsReset
+        for error in streamErrors {
+            var known: HTTP2StreamID?
+            if Self.streamError(error) == .body, let index = reset.firstIndex(where: { partial[$0] != nil }) {
+                known = reset.remove(at: index)
+            }
+            let request = known.flatMap { partial.removeValue(forKey: $0) }
+                ?? ReceivedRequest(connectionID: connectionID, method: "", path: "", authority: nil, headers: [], body: [])
+            responder.malformed(request, error: error, connection: &connection)
+        }
+        streamErrors = []
+        streamsReset = []
     }
 }
 

@@ -13,11 +13,11 @@ import Testing
         timestamp: Date(timeIntervalSince1970: 1_795_000_000))
 
     func withClient(
-        clock: ManualClock = ManualClock(), key: TestSigningKey = TestSigningKey(), timeout: Duration = .seconds(5),
+        clock: ManualClock = ManualClock(), key: TestSigningKey = TestSigningKey(), timeout: Duration = .seconds(30),
         maxConcurrentStreams: Int = 1000, connections: Int = 1,
         _ body: @escaping @Sendable (APNsClient, ScriptedAPNsServer) async throws -> Void
     ) async throws {
-        try await withDeadline {
+        try await withDeadline(.seconds(60)) {
             let server = try await ScriptedAPNsServer.start(maxConcurrentStreams: maxConcurrentStreams)
             let configuration = APNsClient.Configuration(
                 environment: server.environment, signingKey: key.signingKey, connectionsPerHost: connections,
@@ -180,7 +180,7 @@ import Testing
     }
 
     @Test func anUntrustedServerFailsToConnect() async throws {
-        try await withDeadline {
+        try await withDeadline(.seconds(60)) {
             let server = try await ScriptedAPNsServer.start()
             let otherCA = FileManager.default.temporaryDirectory.appendingPathComponent("other-ca-\(UUID().uuidString).pem").path
             try EmulatorCertificates.generate().writeCertificateAuthority(to: otherCA)

@@ -112,7 +112,7 @@ struct CapabilityBody: APIRequestBody, ResponseEncodable {
 }
 
 struct Counts: ResponseEncodable {
-    /// Answers since start by outcome: `Success`, a reason, or `Unanswered`.
+    /// Answers since start by outcome: `Success`, a reason, `Unanswered`, or `MalformedStream`.
     var counts: [String: Int]
     var requests: Int
 }
@@ -134,6 +134,8 @@ struct JournalEntry: Encodable {
     var reason: String?
     var outcome: String
     var fault: String?
+    /// Set when HTTP/2 refused the stream with RST_STREAM: what was wrong.
+    var streamError: String?
 
     init(_ recorded: RecordedRequest) {
         sequence = recorded.sequence
@@ -152,6 +154,7 @@ struct JournalEntry: Encodable {
         reason = recorded.reason?.rawValue
         outcome = recorded.outcome
         fault = recorded.fault.map(FaultView.name)
+        streamError = recorded.streamError
     }
 }
 
