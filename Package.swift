@@ -56,7 +56,10 @@ let package = Package(
         // What every JSON API of ours shares: one error shape, field-path-aware body reading.
         .target(
             name: "JSONAPI",
-            dependencies: ["LiveActivityKit", .product(name: "Hummingbird", package: "hummingbird")]
+            dependencies: [
+                "LiveActivityKit", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+            ]
         ),
         // Apple's side on loopback: an HTTP/2 + TLS server speaking the APNs provider API.
         .target(
@@ -103,6 +106,8 @@ let package = Package(
                 "LiveActivityKit", "APNs", "APNsEmulator", "LiveRelay", "LiveRelayHTTP", "LiveRelayStore", "SimulatedDevices",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         .executableTarget(
@@ -138,6 +143,12 @@ let package = Package(
                 "APNs", "APNsEmulator", "LiveActivityKit", "LiveRelayTesting", "SimulatedDevices",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // The contract every store implementation must pass.
@@ -147,7 +158,7 @@ let package = Package(
             name: "LiveRelayServerTests",
             dependencies: [
                 "LiveRelay", "LiveRelayHTTP", "LiveRelayStore", "APNs", "APNsEmulator", "SimulatedDevices",
-                "LiveActivityKit", "LiveRelayTesting",
+                "LiveActivityKit", "LiveRelayTesting", "JSONAPI",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]
         ),

@@ -19,13 +19,19 @@ public struct RelayAPIConfiguration: Sendable {
     /// Requests per second each API key may make, and the burst above it (429 with `Retry-After` beyond).
     public var requestsPerSecond: Double
     public var burst: Double
+    /// Idle connections (and request heads) 60 s, bodies 30 s.
+    public var timeouts: HTTPTimeouts
 
-    public init(host: String = "127.0.0.1", port: Int = 8080, maximumBodySize: Int = 64 * 1024, requestsPerSecond: Double = 500, burst: Double = 1000) {
+    public init(
+        host: String = "127.0.0.1", port: Int = 8080, maximumBodySize: Int = 64 * 1024, requestsPerSecond: Double = 500, burst: Double = 1000,
+        timeouts: HTTPTimeouts = .init()
+    ) {
         self.host = host
         self.port = port
         self.maximumBodySize = maximumBodySize
         self.requestsPerSecond = requestsPerSecond
         self.burst = burst
+        self.timeouts = timeouts
     }
 }
 
@@ -67,6 +73,7 @@ public struct RelayAPI: Sendable {
         router.add(middleware: APIErrorMiddleware())
         router.add(middleware: RelayErrorMiddleware())
         router.add(middleware: BodyLimitMiddleware(limit: configuration.maximumBodySize))
+        router.add(middleware: BodyDeadlineMiddleware(timeout: configuration.timeouts.body))
         router.get("/openapi.json") { _, _ in Self.json(Self.openAPIDocument) }
         router.get("/v1/health") { _, _ in try await health() }
         router.group("/metrics").add(middleware: guarded(.admin)).get { _, _ in try await metrics() }
@@ -135,9 +142,7 @@ public struct RelayAPI: Sendable {
         }
         admin.delete("/api-keys/{id}") { _, context in
             let id = try context.parameters.require("id")
-            guard try await relay.revokeAPIKey(id: id) else {
-                throw APIError.notFound("id", "no live API key \(id)")
-            }
+            try await relay.revokeAPIKey(id: id)
             return Self.json(.object([("id", .string(id)), ("revoked", .bool(true))]))
         }
         admin.get("/channels") { _, _ in
@@ -271,6 +276,7 @@ extension RelayAPI {
     ) -> some ApplicationProtocol {
         Application(
             router: router(),
+            server: configuration.timeouts.server,
             configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? configuration.port) },
             logger: logger)

@@ -28,14 +28,18 @@ import Logging
 /// and the simulated devices' routes (DeviceControlAPI.swift).
 public struct EmulatorControlAPI: Sendable {
     public let emulator: APNsEmulator
+    /// How long a request body may take to arrive (`HTTPTimeouts.body`).
+    public let bodyTimeout: Duration
 
-    public init(emulator: APNsEmulator) {
+    public init(emulator: APNsEmulator, bodyTimeout: Duration = HTTPTimeouts().body) {
         self.emulator = emulator
+        self.bodyTimeout = bodyTimeout
     }
 
     public func router() -> Router<ControlRequestContext> {
         let router = Router(context: ControlRequestContext.self)
         router.add(middleware: APIErrorMiddleware())
+        router.add(middleware: BodyDeadlineMiddleware(timeout: bodyTimeout))
         router.get("/emulator") { _, _ in status() }
         router.post("/keys") { request, context in
             EditedResponse(status: .created, response: try registerKey(try await request.decodeJSON(KeyBody.self, context: context)))
@@ -250,11 +254,12 @@ extension APNsEmulator {
     /// The control API as an application listening on the emulator's host; `onRunning` gets the
     /// port it is bound to (0 picks a free one).
     public func controlApplication(
-        port: Int = 0, logger: Logger = Logger(label: "liverelay.emulator.control"),
+        port: Int = 0, timeouts: HTTPTimeouts = .init(), logger: Logger = Logger(label: "liverelay.emulator.control"),
         onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         Application(
-            router: EmulatorControlAPI(emulator: self).router(),
+            router: EmulatorControlAPI(emulator: self, bodyTimeout: timeouts.body).router(),
+            server: timeouts.server,
             configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: port), serverName: nil),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
             logger: logger)

@@ -1,0 +1,66 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import NIOCore
+
+/// How long a client of one of our HTTP APIs may take: the defence against slow and idle
+/// connections (headers sent a byte at a time, bodies trickled in, connections left open).
+public struct HTTPTimeouts: Sendable, Hashable {
+    /// A connection with no request in progress is closed after this long. It also bounds how
+    /// long a request's head may take to arrive: bytes of an unfinished head are not activity.
+    public var idle: Duration
+    /// A request's body must arrive whole within this long after its head, or the answer is
+    /// `408 request_timeout` and the connection is closed.
+    public var body: Duration
+
+    public init(idle: Duration = .seconds(60), body: Duration = .seconds(30)) {
+        self.idle = idle
+        self.body = body
+    }
+
+    /// What either may be set to, in seconds.
+    public static let allowedSeconds = 0.1...3600.0
+
+    /// The HTTP/1.1 server that closes idle connections.
+    public var server: HTTPServerBuilder {
+        .http1(configuration: HTTP1Channel.Configuration(idleTimeout: TimeAmount(idle)))
+    }
+}
+
+/// Reads the whole body before any route, within `HTTPTimeouts.body`; routes then read it from
+/// memory. A body that takes longer is refused with 408 and its connection closed, instead of
+/// holding a connection (and a task) for as long as the client likes.
+package struct BodyDeadlineMiddleware<Context: RequestContext>: RouterMiddleware {
+    let timeout: Duration
+
+    package init(timeout: Duration) {
+        self.timeout = timeout
+    }
+
+    package func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let body = request.body
+        let limit = context.maxUploadSize
+        let timeout = timeout
+        let collected = try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
+            group.addTask { try await body.collect(upTo: limit) }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            return try await group.next() ?? nil
+        }
+        guard let collected else {
+            var response = try APIError(
+                .requestTimeout, code: "request_timeout",
+                message: "the request body did not arrive within \(timeout.components.seconds) s"
+            ).response(from: request, context: context)
+            response.headers[.connection] = "close"
+            return response
+        }
+        var request = request
+        request.body = RequestBody(buffer: collected)
+        return try await next(request, context)
+    }
+}
