@@ -169,6 +169,7 @@ public final class SQLiteStore: RelayStore {
                     token.key, token.deviceID, token.activityID, token.token, token.frequentPushesEnabled,
                     token.registeredAt.seconds,
                 ])
+            try db.run(Self.skipStartsThatArrived + " AND key = ? AND device_id = ?", [token.registeredAt.seconds, token.key, token.deviceID])
             return activity!
         }
     }
@@ -345,15 +346,29 @@ public final class SQLiteStore: RelayStore {
     public func releaseClaims(at: Date) async throws {
         try await write { db in
             try db.run("UPDATE deliveries SET status = 'queued', next_attempt_at = ? WHERE status = 'sending'", [at.seconds])
+            // A start whose answer the crash lost, but whose activity the device has reported.
+            try db.run(Self.skipStartsThatArrived, [at.seconds])
         }
     }
+
+    /// Push-to-starts still queued whose device has reported an activity for their key: the start
+    /// arrived (its answer was lost to a crash or a timeout), or the app started the activity
+    /// itself. Sent (again), it would start a second activity, and only the newer one's token
+    /// would be kept under the key: the first would stay on the Lock Screen, never updated or
+    /// ended. The statement can be narrowed with `AND key = ? AND device_id = ?`.
+    private static let skipStartsThatArrived = """
+        UPDATE deliveries SET status = 'skipped', finished_at = ?,
+            apns_reason = 'not sent (again): the device has reported an activity for the key, and another start would start a second one'
+        WHERE status = 'queued' AND target = 'push-to-start'
+            AND EXISTS (SELECT 1 FROM activity_tokens t WHERE t.key = deliveries.key AND t.device_id = deliveries.device_id)
+        """
 
     // Fixed texts: the statement cache is keyed by them. An outcome changes a delivery only while
     // it is still claimed: a late answer after a restart took the claim back changes nothing.
     private static let recordRetry = """
         UPDATE deliveries SET status = 'queued', attempts = attempts + 1, next_attempt_at = ?, attempted_at = ?, apns_status = ?,
             apns_reason = ?
-        WHERE id = ? AND status = 'sending'
+        WHERE id = ? AND status = 'sending' RETURNING key, target, device_id
         """
     private static let recordFailed = """
         UPDATE deliveries SET status = 'failed', attempts = attempts + 1, finished_at = ?, attempted_at = ?, apns_status = ?,
@@ -385,7 +400,13 @@ public final class SQLiteStore: RelayStore {
                 case .sent(let status, let apnsID):
                     sent.append((id, status, apnsID))
                 case .retry(let next, let status, let reason):
-                    try db.run(Self.recordRetry, [next.seconds, now, status, reason, id])
+                    let retried = try db.fetchOne(Self.recordRetry, [next.seconds, now, status, reason, id]) { row in
+                        (key: row[0] as String, kind: row[1] as String, deviceID: row[2] as String?)
+                    }
+                    // A start may have arrived though its answer did not.
+                    if let retried, retried.kind == "push-to-start", let deviceID = retried.deviceID {
+                        try db.run(Self.skipStartsThatArrived + " AND key = ? AND device_id = ?", [now, retried.key, deviceID])
+                    }
                 case .failed(let status, let reason, let tokenIsDead):
                     let target = try db.fetchOne(Self.recordFailed, [now, now, status, reason, id]) { row in
                         (key: row[0] as String, kind: row[1] as String, deviceID: row[2] as String?, token: row[3] as String?)

@@ -140,4 +140,73 @@ struct ServeCommandTests {
             await emulator.shutdown()
         }
     }
+
+    /// The ghost-activity crash: a push-to-start reaches the iPhone, whose app reports the new
+    /// activity, but `serve` is killed before APNs' answer comes back. Restarted, the server must
+    /// not send the start again: a second start would put a second `order-1` activity on the Lock
+    /// Screen, and the first would never be updated or ended.
+    @Test func aStartWhoseAnswerWasLostToACrashIsNotSentAgainOnceTheDeviceReportedItsActivity() async throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let dataDir = directory + "/data"
+        try await withDeadline(.seconds(120)) {
+            let emulator = try await APNsEmulator.start(.init(environment: .sandbox))
+            let reporter = Task { await emulator.reporter.run() }
+            defer { reporter.cancel() }
+            let signingKey = P256.Signing.PrivateKey()
+            try signingKey.pemRepresentation.write(toFile: directory + "/key.p8", atomically: true, encoding: .utf8)
+            emulator.registry.register(EmulatorKey(keyID: "GHOSTKEY01", teamID: "GHOSTTEAM1", publicKey: signingKey.publicKey))
+            try emulator.certificates.writeCertificateAuthority(to: directory + "/ca.pem")
+            let arguments = [
+                "serve", "--data-dir", dataDir, "--http-port", "0", "--key-file", directory + "/key.p8", "--key-id", "GHOSTKEY01",
+                "--team-id", "GHOSTTEAM1", "--bundle-id", Self.bundleID, "--environment", "custom", "--host", "127.0.0.1",
+                "--port", String(emulator.pushPort), "--management-port", String(emulator.channelManagementPort),
+                "--ca-file", directory + "/ca.pem",
+            ]
+            var server = try await ServeProcess.start(arguments)
+            let keys = try initialKeys(dataDir: dataDir)
+            let outbox = try SQLiteStore(path: dataDir + "/liverelay.sqlite")
+            try emulator.devices.addDevice(id: "iphone-1")
+            try emulator.reporter.setTarget(TokenReporting(url: server.baseURL, clientKey: keys.client), deviceID: "iphone-1", bundleID: Self.bundleID)
+            try emulator.devices.install(SimulatedApp(bundleID: Self.bundleID, attributeTypes: [Self.deliveryType]), on: "iphone-1")
+            try await eventually { try await outbox.counts().pushToStartTokens == 1 }
+
+            // APNs delivers the start at once but answers only after 5 s.
+            emulator.faults.add(EmulatorFault(.delay(.seconds(5)), scope: .bundleID(Self.bundleID), skip: 0, count: 1))
+            let start = try await server.call(.POST, "/v1/activities/order-1/start", key: keys.server, body: .object([
+                ("attributesType", .string("DeliveryAttributes")),
+                ("attributes", .object([("activityKey", .string("order-1")), ("orderNumber", .integer(1))])),
+                ("contentState", Self.content("preparing", 30)),
+                ("alert", .object([("title", .string("Order 1")), ("body", .string("Preparing"))])),
+                ("audience", .object([("everyone", .bool(true))])),
+            ]))
+            #expect(start.status == 201)
+            func activities() throws -> [SimulatedActivity] { try emulator.devices.device("iphone-1").activities }
+            try await eventually { try activities().count == 1 }
+            // A second later the activity has its update token, and the app reports it.
+            emulator.clock.advance(by: emulator.configuration.devices.tokenIssueDelay)
+            emulator.devices.advanceAll()
+            try await eventually { try await outbox.counts().liveActivityTokens == 1 }
+            #expect(try await outbox.deliveryCounts() == [.sending: 1])
+            server.kill()
+
+            server = try await ServeProcess.start(arguments)
+            try await eventually {
+                let counts = try await outbox.deliveryCounts()
+                return counts[.sending] == nil && counts[.queued] == nil
+            }
+            #expect(try await outbox.deliveryCounts() == [.skipped: 1])
+            #expect(emulator.journal.requests.filter { $0.path.hasPrefix("/3/device/") }.count == 1)
+            #expect(try activities().count == 1)
+
+            // The one activity is the key's, and takes its updates.
+            let update = try await server.call(
+                .POST, "/v1/activities/order-1/update", key: keys.server, body: .object([("contentState", Self.content("on the way", 10))]))
+            #expect(update.status == 200)
+            try await eventually { try activities().first?.content.state == Self.content("on the way", 10) }
+            #expect(try activities().count == 1)
+            #expect(server.stop() == 0)
+            await emulator.shutdown()
+        }
+    }
 }

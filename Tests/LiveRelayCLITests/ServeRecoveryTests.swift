@@ -14,8 +14,9 @@ struct ServeRecoveryTests {
     }
 
     @Test func secretsArePrintedOnceFilesAreTheOwnersAndKeysCreateRecoversAccessOffline() async throws {
-        let dataDir = try ServeCommandTests.temporaryDirectory() + "/data"
-        defer { try? FileManager.default.removeItem(atPath: dataDir) }
+        let directory = try ServeCommandTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let dataDir = directory + "/data"
         try await withDeadline(.seconds(90)) {
             var server = try await ServeProcess.start(["serve", "--data-dir", dataDir, "--http-port", "0"])
             let keys = try initialKeys(dataDir: dataDir)
@@ -65,8 +66,9 @@ struct ServeRecoveryTests {
     /// Before dates were range-checked, a scheduled update with `"staleDate": 1e19` took the server
     /// down when due, and again on every restart.
     @Test func aServerStartedOnADatabaseHoldingAScheduleThatCannotRunStaysUp() async throws {
-        let dataDir = try ServeCommandTests.temporaryDirectory() + "/data"
-        defer { try? FileManager.default.removeItem(atPath: dataDir) }
+        let directory = try ServeCommandTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let dataDir = directory + "/data"
         try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
         let store = try SQLiteStore(path: dataDir + "/liverelay.sqlite")
         try await store.migrate()

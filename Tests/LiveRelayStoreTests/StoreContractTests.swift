@@ -462,6 +462,42 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         #expect(try await store.claimDeliveries(dueBy: t0 + 5, limit: 10, leaseUntil: t0 + 65).count == 1)
     }
 
+    /// A second start would start a second activity on the device, and only the newer one's token
+    /// would be kept: the first would stay on the Lock Screen, never updated or ended. So a
+    /// push-to-start is not sent (again) once its device has reported an activity for the key:
+    /// not after a restart that lost its answer, not as a retry, not while queued.
+    @Test(arguments: StoreKind.allCases) func aStartIsNotSentAgainOnceItsDeviceReportedAnActivityForTheKey(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        for device in ["iphone-1", "iphone-2", "iphone-3"] { try await store.savePushToStartToken(pushToStart(device)) }
+        try await store.start("order-1")
+        #expect(try await store.claimDeliveries(dueBy: t0, limit: 10, leaseUntil: t0 + 60).count == 3)
+
+        // In flight when the process dies; iphone-1's start arrived and its app reported the activity.
+        try await store.saveActivityToken(activityToken("order-1", "iphone-1", at: t0 + 1), attributesType: deliveryType)
+        #expect(try await store.statuses(key: "order-1")["start order-1→iphone-1"] == .sending)  // its outcome may still come
+        try await store.releaseClaims(at: t0 + 5)
+        #expect(try await store.statuses(key: "order-1") == [
+            "start order-1→iphone-1": .skipped, "start order-1→iphone-2": .queued, "start order-1→iphone-3": .queued,
+        ])
+        let skipped = try #require(try await store.deliveries(DeliveryQuery(key: "order-1", status: .skipped)).first)
+        #expect(skipped.apnsReason?.contains("the device has reported an activity for the key") == true)
+
+        // A retry of a start whose device reports meanwhile is not sent either; nor a queued one.
+        let again = try await store.claimDeliveries(dueBy: t0 + 5, limit: 10, leaseUntil: t0 + 65)
+        #expect(again.count == 2)
+        try await store.saveActivityToken(activityToken("order-1", "iphone-2", at: t0 + 6), attributesType: deliveryType)
+        let iphone2 = try #require(again.first { $0.target.name == "iphone-2" })
+        let iphone3 = try #require(again.first { $0.target.name == "iphone-3" })
+        try await store.recordOutcomes(
+            [(iphone2.id, .retry(at: t0 + 10, status: nil, reason: "no answer")), (iphone3.id, .retry(at: t0 + 10, status: nil, reason: "no answer"))],
+            at: t0 + 7)
+        #expect(try await store.statuses(key: "order-1")["start order-1→iphone-2"] == .skipped)
+        #expect(try await store.statuses(key: "order-1")["start order-1→iphone-3"] == .queued)
+        try await store.saveActivityToken(activityToken("order-1", "iphone-3", at: t0 + 8), attributesType: deliveryType)
+        #expect(try await store.statuses(key: "order-1")["start order-1→iphone-3"] == .skipped)
+        #expect(try await store.claimDeliveries(dueBy: t0 + 10, limit: 10, leaseUntil: t0 + 70).isEmpty)
+    }
+
     @Test(arguments: StoreKind.allCases) func outcomesAreRecordedOnTheDeliveryAndTheToken(kind: StoreKind) async throws {
         let store = try await kind.make().store
         for device in ["iphone-1", "iphone-2", "iphone-3"] {
