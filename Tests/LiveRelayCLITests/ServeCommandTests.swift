@@ -69,33 +69,12 @@ struct ServeCommandTests {
     @Test func aServerKilledInTheMiddleOfAFanOutLosesNothingAndDevicesEndOnTheLatestUpdate() async throws {
         let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let dataDir = directory + "/data"
         let devices = (1...20).map { "iphone-\($0)" }
         try await withDeadline(.seconds(120)) {
-            let emulator = try await APNsEmulator.start(.init(environment: .sandbox))
-            let reporter = Task { await emulator.reporter.run() }
-            defer { reporter.cancel() }
-            let signingKey = P256.Signing.PrivateKey()
-            try signingKey.pemRepresentation.write(toFile: directory + "/key.p8", atomically: true, encoding: .utf8)
-            emulator.registry.register(EmulatorKey(keyID: "CRASHKEY01", teamID: "CRASHTEAM1", publicKey: signingKey.publicKey))
-            try emulator.certificates.writeCertificateAuthority(to: directory + "/ca.pem")
-            let arguments = [
-                "serve", "--data-dir", dataDir, "--http-port", "0", "--key-file", directory + "/key.p8", "--key-id", "CRASHKEY01",
-                "--team-id", "CRASHTEAM1", "--bundle-id", Self.bundleID, "--environment", "custom", "--host", "127.0.0.1",
-                "--port", String(emulator.pushPort), "--management-port", String(emulator.channelManagementPort),
-                "--ca-file", directory + "/ca.pem",
-            ]
-            var server = try await ServeProcess.start(arguments)
-            let keys = try initialKeys(dataDir: dataDir)
-            // The outbox, watched from outside the server's process.
-            let outbox = try SQLiteStore(path: dataDir + "/liverelay.sqlite")
-
-            for id in devices {
-                try emulator.devices.addDevice(id: id)
-                try emulator.reporter.setTarget(TokenReporting(url: server.baseURL, clientKey: keys.client), deviceID: id, bundleID: Self.bundleID)
-                try emulator.devices.install(SimulatedApp(bundleID: Self.bundleID, attributeTypes: [Self.deliveryType]), on: id)
-            }
-            try await eventually { try await outbox.counts().pushToStartTokens == devices.count }
+            let setup = try await CrashSetup.start(in: directory, devices: devices)
+            defer { setup.reporter.cancel() }
+            let (emulator, arguments, keys, outbox) = (setup.emulator, setup.arguments, setup.keys, setup.outbox)
+            var server = setup.server
             let start = try await server.call(.POST, "/v1/activities/match/start", key: keys.server, body: .object([
                 ("attributesType", .string("DeliveryAttributes")),
                 ("attributes", .object([("activityKey", .string("match")), ("orderNumber", .integer(7))])),
@@ -148,28 +127,11 @@ struct ServeCommandTests {
     @Test func aStartWhoseAnswerWasLostToACrashIsNotSentAgainOnceTheDeviceReportedItsActivity() async throws {
         let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let dataDir = directory + "/data"
         try await withDeadline(.seconds(120)) {
-            let emulator = try await APNsEmulator.start(.init(environment: .sandbox))
-            let reporter = Task { await emulator.reporter.run() }
-            defer { reporter.cancel() }
-            let signingKey = P256.Signing.PrivateKey()
-            try signingKey.pemRepresentation.write(toFile: directory + "/key.p8", atomically: true, encoding: .utf8)
-            emulator.registry.register(EmulatorKey(keyID: "GHOSTKEY01", teamID: "GHOSTTEAM1", publicKey: signingKey.publicKey))
-            try emulator.certificates.writeCertificateAuthority(to: directory + "/ca.pem")
-            let arguments = [
-                "serve", "--data-dir", dataDir, "--http-port", "0", "--key-file", directory + "/key.p8", "--key-id", "GHOSTKEY01",
-                "--team-id", "GHOSTTEAM1", "--bundle-id", Self.bundleID, "--environment", "custom", "--host", "127.0.0.1",
-                "--port", String(emulator.pushPort), "--management-port", String(emulator.channelManagementPort),
-                "--ca-file", directory + "/ca.pem",
-            ]
-            var server = try await ServeProcess.start(arguments)
-            let keys = try initialKeys(dataDir: dataDir)
-            let outbox = try SQLiteStore(path: dataDir + "/liverelay.sqlite")
-            try emulator.devices.addDevice(id: "iphone-1")
-            try emulator.reporter.setTarget(TokenReporting(url: server.baseURL, clientKey: keys.client), deviceID: "iphone-1", bundleID: Self.bundleID)
-            try emulator.devices.install(SimulatedApp(bundleID: Self.bundleID, attributeTypes: [Self.deliveryType]), on: "iphone-1")
-            try await eventually { try await outbox.counts().pushToStartTokens == 1 }
+            let setup = try await CrashSetup.start(in: directory, devices: ["iphone-1"])
+            defer { setup.reporter.cancel() }
+            let (emulator, arguments, keys, outbox) = (setup.emulator, setup.arguments, setup.keys, setup.outbox)
+            var server = setup.server
 
             // APNs delivers the start at once but answers only after 5 s.
             emulator.faults.add(EmulatorFault(.delay(.seconds(5)), scope: .bundleID(Self.bundleID), skip: 0, count: 1))
@@ -208,5 +170,47 @@ struct ServeCommandTests {
             #expect(server.stop() == 0)
             await emulator.shutdown()
         }
+    }
+}
+
+/// The crash tests' world: an emulator in this process (so that it and its iPhones outlive a
+/// killed server), `serve` sending to it with a key it trusts, iPhones with the delivery app
+/// reporting to the first `serve` (their push-to-start tokens registered), and the outbox,
+/// watched from outside the server's process.
+struct CrashSetup {
+    let emulator: APNsEmulator
+    let reporter: Task<Void, Never>
+    /// Start `serve` with these again to restart it on the same data.
+    let arguments: [String]
+    let server: ServeProcess
+    let keys: (admin: String, server: String, client: String)
+    let outbox: SQLiteStore
+
+    static func start(in directory: String, devices: [String]) async throws -> CrashSetup {
+        let emulator = try await APNsEmulator.start(.init(environment: .sandbox))
+        let reporter = Task { await emulator.reporter.run() }
+        let signingKey = P256.Signing.PrivateKey()
+        try signingKey.pemRepresentation.write(toFile: directory + "/key.p8", atomically: true, encoding: .utf8)
+        emulator.registry.register(EmulatorKey(keyID: "CRASHKEY01", teamID: "CRASHTEAM1", publicKey: signingKey.publicKey))
+        try emulator.certificates.writeCertificateAuthority(to: directory + "/ca.pem")
+        let dataDir = directory + "/data"
+        let arguments = [
+            "serve", "--data-dir", dataDir, "--http-port", "0", "--key-file", directory + "/key.p8", "--key-id", "CRASHKEY01",
+            "--team-id", "CRASHTEAM1", "--bundle-id", ServeCommandTests.bundleID, "--environment", "custom", "--host", "127.0.0.1",
+            "--port", String(emulator.pushPort), "--management-port", String(emulator.channelManagementPort),
+            "--ca-file", directory + "/ca.pem",
+        ]
+        let server = try await ServeProcess.start(arguments)
+        let keys = try initialKeys(dataDir: dataDir)
+        let outbox = try SQLiteStore(path: dataDir + "/liverelay.sqlite")
+        for id in devices {
+            try emulator.devices.addDevice(id: id)
+            try emulator.reporter.setTarget(
+                TokenReporting(url: server.baseURL, clientKey: keys.client), deviceID: id, bundleID: ServeCommandTests.bundleID)
+            try emulator.devices.install(
+                SimulatedApp(bundleID: ServeCommandTests.bundleID, attributeTypes: [ServeCommandTests.deliveryType]), on: id)
+        }
+        try await eventually { try await outbox.counts().pushToStartTokens == devices.count }
+        return CrashSetup(emulator: emulator, reporter: reporter, arguments: arguments, server: server, keys: keys, outbox: outbox)
     }
 }
