@@ -110,6 +110,9 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // libFuzzer over everything that reads untrusted JSON; without it, a replayer of the corpus
+        // in Fuzz/corpus (README: fuzzing).
+        .executableTarget(name: "LiveRelayFuzz", dependencies: ["LiveActivityKit", "LiveRelay"]),
         .executableTarget(
             name: "liverelay",
             dependencies: [

@@ -1,0 +1,58 @@
+import Foundation
+import LiveActivityKit
+import LiveRelay
+
+/// One fuzz input through everything that reads untrusted JSON: the JSON value parser, the APNs
+/// payload reader and its validation for both destinations, and every request body the API reads.
+/// Refusals are the expected outcome; only a crash (or a sanitizer report) is a finding.
+func fuzzOneInput(_ bytes: UnsafeRawBufferPointer) {
+    let input = Array(bytes)
+    if let payload = try? LiveActivityPayload(parsing: input) {
+        _ = try? payload.encoded(for: .device)
+        _ = try? payload.encoded(for: .broadcast)
+        _ = payload.event
+        _ = payload.json.serialized
+    }
+    guard let json = try? JSONValue(parsing: input) else { return }
+    // A round trip keeps every literal.
+    precondition((try? JSONValue(parsing: json.serialized)) == json, "a JSON value does not survive its own serialization")
+    _ = try? StartRequest(json: json)
+    _ = try? ChangeRequest(event: .update, json: json)
+    _ = try? ChangeRequest(event: .end, json: json)
+    _ = try? PushToStartRegistration(json: json)
+    _ = try? ActivityTokenRegistration(json: json)
+    _ = try? EndedReport(json: json)
+}
+
+#if FUZZING
+/// libFuzzer's entry point (`swift build -Xswiftc -sanitize=fuzzer,address -Xswiftc -D -Xswiftc FUZZING`).
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    fuzzOneInput(UnsafeRawBufferPointer(start: data, count: size))
+    return 0
+}
+#else
+/// Without libFuzzer: replays the files given (a kept corpus, a crash to reproduce) through the
+/// same function, so the suite can run the corpus on every build.
+@main
+enum CorpusReplay {
+    static func main() throws {
+        var replayed = 0
+        for path in CommandLine.arguments.dropFirst() {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+                FileHandle.standardError.write(Data("no such file: \(path)\n".utf8))
+                exit(64)
+            }
+            let files = isDirectory.boolValue
+                ? try FileManager.default.contentsOfDirectory(atPath: path).sorted().map { path + "/" + $0 } : [path]
+            for file in files {
+                let data = try Data(contentsOf: URL(fileURLWithPath: file))
+                data.withUnsafeBytes { fuzzOneInput($0) }
+                replayed += 1
+            }
+        }
+        print("replayed \(replayed) inputs")
+    }
+}
+#endif
