@@ -25,18 +25,33 @@ func fuzzOneInput(_ bytes: UnsafeRawBufferPointer) {
 }
 
 #if FUZZING
-/// libFuzzer's entry point (`swift build -Xswiftc -sanitize=fuzzer,address -Xswiftc -D -Xswiftc FUZZING`).
+/// libFuzzer's entry point, which its runtime refers to.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     fuzzOneInput(UnsafeRawBufferPointer(start: data, count: size))
     return 0
 }
-#else
-/// Without libFuzzer: replays the files given (a kept corpus, a crash to reproduce) through the
-/// same function, so the suite can run the corpus on every build.
+
+/// libFuzzer's driver (in the runtime `-sanitize=fuzzer` links): SwiftPM gives the program its
+/// own `main`, which hands over to it.
+@_silgen_name("LLVMFuzzerRunDriver")
+func runFuzzerDriver(
+    _ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+) -> CInt
+#endif
+
 @main
-enum CorpusReplay {
+enum LiveRelayFuzz {
+    /// With `-D FUZZING` (and `-sanitize=fuzzer,address`): libFuzzer, with its own arguments.
+    /// Otherwise: replays the files or folders given (a kept corpus, a crash to reproduce)
+    /// through the same function, so CI can run the corpus on every build.
     static func main() throws {
+        #if FUZZING
+        var argc = CommandLine.argc
+        var argv = CommandLine.unsafeArgv
+        exit(runFuzzerDriver(&argc, &argv, fuzzerTestOneInput))
+        #else
         var replayed = 0
         for path in CommandLine.arguments.dropFirst() {
             var isDirectory: ObjCBool = false
@@ -53,6 +68,6 @@ enum CorpusReplay {
             }
         }
         print("replayed \(replayed) inputs")
+        #endif
     }
 }
-#endif
