@@ -165,6 +165,8 @@ public struct EndedReport: Sendable, Hashable {
 
     public var deviceID: String
     public var bundleID: String
+    /// The device's id of the activity, when the app gives it.
+    public var activityID: String?
     public var state: ActivityTokenState
     public var cause: String?
     public var at: Date?
@@ -173,6 +175,7 @@ public struct EndedReport: Sendable, Hashable {
         let body = try JSONBodyReader(json, fields: Self.fields)
         deviceID = try body.requireString("deviceID")
         bundleID = try body.requireString("bundleID")
+        activityID = try body.string("activityID")
         switch try body.requireString("state") {
         case "ended": state = .ended
         case "dismissed": state = .dismissed

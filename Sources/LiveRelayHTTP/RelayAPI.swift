@@ -70,7 +70,9 @@ public struct RelayAPI: Sendable {
 
     public func router() -> Router<RelayRequestContext> {
         let router = Router(context: RelayRequestContext.self)
+        let routes = RouteTable()
         router.add(middleware: APIErrorMiddleware())
+        router.add(middleware: MethodNotAllowedMiddleware(table: routes))
         router.add(middleware: RelayErrorMiddleware())
         router.add(middleware: BodyLimitMiddleware(limit: configuration.maximumBodySize))
         router.add(middleware: BodyDeadlineMiddleware(timeout: configuration.timeouts.body))
@@ -156,6 +158,7 @@ public struct RelayAPI: Sendable {
             try await relay.deleteChannel(id)
             return Self.json(.object([("channelID", .string(id)), ("deleted", .bool(true))]))
         }
+        routes.fill(from: router)
         return router
     }
 

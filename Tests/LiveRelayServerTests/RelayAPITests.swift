@@ -50,6 +50,26 @@ struct RelayAPITests {
         }
     }
 
+    /// RFC 9110 §15.5.6: a method the path does not answer is 405 with the methods it does; an
+    /// unknown path stays 404.
+    @Test(arguments: [
+        ("TRACE /v1/health", "405", "GET"), ("PUT /v1/activities/k/start", "405", "POST"),
+        ("PATCH /v1/api-keys/key_1", "405", "DELETE"), ("TRACE /v1/nothing", "404", nil),
+    ])
+    func aMethodAKnownPathDoesNotAnswerIs405WithAllow(request: String, status: String, allow: String?) async throws {
+        try await withRelayHarness { relay in
+            let port = try #require(Int(relay.baseURL.split(separator: ":").last ?? ""))
+            let connection = try await RawTCPConnection.connect(port: port)
+            try await connection.write("\(request) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            try await relay.eventually { connection.isClosed }
+            #expect(connection.received.hasPrefix("HTTP/1.1 \(status)"), "\(connection.received)")
+            if let allow {
+                #expect(connection.received.lowercased().contains("allow: \(allow.lowercased())"), "\(connection.received)")
+                #expect(connection.received.contains(#""code":"method_not_allowed""#))
+            }
+        }
+    }
+
     @Test func badInputElsewhereIsRefusedWithoutTouchingWhatWasAccepted() async throws {
         try await withRelayHarness(configure: { _, api in api.maximumBodySize = 8192 }) { relay in
             try await relay.addRegisteredDevice("iphone-1")
