@@ -14,7 +14,8 @@ import Testing
         clock: ManualClock = ManualClock(Date()),
         _ body: @escaping @Sendable (APNsEmulator, TestSigningKey, String) async throws -> Void
     ) async throws {
-        try await withDeadline {
+        // Generous: these test the wire, not latency, and share two cores with every other suite.
+        try await withDeadline(.seconds(60)) {
             var configuration = APNsEmulator.Configuration()
             configuration.now = clock.function
             let emulator = try await APNsEmulator.start(configuration)
@@ -37,7 +38,8 @@ import Testing
 
     @Test func ourClientPushesThroughTheStreamLimitOfOne() async throws {
         try await withEmulator { [bundle, token] emulator, key, caFile in
-            let configuration = APNsClient.Configuration(environment: emulator.clientEnvironment(caFile: caFile), signingKey: key.signingKey)
+            let configuration = APNsClient.Configuration(
+                environment: emulator.clientEnvironment(caFile: caFile), signingKey: key.signingKey, requestTimeout: .seconds(30))
             try await withAPNsClient(configuration: configuration) { client in
                 let payload = try LiveActivityPayload.update(content: ActivityContent(state: ["level": 0.941], staleDate: nil), timestamp: Date())
                 // 200 at once on a connection that starts with one stream: NIO queues the rest
