@@ -69,6 +69,7 @@ struct Serve: AsyncParsableCommand {
         file?.fill(&connection)
         let directory = DataDirectory(dataDir)
         try directory.prepare()
+        let timeouts = try timeouts()
         var logger = Logger(label: "liverelay")
         logger.logLevel = .notice
 
@@ -93,7 +94,7 @@ struct Serve: AsyncParsableCommand {
         let store = try SQLiteStore(path: directory.database)
         let server = try await RelayServer.open(
             store: store, configuration: RelayConfiguration(bundleID: bundleID, environment: environment, budget: budgetPolicy),
-            api: RelayAPIConfiguration(host: httpHost, port: httpPort, timeouts: try timeouts()), apns: apns, logger: logger)
+            api: RelayAPIConfiguration(host: httpHost, port: httpPort, timeouts: timeouts), apns: apns, logger: logger)
         let madeKeys = try await InitialKeys.makeIfNone(server: server, in: directory)
 
         // Shutdown runs in reverse order: the APNs client closes after the dispatcher has stopped.
@@ -107,7 +108,7 @@ struct Serve: AsyncParsableCommand {
         }.map { .init(service: $0) }
         if let emulator {
             services.append(.init(service: emulator))
-            services.append(.init(service: emulator.controlApplication(port: 0, timeouts: try timeouts(), logger: logger) { port in
+            services.append(.init(service: emulator.controlApplication(port: 0, timeouts: timeouts, logger: logger) { port in
                 await announce.controlRunning(port: port)
             }))
         }
