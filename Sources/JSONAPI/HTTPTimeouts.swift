@@ -39,6 +39,10 @@ package struct BodyDeadlineMiddleware<Context: RequestContext>: RouterMiddleware
     }
 
     package func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        // A request without a body (most GETs) costs no task group.
+        guard request.headers[.contentLength].map({ $0 != "0" }) ?? (request.headers[.transferEncoding] != nil) else {
+            return try await next(request, context)
+        }
         let body = request.body
         let limit = context.maxUploadSize
         let timeout = timeout
