@@ -50,6 +50,17 @@ struct RelayAPITests {
         }
     }
 
+    @Test func theLastLiveAdminKeyCannotBeRevoked() async throws {
+        try await withRelayHarness { relay in
+            let admin = try #require(try await relay.get("/v1/api-keys", scope: .admin).json["apiKeys"]?.arrayElements?
+                .first { $0["scope"] == .string("admin") }?["id"]?.stringValue)
+            let refused = try await relay.call(.DELETE, "/v1/api-keys/\(admin)", scope: .admin)
+            #expect(refused.status == 409)
+            #expect(refused.json["error"]?["code"] == .string("last_admin_key"))
+            #expect(try await relay.get("/v1/api-keys", scope: .admin).status == 200)
+        }
+    }
+
     /// RFC 9110 §15.5.6: a method the path does not answer is 405 with the methods it does; an
     /// unknown path stays 404.
     @Test(arguments: [
