@@ -112,7 +112,7 @@ let package = Package(
         ),
         // libFuzzer over everything that reads untrusted JSON; without it, a replayer of the corpus
         // in Fuzz/corpus (README: fuzzing).
-        .executableTarget(name: "LiveRelayFuzz", dependencies: ["LiveActivityKit", "LiveRelay"]),
+        .executableTarget(name: "LiveRelayFuzz", dependencies: ["LiveActivityKit", "LiveRelay", "LiveRelayHTTP"]),
         .executableTarget(
             name: "liverelay",
             dependencies: [

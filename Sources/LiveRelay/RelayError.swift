@@ -13,19 +13,35 @@ public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
         case conflict
         /// 413
         case tooLarge
-        /// 422: the request is well formed but cannot be done (an idempotency key reused).
-        case unprocessable
         /// 502: APNs refused what the request needed (a channel).
         case upstream
     }
 
+    /// Stable and machine-readable; the API's `code`.
+    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        public static let invalidValue = Code(rawValue: "invalid_value")
+        public static let missing = Code(rawValue: "missing")
+        public static let notFound = Code(rawValue: "not_found")
+        public static let keyExists = Code(rawValue: "key_exists")
+        public static let activityEnded = Code(rawValue: "activity_ended")
+        /// The same idempotency key was committed by a concurrent request.
+        public static let idempotencyConflict = Code(rawValue: "idempotency_conflict")
+        public static let scheduleNotPending = Code(rawValue: "schedule_not_pending")
+        public static let lastAdminKey = Code(rawValue: "last_admin_key")
+        public static let apnsUnavailable = Code(rawValue: "apns_unavailable")
+        public static let apnsRefused = Code(rawValue: "apns_refused")
+    }
+
     public let kind: Kind
-    /// Stable and machine-readable.
-    public let code: String
+    public let code: Code
     public let message: String
     public let field: String?
 
-    public init(_ kind: Kind, code: String, message: String, field: String? = nil) {
+    public init(_ kind: Kind, _ code: Code, message: String, field: String? = nil) {
         self.kind = kind
         self.code = code
         self.message = message
@@ -35,21 +51,25 @@ public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
     public var description: String { field.map { "\($0): \(message)" } ?? message }
 
     static func invalid(_ field: String, _ rule: String) -> RelayError {
-        RelayError(.invalid, code: "invalid_value", message: rule, field: field)
+        RelayError(.invalid, .invalidValue, message: rule, field: field)
+    }
+
+    static func notFound(_ field: String, _ what: String) -> RelayError {
+        RelayError(.notFound, .notFound, message: what, field: field)
     }
 
     /// A payload rule broken, with the API field that carries it.
     init(_ error: LiveActivityValidationError, field: String? = nil) {
         let tooLarge = error.code == .tooLarge
-        self.init(tooLarge ? .tooLarge : .invalid, code: error.code.description, message: error.message, field: field ?? error.field)
+        self.init(tooLarge ? .tooLarge : .invalid, Code(rawValue: error.code.description), message: error.message, field: field ?? error.field)
     }
 
     init(_ error: StoreError) {
         switch error.code {
-        case .keyExists: self.init(.conflict, code: "key_exists", message: error.message)
-        case .keyEnded: self.init(.conflict, code: "activity_ended", message: error.message)
-        case .idempotencyKeyTaken: self.init(.conflict, code: "idempotency_conflict", message: error.message)
-        case .scheduleNotPending: self.init(.conflict, code: "schedule_not_pending", message: error.message)
+        case .keyExists: self.init(.conflict, .keyExists, message: error.message)
+        case .keyEnded: self.init(.conflict, .activityEnded, message: error.message)
+        case .idempotencyKeyTaken: self.init(.conflict, .idempotencyConflict, message: error.message)
+        case .scheduleNotPending: self.init(.conflict, .scheduleNotPending, message: error.message)
         }
     }
 }

@@ -10,8 +10,10 @@ import Synchronization
 /// with their pushes to the outbox in one transaction; schedules, expiry and channel cleanup.
 /// The dispatcher sends what this accepts.
 public final class RelayService: Sendable {
-    public let store: any RelayStore
+    let store: any RelayStore
     public let configuration: RelayConfiguration
+    /// The API's format of scheduled requests and kept answers.
+    let wire: any RelayWireFormat
     public let metrics: RelayMetrics
     /// Creates and deletes broadcast channels; nil when no APNs is configured (tests of the API alone).
     let apns: APNsClient?
@@ -27,12 +29,24 @@ public final class RelayService: Sendable {
     private let keyCache = Mutex<[Data: (key: APIKeyRecord, until: ContinuousClock.Instant)]>([:])
     static let keyCacheTTL = Duration.seconds(5)
 
+    /// The service over `store`, migrated first.
+    public static func open(
+        store: any RelayStore, configuration: RelayConfiguration, wire: any RelayWireFormat, apns: APNsClient?,
+        now: @escaping @Sendable () -> Date = { Date() }, logger: Logger = Logger(label: "liverelay")
+    ) async throws -> RelayService {
+        let applied = try await store.migrate()
+        if !applied.isEmpty { logger.info("migrations applied", metadata: ["names": "\(applied.joined(separator: ", "))"]) }
+        return RelayService(store: store, configuration: configuration, wire: wire, apns: apns, now: now, logger: logger)
+    }
+
+    /// The service over a store already migrated.
     public init(
-        store: any RelayStore, configuration: RelayConfiguration, apns: APNsClient?, now: @escaping @Sendable () -> Date = { Date() },
-        logger: Logger = Logger(label: "liverelay")
+        store: any RelayStore, configuration: RelayConfiguration, wire: any RelayWireFormat, apns: APNsClient?,
+        now: @escaping @Sendable () -> Date = { Date() }, logger: Logger = Logger(label: "liverelay")
     ) {
         self.store = store
         self.configuration = configuration
+        self.wire = wire
         self.apns = apns
         self.now = now
         self.logger = logger
@@ -79,13 +93,22 @@ public final class RelayService: Sendable {
         case .revoked:
             keyCache.withLock { cache in cache = cache.filter { $0.value.key.id != id } }
         case .notFound:
-            throw RelayError(.notFound, code: "not_found", message: "no live API key \(id)", field: "id")
+            throw RelayError.notFound("id", "no live API key \(id)")
         case .lastAdminKey:
             throw RelayError(
-                .conflict, code: "last_admin_key",
+                .conflict, .lastAdminKey,
                 message: "\(id) is the last live admin key; make another admin key first (POST /v1/api-keys, or `liverelay keys create --scope admin` on the server)",
                 field: "id")
         }
+    }
+
+    public func apiKeys() async throws -> [APIKeyRecord] {
+        try await store.apiKeys()
+    }
+
+    /// The answer kept under an idempotency key of an API key, if any.
+    public func idempotentResponse(apiKeyID: String, key: String) async throws -> IdempotentResponse? {
+        try await store.idempotentResponse(apiKeyID: apiKeyID, key: key)
     }
 
     static func hash(_ secret: String) -> Data { Data(SHA256.hash(data: Data(secret.utf8))) }
@@ -128,9 +151,7 @@ public final class RelayService: Sendable {
     /// no token under the key (a channel-subscribed activity has none).
     public func reportEnded(key: String, _ report: EndedReport) async throws -> Bool {
         try Self.checkKey(key)
-        guard try await store.activity(key: key) != nil else {
-            throw RelayError(.notFound, code: "not_found", message: "no activity key \"\(key)\"", field: "key")
-        }
+        guard try await store.activity(key: key) != nil else { throw RelayError.notFound("key", "no activity key \"\(key)\"") }
         return try await store.endActivityToken(key: key, deviceID: report.deviceID, state: report.state, at: report.at ?? now())
     }
 
@@ -153,63 +174,39 @@ public final class RelayService: Sendable {
     // MARK: Starting, updating, ending
 
     /// Starts `key` on the audience's devices through their push-to-start tokens, or schedules it.
-    public func start(key: String, _ request: StartRequest, body: JSONValue, context: WriteContext = .init()) async throws -> StoredResponse {
+    public func start(key: String, _ request: StartRequest, idempotency: IdempotencyClaim? = nil) async throws -> AcceptedRequest {
+        try await start(key: key, request, context: WriteContext(idempotency: idempotency))
+    }
+
+    private func start(key: String, _ request: StartRequest, context: WriteContext) async throws -> AcceptedRequest {
         try Self.checkKey(key)
-        if let at = request.at, at > now() {
-            return try await schedule(key: key, action: "start", body: body, at: at, context: context)
-        }
+        if let at = request.at, at > now() { return try await schedule(key: key, .start(request), at: at, context: context) }
         let channelID: String?
         switch request.channel {
         case nil:
             channelID = nil
         case .existing(let id):
             guard let channel = try await store.channel(id: id), channel.deletedAt == nil else {
-                throw RelayError(.notFound, code: "not_found", message: "no live channel \(id) made by this server", field: "channel.id")
+                throw RelayError.notFound("channel.id", "no live channel \(id) made by this server")
             }
             channelID = id
         case .create(let policy):
             channelID = try await createChannel(for: key, storagePolicy: policy)
         }
         let acceptedAt = now()
-        let payload = LiveActivityPayload(LiveActivityPayload.Fields(
-            event: .start, timestamp: acceptedAt, contentState: request.contentState, staleDate: request.staleDate,
-            relevanceScore: request.relevanceScore, alert: request.alert, attributesType: request.attributesType,
-            attributes: request.attributes, inputPush: channelID.map { .channel($0) } ?? .token))
-        let encoded = try encode(payload, for: .device)
+        let payload = try StartPlanner.payload(request, channelID: channelID, at: acceptedAt)
+        let planner = StartPlanner(environment: configuration.environment, governor: governor, answer: answerKept)
         let requestID = UUID().uuidString.lowercased()
-        let environment = configuration.environment
-        let governor = governor
-        let timestamp = unixSeconds(acceptedAt)
-        let expiration = request.expiration.map(unixSeconds)
         var context = context
         context.handOver = handOver.offer(at: acceptedAt, policy: configuration.dispatch)
         do {
             let accepted = try await store.acceptStart(
                 key: key, attributesType: request.attributesType, audience: request.audience, context: context
             ) { tokens in
-                let live = tokens.filter { $0.environment == environment }
-                let deliveries = live.map { token in
-                    let decision = governor.decide(request.priority, alerting: true, used: 0, frequentPushesEnabled: token.frequentPushesEnabled)
-                    return NewDelivery(
-                        key: key, event: "start", target: .pushToStartToken(deviceID: token.deviceID, token: token.token), payloadIndex: 0,
-                        priority: decision.priority, priorityReason: decision.reason, expiration: expiration, timestamp: timestamp,
-                        requestID: requestID)
-                }
-                let activity = ActivityRecord(
-                    key: key, attributesType: request.attributesType, attributes: request.attributes, channelID: channelID,
-                    contentState: request.contentState, staleDate: request.staleDate, relevanceScore: request.relevanceScore,
-                    startedAt: acceptedAt, lastTimestamp: timestamp)
-                var answer: [(String, JSONValue)] = [
-                    ("key", .string(key)), ("action", .string("start")), ("requestID", .string(requestID)),
-                    ("timestamp", .integer(timestamp)), ("deliveries", .integer(deliveries.count)), ("state", .string("active")),
-                ]
-                if let channelID { answer.append(("channelID", .string(channelID))) }
-                return StartPlan(
-                    acceptedAt: acceptedAt, activity: activity, payloads: [encoded], deliveries: deliveries,
-                    response: StoredResponse(status: 201, body: JSONValue.object(answer).serialized))
+                planner.plan(key: key, request, payload: payload, channelID: channelID, tokens: tokens, at: acceptedAt, requestID: requestID)
             }
-            dispatch(accepted, action: "start")
-            return accepted.response
+            dispatch(accepted.claimed, action: "start")
+            return .accepted(accepted.outcome)
         } catch let error as StoreError {
             throw RelayError(error)
         }
@@ -217,205 +214,129 @@ public final class RelayService: Sendable {
 
     /// Updates or ends `key`: one push per live update token, or one broadcast when the key is
     /// bound to a channel; or schedules it.
-    public func change(key: String, _ request: ChangeRequest, body: JSONValue, context: WriteContext = .init()) async throws -> StoredResponse {
+    public func change(key: String, _ request: ChangeRequest, idempotency: IdempotencyClaim? = nil) async throws -> AcceptedRequest {
+        try await change(key: key, request, context: WriteContext(idempotency: idempotency))
+    }
+
+    private func change(key: String, _ request: ChangeRequest, context: WriteContext) async throws -> AcceptedRequest {
         try Self.checkKey(key)
-        let action = request.event.rawValue
-        if let at = request.at, at > now() {
-            return try await schedule(key: key, action: action, body: body, at: at, context: context)
-        }
+        if let at = request.at, at > now() { return try await schedule(key: key, .change(request), at: at, context: context) }
         let acceptedAt = now()
-        let governor = governor
-        let storageWindow = configuration.channelStorageWindow
+        let planner = ChangePlanner(governor: governor, channelStorageWindow: configuration.channelStorageWindow, answer: answerKept)
         let requestID = UUID().uuidString.lowercased()
-        let alerting = request.alert != nil
         var context = context
         context.handOver = handOver.offer(at: acceptedAt, policy: configuration.dispatch)
         do {
-            // Only `auto` without an alert spends the budget, so only it needs the counts.
-            let budgetWindowStart = request.priority == .auto && !alerting ? acceptedAt - 3600 : nil
-            let accepted = try await store.acceptChange(key: key, budgetWindowStart: budgetWindowStart, context: context) { snapshot in
-                let channelPolicy = snapshot.channel?.storagePolicy
-                guard var activity = snapshot.activity else {
-                    throw RelayError(.notFound, code: "not_found", message: "no activity key \"\(key)\"; start it first", field: "key")
-                }
-                guard activity.state == .active else {
-                    let when = activity.endedAt.map { " at \(ISO8601DateFormatter().string(from: $0))" } ?? ""
-                    throw RelayError(
-                        .conflict, code: "activity_ended",
-                        message: "activity key \"\(key)\" ended\(when) (\(activity.endReason ?? "ended")); start a new key")
-                }
-                guard let contentState = request.contentState ?? activity.contentState else {
-                    throw RelayError(.invalid, code: "missing", message: "is required: the key has no content to end with", field: "contentState")
-                }
-                let timestamp = max(unixSeconds(acceptedAt), activity.lastTimestamp + 1)
-                var dismissal = ActivityUIDismissalPolicy.default
-                if request.event == .end, let date = request.dismissalDate { dismissal = date <= acceptedAt ? .immediate : .after(date) }
-                let payload = LiveActivityPayload(LiveActivityPayload.Fields(
-                    event: request.event, timestamp: Date(timeIntervalSince1970: TimeInterval(timestamp)), contentState: contentState,
-                    staleDate: request.staleDate, dismissalPolicy: dismissal, relevanceScore: request.relevanceScore, alert: request.alert))
-                var deliveries: [NewDelivery] = []
-                var fanOut: NewPush?
-                let encoded: [UInt8]
-                if let channelID = activity.channelID {
-                    encoded = try self.encode(payload, for: .broadcast)
-                    let decision = governor.decide(request.priority, alerting: alerting, used: snapshot.priority10Counts[""] ?? 0, frequentPushesEnabled: false)
-                    // A No-Message-Stored channel takes only 0; a stored message lives at most the storage window.
-                    let expiration = channelPolicy == 0 ? 0 : (request.expiration.map(unixSeconds) ?? unixSeconds(acceptedAt + storageWindow))
-                    deliveries.append(NewDelivery(
-                        key: key, event: action, target: .channel(channelID), payloadIndex: 0, priority: decision.priority,
-                        priorityReason: decision.reason, expiration: expiration, timestamp: timestamp, requestID: requestID))
-                } else {
-                    encoded = try self.encode(payload, for: .device)
-                    let expiration = request.expiration.map(unixSeconds)
-                    if budgetWindowStart == nil {
-                        // One priority for all: the store writes a push to each live token itself.
-                        let decision = governor.decide(request.priority, alerting: alerting, used: 0, frequentPushesEnabled: false)
-                        fanOut = NewPush(
-                            key: key, event: action, payloadIndex: 0, priority: decision.priority, priorityReason: decision.reason,
-                            expiration: expiration, timestamp: timestamp, requestID: requestID)
-                    } else {
-                        // A priority for each token, from its own budget.
-                        for token in snapshot.liveTokens {
-                            let decision = governor.decide(
-                                request.priority, alerting: alerting, used: snapshot.priority10Counts[token.deviceID] ?? 0,
-                                frequentPushesEnabled: token.frequentPushesEnabled)
-                            deliveries.append(NewDelivery(
-                                key: key, event: action, target: .activityToken(deviceID: token.deviceID, token: token.token),
-                                payloadIndex: 0, priority: decision.priority, priorityReason: decision.reason, expiration: expiration,
-                                timestamp: timestamp, requestID: requestID))
-                        }
-                    }
-                }
-                activity.contentState = contentState
-                activity.staleDate = request.staleDate
-                activity.relevanceScore = request.relevanceScore ?? activity.relevanceScore
-                activity.lastTimestamp = timestamp
-                var channelDeleteAfter: Date?
-                if request.event == .end {
-                    activity.state = .ended
-                    activity.endedAt = acceptedAt
-                    activity.endReason = "ended"
-                    activity.dismissalDate = request.dismissalDate
-                    channelDeleteAfter = acceptedAt + (channelPolicy == 1 ? storageWindow : 0)
-                }
-                let answer = JSONValue.object([
-                    ("key", .string(key)), ("action", .string(action)), ("requestID", .string(requestID)),
-                    ("timestamp", .integer(timestamp)), ("deliveries", .integer(deliveries.count + (fanOut == nil ? 0 : snapshot.liveTokenCount))),
-                    ("state", .string(activity.state.rawValue)),
-                ])
-                return ChangePlan(
-                    acceptedAt: acceptedAt, activity: activity, payloads: [encoded], deliveries: deliveries, fanOut: fanOut,
-                    channelDeleteAfter: channelDeleteAfter, response: StoredResponse(status: 200, body: answer.serialized))
+            let accepted = try await store.acceptChange(
+                key: key, budgetWindowStart: ChangePlanner.budgetWindowStart(for: request, at: acceptedAt), context: context
+            ) { snapshot in
+                try planner.plan(key: key, request, snapshot: snapshot, at: acceptedAt, requestID: requestID)
             }
-            dispatch(accepted, action: action)
-            return accepted.response
+            dispatch(accepted.claimed, action: request.event.rawValue)
+            return .accepted(accepted.outcome)
         } catch let error as StoreError {
             throw RelayError(error)
         }
     }
 
+    /// The answer kept with an accepting write, in the API's format.
+    private var answerKept: @Sendable (Acceptance) -> StoredResponse {
+        { [wire] acceptance in wire.answer(.accepted(acceptance)) }
+    }
+
     /// Gives the dispatcher the pushes the request claimed, or wakes it to claim what was queued.
-    private func dispatch(_ accepted: Accepted, action: String) {
+    private func dispatch(_ claimed: [DeliveryRecord], action: String) {
         metrics.count("liverelay_requests_accepted_total", ["action": action])
-        if accepted.claimed.isEmpty {
+        if claimed.isEmpty {
             outboxSignal.queued()
         } else {
-            handOver.give(accepted.claimed)
+            handOver.give(claimed)
         }
-    }
-
-    /// Validates and encodes a payload, naming the API field at fault.
-    private func encode(_ payload: LiveActivityPayload, for destination: LiveActivityPayload.Destination) throws -> [UInt8] {
-        do {
-            return try payload.encoded(for: destination)
-        } catch {
-            throw RelayError(error, field: Self.apiField(ofPayloadPath: error.field))
-        }
-    }
-
-    private static func apiField(ofPayloadPath path: String) -> String? {
-        let names = [
-            "content-state": "contentState", "stale-date": "staleDate", "relevance-score": "relevanceScore", "alert": "alert",
-            "attributes": "attributes", "attributes-type": "attributesType", "dismissal-date": "dismissalDate",
-        ]
-        guard path.hasPrefix("aps.") else { return nil }
-        let rest = path.dropFirst(4)
-        let head = rest.prefix { $0 != "." && $0 != "[" }
-        guard let name = names[String(head)] else { return nil }
-        return name + rest.dropFirst(head.count)
     }
 
     // MARK: Channels
 
     private func createChannel(for key: String, storagePolicy: Int) async throws -> String {
         guard let apns, let policy = MessageStoragePolicy(rawValue: storagePolicy) else {
-            throw RelayError(.upstream, code: "apns_unavailable", message: "no APNs connection to create a channel with", field: "channel")
+            throw RelayError(.upstream, .apnsUnavailable, message: "no APNs connection to create a channel with", field: "channel")
         }
         do {
             let id = try await apns.createChannel(bundleID: configuration.bundleID, storagePolicy: policy)
             try await store.saveChannel(ChannelRecord(channelID: id, key: key, storagePolicy: storagePolicy, createdAt: now()))
             return id
         } catch let error as APNsError {
-            throw RelayError(.upstream, code: "apns_refused", message: "APNs refused to create the channel: \(error)", field: "channel")
+            throw RelayError(.upstream, .apnsRefused, message: "APNs refused to create the channel: \(error)", field: "channel")
         }
     }
 
-    /// Deletes a channel at APNs and marks it deleted.
+    public func channels() async throws -> [ChannelRecord] {
+        try await store.channels()
+    }
+
+    /// Deletes a live channel at APNs and marks it deleted.
     public func deleteChannel(_ id: String) async throws {
-        guard let apns else { throw RelayError(.upstream, code: "apns_unavailable", message: "no APNs connection") }
+        guard let channel = try await store.channel(id: id), channel.deletedAt == nil else { throw RelayError.notFound("id", "no live channel \(id)") }
+        guard let apns else { throw RelayError(.upstream, .apnsUnavailable, message: "no APNs connection") }
         do {
             try await apns.deleteChannel(id, bundleID: configuration.bundleID)
         } catch let error as APNsError where error.status == 404 || error.reason == .badChannelId || error.reason == .channelNotRegistered {
             // Already gone at APNs.
         } catch let error as APNsError {
-            throw RelayError(.upstream, code: "apns_refused", message: "APNs refused to delete the channel: \(error)")
+            throw RelayError(.upstream, .apnsRefused, message: "APNs refused to delete the channel: \(error)")
         }
         try await store.markChannelDeleted(id: id, at: now())
     }
 
     // MARK: Schedules
 
-    private func schedule(key: String, action: String, body: JSONValue, at: Date, context: WriteContext) async throws -> StoredResponse {
-        var request = body
-        request.remove("at")  // run as given, when due
+    private func schedule(key: String, _ request: ScheduledRequest, at: Date, context: WriteContext) async throws -> AcceptedRequest {
+        var body = wire.json(of: request)
+        body.remove("at")  // run as given, when due
         let schedule = ScheduleRecord(
-            id: "sch_" + randomHex(bytes: 8), key: key, action: action, request: request, dueAt: at, createdAt: now())
-        let response = StoredResponse(status: 202, body: RelayView.json(schedule).serialized)
-        try await store.insertSchedule(schedule, context: context, response: response)
+            id: "sch_" + randomHex(bytes: 8), key: key, action: request.action, request: body, dueAt: at, createdAt: now())
+        try await store.insertSchedule(schedule, context: context, response: wire.answer(.scheduled(schedule)))
         metrics.count("liverelay_requests_accepted_total", ["action": "schedule"])
-        return response
+        return .scheduled(schedule)
+    }
+
+    public func schedules(key: String?) async throws -> [ScheduleRecord] {
+        try await store.schedules(key: key)
+    }
+
+    public func schedule(id: String) async throws -> ScheduleRecord {
+        guard let schedule = try await store.schedule(id: id) else { throw RelayError.notFound("id", "no schedule \(id)") }
+        return schedule
     }
 
     public func cancelSchedule(id: String) async throws -> ScheduleRecord {
         do {
-            guard let schedule = try await store.cancelSchedule(id: id, at: now()) else {
-                throw RelayError(.notFound, code: "not_found", message: "no schedule \(id)", field: "id")
-            }
+            guard let schedule = try await store.cancelSchedule(id: id, at: now()) else { throw RelayError.notFound("id", "no schedule \(id)") }
             return schedule
         } catch let error as StoreError {
             throw RelayError(error)
         }
     }
 
-    /// Runs the schedules that are due; a schedule whose request no longer applies fails with the reason.
+    /// Runs the schedules that are due; a schedule whose request no longer reads or applies fails
+    /// with the reason.
     @discardableResult
     public func runDueSchedules() async throws -> Int {
         let due = try await store.dueSchedules(at: now(), limit: 100)
         for schedule in due {
             let context = WriteContext(scheduleID: schedule.id)
+            let request: ScheduledRequest
             do {
-                switch schedule.action {
-                case "start":
-                    _ = try await start(key: schedule.key, StartRequest(json: schedule.request), body: schedule.request, context: context)
-                case "update", "end":
-                    let event: LiveActivityPayload.Event = schedule.action == "end" ? .end : .update
-                    _ = try await change(key: schedule.key, ChangeRequest(event: event, json: schedule.request), body: schedule.request, context: context)
-                default:
-                    try await store.failSchedule(id: schedule.id, reason: "unknown action \(schedule.action)")
+                request = try wire.request(action: schedule.action, json: schedule.request)
+            } catch {
+                try await store.failSchedule(id: schedule.id, reason: "\(error)")
+                continue
+            }
+            do {
+                switch request {
+                case .start(let request): _ = try await start(key: schedule.key, request, context: context)
+                case .change(let request): _ = try await change(key: schedule.key, request, context: context)
                 }
             } catch let error as RelayError {
-                try await store.failSchedule(id: schedule.id, reason: error.description)
-            } catch let error as JSONFieldError {
                 try await store.failSchedule(id: schedule.id, reason: error.description)
             } catch let error as LiveActivityValidationError {
                 try await store.failSchedule(id: schedule.id, reason: error.description)
@@ -449,14 +370,25 @@ public final class RelayService: Sendable {
     // MARK: Reading
 
     /// A key, its tokens with their last delivery results, and its schedules.
-    public func describe(key: String) async throws -> JSONValue {
+    public func describe(key: String) async throws -> ActivityDescription {
         try Self.checkKey(key)
-        guard let activity = try await store.activity(key: key) else {
-            throw RelayError(.notFound, code: "not_found", message: "no activity key \"\(key)\"", field: "key")
-        }
-        let tokens = try await store.activityTokens(key: key)
-        let schedules = try await store.schedules(key: key)
-        return RelayView.activity(activity, tokens: tokens, schedules: schedules)
+        guard let activity = try await store.activity(key: key) else { throw RelayError.notFound("key", "no activity key \"\(key)\"") }
+        return ActivityDescription(activity: activity, tokens: try await store.activityTokens(key: key), schedules: try await store.schedules(key: key))
+    }
+
+    /// The outbox's deliveries, newest first.
+    public func deliveries(_ query: DeliveryQuery) async throws -> [DeliveryRecord] {
+        try await store.deliveries(query)
+    }
+
+    /// How many deliveries the outbox holds in each state.
+    public func deliveryCounts() async throws -> [DeliveryStatus: Int] {
+        try await store.deliveryCounts()
+    }
+
+    /// The metrics in Prometheus' text format.
+    public func renderMetrics() async throws -> String {
+        metrics.render(store: try await store.counts(), deliveries: try await store.deliveryCounts())
     }
 }
 

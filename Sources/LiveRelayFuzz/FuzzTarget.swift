@@ -1,6 +1,7 @@
 import Foundation
 import LiveActivityKit
 import LiveRelay
+import LiveRelayHTTP
 
 /// One fuzz input through everything that reads untrusted JSON: the JSON value parser, the APNs
 /// payload reader and its validation for both destinations, and every request body the API reads.

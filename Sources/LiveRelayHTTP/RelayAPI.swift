@@ -100,28 +100,26 @@ public struct RelayAPI: Sendable {
         let server = router.group("/v1").add(middleware: guarded(.server))
         server.post("/activities/{key}/start") { request, context in
             let key = try activityKey(context)
-            return try await idempotent(request, context) { json, write in
-                try await relay.start(key: key, StartRequest(json: json), body: json, context: write)
+            return try await idempotent(request, context) { json, claim in
+                try await relay.start(key: key, StartRequest(json: json), idempotency: claim)
             }
         }
         for event in [LiveActivityPayload.Event.update, .end] {
             server.post("/activities/{key}/\(event.rawValue)") { request, context in
                 let key = try activityKey(context)
-                return try await idempotent(request, context) { json, write in
-                    try await relay.change(key: key, ChangeRequest(event: event, json: json), body: json, context: write)
+                return try await idempotent(request, context) { json, claim in
+                    try await relay.change(key: key, ChangeRequest(event: event, json: json), idempotency: claim)
                 }
             }
         }
-        server.get("/activities/{key}") { _, context in Self.json(try await relay.describe(key: try activityKey(context))) }
+        server.get("/activities/{key}") { _, context in Self.json(RelayView.json(try await relay.describe(key: try activityKey(context)))) }
         server.get("/deliveries") { request, _ in try await deliveries(request) }
         server.get("/schedules") { request, _ in
             let key = request.uri.queryParameters["key"].map(String.init)
-            return Self.json(.object([("schedules", .array(try await relay.store.schedules(key: key).map(RelayView.json)))]))
+            return Self.json(.object([("schedules", .array(try await relay.schedules(key: key).map(RelayView.json)))]))
         }
         server.get("/schedules/{id}") { _, context in
-            let id = try context.parameters.require("id")
-            guard let schedule = try await relay.store.schedule(id: id) else { throw APIError.notFound("id", "no schedule \(id)") }
-            return Self.json(RelayView.json(schedule))
+            Self.json(RelayView.json(try await relay.schedule(id: try context.parameters.require("id"))))
         }
         server.delete("/schedules/{id}") { _, context in
             Self.json(RelayView.json(try await relay.cancelSchedule(id: try context.parameters.require("id"))))
@@ -140,7 +138,7 @@ public struct RelayAPI: Sendable {
             return Self.json(view, status: .created)
         }
         admin.get("/api-keys") { _, _ in
-            Self.json(.object([("apiKeys", .array(try await relay.store.apiKeys().map(RelayView.json)))]))
+            Self.json(.object([("apiKeys", .array(try await relay.apiKeys().map(RelayView.json)))]))
         }
         admin.delete("/api-keys/{id}") { _, context in
             let id = try context.parameters.require("id")
@@ -148,13 +146,10 @@ public struct RelayAPI: Sendable {
             return Self.json(.object([("id", .string(id)), ("revoked", .bool(true))]))
         }
         admin.get("/channels") { _, _ in
-            Self.json(.object([("channels", .array(try await relay.store.channels().map(RelayView.json)))]))
+            Self.json(.object([("channels", .array(try await relay.channels().map(RelayView.json)))]))
         }
         admin.delete("/channels/{id}") { _, context in
             let id = try context.parameters.require("id")
-            guard let channel = try await relay.store.channel(id: id), channel.deletedAt == nil else {
-                throw APIError.notFound("id", "no live channel \(id)")
-            }
             try await relay.deleteChannel(id)
             return Self.json(.object([("channelID", .string(id)), ("deleted", .bool(true))]))
         }
@@ -169,7 +164,7 @@ public struct RelayAPI: Sendable {
     }
 
     private func health() async throws -> Response {
-        let counts = try await relay.store.deliveryCounts()
+        let counts = try await relay.deliveryCounts()
         return Self.json(.object([
             ("status", .string("ok")),
             ("outbox", .object([
@@ -180,7 +175,7 @@ public struct RelayAPI: Sendable {
     }
 
     private func metrics() async throws -> Response {
-        let text = relay.metrics.render(store: try await relay.store.counts(), deliveries: try await relay.store.deliveryCounts())
+        let text = try await relay.renderMetrics()
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
     }
@@ -203,7 +198,7 @@ public struct RelayAPI: Sendable {
             guard let value = Int(limit), (1...1000).contains(value) else { throw APIError.invalid("limit", "must be 1 to 1000") }
             filter.limit = value
         }
-        let page = try await relay.store.deliveries(filter)
+        let page = try await relay.deliveries(filter)
         var members: [(String, JSONValue)] = [("deliveries", .array(page.map(RelayView.json)))]
         if page.count == filter.limit, let last = page.last { members.append(("before", .integer(last.id))) }
         return Self.json(.object(members))
@@ -212,13 +207,13 @@ public struct RelayAPI: Sendable {
     /// Runs a write once per `Idempotency-Key`: the same key with the same request replays the
     /// stored answer; with another request it is refused.
     private func idempotent(
-        _ request: Request, _ context: RelayRequestContext, _ perform: (JSONValue, WriteContext) async throws -> StoredResponse
+        _ request: Request, _ context: RelayRequestContext, _ perform: (JSONValue, IdempotencyClaim?) async throws -> AcceptedRequest
     ) async throws -> Response {
         var request = request
         let buffer = try await request.collectBody(upTo: context.maxUploadSize)
         let json = buffer.readableBytes == 0 ? JSONValue.object([]) : try JSONBodyReader.parse(buffer.readableBytesView)
         guard let key = request.headers[HTTPField.Name("Idempotency-Key")!], let apiKey = context.apiKey else {
-            return Self.response(try await perform(json, WriteContext()))
+            return Self.response(RelayWire().answer(try await perform(json, nil)))
         }
         guard !key.isEmpty, key.count <= 255 else { throw APIError.invalid("Idempotency-Key", "must be 1 to 255 characters") }
         var hasher = SHA256()
@@ -226,7 +221,7 @@ public struct RelayAPI: Sendable {
         hasher.update(data: Data(buffer.readableBytesView))
         let hash = hasher.finalize().map { String(format: "%02x", $0) }.joined()
         for attempt in 0..<2 {
-            if let stored = try await relay.store.idempotentResponse(apiKeyID: apiKey.id, key: key) {
+            if let stored = try await relay.idempotentResponse(apiKeyID: apiKey.id, key: key) {
                 guard stored.requestHash == hash else {
                     throw APIError(
                         .unprocessableContent, code: "idempotency_key_reused",
@@ -237,8 +232,9 @@ public struct RelayAPI: Sendable {
                 return response
             }
             do {
-                return Self.response(try await perform(json, WriteContext(idempotency: IdempotencyClaim(apiKeyID: apiKey.id, key: key, requestHash: hash))))
-            } catch let error as RelayError where error.code == "idempotency_conflict" && attempt == 0 {
+                let claim = IdempotencyClaim(apiKeyID: apiKey.id, key: key, requestHash: hash)
+                return Self.response(RelayWire().answer(try await perform(json, claim)))
+            } catch let error as RelayError where error.code == .idempotencyConflict && attempt == 0 {
                 continue  // the same key committed concurrently: replay it
             }
         }

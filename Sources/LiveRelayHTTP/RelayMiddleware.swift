@@ -91,10 +91,9 @@ struct RelayErrorMiddleware: RouterMiddleware {
                 case .notFound: .notFound
                 case .conflict: .conflict
                 case .tooLarge: .contentTooLarge
-                case .unprocessable: .unprocessableContent
                 case .upstream: .badGateway
                 }
-            throw APIError(status, code: error.code, message: error.message, field: error.field)
+            throw APIError(status, code: error.code.rawValue, message: error.message, field: error.field)
         }
     }
 }

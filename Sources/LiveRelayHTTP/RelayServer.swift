@@ -18,9 +18,7 @@ public struct RelayServer: Sendable {
         store: any RelayStore, configuration: RelayConfiguration, api: RelayAPIConfiguration = .init(), apns: APNsClient,
         now: @escaping @Sendable () -> Date = { Date() }, logger: Logger = Logger(label: "liverelay")
     ) async throws -> RelayServer {
-        let applied = try await store.migrate()
-        if !applied.isEmpty { logger.info("migrations applied", metadata: ["names": "\(applied.joined(separator: ", "))"]) }
-        let relay = RelayService(store: store, configuration: configuration, apns: apns, now: now, logger: logger)
+        let relay = try await RelayService.open(store: store, configuration: configuration, wire: RelayWire(), apns: apns, now: now, logger: logger)
         return RelayServer(relay: relay, dispatcher: Dispatcher(relay: relay, apns: apns), api: RelayAPI(relay: relay, configuration: api))
     }
 
@@ -33,7 +31,7 @@ public struct RelayServer: Sendable {
 
     /// Makes the first keys when the store has none, and returns their secrets (shown once).
     public func bootstrapKeys() async throws -> [APIKeyScope: String] {
-        guard try await relay.store.apiKeys().isEmpty else { return [:] }
+        guard try await relay.apiKeys().isEmpty else { return [:] }
         var secrets: [APIKeyScope: String] = [:]
         for scope in APIKeyScope.allCases {
             secrets[scope] = try await relay.createAPIKey(name: "initial \(scope.rawValue) key", scope: scope).secret

@@ -37,23 +37,26 @@ public protocol RelayStore: Sendable {
     func idempotentResponse(apiKeyID: String, key: String) async throws -> IdempotentResponse?
     /// Starts a key: reads the audience's live push-to-start tokens for the type, and stores the
     /// plan made from them. Throws `keyExists` when the key is taken.
-    func acceptStart(
+    func acceptStart<Outcome: Sendable>(
         key: String, attributesType: String, audience: Audience, context: WriteContext,
-        plan: @Sendable ([PushToStartTokenRecord]) throws -> StartPlan
-    ) async throws -> Accepted
+        plan: @Sendable ([PushToStartTokenRecord]) throws -> (StartPlan, Outcome)
+    ) async throws -> Accepted<Outcome>
     /// Updates or ends a key: stores the plan made from the key, its live tokens and their
     /// priority-10 counts since `budgetWindowStart`. When that is nil, the plan gives every push
     /// one priority: the snapshot then holds only the number of live tokens, and the plan's
     /// `fanOut` goes to each. The change supersedes the key's pushes still queued.
     ///
+    /// Both return the outcome the plan gave with it (what the service answers).
+    ///
     /// With a hand-over in `context`, both write their pushes claimed (as `claimDeliveries` would)
     /// and return them when there are no more than its limit; otherwise they are queued.
-    func acceptChange(
-        key: String, budgetWindowStart: Date?, context: WriteContext, plan: @Sendable (ChangeSnapshot) throws -> ChangePlan
-    ) async throws -> Accepted
+    func acceptChange<Outcome: Sendable>(
+        key: String, budgetWindowStart: Date?, context: WriteContext, plan: @Sendable (ChangeSnapshot) throws -> (ChangePlan, Outcome)
+    ) async throws -> Accepted<Outcome>
 
     // MARK: Schedules
 
+    /// `response` is the answer kept for the write's idempotency key.
     func insertSchedule(_ schedule: ScheduleRecord, context: WriteContext, response: StoredResponse) async throws
     func schedule(id: String) async throws -> ScheduleRecord?
     func schedules(key: String?) async throws -> [ScheduleRecord]

@@ -202,27 +202,27 @@ public final class SQLiteStore: RelayStore {
         }
     }
 
-    public func acceptStart(
+    public func acceptStart<Outcome: Sendable>(
         key: String, attributesType: String, audience: Audience, context: WriteContext,
-        plan: @Sendable ([PushToStartTokenRecord]) throws -> StartPlan
-    ) async throws -> Accepted {
+        plan: @Sendable ([PushToStartTokenRecord]) throws -> (StartPlan, Outcome)
+    ) async throws -> Accepted<Outcome> {
         try await write { db in
             if try Self.activity(db, key: key) != nil {
                 throw StoreError(.keyExists, "activity key \"\(key)\" already exists")
             }
             let tokens = try Self.pushToStartTokens(db, attributesType: attributesType, audience: audience)
-            let planned = try plan(tokens)
+            let (planned, outcome) = try plan(tokens)
             try Self.insert(db, activity: planned.activity)
             let claimed = try Self.enqueue(
                 db, payloads: planned.payloads, deliveries: planned.deliveries, at: planned.acceptedAt, handOver: context.handOver)
             try Self.record(db, context: context, response: planned.response, at: planned.acceptedAt)
-            return Accepted(response: planned.response, claimed: claimed)
+            return Accepted(outcome: outcome, claimed: claimed)
         }
     }
 
-    public func acceptChange(
-        key: String, budgetWindowStart: Date?, context: WriteContext, plan: @Sendable (ChangeSnapshot) throws -> ChangePlan
-    ) async throws -> Accepted {
+    public func acceptChange<Outcome: Sendable>(
+        key: String, budgetWindowStart: Date?, context: WriteContext, plan: @Sendable (ChangeSnapshot) throws -> (ChangePlan, Outcome)
+    ) async throws -> Accepted<Outcome> {
         try await write { db in
             let activity = try Self.activity(db, key: key)
             var tokens: [ActivityTokenRecord] = []
@@ -249,7 +249,7 @@ public final class SQLiteStore: RelayStore {
             let channel = try activity?.channelID.flatMap {
                 try db.fetchOne("SELECT \(ChannelRecord.columns) FROM channels WHERE channel_id = ?", [$0], as: ChannelRecord.init(row:))
             }
-            let planned = try plan(
+            let (planned, outcome) = try plan(
                 ChangeSnapshot(activity: activity, liveTokens: tokens, liveTokenCount: tokenCount, priority10Counts: counts, channel: channel))
             try Self.updateChanged(db, activity: planned.activity)
             if planned.activity.state == .ended {
@@ -263,7 +263,7 @@ public final class SQLiteStore: RelayStore {
                 db, payloads: planned.payloads, deliveries: planned.deliveries, fanOut: planned.fanOut.map { ($0, tokenCount) },
                 at: planned.acceptedAt, handOver: context.handOver)
             try Self.record(db, context: context, response: planned.response, at: planned.acceptedAt)
-            return Accepted(response: planned.response, claimed: claimed)
+            return Accepted(outcome: outcome, claimed: claimed)
         }
     }
 

@@ -403,19 +403,20 @@ public struct HandOver: Sendable, Hashable {
     }
 }
 
-/// What an accepting write stored: the answer, and the pushes it claimed for the dispatcher
-/// (empty unless it was given a hand-over and the pushes fit in it).
-public struct Accepted: Sendable {
-    public var response: StoredResponse
+/// What an accepting write stored: the outcome its plan gave, and the pushes it claimed for the
+/// dispatcher (empty unless it was given a hand-over and the pushes fit in it).
+public struct Accepted<Outcome: Sendable>: Sendable {
+    public var outcome: Outcome
     public var claimed: [DeliveryRecord]
 
-    public init(response: StoredResponse, claimed: [DeliveryRecord] = []) {
-        self.response = response
+    public init(outcome: Outcome, claimed: [DeliveryRecord] = []) {
+        self.outcome = outcome
         self.claimed = claimed
     }
 }
 
-/// A start to record: the new key, the pushes (to the audience's push-to-start tokens), the answer.
+/// A start to record: the new key, the pushes (to the audience's push-to-start tokens), and the
+/// answer kept for the write's idempotency key or schedule.
 public struct StartPlan: Sendable {
     public var acceptedAt: Date
     public var activity: ActivityRecord
@@ -447,7 +448,8 @@ public struct ChangeSnapshot: Sendable {
     public var channel: ChannelRecord?
 }
 
-/// An update or end to record: the key's new state, the pushes, the answer.
+/// An update or end to record: the key's new state, the pushes, and the answer kept for the
+/// write's idempotency key or schedule.
 public struct ChangePlan: Sendable {
     public var acceptedAt: Date
     /// The key after the change: the store writes its content and, when it ended, its lifecycle

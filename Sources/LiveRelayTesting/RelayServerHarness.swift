@@ -23,13 +23,16 @@ public final class RelayHarness: Sendable {
 
     public let emulator: APNsEmulator
     public let server: RelayServer
+    /// What the server keeps, for tests to look at (the service itself keeps its store private).
+    public let store: SQLiteStore
     public let baseURL: String
     public let keys: [APIKeyScope: String]
     public var relay: RelayService { server.relay }
 
-    init(emulator: APNsEmulator, server: RelayServer, baseURL: String, keys: [APIKeyScope: String]) {
+    init(emulator: APNsEmulator, server: RelayServer, store: SQLiteStore, baseURL: String, keys: [APIKeyScope: String]) {
         self.emulator = emulator
         self.server = server
+        self.store = store
         self.baseURL = baseURL
         self.keys = keys
     }
@@ -135,9 +138,9 @@ public func withRelayHarness(
         configure(&configuration, &api)
         var logger = logs?.logger() ?? Logger(label: "liverelay.tests")
         if logs == nil { logger.logLevel = .critical }
+        let store = try SQLiteStore(path: directory.appendingPathComponent("relay.sqlite").path)
         let server = try await RelayServer.open(
-            store: try SQLiteStore(path: directory.appendingPathComponent("relay.sqlite").path), configuration: configuration, api: api,
-            apns: apns, now: emulator.clock.function, logger: logger)
+            store: store, configuration: configuration, api: api, apns: apns, now: emulator.clock.function, logger: logger)
         let keys = try await server.bootstrapKeys()
         let port = AsyncStream.makeStream(of: Int.self)
         let application = server.api.application(logger: logger) { port.continuation.yield($0) }
@@ -146,7 +149,7 @@ public func withRelayHarness(
             tasks.addTask { try await group.run() }
             var ports = port.stream.makeAsyncIterator()
             guard let bound = await ports.next() else { throw DeadlineExceeded(limit: deadline) }
-            let harness = RelayHarness(emulator: emulator, server: server, baseURL: "http://127.0.0.1:\(bound)", keys: keys)
+            let harness = RelayHarness(emulator: emulator, server: server, store: store, baseURL: "http://127.0.0.1:\(bound)", keys: keys)
             tasks.addTask { await emulator.reporter.run() }
             var failure: (any Error)?
             do { try await body(harness) } catch { failure = error }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import LiveActivityKit
 import LiveRelay
+import LiveRelayHTTP
 import LiveRelayStore
 
 extension Bench {
@@ -40,16 +41,14 @@ extension Bench {
             }
             print("registered \(activities) tokens under \"match\" in \(String(format: "%.1f", (ContinuousClock.now - seeding).seconds)) s")
 
-            let relay = RelayService(store: store, configuration: RelayConfiguration(bundleID: BenchFixture.bundle), apns: nil)
+            let relay = RelayService(store: store, configuration: RelayConfiguration(bundleID: BenchFixture.bundle), wire: RelayWire(), apns: nil)
             let policy = relay.configuration.dispatch
             var steps: [String: [Measured]] = [:]
             for round in 1...rounds {
-                let body = JSONValue.object([
-                    ("contentState", .object([("home", .integer(round)), ("away", .integer(1))])), ("priority", .integer(10)),
-                ])
-                let request = try ChangeRequest(event: .update, json: body)
+                let request = ChangeRequest(
+                    event: .update, contentState: .object([("home", .integer(round)), ("away", .integer(1))]), priority: .fixed(10))
                 steps["accept", default: []].append(try await measure {
-                    _ = try await relay.change(key: "match", request, body: body)
+                    _ = try await relay.change(key: "match", request)
                 })
                 var claimed: [DeliveryRecord] = []
                 steps["claim", default: []].append(try await measure {

@@ -31,26 +31,26 @@ struct FaultStormTests {
             #expect(try await relay.post("/v1/activities/match/update", .object([("contentState", first)])).status == 200)
             try await relay.dispatch()
             // Every push that met a fault asking for a retry waits for it, one back-off away.
-            let waiting = try await relay.relay.store.deliveries(DeliveryQuery(key: "match", status: .queued))
+            let waiting = try await relay.store.deliveries(DeliveryQuery(key: "match", status: .queued))
             #expect(waiting.count >= 6)
             #expect(waiting.allSatisfy { $0.attempts == 1 })
             let reasons = Set(waiting.compactMap(\.apnsReason).map { $0.hasPrefix("no answer") ? "no answer" : $0 })
             #expect(reasons.isSuperset(of: ["InternalServerError", "ServiceUnavailable", "TooManyRequests"]), "\(reasons)")
             let backoff = relay.relay.configuration.dispatch.backoff(afterAttempts: 1)
-            let due = try #require(try await relay.relay.store.nextDueDate())
+            let due = try #require(try await relay.store.nextDueDate())
             #expect(abs(due.timeIntervalSince(relay.relay.currentDate) - backoff) < 0.001)
-            #expect(try await relay.relay.store.deliveries(DeliveryQuery(key: "match", status: .failed)).isEmpty)
+            #expect(try await relay.store.deliveries(DeliveryQuery(key: "match", status: .failed)).isEmpty)
 
             // A newer update replaces the waiting ones; it goes through what is left of the storm.
             #expect(try await relay.post("/v1/activities/match/update", .object([("contentState", last)])).status == 200)
             for _ in 0..<10 {
                 try await relay.dispatch()
-                let counts = try await relay.relay.store.deliveryCounts()
+                let counts = try await relay.store.deliveryCounts()
                 if counts[.queued] == nil, counts[.sending] == nil { break }
                 try await relay.advance(by: relay.relay.configuration.dispatch.maximumBackoff)
             }
             #expect(relay.emulator.faults.installed.isEmpty, "every fault was played")
-            let all = try await relay.relay.store.deliveries(DeliveryQuery(key: "match", limit: 1000))
+            let all = try await relay.store.deliveries(DeliveryQuery(key: "match", limit: 1000))
             let updates = all.filter { $0.event == "update" }
             #expect(updates.count == 2 * devices.count)
             #expect(updates.allSatisfy { $0.status == .sent || $0.status == .superseded }, "\(updates.map(\.status))")

@@ -21,7 +21,7 @@ struct HandOverTests {
                 #expect(try await relay.post("/v1/activities/\(key)/update", .object([("contentState", content(status, 5))])).status == 200)
             }
             func statuses(_ key: String) async throws -> [DeliveryStatus] {
-                try await relay.relay.store.deliveries(DeliveryQuery(key: key, limit: 10)).filter { $0.event == "update" }.map(\.status)
+                try await relay.store.deliveries(DeliveryQuery(key: key, limit: 10)).filter { $0.event == "update" }.map(\.status)
             }
 
             try await update("order-1", "handed over")
@@ -53,7 +53,7 @@ struct HandOverTests {
             // clock stands still: it reaches the device because the dispatcher was given it.
             try await relay.eventually { try relay.activity(on: "iphone-1")?.content.state == content("on the way", 10) }
             try await relay.eventually {
-                try await relay.relay.store.deliveries(DeliveryQuery(key: "order-1", limit: 10)).first?.status == .sent
+                try await relay.store.deliveries(DeliveryQuery(key: "order-1", limit: 10)).first?.status == .sent
             }
         }
     }

@@ -74,7 +74,7 @@ struct LifecycleEndToEndTests {
             try await relay.advance(by: 31 * 60)
             #expect(try relay.emulator.devices.presentation(of: "iphone-1").lockScreen.isEmpty)
             try await relay.eventually {
-                try await relay.relay.store.activityTokens(key: "order-42").allSatisfy { $0.state == .dismissed }
+                try await relay.store.activityTokens(key: "order-42").allSatisfy { $0.state == .dismissed }
             }
 
             // The key is over: a late update is refused and nothing is queued.
@@ -103,7 +103,7 @@ struct LifecycleEndToEndTests {
             try await relay.dispatch()
             #expect(try relay.activity(on: "iphone-1")?.content.state == content("b", 2))
             // The first was still queued when the second came: it was dropped, not sent.
-            let statuses = try await relay.relay.store.deliveries(DeliveryQuery(key: "k")).filter { $0.event == "update" }.map(\.status)
+            let statuses = try await relay.store.deliveries(DeliveryQuery(key: "k")).filter { $0.event == "update" }.map(\.status)
             #expect(statuses == [.sent, .superseded])
         }
     }

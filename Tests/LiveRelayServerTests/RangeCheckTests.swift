@@ -58,13 +58,13 @@ struct RangeCheckTests {
                 ("sch_good", #"{"contentState": {"status": "soon", "etaMinutes": 2}}"#),
             ] {
                 let schedule = ScheduleRecord(id: id, key: "k", action: "update", request: json(request), dueAt: now + 5, createdAt: now)
-                try await relay.relay.store.insertSchedule(schedule, context: WriteContext(), response: StoredResponse(status: 202, body: []))
+                try await relay.store.insertSchedule(schedule, context: WriteContext(), response: StoredResponse(status: 202, body: []))
             }
             try await relay.advance(by: 10)
-            let bad = try #require(try await relay.relay.store.schedule(id: "sch_bad"))
+            let bad = try #require(try await relay.store.schedule(id: "sch_bad"))
             #expect(bad.state == .failed)
             #expect(bad.result?.contains("staleDate") == true)
-            #expect(try await relay.relay.store.schedule(id: "sch_good")?.state == .done)
+            #expect(try await relay.store.schedule(id: "sch_good")?.state == .done)
             #expect(try await relay.get("/v1/activities/k").json["contentState"] == content("soon", 2))
         }
     }

@@ -46,7 +46,7 @@ struct RelayAPITests {
             #expect(answer.status == 400)
             #expect(answer.json["error"]?["field"] == .string(field))
             #expect(answer.json["error"]?["code"] == .string(code))
-            #expect(try await relay.relay.store.activity(key: "k") == nil)
+            #expect(try await relay.store.activity(key: "k") == nil)
         }
     }
 
@@ -104,7 +104,7 @@ struct RelayAPITests {
             // What was accepted is still there, untouched.
             let key = try await relay.get("/v1/activities/k")
             #expect(key.json["contentState"] == content("preparing", 30))
-            #expect(try await relay.relay.store.deliveries(DeliveryQuery()).count == 1)
+            #expect(try await relay.store.deliveries(DeliveryQuery()).count == 1)
         }
     }
 
@@ -118,7 +118,7 @@ struct RelayAPITests {
             #expect(again.status == 201)
             #expect(again.text == first.text)
             #expect(again.header("Idempotent-Replayed") == "true")
-            #expect(try await relay.relay.store.deliveries(DeliveryQuery()).count == 1)
+            #expect(try await relay.store.deliveries(DeliveryQuery()).count == 1)
             let other = try await relay.post("/v1/activities/k2/start", startBody(key: "k2"), headers: headers)
             #expect(other.status == 422)
             #expect(other.json["error"]?["code"] == .string("idempotency_key_reused"))
@@ -148,25 +148,25 @@ struct RelayAPITests {
                 try await relay.dispatch()  // sent, so none is superseded and each counts
             }
             _ = try await relay.post("/v1/activities/k/update", .object([("contentState", content("alert", 4)), ("alert", json(#"{"title": "t", "body": "b"}"#))]))
-            let updates = try await relay.relay.store.deliveries(DeliveryQuery(key: "k")).filter { $0.event == "update" }.reversed()
+            let updates = try await relay.store.deliveries(DeliveryQuery(key: "k")).filter { $0.event == "update" }.reversed()
             #expect(updates.map(\.priority) == [10, 10, 5, 10])
             #expect(updates.map(\.priorityReason) == ["within budget (1 of 2 an hour)", "within budget (2 of 2 an hour)", "over budget (2 an hour)", "alert"])
             // An hour later the budget is back.
             try await relay.advance(by: 3601)
             _ = try await relay.post("/v1/activities/k/update", .object([("contentState", content("later", 5))]))
-            #expect(try await relay.relay.store.deliveries(DeliveryQuery(key: "k", limit: 1)).first?.priority == 10)
+            #expect(try await relay.store.deliveries(DeliveryQuery(key: "k", limit: 1)).first?.priority == 10)
         }
     }
 
     @Test func aGoneTokenIsMarkedDeadAndARetryableFailureComesBackWithBackoff() async throws {
         try await withRelayHarness { relay in
             try await relay.startActivity("k", on: ["iphone-1", "iphone-2"])
-            let tokens = try await relay.relay.store.activityTokens(key: "k")
+            let tokens = try await relay.store.activityTokens(key: "k")
             let gone = try #require(tokens.first { $0.deviceID == "iphone-1" }?.token)
             relay.emulator.registry.unregister(token: gone, since: relay.emulator.clock.now - 10)
             _ = try await relay.post("/v1/activities/k/update", .object([("contentState", content("a", 1))]))
             try await relay.dispatch()
-            let after = try await relay.relay.store.activityTokens(key: "k")
+            let after = try await relay.store.activityTokens(key: "k")
             #expect(after.first { $0.deviceID == "iphone-1" }?.state == .dead)
             #expect(after.first { $0.deviceID == "iphone-1" }?.lastStatus == 410)
 
@@ -175,16 +175,16 @@ struct RelayAPITests {
             let next = try await relay.post("/v1/activities/k/update", .object([("contentState", content("b", 2))]))
             #expect(next.json["deliveries"] == .integer(1))
             try await relay.dispatch()
-            let pending = try #require(try await relay.relay.store.deliveries(DeliveryQuery(key: "k", status: .queued)).first)
+            let pending = try #require(try await relay.store.deliveries(DeliveryQuery(key: "k", status: .queued)).first)
             #expect(pending.attempts == 1)
             #expect(pending.apnsReason == "ServiceUnavailable")
 
             // After the backoff it goes, and the dead token gets nothing more.
             try await relay.dispatch()
-            #expect(try await relay.relay.store.deliveries(DeliveryQuery(key: "k", status: .queued)).count == 1)
+            #expect(try await relay.store.deliveries(DeliveryQuery(key: "k", status: .queued)).count == 1)
             try await relay.advance(by: 2)
             try await relay.dispatch()
-            #expect(try await relay.relay.store.deliveries(DeliveryQuery(key: "k", status: .queued)).isEmpty)
+            #expect(try await relay.store.deliveries(DeliveryQuery(key: "k", status: .queued)).isEmpty)
             #expect(try relay.activity(on: "iphone-2")?.content.state == content("b", 2))
             let failed = try await relay.get("/v1/deliveries?status=failed")
             #expect(failed.json["deliveries"]?[0]?["apnsReason"] == .string("Unregistered"))
@@ -204,10 +204,10 @@ struct RelayAPITests {
             #expect(try await relay.call(.DELETE, "/v1/schedules/\(otherID)").status == 409)
 
             try await relay.advance(by: 300)
-            #expect(try await relay.relay.store.activity(key: "k") == nil)
+            #expect(try await relay.store.activity(key: "k") == nil)
             try await relay.advance(by: 301)
-            #expect(try await relay.relay.store.activity(key: "k")?.state == .active)
-            #expect(try await relay.relay.store.activity(key: "k2") == nil)
+            #expect(try await relay.store.activity(key: "k")?.state == .active)
+            #expect(try await relay.store.activity(key: "k2") == nil)
             try await relay.dispatch()
             #expect(try relay.activity(on: "iphone-1")?.state == .active)
             let id = try #require(scheduled.json["scheduleID"]?.stringValue)
@@ -220,7 +220,7 @@ struct RelayAPITests {
             try await relay.addRegisteredDevice("iphone-1")
             _ = try await relay.post("/v1/activities/k/start", startBody(key: "k"))
             try await relay.advance(by: 8 * 3600 + 1)
-            #expect(try await relay.relay.store.activity(key: "k")?.endReason == "expired")
+            #expect(try await relay.store.activity(key: "k")?.endReason == "expired")
             let late = try await relay.post("/v1/activities/k/update", .object([("contentState", content("a", 1))]))
             #expect(late.status == 409)
             #expect(late.json["error"]?["message"]?.stringValue?.contains("expired") == true)
@@ -248,18 +248,18 @@ struct RelayAPITests {
             try await relay.advance(by: 7 * 3600)
             #expect(relay.emulator.registry.channel(channelID) != nil)
             try await relay.advance(by: 3601)
-            #expect(try await relay.relay.store.channel(id: channelID)?.deletedAt != nil)
+            #expect(try await relay.store.channel(id: channelID)?.deletedAt != nil)
         }
     }
 
     @Test func anExpiredTokenIsMarkedDeadLikeAGoneOne() async throws {
         try await withRelayHarness { relay in
             try await relay.startActivity("k", on: ["iphone-1"])
-            let token = try #require(try await relay.relay.store.activityTokens(key: "k").first?.token)
+            let token = try #require(try await relay.store.activityTokens(key: "k").first?.token)
             #expect(relay.emulator.registry.setState(of: token, to: .expired))
             _ = try await relay.post("/v1/activities/k/update", .object([("contentState", content("a", 1))]))
             try await relay.dispatch()
-            let after = try #require(try await relay.relay.store.activityTokens(key: "k").first)
+            let after = try #require(try await relay.store.activityTokens(key: "k").first)
             #expect(after.state == .dead)
             #expect(after.lastReason == "ExpiredToken")
             #expect(try await relay.post("/v1/activities/k/update", .object([("contentState", content("b", 2))])).json["deliveries"] == .integer(0))

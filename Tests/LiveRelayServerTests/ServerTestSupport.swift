@@ -29,7 +29,7 @@ extension RelayHarness {
     /// A device whose push-to-start token the server holds.
     func addRegisteredDevice(_ id: String, frequentUpdates: Bool = false) async throws {
         try addDevice(id, types: [deliveryType], frequentUpdates: frequentUpdates)
-        try await eventually { try await self.relay.store.pushToStartTokens(deviceID: id).count == 1 }
+        try await eventually { try await self.store.pushToStartTokens(deviceID: id).count == 1 }
     }
 
     /// The device's only activity.
@@ -52,7 +52,7 @@ extension RelayHarness {
         emulator.clock.advance(by: emulator.configuration.devices.tokenIssueDelay)
         emulator.devices.advanceAll()
         try await eventually {
-            try await self.relay.store.activityTokens(key: key).contains { $0.deviceID == device && $0.state == .live }
+            try await self.store.activityTokens(key: key).contains { $0.deviceID == device && $0.state == .live }
         }
     }
 }

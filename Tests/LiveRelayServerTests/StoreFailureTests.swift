@@ -13,7 +13,7 @@ struct StoreFailureTests {
         let logs = CapturedLogs()
         try await withRelayHarness(logs: logs) { relay in
             try await relay.startActivity("k", on: ["iphone-1"])
-            let store = try #require(relay.relay.store as? SQLiteStore)
+            let store = relay.store
             try await store.setWritesFail(true)
             let failed = try await relay.post("/v1/activities/k/update", .object([("contentState", content("lost?", 1))]))
             #expect(failed.status == 500)
@@ -43,7 +43,7 @@ struct StoreFailureTests {
             try await relay.startActivity("k", on: ["iphone-1"])
             // Accepted and queued while no dispatcher runs; then the disk fills up.
             #expect(try await relay.post("/v1/activities/k/update", .object([("contentState", content("on the way", 10))])).status == 200)
-            let store = try #require(relay.relay.store as? SQLiteStore)
+            let store = relay.store
             try await store.setWritesFail(true)
             let failures: @Sendable () -> Int = { relay.relay.metrics.value("liverelay_store_failures_total", ["loop": "dispatcher"]) }
             try await withThrowingTaskGroup(of: Void.self) { group in

@@ -52,10 +52,10 @@ extension RelayStore {
     func start(
         _ key: String, audience: Audience = .everyone, at: Date = t0, context: WriteContext = WriteContext(),
         seen: (@Sendable ([PushToStartTokenRecord]) -> Void)? = nil
-    ) async throws -> Accepted {
+    ) async throws -> Accepted<Void> {
         try await acceptStart(key: key, attributesType: deliveryType, audience: audience, context: context) { tokens in
             seen?(tokens)
-            return StartPlan(
+            let plan = StartPlan(
                 acceptedAt: at,
                 activity: ActivityRecord(key: key, attributesType: deliveryType, startedAt: at, lastTimestamp: Int64(at.timeIntervalSince1970)),
                 payloads: [Array("start \(key)".utf8)],
@@ -66,6 +66,7 @@ extension RelayStore {
                         requestID: "start-\(key)")
                 },
                 response: response("started \(key)", status: 201))
+            return (plan, ())
         }
     }
 
@@ -98,7 +99,7 @@ extension RelayStore {
                     key: key, event: event, payloadIndex: 0, priority: priority, priorityReason: "requested", expiration: nil,
                     timestamp: activity.lastTimestamp, requestID: "\(event)-\(body)")
                 : nil
-            return ChangePlan(
+            let plan = ChangePlan(
                 acceptedAt: at, activity: activity, payloads: [Array(body.utf8)],
                 deliveries: targets.map {
                     NewDelivery(
@@ -106,6 +107,7 @@ extension RelayStore {
                         expiration: nil, timestamp: activity.lastTimestamp, requestID: "\(event)-\(body)")
                 },
                 fanOut: fanOut, channelDeleteAfter: channelDeleteAfter, response: response(body))
+            return (plan, ())
         }
         claimed?.set(accepted.claimed)
         return seen.value!
@@ -301,14 +303,14 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         try await store.savePushToStartToken(pushToStart("iphone-1"))
         struct Refused: Error {}
         await #expect(throws: Refused.self) {
-            try await store.acceptStart(key: "order-1", attributesType: deliveryType, audience: .everyone, context: WriteContext()) { _ in
+            try await store.acceptStart(key: "order-1", attributesType: deliveryType, audience: .everyone, context: WriteContext()) { _ -> (StartPlan, Void) in
                 throw Refused()
             }
         }
         #expect(try await store.activity(key: "order-1") == nil)
         try await store.saveActivityToken(activityToken("order-2", "iphone-1"), attributesType: deliveryType)
         await #expect(throws: Refused.self) {
-            try await store.acceptChange(key: "order-2", budgetWindowStart: t0, context: WriteContext()) { _ in throw Refused() }
+            try await store.acceptChange(key: "order-2", budgetWindowStart: t0, context: WriteContext()) { _ -> (ChangePlan, Void) in throw Refused() }
         }
         #expect(try await store.deliveries(DeliveryQuery()).isEmpty)
     }
@@ -379,9 +381,9 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
     @Test(arguments: StoreKind.allCases) func aKeyBoundToAChannelBroadcastsAndItsEndSchedulesTheChannelsDeletion(kind: StoreKind) async throws {
         let store = try await kind.make().store
         try await store.acceptStart(key: "final", attributesType: deliveryType, audience: .devices([]), context: WriteContext()) { _ in
-            StartPlan(
+            (StartPlan(
                 acceptedAt: t0, activity: ActivityRecord(key: "final", attributesType: deliveryType, channelID: "chan-1", startedAt: t0, lastTimestamp: 0),
-                payloads: [], deliveries: [], response: response("started"))
+                payloads: [], deliveries: [], response: response("started")), ())
         }
         try await store.saveChannel(ChannelRecord(channelID: "chan-1", key: "final", storagePolicy: 1, createdAt: t0))
         #expect(try await store.change("final", body: "goal", at: t0 + 60).channel?.storagePolicy == 1)

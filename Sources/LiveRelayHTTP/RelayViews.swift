@@ -1,11 +1,24 @@
 import Foundation
 import LiveActivityKit
+import LiveRelay
 import LiveRelayStore
 
 /// What the API shows of stored things, in one place: dates in ISO 8601, tokens shortened, no
 /// secrets. The shapes are those of `openapi.json`.
-public enum RelayView {
-    public static func activity(_ activity: ActivityRecord, tokens: [ActivityTokenRecord], schedules: [ScheduleRecord]) -> JSONValue {
+enum RelayView {
+    /// The answer to an accepted start, update or end.
+    static func json(_ acceptance: Acceptance) -> JSONValue {
+        var members: [(String, JSONValue)] = [
+            ("key", .string(acceptance.key)), ("action", .string(acceptance.action)), ("requestID", .string(acceptance.requestID)),
+            ("timestamp", .integer(acceptance.timestamp)), ("deliveries", .integer(acceptance.deliveries)),
+            ("state", .string(acceptance.state.rawValue)),
+        ]
+        if let channelID = acceptance.channelID { members.append(("channelID", .string(channelID))) }
+        return .object(members)
+    }
+
+    static func json(_ description: ActivityDescription) -> JSONValue {
+        let activity = description.activity
         var members: [(String, JSONValue)] = [
             ("key", .string(activity.key)), ("attributesType", .string(activity.attributesType)), ("state", .string(activity.state.rawValue)),
             ("startedAt", date(activity.startedAt)), ("lastTimestamp", .integer(activity.lastTimestamp)),
@@ -18,12 +31,12 @@ public enum RelayView {
         if let ended = activity.endedAt { members.append(("endedAt", date(ended))) }
         if let reason = activity.endReason { members.append(("endReason", .string(reason))) }
         if let dismissal = activity.dismissalDate { members.append(("dismissalDate", date(dismissal))) }
-        members.append(("tokens", .array(tokens.map(json))))
-        members.append(("schedules", .array(schedules.map(json))))
+        members.append(("tokens", .array(description.tokens.map(json))))
+        members.append(("schedules", .array(description.schedules.map(json))))
         return .object(members)
     }
 
-    public static func json(_ schedule: ScheduleRecord) -> JSONValue {
+    static func json(_ schedule: ScheduleRecord) -> JSONValue {
         var members: [(String, JSONValue)] = [
             ("scheduleID", .string(schedule.id)), ("key", .string(schedule.key)), ("action", .string(schedule.action)),
             ("dueAt", date(schedule.dueAt)), ("state", .string(schedule.state.rawValue)),
@@ -32,7 +45,7 @@ public enum RelayView {
         return .object(members)
     }
 
-    public static func json(_ token: ActivityTokenRecord) -> JSONValue {
+    static func json(_ token: ActivityTokenRecord) -> JSONValue {
         var members: [(String, JSONValue)] = [
             ("deviceID", .string(token.deviceID)), ("token", .string(DeviceToken.shortened(token.token))), ("state", .string(token.state.rawValue)),
             ("frequentPushesEnabled", .bool(token.frequentPushesEnabled)), ("registeredAt", date(token.registeredAt)),
@@ -47,7 +60,7 @@ public enum RelayView {
         return .object(members)
     }
 
-    public static func json(_ delivery: DeliveryRecord) -> JSONValue {
+    static func json(_ delivery: DeliveryRecord) -> JSONValue {
         var members: [(String, JSONValue)] = [
             ("id", .integer(delivery.id)), ("key", .string(delivery.key)), ("event", .string(delivery.event)),
             ("requestID", .string(delivery.requestID)), ("status", .string(delivery.status.rawValue)),
@@ -70,7 +83,7 @@ public enum RelayView {
         return .object(members)
     }
 
-    public static func json(_ key: APIKeyRecord) -> JSONValue {
+    static func json(_ key: APIKeyRecord) -> JSONValue {
         var members: [(String, JSONValue)] = [
             ("id", .string(key.id)), ("name", .string(key.name)), ("scope", .string(key.scope.rawValue)),
             ("createdAt", date(key.createdAt)),
@@ -79,7 +92,7 @@ public enum RelayView {
         return .object(members)
     }
 
-    public static func json(_ channel: ChannelRecord) -> JSONValue {
+    static func json(_ channel: ChannelRecord) -> JSONValue {
         var members: [(String, JSONValue)] = [
             ("channelID", .string(channel.channelID)), ("storagePolicy", .integer(channel.storagePolicy)),
             ("createdAt", date(channel.createdAt)),

@@ -1,0 +1,97 @@
+import Foundation
+import LiveActivityKit
+import LiveRelayStore
+
+/// Decides what an update or end does, from what its transaction read of the key and the time:
+/// the payload (its timestamp after the key's last), a broadcast when the key is bound to a channel
+/// or a push per live token, each push's priority (from its own budget when `auto` spends it), the
+/// key's new content and, for an end, its end and its channel's deletion. Pure: the service gives
+/// it the snapshot the store read.
+struct ChangePlanner {
+    let governor: PriorityGovernor
+    /// How long a Most-Recent-Message-Stored channel keeps a message (Apple: 8 hours).
+    let channelStorageWindow: TimeInterval
+    /// The answer kept with the write (for its idempotency key or schedule).
+    let answer: @Sendable (Acceptance) -> StoredResponse
+
+    /// Where the budget window starts when the request spends the priority-10 budget (`auto`
+    /// without an alert), so the store reads each token's count; nil when one priority fits all.
+    static func budgetWindowStart(for request: ChangeRequest, at acceptedAt: Date) -> Date? {
+        request.priority == .auto && request.alert == nil ? acceptedAt - 3600 : nil
+    }
+
+    func plan(key: String, _ request: ChangeRequest, snapshot: ChangeSnapshot, at acceptedAt: Date, requestID: String) throws -> (ChangePlan, Acceptance) {
+        let action = request.event.rawValue
+        let alerting = request.alert != nil
+        guard var activity = snapshot.activity else {
+            throw RelayError.notFound("key", "no activity key \"\(key)\"; start it first")
+        }
+        guard activity.state == .active else {
+            let when = activity.endedAt.map { " at \(ISO8601DateFormatter().string(from: $0))" } ?? ""
+            throw RelayError(
+                .conflict, .activityEnded, message: "activity key \"\(key)\" ended\(when) (\(activity.endReason ?? "ended")); start a new key")
+        }
+        guard let contentState = request.contentState ?? activity.contentState else {
+            throw RelayError(.invalid, .missing, message: "is required: the key has no content to end with", field: "contentState")
+        }
+        let timestamp = max(unixSeconds(acceptedAt), activity.lastTimestamp + 1)
+        var dismissal = ActivityUIDismissalPolicy.default
+        if request.event == .end, let date = request.dismissalDate { dismissal = date <= acceptedAt ? .immediate : .after(date) }
+        let payload = LiveActivityPayload(LiveActivityPayload.Fields(
+            event: request.event, timestamp: Date(timeIntervalSince1970: TimeInterval(timestamp)), contentState: contentState,
+            staleDate: request.staleDate, dismissalPolicy: dismissal, relevanceScore: request.relevanceScore, alert: request.alert))
+        let channelPolicy = snapshot.channel?.storagePolicy
+        var deliveries: [NewDelivery] = []
+        var fanOut: NewPush?
+        let encoded: [UInt8]
+        if let channelID = activity.channelID {
+            encoded = try PayloadEncoding.encode(payload, for: .broadcast)
+            let decision = governor.decide(request.priority, alerting: alerting, used: snapshot.priority10Counts[""] ?? 0, frequentPushesEnabled: false)
+            // A No-Message-Stored channel takes only 0; a stored message lives at most the storage window.
+            let expiration = channelPolicy == 0 ? 0 : (request.expiration.map(unixSeconds) ?? unixSeconds(acceptedAt + channelStorageWindow))
+            deliveries.append(NewDelivery(
+                key: key, event: action, target: .channel(channelID), payloadIndex: 0, priority: decision.priority,
+                priorityReason: decision.reason, expiration: expiration, timestamp: timestamp, requestID: requestID))
+        } else {
+            encoded = try PayloadEncoding.encode(payload, for: .device)
+            let expiration = request.expiration.map(unixSeconds)
+            if Self.budgetWindowStart(for: request, at: acceptedAt) == nil {
+                // One priority for all: the store writes a push to each live token itself.
+                let decision = governor.decide(request.priority, alerting: alerting, used: 0, frequentPushesEnabled: false)
+                fanOut = NewPush(
+                    key: key, event: action, payloadIndex: 0, priority: decision.priority, priorityReason: decision.reason,
+                    expiration: expiration, timestamp: timestamp, requestID: requestID)
+            } else {
+                // A priority for each token, from its own budget.
+                for token in snapshot.liveTokens {
+                    let decision = governor.decide(
+                        request.priority, alerting: alerting, used: snapshot.priority10Counts[token.deviceID] ?? 0,
+                        frequentPushesEnabled: token.frequentPushesEnabled)
+                    deliveries.append(NewDelivery(
+                        key: key, event: action, target: .activityToken(deviceID: token.deviceID, token: token.token), payloadIndex: 0,
+                        priority: decision.priority, priorityReason: decision.reason, expiration: expiration, timestamp: timestamp,
+                        requestID: requestID))
+                }
+            }
+        }
+        activity.contentState = contentState
+        activity.staleDate = request.staleDate
+        activity.relevanceScore = request.relevanceScore ?? activity.relevanceScore
+        activity.lastTimestamp = timestamp
+        var channelDeleteAfter: Date?
+        if request.event == .end {
+            activity.state = .ended
+            activity.endedAt = acceptedAt
+            activity.endReason = "ended"
+            activity.dismissalDate = request.dismissalDate
+            channelDeleteAfter = acceptedAt + (channelPolicy == 1 ? channelStorageWindow : 0)
+        }
+        let acceptance = Acceptance(
+            key: key, action: action, requestID: requestID, timestamp: timestamp,
+            deliveries: deliveries.count + (fanOut == nil ? 0 : snapshot.liveTokenCount), state: activity.state)
+        let plan = ChangePlan(
+            acceptedAt: acceptedAt, activity: activity, payloads: [encoded], deliveries: deliveries, fanOut: fanOut,
+            channelDeleteAfter: channelDeleteAfter, response: answer(acceptance))
+        return (plan, acceptance)
+    }
+}

@@ -1,0 +1,192 @@
+import Foundation
+import JSONAPI
+import LiveActivityKit
+import LiveRelay
+import LiveRelayStore
+
+// The API's request bodies read into the service's typed requests: every error names the field
+// and the rule. Free-form JSON (attributes, content state) keeps its literals, so the payload
+// carries the backend's numbers byte for byte.
+
+extension PriorityChoice {
+    static func read(_ body: JSONBodyReader, default fallback: PriorityChoice) throws -> PriorityChoice {
+        guard let value = body.value("priority") else { return fallback }
+        if value.stringValue == "auto" { return .auto }
+        if case .number = value, let number = value.doubleValue, number == 10 || number == 5 { return .fixed(Int(number)) }
+        throw JSONFieldError.invalid(body.field("priority"), "must be 10, 5 or \"auto\"")
+    }
+}
+
+/// `POST /v1/activities/{key}/start`.
+extension StartRequest {
+    static let fields = [
+        "attributesType", "attributes", "contentState", "alert", "staleDate", "relevanceScore", "audience", "channel", "priority",
+        "expiration", "at",
+    ]
+
+
+    package init(json: JSONValue) throws {
+        let body = try JSONBodyReader(json, fields: Self.fields)
+        let attributesType = try body.requireString("attributesType")
+        let attributes = try requireObject(body, "attributes")
+        let contentState = try requireObject(body, "contentState")
+        guard let alertBody = try body.object("alert", fields: AlertConfiguration.fields) else {
+            throw JSONFieldError(code: "missing", message: "is required: a push-to-start without an alert is dropped by the device", field: "alert")
+        }
+        let alert = try AlertConfiguration(alertBody)
+        let staleDate = try body.date("staleDate")
+        let relevanceScore = try readRelevance(body)
+        guard let audienceBody = try body.object("audience", fields: ["devices", "users", "everyone"]) else {
+            throw JSONFieldError(code: "missing", message: "is required: {\"devices\": [ids]}, {\"users\": [ids]} or {\"everyone\": true}", field: "audience")
+        }
+        let audience = try readAudience(audienceBody)
+        var channelChoice: UpdateChannelChoice?
+        if let channel = try body.object("channel", fields: ["id", "storagePolicy"]) {
+            if let id = try channel.string("id") {
+                channelChoice = .existing(id)
+            } else {
+                let policy = try channel.number("storagePolicy") ?? 1
+                guard policy == 0 || policy == 1 else {
+                    throw JSONFieldError.invalid(channel.field("storagePolicy"), "must be 0 (No Message Stored) or 1 (Most Recent Message Stored)")
+                }
+                channelChoice = .create(storagePolicy: Int(policy))
+            }
+        }
+        self.init(
+            attributesType: attributesType, attributes: attributes, contentState: contentState, alert: alert, staleDate: staleDate,
+            relevanceScore: relevanceScore, audience: audience, channel: channelChoice,
+            priority: try PriorityChoice.read(body, default: .fixed(10)), expiration: try body.date("expiration"), at: try body.date("at"))
+    }
+}
+
+/// `POST /v1/activities/{key}/update` and `…/end`.
+extension ChangeRequest {
+    static let updateFields = ["contentState", "alert", "staleDate", "relevanceScore", "priority", "expiration", "at"]
+    static let endFields = updateFields + ["dismissalDate"]
+
+    package init(event: LiveActivityPayload.Event, json: JSONValue) throws {
+        let body = try JSONBodyReader(json, fields: event == .end ? Self.endFields : Self.updateFields)
+        var contentState: JSONValue?
+        if event == .update || body.value("contentState") != nil { contentState = try requireObject(body, "contentState") }
+        self.init(
+            event: event, contentState: contentState,
+            alert: try body.object("alert", fields: AlertConfiguration.fields).map { try AlertConfiguration($0) },
+            staleDate: try body.date("staleDate"), relevanceScore: try readRelevance(body), dismissalDate: try body.date("dismissalDate"),
+            priority: try PriorityChoice.read(body, default: .auto), expiration: try body.date("expiration"), at: try body.date("at"))
+    }
+}
+
+/// `POST /v1/push-to-start-tokens` (client key).
+extension PushToStartRegistration {
+    static let fields = ["deviceID", "bundleID", "attributesType", "token", "frequentPushesEnabled", "environment", "userID"]
+
+    package init(json: JSONValue) throws {
+        let body = try JSONBodyReader(json, fields: Self.fields)
+        self.init(
+            deviceID: try body.requireString("deviceID"), bundleID: try body.requireString("bundleID"),
+            attributesType: try body.requireString("attributesType"), token: try readToken(body),
+            frequentPushesEnabled: try body.bool("frequentPushesEnabled") ?? false, environment: try readEnvironment(body),
+            userID: try body.string("userID"))
+    }
+}
+
+/// `POST /v1/activities/{key}/tokens` (client key).
+extension ActivityTokenRegistration {
+    static let fields = ["deviceID", "bundleID", "activityID", "attributesType", "token", "frequentPushesEnabled", "environment"]
+
+    package init(json: JSONValue) throws {
+        let body = try JSONBodyReader(json, fields: Self.fields)
+        self.init(
+            deviceID: try body.requireString("deviceID"), bundleID: try body.requireString("bundleID"), activityID: try body.string("activityID"),
+            attributesType: try body.requireString("attributesType"), token: try readToken(body),
+            frequentPushesEnabled: try body.bool("frequentPushesEnabled") ?? false, environment: try readEnvironment(body))
+    }
+}
+
+/// `POST /v1/activities/{key}/ended` (client key): the activity ended or the person dismissed it.
+extension EndedReport {
+    static let fields = ["deviceID", "bundleID", "activityID", "state", "cause", "at"]
+
+    package init(json: JSONValue) throws {
+        let body = try JSONBodyReader(json, fields: Self.fields)
+        let deviceID = try body.requireString("deviceID"), bundleID = try body.requireString("bundleID")
+        let activityID = try body.string("activityID")
+        let state: ActivityTokenState
+        switch try body.requireString("state") {
+        case "ended": state = .ended
+        case "dismissed": state = .dismissed
+        default: throw JSONFieldError.invalid("state", "must be \"ended\" or \"dismissed\"")
+        }
+        self.init(
+            deviceID: deviceID, bundleID: bundleID, activityID: activityID, state: state, cause: try body.string("cause"), at: try body.date("at"))
+    }
+}
+
+// MARK: Field readers
+
+extension AlertConfiguration {
+    static let fields = ["title", "body", "sound"]
+
+    /// `{"title": "…", "body": "…", "sound": "default" | "<file>" | null}`; title and body are
+    /// literal text or `{"key": "…", "arguments": […]}` for the app's localisation files.
+    init(_ body: JSONBodyReader) throws {
+        func text(_ name: String) throws -> AlertConfiguration.Text {
+            let value = try body.require(name)
+            if let literal = value.stringValue { return .literal(literal) }
+            let localized = try JSONBodyReader(value, path: body.field(name), fields: ["key", "arguments"])
+            let arguments = try localized.value("arguments").map { value in
+                guard let items = value.arrayElements?.compactMap(\.stringValue), items.count == value.arrayElements?.count else {
+                    throw JSONFieldError.invalid(localized.field("arguments"), "must be an array of strings")
+                }
+                return items
+            }
+            return .localized(key: try localized.requireString("key"), arguments: arguments ?? [])
+        }
+        let sound = try body.string("sound")
+        self.init(title: try text("title"), body: try text("body"), sound: sound.map { $0 == "default" ? .default : .named($0) })
+    }
+}
+
+private func requireObject(_ body: JSONBodyReader, _ key: String) throws -> JSONValue {
+    let value = try body.require(key)
+    guard case .object = value else {
+        throw JSONFieldError(code: "wrong_type", message: "must be a JSON object, got \(value.typeName)", field: body.field(key))
+    }
+    return value
+}
+
+private func readRelevance(_ body: JSONBodyReader) throws -> Double? {
+    guard let score = try body.number("relevanceScore") else { return nil }
+    do { try LiveActivityPayload.checkRelevance(score) } catch { throw JSONFieldError.invalid(body.field("relevanceScore"), error.message) }
+    return score
+}
+
+private func readAudience(_ body: JSONBodyReader) throws -> Audience {
+    func ids(_ key: String) throws -> [String]? {
+        guard let value = body.value(key) else { return nil }
+        guard let items = value.arrayElements, let strings = Optional(items.compactMap(\.stringValue)), strings.count == items.count,
+              !strings.isEmpty, strings.allSatisfy({ !$0.isEmpty })
+        else { throw JSONFieldError.invalid(body.field(key), "must be a non-empty array of non-empty strings") }
+        return strings
+    }
+    let devices = try ids("devices"), users = try ids("users"), everyone = try body.bool("everyone")
+    switch (devices, users, everyone) {
+    case (let devices?, nil, nil): return .devices(devices)
+    case (nil, let users?, nil): return .users(users)
+    case (nil, nil, true): return .everyone
+    default: throw JSONFieldError.invalid(body.path, "must have exactly one of devices, users or \"everyone\": true")
+    }
+}
+
+private func readToken(_ body: JSONBodyReader) throws -> DeviceToken {
+    let text = try body.requireString("token")
+    do { return try DeviceToken(text) } catch { throw JSONFieldError.invalid(body.field("token"), error.message) }
+}
+
+private func readEnvironment(_ body: JSONBodyReader) throws -> String {
+    let environment = try body.string("environment") ?? "sandbox"
+    guard environment == "sandbox" || environment == "production" else {
+        throw JSONFieldError.invalid(body.field("environment"), "must be \"sandbox\" or \"production\"")
+    }
+    return environment
+}
