@@ -154,6 +154,8 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
+        // The core alone, without HTTP or a database: the planners, the dispatcher's loop, the governor.
+        .testTarget(name: "LiveRelayTests", dependencies: ["LiveRelay", "LiveRelayStore", "LiveActivityKit"]),
         // The contract every store implementation must pass.
         .testTarget(name: "LiveRelayStoreTests", dependencies: ["LiveRelayStore", "LiveActivityKit"]),
         // The server through its HTTP API, with the emulator and simulated devices on loopback.

@@ -446,6 +446,17 @@ public struct ChangeSnapshot: Sendable {
     public var priority10Counts: [String: Int]
     /// The channel the key is bound to, if any.
     public var channel: ChannelRecord?
+
+    public init(
+        activity: ActivityRecord?, liveTokens: [ActivityTokenRecord] = [], liveTokenCount: Int = 0, priority10Counts: [String: Int] = [:],
+        channel: ChannelRecord? = nil
+    ) {
+        self.activity = activity
+        self.liveTokens = liveTokens
+        self.liveTokenCount = liveTokenCount
+        self.priority10Counts = priority10Counts
+        self.channel = channel
+    }
 }
 
 /// An update or end to record: the key's new state, the pushes, and the answer kept for the

@@ -1,0 +1,62 @@
+import Foundation
+import LiveActivityKit
+import LiveRelayStore
+
+@testable import LiveRelay
+
+let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+let budget = BudgetPolicy(priority10PerHour: 12, frequentPriority10PerHour: 120)
+let budgetGovernor = PriorityGovernor(policy: budget)
+let storageWindow: TimeInterval = 8 * 3600
+/// The kept answer names the request, so a test can see it was made from the acceptance.
+let keptAnswer: @Sendable (Acceptance) -> StoredResponse = { StoredResponse(status: 299, body: Array("\($0.action) \($0.requestID)".utf8)) }
+
+func content(_ status: String) -> JSONValue { .object([("status", .string(status))]) }
+
+func pushToStart(_ device: String, environment: String = "sandbox", frequent: Bool = false) -> PushToStartTokenRecord {
+    PushToStartTokenRecord(
+        deviceID: device, attributesType: "DeliveryAttributes", token: "pts-\(device)", frequentPushesEnabled: frequent,
+        environment: environment, updatedAt: t0)
+}
+
+func liveToken(_ device: String, frequent: Bool = false) -> ActivityTokenRecord {
+    ActivityTokenRecord(key: "order-42", deviceID: device, token: "tok-\(device)", frequentPushesEnabled: frequent, registeredAt: t0)
+}
+
+func activity(channelID: String? = nil, state: ActivityKeyState = .active, content: JSONValue? = content("preparing"), lastTimestamp: Int64 = 1_799_999_000)
+    -> ActivityRecord
+{
+    ActivityRecord(
+        key: "order-42", attributesType: "DeliveryAttributes", state: state, channelID: channelID, contentState: content,
+        startedAt: t0 - 1000, endedAt: state == .ended ? t0 - 10 : nil, endReason: state == .ended ? "ended" : nil,
+        lastTimestamp: lastTimestamp)
+}
+
+func startRequest(priority: PriorityChoice = .fixed(10), expiration: Date? = nil, channel: UpdateChannelChoice? = nil) -> StartRequest {
+    StartRequest(
+        attributesType: "DeliveryAttributes", attributes: .object([("orderNumber", .integer(42))]), contentState: content("preparing"),
+        alert: AlertConfiguration(title: "Order 42", body: "Preparing"), audience: .everyone, channel: channel, priority: priority,
+        expiration: expiration)
+}
+
+extension StartPlanner {
+    static let sandbox = StartPlanner(environment: "sandbox", governor: budgetGovernor, answer: keptAnswer)
+
+    func plan(_ request: StartRequest, tokens: [PushToStartTokenRecord], channelID: String? = nil) throws -> (StartPlan, Acceptance) {
+        let payload = try StartPlanner.payload(request, channelID: channelID, at: t0)
+        return plan(key: "order-42", request, payload: payload, channelID: channelID, tokens: tokens, at: t0, requestID: "req-1")
+    }
+}
+
+extension ChangePlanner {
+    static let standard = ChangePlanner(governor: budgetGovernor, channelStorageWindow: storageWindow, answer: keptAnswer)
+
+    func plan(_ request: ChangeRequest, _ snapshot: ChangeSnapshot) throws -> (ChangePlan, Acceptance) {
+        try plan(key: "order-42", request, snapshot: snapshot, at: t0, requestID: "req-2")
+    }
+}
+
+/// The `aps` dictionary of an encoded payload.
+func aps(_ bytes: [UInt8]) throws -> JSONValue {
+    try LiveActivityPayload(parsing: bytes).aps ?? .null
+}
