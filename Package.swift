@@ -155,7 +155,7 @@ let package = Package(
             ]
         ),
         // The core alone, without HTTP or a database: the planners, the dispatcher's loop, the governor.
-        .testTarget(name: "LiveRelayTests", dependencies: ["LiveRelay", "LiveRelayStore", "LiveActivityKit"]),
+        .testTarget(name: "LiveRelayTests", dependencies: ["LiveRelay", "LiveRelayStore", "LiveActivityKit", "APNs"]),
         // The contract every store implementation must pass.
         .testTarget(name: "LiveRelayStoreTests", dependencies: ["LiveRelayStore", "LiveActivityKit"]),
         // The server through its HTTP API, with the emulator and simulated devices on loopback.

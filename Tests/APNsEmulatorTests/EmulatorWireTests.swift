@@ -77,13 +77,14 @@ import Testing
         }
     }
 
-    /// Runs `body` with our client talking to the emulator, and a valid update payload.
+    /// Runs `body` with our client talking to the emulator, and a valid update payload. Requests
+    /// may take 30 s: in the full parallel run on two cores, connecting has taken more than 10.
     func withClient(
         _ body: @escaping @Sendable (APNsEmulator, APNsClient, LiveActivityPayload) async throws -> Void
     ) async throws {
         try await withEmulator { emulator, key, caFile in
             let configuration = APNsClient.Configuration(
-                environment: emulator.clientEnvironment(caFile: caFile), signingKey: key.signingKey)
+                environment: emulator.clientEnvironment(caFile: caFile), signingKey: key.signingKey, requestTimeout: .seconds(30))
             try await withAPNsClient(configuration: configuration) { client in
                 let payload = try LiveActivityPayload.update(content: ActivityContent(state: ["level": 1], staleDate: nil), timestamp: Date())
                 try await body(emulator, client, payload)

@@ -1,0 +1,138 @@
+/// The dispatcher's loop as a value: events in, actions out. `Dispatcher` performs what it says
+/// (claim a batch, record outcomes, wait, finish) and reports back what happened; every decision of
+/// when to claim, when to record, how to ride out a failing store and when to stop is made here, so
+/// it is tested without I/O (`DispatchLoopTests`).
+struct DispatchLoop {
+    struct Limits: Sendable, Hashable {
+        /// Deliveries per claim; outcomes are recorded at once when half a batch piles up.
+        var batchSize: Int
+        /// Claim again when fewer than this are queued for the workers.
+        var lowWater: Int
+        /// How long an outcome may wait to be recorded with others.
+        var recordingDelay: Duration
+        /// Failed recordings in a row after which a stopping dispatcher gives up on its outcomes:
+        /// those pushes were sent, and their leases make them due again.
+        var recordingAttemptsWhileStopping = 5
+        /// The longest the loop sleeps without being woken.
+        var longestWait = Duration.seconds(1)
+    }
+
+    /// What the loop sees of its send queue and of the world each time round.
+    struct Snapshot: Sendable, Hashable {
+        var queued: Int
+        var sending: Int
+        var unrecorded: Int
+        var now: ContinuousClock.Instant
+        /// Shutting down (or cancelled): no more claims; finish once what is in flight is recorded.
+        var stopping: Bool
+    }
+
+    /// What to do this time round.
+    struct Step: Sendable, Hashable {
+        /// Take the outcomes waiting and record them.
+        var record = false
+        /// Claim a batch of due deliveries.
+        var claim = false
+        /// Nothing is left to do: return.
+        var finish = false
+        /// Idle with a working store: ask it when the next retry is due before waiting.
+        var askNextDue = false
+    }
+
+    /// What a failing claim or recording means for the loop.
+    struct Failure: Sendable, Hashable {
+        /// To log, when the store's state changed.
+        var change: StoreBackoff.Change?
+        /// For a recording: whether its outcomes are kept for the next one (else dropped at shutdown).
+        var keepOutcomes: Bool
+    }
+
+    let limits: Limits
+    /// Tests and benchmarks: finish as soon as nothing is due now and nothing is in flight.
+    let stopWhenIdle: Bool
+    private(set) var claiming = false
+    private(set) var recording = false
+    /// Claiming again is worth a transaction only when the last claim was full or more was queued
+    /// since; a finished push alone does not make anything due.
+    private var claimAgain = true
+    private var oldestUnrecorded: ContinuousClock.Instant?
+    /// While the store fails, claims and recordings wait out the back-off (a full disk once made the
+    /// loop retry about 90 times a second, logging each).
+    private(set) var backoff = StoreBackoff()
+    private var storePausedUntil: ContinuousClock.Instant
+
+    init(limits: Limits, stopWhenIdle: Bool, now: ContinuousClock.Instant) {
+        self.limits = limits
+        self.stopWhenIdle = stopWhenIdle
+        self.storePausedUntil = now
+    }
+
+    // MARK: Events
+
+    /// A claim returned `count` deliveries (now in the send queue).
+    mutating func claimed(count: Int) -> StoreBackoff.Change? {
+        claiming = false
+        claimAgain = count == limits.batchSize
+        return backoff.succeeded()
+    }
+
+    mutating func recorded() -> StoreBackoff.Change? {
+        recording = false
+        return backoff.succeeded()
+    }
+
+    /// A claim (`whileRecording` false) or a recording failed at `now`.
+    mutating func storeFailed(whileRecording: Bool, stopping: Bool, at now: ContinuousClock.Instant) -> Failure {
+        let (wait, change) = backoff.failed()
+        storePausedUntil = now + wait
+        guard whileRecording else {
+            claiming = false
+            return Failure(change: change, keepOutcomes: false)
+        }
+        recording = false
+        let givingUp = stopping && backoff.failuresInARow >= limits.recordingAttemptsWhileStopping
+        return Failure(change: change, keepOutcomes: !givingUp)
+    }
+
+    // MARK: Decisions
+
+    /// What to do now. `queuedSinceLastClaim` says whether more was queued since it was last asked;
+    /// it is asked only when nothing else stops a claim, so that no such news is lost.
+    mutating func next(_ snapshot: Snapshot, queuedSinceLastClaim: () -> Bool) -> Step {
+        var step = Step()
+        let storeAvailable = snapshot.now >= storePausedUntil
+        if snapshot.unrecorded > 0, oldestUnrecorded == nil { oldestUnrecorded = snapshot.now }
+        let quiet = snapshot.queued == 0 && snapshot.sending == 0
+        let recordingDue = oldestUnrecorded.map { snapshot.now - $0 >= limits.recordingDelay } ?? false
+        if !recording, storeAvailable, snapshot.unrecorded > 0,
+           snapshot.unrecorded >= limits.batchSize / 2 || recordingDue || snapshot.stopping || (stopWhenIdle && quiet)
+        {
+            recording = true
+            oldestUnrecorded = nil
+            step.record = true
+        }
+        if !claiming, !snapshot.stopping, storeAvailable, snapshot.queued < limits.lowWater, claimAgain || queuedSinceLastClaim() {
+            claiming = true
+            step.claim = true
+        }
+        let idle = quiet && !claiming && !recording && snapshot.unrecorded == 0
+        step.finish = idle && (snapshot.stopping || stopWhenIdle)
+        step.askNextDue = idle && !step.finish && !backoff.isFailing
+        return step
+    }
+
+    /// How long to wait for news before going round again, and whether to claim when the wait runs
+    /// out (a retry may have come due) rather than only record. `nextDueIn`: when the store's next
+    /// retry is due, when the step asked.
+    func wait(at now: ContinuousClock.Instant, nextDueIn: Duration?) -> (duration: Duration, thenClaim: Bool) {
+        var wait = limits.longestWait
+        if let nextDueIn { wait = min(wait, max(.milliseconds(1), nextDueIn)) }
+        let pause = storePausedUntil - now
+        if pause > .zero { wait = min(wait, pause) }
+        if let oldestUnrecorded, !recording {
+            let recordingDue = max(.milliseconds(1), oldestUnrecorded + limits.recordingDelay - now, pause)
+            if recordingDue < wait { return (recordingDue, false) }
+        }
+        return (wait, true)
+    }
+}

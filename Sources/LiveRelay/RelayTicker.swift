@@ -1,0 +1,30 @@
+import ServiceLifecycle
+
+/// Runs what time does on its own (schedules, expiry, channel cleanup) once a second.
+public struct RelayTicker: Service {
+    let relay: RelayService
+    let interval: Duration
+
+    public init(relay: RelayService, interval: Duration = .seconds(1)) {
+        self.relay = relay
+        self.interval = interval
+    }
+
+    public func run() async throws {
+        var backoff = StoreBackoff(initial: interval, maximum: .seconds(30))
+        while !Task.isShuttingDownGracefully {
+            var wait = interval
+            do {
+                try await relay.tick()
+                relay.logger.log(backoff.succeeded(), who: "the ticker")
+            } catch {
+                let failed = backoff.failed()
+                wait = failed.wait
+                relay.logger.log(failed.change, who: "the ticker", error: error)
+                relay.metrics.count("liverelay_store_failures_total", ["loop": "ticker"])
+            }
+            let pause = wait
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
+        }
+    }
+}

@@ -1,0 +1,97 @@
+import LiveRelayStore
+import Synchronization
+
+/// The claimed deliveries waiting for a worker, and the outcomes waiting to be recorded. Workers
+/// wake the dispatcher's loop only when it has something to do: the queue ran low, outcomes piled
+/// up (or the first came), or every worker fell idle.
+final class SendQueue: Sendable {
+    typealias Outcome = (id: Int64, outcome: DeliveryOutcome)
+
+    private struct State {
+        var queue: [DeliveryRecord] = []
+        var head = 0
+        var sending = 0
+        var outcomes: [Outcome] = []
+        var idleWorkers: [CheckedContinuation<DeliveryRecord?, Never>] = []
+        var stopped = false
+        var queued: Int { queue.count - head }
+    }
+
+    private let state = Mutex(State())
+    private let wake: OutboxSignal
+
+    init(wake: OutboxSignal) {
+        self.wake = wake
+    }
+
+    /// The next delivery to send, or nil once stopped.
+    func next(lowWater: Int) async -> DeliveryRecord? {
+        await withCheckedContinuation { continuation in
+            // Resumed here with a delivery or nil, or later by `add` or `stop`, never twice.
+            let (answer, wakeLoop) = state.withLock { state -> (DeliveryRecord??, Bool) in
+                if state.stopped { return (.some(nil), false) }
+                guard state.head < state.queue.count else {
+                    state.idleWorkers.append(continuation)
+                    return (nil, state.sending == 0)
+                }
+                let delivery = state.queue[state.head]
+                state.head += 1
+                state.sending += 1
+                return (delivery, state.queued == lowWater)
+            }
+            if wakeLoop { wake.signal() }
+            if let answer { continuation.resume(returning: answer) }
+        }
+    }
+
+    func finished(_ id: Int64, _ outcome: DeliveryOutcome, recordAt: Int) {
+        let wakeLoop = state.withLock { state in
+            state.sending -= 1
+            state.outcomes.append((id, outcome))
+            return state.outcomes.count == 1 || state.outcomes.count == recordAt || (state.sending == 0 && state.queued == 0)
+        }
+        if wakeLoop { wake.signal() }
+    }
+
+    func add(_ batch: [DeliveryRecord]) {
+        let handedOut = state.withLock { state -> [(CheckedContinuation<DeliveryRecord?, Never>, DeliveryRecord)] in
+            state.queue.removeFirst(state.head)
+            state.head = 0
+            state.queue += batch
+            var handedOut: [(CheckedContinuation<DeliveryRecord?, Never>, DeliveryRecord)] = []
+            while !state.idleWorkers.isEmpty, state.head < state.queue.count {
+                handedOut.append((state.idleWorkers.removeLast(), state.queue[state.head]))
+                state.head += 1
+                state.sending += 1
+            }
+            return handedOut
+        }
+        for (worker, delivery) in handedOut { worker.resume(returning: delivery) }
+    }
+
+    /// Workers stop taking deliveries; those waiting for one end.
+    func stop() {
+        let idle = state.withLock { state in
+            state.stopped = true
+            defer { state.idleWorkers.removeAll() }
+            return state.idleWorkers
+        }
+        for worker in idle { worker.resume(returning: nil) }
+    }
+
+    func counts() -> (queued: Int, sending: Int, unrecorded: Int) {
+        state.withLock { ($0.queued, $0.sending, $0.outcomes.count) }
+    }
+
+    func takeOutcomes() -> [Outcome] {
+        state.withLock { state in
+            defer { state.outcomes.removeAll(keepingCapacity: true) }
+            return state.outcomes
+        }
+    }
+
+    /// Outcomes a recording failed to store, kept for the next.
+    func putBack(_ outcomes: [Outcome]) {
+        state.withLock { $0.outcomes.insert(contentsOf: outcomes, at: 0) }
+    }
+}
