@@ -2,6 +2,114 @@ import Foundation
 import Hummingbird
 import LiveActivityKit
 
+/// Reads a JSON object field by field, for the bodies `Codable` cannot read faithfully: those that
+/// carry free-form JSON whose literals must reach the device as written (attributes, content
+/// state), or whose member order means something (a struct's fields). Every error names the full
+/// path of the field and the rule, and keys the request does not define are refused with a hint.
+/// Bodies of a fixed shape are `APIRequestBody`s instead.
+package struct JSONBodyReader {
+    package let members: [(key: String, value: JSONValue)]
+    package let path: String
+
+    package init(_ value: JSONValue, path: String = "", fields: [String]) throws(JSONFieldError) {
+        guard let members = value.objectMembers else {
+            let what = path.isEmpty ? "the body must be" : "must be"
+            throw JSONFieldError(code: "wrong_type", message: "\(what) a JSON object, got \(value.typeName)", field: path.isEmpty ? nil : path)
+        }
+        for member in members where !fields.contains(member.key) {
+            let hint = closestKey(to: member.key, in: fields).map { " (did you mean \"\($0)\"?)" } ?? ""
+            throw JSONFieldError(code: "unknown_key", message: "is not a field of this request\(hint)", field: Self.join(path, member.key))
+        }
+        self.members = members
+        self.path = path
+    }
+
+    /// A request body as JSON, or `invalid_json`.
+    package static func parse(_ bytes: some Collection<UInt8>) throws(JSONFieldError) -> JSONValue {
+        do {
+            return try JSONValue(parsing: bytes)
+        } catch {
+            throw JSONFieldError(code: "invalid_json", message: "the body is not valid JSON: \(error)", field: nil)
+        }
+    }
+
+    package static func join(_ path: String, _ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+    package func field(_ key: String) -> String { Self.join(path, key) }
+
+    /// The value, `nil` when absent or `null`.
+    package func value(_ key: String) -> JSONValue? {
+        guard let value = members.first(where: { $0.key == key })?.value, value != .null else { return nil }
+        return value
+    }
+
+    package func require(_ key: String) throws(JSONFieldError) -> JSONValue {
+        guard let value = value(key) else { throw JSONFieldError(code: "missing", message: "is required", field: field(key)) }
+        return value
+    }
+
+    private func wrongType(_ key: String, _ expected: String, _ value: JSONValue) -> JSONFieldError {
+        JSONFieldError(code: "wrong_type", message: "must be \(expected), got \(value.typeName)", field: field(key))
+    }
+
+    package func string(_ key: String) throws(JSONFieldError) -> String? {
+        guard let value = value(key) else { return nil }
+        guard let text = value.stringValue else { throw wrongType(key, "a string", value) }
+        return text
+    }
+
+    package func requireString(_ key: String) throws(JSONFieldError) -> String {
+        guard let text = try string(key) else { throw JSONFieldError(code: "missing", message: "is required", field: field(key)) }
+        guard !text.isEmpty else { throw JSONFieldError.invalid(field(key), "must not be empty") }
+        return text
+    }
+
+    package func bool(_ key: String) throws(JSONFieldError) -> Bool? {
+        guard let value = value(key) else { return nil }
+        guard case .bool(let flag) = value else { throw wrongType(key, "true or false", value) }
+        return flag
+    }
+
+    package func number(_ key: String) throws(JSONFieldError) -> Double? {
+        guard let value = value(key) else { return nil }
+        guard let number = value.doubleValue, case .number = value else { throw wrongType(key, "a number", value) }
+        return number
+    }
+
+    package func object(_ key: String, fields: [String]) throws(JSONFieldError) -> JSONBodyReader? {
+        guard let value = value(key) else { return nil }
+        return try JSONBodyReader(value, path: field(key), fields: fields)
+    }
+
+    /// A date as ISO 8601 text or as seconds since 1970 (the form APNs payloads use), within
+    /// `Date.supportedRange`.
+    package func date(_ key: String) throws(JSONFieldError) -> Date? {
+        guard let value = value(key) else { return nil }
+        let date: Date
+        if case .number(let literal) = value {
+            // A literal too large for a Double (1e400) reads as infinity, and is refused below.
+            date = Date(timeIntervalSince1970: Double(literal) ?? .infinity)
+        } else if let text = value.stringValue, let parsed = ISO8601DateFormatter().date(from: text) {
+            date = parsed
+        } else {
+            throw JSONFieldError.invalid(field(key), "must be an ISO 8601 date such as 2026-11-21T10:00:00Z, or seconds since 1970")
+        }
+        do {
+            return try Date.supported(date, field: field(key))
+        } catch {
+            throw JSONFieldError.invalid(field(key), "must be a date \(Date.supportedRangeText)")
+        }
+    }
+
+    /// A whole number within `range`; the check comes before the conversion.
+    package func integer(_ key: String, in range: ClosedRange<Int>) throws(JSONFieldError) -> Int? {
+        guard let number = try number(key) else { return nil }
+        guard number == number.rounded(), number >= Double(range.lowerBound), number <= Double(range.upperBound) else {
+            throw JSONFieldError.invalid(field(key), "must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return Int(number)
+    }
+}
+
 extension Request {
     /// The body as a checked JSON object.
     package func jsonObject(fields: [String], context: some RequestContext) async throws -> JSONBodyReader {

@@ -17,12 +17,10 @@ func fuzzOneInput(_ bytes: UnsafeRawBufferPointer) {
     guard let json = try? JSONValue(parsing: input) else { return }
     // A round trip keeps every literal.
     precondition((try? JSONValue(parsing: json.serialized)) == json, "a JSON value does not survive its own serialization")
-    _ = try? StartRequest(json: json)
-    _ = try? ChangeRequest(event: .update, json: json)
-    _ = try? ChangeRequest(event: .end, json: json)
-    _ = try? PushToStartRegistration(json: json)
-    _ = try? ActivityTokenRegistration(json: json)
-    _ = try? EndedReport(json: json)
+    for action in ["start", "update", "end"] { _ = try? RelayWire().request(action: action, json: json) }
+    _ = try? PushToStartBody.decode(json: input)
+    _ = try? ActivityTokenBody.decode(json: input)
+    _ = try? EndedBody.decode(json: input)
 }
 
 #if FUZZING

@@ -83,16 +83,16 @@ public struct RelayAPI: Sendable {
         // The app: its tokens and what the person did.
         let client = router.group("/v1").add(middleware: guarded(.client))
         client.post("/push-to-start-tokens") { request, context in
-            try await relay.registerPushToStartToken(PushToStartRegistration(json: try await body(request, context)))
+            try await relay.registerPushToStartToken(try await request.decodeJSON(PushToStartBody.self, context: context).registration)
             return Self.json(.object([("registered", .bool(true))]), status: .created)
         }
         client.post("/activities/{key}/tokens") { request, context in
             let key = try activityKey(context)
-            let activity = try await relay.registerActivityToken(key: key, ActivityTokenRegistration(json: try await body(request, context)))
+            let activity = try await relay.registerActivityToken(key: key, try await request.decodeJSON(ActivityTokenBody.self, context: context).registration)
             return Self.json(.object([("key", .string(key)), ("state", .string(activity.state.rawValue))]), status: .created)
         }
         client.post("/activities/{key}/ended") { request, context in
-            let recorded = try await relay.reportEnded(key: try activityKey(context), EndedReport(json: try await body(request, context)))
+            let recorded = try await relay.reportEnded(key: try activityKey(context), try await request.decodeJSON(EndedBody.self, context: context).report)
             return Self.json(.object([("recorded", .bool(recorded))]))
         }
 
@@ -128,11 +128,8 @@ public struct RelayAPI: Sendable {
         // The operator: keys and channels.
         let admin = router.group("/v1").add(middleware: guarded(.admin))
         admin.post("/api-keys") { request, context in
-            let body = try JSONBodyReader(try await body(request, context), fields: ["name", "scope"])
-            let name = try body.requireString("name")
-            let scopeName = try body.requireString("scope")
-            guard let scope = APIKeyScope(rawValue: scopeName) else { throw APIError.invalid("scope", "must be client, server or admin") }
-            let (record, secret) = try await relay.createAPIKey(name: name, scope: scope)
+            let body = try await request.decodeJSON(APIKeyBody.self, context: context)
+            let (record, secret) = try await relay.createAPIKey(name: body.name, scope: body.scope)
             var view = RelayView.json(record)
             view.set("secret", .string(secret))
             return Self.json(view, status: .created)
@@ -239,13 +236,6 @@ public struct RelayAPI: Sendable {
             }
         }
         throw APIError(.conflict, code: "idempotency_conflict", message: "the request with this Idempotency-Key is still being processed")
-    }
-
-    private func body(_ request: Request, _ context: RelayRequestContext) async throws -> JSONValue {
-        var request = request
-        let buffer = try await request.collectBody(upTo: context.maxUploadSize)
-        guard buffer.readableBytes > 0 else { throw APIError(.badRequest, code: "missing", message: "the request needs a JSON body") }
-        return try JSONBodyReader.parse(buffer.readableBytesView)
     }
 
     private func activityKey(_ context: RelayRequestContext) throws -> String {

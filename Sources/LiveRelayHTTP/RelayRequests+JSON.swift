@@ -4,9 +4,10 @@ import LiveActivityKit
 import LiveRelay
 import LiveRelayStore
 
-// The API's request bodies read into the service's typed requests: every error names the field
-// and the rule. Free-form JSON (attributes, content state) keeps its literals, so the payload
-// carries the backend's numbers byte for byte.
+// The API's request bodies read into the service's typed requests; every error names the field
+// and the rule. Starts, updates and ends carry free-form JSON (attributes, content state) whose
+// literals must reach the device byte for byte, so `JSONBodyReader` reads them; the other bodies
+// have a fixed shape and are `Decodable`.
 
 extension PriorityChoice {
     static func read(_ body: JSONBodyReader, default fallback: PriorityChoice) throws -> PriorityChoice {
@@ -25,7 +26,7 @@ extension StartRequest {
     ]
 
 
-    package init(json: JSONValue) throws {
+    init(json: JSONValue) throws {
         let body = try JSONBodyReader(json, fields: Self.fields)
         let attributesType = try body.requireString("attributesType")
         let attributes = try requireObject(body, "attributes")
@@ -64,7 +65,7 @@ extension ChangeRequest {
     static let updateFields = ["contentState", "alert", "staleDate", "relevanceScore", "priority", "expiration", "at"]
     static let endFields = updateFields + ["dismissalDate"]
 
-    package init(event: LiveActivityPayload.Event, json: JSONValue) throws {
+    init(event: LiveActivityPayload.Event, json: JSONValue) throws {
         let body = try JSONBodyReader(json, fields: event == .end ? Self.endFields : Self.updateFields)
         var contentState: JSONValue?
         if event == .update || body.value("contentState") != nil { contentState = try requireObject(body, "contentState") }
@@ -77,48 +78,100 @@ extension ChangeRequest {
 }
 
 /// `POST /v1/push-to-start-tokens` (client key).
-extension PushToStartRegistration {
-    static let fields = ["deviceID", "bundleID", "attributesType", "token", "frequentPushesEnabled", "environment", "userID"]
+package struct PushToStartBody: APIRequestBody {
+    package static let fields = CodingKeys.allCases.map(\.rawValue)
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case deviceID, bundleID, attributesType, token, frequentPushesEnabled, environment, userID
+    }
 
-    package init(json: JSONValue) throws {
-        let body = try JSONBodyReader(json, fields: Self.fields)
-        self.init(
-            deviceID: try body.requireString("deviceID"), bundleID: try body.requireString("bundleID"),
-            attributesType: try body.requireString("attributesType"), token: try readToken(body),
-            frequentPushesEnabled: try body.bool("frequentPushesEnabled") ?? false, environment: try readEnvironment(body),
-            userID: try body.string("userID"))
+    let registration: PushToStartRegistration
+
+    package init(from decoder: any Decoder) throws {
+        let body = try decoder.container(keyedBy: CodingKeys.self)
+        registration = PushToStartRegistration(
+            deviceID: try body.requireNonEmptyString(.deviceID), bundleID: try body.requireNonEmptyString(.bundleID),
+            attributesType: try body.requireNonEmptyString(.attributesType), token: try body.deviceToken(.token),
+            frequentPushesEnabled: try body.decodeIfPresent(Bool.self, forKey: .frequentPushesEnabled) ?? false,
+            environment: try body.environment(.environment), userID: try body.decodeIfPresent(String.self, forKey: .userID))
     }
 }
 
 /// `POST /v1/activities/{key}/tokens` (client key).
-extension ActivityTokenRegistration {
-    static let fields = ["deviceID", "bundleID", "activityID", "attributesType", "token", "frequentPushesEnabled", "environment"]
+package struct ActivityTokenBody: APIRequestBody {
+    package static let fields = CodingKeys.allCases.map(\.rawValue)
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case deviceID, bundleID, activityID, attributesType, token, frequentPushesEnabled, environment
+    }
 
-    package init(json: JSONValue) throws {
-        let body = try JSONBodyReader(json, fields: Self.fields)
-        self.init(
-            deviceID: try body.requireString("deviceID"), bundleID: try body.requireString("bundleID"), activityID: try body.string("activityID"),
-            attributesType: try body.requireString("attributesType"), token: try readToken(body),
-            frequentPushesEnabled: try body.bool("frequentPushesEnabled") ?? false, environment: try readEnvironment(body))
+    let registration: ActivityTokenRegistration
+
+    package init(from decoder: any Decoder) throws {
+        let body = try decoder.container(keyedBy: CodingKeys.self)
+        registration = ActivityTokenRegistration(
+            deviceID: try body.requireNonEmptyString(.deviceID), bundleID: try body.requireNonEmptyString(.bundleID),
+            activityID: try body.decodeIfPresent(String.self, forKey: .activityID),
+            attributesType: try body.requireNonEmptyString(.attributesType), token: try body.deviceToken(.token),
+            frequentPushesEnabled: try body.decodeIfPresent(Bool.self, forKey: .frequentPushesEnabled) ?? false,
+            environment: try body.environment(.environment))
     }
 }
 
 /// `POST /v1/activities/{key}/ended` (client key): the activity ended or the person dismissed it.
-extension EndedReport {
-    static let fields = ["deviceID", "bundleID", "activityID", "state", "cause", "at"]
+package struct EndedBody: APIRequestBody {
+    package static let fields = CodingKeys.allCases.map(\.rawValue)
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case deviceID, bundleID, activityID, state, cause, at
+    }
 
-    package init(json: JSONValue) throws {
-        let body = try JSONBodyReader(json, fields: Self.fields)
-        let deviceID = try body.requireString("deviceID"), bundleID = try body.requireString("bundleID")
-        let activityID = try body.string("activityID")
+    let report: EndedReport
+
+    package init(from decoder: any Decoder) throws {
+        let body = try decoder.container(keyedBy: CodingKeys.self)
+        let deviceID = try body.requireNonEmptyString(.deviceID), bundleID = try body.requireNonEmptyString(.bundleID)
+        let activityID = try body.decodeIfPresent(String.self, forKey: .activityID)
         let state: ActivityTokenState
-        switch try body.requireString("state") {
+        switch try body.requireNonEmptyString(.state) {
         case "ended": state = .ended
         case "dismissed": state = .dismissed
-        default: throw JSONFieldError.invalid("state", "must be \"ended\" or \"dismissed\"")
+        default: throw DecodingError.dataCorruptedError(forKey: .state, in: body, debugDescription: "must be \"ended\" or \"dismissed\"")
         }
-        self.init(
-            deviceID: deviceID, bundleID: bundleID, activityID: activityID, state: state, cause: try body.string("cause"), at: try body.date("at"))
+        report = EndedReport(
+            deviceID: deviceID, bundleID: bundleID, activityID: activityID, state: state,
+            cause: try body.decodeIfPresent(String.self, forKey: .cause), at: try body.date(.at))
+    }
+}
+
+/// `POST /v1/api-keys` (admin key).
+struct APIKeyBody: APIRequestBody {
+    static let fields = CodingKeys.allCases.map(\.rawValue)
+    enum CodingKeys: String, CodingKey, CaseIterable { case name, scope }
+
+    let name: String
+    let scope: APIKeyScope
+
+    init(from decoder: any Decoder) throws {
+        let body = try decoder.container(keyedBy: CodingKeys.self)
+        name = try body.requireNonEmptyString(.name)
+        guard let scope = APIKeyScope(rawValue: try body.requireNonEmptyString(.scope)) else {
+            throw DecodingError.dataCorruptedError(forKey: .scope, in: body, debugDescription: "must be client, server or admin")
+        }
+        self.scope = scope
+    }
+}
+
+extension KeyedDecodingContainer {
+    fileprivate func deviceToken(_ key: Key) throws -> DeviceToken {
+        let text = try requireNonEmptyString(key)
+        do { return try DeviceToken(text) } catch { throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: error.message) }
+    }
+
+    /// `sandbox` (the default) or `production`: the app's `aps-environment`.
+    fileprivate func environment(_ key: Key) throws -> String {
+        let environment = try decodeIfPresent(String.self, forKey: key) ?? "sandbox"
+        guard environment == "sandbox" || environment == "production" else {
+            throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: "must be \"sandbox\" or \"production\"")
+        }
+        return environment
     }
 }
 
@@ -176,17 +229,4 @@ private func readAudience(_ body: JSONBodyReader) throws -> Audience {
     case (nil, nil, true): return .everyone
     default: throw JSONFieldError.invalid(body.path, "must have exactly one of devices, users or \"everyone\": true")
     }
-}
-
-private func readToken(_ body: JSONBodyReader) throws -> DeviceToken {
-    let text = try body.requireString("token")
-    do { return try DeviceToken(text) } catch { throw JSONFieldError.invalid(body.field("token"), error.message) }
-}
-
-private func readEnvironment(_ body: JSONBodyReader) throws -> String {
-    let environment = try body.string("environment") ?? "sandbox"
-    guard environment == "sandbox" || environment == "production" else {
-        throw JSONFieldError.invalid(body.field("environment"), "must be \"sandbox\" or \"production\"")
-    }
-    return environment
 }

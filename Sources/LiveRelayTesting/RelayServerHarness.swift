@@ -58,18 +58,19 @@ public final class RelayHarness: Sendable {
         public func header(_ name: String) -> String? { headers.first { $0.name.lowercased() == name.lowercased() }?.value }
     }
 
-    /// A request with `scope`'s key (or `secret`, or none when both are nil).
+    /// A request with `scope`'s key (or `secret`, or none when both are nil); `raw` is a body sent
+    /// as written (broken JSON).
     public func call(
-        _ method: HTTPMethod, _ path: String, _ body: JSONValue? = nil, scope: APIKeyScope? = .server, secret: String? = nil,
-        headers: [(String, String)] = []
+        _ method: HTTPMethod, _ path: String, _ body: JSONValue? = nil, raw: String? = nil, scope: APIKeyScope? = .server,
+        secret: String? = nil, headers: [(String, String)] = []
     ) async throws -> Answer {
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = method
         if let key = secret ?? scope.flatMap({ keys[$0] }) { request.headers.add(name: "authorization", value: "Bearer \(key)") }
         for (name, value) in headers { request.headers.add(name: name, value: value) }
-        if let body {
+        if let bytes = raw.map({ Array($0.utf8) }) ?? body?.serialized {
             request.headers.add(name: "content-type", value: "application/json")
-            request.body = .bytes(ByteBuffer(bytes: body.serialized))
+            request.body = .bytes(ByteBuffer(bytes: bytes))
         }
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
         let buffer = try await response.body.collect(upTo: 16 * 1024 * 1024)

@@ -243,34 +243,43 @@ struct APNsClientService: Service {
 }
 
 /// `--config`: the same settings as the options, in a file. Options and environment variables win.
-struct ServeConfigFile {
+///
+///     {"apns": {"keyFile": "…", "keyID": "…", …}, "budget": {"priority10PerHour": 12, "frequentPriority10PerHour": 120}}
+struct ServeConfigFile: APIRequestBody {
+    static let fields = ["apns", "budget"]
     var apns: [String: String] = [:]
     var budget: BudgetPolicy?
 
     init(path: String) throws {
         guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("config: cannot read \(path)") }
         do {
-            (apns, budget) = try Self.read([UInt8](data))
-        } catch let error as JSONFieldError {
+            self = try Self.decode(json: [UInt8](data))
+        } catch {
             throw ValidationError("config \(path): \(error)")
         }
     }
 
-    private static func read(_ data: [UInt8]) throws -> ([String: String], BudgetPolicy?) {
-        let root = try JSONBodyReader(try JSONBodyReader.parse(data), fields: ["apns", "budget"])
-        var settings: [String: String] = [:]
-        if let apnsBody = try root.object("apns", fields: apnsFields.map(\.key)) {
-            for (key, _) in apnsFields {
-                if let value = try apnsBody.string(key) { settings[key] = value }
+    init(from decoder: any Decoder) throws {
+        let root = try decoder.container(keyedBy: JSONKey.self)
+        if root.contains(JSONKey("apns")), try !root.decodeNil(forKey: JSONKey("apns")) {
+            let apnsBody = try root.superDecoder(forKey: JSONKey("apns"))
+            try apnsBody.refuseUnknownKeys(Self.apnsFields.map(\.key))
+            let settings = try apnsBody.container(keyedBy: JSONKey.self)
+            for (key, _) in Self.apnsFields {
+                if let value = try settings.decodeIfPresent(String.self, forKey: JSONKey(key)) { apns[key] = value }
             }
         }
-        guard let budgetBody = try root.object("budget", fields: ["priority10PerHour", "frequentPriority10PerHour"]) else {
-            return (settings, nil)
+        if root.contains(JSONKey("budget")), try !root.decodeNil(forKey: JSONKey("budget")) {
+            let budgetBody = try root.superDecoder(forKey: JSONKey("budget"))
+            try budgetBody.refuseUnknownKeys(["priority10PerHour", "frequentPriority10PerHour"])
+            let numbers = try budgetBody.container(keyedBy: JSONKey.self)
+            var policy = BudgetPolicy()
+            if let value = try numbers.integer(JSONKey("priority10PerHour"), in: BudgetPolicy.allowed) { policy.priority10PerHour = value }
+            if let value = try numbers.integer(JSONKey("frequentPriority10PerHour"), in: BudgetPolicy.allowed) {
+                policy.frequentPriority10PerHour = value
+            }
+            budget = policy
         }
-        var policy = BudgetPolicy()
-        if let value = try budgetBody.integer("priority10PerHour", in: BudgetPolicy.allowed) { policy.priority10PerHour = value }
-        if let value = try budgetBody.integer("frequentPriority10PerHour", in: BudgetPolicy.allowed) { policy.frequentPriority10PerHour = value }
-        return (settings, policy)
     }
 
     /// Config keys and the environment variables that take precedence over them.

@@ -50,6 +50,30 @@ struct RelayAPITests {
         }
     }
 
+    /// Fixed-shape bodies are `Decodable`: the same error shape, the field named at every level.
+    @Test(arguments: [
+        ("/v1/push-to-start-tokens", #"{"deviceID": "d", "bundleId": "b", "attributesType": "T", "token": "abcd"}"#, "bundleId", "unknown_key"),
+        ("/v1/push-to-start-tokens", #"{"deviceID": "d", "bundleID": "b", "attributesType": "T"}"#, "token", "missing"),
+        ("/v1/push-to-start-tokens", #"{"deviceID": "d", "bundleID": "b", "attributesType": "T", "token": 5}"#, "token", "wrong_type"),
+        ("/v1/push-to-start-tokens", #"{"deviceID": "d", "bundleID": "b", "attributesType": "T", "token": "zz"}"#, "token", "invalid_value"),
+        ("/v1/push-to-start-tokens", #"{"deviceID": "", "bundleID": "b", "attributesType": "T", "token": "abcd"}"#, "deviceID", "invalid_value"),
+        ("/v1/push-to-start-tokens", #"{"deviceID": "d", "bundleID": "b", "attributesType": "T", "token": "abcd", "environment": "staging"}"#,
+         "environment", "invalid_value"),
+        ("/v1/push-to-start-tokens", "[]", nil, "wrong_type"),
+        ("/v1/push-to-start-tokens", "{", nil, "invalid_json"),
+        ("/v1/activities/k/ended", #"{"deviceID": "d", "bundleID": "b", "state": "gone"}"#, "state", "invalid_value"),
+        ("/v1/activities/k/ended", #"{"deviceID": "d", "bundleID": "b", "state": "ended", "at": "tomorrow"}"#, "at", "invalid_value"),
+        ("/v1/activities/k/ended", #"{"deviceID": "d", "bundleID": "b", "state": "ended", "at": 1e300}"#, "at", "invalid_value"),
+    ] as [(String, String, String?, String)])
+    func aBadRegistrationNamesTheFieldAndTheRule(path: String, body: String, field: String?, code: String) async throws {
+        try await withRelayHarness { relay in
+            let answer = try await relay.call(.POST, path, raw: body, scope: .client)
+            #expect(answer.status == 400)
+            #expect(answer.json["error"]?["field"] == field.map(JSONValue.string))
+            #expect(answer.json["error"]?["code"] == .string(code))
+        }
+    }
+
     @Test func theLastLiveAdminKeyCannotBeRevoked() async throws {
         try await withRelayHarness { relay in
             let admin = try #require(try await relay.get("/v1/api-keys", scope: .admin).json["apiKeys"]?.arrayElements?

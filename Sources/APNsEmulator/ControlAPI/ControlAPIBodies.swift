@@ -2,6 +2,7 @@ import APNs
 import Foundation
 import JSONAPI
 import Hummingbird
+import SimulatedDevices
 
 // The JSON bodies of the control API. Requests list their fields so that misspellings are caught.
 
@@ -224,3 +225,47 @@ struct FaultView: ResponseEncodable {
 }
 
 struct FaultList: ResponseEncodable { var faults: [FaultView] }
+
+/// `POST /devices`.
+struct NewDeviceBody: APIRequestBody {
+    static let fields = ["id", "model", "pairedWatch"]
+    var id: String
+    var model: DeviceModel
+    var pairedWatch: Bool
+
+    init(from decoder: any Decoder) throws {
+        let body = try decoder.container(keyedBy: JSONKey.self)
+        id = try body.requireNonEmptyString(JSONKey("id"))
+        model = .iPhoneWithDynamicIsland
+        if let name = try body.decodeIfPresent(String.self, forKey: JSONKey("model")) {
+            guard let model = DeviceModel(rawValue: name) else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: JSONKey("model"), in: body,
+                    debugDescription: "must be one of \(DeviceModel.allCases.map(\.rawValue).joined(separator: ", ")), got \"\(name)\"")
+            }
+            self.model = model
+        }
+        pairedWatch = try body.decodeIfPresent(Bool.self, forKey: JSONKey("pairedWatch")) ?? false
+    }
+}
+
+/// `PATCH /devices/{id}`: what the person did to the phone.
+struct DeviceStateBody: APIRequestBody {
+    static let fields = ["online", "locked"]
+    var online: Bool?
+    var locked: Bool?
+}
+
+/// `POST /clock/advance`.
+struct ClockAdvanceBody: APIRequestBody {
+    static let fields = ["seconds"]
+    var seconds: Double
+
+    init(from decoder: any Decoder) throws {
+        let body = try decoder.container(keyedBy: JSONKey.self)
+        seconds = try body.decode(Double.self, forKey: JSONKey("seconds"))
+        guard seconds >= 0, seconds.isFinite else {
+            throw DecodingError.dataCorruptedError(forKey: JSONKey("seconds"), in: body, debugDescription: "must be ≥ 0: time only moves forward")
+        }
+    }
+}

@@ -28,17 +28,10 @@ extension EmulatorControlAPI {
     func addDeviceRoutes(to router: Router<ControlRequestContext>) {
         let fleet = emulator.devices
         router.post("/devices") { request, context in
-            let body = try await request.jsonObject(fields: ["id", "model", "pairedWatch"], context: context)
-            let id = try body.requireString("id")
-            let model = try body.string("model").map { (name: String) throws -> DeviceModel in
-                guard let model = DeviceModel(rawValue: name) else {
-                    throw APIError.invalid("model", "must be one of \(DeviceModel.allCases.map(\.rawValue).joined(separator: ", ")), got \"\(name)\"")
-                }
-                return model
-            } ?? .iPhoneWithDynamicIsland
-            let pairedWatch = try body.bool("pairedWatch") ?? false
+            let body = try await request.decodeJSON(NewDeviceBody.self, context: context)
+            let id = body.id
             do throws(DeviceFleet.FleetError) {
-                try fleet.addDevice(id: id, model: model, hasPairedWatch: pairedWatch)
+                try fleet.addDevice(id: id, model: body.model, hasPairedWatch: body.pairedWatch)
             } catch {
                 throw APIError(.conflict, code: "exists", message: error.description, field: "id")
             }
@@ -50,8 +43,8 @@ extension EmulatorControlAPI {
         router.get("/devices/{id}") { _, context in try deviceView(try deviceID(context)) }
         router.patch("/devices/{id}") { request, context in
             let id = try deviceID(context)
-            let body = try await request.jsonObject(fields: ["online", "locked"], context: context)
-            let online = try body.bool("online"), locked = try body.bool("locked")
+            let body = try await request.decodeJSON(DeviceStateBody.self, context: context)
+            let online = body.online, locked = body.locked
             try fleet.withDevice(id) { device, now in
                 var events: [DeviceEvent] = []
                 if let locked { events += device.setLocked(locked, at: now) }
@@ -229,11 +222,7 @@ extension EmulatorControlAPI {
         }
         router.get("/clock") { _, _ in ClockView(now: fleet.clock.now) }
         router.post("/clock/advance") { request, context in
-            let body = try await request.jsonObject(fields: ["seconds"], context: context)
-            guard let seconds = try body.number("seconds") else {
-                throw APIError(.badRequest, code: "missing", message: "is required", field: "seconds")
-            }
-            guard seconds >= 0, seconds.isFinite else { throw APIError.invalid("seconds", "must be ≥ 0: time only moves forward") }
+            let seconds = try await request.decodeJSON(ClockAdvanceBody.self, context: context).seconds
             fleet.clock.advance(by: seconds)
             fleet.advanceAll()
             return ClockView(now: fleet.clock.now)
