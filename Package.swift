@@ -7,6 +7,7 @@ let http2OverTLS: [Target.Dependency] = [
     .product(name: "NIOPosix", package: "swift-nio"),
     .product(name: "NIOSSL", package: "swift-nio-ssl"),
     .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+    .product(name: "NIOHPACK", package: "swift-nio-http2"),
     .product(name: "Crypto", package: "swift-crypto"),
     .product(name: "Logging", package: "swift-log"),
 ]
@@ -37,6 +38,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.30.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        // Hummingbird's request and response types, which our middleware names.
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: [
         // The vocabulary of Live Activities and the APNs payload. Foundation only, so an iOS app
@@ -59,6 +62,9 @@ let package = Package(
             dependencies: [
                 "LiveActivityKit", .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Apple's side on loopback: an HTTP/2 + TLS server speaking the APNs provider API.
@@ -69,9 +75,11 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 // Simulated apps report their tokens to a LiveRelay server over HTTP, as real apps do.
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ] + http2OverTLS
         ),
         // The server's storage: one protocol, SQLite (embedded default) behind it, named migrations.
@@ -94,8 +102,13 @@ let package = Package(
         .target(
             name: "LiveRelayHTTP",
             dependencies: [
-                "LiveRelay", "JSONAPI", "LiveActivityKit",
+                "LiveRelay", "LiveRelayStore", "JSONAPI", "LiveActivityKit", "APNs",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             resources: [.copy("openapi.json")]
         ),
@@ -106,26 +119,41 @@ let package = Package(
                 "LiveActivityKit", "APNs", "APNsEmulator", "LiveRelay", "LiveRelayHTTP", "LiveRelayStore", "SimulatedDevices",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         // libFuzzer over everything that reads untrusted JSON; without it, a replayer of the corpus
         // in Fuzz/corpus (README: fuzzing).
-        .executableTarget(name: "LiveRelayFuzz", dependencies: ["LiveActivityKit", "LiveRelay", "LiveRelayHTTP"]),
-        .executableTarget(
-            name: "liverelay",
+        .executableTarget(name: "LiveRelayFuzz", dependencies: ["LiveActivityKit", "LiveRelay", "LiveRelayHTTP", "JSONAPI"]),
+        // `liverelay bench`: the benchmarks, run by the command line in child processes of it.
+        .target(
+            name: "LiveRelayBenchmarks",
             dependencies: [
                 "LiveActivityKit", "APNs", "APNsEmulator", "SimulatedDevices", "LiveRelay", "LiveRelayHTTP", "LiveRelayStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `bench server` loads the API over HTTP.
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOEmbedded", package: "swift-nio"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // The command line: serve, push, channels, emulator, keys, and bench from its own target.
+        .executableTarget(
+            name: "liverelay",
+            dependencies: [
+                "LiveActivityKit", "APNs", "APNsEmulator", "SimulatedDevices", "LiveRelay", "LiveRelayHTTP", "LiveRelayStore", "JSONAPI",
+                "LiveRelayBenchmarks",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         .testTarget(name: "LiveActivityKitTests", dependencies: ["LiveActivityKit", "LiveRelayTesting"]),
@@ -133,7 +161,8 @@ let package = Package(
         .testTarget(
             name: "APNsTests",
             dependencies: [
-                "APNs", "APNsEmulator", "LiveRelayTesting",
+                "APNs", "APNsEmulator", "LiveRelayTesting", "LiveActivityKit",
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -146,8 +175,12 @@ let package = Package(
                 "APNs", "APNsEmulator", "LiveActivityKit", "LiveRelayTesting", "SimulatedDevices",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
@@ -164,7 +197,9 @@ let package = Package(
             dependencies: [
                 "LiveRelay", "LiveRelayHTTP", "LiveRelayStore", "APNs", "APNsEmulator", "SimulatedDevices",
                 "LiveActivityKit", "LiveRelayTesting", "JSONAPI",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         // Runs the built `liverelay` executable as a user would.
@@ -174,6 +209,7 @@ let package = Package(
                 "liverelay", "LiveActivityKit", "APNsEmulator", "LiveRelayStore", "LiveRelayTesting", "SimulatedDevices",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
@@ -185,5 +221,7 @@ for target in package.targets {
     var settings = target.swiftSettings ?? []
     settings.append(.swiftLanguageMode(.v6))
     settings.append(.enableUpcomingFeature("ExistentialAny"))
+    // A file uses only what it imports, and a module only what it declares.
+    settings.append(.enableUpcomingFeature("MemberImportVisibility"))
     target.swiftSettings = settings
 }

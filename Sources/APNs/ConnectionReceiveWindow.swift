@@ -1,3 +1,4 @@
+import NIOCore
 import NIOHTTP2
 
 /// The connection-level receive window of an HTTP/2 endpoint that handles frames itself.

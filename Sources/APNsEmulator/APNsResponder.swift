@@ -5,7 +5,7 @@ import NIOCore
 import SimulatedDevices
 
 /// What one emulator connection remembers: its provider-token session and its stream limit.
-public struct APNsConnection: ConnectionState {
+public struct EmulatedConnection: ConnectionState {
     public internal(set) var maxConcurrentStreams: Int
     var session = ProviderTokenSession()
 }
@@ -23,11 +23,11 @@ struct APNsResponder: RequestResponder {
     /// Where accepted pushes go: the simulated devices holding the tokens and channels.
     let devices: DeviceFleet
 
-    func makeConnection(id: Int) -> APNsConnection {
-        APNsConnection(maxConcurrentStreams: settings.initialStreamLimit)
+    func makeConnection(id: Int) -> EmulatedConnection {
+        EmulatedConnection(maxConcurrentStreams: settings.initialStreamLimit)
     }
 
-    func answer(_ request: ReceivedRequest, connection: inout APNsConnection) -> ServerAnswer {
+    func answer(_ request: ReceivedRequest, connection: inout EmulatedConnection) -> ServerAnswer {
         let now = settings.now()
         if let fault = faults.take(for: request) {
             return play(fault, request, connection: &connection, now: now)
@@ -37,11 +37,11 @@ struct APNsResponder: RequestResponder {
         return verdict.answer
     }
 
-    func malformed(_ request: ReceivedRequest, error: any Error, connection: inout APNsConnection) {
+    func malformed(_ request: ReceivedRequest, error: any Error, connection: inout EmulatedConnection) {
         journal.recordMalformed(request, error: "\(error)", at: settings.now())
     }
 
-    private func judge(_ request: ReceivedRequest, connection: inout APNsConnection, now: Date) -> Verdict {
+    private func judge(_ request: ReceivedRequest, connection: inout EmulatedConnection, now: Date) -> Verdict {
         switch service {
         case .push: push(request, connection: &connection, now: now)
         case .channelManagement: channelManagement(request, connection: &connection, now: now)
@@ -50,7 +50,7 @@ struct APNsResponder: RequestResponder {
 
     // MARK: Faults
 
-    private func play(_ fault: EmulatorFault.Action, _ request: ReceivedRequest, connection: inout APNsConnection, now: Date) -> ServerAnswer {
+    private func play(_ fault: EmulatorFault.Action, _ request: ReceivedRequest, connection: inout EmulatedConnection, now: Date) -> ServerAnswer {
         let idHeader = service == .push && !request.path.hasPrefix("/4/") ? "apns-id" : "apns-request-id"
         let reply = Reply(idHeader: idHeader, id: request.header(idHeader))
         let answer: ServerAnswer
@@ -82,7 +82,7 @@ struct APNsResponder: RequestResponder {
 
     // MARK: Device pushes and broadcasts
 
-    private func push(_ request: ReceivedRequest, connection: inout APNsConnection, now: Date) -> Verdict {
+    private func push(_ request: ReceivedRequest, connection: inout EmulatedConnection, now: Date) -> Verdict {
         let isBroadcast = request.path.hasPrefix("/4/")
         let idHeader = isBroadcast ? "apns-request-id" : "apns-id"
         var reply = Reply(idHeader: idHeader, id: request.header(idHeader))
@@ -139,7 +139,7 @@ struct APNsResponder: RequestResponder {
     /// connection gets its full stream limit.
     private func finishPush(
         _ request: ReceivedRequest, bundleID: String, destination: LiveActivityPayload.Destination, reply: Reply,
-        connection: inout APNsConnection, now: Date, accepted: () -> Verdict
+        connection: inout EmulatedConnection, now: Date, accepted: () -> Verdict
     ) -> Verdict {
         if let reason = connection.session.authenticate(
             authorization: request.header("authorization"), bundleID: bundleID, environment: settings.environment,
@@ -175,7 +175,7 @@ struct APNsResponder: RequestResponder {
         "widgets", "controls", "mdm",
     ]
 
-    private func broadcast(_ request: ReceivedRequest, reply: Reply, connection: inout APNsConnection, now: Date) -> Verdict {
+    private func broadcast(_ request: ReceivedRequest, reply: Reply, connection: inout EmulatedConnection, now: Date) -> Verdict {
         let prefix = "/4/broadcasts/apps/"
         guard request.path.hasPrefix(prefix), !request.path.dropFirst(prefix.count).contains("/") else {
             return reply.reject(.badPath)
@@ -210,7 +210,7 @@ struct APNsResponder: RequestResponder {
 
     // MARK: Channel management
 
-    private func channelManagement(_ request: ReceivedRequest, connection: inout APNsConnection, now: Date) -> Verdict {
+    private func channelManagement(_ request: ReceivedRequest, connection: inout EmulatedConnection, now: Date) -> Verdict {
         var reply = Reply(idHeader: "apns-request-id", id: request.header("apns-request-id"))
         if repeatsAHeader(request) { return reply.reject(.duplicateHeaders) }
         if let id = request.header("apns-request-id"), (try? APNsMessageID(id, field: "apns-request-id")) == nil {

@@ -3,6 +3,7 @@ import Foundation
 import LiveActivityKit
 import Logging
 import NIOCore
+import NIOHTTP1
 import SimulatedDevices
 import Synchronization
 

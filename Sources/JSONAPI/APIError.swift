@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import LiveActivityKit
+import Logging
 
 /// Every failure of a JSON API, as one shape: `{"error": {"code", "message", "field"}}`, with the
 /// status chosen here and nowhere else.

@@ -1,4 +1,5 @@
 import Foundation
+import JSONAPI
 import LiveActivityKit
 import LiveRelay
 import LiveRelayHTTP

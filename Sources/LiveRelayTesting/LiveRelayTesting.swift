@@ -6,6 +6,7 @@ import LiveActivityKit
 import Logging
 import NIOCore
 import NIOPosix
+import SimulatedDevices
 import Synchronization
 
 /// Runs `body`, failing with `DeadlineExceeded` if it has not finished within `limit`. Every

@@ -1,217 +1,404 @@
 import Foundation
 import LiveActivityKit
 
-/// The numbers ActivityKit and APNs do not publish, as settings (spec §7, §8.3).
-public struct DeviceRuntimeSettings: Sendable, Hashable {
-    /// Ongoing activities per app (`targetMaximumExceeded` beyond; the community sees about 5).
-    public var maximumActivitiesPerApp: Int
-    /// Ongoing activities per device (`globalMaximumExceeded` beyond; Apple does not say).
-    public var maximumActivitiesPerDevice: Int
-    /// Static attributes plus dynamic content state, in bytes (`attributesTooLarge` beyond).
-    public var maximumActivityDataBytes: Int
-    /// How long after a start the update token arrives (`pushTokenUpdates` is asynchronous).
-    public var tokenIssueDelay: TimeInterval
-    /// How long after dismissal the update token stays valid at APNs before `410`.
-    public var tokenPurgeDelay: TimeInterval
-    /// Whether a push-to-start token is replaced after a start push used it.
-    public var rotatesPushToStartTokenAfterUse: Bool
-    /// Priority-10 pushes per app per hour before the rest are deferred.
-    public var priority10BudgetPerHour: Int
-    /// The same with `NSSupportsLiveActivitiesFrequentUpdates` and the person's consent.
-    public var frequentUpdatesBudgetPerHour: Int
-    /// How long a priority-5 push waits to be delivered (newest per activity wins meanwhile).
-    public var opportunisticDelay: TimeInterval
-    /// How long an alerting update shows the expanded Dynamic Island or the banner.
-    public var alertPresentationDuration: TimeInterval
-    /// Entries kept in each device's log.
-    public var logCapacity: Int
+/// Something the rest of the world must learn from a device: APNs learns about tokens, observers
+/// about activities. Returned by every device operation, in order.
+public enum DeviceEvent: Sendable, Hashable {
+    /// A token APNs must now route to this device.
+    case tokenIssued(token: String, bundleID: String, kind: TokenKind)
+    /// A token APNs must refuse with `410 Unregistered` from `at` on.
+    case tokenRetired(token: String, at: Date, bundleID: String)
+    /// An activity appeared (`Activity.activityUpdates`).
+    case activityStarted(activityID: String, bundleID: String, attributesType: String, attributes: JSONValue)
+    /// New content was applied (`Activity.contentUpdates`).
+    case contentUpdated(activityID: String, bundleID: String, content: ActivityContentState)
+    /// `Activity.activityStateUpdates`.
+    case stateChanged(activityID: String, bundleID: String, to: ActivityState, cause: ActivityStateMachine.Transition.Cause)
 
-    public init(
-        maximumActivitiesPerApp: Int = 5, maximumActivitiesPerDevice: Int = 10, maximumActivityDataBytes: Int = 4096,
-        tokenIssueDelay: TimeInterval = 1, tokenPurgeDelay: TimeInterval = 0, rotatesPushToStartTokenAfterUse: Bool = false,
-        priority10BudgetPerHour: Int = 15, frequentUpdatesBudgetPerHour: Int = 3600, opportunisticDelay: TimeInterval = 30,
-        alertPresentationDuration: TimeInterval = 8, logCapacity: Int = 200
-    ) {
-        self.maximumActivitiesPerApp = maximumActivitiesPerApp
-        self.maximumActivitiesPerDevice = maximumActivitiesPerDevice
-        self.maximumActivityDataBytes = maximumActivityDataBytes
-        self.tokenIssueDelay = tokenIssueDelay
-        self.tokenPurgeDelay = tokenPurgeDelay
-        self.rotatesPushToStartTokenAfterUse = rotatesPushToStartTokenAfterUse
-        self.priority10BudgetPerHour = priority10BudgetPerHour
-        self.frequentUpdatesBudgetPerHour = frequentUpdatesBudgetPerHour
-        self.opportunisticDelay = opportunisticDelay
-        self.alertPresentationDuration = alertPresentationDuration
-        self.logCapacity = logCapacity
+    public enum TokenKind: Sendable, Hashable {
+        case update(activityID: String)
+        case pushToStart(attributesType: String)
     }
 }
 
-/// What kind of device it is, as far as presentations go.
-public enum DeviceModel: String, Sendable, Hashable, CaseIterable, Codable {
-    /// An iPhone with a Dynamic Island (iPhone 14 Pro and later).
-    case iPhoneWithDynamicIsland
-    /// An iPhone without one: alerting updates show a banner.
-    case iPhone
-    case iPad
+/// A push as APNs hands it to the device.
+public struct DevicePush: Sendable, Hashable {
+    public var token: String
+    public var payload: JSONValue
+    /// 10 unless given (`apns-priority`).
+    public var priority: Int
+    /// `apns-expiration`: `nil` (absent) lets APNs store it; 0 means deliver now or never.
+    public var expiration: Date?
+    public var receivedAt: Date
 
-    public var hasDynamicIsland: Bool { self == .iPhoneWithDynamicIsland }
-}
-
-/// An `ActivityAttributes` type the app's widget extension knows: its name (the push's
-/// `attributes-type`) and how its static attributes and its `ContentState` decode — by a schema
-/// (from the control API), or by the real Swift types with `JSONDecoder` (from Swift).
-public struct ActivityAttributesType: Sendable, Hashable {
-    public var name: String
-    /// The field schemas, when given as schemas.
-    public let schema: (attributes: SwiftStruct, contentState: SwiftStruct)?
-    private let decodeAttributes: @Sendable (JSONValue) throws(DecodingFailure) -> Void
-    private let decodeContentState: @Sendable (JSONValue) throws(DecodingFailure) -> Void
-
-    public init(name: String, attributes: SwiftStruct, contentState: SwiftStruct) {
-        self.name = name
-        self.schema = (attributes, contentState)
-        decodeAttributes = { json throws(DecodingFailure) in try SwiftType.structure(attributes).decode(json) }
-        decodeContentState = { json throws(DecodingFailure) in try SwiftType.structure(contentState).decode(json) }
-    }
-
-    /// The type itself: pushes are decoded with a default `JSONDecoder`, as the widget does.
-    public init<Attributes: ActivityAttributes>(_ type: Attributes.Type, name: String = String(describing: Attributes.self)) {
-        self.name = name
-        self.schema = nil
-        decodeAttributes = { json throws(DecodingFailure) in try DecodingFailure.decode(Attributes.self, from: json) }
-        decodeContentState = { json throws(DecodingFailure) in try DecodingFailure.decode(Attributes.ContentState.self, from: json) }
-    }
-
-    /// Throws what `JSONDecoder` would report decoding `json` as the static attributes.
-    public func checkAttributes(_ json: JSONValue) throws(DecodingFailure) { try decodeAttributes(json) }
-    /// Throws what `JSONDecoder` would report decoding `json` as the `ContentState`.
-    public func checkContentState(_ json: JSONValue) throws(DecodingFailure) { try decodeContentState(json) }
-
-    public static func == (lhs: Self, rhs: Self) -> Bool {
-        lhs.name == rhs.name && lhs.schema?.attributes == rhs.schema?.attributes && lhs.schema?.contentState == rhs.schema?.contentState
-    }
-
-    public func hash(into hasher: inout Hasher) { hasher.combine(name) }
-}
-
-/// An installed app: its Info.plist flags, the person's settings, its widget's attribute types.
-public struct SimulatedApp: Sendable, Hashable {
-    public var bundleID: String
-    /// `NSSupportsLiveActivities`.
-    public var supportsLiveActivities: Bool
-    /// `NSSupportsLiveActivitiesFrequentUpdates`.
-    public var supportsFrequentUpdates: Bool
-    /// Settings › the app › Live Activities.
-    public var liveActivitiesEnabled: Bool
-    /// Settings › the app › More Frequent Updates.
-    public var frequentUpdatesEnabled: Bool
-    public var attributeTypes: [String: ActivityAttributesType]
-    /// Only a foreground app may request an activity.
-    public var isInForeground: Bool
-    /// The current push-to-start token of each attribute type.
-    public internal(set) var pushToStartTokens: [String: String] = [:]
-
-    public init(
-        bundleID: String, supportsLiveActivities: Bool = true, supportsFrequentUpdates: Bool = false,
-        liveActivitiesEnabled: Bool = true, frequentUpdatesEnabled: Bool = true,
-        attributeTypes: [ActivityAttributesType] = [], isInForeground: Bool = true
-    ) {
-        self.bundleID = bundleID
-        self.supportsLiveActivities = supportsLiveActivities
-        self.supportsFrequentUpdates = supportsFrequentUpdates
-        self.liveActivitiesEnabled = liveActivitiesEnabled
-        self.frequentUpdatesEnabled = frequentUpdatesEnabled
-        self.attributeTypes = Dictionary(attributeTypes.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
-        self.isInForeground = isInForeground
-    }
-
-    /// `ActivityAuthorizationInfo().areActivitiesEnabled`.
-    public var areActivitiesEnabled: Bool { supportsLiveActivities && liveActivitiesEnabled }
-    /// `ActivityAuthorizationInfo().frequentPushesEnabled`.
-    public var frequentPushesEnabled: Bool { supportsFrequentUpdates && frequentUpdatesEnabled }
-}
-
-/// How an activity receives remote updates (`PushType` in ActivityKit; `nil` there means none).
-public enum ActivityPushType: Sendable, Hashable {
-    case none
-    case token
-    case channel(String)
-}
-
-/// `ActivityStyle`.
-public enum ActivityStyle: String, Sendable, Hashable, Codable {
-    case standard
-    /// Shown while the person is in a task; ends when the device locks.
-    case transient
-}
-
-/// An alert as the device shows it.
-public struct ShownAlert: Sendable, Hashable {
-    public var title: String
-    public var body: String
-    public var sound: String?
-    public var at: Date
-
-    public init(title: String, body: String, sound: String? = nil, at: Date) {
-        self.title = title
-        self.body = body
-        self.sound = sound
-        self.at = at
+    public init(token: String, payload: JSONValue, priority: Int = 10, expiration: Date? = nil, receivedAt: Date) {
+        self.token = token.lowercased()
+        self.payload = payload
+        self.priority = priority
+        self.expiration = expiration
+        self.receivedAt = receivedAt
     }
 }
 
-/// One Live Activity on a device.
-public struct SimulatedActivity: Sendable, Hashable {
+/// A simulated iPhone or iPad: its apps, their activities, and ActivityKit's rules (spec §8).
+/// A value: every operation takes the current time and returns the events it caused.
+public struct SimulatedDevice: Sendable {
     public let id: String
-    public let bundleID: String
-    public let attributesType: String
-    public let attributes: JSONValue
-    public internal(set) var lifecycle: ActivityStateMachine
-    public let pushType: ActivityPushType
-    public let style: ActivityStyle
-    /// The current update token (only with push type `.token`, once issued).
-    public internal(set) var pushToken: String?
-    /// When the next update token is issued, while one is due.
-    var tokenDueAt: Date?
-    /// The update token retired at dismissal, and when APNs starts refusing it.
-    var retiringToken: (token: String, at: Date)?
-    public internal(set) var lastAlert: ShownAlert?
+    public var model: DeviceModel
+    public var hasPairedWatch: Bool
+    public private(set) var isOnline = true
+    public private(set) var isLocked = true
+    public private(set) var apps: [String: SimulatedApp] = [:]
+    /// Every activity not yet forgotten, oldest first.
+    public private(set) var activities: [SimulatedActivity] = []
+    public private(set) var log: [DeviceLogEntry] = []
+    /// Shared by every device of a fleet: one copy, not one per device.
+    private let sharedSettings: SharedSettings
+    public var settings: DeviceRuntimeSettings { sharedSettings.value }
+    /// APNs keeps one push per app while the device is offline.
+    private var storedWhileOffline: [String: DevicePush] = [:]
+    /// Priority-10 deliveries per app in the last hour.
+    private var priority10Deliveries: [String: [Date]] = [:]
+    /// Pushes waiting for the opportunistic delay or for budget, newest per target.
+    private var deferred: [String: (push: DevicePush, dueAt: Date)] = [:]
+    private var tokenGenerator: TokenGenerator
 
-    public var state: ActivityState { lifecycle.state }
-    public var content: ActivityContentState { lifecycle.content }
-
-    public static func == (lhs: SimulatedActivity, rhs: SimulatedActivity) -> Bool {
-        lhs.id == rhs.id && lhs.lifecycle == rhs.lifecycle && lhs.pushToken == rhs.pushToken && lhs.lastAlert == rhs.lastAlert
-            && lhs.tokenDueAt == rhs.tokenDueAt
+    public init(id: String, model: DeviceModel = .iPhoneWithDynamicIsland, hasPairedWatch: Bool = false,
+                settings: DeviceRuntimeSettings = .init(), seed: UInt64? = nil) {
+        self.init(id: id, model: model, hasPairedWatch: hasPairedWatch, settings: SharedSettings(settings), seed: seed)
     }
 
-    public func hash(into hasher: inout Hasher) { hasher.combine(id) }
-}
-
-/// A line of the device's log, as `liveactivitiesd` would write it.
-public struct DeviceLogEntry: Sendable, Hashable {
-    public var at: Date
-    public var bundleID: String?
-    public var activityID: String?
-    public var message: String
-}
-
-/// Why `Activity.request` failed (`ActivityAuthorizationError`).
-public struct ActivityAuthorizationError: Error, Hashable, CustomStringConvertible {
-    public let code: String
-    public let message: String
-    private init(_ code: String, _ message: String) { self.code = code; self.message = message }
-    public var description: String { "\(code): \(message)" }
-
-    public static func denied(_ why: String) -> Self { .init("denied", why) }
-    public static func attributesTooLarge(_ bytes: Int, limit: Int) -> Self {
-        .init("attributesTooLarge", "attributes and content state take \(bytes) bytes; the limit is \(limit)")
+    init(id: String, model: DeviceModel, hasPairedWatch: Bool, settings: SharedSettings, seed: UInt64?) {
+        self.id = id
+        self.model = model
+        self.hasPairedWatch = hasPairedWatch
+        self.sharedSettings = settings
+        self.tokenGenerator = TokenGenerator(seed: seed)
     }
-    public static func targetMaximumExceeded(_ limit: Int) -> Self { .init("targetMaximumExceeded", "the app already has \(limit) ongoing activities") }
-    public static func globalMaximumExceeded(_ limit: Int) -> Self { .init("globalMaximumExceeded", "the device already has \(limit) ongoing activities") }
-    public static let visibility = Self("visibility", "activities can only be requested while the app is in the foreground")
-    public static func unsupportedTarget(_ type: String) -> Self { .init("unsupportedTarget", "the widget extension does not know the attributes type \(type)") }
-    /// Not an ActivityKit error: the JSON given for a typed value does not decode into its type.
-    public static func doesNotDecode(_ failure: DecodingFailure) -> Self { .init("doesNotDecode", failure.description) }
-    public static let missingAlert = Self("missingAlertConfiguration", "a scheduled activity needs an alert configuration")
+
+    public func activity(_ id: String) -> SimulatedActivity? { activities.first { $0.id == id } }
+
+    // MARK: Apps
+
+    /// Installs (or replaces) an app; returns its push-to-start tokens, one per attribute type.
+    public mutating func install(_ app: SimulatedApp, at now: Date) -> [DeviceEvent] {
+        var app = app
+        app.pushToStartTokens = [:]
+        apps[app.bundleID] = app
+        var events: [DeviceEvent] = []
+        for type in app.attributeTypes.keys.sorted() { events += issuePushToStartToken(bundleID: app.bundleID, type: type) }
+        write("installed, \(app.attributeTypes.count) attribute type(s)", app.bundleID, at: now)
+        return events
+    }
+
+    /// Changes the person's settings for an app; turning Live Activities off ends its activities.
+    public mutating func setSettings(
+        of bundleID: String, liveActivitiesEnabled: Bool? = nil, frequentUpdatesEnabled: Bool? = nil, at now: Date
+    ) -> [DeviceEvent] {
+        guard apps[bundleID] != nil else { return [] }
+        if let liveActivitiesEnabled { apps[bundleID]?.liveActivitiesEnabled = liveActivitiesEnabled }
+        if let frequentUpdatesEnabled { apps[bundleID]?.frequentUpdatesEnabled = frequentUpdatesEnabled }
+        guard apps[bundleID]?.liveActivitiesEnabled == false else { return [] }
+        write("Live Activities turned off: ending the app's activities", bundleID, at: now)
+        return endAll(of: bundleID, cause: .endedBySystem, at: now)
+    }
+
+    public mutating func setForeground(_ bundleID: String, _ inForeground: Bool) {
+        apps[bundleID]?.isInForeground = inForeground
+    }
+
+    /// Replaces a push-to-start token, as the system does now and then.
+    public mutating func rotatePushToStartToken(bundleID: String, attributesType: String, at now: Date) -> [DeviceEvent] {
+        guard let old = apps[bundleID]?.pushToStartTokens[attributesType] else { return [] }
+        return [.tokenRetired(token: old, at: now, bundleID: bundleID)] + issuePushToStartToken(bundleID: bundleID, type: attributesType)
+    }
+
+    // MARK: The app's side of ActivityKit
+
+    /// `Activity.request(attributes:content:pushType:style:alertConfiguration:start:)`.
+    public mutating func request(
+        bundleID: String, attributesType: String, attributes: JSONValue, content: ActivityContentState,
+        pushType: ActivityPushType = .none, style: ActivityStyle = .standard, alert: ShownAlert? = nil,
+        start: Date? = nil, at now: Date
+    ) throws(ActivityAuthorizationError) -> (activityID: String, events: [DeviceEvent]) {
+        guard let app = apps[bundleID] else { throw .denied("\(bundleID) is not installed") }
+        guard app.isInForeground else { throw .visibility }
+        if let start, start > now, alert == nil { throw .missingAlert }
+        // Time first: an activity past its 8-hour limit no longer counts against the maximums.
+        var events = advance(to: now)
+        let activityID = try admit(app: app, attributesType: attributesType, attributes: attributes, content: content.state)
+        events += begin(
+            activityID: activityID, app: app, attributesType: attributesType, attributes: attributes, content: content,
+            pushType: pushType, style: style, startDate: start ?? now, timestamp: now, at: now)
+        if let alert { setAlert(alert, on: activityID) }
+        events += advance(to: now)
+        return (activityID, events)
+    }
+
+    /// `Activity.update(_:alertConfiguration:timestamp:)`.
+    public mutating func update(activityID: String, content: ActivityContentState, alert: ShownAlert? = nil, timestamp: Date? = nil, at now: Date) -> [DeviceEvent] {
+        apply(.update(content, alert: alert), to: activityID, timestamp: timestamp ?? now, source: "the app", at: now)
+    }
+
+    /// `Activity.end(_:dismissalPolicy:)`.
+    public mutating func end(activityID: String, content: ActivityContentState?, dismissalPolicy: ActivityUIDismissalPolicy, timestamp: Date? = nil, at now: Date) -> [DeviceEvent] {
+        apply(.end(content, dismissalPolicy, alert: nil, cause: .endedByApp), to: activityID, timestamp: timestamp ?? now, source: "the app", at: now)
+    }
+
+    /// Asks for a new update token (an "APNs routing event"): the old one is retired once the new one is issued.
+    public mutating func rotateUpdateToken(activityID: String, at now: Date) -> [DeviceEvent] {
+        guard let index = activities.firstIndex(where: { $0.id == activityID }), activities[index].pushType == .token,
+              activities[index].lifecycle.isOngoing else { return [] }
+        activities[index].tokenDueAt = now
+        return advance(to: now)
+    }
+
+    // MARK: The person
+
+    /// The person swipes the activity away.
+    public mutating func dismissByPerson(activityID: String, at now: Date) -> [DeviceEvent] {
+        guard let index = activities.firstIndex(where: { $0.id == activityID }) else { return [] }
+        let transitions = activities[index].lifecycle.dismissByPerson(at: now)
+        return record(transitions, of: index, at: now) + advance(to: now)
+    }
+
+    /// Locking ends transient activities.
+    public mutating func setLocked(_ locked: Bool, at now: Date) -> [DeviceEvent] {
+        isLocked = locked
+        guard locked else { return [] }
+        var events: [DeviceEvent] = []
+        for index in activities.indices where activities[index].style == .transient && activities[index].lifecycle.isOngoing {
+            let (_, transitions) = activities[index].lifecycle.end(nil, timestamp: nil, dismissal: .immediate, cause: .endedBySystem, at: now)
+            events += record(transitions, of: index, at: now)
+        }
+        return events + advance(to: now)
+    }
+
+    /// Offline, pushes wait at APNs (one per app); back online, the stored ones arrive.
+    public mutating func setOnline(_ online: Bool, at now: Date) -> [DeviceEvent] {
+        isOnline = online
+        guard online else { return [] }
+        var events: [DeviceEvent] = []
+        for bundleID in storedWhileOffline.keys.sorted() {
+            guard let push = storedWhileOffline.removeValue(forKey: bundleID) else { continue }
+            if let expiration = push.expiration, expiration < now {
+                write("a push stored while offline expired at \(expiration) and was discarded", bundleID, at: now)
+                continue
+            }
+            events += receive(push, at: now)
+        }
+        return events + advance(to: now)
+    }
+
+    // MARK: Time
+
+    /// Everything time does up to `now`: scheduled starts, stale dates, the 8-hour limit,
+    /// dismissals, token issuing and retiring, deferred pushes.
+    public mutating func advance(to now: Date) -> [DeviceEvent] {
+        var events: [DeviceEvent] = []
+        for index in activities.indices {
+            let transitions = activities[index].lifecycle.advance(to: now)
+            events += record(transitions, of: index, at: now)
+            if let due = activities[index].tokenDueAt, due <= now, activities[index].lifecycle.isOngoing {
+                activities[index].tokenDueAt = nil
+                if let old = activities[index].pushToken { events.append(.tokenRetired(token: old, at: due, bundleID: activities[index].bundleID)) }
+                let token = tokenGenerator.next()
+                activities[index].pushToken = token
+                events.append(.tokenIssued(token: token, bundleID: activities[index].bundleID, kind: .update(activityID: activities[index].id)))
+            }
+            if let retiring = activities[index].retiringToken, retiring.at <= now {
+                activities[index].retiringToken = nil
+                events.append(.tokenRetired(token: retiring.token, at: retiring.at, bundleID: activities[index].bundleID))
+            }
+        }
+        // Forget dismissed activities once their token is retired.
+        activities.removeAll { $0.state == .dismissed && $0.retiringToken == nil }
+        for key in deferred.isEmpty ? [] : deferred.keys.sorted() {
+            guard let waiting = deferred[key], waiting.dueAt <= now else { continue }
+            deferred[key] = nil
+            events += deliver(waiting.push, at: waiting.dueAt, deferredAlready: true)
+        }
+        return events
+    }
+
+    /// The next moment at which time alone changes something on this device.
+    public var nextDeadline: Date? {
+        let fromActivities = activities.flatMap { [$0.lifecycle.nextDeadline, $0.tokenDueAt, $0.retiringToken?.at] }.compactMap { $0 }
+        return (fromActivities + deferred.values.map(\.dueAt)).min()
+    }
+
+    // MARK: Internals
+
+    mutating func write(_ message: String, _ bundleID: String?, activityID: String? = nil, at now: Date) {
+        log.append(DeviceLogEntry(at: now, bundleID: bundleID, activityID: activityID, message: message))
+        if log.count > settings.logCapacity { log.removeFirst(log.count - settings.logCapacity) }
+    }
+
+    /// The checks of `Activity.request` and of a push-to-start, in ActivityKit's terms.
+    mutating func admit(app: SimulatedApp, attributesType: String, attributes: JSONValue, content: JSONValue) throws(ActivityAuthorizationError) -> String {
+        guard app.areActivitiesEnabled else {
+            throw .denied(app.supportsLiveActivities ? "the person turned Live Activities off for this app" : "NSSupportsLiveActivities is not set")
+        }
+        guard let type = app.attributeTypes[attributesType] else { throw .unsupportedTarget(attributesType) }
+        do {
+            try type.checkAttributes(attributes)
+            try type.checkContentState(content)
+        } catch {
+            throw .doesNotDecode(error)
+        }
+        let size = attributes.serialized.count + content.serialized.count
+        guard size <= settings.maximumActivityDataBytes else { throw .attributesTooLarge(size, limit: settings.maximumActivityDataBytes) }
+        let ongoing = activities.filter(\.lifecycle.isOngoing)
+        guard ongoing.count { $0.bundleID == app.bundleID } < settings.maximumActivitiesPerApp else {
+            throw .targetMaximumExceeded(settings.maximumActivitiesPerApp)
+        }
+        guard ongoing.count < settings.maximumActivitiesPerDevice else { throw .globalMaximumExceeded(settings.maximumActivitiesPerDevice) }
+        return UUID(uuidString: tokenGenerator.uuid())!.uuidString
+    }
+
+    mutating func begin(
+        activityID: String, app: SimulatedApp, attributesType: String, attributes: JSONValue, content: ActivityContentState,
+        pushType: ActivityPushType, style: ActivityStyle, startDate: Date, timestamp: Date?, at now: Date
+    ) -> [DeviceEvent] {
+        var activity = SimulatedActivity(
+            id: activityID, bundleID: app.bundleID, attributesType: attributesType, attributes: attributes,
+            lifecycle: ActivityStateMachine(content: content, startDate: startDate, now: now, timestamp: timestamp),
+            pushType: pushType, style: style)
+        if pushType == .token { activity.tokenDueAt = now + settings.tokenIssueDelay }
+        activities.append(activity)
+        let how = switch pushType {
+        case .none: "no push"
+        case .token: "push type token"
+        case .channel(let id): "channel \(id)"
+        }
+        write("activity \(attributesType) \(activity.state == .pending ? "scheduled for \(startDate)" : "started") (\(how))",
+              app.bundleID, activityID: activityID, at: now)
+        return [.activityStarted(activityID: activityID, bundleID: app.bundleID, attributesType: attributesType, attributes: attributes)]
+    }
+
+    mutating func setAlert(_ alert: ShownAlert, on activityID: String) {
+        guard let index = activities.firstIndex(where: { $0.id == activityID }) else { return }
+        activities[index].lastAlert = alert
+    }
+
+    /// Events for state changes; on dismissal the update token is scheduled to retire.
+    mutating func record(_ transitions: [ActivityStateMachine.Transition], of index: Int, at now: Date) -> [DeviceEvent] {
+        var events: [DeviceEvent] = []
+        for transition in transitions {
+            events.append(.stateChanged(activityID: activities[index].id, bundleID: activities[index].bundleID, to: transition.to, cause: transition.cause))
+            write("\(transition.from) → \(transition.to): \(transition.cause.rawValue)", activities[index].bundleID,
+                  activityID: activities[index].id, at: transition.at)
+            if transition.to == .dismissed {
+                activities[index].tokenDueAt = nil
+                if let token = activities[index].pushToken {
+                    activities[index].retiringToken = (token, transition.at + settings.tokenPurgeDelay)
+                }
+            }
+        }
+        return events
+    }
+
+    enum Change {
+        case update(ActivityContentState, alert: ShownAlert?)
+        case end(ActivityContentState?, ActivityUIDismissalPolicy, alert: ShownAlert?, cause: ActivityStateMachine.Transition.Cause)
+    }
+
+    mutating func apply(_ change: Change, to activityID: String, timestamp: Date?, source: String, at now: Date) -> [DeviceEvent] {
+        var events = advance(to: now)
+        guard let index = activities.firstIndex(where: { $0.id == activityID }) else { return events }
+        let outcome: ActivityStateMachine.Outcome
+        let transitions: [ActivityStateMachine.Transition]
+        let alert: ShownAlert?
+        switch change {
+        case .update(let content, let updateAlert):
+            (outcome, transitions) = activities[index].lifecycle.update(content, timestamp: timestamp, at: now)
+            alert = updateAlert
+        case .end(let content, let policy, let endAlert, let cause):
+            (outcome, transitions) = activities[index].lifecycle.end(content, timestamp: timestamp, dismissal: policy, cause: cause, at: now)
+            alert = endAlert
+        }
+        if outcome == .applied, let alert { activities[index].lastAlert = alert }
+        switch outcome {
+        case .applied:
+            events.append(.contentUpdated(activityID: activityID, bundleID: activities[index].bundleID, content: activities[index].content))
+        case .ignoredAsOlder(let last):
+            write("ignored an update from \(source): its timestamp \(timestamp.map { "\($0)" } ?? "-") is not newer than \(last)",
+                  activities[index].bundleID, activityID: activityID, at: now)
+        case .ignoredAfterEnd:
+            write("ignored an update from \(source): the activity has ended", activities[index].bundleID, activityID: activityID, at: now)
+        case .ignoredWhilePending:
+            write("ignored an update from \(source): the activity has not started", activities[index].bundleID, activityID: activityID, at: now)
+        }
+        return events + record(transitions, of: index, at: now) + advance(to: now)
+    }
+
+    mutating func endAll(of bundleID: String, cause: ActivityStateMachine.Transition.Cause, at now: Date) -> [DeviceEvent] {
+        var events: [DeviceEvent] = []
+        for index in activities.indices where activities[index].bundleID == bundleID && activities[index].lifecycle.isOngoing {
+            let (_, transitions) = activities[index].lifecycle.end(nil, timestamp: nil, dismissal: .immediate, cause: cause, at: now)
+            events += record(transitions, of: index, at: now)
+        }
+        return events + advance(to: now)
+    }
+
+    mutating func issuePushToStartToken(bundleID: String, type: String) -> [DeviceEvent] {
+        let token = tokenGenerator.next()
+        apps[bundleID]?.pushToStartTokens[type] = token
+        return [.tokenIssued(token: token, bundleID: bundleID, kind: .pushToStart(attributesType: type))]
+    }
+
+    // Pushes live in SimulatedDevice+Pushes.swift; these are its hooks into the private state.
+    mutating func storeWhileOffline(_ push: DevicePush, bundleID: String) { storedWhileOffline[bundleID] = push }
+    /// Holds `push` for `key` until `dueAt`; a newer push replaces a held one but keeps its turn.
+    mutating func hold(_ push: DevicePush, key: String, until dueAt: Date) {
+        deferred[key] = (push, min(deferred[key]?.dueAt ?? dueAt, dueAt))
+    }
+    mutating func spendPriority10Budget(of app: SimulatedApp, at now: Date) -> Date? {
+        let budget = app.frequentPushesEnabled ? settings.frequentUpdatesBudgetPerHour : settings.priority10BudgetPerHour
+        var recent = (priority10Deliveries[app.bundleID] ?? []).filter { $0 > now - 3600 }
+        defer { priority10Deliveries[app.bundleID] = recent }
+        guard recent.count < budget else { return recent[recent.count - budget] + 3600 }
+        recent.append(now)
+        return nil
+    }
+}
+
+/// Settings held once for many devices.
+final class SharedSettings: Sendable {
+    let value: DeviceRuntimeSettings
+    init(_ value: DeviceRuntimeSettings) { self.value = value }
+}
+
+/// Random 80-byte tokens (160 hex characters, like ActivityKit's) and UUIDs; seeded for
+/// repeatable tests.
+struct TokenGenerator: Sendable {
+    private var state: UInt64
+
+    init(seed: UInt64?) { state = seed ?? UInt64.random(in: 1...UInt64.max) }
+
+    /// SplitMix64.
+    private mutating func nextWord() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// 80 random bytes as 160 lowercase hex characters, the length of Live Activity tokens.
+    mutating func next() -> String {
+        (0..<10).map { _ in Self.hex(nextWord()) }.joined()
+    }
+
+    /// A random (version 4) UUID.
+    mutating func uuid() -> String {
+        let hex = Array(Self.hex(nextWord()) + Self.hex(nextWord()))
+        return "\(String(hex[0..<8]))-\(String(hex[8..<12]))-4\(String(hex[13..<16]))-a\(String(hex[17..<20]))-\(String(hex[20..<32]))"
+    }
+
+    /// 16 hex digits, zero-padded.
+    private static func hex(_ word: UInt64) -> String {
+        let text = String(word, radix: 16)
+        return String(repeating: "0", count: 16 - text.count) + text
+    }
 }

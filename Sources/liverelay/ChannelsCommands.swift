@@ -2,6 +2,7 @@ import APNs
 import ArgumentParser
 import Foundation
 import LiveActivityKit
+import NIOCore
 
 struct Channels: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -4,6 +4,7 @@ import Foundation
 import LiveActivityKit
 import Logging
 import ServiceLifecycle
+import UnixSignals
 
 struct Emulator: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

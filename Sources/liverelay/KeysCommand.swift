@@ -2,6 +2,7 @@ import ArgumentParser
 import Crypto
 import Foundation
 import LiveRelay
+import LiveRelayHTTP
 import LiveRelayStore
 
 struct Keys: AsyncParsableCommand {

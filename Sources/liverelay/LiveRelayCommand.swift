@@ -1,4 +1,5 @@
 import ArgumentParser
+import LiveRelayBenchmarks
 
 @main
 struct LiveRelayCommand: AsyncParsableCommand {

@@ -11,6 +11,7 @@ import LiveRelayStore
 import Logging
 import ServiceLifecycle
 import SimulatedDevices
+import UnixSignals
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -100,7 +101,7 @@ struct Serve: AsyncParsableCommand {
         // Shutdown runs in reverse order: the APNs client closes after the dispatcher has stopped.
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: APNsClientService(client: apns))]
         // The demo iPhone's app reports its tokens with the initial client key, also on later starts.
-        let demoClientKey = emulator == nil ? nil : (madeKeys[.client] ?? InitialKeys.read(directory)[.client])
+        let demoClientKey = emulator == nil ? nil : (madeKeys[.client] ?? directory.keptInitialKeys()[.client])
         let announce = Announcement(
             host: httpHost, directory: directory, madeKeys: madeKeys, bundleID: bundleID, emulator: emulator, demoClientKey: demoClientKey)
         services += server.services(logger: logger) { port in
@@ -157,15 +158,6 @@ enum InitialKeys {
         guard FileManager.default.createFile(atPath: directory.initialKeys, contents: Data(json.serialized), attributes: [.posixPermissions: 0o600])
         else { throw ValidationError("data-dir: cannot write \(directory.initialKeys)") }
         return made
-    }
-
-    /// The keys kept in the data directory; empty when there is no such file.
-    static func read(_ directory: DataDirectory) -> [APIKeyScope: String] {
-        let path = directory.initialKeys
-        guard let data = FileManager.default.contents(atPath: path), let json = try? JSONValue(parsing: [UInt8](data)) else { return [:] }
-        var keys: [APIKeyScope: String] = [:]
-        for scope in APIKeyScope.allCases { keys[scope] = json[scope.rawValue]?.stringValue }
-        return keys
     }
 }
 

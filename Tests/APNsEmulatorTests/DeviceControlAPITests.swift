@@ -7,6 +7,7 @@ import HummingbirdTesting
 import LiveActivityKit
 import LiveRelayTesting
 import NIOCore
+import SimulatedDevices
 import Synchronization
 import Testing
 

@@ -96,7 +96,7 @@ struct Answer {
     func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
 }
 
-func answer(_ responder: APNsResponder, _ request: ReceivedRequest, connection: inout APNsConnection) -> Answer {
+func answer(_ responder: APNsResponder, _ request: ReceivedRequest, connection: inout EmulatedConnection) -> Answer {
     guard case .respond(let status, let headers, let body) = responder.answer(request, connection: &connection) else {
         Issue.record("the emulator must answer every request")
         return Answer(status: 0, headers: [], body: nil)

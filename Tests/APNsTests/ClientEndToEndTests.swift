@@ -3,6 +3,7 @@ import APNsEmulator
 import Foundation
 import LiveActivityKit
 import LiveRelayTesting
+import NIOHTTP2
 import Testing
 
 /// The client against a real HTTP/2 + TLS server on loopback.

@@ -4,6 +4,7 @@ import Foundation
 import LiveActivityKit
 import LiveRelayStore
 import LiveRelayTesting
+import NIOHTTP1
 import SimulatedDevices
 import Testing
 

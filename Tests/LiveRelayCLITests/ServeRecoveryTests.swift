@@ -2,6 +2,7 @@ import Foundation
 import LiveActivityKit
 import LiveRelayStore
 import LiveRelayTesting
+import NIOHTTP1
 import Testing
 
 /// What an operator meets after the first start: secrets shown once, files only they can read,

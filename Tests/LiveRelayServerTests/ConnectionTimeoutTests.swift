@@ -1,7 +1,10 @@
 import APNsEmulator
 import Foundation
+import Hummingbird
 import JSONAPI
 import LiveActivityKit
+import LiveRelayHTTP
+import LiveRelayStore
 import LiveRelayTesting
 import Testing
 

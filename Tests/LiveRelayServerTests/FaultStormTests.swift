@@ -5,6 +5,7 @@ import LiveActivityKit
 import LiveRelay
 import LiveRelayStore
 import LiveRelayTesting
+import SimulatedDevices
 import Testing
 
 /// Apple's bad day in one fan-out: errors that ask for a retry, a throttle, a slow answer, a

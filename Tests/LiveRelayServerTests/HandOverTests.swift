@@ -1,8 +1,10 @@
 import Foundation
 import LiveActivityKit
 @testable import LiveRelay
+import LiveRelayHTTP
 import LiveRelayStore
 import LiveRelayTesting
+import SimulatedDevices
 import Synchronization
 import Testing
 

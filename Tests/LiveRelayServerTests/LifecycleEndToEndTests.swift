@@ -1,3 +1,4 @@
+import APNsEmulator
 import Foundation
 import LiveActivityKit
 import LiveRelay

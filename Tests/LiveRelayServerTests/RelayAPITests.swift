@@ -3,8 +3,11 @@ import APNsEmulator
 import Foundation
 import LiveActivityKit
 import LiveRelay
+import LiveRelayHTTP
 import LiveRelayStore
 import LiveRelayTesting
+import NIOHTTP1
+import SimulatedDevices
 import Testing
 
 @Suite(.timeLimit(.minutes(2)))

@@ -1,5 +1,7 @@
+import APNsEmulator
 import Foundation
 import LiveActivityKit
+import LiveRelayStore
 import LiveRelayTesting
 import SimulatedDevices
 

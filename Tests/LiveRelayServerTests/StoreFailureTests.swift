@@ -1,8 +1,11 @@
 import Foundation
 import LiveActivityKit
 import LiveRelay
+import LiveRelayHTTP
 import LiveRelayStore
 import LiveRelayTesting
+import Logging
+import SimulatedDevices
 import Testing
 
 /// A store that fails (a full disk: SQLite refuses every write) costs requests a clean `500`, and

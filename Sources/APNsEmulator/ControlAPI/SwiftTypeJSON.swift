@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import JSONAPI
 import LiveActivityKit
 import SimulatedDevices

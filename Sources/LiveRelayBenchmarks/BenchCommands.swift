@@ -6,10 +6,14 @@ import Foundation
 import LiveActivityKit
 import Synchronization
 
-struct Bench: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+/// `liverelay bench`: every figure the README quotes, each measured against a reference in the
+/// same run. The endpoint and the server under load run as child processes of this executable.
+public struct Bench: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
         abstract: "Benchmarks (build with -c release; debug builds are ~30× slower).",
         subcommands: [Client.self, Emulator.self, Devices.self, Server.self, Outbox.self, Endpoint.self])
+
+    public init() {}
 }
 
 extension Bench {

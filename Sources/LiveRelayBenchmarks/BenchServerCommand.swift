@@ -4,6 +4,7 @@ import AsyncHTTPClient
 import Crypto
 import Foundation
 import LiveActivityKit
+import LiveRelayHTTP
 import LiveRelayStore
 import NIOCore
 import NIOHTTP1
@@ -295,7 +296,7 @@ struct BenchAPI: Sendable {
     }
 
     static func initialKeys(dataDir: String) throws -> (admin: String, server: String) {
-        let keys = InitialKeys.read(DataDirectory(dataDir))
+        let keys = DataDirectory(dataDir).keptInitialKeys()
         guard let admin = keys[.admin], let server = keys[.server] else {
             throw ValidationError("\(dataDir)/initial-keys.json has no admin or server key")
         }

@@ -1,20 +1,8 @@
 import ArgumentParser
 import Foundation
+import LiveRelayHTTP
 
-/// What `liverelay serve` keeps in its data directory, named once for every command that reads it.
-/// The folder is the owner's alone (0700): the database holds full push tokens, and the initial
-/// keys file the first secrets.
-struct DataDirectory {
-    let path: String
-
-    init(_ path: String) { self.path = path }
-
-    var database: String { file("liverelay.sqlite") }
-    var initialKeys: String { file("initial-keys.json") }
-    var emulatorCA: String { file("emulator-ca.pem") }
-
-    private func file(_ name: String) -> String { URL(fileURLWithPath: path).appendingPathComponent(name).path }
-
+extension DataDirectory {
     /// Creates the folder, or takes away what group and others may do in one made before.
     func prepare() throws {
         let manager = FileManager.default

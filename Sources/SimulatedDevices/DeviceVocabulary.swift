@@ -1,0 +1,217 @@
+import Foundation
+import LiveActivityKit
+
+/// The numbers ActivityKit and APNs do not publish, as settings (spec §7, §8.3).
+public struct DeviceRuntimeSettings: Sendable, Hashable {
+    /// Ongoing activities per app (`targetMaximumExceeded` beyond; the community sees about 5).
+    public var maximumActivitiesPerApp: Int
+    /// Ongoing activities per device (`globalMaximumExceeded` beyond; Apple does not say).
+    public var maximumActivitiesPerDevice: Int
+    /// Static attributes plus dynamic content state, in bytes (`attributesTooLarge` beyond).
+    public var maximumActivityDataBytes: Int
+    /// How long after a start the update token arrives (`pushTokenUpdates` is asynchronous).
+    public var tokenIssueDelay: TimeInterval
+    /// How long after dismissal the update token stays valid at APNs before `410`.
+    public var tokenPurgeDelay: TimeInterval
+    /// Whether a push-to-start token is replaced after a start push used it.
+    public var rotatesPushToStartTokenAfterUse: Bool
+    /// Priority-10 pushes per app per hour before the rest are deferred.
+    public var priority10BudgetPerHour: Int
+    /// The same with `NSSupportsLiveActivitiesFrequentUpdates` and the person's consent.
+    public var frequentUpdatesBudgetPerHour: Int
+    /// How long a priority-5 push waits to be delivered (newest per activity wins meanwhile).
+    public var opportunisticDelay: TimeInterval
+    /// How long an alerting update shows the expanded Dynamic Island or the banner.
+    public var alertPresentationDuration: TimeInterval
+    /// Entries kept in each device's log.
+    public var logCapacity: Int
+
+    public init(
+        maximumActivitiesPerApp: Int = 5, maximumActivitiesPerDevice: Int = 10, maximumActivityDataBytes: Int = 4096,
+        tokenIssueDelay: TimeInterval = 1, tokenPurgeDelay: TimeInterval = 0, rotatesPushToStartTokenAfterUse: Bool = false,
+        priority10BudgetPerHour: Int = 15, frequentUpdatesBudgetPerHour: Int = 3600, opportunisticDelay: TimeInterval = 30,
+        alertPresentationDuration: TimeInterval = 8, logCapacity: Int = 200
+    ) {
+        self.maximumActivitiesPerApp = maximumActivitiesPerApp
+        self.maximumActivitiesPerDevice = maximumActivitiesPerDevice
+        self.maximumActivityDataBytes = maximumActivityDataBytes
+        self.tokenIssueDelay = tokenIssueDelay
+        self.tokenPurgeDelay = tokenPurgeDelay
+        self.rotatesPushToStartTokenAfterUse = rotatesPushToStartTokenAfterUse
+        self.priority10BudgetPerHour = priority10BudgetPerHour
+        self.frequentUpdatesBudgetPerHour = frequentUpdatesBudgetPerHour
+        self.opportunisticDelay = opportunisticDelay
+        self.alertPresentationDuration = alertPresentationDuration
+        self.logCapacity = logCapacity
+    }
+}
+
+/// What kind of device it is, as far as presentations go.
+public enum DeviceModel: String, Sendable, Hashable, CaseIterable, Codable {
+    /// An iPhone with a Dynamic Island (iPhone 14 Pro and later).
+    case iPhoneWithDynamicIsland
+    /// An iPhone without one: alerting updates show a banner.
+    case iPhone
+    case iPad
+
+    public var hasDynamicIsland: Bool { self == .iPhoneWithDynamicIsland }
+}
+
+/// An `ActivityAttributes` type the app's widget extension knows: its name (the push's
+/// `attributes-type`) and how its static attributes and its `ContentState` decode — by a schema
+/// (from the control API), or by the real Swift types with `JSONDecoder` (from Swift).
+public struct ActivityAttributesType: Sendable, Hashable {
+    public var name: String
+    /// The field schemas, when given as schemas.
+    public let schema: (attributes: SwiftStruct, contentState: SwiftStruct)?
+    private let decodeAttributes: @Sendable (JSONValue) throws(DecodingFailure) -> Void
+    private let decodeContentState: @Sendable (JSONValue) throws(DecodingFailure) -> Void
+
+    public init(name: String, attributes: SwiftStruct, contentState: SwiftStruct) {
+        self.name = name
+        self.schema = (attributes, contentState)
+        decodeAttributes = { json throws(DecodingFailure) in try SwiftType.structure(attributes).decode(json) }
+        decodeContentState = { json throws(DecodingFailure) in try SwiftType.structure(contentState).decode(json) }
+    }
+
+    /// The type itself: pushes are decoded with a default `JSONDecoder`, as the widget does.
+    public init<Attributes: ActivityAttributes>(_ type: Attributes.Type, name: String = String(describing: Attributes.self)) {
+        self.name = name
+        self.schema = nil
+        decodeAttributes = { json throws(DecodingFailure) in try DecodingFailure.decode(Attributes.self, from: json) }
+        decodeContentState = { json throws(DecodingFailure) in try DecodingFailure.decode(Attributes.ContentState.self, from: json) }
+    }
+
+    /// Throws what `JSONDecoder` would report decoding `json` as the static attributes.
+    public func checkAttributes(_ json: JSONValue) throws(DecodingFailure) { try decodeAttributes(json) }
+    /// Throws what `JSONDecoder` would report decoding `json` as the `ContentState`.
+    public func checkContentState(_ json: JSONValue) throws(DecodingFailure) { try decodeContentState(json) }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.name == rhs.name && lhs.schema?.attributes == rhs.schema?.attributes && lhs.schema?.contentState == rhs.schema?.contentState
+    }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(name) }
+}
+
+/// An installed app: its Info.plist flags, the person's settings, its widget's attribute types.
+public struct SimulatedApp: Sendable, Hashable {
+    public var bundleID: String
+    /// `NSSupportsLiveActivities`.
+    public var supportsLiveActivities: Bool
+    /// `NSSupportsLiveActivitiesFrequentUpdates`.
+    public var supportsFrequentUpdates: Bool
+    /// Settings › the app › Live Activities.
+    public var liveActivitiesEnabled: Bool
+    /// Settings › the app › More Frequent Updates.
+    public var frequentUpdatesEnabled: Bool
+    public var attributeTypes: [String: ActivityAttributesType]
+    /// Only a foreground app may request an activity.
+    public var isInForeground: Bool
+    /// The current push-to-start token of each attribute type.
+    public internal(set) var pushToStartTokens: [String: String] = [:]
+
+    public init(
+        bundleID: String, supportsLiveActivities: Bool = true, supportsFrequentUpdates: Bool = false,
+        liveActivitiesEnabled: Bool = true, frequentUpdatesEnabled: Bool = true,
+        attributeTypes: [ActivityAttributesType] = [], isInForeground: Bool = true
+    ) {
+        self.bundleID = bundleID
+        self.supportsLiveActivities = supportsLiveActivities
+        self.supportsFrequentUpdates = supportsFrequentUpdates
+        self.liveActivitiesEnabled = liveActivitiesEnabled
+        self.frequentUpdatesEnabled = frequentUpdatesEnabled
+        self.attributeTypes = Dictionary(attributeTypes.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
+        self.isInForeground = isInForeground
+    }
+
+    /// `ActivityAuthorizationInfo().areActivitiesEnabled`.
+    public var areActivitiesEnabled: Bool { supportsLiveActivities && liveActivitiesEnabled }
+    /// `ActivityAuthorizationInfo().frequentPushesEnabled`.
+    public var frequentPushesEnabled: Bool { supportsFrequentUpdates && frequentUpdatesEnabled }
+}
+
+/// How an activity receives remote updates (`PushType` in ActivityKit; `nil` there means none).
+public enum ActivityPushType: Sendable, Hashable {
+    case none
+    case token
+    case channel(String)
+}
+
+/// `ActivityStyle`.
+public enum ActivityStyle: String, Sendable, Hashable, Codable {
+    case standard
+    /// Shown while the person is in a task; ends when the device locks.
+    case transient
+}
+
+/// An alert as the device shows it.
+public struct ShownAlert: Sendable, Hashable {
+    public var title: String
+    public var body: String
+    public var sound: String?
+    public var at: Date
+
+    public init(title: String, body: String, sound: String? = nil, at: Date) {
+        self.title = title
+        self.body = body
+        self.sound = sound
+        self.at = at
+    }
+}
+
+/// One Live Activity on a device.
+public struct SimulatedActivity: Sendable, Hashable {
+    public let id: String
+    public let bundleID: String
+    public let attributesType: String
+    public let attributes: JSONValue
+    public internal(set) var lifecycle: ActivityStateMachine
+    public let pushType: ActivityPushType
+    public let style: ActivityStyle
+    /// The current update token (only with push type `.token`, once issued).
+    public internal(set) var pushToken: String?
+    /// When the next update token is issued, while one is due.
+    var tokenDueAt: Date?
+    /// The update token retired at dismissal, and when APNs starts refusing it.
+    var retiringToken: (token: String, at: Date)?
+    public internal(set) var lastAlert: ShownAlert?
+
+    public var state: ActivityState { lifecycle.state }
+    public var content: ActivityContentState { lifecycle.content }
+
+    public static func == (lhs: SimulatedActivity, rhs: SimulatedActivity) -> Bool {
+        lhs.id == rhs.id && lhs.lifecycle == rhs.lifecycle && lhs.pushToken == rhs.pushToken && lhs.lastAlert == rhs.lastAlert
+            && lhs.tokenDueAt == rhs.tokenDueAt
+    }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(id) }
+}
+
+/// A line of the device's log, as `liveactivitiesd` would write it.
+public struct DeviceLogEntry: Sendable, Hashable {
+    public var at: Date
+    public var bundleID: String?
+    public var activityID: String?
+    public var message: String
+}
+
+/// Why `Activity.request` failed (`ActivityAuthorizationError`).
+public struct ActivityAuthorizationError: Error, Hashable, CustomStringConvertible {
+    public let code: String
+    public let message: String
+    private init(_ code: String, _ message: String) { self.code = code; self.message = message }
+    public var description: String { "\(code): \(message)" }
+
+    public static func denied(_ why: String) -> Self { .init("denied", why) }
+    public static func attributesTooLarge(_ bytes: Int, limit: Int) -> Self {
+        .init("attributesTooLarge", "attributes and content state take \(bytes) bytes; the limit is \(limit)")
+    }
+    public static func targetMaximumExceeded(_ limit: Int) -> Self { .init("targetMaximumExceeded", "the app already has \(limit) ongoing activities") }
+    public static func globalMaximumExceeded(_ limit: Int) -> Self { .init("globalMaximumExceeded", "the device already has \(limit) ongoing activities") }
+    public static let visibility = Self("visibility", "activities can only be requested while the app is in the foreground")
+    public static func unsupportedTarget(_ type: String) -> Self { .init("unsupportedTarget", "the widget extension does not know the attributes type \(type)") }
+    /// Not an ActivityKit error: the JSON given for a typed value does not decode into its type.
+    public static func doesNotDecode(_ failure: DecodingFailure) -> Self { .init("doesNotDecode", failure.description) }
+    public static let missingAlert = Self("missingAlertConfiguration", "a scheduled activity needs an alert configuration")
+}
