@@ -53,6 +53,7 @@ public struct RelayAPI: Sendable {
     public let relay: RelayService
     public let configuration: RelayAPIConfiguration
     private let limiter: RateLimiter
+    private let wire = RelayWire()
 
     public init(relay: RelayService, configuration: RelayAPIConfiguration = .init()) {
         self.relay = relay
@@ -210,7 +211,7 @@ public struct RelayAPI: Sendable {
         let buffer = try await request.collectBody(upTo: context.maxUploadSize)
         let json = buffer.readableBytes == 0 ? JSONValue.object([]) : try JSONBodyReader.parse(buffer.readableBytesView)
         guard let key = request.headers[HTTPField.Name("Idempotency-Key")!], let apiKey = context.apiKey else {
-            return Self.response(RelayWire().answer(try await perform(json, nil)))
+            return Self.response(wire.answer(try await perform(json, nil)))
         }
         guard !key.isEmpty, key.count <= 255 else { throw APIError.invalid("Idempotency-Key", "must be 1 to 255 characters") }
         var hasher = SHA256()
@@ -230,7 +231,7 @@ public struct RelayAPI: Sendable {
             }
             do {
                 let claim = IdempotencyClaim(apiKeyID: apiKey.id, key: key, requestHash: hash)
-                return Self.response(RelayWire().answer(try await perform(json, claim)))
+                return Self.response(wire.answer(try await perform(json, claim)))
             } catch let error as RelayError where error.code == .idempotencyConflict && attempt == 0 {
                 continue  // the same key committed concurrently: replay it
             }
