@@ -187,13 +187,15 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
+        // Body reading and the error shape, without a server.
+        .testTarget(name: "JSONAPITests", dependencies: ["JSONAPI", "LiveActivityKit"]),
         // The core alone, without HTTP or a database: the planners, the dispatcher's loop, the governor.
         .testTarget(name: "LiveRelayTests", dependencies: ["LiveRelay", "LiveRelayStore", "LiveActivityKit", "APNs"]),
         // The contract every store implementation must pass.
         .testTarget(name: "LiveRelayStoreTests", dependencies: ["LiveRelayStore", "LiveActivityKit"]),
         // The server through its HTTP API, with the emulator and simulated devices on loopback.
         .testTarget(
-            name: "LiveRelayServerTests",
+            name: "LiveRelayHTTPTests",
             dependencies: [
                 "LiveRelay", "LiveRelayHTTP", "LiveRelayStore", "APNs", "APNsEmulator", "SimulatedDevices",
                 "LiveActivityKit", "LiveRelayTesting", "JSONAPI",
