@@ -27,6 +27,7 @@ public struct TokenReporting: Sendable, Hashable {
 
 /// Makes simulated apps report what a real app reports to its server, over HTTP:
 ///
+///     PUT  {url}/v1/contracts/{attributesType}   {bundleID, attributes, contentState}   (types given as contracts, once)
 ///     POST {url}/v1/push-to-start-tokens        {deviceID, bundleID, attributesType, token, frequentPushesEnabled, environment}
 ///     POST {url}/v1/activities/{key}/tokens     {deviceID, bundleID, activityID, attributesType, token, frequentPushesEnabled, environment}
 ///     POST {url}/v1/activities/{key}/ended      {deviceID, bundleID, activityID, state: ended | dismissed, cause, at}
@@ -49,7 +50,11 @@ public final class TokenReporter: Sendable {
         /// are sent after the fact, when the device may have forgotten the activity.
         var activities: [String: (key: String, attributesType: String)] = [:]
         var reports: [Report] = []
+        /// Contracts each server has been given, so that each is registered once per server.
+        var contractsReported: Set<ContractReport> = []
     }
+
+    private struct ContractReport: Hashable { var url: String; var bundleID: String; var contract: ActivityContract }
 
     private struct AppKey: Hashable { var deviceID: String; var bundleID: String }
 
@@ -130,6 +135,10 @@ public final class TokenReporter: Sendable {
             state.withLock { $0.activities[activityID] = (key, type) }
             return
         case .tokenIssued(let token, _, .pushToStart(let type)):
+            // The app tells its server what its widget decodes before it can be started by push.
+            if let contract = try? fleet.device(deviceID).apps[bundleID]?.attributeTypes[type]?.contract {
+                await reportContract(contract, deviceID: deviceID, bundleID: bundleID, to: target, client: client)
+            }
             path = "/v1/push-to-start-tokens"
             body += [("attributesType", .string(type)), ("token", .string(token)), ("frequentPushesEnabled", .bool(frequent)),
                      ("environment", .string(environment.rawValue))]
@@ -148,8 +157,22 @@ public final class TokenReporter: Sendable {
             return
         }
         let report = await post(JSONValue.object(body), to: target, path: path, client: client)
+        keep(Report(deviceID: deviceID, bundleID: bundleID, path: path, status: report.status, error: report.error))
+    }
+
+    private func reportContract(_ contract: ActivityContract, deviceID: String, bundleID: String, to target: TokenReporting, client: HTTPClient) async {
+        let reported = ContractReport(url: target.url, bundleID: bundleID, contract: contract)
+        guard state.withLock({ $0.contractsReported.insert(reported).inserted }) else { return }
+        let path = "/v1/contracts/\(Self.pathSegment(contract.attributesType))"
+        let schemas = contract.json.objectMembers?.filter { $0.key != "name" }.map { ($0.key, $0.value) } ?? []
+        let report = await post(.object([("bundleID", .string(bundleID))] + schemas), to: target, path: path, method: .PUT, client: client)
+        if report.error != nil { _ = state.withLock { $0.contractsReported.remove(reported) } }
+        keep(Report(deviceID: deviceID, bundleID: bundleID, path: path, status: report.status, error: report.error))
+    }
+
+    private func keep(_ report: Report) {
         state.withLock { state in
-            state.reports.append(Report(deviceID: deviceID, bundleID: bundleID, path: path, status: report.status, error: report.error))
+            state.reports.append(report)
             if state.reports.count > Self.reportsKept { state.reports.removeFirst(state.reports.count - Self.reportsKept) }
         }
     }
@@ -159,9 +182,11 @@ public final class TokenReporter: Sendable {
     }
 
     /// Three tries, 0.2 s and 1 s apart: the server may be starting.
-    private func post(_ body: JSONValue, to target: TokenReporting, path: String, client: HTTPClient) async -> (status: Int?, error: String?) {
+    private func post(
+        _ body: JSONValue, to target: TokenReporting, path: String, method: HTTPMethod = .POST, client: HTTPClient
+    ) async -> (status: Int?, error: String?) {
         var request = HTTPClientRequest(url: target.url + path)
-        request.method = .POST
+        request.method = method
         request.headers.add(name: "content-type", value: "application/json")
         if let key = target.clientKey { request.headers.add(name: "authorization", value: "Bearer \(key)") }
         request.body = .bytes(ByteBuffer(bytes: body.serialized))

@@ -13,6 +13,8 @@ struct ChangePlanner {
     let channelStorageWindow: TimeInterval
     /// The answer kept with the write (for its idempotency key or schedule).
     let answer: @Sendable (Acceptance) -> StoredResponse
+    /// The app's contracts by attributes type: a key's content is checked against its type's.
+    let contracts: [String: ActivityContract]
 
     /// Where the budget window starts when the request spends the priority-10 budget (`auto`
     /// without an alert), so the store reads each token's count; nil when one priority fits all.
@@ -34,6 +36,7 @@ struct ChangePlanner {
         guard let contentState = request.contentState ?? activity.contentState else {
             throw RelayError(.invalid, .missing, message: "is required: the key has no content to end with", field: "contentState")
         }
+        var warnings = try contracts[activity.attributesType].map { try ContractCheck.contentState(contentState, $0) } ?? []
         let timestamp = max(unixSeconds(acceptedAt), activity.lastTimestamp + 1)
         var dismissal = ActivityUIDismissalPolicy.default
         if request.event == .end, let date = request.dismissalDate { dismissal = date <= acceptedAt ? .immediate : .after(date) }
@@ -86,9 +89,11 @@ struct ChangePlanner {
             activity.dismissalDate = request.dismissalDate
             channelDeleteAfter = acceptedAt + (channelPolicy == 1 ? channelStorageWindow : 0)
         }
+        let reached = deliveries.count + (fanOut == nil ? 0 : snapshot.liveTokenCount)
+        if reached == 0 { warnings.append("the key has no live update token: no device receives this \(action)") }
         let acceptance = Acceptance(
-            key: key, action: action, requestID: requestID, timestamp: timestamp,
-            deliveries: deliveries.count + (fanOut == nil ? 0 : snapshot.liveTokenCount), state: activity.state)
+            key: key, action: action, requestID: requestID, timestamp: timestamp, deliveries: reached, state: activity.state,
+            warnings: warnings)
         let plan = ChangePlan(
             acceptedAt: acceptedAt, activity: activity, payloads: [encoded], deliveries: deliveries, fanOut: fanOut,
             channelDeleteAfter: channelDeleteAfter, response: answer(acceptance))

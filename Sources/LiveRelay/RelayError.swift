@@ -13,6 +13,8 @@ public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
         case conflict
         /// 413
         case tooLarge
+        /// 422: well formed, but the app's widget would not decode it (its contract says so).
+        case unprocessable
         /// 502: APNs refused what the request needed (a channel).
         case upstream
     }
@@ -34,6 +36,8 @@ public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let lastAdminKey = Code(rawValue: "last_admin_key")
         public static let apnsUnavailable = Code(rawValue: "apns_unavailable")
         public static let apnsRefused = Code(rawValue: "apns_refused")
+        /// The app's widget would not decode the attributes or content state: the iPhone would drop the push.
+        public static let doesNotDecode = Code(rawValue: "content_does_not_decode")
     }
 
     public let kind: Kind
@@ -62,6 +66,11 @@ public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
     init(_ error: LiveActivityValidationError, field: String? = nil) {
         let tooLarge = error.code == .tooLarge
         self.init(tooLarge ? .tooLarge : .invalid, Code(rawValue: error.code.description), message: error.message, field: field ?? error.field)
+    }
+
+    /// What the app's widget would report decoding the request's `apiField`, as its contract says.
+    init(_ failure: DecodingFailure, in apiField: String) {
+        self.init(.unprocessable, .doesNotDecode, message: failure.reason, field: failure.path(under: apiField))
     }
 
     init(_ error: StoreError) {

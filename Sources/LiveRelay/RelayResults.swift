@@ -17,9 +17,13 @@ public struct Acceptance: Sendable, Hashable {
     public var state: ActivityKeyState
     /// The broadcast channel the key's updates go through, when it has one.
     public var channelID: String?
+    /// What the sender should know although the request was accepted: that it reached no device,
+    /// or that a date was probably meant in another unit.
+    public var warnings: [String]
 
     public init(
-        key: String, action: String, requestID: String, timestamp: Int64, deliveries: Int, state: ActivityKeyState, channelID: String? = nil
+        key: String, action: String, requestID: String, timestamp: Int64, deliveries: Int, state: ActivityKeyState, channelID: String? = nil,
+        warnings: [String] = []
     ) {
         self.key = key
         self.action = action
@@ -28,6 +32,7 @@ public struct Acceptance: Sendable, Hashable {
         self.deliveries = deliveries
         self.state = state
         self.channelID = channelID
+        self.warnings = warnings
     }
 }
 

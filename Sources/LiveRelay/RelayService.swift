@@ -24,6 +24,8 @@ public final class RelayService: Sendable {
     /// Takes the pushes of small requests straight to the running dispatcher.
     let handOver = DispatchHandOver()
     private let governor: PriorityGovernor
+    /// What the app's widget decodes, by attributes type: requests are checked against it.
+    private let contractBook = ContractBook()
     /// Live keys recently looked up, by secret hash: most requests then skip a read. A revocation
     /// here clears it; one made by another process sharing the store takes effect within the TTL.
     private let keyCache = Mutex<[Data: (key: APIKeyRecord, until: ContinuousClock.Instant)]>([:])
@@ -155,10 +157,11 @@ public final class RelayService: Sendable {
         return try await store.endActivityToken(key: key, deviceID: report.deviceID, state: report.state, at: report.at ?? now())
     }
 
-    private func checkApp(bundleID: String, environment: String) throws {
+    private func checkApp(bundleID: String, environment: String? = nil) throws {
         guard bundleID == configuration.bundleID.value else {
             throw RelayError.invalid("bundleID", "this server sends to \(configuration.bundleID.value), not \(bundleID)")
         }
+        guard let environment else { return }
         guard environment == configuration.environment else {
             throw RelayError.invalid("environment", "this server sends to APNs \(configuration.environment); a \(environment) token would be refused")
         }
@@ -171,6 +174,35 @@ public final class RelayService: Sendable {
         else { throw RelayError.invalid("key", "must be 1 to 200 characters without spaces or control characters") }
     }
 
+    // MARK: Contracts
+
+    /// Registers (or replaces) what the app's widget decodes `contract.attributesType` from: the
+    /// requests that follow are checked against it.
+    public func registerContract(_ contract: ActivityContract, bundleID: String) async throws -> ContractRecord {
+        try checkApp(bundleID: bundleID)
+        let record = ContractRecord(bundleID: bundleID, attributesType: contract.attributesType, contract: contract.json, updatedAt: now())
+        try await store.saveContract(record)
+        contractBook.registered(contract)
+        metrics.count("liverelay_registrations_total", ["kind": "contract"])
+        logger.info("contract registered", metadata: ["attributes.type": "\(contract.attributesType)"])
+        return record
+    }
+
+    public func contracts() async throws -> [ContractRecord] {
+        try await store.contracts().filter { $0.bundleID == configuration.bundleID.value }
+    }
+
+    public func contract(attributesType: String) async throws -> ContractRecord {
+        guard let record = try await contracts().first(where: { $0.attributesType == attributesType }) else {
+            throw RelayError.notFound("attributesType", "no contract registered for \(attributesType)")
+        }
+        return record
+    }
+
+    private func currentContracts() async throws -> [String: ActivityContract] {
+        try await contractBook.contracts(bundleID: configuration.bundleID.value, from: store)
+    }
+
     // MARK: Starting, updating, ending
 
     /// Starts `key` on the audience's devices through their push-to-start tokens, or schedules it.
@@ -180,6 +212,8 @@ public final class RelayService: Sendable {
 
     private func start(key: String, _ request: StartRequest, context: WriteContext) async throws -> AcceptedRequest {
         try Self.checkKey(key)
+        // Checked before anything is written or created, and again when a schedule runs.
+        let warnings = try StartPlanner.check(request, against: try await currentContracts()[request.attributesType])
         if let at = request.at, at > now() { return try await schedule(key: key, .start(request), at: at, context: context) }
         let channelID: String?
         switch request.channel {
@@ -203,7 +237,9 @@ public final class RelayService: Sendable {
             let accepted = try await store.acceptStart(
                 key: key, attributesType: request.attributesType, audience: request.audience, context: context
             ) { tokens in
-                planner.plan(key: key, request, payload: payload, channelID: channelID, tokens: tokens, at: acceptedAt, requestID: requestID)
+                planner.plan(
+                    key: key, request, payload: payload, channelID: channelID, tokens: tokens, at: acceptedAt, requestID: requestID,
+                    warnings: warnings)
             }
             dispatch(accepted.claimed, action: "start")
             return .accepted(accepted.outcome)
@@ -220,9 +256,18 @@ public final class RelayService: Sendable {
 
     private func change(key: String, _ request: ChangeRequest, context: WriteContext) async throws -> AcceptedRequest {
         try Self.checkKey(key)
-        if let at = request.at, at > now() { return try await schedule(key: key, .change(request), at: at, context: context) }
+        if let at = request.at, at > now() {
+            // A key that exists already is checked against its type's contract now, not only when due.
+            if let content = request.contentState, let activity = try await store.activity(key: key),
+               let contract = try await currentContracts()[activity.attributesType]
+            {
+                _ = try ContractCheck.contentState(content, contract)
+            }
+            return try await schedule(key: key, .change(request), at: at, context: context)
+        }
         let acceptedAt = now()
-        let planner = ChangePlanner(governor: governor, channelStorageWindow: configuration.channelStorageWindow, answer: answerKept)
+        let planner = ChangePlanner(
+            governor: governor, channelStorageWindow: configuration.channelStorageWindow, answer: answerKept, contracts: try await currentContracts())
         let requestID = UUID().uuidString.lowercased()
         var context = context
         context.handOver = handOver.offer(at: acceptedAt, policy: configuration.dispatch)

@@ -19,10 +19,27 @@ func fuzzOneInput(_ bytes: UnsafeRawBufferPointer) {
     // A round trip keeps every literal.
     precondition((try? JSONValue(parsing: json.serialized)) == json, "a JSON value does not survive its own serialization")
     for action in ["start", "update", "end"] { _ = try? RelayWire().request(action: action, json: json) }
+    // A contract as apps register it, and JSON checked against one: both come from outside.
+    if let contract = try? ActivityContract(json: json, name: "Fuzzed") {
+        precondition((try? ActivityContract(json: contract.json)) == contract, "a contract does not survive its own JSON")
+        try? contract.checkContentState(json)
+    }
+    try? fuzzContract.checkContentState(json)
+    _ = SwiftType.structure(fuzzContract.contentState).dateWarnings(json)
     _ = try? PushToStartBody.decode(json: input)
     _ = try? ActivityTokenBody.decode(json: input)
     _ = try? EndedBody.decode(json: input)
 }
+
+/// A contract with every kind of type, to check fuzzed JSON against.
+let fuzzContract = ActivityContract(
+    attributesType: "Fuzz", attributes: SwiftStruct("Fuzz", []),
+    contentState: SwiftStruct("ContentState", [
+        .init("s", .optional(.string)), .init("i", .optional(.int)), .init("d", .optional(.double)), .init("b", .optional(.bool)),
+        .init("t", .optional(.date)), .init("r", .optional(.closedRangeOfDate)), .init("u", .optional(.url)),
+        .init("e", .optional(.stringEnum(["a", "b"]))), .init("n", .optional(.intEnum([1, 2]))), .init("a", .optional(.array(.int))),
+        .init("o", .optional(.structure(SwiftStruct("Nested", [.init("x", .string)])))),
+    ]))
 
 #if FUZZING
 /// libFuzzer's entry point, which its runtime refers to.

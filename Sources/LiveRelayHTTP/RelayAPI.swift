@@ -126,6 +126,22 @@ public struct RelayAPI: Sendable {
             Self.json(RelayView.json(try await relay.cancelSchedule(id: try context.parameters.require("id"))))
         }
 
+        // What the app's widget decodes: registered by the app (or the operator), read by the backend.
+        router.group("/v1").add(middleware: guarded(.client, .admin)).put("/contracts/{attributesType}") { request, context in
+            let type = try context.parameters.require("attributesType")
+            var request = request
+            let buffer = try await request.collectBody(upTo: context.maxUploadSize)
+            let body = try ContractBody(json: try JSONBodyReader.parse(buffer.readableBytesView), attributesType: type)
+            return Self.json(RelayView.json(try await relay.registerContract(body.contract, bundleID: body.bundleID)))
+        }
+        let reading = router.group("/v1").add(middleware: guarded(.server, .admin))
+        reading.get("/contracts") { _, _ in
+            Self.json(.object([("contracts", .array(try await relay.contracts().map(RelayView.json)))]))
+        }
+        reading.get("/contracts/{attributesType}") { _, context in
+            Self.json(RelayView.json(try await relay.contract(attributesType: try context.parameters.require("attributesType"))))
+        }
+
         // The operator: keys and channels.
         let admin = router.group("/v1").add(middleware: guarded(.admin))
         admin.post("/api-keys") { request, context in
@@ -157,8 +173,8 @@ public struct RelayAPI: Sendable {
 
     // MARK: Handlers
 
-    private func guarded(_ scope: APIKeyScope) -> KeyMiddleware {
-        KeyMiddleware(scope: scope, relay: relay, limiter: limiter)
+    private func guarded(_ scopes: APIKeyScope...) -> KeyMiddleware {
+        KeyMiddleware(scopes: scopes, relay: relay, limiter: limiter)
     }
 
     private func health() async throws -> Response {

@@ -7,25 +7,25 @@ import LiveRelay
 import LiveRelayStore
 import Synchronization
 
-/// Lets a request through only with a live API key of `scope` (`Authorization: Bearer <secret>`),
-/// within the key's rate.
+/// Lets a request through only with a live API key of one of `scopes` (`Authorization: Bearer
+/// <secret>`), within the key's rate.
 struct KeyMiddleware: RouterMiddleware {
     typealias Context = RelayRequestContext
-    let scope: APIKeyScope
+    let scopes: [APIKeyScope]
     let relay: RelayService
     let limiter: RateLimiter
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") else {
-            throw APIError(.unauthorized, code: "unauthorized", message: "needs Authorization: Bearer <API key> with the \(scope.rawValue) scope")
+            throw APIError(.unauthorized, code: "unauthorized", message: "needs Authorization: Bearer <API key> with the \(scopeNames) scope")
         }
         let secret = String(header.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
         guard let key = try await relay.authenticate(secret: secret) else {
             throw APIError(.unauthorized, code: "unauthorized", message: "the API key is unknown or revoked")
         }
-        guard key.scope == scope else {
+        guard scopes.contains(key.scope) else {
             throw APIError(
-                .forbidden, code: "wrong_scope", message: "this route needs a \(scope.rawValue) key; \(key.id) is a \(key.scope.rawValue) key")
+                .forbidden, code: "wrong_scope", message: "this route needs a \(scopeNames) key; \(key.id) is a \(key.scope.rawValue) key")
         }
         if let wait = limiter.take(key.id, at: relay.currentDate) {
             var response = try APIError(
@@ -38,6 +38,8 @@ struct KeyMiddleware: RouterMiddleware {
         context.apiKey = key
         return try await next(request, context)
     }
+
+    private var scopeNames: String { scopes.map(\.rawValue).joined(separator: " or ") }
 }
 
 /// Per-key token buckets: `rate` requests a second, `burst` at most at once.
@@ -91,6 +93,7 @@ struct RelayErrorMiddleware: RouterMiddleware {
                 case .notFound: .notFound
                 case .conflict: .conflict
                 case .tooLarge: .contentTooLarge
+                case .unprocessable: .unprocessableContent
                 case .upstream: .badGateway
                 }
             throw APIError(status, code: error.code.rawValue, message: error.message, field: error.field)

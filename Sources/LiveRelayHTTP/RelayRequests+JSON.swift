@@ -141,6 +141,27 @@ package struct EndedBody: APIRequestBody {
     }
 }
 
+/// `PUT /v1/contracts/{attributesType}` (client or admin key): `{"bundleID", "attributes",
+/// "contentState"}`, the schemas in `ActivityContract`'s JSON form, whose field order counts.
+struct ContractBody {
+    var bundleID: String
+    var contract: ActivityContract
+
+    init(json: JSONValue, attributesType: String) throws {
+        let body = try JSONBodyReader(json, fields: ["bundleID"] + ActivityContract.fields)
+        bundleID = try body.requireString("bundleID")
+        if let name = try body.string("name"), name != attributesType {
+            throw JSONFieldError.invalid("name", "is \(name), but the path names \(attributesType)")
+        }
+        let schemas = JSONValue.object(body.members.filter { $0.key != "bundleID" }.map { ($0.key, $0.value) })
+        do {
+            contract = try ActivityContract(json: schemas, name: attributesType)
+        } catch {
+            throw JSONFieldError(code: error.code.description, message: error.message, field: error.field)
+        }
+    }
+}
+
 /// `POST /v1/api-keys` (admin key).
 struct APIKeyBody: APIRequestBody {
     static let fields = CodingKeys.allCases.map(\.rawValue)

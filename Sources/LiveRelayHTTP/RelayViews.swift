@@ -14,6 +14,15 @@ enum RelayView {
             ("state", .string(acceptance.state.rawValue)),
         ]
         if let channelID = acceptance.channelID { members.append(("channelID", .string(channelID))) }
+        if !acceptance.warnings.isEmpty { members.append(("warnings", .array(acceptance.warnings.map(JSONValue.string)))) }
+        return .object(members)
+    }
+
+    /// A contract as registered: the app, then the contract in the form it was given in.
+    static func json(_ contract: ContractRecord) -> JSONValue {
+        var members: [(String, JSONValue)] = [("bundleID", .string(contract.bundleID))]
+        members += contract.contract.objectMembers?.map { ($0.key, $0.value) } ?? []
+        members.append(("updatedAt", date(contract.updatedAt)))
         return .object(members)
     }
 

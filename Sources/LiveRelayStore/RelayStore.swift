@@ -92,6 +92,12 @@ public protocol RelayStore: Sendable {
     /// Counts of live tokens, keys and channels, for metrics.
     func counts() async throws -> StoreCounts
 
+    // MARK: Contracts
+
+    /// Registers or replaces the contract of an app's attributes type.
+    func saveContract(_ contract: ContractRecord) async throws
+    func contracts() async throws -> [ContractRecord]
+
     // MARK: Channels
 
     func saveChannel(_ channel: ChannelRecord) async throws

@@ -113,5 +113,13 @@ enum SQLiteMigrations {
             "DROP TABLE activity_tokens",
             "ALTER TABLE activity_tokens_by_key RENAME TO activity_tokens",
         ]),
+        // What each app's widget decodes its attributes types from: requests are checked against it.
+        StoreMigration(name: "0007-contracts", statements: [
+            """
+            CREATE TABLE contracts (
+                bundle_id TEXT NOT NULL, attributes_type TEXT NOT NULL, contract TEXT NOT NULL, updated_at REAL NOT NULL,
+                PRIMARY KEY (bundle_id, attributes_type))
+            """,
+        ]),
     ]
 }

@@ -537,6 +537,24 @@ public final class SQLiteStore: RelayStore {
 
     // MARK: Channels
 
+    public func saveContract(_ contract: ContractRecord) async throws {
+        try await write { db in
+            try db.run(
+                """
+                INSERT INTO contracts (\(ContractRecord.columns)) VALUES (?, ?, ?, ?)
+                ON CONFLICT (bundle_id, attributes_type) DO UPDATE SET contract = excluded.contract, updated_at = excluded.updated_at
+                """,
+                [contract.bundleID, contract.attributesType, contract.contract.serializedString, contract.updatedAt.seconds])
+        }
+    }
+
+    public func contracts() async throws -> [ContractRecord] {
+        try await pool.read { db in
+            try db.fetchAll(
+                "SELECT \(ContractRecord.columns) FROM contracts ORDER BY bundle_id, attributes_type", as: ContractRecord.init(row:))
+        }
+    }
+
     public func saveChannel(_ channel: ChannelRecord) async throws {
         try await write { db in
             try db.run(
@@ -854,6 +872,14 @@ extension ChannelRecord {
     fileprivate init(row: Row) {
         self.init(
             channelID: row[0], key: row[1], storagePolicy: row[2], createdAt: row.date(3)!, deleteAfter: row.date(4), deletedAt: row.date(5))
+    }
+}
+
+extension ContractRecord {
+    fileprivate static let columns = "bundle_id, attributes_type, contract, updated_at"
+
+    fileprivate init(row: Row) {
+        self.init(bundleID: row[0], attributesType: row[1], contract: row.json(2) ?? .null, updatedAt: row.date(3)!)
     }
 }
 

@@ -159,6 +159,22 @@ public struct ActivityTokenRecord: Sendable, Hashable {
     }
 }
 
+/// What an app's widget decodes one attributes type from, as the app registered it: the contract's
+/// JSON (`ActivityContract`'s form), kept as given.
+public struct ContractRecord: Sendable, Hashable {
+    public var bundleID: String
+    public var attributesType: String
+    public var contract: JSONValue
+    public var updatedAt: Date
+
+    public init(bundleID: String, attributesType: String, contract: JSONValue, updatedAt: Date) {
+        self.bundleID = bundleID
+        self.attributesType = attributesType
+        self.contract = contract
+        self.updatedAt = updatedAt
+    }
+}
+
 /// A broadcast channel LiveRelay created or was given for a key.
 public struct ChannelRecord: Sendable, Hashable {
     public var channelID: String

@@ -58,26 +58,31 @@ public enum DeviceModel: String, Sendable, Hashable, CaseIterable, Codable {
 }
 
 /// An `ActivityAttributes` type the app's widget extension knows: its name (the push's
-/// `attributes-type`) and how its static attributes and its `ContentState` decode — by a schema
-/// (from the control API), or by the real Swift types with `JSONDecoder` (from Swift).
+/// `attributes-type`) and how its static attributes and its `ContentState` decode — by a contract
+/// (from the control API; the app reports it to its server), or by the real Swift types with
+/// `JSONDecoder` (from Swift).
 public struct ActivityAttributesType: Sendable, Hashable {
     public var name: String
-    /// The field schemas, when given as schemas.
-    public let schema: (attributes: SwiftStruct, contentState: SwiftStruct)?
+    /// The schemas, when the type is given as a contract.
+    public let contract: ActivityContract?
     private let decodeAttributes: @Sendable (JSONValue) throws(DecodingFailure) -> Void
     private let decodeContentState: @Sendable (JSONValue) throws(DecodingFailure) -> Void
 
+    public init(_ contract: ActivityContract) {
+        self.name = contract.attributesType
+        self.contract = contract
+        decodeAttributes = { json throws(DecodingFailure) in try contract.checkAttributes(json) }
+        decodeContentState = { json throws(DecodingFailure) in try contract.checkContentState(json) }
+    }
+
     public init(name: String, attributes: SwiftStruct, contentState: SwiftStruct) {
-        self.name = name
-        self.schema = (attributes, contentState)
-        decodeAttributes = { json throws(DecodingFailure) in try SwiftType.structure(attributes).decode(json) }
-        decodeContentState = { json throws(DecodingFailure) in try SwiftType.structure(contentState).decode(json) }
+        self.init(ActivityContract(attributesType: name, attributes: attributes, contentState: contentState))
     }
 
     /// The type itself: pushes are decoded with a default `JSONDecoder`, as the widget does.
     public init<Attributes: ActivityAttributes>(_ type: Attributes.Type, name: String = String(describing: Attributes.self)) {
         self.name = name
-        self.schema = nil
+        self.contract = nil
         decodeAttributes = { json throws(DecodingFailure) in try DecodingFailure.decode(Attributes.self, from: json) }
         decodeContentState = { json throws(DecodingFailure) in try DecodingFailure.decode(Attributes.ContentState.self, from: json) }
     }
@@ -87,9 +92,7 @@ public struct ActivityAttributesType: Sendable, Hashable {
     /// Throws what `JSONDecoder` would report decoding `json` as the `ContentState`.
     public func checkContentState(_ json: JSONValue) throws(DecodingFailure) { try decodeContentState(json) }
 
-    public static func == (lhs: Self, rhs: Self) -> Bool {
-        lhs.name == rhs.name && lhs.schema?.attributes == rhs.schema?.attributes && lhs.schema?.contentState == rhs.schema?.contentState
-    }
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.name == rhs.name && lhs.contract == rhs.contract }
 
     public func hash(into hasher: inout Hasher) { hasher.combine(name) }
 }

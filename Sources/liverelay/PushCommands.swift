@@ -53,6 +53,11 @@ struct ContentOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The whole payload as JSON, sent as given after validation (replaces the content options).", valueName: "json"))
     var payload: String?
 
+    @Option(help: ArgumentHelp(
+        "The app's contract for the attributes type (JSON file: {\"name\", \"attributes\", \"contentState\"}, as the server takes it): what its widget would not decode is refused before sending.",
+        valueName: "file"))
+    var contract: String?
+
     /// The alert from the alert options, if any was given.
     func alert() throws(InputError) -> AlertConfiguration? {
         let title = try text(literal: alertTitle, key: alertTitleLocKey, arguments: alertTitleLocArg, field: "alert-title")
@@ -80,8 +85,42 @@ struct ContentOptions: ParsableArguments {
         }
     }
 
-    /// The payload: `--payload` as given, or built from the options.
+    /// The payload: `--payload` as given, or built from the options; checked against `--contract`.
     func build(event: LiveActivityPayload.Event, now: Date, extra: (inout LiveActivityPayload.Fields) throws -> Void) throws -> LiveActivityPayload {
+        let built = try buildUnchecked(event: event, now: now, extra: extra)
+        if let contract { try Self.check(built, against: try readContract(contract)) }
+        return built
+    }
+
+    private func readContract(_ path: String) throws -> ActivityContract {
+        let json = try readJSONArgument(path.hasPrefix("@") || path == "-" ? path : "@" + path, field: "contract")
+        do {
+            return try ActivityContract(json: json)
+        } catch {
+            throw InputError("contract: \(error.description)")
+        }
+    }
+
+    /// What the widget would report decoding the payload, in the device's words.
+    static func check(_ payload: LiveActivityPayload, against contract: ActivityContract) throws {
+        let aps = payload.aps
+        if let type = aps?["attributes-type"]?.stringValue, type != contract.attributesType {
+            throw InputError("aps.attributes-type: is \(type), but the contract is for \(contract.attributesType)")
+        }
+        func refuse(_ failure: DecodingFailure, _ field: String) -> InputError {
+            InputError("\(failure.path(under: field)): \(failure.reason) (the app's widget would not decode it: the iPhone drops this push)")
+        }
+        if let attributes = aps?["attributes"] {
+            do { try contract.checkAttributes(attributes) } catch { throw refuse(error, "aps.attributes") }
+        }
+        if let state = aps?["content-state"] {
+            do { try contract.checkContentState(state) } catch { throw refuse(error, "aps.content-state") }
+        }
+    }
+
+    private func buildUnchecked(
+        event: LiveActivityPayload.Event, now: Date, extra: (inout LiveActivityPayload.Fields) throws -> Void
+    ) throws -> LiveActivityPayload {
         if let payload {
             let given = [contentState, staleDate, timestamp, alertTitle, alertBody, alertTitleLocKey, alertBodyLocKey].compactMap { $0 }
             guard given.isEmpty, relevanceScore == nil else {

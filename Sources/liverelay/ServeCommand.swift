@@ -30,7 +30,7 @@ struct Serve: AsyncParsableCommand {
     var dataDir: String = "liverelay-data"
     @Option(help: "Address of the HTTP API.") var httpHost: String = "127.0.0.1"
     @Option(help: "Port of the HTTP API (0: any free port).") var httpPort: Int = 8080
-    @Option(help: ArgumentHelp("A JSON config file: {\"apns\": {keyFile, keyID, teamID, bundleID, environment}, \"budget\": {…}}.", valueName: "path"))
+    @Option(help: ArgumentHelp("A JSON config file: {\"apns\": {keyFile, keyID, teamID, bundleID, environment}, \"budget\": {…}, \"contracts\": [{name, attributes, contentState}]}.", valueName: "path"))
     var config: String?
     @Option(help: ArgumentHelp("Close an API connection with no request in progress after this long; a request's head must arrive within it too.", valueName: "seconds"))
     var idleTimeout: Double = 60
@@ -97,6 +97,9 @@ struct Serve: AsyncParsableCommand {
             store: store, configuration: RelayConfiguration(bundleID: bundleID, environment: environment, budget: budgetPolicy),
             api: RelayAPIConfiguration(host: httpHost, port: httpPort, timeouts: timeouts), apns: apns, logger: logger)
         let madeKeys = try await InitialKeys.makeIfNone(server: server, in: directory)
+        for contract in file?.contracts ?? [] {
+            _ = try await server.relay.registerContract(contract, bundleID: bundleID.value)
+        }
 
         // Shutdown runs in reverse order: the APNs client closes after the dispatcher has stopped.
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: APNsClientService(client: apns))]
@@ -236,16 +239,29 @@ struct APNsClientService: Service {
 
 /// `--config`: the same settings as the options, in a file. Options and environment variables win.
 ///
-///     {"apns": {"keyFile": "…", "keyID": "…", …}, "budget": {"priority10PerHour": 12, "frequentPriority10PerHour": 120}}
+///     {"apns": {"keyFile": "…", "keyID": "…", …}, "budget": {"priority10PerHour": 12, "frequentPriority10PerHour": 120},
+///      "contracts": [{"name": "DeliveryAttributes", "attributes": {…}, "contentState": {…}}]}
 struct ServeConfigFile: APIRequestBody {
-    static let fields = ["apns", "budget"]
+    static let fields = ["apns", "budget", "contracts"]
     var apns: [String: String] = [:]
     var budget: BudgetPolicy?
+    /// The app's contracts, registered on every start (schemas keep their field order, so they are
+    /// read from the JSON as written rather than decoded).
+    var contracts: [ActivityContract] = []
 
     init(path: String) throws {
         guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("config: cannot read \(path)") }
         do {
             self = try Self.decode(json: [UInt8](data))
+            let given = try JSONValue(parsing: [UInt8](data))["contracts"]
+            if let given, given != .null {
+                guard let items = given.arrayElements else { throw JSONFieldError(code: "wrong_type", message: "must be an array of contracts", field: "contracts") }
+                for (index, item) in items.enumerated() {
+                    do { contracts.append(try ActivityContract(json: item, path: "contracts[\(index)]")) } catch {
+                        throw JSONFieldError(code: error.code.description, message: error.message, field: error.field)
+                    }
+                }
+            }
         } catch {
             throw ValidationError("config \(path): \(error)")
         }

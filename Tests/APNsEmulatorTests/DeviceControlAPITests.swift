@@ -184,12 +184,14 @@ struct OrderAttributes: ActivityAttributes {
     @Test func anAppReportsItsTokensToTheServerItIsToldAbout() async throws {
         let received = Mutex<[(path: String, body: JSONValue, authorization: String?)]>([])
         let router = Router()
-        router.post("/v1/**") { request, context -> HTTPResponse.Status in
+        let record: @Sendable (Request, BasicRequestContext) async throws -> HTTPResponse.Status = { request, _ in
             let body = try await request.body.collect(upTo: 1 << 16)
             let json = try JSONValue(parsing: body.readableBytesView)
-            received.withLock { $0.append((request.uri.path, json, request.headers[.authorization])) }
+            received.withLock { $0.append(("\(request.method) \(request.uri.path)", json, request.headers[.authorization])) }
             return .noContent
         }
+        router.post("/v1/**", use: record)
+        router.put("/v1/**", use: record)
         try await Application(router: router).test(.live) { server in
             let url = "http://127.0.0.1:\(server.port!)"
             try await withEmulator { client, emulator, _ in
@@ -204,10 +206,15 @@ struct OrderAttributes: ActivityAttributes {
                 _ = try await ok(client, .post, "/clock/advance", #"{"seconds":1}"#)
                 _ = try await ok(client, .post, "/devices/iphone/activities/\(id)/dismiss")
                 // Reports are sent in the background: wait (under the suite's deadline) for all three.
-                while received.withLock({ $0.count }) < 4 { try await Task.sleep(for: .milliseconds(20)) }
-                let reports = received.withLock { $0 }
-                #expect(reports.map(\.path) == ["/v1/push-to-start-tokens", "/v1/activities/order-42/tokens",
-                                                "/v1/activities/order-42/ended", "/v1/activities/order-42/ended"])
+                while received.withLock({ $0.count }) < 5 { try await Task.sleep(for: .milliseconds(20)) }
+                var reports = received.withLock { $0 }
+                // First what the widget decodes, once: the server can then refuse what it would not.
+                let contract = reports.removeFirst()
+                #expect(contract.path == "PUT /v1/contracts/DeliveryAttributes")
+                #expect(contract.body["bundleID"] == .string(bundle))
+                #expect(contract.body["contentState"]?["driver"] != nil && contract.body["attributes"]?["orderNumber"] == .string("Int"))
+                #expect(reports.map(\.path) == ["POST /v1/push-to-start-tokens", "POST /v1/activities/order-42/tokens",
+                                                "POST /v1/activities/order-42/ended", "POST /v1/activities/order-42/ended"])
                 #expect(reports[0].body["attributesType"] == .string("DeliveryAttributes") && reports[0].body["token"]?.stringValue?.count == 160)
                 #expect(reports[1].body["activityID"] == .string(id) && reports[1].body["environment"] == .string("sandbox"))
                 #expect(reports[3].body["state"] == .string("dismissed"))

@@ -220,6 +220,35 @@ let token = String(repeating: "ab", count: 80)
         #expect(result.stdout.isEmpty)
     }
 
+    /// `--contract`: what the app's widget would not decode is refused before sending, in the
+    /// words the iPhone logs when it drops such a push.
+    @Test func aContractRefusesWhatTheWidgetWouldNotDecode() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("contract-\(UUID().uuidString).json").path
+        try #"{"name": "DeliveryAttributes", "attributes": {"orderNumber": "Int"}, "contentState": {"status": "String", "etaMinutes": "Int"}}"#
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let push = ["push", "update", "--token", token, "--bundle-id", "com.example.app", "--dry-run", "--contract", path]
+        let wrong = try await liverelay(push + ["--content-state", #"{"status": "on the way", "etaMinutes": "ten"}"#])
+        #expect(wrong.status == 64)
+        #expect(wrong.stderr.contains("aps.content-state.etaMinutes: expected a number for Int, found a string"), "\(wrong.stderr)")
+        #expect(wrong.stdout.isEmpty)
+        let right = try await liverelay(push + ["--content-state", #"{"status": "on the way", "etaMinutes": 10}"#])
+        #expect(right.status == 0, "\(right.stderr)")
+        let start = try await liverelay([
+            "push", "start", "--token", token, "--bundle-id", "com.example.app", "--dry-run", "--contract", path, "--attributes-type",
+            "DeliveryAttributes", "--attributes", #"{"orderNumber": "42"}"#, "--content-state", #"{"status": "s", "etaMinutes": 1}"#,
+            "--alert-title", "t", "--alert-body", "b",
+        ])
+        #expect(start.status == 64)
+        #expect(start.stderr.contains("aps.attributes.orderNumber: expected a number for Int, found a string"), "\(start.stderr)")
+        let otherType = try await liverelay([
+            "push", "start", "--token", token, "--bundle-id", "com.example.app", "--dry-run", "--contract", path, "--attributes-type",
+            "OtherAttributes", "--attributes", "{}", "--content-state", "{}", "--alert-title", "t", "--alert-body", "b",
+        ])
+        #expect(otherType.status == 64)
+        #expect(otherType.stderr.contains("the contract is for DeliveryAttributes"), "\(otherType.stderr)")
+    }
+
     @Test func aTokenWithTheWrongShapeIsRefused() async throws {
         let result = try await liverelay(["push", "update", "--token", "abc", "--bundle-id", "com.example.app", "--content-state", "{}", "--dry-run"])
         #expect(result.status == 64)

@@ -60,6 +60,12 @@ struct ServeCommandTests {
             let watch = try #require(printed.split(separator: "\n").first { $0.hasPrefix("watch it:") }?.split(separator: " ").last)
             let presentation = try await httpCall(.GET, String(watch)).json
             #expect(presentation["lockScreen"]?.arrayElements?.count == 1, "\(presentation)")
+            // The demo app registered what its widget decodes: an update it would drop is refused.
+            let wrong = try await server.call(
+                .POST, "/v1/activities/order-42/update", key: keys.server,
+                body: JSONValue(parsing: #"{"contentState": {"status": "on the way", "etaMinutes": "ten"}}"#))
+            #expect(wrong.status == 422)
+            #expect(wrong.json["error"]?["field"] == .string("contentState.etaMinutes"))
             #expect(server.stop() == 0)
         }
     }

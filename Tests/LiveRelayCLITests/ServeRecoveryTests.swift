@@ -105,8 +105,10 @@ struct ServeRecoveryTests {
         (#"{"budget": {"priority10PerHour": 1e19}}"#, "budget.priority10PerHour: must be a whole number from 0 to 100000"),
         (#"{"budget": {"frequentPriority10PerHour": -1}}"#, "budget.frequentPriority10PerHour"),
         (#"{"budget": {"priority10PerHour": 2.5}}"#, "budget.priority10PerHour"),
+        (#"{"contracts": [{"name": "T", "attributes": {}, "contentState": {"n": "Integer"}}]}"#, "contracts[0].contentState.n: unknown type"),
+        (#"{"apns": {"keyfile": "k.p8"}}"#, "apns.keyfile: is not a field of this request (did you mean \"keyFile\"?)"),
     ])
-    func aNumberOutOfRangeInTheConfigFileExits64(config: String, message: String) async throws {
+    func aBadConfigFileExits64NamingTheField(config: String, message: String) async throws {
         let directory = try ServeCommandTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try config.write(toFile: directory + "/config.json", atomically: true, encoding: .utf8)

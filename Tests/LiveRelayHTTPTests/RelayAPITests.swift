@@ -118,7 +118,7 @@ struct RelayAPITests {
             #expect(noContent.json["error"]?["field"] == .string("contentState"))
             let huge = try await relay.post("/v1/activities/k/update", .object([("contentState", .object([("x", .string(String(repeating: "a", count: 9000)))]))]))
             #expect(huge.status == 413)
-            let tooBigForAPNs = try await relay.post("/v1/activities/k/update", .object([("contentState", .object([("x", .string(String(repeating: "a", count: 4090)))]))]))
+            let tooBigForAPNs = try await relay.post("/v1/activities/k/update", .object([("contentState", content(String(repeating: "a", count: 4090), 1))]))
             #expect(tooBigForAPNs.status == 413)
             #expect(tooBigForAPNs.json["error"]?["code"] == .string("too_large"))
             let taken = try await relay.post("/v1/activities/k/start", startBody(key: "k"))

@@ -153,7 +153,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
 
     @Test(arguments: StoreKind.allCases) func migrationsAreNamedAppliedInOrderAndOnlyOnce(kind: StoreKind) async throws {
         let subject = try await kind.make()
-        #expect(subject.firstMigrations == ["0001-api-keys", "0002-registry", "0003-outbox", "0004-requests", "0005-budget-index", "0006-lighter-outbox"])
+        #expect(subject.firstMigrations == ["0001-api-keys", "0002-registry", "0003-outbox", "0004-requests", "0005-budget-index", "0006-lighter-outbox", "0007-contracts"])
         #expect(try await subject.store.migrate() == [])
         let reopened = try subject.reopen()
         #expect(try await reopened.migrate() == [])
@@ -337,7 +337,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         for device in ["iphone-1", "iphone-2"] {
             try await store.saveActivityToken(activityToken("match", device), attributesType: deliveryType)
         }
-        try await store.endActivityToken(key: "match", deviceID: "iphone-2", state: .ended, at: t0)
+        _ = try await store.endActivityToken(key: "match", deviceID: "iphone-2", state: .ended, at: t0)
         try await store.saveActivityToken(activityToken("match", "iphone-3"), attributesType: deliveryType)
         try await store.change("match", body: "u1", at: t0 + 10, priority: 10)
         try await store.sendEverythingDue(at: t0 + 10)
@@ -380,7 +380,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
 
     @Test(arguments: StoreKind.allCases) func aKeyBoundToAChannelBroadcastsAndItsEndSchedulesTheChannelsDeletion(kind: StoreKind) async throws {
         let store = try await kind.make().store
-        try await store.acceptStart(key: "final", attributesType: deliveryType, audience: .devices([]), context: WriteContext()) { _ in
+        _ = try await store.acceptStart(key: "final", attributesType: deliveryType, audience: .devices([]), context: WriteContext()) { _ in
             (StartPlan(
                 acceptedAt: t0, activity: ActivityRecord(key: "final", attributesType: deliveryType, channelID: "chan-1", startedAt: t0, lastTimestamp: 0),
                 payloads: [], deliveries: [], response: response("started")), ())
@@ -587,6 +587,21 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
     }
 
     // MARK: Schedules
+
+    @Test(arguments: StoreKind.allCases) func aContractIsKeptPerAppAndTypeAsGivenAndReplacedWhole(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        let first = try JSONValue(parsing: #"{"name": "DeliveryAttributes", "attributes": {"b": "Int", "a": "String"}, "contentState": {}}"#)
+        try await store.saveContract(ContractRecord(bundleID: "com.a", attributesType: "DeliveryAttributes", contract: first, updatedAt: t0))
+        try await store.saveContract(ContractRecord(bundleID: "com.b", attributesType: "DeliveryAttributes", contract: first, updatedAt: t0))
+        #expect(try await store.contracts().map(\.bundleID) == ["com.a", "com.b"])
+        // Field order is kept: it is the struct's declaration order.
+        #expect(try await store.contracts().first?.contract.serializedString == first.serializedString)
+        let second = try JSONValue(parsing: #"{"name": "DeliveryAttributes", "attributes": {}, "contentState": {"eta": "Int"}}"#)
+        try await store.saveContract(ContractRecord(bundleID: "com.a", attributesType: "DeliveryAttributes", contract: second, updatedAt: t0 + 5))
+        let replaced = try #require(try await store.contracts().first { $0.bundleID == "com.a" })
+        #expect(replaced == ContractRecord(bundleID: "com.a", attributesType: "DeliveryAttributes", contract: second, updatedAt: t0 + 5))
+        #expect(try await store.contracts().count == 2)
+    }
 
     @Test(arguments: StoreKind.allCases) func schedulesComeDueRunOnceAndCancelOnce(kind: StoreKind) async throws {
         let store = try await kind.make().store

@@ -74,7 +74,11 @@ extension EmulatorControlAPI {
             }
             var attributeTypes: [ActivityAttributesType] = []
             for (index, type) in types.enumerated() {
-                attributeTypes.append(try SwiftTypeJSON.attributesType(type, path: "attributeTypes[\(index)]"))
+                do throws(LiveActivityValidationError) {
+                    attributeTypes.append(ActivityAttributesType(try ActivityContract(json: type, path: "attributeTypes[\(index)]")))
+                } catch {
+                    throw APIError.invalid(error)
+                }
             }
             let reportTo = try reporting(body)
             let app = SimulatedApp(
@@ -312,9 +316,7 @@ extension EmulatorControlAPI {
             ("supportsFrequentUpdates", .bool(app.supportsFrequentUpdates)), ("liveActivitiesEnabled", .bool(app.liveActivitiesEnabled)),
             ("frequentUpdatesEnabled", .bool(app.frequentUpdatesEnabled)), ("inForeground", .bool(app.isInForeground)),
             ("attributeTypes", .array(app.attributeTypes.values.sorted { $0.name < $1.name }.map { type in
-                .object([("name", .string(type.name))] + (type.schema.map {
-                    [("attributes", SwiftTypeJSON.json($0.attributes)), ("contentState", SwiftTypeJSON.json($0.contentState))]
-                } ?? []))
+                type.contract?.json ?? .object([("name", .string(type.name))])
             })),
             ("pushToStartTokens", .object(app.pushToStartTokens.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })),
         ]

@@ -1,10 +1,10 @@
 import Foundation
-import LiveActivityKit
 
 /// The Swift type of a field in an app's `ActivityAttributes` or `ContentState`, as far as
-/// decoding is concerned. A simulated device decodes pushed JSON into these types exactly as a
-/// default `JSONDecoder` decodes into the real ones, because that is what the widget extension
-/// does; a push that does not decode is dropped on the device.
+/// decoding is concerned. JSON is checked against these types exactly as a default `JSONDecoder`
+/// decodes into the real ones, because that is what the widget extension does: a push that does
+/// not decode is dropped on the device. The simulated iPhones decode with it, the server refuses
+/// with it (`ActivityContract`), and the command line checks with it before sending.
 public indirect enum SwiftType: Sendable, Hashable {
     case string
     case int
@@ -74,9 +74,27 @@ public struct DecodingFailure: Error, Hashable, CustomStringConvertible {
     public var kind: Kind
     /// Dotted path from the decoded root, such as `driver.eta[1]`.
     public var path: String
+    /// `JSONDecoder`'s reason, in its words.
     public var message: String
+    /// What the sender probably meant, when the mistake is a common one (a date in the wrong unit).
+    public var hint: String?
+
+    public init(kind: Kind, path: String, message: String, hint: String? = nil) {
+        self.kind = kind
+        self.path = path
+        self.message = message
+        self.hint = hint
+    }
 
     public var description: String { "\(kind.rawValue) at \(path.isEmpty ? "<root>" : path): \(message)" }
+
+    /// The path under the field that held the decoded value (`contentState.driver.eta[1]`).
+    public func path(under field: String) -> String {
+        path.isEmpty ? field : path.hasPrefix("[") ? field + path : "\(field).\(path)"
+    }
+
+    /// The decoder's reason, and the hint when there is one.
+    public var reason: String { message + (hint.map { "; \($0)" } ?? "") }
 }
 
 extension SwiftType {
@@ -101,7 +119,11 @@ extension SwiftType {
             guard case .number(let literal) = value else { throw fail(.typeMismatch, "expected a number for Int, found \(value.typeName)") }
             guard Self.integer(literal) != nil else { throw fail(.dataCorrupted, "the number \(literal) does not fit in Int") }
         case .double, .date:
-            guard case .number(let literal) = value else { throw fail(.typeMismatch, "expected a number for \(swiftName), found \(value.typeName)") }
+            guard case .number(let literal) = value else {
+                var failure = fail(.typeMismatch, "expected a number for \(swiftName), found \(value.typeName)")
+                if self == .date { failure.hint = DateUnits.hint(for: value) }
+                throw failure
+            }
             guard let number = Double(literal), number.isFinite else { throw fail(.dataCorrupted, "the number \(literal) does not fit in Double") }
         case .bool:
             guard case .bool = value else { throw fail(.typeMismatch, "expected true or false for Bool, found \(value.typeName)") }
@@ -137,6 +159,28 @@ extension SwiftType {
         }
     }
 
+    /// Dates that decode but were probably meant in another unit (UNIX seconds or milliseconds
+    /// where ActivityKit's decoder reads seconds since 2001), each with its path and a hint.
+    public func dateWarnings(_ value: JSONValue?, path: String = "") -> [(path: String, hint: String)] {
+        guard let value, value != .null else { return [] }
+        switch self {
+        case .date:
+            return DateUnits.hint(for: value).map { [(path, $0)] } ?? []
+        case .closedRangeOfDate:
+            return (value.arrayElements ?? []).prefix(2).enumerated().flatMap { SwiftType.date.dateWarnings($0.element, path: "\(path)[\($0.offset)]") }
+        case .optional(let wrapped):
+            return wrapped.dateWarnings(value, path: path)
+        case .array(let element):
+            return (value.arrayElements ?? []).enumerated().flatMap { element.dateWarnings($0.element, path: "\(path)[\($0.offset)]") }
+        case .structure(let type):
+            return type.fields.flatMap { field in
+                field.type.dateWarnings(value[field.name], path: path.isEmpty ? field.name : "\(path).\(field.name)")
+            }
+        default:
+            return []
+        }
+    }
+
     /// A JSON number literal as `JSONDecoder` reads it into `Int`: integral and in range (`1.0`
     /// and `1e2` are accepted, `1.5` is not).
     static func integer(_ literal: String) -> Int? {
@@ -149,7 +193,7 @@ extension SwiftType {
 extension DecodingFailure {
     /// Decodes `json` into the real type with a default `JSONDecoder`, reporting a failure in the
     /// same terms as a schema.
-    static func decode<Value: Decodable>(_ type: Value.Type, from json: JSONValue) throws(DecodingFailure) {
+    public static func decode<Value: Decodable>(_ type: Value.Type, from json: JSONValue) throws(DecodingFailure) {
         do {
             _ = try json.decoded(as: Value.self)
         } catch let error as DecodingError {
@@ -166,5 +210,38 @@ extension DecodingFailure {
         } catch {
             throw DecodingFailure(kind: .dataCorrupted, path: "", message: "\(error)")
         }
+    }
+}
+
+/// ActivityKit's widget decodes `Date` with a default `JSONDecoder`: seconds since
+/// 2001-01-01T00:00:00Z (`timeIntervalSinceReferenceDate`), not the UNIX seconds APNs uses in
+/// `aps`. The usual mistakes are easy to spot.
+enum DateUnits {
+    /// What to send instead of `value`, when it looks like a date in another unit.
+    static func hint(for value: JSONValue) -> String? {
+        let rule = "ActivityKit's default decoder reads a Date as seconds since 2001-01-01T00:00:00Z"
+        switch value {
+        case .string(let text):
+            guard let date = ISO8601DateFormatter().date(from: text) else { return "\(rule), as a number" }
+            return "\(rule): for \(text) send \(Self.literal(date.timeIntervalSinceReferenceDate))"
+        case .number(let literal):
+            guard let number = Double(literal), number.isFinite else { return nil }
+            // As seconds since 2001, anything past 2048 is more likely UNIX seconds (or milliseconds).
+            if number >= 1e11, number < 1e14 {
+                let date = Date(timeIntervalSince1970: number / 1000)
+                return "\(rule); \(literal) looks like UNIX milliseconds (\(ISO8601DateFormatter().string(from: date))): send \(Self.literal(date.timeIntervalSinceReferenceDate))"
+            }
+            if number >= 1.5e9, number < 1e11 {
+                let date = Date(timeIntervalSince1970: number)
+                return "\(rule); \(literal) looks like UNIX seconds (\(ISO8601DateFormatter().string(from: date))): send \(Self.literal(date.timeIntervalSinceReferenceDate))"
+            }
+            return nil
+        default:
+            return nil
+        }
+    }
+
+    private static func literal(_ seconds: Double) -> String {
+        seconds == seconds.rounded() && abs(seconds) < 1e15 ? String(Int64(seconds)) : String(seconds)
     }
 }

@@ -1,0 +1,143 @@
+import Foundation
+
+/// What an app's widget decodes one `ActivityAttributes` type from: its name (the push's
+/// `attributes-type`), its static attributes and its `ContentState`, as Swift type schemas. The
+/// app registers it with the server, which refuses what would not decode; the simulated iPhones
+/// decode with it; `liverelay push --contract` checks with it before sending. One checker, so
+/// all three give the same verdict in the same words.
+public struct ActivityContract: Sendable, Hashable {
+    public var attributesType: String
+    public var attributes: SwiftStruct
+    public var contentState: SwiftStruct
+
+    public init(attributesType: String, attributes: SwiftStruct, contentState: SwiftStruct) {
+        self.attributesType = attributesType
+        self.attributes = attributes
+        self.contentState = contentState
+    }
+
+    /// Throws what `JSONDecoder` would report decoding `json` as the static attributes.
+    public func checkAttributes(_ json: JSONValue) throws(DecodingFailure) {
+        try SwiftType.structure(attributes).decode(json)
+    }
+
+    /// Throws what `JSONDecoder` would report decoding `json` as the `ContentState`.
+    public func checkContentState(_ json: JSONValue) throws(DecodingFailure) {
+        try SwiftType.structure(contentState).decode(json)
+    }
+}
+
+// MARK: The contract as JSON
+
+/// A contract in JSON, as apps register it and the emulator's control API takes it:
+///
+///     {"name": "DeliveryAttributes",
+///      "attributes":   {"orderNumber": "Int"},
+///      "contentState": {"step": {"enum": ["preparing", "delivering"]}, "eta": "ClosedRange<Date>?",
+///                       "driver": {"fields": {"name": "String"}}, "stops": "[String]"}}
+///
+/// A type is `String`, `Int`, `Double`, `Bool`, `Date`, `ClosedRange<Date>`, `URL`, `[T]` or `T?`
+/// as text, or an object: `{"enum": [raw values]}` (strings or integers), `{"fields": {…}}` (a
+/// nested struct, with an optional `"name"`), `{"array": T}`, `{"optional": T}`. Fields keep the
+/// order they are written in.
+extension ActivityContract {
+    public static let fields = ["name", "attributes", "contentState"]
+
+    /// Reads a contract; errors name the field under `path`. `name` may come from elsewhere (a URL).
+    public init(json: JSONValue, path: String = "", name: String? = nil) throws(LiveActivityValidationError) {
+        let members = try Schema.object(json, path: path, fields: Self.fields)
+        guard let typeName = name ?? members.first(where: { $0.key == "name" })?.value.stringValue, !typeName.isEmpty else {
+            throw LiveActivityValidationError(field: Schema.join(path, "name"), code: .missing, message: "is required: the ActivityAttributes type's name")
+        }
+        func structure(_ key: String, name: String) throws(LiveActivityValidationError) -> SwiftStruct {
+            guard let value = members.first(where: { $0.key == key })?.value else {
+                throw LiveActivityValidationError(field: Schema.join(path, key), code: .missing, message: "is required: an object of field names to types")
+            }
+            return try Schema.structure(value, name: name, path: Schema.join(path, key))
+        }
+        self.init(attributesType: typeName, attributes: try structure("attributes", name: typeName), contentState: try structure("contentState", name: "ContentState"))
+    }
+
+    public var json: JSONValue {
+        .object([("name", .string(attributesType)), ("attributes", Schema.json(attributes)), ("contentState", Schema.json(contentState))])
+    }
+}
+
+/// The JSON form of Swift type schemas.
+enum Schema {
+    static func join(_ path: String, _ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+
+    static func object(_ value: JSONValue, path: String, fields: [String]) throws(LiveActivityValidationError) -> [(key: String, value: JSONValue)] {
+        guard let members = value.objectMembers else {
+            throw LiveActivityValidationError(field: path, code: .wrongType, message: "must be a JSON object, got \(value.typeName)")
+        }
+        for member in members where !fields.contains(member.key) {
+            let hint = closestKey(to: member.key, in: fields).map { " (did you mean \"\($0)\"?)" } ?? ""
+            throw LiveActivityValidationError(field: join(path, member.key), code: .unknownKey, message: "is not a field of a contract\(hint)")
+        }
+        return members
+    }
+
+    static func structure(_ value: JSONValue, name: String, path: String) throws(LiveActivityValidationError) -> SwiftStruct {
+        guard let members = value.objectMembers else {
+            throw LiveActivityValidationError(field: path, code: .wrongType, message: "must be an object of field names to types, got \(value.typeName)")
+        }
+        var fields: [SwiftStruct.Field] = []
+        for member in members {
+            fields.append(.init(member.key, try type(member.value, path: join(path, member.key))))
+        }
+        return SwiftStruct(name, fields)
+    }
+
+    static func type(_ value: JSONValue, path: String) throws(LiveActivityValidationError) -> SwiftType {
+        if let text = value.stringValue { return try named(text, path: path) }
+        let members = try object(value, path: path, fields: ["enum", "fields", "name", "array", "optional"])
+        func member(_ key: String) -> JSONValue? { members.first { $0.key == key }?.value }
+        if let cases = member("enum")?.arrayElements {
+            if let strings = Optional(cases.compactMap(\.stringValue)), strings.count == cases.count, !strings.isEmpty { return .stringEnum(strings) }
+            let integers = cases.compactMap { $0.doubleValue.flatMap { Int(exactly: $0) } }
+            if integers.count == cases.count, !integers.isEmpty { return .intEnum(integers) }
+            throw LiveActivityValidationError(field: join(path, "enum"), code: .invalidValue, message: "must list the raw values: all strings or all integers")
+        }
+        if let fields = member("fields") {
+            return .structure(try structure(fields, name: member("name")?.stringValue ?? "Nested", path: join(path, "fields")))
+        }
+        if let element = member("array") { return .array(try type(element, path: join(path, "array"))) }
+        if let wrapped = member("optional") { return .optional(try type(wrapped, path: join(path, "optional"))) }
+        throw LiveActivityValidationError(field: path, code: .invalidValue, message: "must be a type name or an object with enum, fields, array or optional")
+    }
+
+    private static func named(_ text: String, path: String) throws(LiveActivityValidationError) -> SwiftType {
+        let text = text.trimmingCharacters(in: .whitespaces)
+        if text.hasSuffix("?") { return .optional(try named(String(text.dropLast()), path: path)) }
+        if text.hasPrefix("["), text.hasSuffix("]") { return .array(try named(String(text.dropFirst().dropLast()), path: path)) }
+        switch text {
+        case "String": return .string
+        case "Int": return .int
+        case "Double": return .double
+        case "Bool": return .bool
+        case "Date": return .date
+        case "ClosedRange<Date>": return .closedRangeOfDate
+        case "URL": return .url
+        default:
+            throw LiveActivityValidationError(
+                field: path, code: .invalidValue,
+                message: "unknown type \"\(text)\"; use String, Int, Double, Bool, Date, ClosedRange<Date>, URL, [T], T? or an object")
+        }
+    }
+
+    static func json(_ type: SwiftType) -> JSONValue {
+        switch type {
+        case .string, .int, .double, .bool, .date, .closedRangeOfDate, .url: .string(type.swiftName)
+        case .stringEnum(let cases): .object([("enum", .array(cases.map(JSONValue.string)))])
+        case .intEnum(let cases): .object([("enum", .array(cases.map { .integer($0) }))])
+        case .array(let element): .object([("array", json(element))])
+        case .optional(let wrapped): .object([("optional", json(wrapped))])
+        case .structure(let type): .object([("name", .string(type.name)), ("fields", json(type))])
+        }
+    }
+
+    static func json(_ type: SwiftStruct) -> JSONValue {
+        .object(type.fields.map { ($0.name, json($0.type)) })
+    }
+}
