@@ -25,7 +25,6 @@ extension StartRequest {
         "expiration", "at",
     ]
 
-
     init(json: JSONValue) throws {
         let body = try JSONBodyReader(json, fields: Self.fields)
         let attributesType = try body.requireString("attributesType")
