@@ -88,15 +88,10 @@ extension Decoder {
     /// Refuses a key of this object that is not one of `fields`, with a hint at the closest.
     package func refuseUnknownKeys(_ fields: [String]) throws {
         for key in try container(keyedBy: JSONKey.self).allKeys where !fields.contains(key.stringValue) {
-            let hint = closestKey(to: key.stringValue, in: fields).map { " (did you mean \"\($0)\"?)" } ?? ""
             throw JSONFieldError(
-                code: "unknown_key", message: "is not a field of this request\(hint)",
-                field: JSONBodyReader.join(Self.path(codingPath), key.stringValue))
+                code: "unknown_key", message: "is not a field of this request\(didYouMean(key.stringValue, in: fields))",
+                field: DecodingError.path(codingPath + [key]))
         }
-    }
-
-    static func path(_ keys: [any CodingKey]) -> String {
-        keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".").replacingOccurrences(of: ".[", with: "[")
     }
 }
 
@@ -131,18 +126,10 @@ extension KeyedDecodingContainer {
     /// absent or null.
     package func date(_ key: Key) throws -> Date? {
         guard contains(key), try !decodeNil(forKey: key) else { return nil }
-        let date: Date
-        if let seconds = try? decode(Double.self, forKey: key) {
-            date = Date(timeIntervalSince1970: seconds)
-        } else if let text = try? decode(String.self, forKey: key), let parsed = ISO8601DateFormatter().date(from: text) {
-            date = parsed
-        } else {
-            throw DecodingError.dataCorruptedError(
-                forKey: key, in: self, debugDescription: "must be an ISO 8601 date such as 2026-11-21T10:00:00Z, or seconds since 1970")
+        do {
+            return try BodyDate.read(seconds: try? decode(Double.self, forKey: key), text: try? decode(String.self, forKey: key))
+        } catch {
+            throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: error.rule)
         }
-        guard Date.supportedRange.contains(date) else {
-            throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: "must be a date \(Date.supportedRangeText)")
-        }
-        return date
     }
 }

@@ -17,8 +17,8 @@ package struct JSONBodyReader {
             throw JSONFieldError(code: "wrong_type", message: "\(what) a JSON object, got \(value.typeName)", field: path.isEmpty ? nil : path)
         }
         for member in members where !fields.contains(member.key) {
-            let hint = closestKey(to: member.key, in: fields).map { " (did you mean \"\($0)\"?)" } ?? ""
-            throw JSONFieldError(code: "unknown_key", message: "is not a field of this request\(hint)", field: Self.join(path, member.key))
+            throw JSONFieldError(
+                code: "unknown_key", message: "is not a field of this request\(didYouMean(member.key, in: fields))", field: Self.join(path, member.key))
         }
         self.members = members
         self.path = path
@@ -84,29 +84,34 @@ package struct JSONBodyReader {
     /// `Date.supportedRange`.
     package func date(_ key: String) throws(JSONFieldError) -> Date? {
         guard let value = value(key) else { return nil }
-        let date: Date
-        if case .number(let literal) = value {
-            // A literal too large for a Double (1e400) reads as infinity, and is refused below.
-            date = Date(timeIntervalSince1970: Double(literal) ?? .infinity)
-        } else if let text = value.stringValue, let parsed = ISO8601DateFormatter().date(from: text) {
-            date = parsed
-        } else {
-            throw JSONFieldError.invalid(field(key), "must be an ISO 8601 date such as 2026-11-21T10:00:00Z, or seconds since 1970")
-        }
+        // A literal too large for a Double (1e400) reads as infinity, and is refused as out of range.
+        let seconds: Double? = if case .number(let literal) = value { Double(literal) ?? .infinity } else { nil }
         do {
-            return try Date.supported(date, field: field(key))
+            return try BodyDate.read(seconds: seconds, text: value.stringValue)
         } catch {
-            throw JSONFieldError.invalid(field(key), "must be a date \(Date.supportedRangeText)")
+            throw JSONFieldError.invalid(field(key), error.rule)
         }
     }
+}
 
-    /// A whole number within `range`; the check comes before the conversion.
-    package func integer(_ key: String, in range: ClosedRange<Int>) throws(JSONFieldError) -> Int? {
-        guard let number = try number(key) else { return nil }
-        guard number == number.rounded(), number >= Double(range.lowerBound), number <= Double(range.upperBound) else {
-            throw JSONFieldError.invalid(field(key), "must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+/// A date in a request body, as both body readers take it: ISO 8601 text or seconds since 1970
+/// (the form APNs payloads use), within `Date.supportedRange`.
+package enum BodyDate {
+    package struct Refusal: Error { package let rule: String }
+
+    package static func read(seconds: Double?, text: String?) throws(Refusal) -> Date {
+        let date: Date
+        if let seconds {
+            date = Date(timeIntervalSince1970: seconds)
+        } else if let text, let parsed = ISO8601DateFormatter().date(from: text) {
+            date = parsed
+        } else {
+            throw Refusal(rule: "must be an ISO 8601 date such as 2026-11-21T10:00:00Z, or seconds since 1970")
         }
-        return Int(number)
+        guard seconds?.isFinite != false, Date.supportedRange.contains(date) else {
+            throw Refusal(rule: "must be a date \(Date.supportedRangeText)")
+        }
+        return date
     }
 }
 

@@ -17,5 +17,10 @@ package struct JSONFieldError: Error, Sendable, Hashable, CustomStringConvertibl
         JSONFieldError(code: "invalid_value", message: rule, field: field)
     }
 
+    /// A rule of LiveActivityKit broken in a body (a contract's schema, a payload field).
+    package init(_ error: LiveActivityValidationError) {
+        self.init(code: error.code.description, message: error.message, field: error.field)
+    }
+
     package var description: String { field.map { "\($0): \(message)" } ?? message }
 }

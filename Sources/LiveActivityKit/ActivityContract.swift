@@ -72,8 +72,8 @@ enum Schema {
             throw LiveActivityValidationError(field: path, code: .wrongType, message: "must be a JSON object, got \(value.typeName)")
         }
         for member in members where !fields.contains(member.key) {
-            let hint = closestKey(to: member.key, in: fields).map { " (did you mean \"\($0)\"?)" } ?? ""
-            throw LiveActivityValidationError(field: join(path, member.key), code: .unknownKey, message: "is not a field of a contract\(hint)")
+            throw LiveActivityValidationError(
+                field: join(path, member.key), code: .unknownKey, message: "is not a field of a contract\(didYouMean(member.key, in: fields))")
         }
         return members
     }
@@ -93,6 +93,12 @@ enum Schema {
         if let text = value.stringValue { return try named(text, path: path) }
         let members = try object(value, path: path, fields: ["enum", "fields", "name", "array", "optional"])
         func member(_ key: String) -> JSONValue? { members.first { $0.key == key }?.value }
+        // One kind per type, so that no object reads as two; a name belongs to a nested struct.
+        let kinds = members.filter { $0.key != "name" }
+        guard kinds.count == 1, member("name") == nil || member("fields") != nil else {
+            throw LiveActivityValidationError(
+                field: path, code: .invalidValue, message: "must have exactly one of enum, fields (with an optional name), array or optional")
+        }
         if let cases = member("enum")?.arrayElements {
             if let strings = Optional(cases.compactMap(\.stringValue)), strings.count == cases.count, !strings.isEmpty { return .stringEnum(strings) }
             let integers = cases.compactMap { $0.doubleValue.flatMap { Int(exactly: $0) } }
@@ -100,11 +106,15 @@ enum Schema {
             throw LiveActivityValidationError(field: join(path, "enum"), code: .invalidValue, message: "must list the raw values: all strings or all integers")
         }
         if let fields = member("fields") {
-            return .structure(try structure(fields, name: member("name")?.stringValue ?? "Nested", path: join(path, "fields")))
+            let name = member("name")
+            guard name == nil || name?.stringValue != nil else {
+                throw LiveActivityValidationError(field: join(path, "name"), code: .wrongType, message: "must be a string, the struct's Swift name")
+            }
+            return .structure(try structure(fields, name: name?.stringValue ?? "Nested", path: join(path, "fields")))
         }
         if let element = member("array") { return .array(try type(element, path: join(path, "array"))) }
         if let wrapped = member("optional") { return .optional(try type(wrapped, path: join(path, "optional"))) }
-        throw LiveActivityValidationError(field: path, code: .invalidValue, message: "must be a type name or an object with enum, fields, array or optional")
+        throw LiveActivityValidationError(field: join(path, "enum"), code: .wrongType, message: "must be an array of raw values")
     }
 
     private static func named(_ text: String, path: String) throws(LiveActivityValidationError) -> SwiftType {

@@ -433,6 +433,11 @@ extension DecodingError {
         case .valueNotFound(_, let context), .typeMismatch(_, let context), .dataCorrupted(let context): keys = context.codingPath
         @unknown default: keys = []
         }
-        return keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".").replacingOccurrences(of: ".[", with: "[")
+        return Self.path(keys)
+    }
+
+    /// A coding path as we name fields: dotted, indices in brackets.
+    package static func path(_ keys: [any CodingKey]) -> String {
+        keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".").replacingOccurrences(of: ".[", with: "[")
     }
 }

@@ -23,10 +23,9 @@ extension LiveActivityPayload {
                 field: "aps", code: .wrongType, message: "must be an object, got \(aps.typeName)")
         }
         for member in apsMembers where !Self.apsKeys.contains(member.key) {
-            let hint = closestKey(to: member.key, in: Self.apsKeys).map { " (did you mean \"\($0)\"?)" } ?? ""
             throw LiveActivityValidationError(
                 field: "aps.\(member.key)", code: .unknownKey,
-                message: "is not a Live Activity key\(hint); the device ignores it. Custom keys go beside aps, not inside it"
+                message: "is not a Live Activity key\(didYouMean(member.key, in: Self.apsKeys)); the device ignores it. Custom keys go beside aps, not inside it"
             )
         }
 
@@ -219,6 +218,12 @@ private func invalid(_ field: String, _ rule: String) -> LiveActivityValidationE
 
 private func wrongType(_ field: String, expected: String, got value: JSONValue) -> LiveActivityValidationError {
     LiveActivityValidationError(field: field, code: .wrongType, message: "must be \(expected), got \(value.typeName)")
+}
+
+/// ` (did you mean "…"?)` when a known key is close to `key`, else nothing: the hint of every
+/// unknown-key error.
+package func didYouMean(_ key: String, in keys: [String]) -> String {
+    closestKey(to: key, in: keys).map { " (did you mean \"\($0)\"?)" } ?? ""
 }
 
 /// The known key within edit distance 2 of `key` (ignoring case), for "did you mean" hints.

@@ -93,13 +93,6 @@ public enum ScheduledRequest: Sendable, Hashable {
         case .change(let change): change.event.rawValue
         }
     }
-
-    var at: Date? {
-        switch self {
-        case .start(let start): start.at
-        case .change(let change): change.at
-        }
-    }
 }
 
 /// An app's push-to-start token for an attributes type.

@@ -156,7 +156,7 @@ struct ContractBody {
         do {
             contract = try ActivityContract(json: schemas, name: attributesType)
         } catch {
-            throw JSONFieldError(code: error.code.description, message: error.message, field: error.field)
+            throw JSONFieldError(error)
         }
     }
 }

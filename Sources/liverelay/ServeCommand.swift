@@ -257,9 +257,7 @@ struct ServeConfigFile: APIRequestBody {
             if let given, given != .null {
                 guard let items = given.arrayElements else { throw JSONFieldError(code: "wrong_type", message: "must be an array of contracts", field: "contracts") }
                 for (index, item) in items.enumerated() {
-                    do { contracts.append(try ActivityContract(json: item, path: "contracts[\(index)]")) } catch {
-                        throw JSONFieldError(code: error.code.description, message: error.message, field: error.field)
-                    }
+                    do { contracts.append(try ActivityContract(json: item, path: "contracts[\(index)]")) } catch { throw JSONFieldError(error) }
                 }
             }
         } catch {

@@ -76,9 +76,8 @@ import Testing
         }
     }
 
-    @Test func theReaderRangeChecksBeforeConverting() throws {
-        let body = try JSONBodyReader(try JSONBodyReader.parse(Array(#"{"n": 1e19, "at": 1e19}"#.utf8)), fields: ["n", "at"])
-        #expect(throws: JSONFieldError.invalid("n", "must be a whole number from 0 to 10")) { try body.integer("n", in: 0...10) }
+    @Test func theReaderRangeChecksADateBeforeConverting() throws {
+        let body = try JSONBodyReader(try JSONBodyReader.parse(Array(#"{"at": 1e19}"#.utf8)), fields: ["at"])
         #expect { try body.date("at") } throws: { ($0 as? JSONFieldError)?.field == "at" }
     }
 }

@@ -135,6 +135,15 @@ import Testing
             let badType = json(#"{"bundleID": "com.example.liverelay.tests", "attributes": {}, "contentState": {"n": "Integer"}}"#)
             let unknown = try await relay.call(.PUT, "/v1/contracts/T", badType, scope: .client)
             #expect(unknown.status == 400 && unknown.json["error"]?["field"] == .string("contentState.n"))
+            // An object type has exactly one kind, and a name only beside fields.
+            for (schema, field) in [
+                (#"{"n": {"array": "Int", "optional": "Int"}}"#, "contentState.n"), (#"{"n": {"name": "N"}}"#, "contentState.n"),
+                (#"{"n": {"fields": {}, "name": 5}}"#, "contentState.n.name"),
+            ] {
+                let body = json(#"{"bundleID": "com.example.liverelay.tests", "attributes": {}, "contentState": \#(schema)}"#)
+                let refused = try await relay.call(.PUT, "/v1/contracts/T", body, scope: .client)
+                #expect(refused.status == 400 && refused.json["error"]?["field"] == .string(field), "\(schema)")
+            }
             let good = json(#"{"bundleID": "com.example.liverelay.tests", "attributes": {}, "contentState": {}}"#)
             #expect(try await relay.call(.PUT, "/v1/contracts/T", good, scope: .server).status == 403)
             #expect(try await relay.call(.PUT, "/v1/contracts/T", good, scope: .client).status == 200)
