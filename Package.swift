@@ -95,6 +95,8 @@ let package = Package(
                 "LiveActivityKit", "APNs", "LiveRelayStore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
@@ -192,7 +194,8 @@ let package = Package(
         // The core alone, without HTTP or a database: the planners, the dispatcher's loop, the governor.
         .testTarget(name: "LiveRelayTests", dependencies: ["LiveRelay", "LiveRelayStore", "LiveActivityKit", "APNs"]),
         // The contract every store implementation must pass.
-        .testTarget(name: "LiveRelayStoreTests", dependencies: ["LiveRelayStore", "LiveActivityKit"]),
+        .testTarget(
+            name: "LiveRelayStoreTests", dependencies: ["LiveRelayStore", "LiveActivityKit", .product(name: "GRDB", package: "GRDB.swift")]),
         // The server through its HTTP API, with the emulator and simulated devices on loopback.
         .testTarget(
             name: "LiveRelayHTTPTests",

@@ -1,20 +1,32 @@
 import APNs
 import Foundation
+import LiveActivityKit
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
 import SimulatedDevices
 
-/// Apple's push service on loopback: the provider API over HTTP/2 + TLS, with device and
-/// broadcast pushes on one port and channel management on another, as Apple splits them.
+/// The two listeners of one environment: device and broadcast pushes, and channel management,
+/// which Apple serves on another host name and port. 0 picks a free port.
+public struct EmulatorPorts: Sendable, Hashable {
+    public var push: Int
+    public var channelManagement: Int
+
+    public init(push: Int = 0, channelManagement: Int = 0) {
+        self.push = push
+        self.channelManagement = channelManagement
+    }
+}
+
+/// Apple's push service on loopback: the provider API over HTTP/2 + TLS, for the sandbox and the
+/// production environment at once, each with device and broadcast pushes on one port and channel
+/// management on another, as Apple splits them. The environments share the devices and what is
+/// registered, and stay disjoint as Apple's are: a token or a channel of one is unknown to the other.
 public final class APNsEmulator: Sendable {
     public struct Configuration: Sendable {
-        /// The environment played; tokens, channels and restricted keys must match it.
-        public var environment: EmulatorEnvironment
+        /// The environments played, and where each listens.
+        public var environments: [PushEnvironment: EmulatorPorts]
         public var host: String
-        /// 0 picks a free port.
-        public var pushPort: Int
-        public var channelManagementPort: Int
         /// `SETTINGS_MAX_CONCURRENT_STREAMS` before the first authenticated request (APNs: 1).
         public var initialStreamLimit: Int
         /// The limit after it.
@@ -33,15 +45,13 @@ public final class APNsEmulator: Sendable {
         public var now: @Sendable () -> Date
 
         public init(
-            environment: EmulatorEnvironment = .sandbox, host: String = "127.0.0.1", pushPort: Int = 0,
-            channelManagementPort: Int = 0, initialStreamLimit: Int = 1, authenticatedStreamLimit: Int = 1000,
-            allowsPriority1ForLiveActivity: Bool = false, journalCapacity: Int = 10_000, idleTimeout: Duration? = nil,
-            devices: DeviceRuntimeSettings = .init(), now: @escaping @Sendable () -> Date = { Date() }
+            environments: [PushEnvironment: EmulatorPorts] = [.sandbox: .init(), .production: .init()], host: String = "127.0.0.1",
+            initialStreamLimit: Int = 1, authenticatedStreamLimit: Int = 1000, allowsPriority1ForLiveActivity: Bool = false,
+            journalCapacity: Int = 10_000, idleTimeout: Duration? = nil, devices: DeviceRuntimeSettings = .init(),
+            now: @escaping @Sendable () -> Date = { Date() }
         ) {
-            self.environment = environment
+            self.environments = environments
             self.host = host
-            self.pushPort = pushPort
-            self.channelManagementPort = channelManagementPort
             self.initialStreamLimit = initialStreamLimit
             self.authenticatedStreamLimit = authenticatedStreamLimit
             self.allowsPriority1ForLiveActivity = allowsPriority1ForLiveActivity
@@ -64,26 +74,36 @@ public final class APNsEmulator: Sendable {
     /// The emulator's time, which tests and the control API move forward.
     public var clock: VirtualClock { devices.clock }
     public let certificates: EmulatorCertificates
-    private let pushServer: HTTP2TLSServer
-    private let managementServer: HTTP2TLSServer
+    private let listeners: [PushEnvironment: Listeners]
 
-    public var pushPort: Int { pushServer.port }
-    public var channelManagementPort: Int { managementServer.port }
+    private struct Listeners: Sendable {
+        var push: HTTP2TLSServer
+        var channelManagement: HTTP2TLSServer
+        var ports: EmulatorPorts { EmulatorPorts(push: push.port, channelManagement: channelManagement.port) }
+    }
+
+    /// The environments played, sandbox first.
+    public var environments: [PushEnvironment] { PushEnvironment.allCases.filter { listeners[$0] != nil } }
+
+    /// Where `environment` listens; it must be one the emulator plays.
+    public func ports(_ environment: PushEnvironment) -> EmulatorPorts {
+        guard let listeners = listeners[environment] else { preconditionFailure("the emulator does not play \(environment.rawValue)") }
+        return listeners.ports
+    }
 
     private init(configuration: Configuration, registry: EmulatorRegistry, journal: EmulatorJournal, faults: EmulatorFaults,
-                 devices: DeviceFleet, certificates: EmulatorCertificates, pushServer: HTTP2TLSServer, managementServer: HTTP2TLSServer) {
+                 devices: DeviceFleet, certificates: EmulatorCertificates, listeners: [PushEnvironment: Listeners]) {
         self.configuration = configuration
         self.registry = registry
         self.journal = journal
         self.faults = faults
         self.devices = devices
-        self.reporter = TokenReporter(fleet: devices, environment: configuration.environment)
+        self.reporter = TokenReporter(fleet: devices)
         self.certificates = certificates
-        self.pushServer = pushServer
-        self.managementServer = managementServer
+        self.listeners = listeners
     }
 
-    /// Starts both listeners. Without `certificates`, a new CA and server certificate are made.
+    /// Starts every listener. Without `certificates`, a new CA and server certificate are made.
     public static func start(
         _ configuration: Configuration = .init(), certificates: EmulatorCertificates? = nil,
         registry: EmulatorRegistry = EmulatorRegistry(),
@@ -95,11 +115,11 @@ public final class APNsEmulator: Sendable {
         let certificates = try certificates ?? EmulatorCertificates.generate(extraHostNames: [configuration.host])
         let journal = EmulatorJournal(capacity: configuration.journalCapacity)
         let faults = EmulatorFaults()
-        let devices = DeviceFleet(clock: clock, settings: configuration.devices) { [environment = configuration.environment] _, events in
-            // Devices tell APNs which tokens to route and which to refuse.
+        let devices = DeviceFleet(clock: clock, settings: configuration.devices) { _, events in
+            // Devices tell APNs which tokens to route, in which environment, and which to refuse.
             for event in events {
                 switch event {
-                case .tokenIssued(let token, let bundleID, _):
+                case .tokenIssued(let token, let bundleID, _, let environment):
                     registry.register(EmulatorToken(hex: token, bundleID: bundleID, environment: environment))
                 case .tokenRetired(let token, let at, _):
                     registry.unregister(token: token, since: at)
@@ -111,37 +131,50 @@ public final class APNsEmulator: Sendable {
         let idle = configuration.idleTimeout.map {
             IdlePolicy(timeout: TimeAmount($0), debugData: APNsError(status: 400, reason: .idleTimeout).body)
         }
-        func responder(_ service: APNsResponder.Service) -> APNsResponder {
-            APNsResponder(service: service, settings: configuration, registry: registry, journal: journal, faults: faults, devices: devices)
-        }
-        let push = try await HTTP2TLSServer.start(
-            host: configuration.host, port: configuration.pushPort, certificates: certificates,
-            responder: responder(.push), idle: idle, group: group)
+        var listeners: [PushEnvironment: Listeners] = [:]
+        var started: [HTTP2TLSServer] = []
         do {
-            let management = try await HTTP2TLSServer.start(
-                host: configuration.host, port: configuration.channelManagementPort, certificates: certificates,
-                responder: responder(.channelManagement), idle: idle, group: group)
-            return APNsEmulator(configuration: configuration, registry: registry, journal: journal, faults: faults,
-                                devices: devices, certificates: certificates, pushServer: push, managementServer: management)
+            for environment in PushEnvironment.allCases {
+                guard let ports = configuration.environments[environment] else { continue }
+                func listen(_ service: APNsResponder.Service, port: Int) async throws -> HTTP2TLSServer {
+                    let responder = APNsResponder(
+                        service: service, environment: environment, settings: configuration, registry: registry, journal: journal,
+                        faults: faults, devices: devices)
+                    let server = try await HTTP2TLSServer.start(
+                        host: configuration.host, port: port, certificates: certificates, responder: responder, idle: idle, group: group)
+                    started.append(server)
+                    return server
+                }
+                let push = try await listen(.push, port: ports.push)
+                listeners[environment] = Listeners(push: push, channelManagement: try await listen(.channelManagement, port: ports.channelManagement))
+            }
         } catch {
-            await push.shutdown()
+            for server in started { await server.shutdown() }
             throw error
         }
+        return APNsEmulator(configuration: configuration, registry: registry, journal: journal, faults: faults,
+                            devices: devices, certificates: certificates, listeners: listeners)
     }
 
-    /// The environment a client uses to reach this emulator, trusting the CA at `caFile`.
-    public func clientEnvironment(caFile: String) -> APNsEnvironment {
-        .custom(host: configuration.host, port: pushPort, channelManagementPort: channelManagementPort, caFile: caFile)
+    /// How a client reaches `environment` of this emulator, trusting the CA at `caFile`.
+    public func clientEnvironment(_ environment: PushEnvironment, caFile: String) -> APNsEnvironment {
+        let ports = ports(environment)
+        return APNsEnvironment(
+            name: environment.rawValue,
+            push: APNsEndpoint(host: configuration.host, port: ports.push, trustRoots: .caFile(caFile)),
+            channelManagement: APNsEndpoint(host: configuration.host, port: ports.channelManagement, trustRoots: .caFile(caFile)))
     }
 
     public func shutdown() async {
-        await pushServer.shutdown()
-        await managementServer.shutdown()
+        for listeners in listeners.values {
+            await listeners.push.shutdown()
+            await listeners.channelManagement.shutdown()
+        }
     }
 }
 
 /// Lets wall-clock time act on the devices (stale dates, limits, deferred pushes) once a second
-/// and sends the apps' token reports, until graceful shutdown; then closes both listeners.
+/// and sends the apps' token reports, until graceful shutdown; then closes the listeners.
 extension APNsEmulator: Service {
     public func run() async throws {
         await withTaskGroup(of: Void.self) { group in

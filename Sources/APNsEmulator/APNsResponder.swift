@@ -16,6 +16,8 @@ struct APNsResponder: RequestResponder {
     enum Service { case push, channelManagement }
 
     let service: Service
+    /// The environment this listener plays: tokens and channels of the other are unknown here.
+    let environment: PushEnvironment
     let settings: APNsEmulator.Configuration
     let registry: EmulatorRegistry
     let journal: EmulatorJournal
@@ -33,12 +35,12 @@ struct APNsResponder: RequestResponder {
             return play(fault, request, connection: &connection, now: now)
         }
         let verdict = judge(request, connection: &connection, now: now)
-        journal.record(request, verdict: verdict, at: now)
+        journal.record(request, in: environment, verdict: verdict, at: now)
         return verdict.answer
     }
 
     func malformed(_ request: ReceivedRequest, error: any Error, connection: inout EmulatedConnection) {
-        journal.recordMalformed(request, error: "\(error)", at: settings.now())
+        journal.recordMalformed(request, in: environment, error: "\(error)", at: settings.now())
     }
 
     private func judge(_ request: ReceivedRequest, connection: inout EmulatedConnection, now: Date) -> Verdict {
@@ -76,7 +78,7 @@ struct APNsResponder: RequestResponder {
             answer = .goAway(answer: verdict.answer, debugData: APNsError(status: 503, reason: .shutdown).body)
         }
         verdict.fault = fault
-        journal.record(request, verdict: verdict, at: now)
+        journal.record(request, in: environment, verdict: verdict, at: now)
         return answer
     }
 
@@ -113,7 +115,7 @@ struct APNsResponder: RequestResponder {
             return reply.reject(.badExpirationDate)
         }
         guard (try? DeviceToken(token)) != nil else { return reply.reject(.badDeviceToken) }
-        guard let known = registry.token(token), known.environment == settings.environment else {
+        guard let known = registry.token(token), known.environment == environment else {
             return reply.reject(.badDeviceToken)
         }
         switch known.state {
@@ -131,7 +133,7 @@ struct APNsResponder: RequestResponder {
                     expiration: request.header("apns-expiration").flatMap(Int64.init).map { Date(timeIntervalSince1970: TimeInterval($0)) },
                     receivedAt: now)
             }
-            return reply.accept(uniqueID: settings.environment == .sandbox)
+            return reply.accept(uniqueID: environment == .sandbox)
         }
     }
 
@@ -142,7 +144,7 @@ struct APNsResponder: RequestResponder {
         connection: inout EmulatedConnection, now: Date, accepted: () -> Verdict
     ) -> Verdict {
         if let reason = connection.session.authenticate(
-            authorization: request.header("authorization"), bundleID: bundleID, environment: settings.environment,
+            authorization: request.header("authorization"), bundleID: bundleID, environment: environment,
             now: now, registry: registry, topicRejection: destination == .device ? .topicDisallowed : .topicMismatch) {
             return reply.reject(reason)
         }
@@ -195,7 +197,7 @@ struct APNsResponder: RequestResponder {
             return reply.reject(.badPriority)
         }
         guard Data(base64Encoded: channelID) != nil else { return reply.reject(.badChannelId) }
-        guard let channel = registry.channel(channelID), channel.bundleID == bundleID, channel.environment == settings.environment else {
+        guard let channel = registry.channel(channelID), channel.bundleID == bundleID, channel.environment == environment else {
             return reply.reject(.channelNotRegistered)
         }
         if channel.storagePolicy == 0, expiration != 0 { return reply.reject(.badExpirationDate) }
@@ -228,7 +230,7 @@ struct APNsResponder: RequestResponder {
         guard allowedMethods.contains(request.method) else { return reply.reject(.methodNotAllowed) }
         guard !bundleID.contains(".push-type.") else { return reply.reject(.topicDisallowed) }
         if let reason = connection.session.authenticate(
-            authorization: request.header("authorization"), bundleID: bundleID, environment: settings.environment,
+            authorization: request.header("authorization"), bundleID: bundleID, environment: environment,
             now: now, registry: registry, topicRejection: .topicMismatch) {
             return reply.reject(reason)
         }
@@ -236,7 +238,7 @@ struct APNsResponder: RequestResponder {
         connection.maxConcurrentStreams = settings.authenticatedStreamLimit
 
         if listing {
-            let ids = registry.channels(of: bundleID, in: settings.environment).map(JSONValue.string)
+            let ids = registry.channels(of: bundleID, in: environment).map(JSONValue.string)
             return reply.accept(status: 200, body: .object([("channels", .array(ids))]))
         }
         if request.method == "POST" { return createChannel(request, bundleID: bundleID, reply: reply) }
@@ -245,7 +247,7 @@ struct APNsResponder: RequestResponder {
             return reply.reject(.missingChannelId)
         }
         guard Data(base64Encoded: channelID) != nil else { return reply.reject(.badChannelId) }
-        guard let channel = registry.channel(channelID), channel.bundleID == bundleID, channel.environment == settings.environment else {
+        guard let channel = registry.channel(channelID), channel.bundleID == bundleID, channel.environment == environment else {
             return reply.reject(.channelNotRegistered)
         }
         if request.method == "DELETE" {
@@ -267,7 +269,7 @@ struct APNsResponder: RequestResponder {
         else { return reply.reject(.badRequestParams) }
         guard let pushType = body["push-type"]?.stringValue else { return reply.reject(.badRequestParams) }
         guard pushType.lowercased() == "liveactivity" else { return reply.reject(.invalidPushType) }
-        guard let channel = registry.createChannel(bundleID: bundleID, environment: settings.environment, storagePolicy: policy == .number("1") ? 1 : 0) else {
+        guard let channel = registry.createChannel(bundleID: bundleID, environment: environment, storagePolicy: policy == .number("1") ? 1 : 0) else {
             return reply.reject(.cannotCreateChannelConfig)
         }
         return reply.accept(status: 201, extraHeaders: [("apns-channel-id", channel.id)])

@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import LiveActivityKit
 import Synchronization
 
 /// One request as the emulator saw it and what it answered. The provider token is elided.
@@ -7,6 +8,8 @@ public struct RecordedRequest: Sendable {
     /// Position since start (1, 2, …): poll with `requests(after:)` to read only newer ones.
     public var sequence: Int
     public var time: Date
+    /// The environment whose listener took it.
+    public var environment: PushEnvironment
     public var connectionID: Int
     public var method: String
     public var path: String
@@ -48,23 +51,23 @@ public final class EmulatorJournal: Sendable {
         self.capacity = max(1, capacity)
     }
 
-    func record(_ request: ReceivedRequest, verdict: Verdict, at time: Date) {
-        append(request, status: verdict.status, reason: verdict.reason, fault: verdict.fault, streamError: nil, at: time)
+    func record(_ request: ReceivedRequest, in environment: PushEnvironment, verdict: Verdict, at time: Date) {
+        append(request, environment, status: verdict.status, reason: verdict.reason, fault: verdict.fault, streamError: nil, at: time)
     }
 
     /// A stream HTTP/2 refused before it became a request.
-    func recordMalformed(_ request: ReceivedRequest, error: String, at time: Date) {
-        append(request, status: nil, reason: nil, fault: nil, streamError: error, at: time)
+    func recordMalformed(_ request: ReceivedRequest, in environment: PushEnvironment, error: String, at time: Date) {
+        append(request, environment, status: nil, reason: nil, fault: nil, streamError: error, at: time)
     }
 
     private func append(
-        _ request: ReceivedRequest, status: Int?, reason: APNsReason?, fault: EmulatorFault.Action?, streamError: String?, at time: Date
+        _ request: ReceivedRequest, _ environment: PushEnvironment, status: Int?, reason: APNsReason?, fault: EmulatorFault.Action?, streamError: String?, at time: Date
     ) {
         let headers = request.headers.map { header in
             header.name == "authorization" ? (header.name, "bearer <provider token elided>") : header
         }
         var entry = RecordedRequest(
-            sequence: 0, time: time, connectionID: request.connectionID, method: request.method, path: request.path,
+            sequence: 0, time: time, environment: environment, connectionID: request.connectionID, method: request.method, path: request.path,
             headers: headers, body: request.body, status: status, reason: reason, fault: fault, streamError: streamError)
         state.withLock { state in
             state.recorded += 1

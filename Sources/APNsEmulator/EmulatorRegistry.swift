@@ -3,12 +3,6 @@ import Foundation
 import LiveActivityKit
 import Synchronization
 
-/// The APNs environment an emulator plays. Tokens, channels and environment-restricted keys
-/// belong to one.
-public enum EmulatorEnvironment: String, Sendable, Hashable, CaseIterable, Codable {
-    case sandbox, production
-}
-
 /// A provider-token signing key as APNs knows it: who owns it, where it is valid, what it may
 /// push to.
 public struct EmulatorKey: Sendable {
@@ -23,11 +17,11 @@ public struct EmulatorKey: Sendable {
     public var teamID: String
     public var publicKey: P256.Signing.PublicKey
     /// The environments the key works in (old keys work in both).
-    public var environments: Set<EmulatorEnvironment>
+    public var environments: Set<PushEnvironment>
     public var scope: Scope
 
     public init(keyID: String, teamID: String, publicKey: P256.Signing.PublicKey,
-                environments: Set<EmulatorEnvironment> = Set(EmulatorEnvironment.allCases), scope: Scope = .team) {
+                environments: Set<PushEnvironment> = Set(PushEnvironment.allCases), scope: Scope = .team) {
         self.keyID = keyID
         self.teamID = teamID
         self.publicKey = publicKey
@@ -37,7 +31,7 @@ public struct EmulatorKey: Sendable {
 
     /// The public half of a `.p8` file.
     public init(p8PEM: String, keyID: String, teamID: String,
-                environments: Set<EmulatorEnvironment> = Set(EmulatorEnvironment.allCases), scope: Scope = .team) throws {
+                environments: Set<PushEnvironment> = Set(PushEnvironment.allCases), scope: Scope = .team) throws {
         self.init(keyID: keyID, teamID: teamID, publicKey: try P256.Signing.PrivateKey(pemRepresentation: p8PEM).publicKey,
                   environments: environments, scope: scope)
     }
@@ -62,10 +56,10 @@ public struct EmulatorToken: Sendable, Hashable {
 
     public var hex: String
     public var bundleID: String
-    public var environment: EmulatorEnvironment
+    public var environment: PushEnvironment
     public var state: State
 
-    public init(hex: String, bundleID: String, environment: EmulatorEnvironment, state: State = .active) {
+    public init(hex: String, bundleID: String, environment: PushEnvironment, state: State = .active) {
         self.hex = hex.lowercased()
         self.bundleID = bundleID
         self.environment = environment
@@ -77,7 +71,7 @@ public struct EmulatorToken: Sendable, Hashable {
 public struct EmulatorChannel: Sendable, Hashable {
     public var id: String
     public var bundleID: String
-    public var environment: EmulatorEnvironment
+    public var environment: PushEnvironment
     public var storagePolicy: Int
 }
 
@@ -141,7 +135,7 @@ public final class EmulatorRegistry: Sendable {
 
     public func channel(_ id: String) -> EmulatorChannel? { state.withLock { $0.channels[id] } }
 
-    func channels(of bundleID: String, in environment: EmulatorEnvironment) -> [String] {
+    func channels(of bundleID: String, in environment: PushEnvironment) -> [String] {
         allChannels(of: bundleID).filter { $0.environment == environment }.map(\.id)
     }
 
@@ -153,7 +147,7 @@ public final class EmulatorRegistry: Sendable {
     }
 
     /// A new channel with a random base64 id never issued before, or `nil` at the 10,000 limit.
-    func createChannel(bundleID: String, environment: EmulatorEnvironment, storagePolicy: Int) -> EmulatorChannel? {
+    func createChannel(bundleID: String, environment: PushEnvironment, storagePolicy: Int) -> EmulatorChannel? {
         state.withLock { state in
             let count = state.channels.values.count { $0.bundleID == bundleID && $0.environment == environment }
             guard count < Self.channelLimit else { return nil }

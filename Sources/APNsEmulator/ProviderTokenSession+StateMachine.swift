@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import LiveActivityKit
 
 /// How APNs treats the provider tokens of one connection (spec §4): the first accepted token
 /// binds the connection to its team and key; a token older than an hour is expired; a new token
@@ -20,7 +21,7 @@ struct ProviderTokenSession {
     /// `topicRejection` is the reason when the key may not push to the bundle (`TopicDisallowed`
     /// for pushes, `TopicMismatch` for channel management).
     mutating func authenticate(
-        authorization: String?, bundleID: String, environment: EmulatorEnvironment, now: Date,
+        authorization: String?, bundleID: String, environment: PushEnvironment, now: Date,
         registry: EmulatorRegistry, topicRejection: APNsReason
     ) -> APNsReason? {
         guard let authorization, authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else {

@@ -59,15 +59,13 @@ public final class TokenReporter: Sendable {
     private struct AppKey: Hashable { var deviceID: String; var bundleID: String }
 
     private let fleet: DeviceFleet
-    private let environment: EmulatorEnvironment
     private let state = Mutex(State())
     private let logger: Logger
     /// Recent reports kept for the control API.
     static let reportsKept = 200
 
-    init(fleet: DeviceFleet, environment: EmulatorEnvironment, logger: Logger = Logger(label: "liverelay.emulator.reporter")) {
+    init(fleet: DeviceFleet, logger: Logger = Logger(label: "liverelay.emulator.reporter")) {
         self.fleet = fleet
-        self.environment = environment
         self.logger = logger
         startSequence = fleet.events.lastSequence
     }
@@ -83,11 +81,13 @@ public final class TokenReporter: Sendable {
         guard target != nil, let app = device.apps[bundleID] else { return }
         // Replayed as events so that they take the same path, in order, as later ones.
         var current: [DeviceEvent] = app.pushToStartTokens.sorted { $0.key < $1.key }.map {
-            .tokenIssued(token: $0.value, bundleID: bundleID, kind: .pushToStart(attributesType: $0.key))
+            .tokenIssued(token: $0.value, bundleID: bundleID, kind: .pushToStart(attributesType: $0.key), environment: app.environment)
         }
         for activity in device.activities where activity.bundleID == bundleID && activity.lifecycle.isOngoing {
             current.append(.activityStarted(activityID: activity.id, bundleID: bundleID, attributesType: activity.attributesType, attributes: activity.attributes))
-            if let token = activity.pushToken { current.append(.tokenIssued(token: token, bundleID: bundleID, kind: .update(activityID: activity.id))) }
+            if let token = activity.pushToken {
+                current.append(.tokenIssued(token: token, bundleID: bundleID, kind: .update(activityID: activity.id), environment: app.environment))
+            }
         }
         let now = fleet.clock.now
         for event in current { queue.continuation.yield((deviceID, event, now)) }
@@ -121,7 +121,7 @@ public final class TokenReporter: Sendable {
     private func handle(_ deviceID: String, _ event: DeviceEvent, at: Date, client: HTTPClient) async {
         let bundleID: String
         switch event {
-        case .tokenIssued(_, let bundle, _), .stateChanged(_, let bundle, _, _), .activityStarted(_, let bundle, _, _): bundleID = bundle
+        case .tokenIssued(_, let bundle, _, _), .stateChanged(_, let bundle, _, _), .activityStarted(_, let bundle, _, _): bundleID = bundle
         default: return
         }
         guard let target = state.withLock({ $0.targets[AppKey(deviceID: deviceID, bundleID: bundleID)] }) else { return }
@@ -134,7 +134,7 @@ public final class TokenReporter: Sendable {
             let key = value?.stringValue ?? (value.flatMap { if case .number(let literal) = $0 { literal } else { nil } }) ?? activityID
             state.withLock { $0.activities[activityID] = (key, type) }
             return
-        case .tokenIssued(let token, _, .pushToStart(let type)):
+        case .tokenIssued(let token, _, .pushToStart(let type), let environment):
             // The app tells its server what its widget decodes before it can be started by push.
             if let contract = try? fleet.device(deviceID).apps[bundleID]?.attributeTypes[type]?.contract {
                 await reportContract(contract, deviceID: deviceID, bundleID: bundleID, to: target, client: client)
@@ -142,7 +142,7 @@ public final class TokenReporter: Sendable {
             path = "/v1/push-to-start-tokens"
             body += [("attributesType", .string(type)), ("token", .string(token)), ("frequentPushesEnabled", .bool(frequent)),
                      ("environment", .string(environment.rawValue))]
-        case .tokenIssued(let token, _, .update(let activityID)):
+        case .tokenIssued(let token, _, .update(let activityID), let environment):
             guard let activity = state.withLock({ $0.activities[activityID] }) else { return }
             path = "/v1/activities/\(Self.pathSegment(activity.key))/tokens"
             body += [("activityID", .string(activityID)), ("attributesType", .string(activity.attributesType)), ("token", .string(token)),

@@ -3,9 +3,9 @@ import LiveActivityKit
 import LiveRelayStore
 
 /// Decides what an update or end does, from what its transaction read of the key and the time:
-/// the payload (its timestamp after the key's last), a broadcast when the key is bound to a channel
-/// or a push per live token, each push's priority (from its own budget when `auto` spends it), the
-/// key's new content and, for an end, its end and its channel's deletion. Pure: the service gives
+/// the payload (its timestamp after the key's last), a broadcast per channel when the key is bound to
+/// channels or a push per live token, each push's priority (from its own budget when `auto` spends
+/// it), the key's new content and, for an end, its end and its channels' deletion. Pure: the service gives
 /// it the snapshot the store read.
 struct ChangePlanner {
     let governor: PriorityGovernor
@@ -43,18 +43,23 @@ struct ChangePlanner {
         let payload = LiveActivityPayload(LiveActivityPayload.Fields(
             event: request.event, timestamp: Date(timeIntervalSince1970: TimeInterval(timestamp)), contentState: contentState,
             staleDate: request.staleDate, dismissalPolicy: dismissal, relevanceScore: request.relevanceScore, alert: request.alert))
-        let channelPolicy = snapshot.channel?.storagePolicy
         var deliveries: [NewDelivery] = []
         var fanOut: NewPush?
         let encoded: [UInt8]
-        if let channelID = activity.channelID {
+        if !activity.channelIDs.isEmpty {
             encoded = try PayloadEncoding.encode(payload, for: .broadcast)
-            let decision = governor.decide(request.priority, alerting: alerting, used: snapshot.priority10Counts[""] ?? 0, frequentPushesEnabled: false)
-            // A No-Message-Stored channel takes only 0; a stored message lives at most the storage window.
-            let expiration = channelPolicy == 0 ? 0 : (request.expiration.map(unixSeconds) ?? unixSeconds(acceptedAt + channelStorageWindow))
-            deliveries.append(NewDelivery(
-                key: key, event: action, target: .channel(channelID), payloadIndex: 0, priority: decision.priority,
-                priorityReason: decision.reason, expiration: expiration, timestamp: timestamp, requestID: requestID))
+            // One broadcast per channel: each environment's devices subscribe to their own.
+            for channel in PushEnvironment.allCases.compactMap({ environment in snapshot.channels.first { $0.environment == environment } }) {
+                let decision = governor.decide(
+                    request.priority, alerting: alerting, used: snapshot.priority10Counts[channel.channelID] ?? 0, frequentPushesEnabled: false)
+                // A No-Message-Stored channel takes only 0; a stored message lives at most the storage window.
+                let expiration = channel.storagePolicy == 0
+                    ? 0 : (request.expiration.map(unixSeconds) ?? unixSeconds(acceptedAt + channelStorageWindow))
+                deliveries.append(NewDelivery(
+                    key: key, event: action, target: .channel(channel.channelID), environment: channel.environment, payloadIndex: 0,
+                    priority: decision.priority, priorityReason: decision.reason, expiration: expiration, timestamp: timestamp,
+                    requestID: requestID))
+            }
         } else {
             encoded = try PayloadEncoding.encode(payload, for: .device)
             let expiration = request.expiration.map(unixSeconds)
@@ -71,7 +76,8 @@ struct ChangePlanner {
                         request.priority, alerting: alerting, used: snapshot.priority10Counts[token.deviceID] ?? 0,
                         frequentPushesEnabled: token.frequentPushesEnabled)
                     deliveries.append(NewDelivery(
-                        key: key, event: action, target: .activityToken(deviceID: token.deviceID, token: token.token), payloadIndex: 0,
+                        key: key, event: action, target: .activityToken(deviceID: token.deviceID, token: token.token),
+                        environment: token.environment, payloadIndex: 0,
                         priority: decision.priority, priorityReason: decision.reason, expiration: expiration, timestamp: timestamp,
                         requestID: requestID))
                 }
@@ -87,7 +93,9 @@ struct ChangePlanner {
             activity.endedAt = acceptedAt
             activity.endReason = "ended"
             activity.dismissalDate = request.dismissalDate
-            channelDeleteAfter = acceptedAt + (channelPolicy == 1 ? channelStorageWindow : 0)
+            // A stored message may still be delivered for the storage window.
+            let storesMessages = snapshot.channels.contains { $0.storagePolicy == 1 }
+            channelDeleteAfter = acceptedAt + (storesMessages ? channelStorageWindow : 0)
         }
         let reached = deliveries.count + (fanOut == nil ? 0 : snapshot.liveTokenCount)
         if reached == 0 { warnings.append("the key has no live update token: no device receives this \(action)") }

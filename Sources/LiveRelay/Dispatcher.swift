@@ -10,15 +10,16 @@ import Synchronization
 /// deliveries as slots free up, so that one slow or hung push never holds back the others; records
 /// outcomes in batches as they come. What an answer means is `DeliveryOutcomeRules`' decision (a
 /// retry with backoff, a dead token, a dead letter); when to claim and record is `DispatchLoop`'s.
-/// The APNs client itself refreshes the provider token on `ExpiredProviderToken`.
+/// Each push goes to its token's (or channel's) APNs environment, through that environment's
+/// client. The APNs client itself refreshes the provider token on `ExpiredProviderToken`.
 public final class Dispatcher: Service {
     private let relay: RelayService
-    private let apns: APNsClient
+    private let apns: APNsRoutes
     private var policy: DispatchPolicy { relay.configuration.dispatch }
     private var outcomes: DeliveryOutcomeRules { DeliveryOutcomeRules(policy: policy) }
     private var logger: Logger { relay.logger }
 
-    public init(relay: RelayService, apns: APNsClient) {
+    public init(relay: RelayService, apns: APNsRoutes) {
         self.relay = relay
         self.apns = apns
     }
@@ -149,6 +150,12 @@ public final class Dispatcher: Service {
     }
 
     private func send(_ delivery: DeliveryRecord) async -> DeliveryOutcome {
+        guard let apns = apns.client(delivery.environment) else {
+            // Its token was registered while the server sent there; it no longer does.
+            let outcome = DeliveryOutcome.failed(status: nil, reason: "no APNs connection to \(delivery.environment.rawValue)", tokenIsDead: false)
+            record(outcome, delivery)
+            return outcome
+        }
         let request: APNsRequest
         switch delivery.target {
         case .pushToStartToken(_, let hex), .activityToken(_, let hex):
@@ -197,7 +204,7 @@ public final class Dispatcher: Service {
     private static func metadata(_ delivery: DeliveryRecord, _ status: Int?, _ reason: String) -> Logger.Metadata {
         var metadata: Logger.Metadata = [
             "activity.key": "\(delivery.key)", "delivery": "\(delivery.id)", "apns.status": "\(status.map(String.init) ?? "-")",
-            "apns.reason": "\(reason)",
+            "apns.reason": "\(reason)", "apns.environment": "\(delivery.environment.rawValue)",
         ]
         switch delivery.target {
         case .activityToken(_, let token), .pushToStartToken(_, let token): metadata["token"] = "\(DeviceToken.shortened(token))"

@@ -5,8 +5,6 @@ import LiveActivityKit
 public struct RelayConfiguration: Sendable {
     /// The app whose activities this server drives (the APNs topic is `<bundle>.push-type.liveactivity`).
     public var bundleID: BundleID
-    /// `sandbox` or `production`: tokens registered for the other environment are refused.
-    public var environment: String
     public var budget: BudgetPolicy
     /// How long an activity may run before the system ends it (Apple: 8 hours).
     public var activityLifetime: TimeInterval
@@ -16,11 +14,10 @@ public struct RelayConfiguration: Sendable {
     public var dispatch: DispatchPolicy
 
     public init(
-        bundleID: BundleID, environment: String = "sandbox", budget: BudgetPolicy = .init(), activityLifetime: TimeInterval = 8 * 3600,
+        bundleID: BundleID, budget: BudgetPolicy = .init(), activityLifetime: TimeInterval = 8 * 3600,
         channelStorageWindow: TimeInterval = 8 * 3600, dispatch: DispatchPolicy = .init()
     ) {
         self.bundleID = bundleID
-        self.environment = environment
         self.budget = budget
         self.activityLifetime = activityLifetime
         self.channelStorageWindow = channelStorageWindow

@@ -102,12 +102,13 @@ public struct PushToStartRegistration: Sendable, Hashable {
     public var attributesType: String
     public var token: DeviceToken
     public var frequentPushesEnabled: Bool
-    public var environment: String
+    /// The app build's `aps-environment`: where the token is valid.
+    public var environment: PushEnvironment
     public var userID: String?
 
     public init(
         deviceID: String, bundleID: String, attributesType: String, token: DeviceToken, frequentPushesEnabled: Bool = false,
-        environment: String = "sandbox", userID: String? = nil
+        environment: PushEnvironment = .sandbox, userID: String? = nil
     ) {
         self.deviceID = deviceID
         self.bundleID = bundleID
@@ -127,11 +128,12 @@ public struct ActivityTokenRegistration: Sendable, Hashable {
     public var attributesType: String
     public var token: DeviceToken
     public var frequentPushesEnabled: Bool
-    public var environment: String
+    /// The app build's `aps-environment`: where the token is valid.
+    public var environment: PushEnvironment
 
     public init(
         deviceID: String, bundleID: String, activityID: String? = nil, attributesType: String, token: DeviceToken,
-        frequentPushesEnabled: Bool = false, environment: String = "sandbox"
+        frequentPushesEnabled: Bool = false, environment: PushEnvironment = .sandbox
     ) {
         self.deviceID = deviceID
         self.bundleID = bundleID

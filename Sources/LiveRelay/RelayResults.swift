@@ -15,14 +15,15 @@ public struct Acceptance: Sendable, Hashable {
     public var deliveries: Int
     /// The key's state after the request.
     public var state: ActivityKeyState
-    /// The broadcast channel the key's updates go through, when it has one.
-    public var channelID: String?
+    /// The broadcast channels the key's updates go through, one per APNs environment, when it has any.
+    public var channelIDs: [PushEnvironment: String]
     /// What the sender should know although the request was accepted: that it reached no device,
     /// or that a date was probably meant in another unit.
     public var warnings: [String]
 
     public init(
-        key: String, action: String, requestID: String, timestamp: Int64, deliveries: Int, state: ActivityKeyState, channelID: String? = nil,
+        key: String, action: String, requestID: String, timestamp: Int64, deliveries: Int, state: ActivityKeyState,
+        channelIDs: [PushEnvironment: String] = [:],
         warnings: [String] = []
     ) {
         self.key = key
@@ -31,7 +32,7 @@ public struct Acceptance: Sendable, Hashable {
         self.timestamp = timestamp
         self.deliveries = deliveries
         self.state = state
-        self.channelID = channelID
+        self.channelIDs = channelIDs
         self.warnings = warnings
     }
 }

@@ -15,8 +15,9 @@ public final class RelayService: Sendable {
     /// The API's format of scheduled requests and kept answers.
     let wire: any RelayWireFormat
     public let metrics: RelayMetrics
-    /// Creates and deletes broadcast channels; nil when no APNs is configured (tests of the API alone).
-    let apns: APNsClient?
+    /// Sends, and creates and deletes broadcast channels, in each environment served; nil when no
+    /// APNs is configured (tests of the API alone, which take tokens of both environments).
+    let apns: APNsRoutes?
     let now: @Sendable () -> Date
     let logger: Logger
     /// Wakes the dispatcher when pushes are queued.
@@ -33,7 +34,7 @@ public final class RelayService: Sendable {
 
     /// The service over `store`, migrated first.
     public static func open(
-        store: any RelayStore, configuration: RelayConfiguration, wire: any RelayWireFormat, apns: APNsClient?,
+        store: any RelayStore, configuration: RelayConfiguration, wire: any RelayWireFormat, apns: APNsRoutes?,
         now: @escaping @Sendable () -> Date = { Date() }, logger: Logger = Logger(label: "liverelay")
     ) async throws -> RelayService {
         let applied = try await store.migrate()
@@ -43,7 +44,7 @@ public final class RelayService: Sendable {
 
     /// The service over a store already migrated.
     public init(
-        store: any RelayStore, configuration: RelayConfiguration, wire: any RelayWireFormat, apns: APNsClient?,
+        store: any RelayStore, configuration: RelayConfiguration, wire: any RelayWireFormat, apns: APNsRoutes?,
         now: @escaping @Sendable () -> Date = { Date() }, logger: Logger = Logger(label: "liverelay")
     ) {
         self.store = store
@@ -57,6 +58,9 @@ public final class RelayService: Sendable {
     }
 
     public var currentDate: Date { now() }
+
+    /// The APNs environments whose tokens this server takes and sends to.
+    public var environments: Set<PushEnvironment> { apns?.environments ?? Set(PushEnvironment.allCases) }
 
     // MARK: API keys
 
@@ -137,7 +141,7 @@ public final class RelayService: Sendable {
             let activity = try await store.saveActivityToken(
                 ActivityTokenRecord(
                     key: key, deviceID: registration.deviceID, activityID: registration.activityID, token: registration.token.hex,
-                    frequentPushesEnabled: registration.frequentPushesEnabled, registeredAt: now()),
+                    frequentPushesEnabled: registration.frequentPushesEnabled, environment: registration.environment, registeredAt: now()),
                 attributesType: registration.attributesType)
             metrics.count("liverelay_registrations_total", ["kind": "activity"])
             logger.info(
@@ -157,13 +161,15 @@ public final class RelayService: Sendable {
         return try await store.endActivityToken(key: key, deviceID: report.deviceID, state: report.state, at: report.at ?? now())
     }
 
-    private func checkApp(bundleID: String, environment: String? = nil) throws {
+    private func checkApp(bundleID: String, environment: PushEnvironment? = nil) throws {
         guard bundleID == configuration.bundleID.value else {
             throw RelayError.invalid("bundleID", "this server sends to \(configuration.bundleID.value), not \(bundleID)")
         }
         guard let environment else { return }
-        guard environment == configuration.environment else {
-            throw RelayError.invalid("environment", "this server sends to APNs \(configuration.environment); a \(environment) token would be refused")
+        guard environments.contains(environment) else {
+            let served = PushEnvironment.allCases.filter(environments.contains).map(\.rawValue).joined(separator: " and ")
+            throw RelayError.invalid(
+                "environment", "this server sends to APNs \(served) only; a \(environment.rawValue) token would never be reached")
         }
     }
 
@@ -215,21 +221,29 @@ public final class RelayService: Sendable {
         // Checked before anything is written or created, and again when a schedule runs.
         let warnings = try StartPlanner.check(request, against: try await currentContracts()[request.attributesType])
         if let at = request.at, at > now() { return try await schedule(key: key, .start(request), at: at, context: context) }
-        let channelID: String?
+        var channelIDs: [PushEnvironment: String] = [:]
         switch request.channel {
         case nil:
-            channelID = nil
+            break
         case .existing(let id):
             guard let channel = try await store.channel(id: id), channel.deletedAt == nil else {
                 throw RelayError.notFound("channel.id", "no live channel \(id) made by this server")
             }
-            channelID = id
+            channelIDs[channel.environment] = id
         case .create(let policy):
-            channelID = try await createChannel(for: key, storagePolicy: policy)
+            // A channel lives in one environment: one in each the audience spans (in the first
+            // served when it has no device yet).
+            var needed = try await store.audienceEnvironments(attributesType: request.attributesType, audience: request.audience)
+                .intersection(environments)
+            if needed.isEmpty, let first = PushEnvironment.allCases.first(where: environments.contains) { needed = [first] }
+            for environment in PushEnvironment.allCases where needed.contains(environment) {
+                channelIDs[environment] = try await createChannel(for: key, in: environment, storagePolicy: policy)
+            }
         }
         let acceptedAt = now()
-        let payload = try StartPlanner.payload(request, channelID: channelID, at: acceptedAt)
-        let planner = StartPlanner(environment: configuration.environment, governor: governor, answer: answerKept)
+        let channels = channelIDs
+        let payloads = try StartPlanner.payloads(request, channelIDs: channels, at: acceptedAt)
+        let planner = StartPlanner(environments: environments, governor: governor, answer: answerKept)
         let requestID = UUID().uuidString.lowercased()
         var context = context
         context.handOver = handOver.offer(at: acceptedAt, policy: configuration.dispatch)
@@ -238,7 +252,7 @@ public final class RelayService: Sendable {
                 key: key, attributesType: request.attributesType, audience: request.audience, context: context
             ) { tokens in
                 planner.plan(
-                    key: key, request, payload: payload, channelID: channelID, tokens: tokens, at: acceptedAt, requestID: requestID,
+                    key: key, request, payloads: payloads, channelIDs: channels, tokens: tokens, at: acceptedAt, requestID: requestID,
                     warnings: warnings)
             }
             dispatch(accepted.claimed, action: "start")
@@ -301,13 +315,14 @@ public final class RelayService: Sendable {
 
     // MARK: Channels
 
-    private func createChannel(for key: String, storagePolicy: Int) async throws -> String {
-        guard let apns, let policy = MessageStoragePolicy(rawValue: storagePolicy) else {
+    private func createChannel(for key: String, in environment: PushEnvironment, storagePolicy: Int) async throws -> String {
+        guard let apns = apns?.client(environment), let policy = MessageStoragePolicy(rawValue: storagePolicy) else {
             throw RelayError(.upstream, .apnsUnavailable, message: "no APNs connection to create a channel with", field: "channel")
         }
         do {
             let id = try await apns.createChannel(bundleID: configuration.bundleID, storagePolicy: policy)
-            try await store.saveChannel(ChannelRecord(channelID: id, key: key, storagePolicy: storagePolicy, createdAt: now()))
+            try await store.saveChannel(ChannelRecord(
+                channelID: id, environment: environment, key: key, storagePolicy: storagePolicy, createdAt: now()))
             return id
         } catch let error as APNsError {
             throw RelayError(.upstream, .apnsRefused, message: "APNs refused to create the channel: \(error)", field: "channel")
@@ -321,7 +336,9 @@ public final class RelayService: Sendable {
     /// Deletes a live channel at APNs and marks it deleted.
     public func deleteChannel(_ id: String) async throws {
         guard let channel = try await store.channel(id: id), channel.deletedAt == nil else { throw RelayError.notFound("id", "no live channel \(id)") }
-        guard let apns else { throw RelayError(.upstream, .apnsUnavailable, message: "no APNs connection") }
+        guard let apns = apns?.client(channel.environment) else {
+            throw RelayError(.upstream, .apnsUnavailable, message: "no APNs connection to \(channel.environment.rawValue)")
+        }
         do {
             try await apns.deleteChannel(id, bundleID: configuration.bundleID)
         } catch let error as APNsError where error.status == 404 || error.reason == .badChannelId || error.reason == .channelNotRegistered {

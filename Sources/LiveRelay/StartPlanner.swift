@@ -3,13 +3,21 @@ import LiveActivityKit
 import LiveRelayStore
 
 /// Decides what a start does, from the audience's push-to-start tokens and the time: the new key,
-/// and one push to each token of the server's APNs environment at the priority the governor gives
-/// an alerting push (a push-to-start always alerts). Pure: the service gives it what the store read.
+/// and one push to each token of an APNs environment the server serves, at the priority the
+/// governor gives an alerting push (a push-to-start always alerts). A channel-bound start reaches
+/// the tokens of its channels' environments, each with its own channel id. Pure: the service gives
+/// it what the store read.
 struct StartPlanner {
-    let environment: String
+    let environments: Set<PushEnvironment>
     let governor: PriorityGovernor
     /// The answer kept with the write (for its idempotency key or schedule).
     let answer: @Sendable (Acceptance) -> StoredResponse
+
+    /// The encoded start payloads, and which one each environment's tokens get.
+    struct Payloads: Sendable {
+        var bodies: [[UInt8]]
+        var index: [PushEnvironment: Int]
+    }
 
     /// What the app's contract says of the request (nil: the app registered none for the type):
     /// throws when its widget would not decode the attributes or the content state; returns the
@@ -19,47 +27,71 @@ struct StartPlanner {
         return try ContractCheck.attributes(request.attributes, contract) + ContractCheck.contentState(request.contentState, contract)
     }
 
-    /// The start's payload: validated and encoded before anything is written.
-    static func payload(_ request: StartRequest, channelID: String?, at acceptedAt: Date) throws -> [UInt8] {
-        try PayloadEncoding.encode(
-            LiveActivityPayload(LiveActivityPayload.Fields(
-                event: .start, timestamp: acceptedAt, contentState: request.contentState, staleDate: request.staleDate,
-                relevanceScore: request.relevanceScore, alert: request.alert, attributesType: request.attributesType,
-                attributes: request.attributes, inputPush: channelID.map { .channel($0) } ?? .token)),
-            for: .device)
+    /// The start's payloads, validated and encoded before anything is written: one for every
+    /// environment, or one per channel (each names its own in `input-push-channel`).
+    static func payloads(_ request: StartRequest, channelIDs: [PushEnvironment: String], at acceptedAt: Date) throws -> Payloads {
+        func encode(_ channelID: String?) throws -> [UInt8] {
+            try PayloadEncoding.encode(
+                LiveActivityPayload(LiveActivityPayload.Fields(
+                    event: .start, timestamp: acceptedAt, contentState: request.contentState, staleDate: request.staleDate,
+                    relevanceScore: request.relevanceScore, alert: request.alert, attributesType: request.attributesType,
+                    attributes: request.attributes, inputPush: channelID.map { .channel($0) } ?? .token)),
+                for: .device)
+        }
+        guard !channelIDs.isEmpty else {
+            let body = try encode(nil)
+            return Payloads(bodies: [body], index: Dictionary(uniqueKeysWithValues: PushEnvironment.allCases.map { ($0, 0) }))
+        }
+        var payloads = Payloads(bodies: [], index: [:])
+        for environment in PushEnvironment.allCases {
+            guard let channelID = channelIDs[environment] else { continue }
+            payloads.index[environment] = payloads.bodies.count
+            payloads.bodies.append(try encode(channelID))
+        }
+        return payloads
     }
 
     func plan(
-        key: String, _ request: StartRequest, payload: [UInt8], channelID: String?, tokens: [PushToStartTokenRecord], at acceptedAt: Date,
-        requestID: String, warnings: [String] = []
+        key: String, _ request: StartRequest, payloads: Payloads, channelIDs: [PushEnvironment: String], tokens: [PushToStartTokenRecord],
+        at acceptedAt: Date, requestID: String, warnings: [String] = []
     ) -> (StartPlan, Acceptance) {
         let timestamp = unixSeconds(acceptedAt)
         let expiration = request.expiration.map(unixSeconds)
-        let reachable = tokens.filter { $0.environment == environment }
-        let deliveries = reachable.map { token in
+        var deliveries: [NewDelivery] = []
+        var unreached: [PushEnvironment: Int] = [:]
+        for token in tokens {
+            guard environments.contains(token.environment), let payloadIndex = payloads.index[token.environment] else {
+                unreached[token.environment, default: 0] += 1
+                continue
+            }
             let decision = governor.decide(request.priority, alerting: true, used: 0, frequentPushesEnabled: token.frequentPushesEnabled)
-            return NewDelivery(
-                key: key, event: "start", target: .pushToStartToken(deviceID: token.deviceID, token: token.token), payloadIndex: 0,
-                priority: decision.priority, priorityReason: decision.reason, expiration: expiration, timestamp: timestamp, requestID: requestID)
+            deliveries.append(NewDelivery(
+                key: key, event: "start", target: .pushToStartToken(deviceID: token.deviceID, token: token.token),
+                environment: token.environment, payloadIndex: payloadIndex, priority: decision.priority, priorityReason: decision.reason,
+                expiration: expiration, timestamp: timestamp, requestID: requestID))
         }
         let activity = ActivityRecord(
-            key: key, attributesType: request.attributesType, attributes: request.attributes, channelID: channelID,
+            key: key, attributesType: request.attributesType, attributes: request.attributes, channelIDs: channelIDs,
             contentState: request.contentState, staleDate: request.staleDate, relevanceScore: request.relevanceScore, startedAt: acceptedAt,
             lastTimestamp: timestamp)
         var warnings = warnings
+        for environment in PushEnvironment.allCases {
+            guard let count = unreached[environment] else { continue }
+            // Say so: these devices were asked for and will not show the activity.
+            let why = environments.contains(environment)
+                ? "the key's channel is not in that environment" : "this server does not send to it"
+            warnings.append("\(count) device(s) of the audience have their token in APNs \(environment.rawValue), not reached: \(why)")
+        }
         if deliveries.isEmpty {
-            // Say so: "active" alone reads as if the activity were on someone's Lock Screen.
-            let elsewhere = tokens.count - reachable.count
-            warnings.append(
-                "no device in the audience has a live push-to-start token for \(request.attributesType)"
-                    + (elsewhere > 0 ? " in APNs \(environment) (\(elsewhere) in another environment)" : "")
-                    + ": the key is active, on no device")
+            // "active" alone reads as if the activity were on someone's Lock Screen.
+            warnings.append("no device in the audience has a live push-to-start token for \(request.attributesType)"
+                + (tokens.isEmpty ? "" : " that can be reached") + ": the key is active, on no device")
         }
         let acceptance = Acceptance(
             key: key, action: "start", requestID: requestID, timestamp: timestamp, deliveries: deliveries.count, state: .active,
-            channelID: channelID, warnings: warnings)
+            channelIDs: channelIDs, warnings: warnings)
         let plan = StartPlan(
-            acceptedAt: acceptedAt, activity: activity, payloads: [payload], deliveries: deliveries, response: answer(acceptance))
+            acceptedAt: acceptedAt, activity: activity, payloads: payloads.bodies, deliveries: deliveries, response: answer(acceptance))
         return (plan, acceptance)
     }
 }

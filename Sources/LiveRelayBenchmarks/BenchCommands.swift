@@ -43,8 +43,9 @@ extension Bench {
                     registry.register(EmulatorToken(hex: BenchFixture.token(index), bundleID: BenchFixture.bundle.value, environment: .sandbox))
                 }
                 let emulator = try await APNsEmulator.start(
-                    APNsEmulator.Configuration(pushPort: self.port), certificates: certificates, registry: registry)
-                port = emulator.pushPort
+                    APNsEmulator.Configuration(environments: [.sandbox: EmulatorPorts(push: self.port)]), certificates: certificates,
+                    registry: registry)
+                port = emulator.ports(.sandbox).push
                 stop = { await emulator.shutdown() }
             } else {
                 let server = try await HTTP2TLSServer.start(port: self.port, certificates: certificates, responder: AcceptAllResponder())

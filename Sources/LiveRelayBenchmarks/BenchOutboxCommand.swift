@@ -36,7 +36,7 @@ extension Bench {
                 try await store.saveActivityToken(
                     ActivityTokenRecord(
                         key: "match", deviceID: "fan-\(index)", token: BenchFixture.token(index), frequentPushesEnabled: false,
-                        registeredAt: registeredAt),
+                        environment: .sandbox, registeredAt: registeredAt),
                     attributesType: "ScoreAttributes")
             }
             print("registered \(activities) tokens under \"match\" in \(String(format: "%.1f", (ContinuousClock.now - seeding).seconds)) s")

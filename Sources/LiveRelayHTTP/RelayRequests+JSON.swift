@@ -185,10 +185,11 @@ extension KeyedDecodingContainer {
         do { return try DeviceToken(text) } catch { throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: error.message) }
     }
 
-    /// `sandbox` (the default) or `production`: the app's `aps-environment`.
-    fileprivate func environment(_ key: Key) throws -> String {
-        let environment = try decodeIfPresent(String.self, forKey: key) ?? "sandbox"
-        guard environment == "sandbox" || environment == "production" else {
+    /// `sandbox` (the default: a development build) or `production` (TestFlight, App Store): the
+    /// app's `aps-environment`.
+    fileprivate func environment(_ key: Key) throws -> PushEnvironment {
+        let name = try decodeIfPresent(String.self, forKey: key) ?? PushEnvironment.sandbox.rawValue
+        guard let environment = PushEnvironment(rawValue: name) else {
             throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: "must be \"sandbox\" or \"production\"")
         }
         return environment

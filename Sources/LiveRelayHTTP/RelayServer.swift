@@ -6,7 +6,7 @@ import LiveRelayStore
 import Logging
 import ServiceLifecycle
 
-/// The whole server over one store and one APNs client: the service, the HTTP API, the
+/// The whole server over one store and its APNs clients: the service, the HTTP API, the
 /// dispatcher and the ticker. `liverelay serve` and the tests build it the same way.
 public struct RelayServer: Sendable {
     public let relay: RelayService
@@ -15,7 +15,7 @@ public struct RelayServer: Sendable {
 
     /// Migrates `store` before anything else touches it.
     public static func open(
-        store: any RelayStore, configuration: RelayConfiguration, api: RelayAPIConfiguration = .init(), apns: APNsClient,
+        store: any RelayStore, configuration: RelayConfiguration, api: RelayAPIConfiguration = .init(), apns: APNsRoutes,
         now: @escaping @Sendable () -> Date = { Date() }, logger: Logger = Logger(label: "liverelay")
     ) async throws -> RelayServer {
         let relay = try await RelayService.open(store: store, configuration: configuration, wire: RelayWire(), apns: apns, now: now, logger: logger)

@@ -13,9 +13,17 @@ enum RelayView {
             ("timestamp", .integer(acceptance.timestamp)), ("deliveries", .integer(acceptance.deliveries)),
             ("state", .string(acceptance.state.rawValue)),
         ]
-        if let channelID = acceptance.channelID { members.append(("channelID", .string(channelID))) }
+        members += channelMembers(acceptance.channelIDs)
         if !acceptance.warnings.isEmpty { members.append(("warnings", .array(acceptance.warnings.map(JSONValue.string)))) }
         return .object(members)
+    }
+
+    /// A key's channels by environment, and `channelID` when it has exactly one (as before a key
+    /// could have one in each environment).
+    private static func channelMembers(_ ids: [PushEnvironment: String]) -> [(String, JSONValue)] {
+        guard !ids.isEmpty else { return [] }
+        let channels = JSONValue.object(PushEnvironment.allCases.compactMap { environment in ids[environment].map { (environment.rawValue, .string($0)) } })
+        return (ids.count == 1 ? [("channelID", .string(ids.values.first!))] : []) + [("channels", channels)]
     }
 
     /// A contract as registered: the app, then the contract in the form it was given in.
@@ -36,7 +44,7 @@ enum RelayView {
         if let content = activity.contentState { members.append(("contentState", content)) }
         if let stale = activity.staleDate { members.append(("staleDate", date(stale))) }
         if let score = activity.relevanceScore, let number = JSONValue.double(score) { members.append(("relevanceScore", number)) }
-        if let channel = activity.channelID { members.append(("channelID", .string(channel))) }
+        members += channelMembers(activity.channelIDs)
         if let ended = activity.endedAt { members.append(("endedAt", date(ended))) }
         if let reason = activity.endReason { members.append(("endReason", .string(reason))) }
         if let dismissal = activity.dismissalDate { members.append(("dismissalDate", date(dismissal))) }
@@ -57,7 +65,8 @@ enum RelayView {
     static func json(_ token: ActivityTokenRecord) -> JSONValue {
         var members: [(String, JSONValue)] = [
             ("deviceID", .string(token.deviceID)), ("token", .string(DeviceToken.shortened(token.token))), ("state", .string(token.state.rawValue)),
-            ("frequentPushesEnabled", .bool(token.frequentPushesEnabled)), ("registeredAt", date(token.registeredAt)),
+            ("frequentPushesEnabled", .bool(token.frequentPushesEnabled)), ("environment", .string(token.environment.rawValue)),
+            ("registeredAt", date(token.registeredAt)),
         ]
         if let id = token.activityID { members.append(("activityID", .string(id))) }
         if let reason = token.stateReason { members.append(("stateReason", .string(reason))) }
@@ -75,6 +84,7 @@ enum RelayView {
             ("requestID", .string(delivery.requestID)), ("status", .string(delivery.status.rawValue)),
             ("priority", .integer(delivery.priority)), ("priorityReason", .string(delivery.priorityReason)),
             ("timestamp", .integer(delivery.timestamp)), ("attempts", .integer(delivery.attempts)), ("createdAt", date(delivery.createdAt)),
+            ("environment", .string(delivery.environment.rawValue)),
         ]
         switch delivery.target {
         case .pushToStartToken(let device, let token):
@@ -103,8 +113,8 @@ enum RelayView {
 
     static func json(_ channel: ChannelRecord) -> JSONValue {
         var members: [(String, JSONValue)] = [
-            ("channelID", .string(channel.channelID)), ("storagePolicy", .integer(channel.storagePolicy)),
-            ("createdAt", date(channel.createdAt)),
+            ("channelID", .string(channel.channelID)), ("environment", .string(channel.environment.rawValue)),
+            ("storagePolicy", .integer(channel.storagePolicy)), ("createdAt", date(channel.createdAt)),
         ]
         if let key = channel.key { members.append(("key", .string(key))) }
         if let at = channel.deleteAfter { members.append(("deleteAfter", date(at))) }

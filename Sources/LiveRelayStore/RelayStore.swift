@@ -35,6 +35,9 @@ public protocol RelayStore: Sendable {
 
     /// The response kept under an idempotency key, if any.
     func idempotentResponse(apiKeyID: String, key: String) async throws -> IdempotentResponse?
+    /// The APNs environments of the audience's live push-to-start tokens for the type (where a
+    /// channel-bound start needs a channel).
+    func audienceEnvironments(attributesType: String, audience: Audience) async throws -> Set<PushEnvironment>
     /// Starts a key: reads the audience's live push-to-start tokens for the type, and stores the
     /// plan made from them. Throws `keyExists` when the key is taken.
     func acceptStart<Outcome: Sendable>(

@@ -121,5 +121,29 @@ enum SQLiteMigrations {
                 PRIMARY KEY (bundle_id, attributes_type))
             """,
         ]),
+        // Both APNs environments at once: every token, channel and push names its own, and a key
+        // is bound to at most one channel in each. Until now a server sent to one environment and
+        // refused tokens of the other, so all it kept belongs to the environment its push-to-start
+        // tokens were registered with (sandbox, the old default, when it had none).
+        StoreMigration(name: "0008-environments", statements: [
+            "ALTER TABLE activity_tokens ADD COLUMN environment TEXT NOT NULL DEFAULT 'sandbox'",
+            "ALTER TABLE channels ADD COLUMN environment TEXT NOT NULL DEFAULT 'sandbox'",
+            "ALTER TABLE deliveries ADD COLUMN environment TEXT NOT NULL DEFAULT 'sandbox'",
+        ] + ["activity_tokens", "channels", "deliveries"].map { table in
+            "UPDATE \(table) SET environment = (SELECT environment FROM push_to_start_tokens ORDER BY updated_at DESC LIMIT 1) "
+                + "WHERE EXISTS (SELECT 1 FROM push_to_start_tokens)"
+        } + [
+            """
+            CREATE TABLE activity_channels (
+                key TEXT NOT NULL, environment TEXT NOT NULL, channel_id TEXT NOT NULL,
+                PRIMARY KEY (key, environment)) WITHOUT ROWID
+            """,
+            """
+            INSERT INTO activity_channels (key, environment, channel_id)
+            SELECT a.key, COALESCE(c.environment, 'sandbox'), a.channel_id FROM activities a LEFT JOIN channels c ON c.channel_id = a.channel_id
+            WHERE a.channel_id IS NOT NULL
+            """,
+            "ALTER TABLE activities DROP COLUMN channel_id",
+        ]),
     ]
 }

@@ -138,7 +138,7 @@ public final class SQLiteStore: RelayStore {
                     """,
                 [
                     token.deviceID, token.attributesType, token.userID, token.token, token.frequentPushesEnabled,
-                    token.environment, token.updatedAt.seconds,
+                    token.environment.rawValue, token.updatedAt.seconds,
                 ])
         }
     }
@@ -159,15 +159,15 @@ public final class SQLiteStore: RelayStore {
             try db.run(
                 """
                     INSERT INTO activity_tokens
-                        (key, device_id, activity_id, token, frequent_pushes, registered_at, state, state_reason)
-                    VALUES (?, ?, ?, ?, ?, ?, 'live', NULL)
+                        (key, device_id, activity_id, token, frequent_pushes, registered_at, state, state_reason, environment)
+                    VALUES (?, ?, ?, ?, ?, ?, 'live', NULL, ?)
                     ON CONFLICT (key, device_id) DO UPDATE SET
                         activity_id = excluded.activity_id, token = excluded.token, frequent_pushes = excluded.frequent_pushes,
-                        registered_at = excluded.registered_at, state = 'live', state_reason = NULL
+                        registered_at = excluded.registered_at, state = 'live', state_reason = NULL, environment = excluded.environment
                     """,
                 [
                     token.key, token.deviceID, token.activityID, token.token, token.frequentPushesEnabled,
-                    token.registeredAt.seconds,
+                    token.registeredAt.seconds, token.environment.rawValue,
                 ])
             try db.run(Self.skipStartsThatArrived + " AND key = ? AND device_id = ?", [token.registeredAt.seconds, token.key, token.deviceID])
             return activity!
@@ -200,6 +200,10 @@ public final class SQLiteStore: RelayStore {
                 IdempotentResponse(requestHash: row[0], response: StoredResponse(status: row[1], body: try row.bytes(2)))
             }
         }
+    }
+
+    public func audienceEnvironments(attributesType: String, audience: Audience) async throws -> Set<PushEnvironment> {
+        try await pool.read { db in Set(try Self.pushToStartTokens(db, attributesType: attributesType, audience: audience).map(\.environment)) }
     }
 
     public func acceptStart<Outcome: Sendable>(
@@ -235,10 +239,10 @@ public final class SQLiteStore: RelayStore {
                 tokenCount = tokens.count
                 try db.forEach(
                     """
-                    SELECT COALESCE(device_id, ''), COUNT(*) FROM deliveries
+                    SELECT COALESCE(device_id, channel_id, ''), COUNT(*) FROM deliveries
                     WHERE key = ? AND target != 'push-to-start' AND priority = 10 AND created_at >= ?
                         AND status IN ('queued', 'sending', 'sent')
-                    GROUP BY device_id
+                    GROUP BY 1
                     """,
                     [key, budgetWindowStart.seconds]
                 ) { row in counts[row[0]] = row[1] }
@@ -246,17 +250,18 @@ public final class SQLiteStore: RelayStore {
                 // One priority for every push: the plan needs only how many there will be.
                 tokenCount = try db.fetchOne("SELECT COUNT(*) FROM activity_tokens WHERE key = ? AND state = 'live'", [key]) { $0[0] as Int } ?? 0
             }
-            let channel = try activity?.channelID.flatMap {
-                try db.fetchOne("SELECT \(ChannelRecord.columns) FROM channels WHERE channel_id = ?", [$0], as: ChannelRecord.init(row:))
-            }
+            let channels = activity == nil || activity!.channelIDs.isEmpty ? [] : try db.fetchAll(
+                "SELECT \(ChannelRecord.columns) FROM channels WHERE channel_id IN (\(Self.channelsOfKey))", [key],
+                as: ChannelRecord.init(row:))
             let (planned, outcome) = try plan(
-                ChangeSnapshot(activity: activity, liveTokens: tokens, liveTokenCount: tokenCount, priority10Counts: counts, channel: channel))
+                ChangeSnapshot(activity: activity, liveTokens: tokens, liveTokenCount: tokenCount, priority10Counts: counts, channels: channels))
             try Self.updateChanged(db, activity: planned.activity)
             if planned.activity.state == .ended {
                 try db.run("UPDATE activity_tokens SET state = 'ended', state_reason = 'key ended' WHERE key = ? AND state = 'live'", [key])
-                if let channelID = planned.activity.channelID, let deleteAfter = planned.channelDeleteAfter {
+                if let deleteAfter = planned.channelDeleteAfter {
                     try db.run(
-                        "UPDATE channels SET delete_after = ? WHERE channel_id = ? AND deleted_at IS NULL", [deleteAfter.seconds, channelID])
+                        "UPDATE channels SET delete_after = ? WHERE channel_id IN (\(Self.channelsOfKey)) AND deleted_at IS NULL",
+                        [deleteAfter.seconds, key])
                 }
             }
             let claimed = try Self.enqueue(
@@ -486,7 +491,7 @@ public final class SQLiteStore: RelayStore {
                 """, [key]
             ) { row in
                 var token = ActivityTokenRecord(row: row)
-                (token.lastStatus, token.lastReason, token.lastDeliveryAt) = (row[8], row[9], row.date(10))
+                (token.lastStatus, token.lastReason, token.lastDeliveryAt) = (row[9], row[10], row.date(11))
                 return token
             }
         }
@@ -517,7 +522,7 @@ public final class SQLiteStore: RelayStore {
                 try db.run(
                     """
                     UPDATE channels SET delete_after = ?
-                    WHERE channel_id = (SELECT channel_id FROM activities WHERE key = ?) AND deleted_at IS NULL
+                    WHERE channel_id IN (\(Self.channelsOfKey)) AND deleted_at IS NULL
                     """,
                     [channelDeleteAfter.seconds, key])
             }
@@ -559,13 +564,13 @@ public final class SQLiteStore: RelayStore {
         try await write { db in
             try db.run(
                 """
-                INSERT INTO channels (\(ChannelRecord.columns)) VALUES (?, ?, ?, ?, ?, ?)
+                INSERT INTO channels (\(ChannelRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (channel_id) DO UPDATE SET key = excluded.key, delete_after = excluded.delete_after,
                     deleted_at = excluded.deleted_at
                 """,
                 [
                     channel.channelID, channel.key, channel.storagePolicy, channel.createdAt.seconds, channel.deleteAfter?.seconds,
-                    channel.deletedAt?.seconds,
+                    channel.deletedAt?.seconds, channel.environment.rawValue,
                 ])
         }
     }
@@ -601,12 +606,24 @@ public final class SQLiteStore: RelayStore {
 
 extension SQLiteStore {
     private static func activity(_ db: Database, key: String) throws -> ActivityRecord? {
-        try db.fetchOne("SELECT \(ActivityRecord.columns) FROM activities WHERE key = ?", [key], as: ActivityRecord.init(row:))
+        guard var activity = try db.fetchOne("SELECT \(ActivityRecord.columns) FROM activities WHERE key = ?", [key], as: ActivityRecord.init(row:))
+        else { return nil }
+        try db.forEach("SELECT environment, channel_id FROM activity_channels WHERE key = ?", [key]) { row in
+            activity.channelIDs[PushEnvironment(rawValue: row[0]) ?? .sandbox] = row[1]
+        }
+        return activity
     }
+
+    /// The ids of the channels of the key given as the statement's argument.
+    private static let channelsOfKey = "SELECT channel_id FROM activity_channels WHERE key = ?"
 
     private static func insert(_ db: Database, activity: ActivityRecord) throws {
         try db.run(
-            "INSERT INTO activities (\(ActivityRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", activityArguments(activity))
+            "INSERT INTO activities (\(ActivityRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", activityArguments(activity))
+        for (environment, channelID) in activity.channelIDs {
+            try db.run(
+                "INSERT INTO activity_channels (key, environment, channel_id) VALUES (?, ?, ?)", [activity.key, environment.rawValue, channelID])
+        }
     }
 
     /// Writes what a change can change: the content, and the lifecycle fields when it ends the key.
@@ -633,7 +650,7 @@ extension SQLiteStore {
 
     private static func activityArguments(_ activity: ActivityRecord) -> StatementArguments {
         [
-            activity.key, activity.attributesType, activity.attributes?.serializedString, activity.state.rawValue, activity.channelID,
+            activity.key, activity.attributesType, activity.attributes?.serializedString, activity.state.rawValue,
             activity.contentState?.serializedString, activity.staleDate?.seconds, activity.relevanceScore, activity.startedAt.seconds,
             activity.endedAt?.seconds, activity.endReason, activity.dismissalDate?.seconds, activity.lastTimestamp,
         ]
@@ -659,7 +676,7 @@ extension SQLiteStore {
     /// What a new delivery is written with; the rest of its columns start empty.
     private static let newDeliveryColumns = """
         key, event, target, device_id, token, channel_id, payload_id, priority, priority_reason, expiration, timestamp, request_id, \
-        status, attempts, next_attempt_at, created_at
+        status, attempts, next_attempt_at, created_at, environment
         """
 
     /// Writes the pushes of an accepted request, each payload once, after superseding what they
@@ -685,14 +702,14 @@ extension SQLiteStore {
         let lastIDBefore = leaseUntil == nil ? 0 : try db.fetchOne("SELECT COALESCE(MAX(id), 0) FROM deliveries") { $0[0] as Int64 } ?? 0
         let insert = try db.cachedStatement(
             sql: """
-                INSERT INTO deliveries (\(Self.newDeliveryColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)
+                INSERT INTO deliveries (\(Self.newDeliveryColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)
                 """)
         for delivery in deliveries {
             let (kind, deviceID, token, channelID) = delivery.target.columns
             let push = delivery.push
             try insert.execute(arguments: [
                 push.key, push.event, kind, deviceID, token, channelID, payloadIDs[push.payloadIndex], push.priority, push.priorityReason,
-                push.expiration, push.timestamp, push.requestID, status, due, now,
+                push.expiration, push.timestamp, push.requestID, status, due, now, delivery.environment.rawValue,
             ])
         }
         if let push = fanOut?.push {
@@ -700,7 +717,7 @@ extension SQLiteStore {
             try db.run(
                 """
                 INSERT INTO deliveries (\(Self.newDeliveryColumns))
-                SELECT key, ?, 'activity', device_id, token, NULL, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?
+                SELECT key, ?, 'activity', device_id, token, NULL, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, environment
                 FROM activity_tokens WHERE key = ? AND state = 'live' ORDER BY device_id
                 """,
                 [
@@ -830,22 +847,23 @@ extension PushToStartTokenRecord {
 
     fileprivate init(row: Row) {
         self.init(
-            deviceID: row[0], attributesType: row[1], userID: row[2], token: row[3], frequentPushesEnabled: row[4], environment: row[5],
-            updatedAt: row.date(6)!, deadReason: row[7])
+            deviceID: row[0], attributesType: row[1], userID: row[2], token: row[3], frequentPushesEnabled: row[4],
+            environment: PushEnvironment(rawValue: row[5]) ?? .sandbox, updatedAt: row.date(6)!, deadReason: row[7])
     }
 }
 
 extension ActivityRecord {
     fileprivate static let columns = """
-        key, attributes_type, attributes, state, channel_id, content_state, stale_date, relevance_score, started_at, ended_at, \
+        key, attributes_type, attributes, state, content_state, stale_date, relevance_score, started_at, ended_at, \
         end_reason, dismissal_date, last_timestamp
         """
 
+    /// A key without its channels, which are read from `activity_channels`.
     fileprivate init(row: Row) {
         self.init(
             key: row[0], attributesType: row[1], attributes: row.json(2), state: ActivityKeyState(rawValue: row[3]) ?? .ended,
-            channelID: row[4], contentState: row.json(5), staleDate: row.date(6), relevanceScore: row[7], startedAt: row.date(8)!,
-            endedAt: row.date(9), endReason: row[10], dismissalDate: row.date(11), lastTimestamp: row[12])
+            contentState: row.json(4), staleDate: row.date(5), relevanceScore: row[6], startedAt: row.date(7)!,
+            endedAt: row.date(8), endReason: row[9], dismissalDate: row.date(10), lastTimestamp: row[11])
     }
 }
 
@@ -854,24 +872,26 @@ extension ActivityTokenRecord {
 
     /// The columns `init(row:)` reads, of the table named `alias` if given.
     fileprivate static func columns(_ alias: String?) -> String {
-        ["key", "device_id", "activity_id", "token", "frequent_pushes", "registered_at", "state", "state_reason"]
+        ["key", "device_id", "activity_id", "token", "frequent_pushes", "registered_at", "state", "state_reason", "environment"]
             .map { column in alias.map { "\($0).\(column)" } ?? column }.joined(separator: ", ")
     }
 
     /// A token without its last result, which comes from the deliveries.
     fileprivate init(row: Row) {
         self.init(
-            key: row[0], deviceID: row[1], activityID: row[2], token: row[3], frequentPushesEnabled: row[4], registeredAt: row.date(5)!,
+            key: row[0], deviceID: row[1], activityID: row[2], token: row[3], frequentPushesEnabled: row[4],
+            environment: PushEnvironment(rawValue: row[8]) ?? .sandbox, registeredAt: row.date(5)!,
             state: ActivityTokenState(rawValue: row[6]) ?? .dead, stateReason: row[7])
     }
 }
 
 extension ChannelRecord {
-    fileprivate static let columns = "channel_id, key, storage_policy, created_at, delete_after, deleted_at"
+    fileprivate static let columns = "channel_id, key, storage_policy, created_at, delete_after, deleted_at, environment"
 
     fileprivate init(row: Row) {
         self.init(
-            channelID: row[0], key: row[1], storagePolicy: row[2], createdAt: row.date(3)!, deleteAfter: row.date(4), deletedAt: row.date(5))
+            channelID: row[0], environment: PushEnvironment(rawValue: row[6]) ?? .sandbox, key: row[1], storagePolicy: row[2],
+            createdAt: row.date(3)!, deleteAfter: row.date(4), deletedAt: row.date(5))
     }
 }
 
@@ -896,7 +916,7 @@ extension ScheduleRecord {
 extension DeliveryRecord {
     fileprivate static let columns = """
         id, key, event, target, device_id, token, channel_id, payload_id, priority, priority_reason, expiration, timestamp, \
-        request_id, status, attempts, next_attempt_at, created_at, finished_at, apns_status, apns_reason, apns_id
+        request_id, status, attempts, next_attempt_at, created_at, finished_at, apns_status, apns_reason, apns_id, environment
         """
 }
 
@@ -915,7 +935,7 @@ private struct DeliveryRow {
         }
         payloadID = row[7]
         record = DeliveryRecord(
-            id: row[0], key: row[1], event: row[2], target: target, payload: [], priority: row[8], priorityReason: row[9],
+            id: row[0], key: row[1], event: row[2], target: target, environment: PushEnvironment(rawValue: row[21]) ?? .sandbox, payload: [], priority: row[8], priorityReason: row[9],
             expiration: row[10], timestamp: row[11], requestID: row[12], status: DeliveryStatus(rawValue: row[13]) ?? .failed,
             attempts: row[14], nextAttemptAt: row.date(15)!, createdAt: row.date(16)!, finishedAt: row.date(17), apnsStatus: row[18],
             apnsReason: row[19], apnsID: row[20])

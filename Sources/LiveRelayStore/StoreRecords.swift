@@ -47,14 +47,14 @@ public struct PushToStartTokenRecord: Sendable, Hashable {
     public var userID: String?
     public var token: String
     public var frequentPushesEnabled: Bool
-    public var environment: String
+    public var environment: PushEnvironment
     public var updatedAt: Date
     /// Why APNs refused the token for good (`Unregistered`, `BadDeviceToken`, …); nil while live.
     public var deadReason: String?
 
     public init(
         deviceID: String, attributesType: String, userID: String? = nil, token: String, frequentPushesEnabled: Bool,
-        environment: String, updatedAt: Date, deadReason: String? = nil
+        environment: PushEnvironment, updatedAt: Date, deadReason: String? = nil
     ) {
         self.deviceID = deviceID
         self.attributesType = attributesType
@@ -79,8 +79,9 @@ public struct ActivityRecord: Sendable, Hashable {
     public var attributesType: String
     public var attributes: JSONValue?
     public var state: ActivityKeyState
-    /// The broadcast channel the key is bound to; updates then go as one broadcast.
-    public var channelID: String?
+    /// The broadcast channels the key is bound to, at most one per APNs environment; updates then
+    /// go as one broadcast per channel.
+    public var channelIDs: [PushEnvironment: String]
     public var contentState: JSONValue?
     public var staleDate: Date?
     public var relevanceScore: Double?
@@ -94,14 +95,14 @@ public struct ActivityRecord: Sendable, Hashable {
 
     public init(
         key: String, attributesType: String, attributes: JSONValue? = nil, state: ActivityKeyState = .active,
-        channelID: String? = nil, contentState: JSONValue? = nil, staleDate: Date? = nil, relevanceScore: Double? = nil,
+        channelIDs: [PushEnvironment: String] = [:], contentState: JSONValue? = nil, staleDate: Date? = nil, relevanceScore: Double? = nil,
         startedAt: Date, endedAt: Date? = nil, endReason: String? = nil, dismissalDate: Date? = nil, lastTimestamp: Int64
     ) {
         self.key = key
         self.attributesType = attributesType
         self.attributes = attributes
         self.state = state
-        self.channelID = channelID
+        self.channelIDs = channelIDs
         self.contentState = contentState
         self.staleDate = staleDate
         self.relevanceScore = relevanceScore
@@ -132,6 +133,7 @@ public struct ActivityTokenRecord: Sendable, Hashable {
     public var activityID: String?
     public var token: String
     public var frequentPushesEnabled: Bool
+    public var environment: PushEnvironment
     public var registeredAt: Date
     public var state: ActivityTokenState
     public var stateReason: String?
@@ -142,7 +144,7 @@ public struct ActivityTokenRecord: Sendable, Hashable {
 
     public init(
         key: String, deviceID: String, activityID: String? = nil, token: String, frequentPushesEnabled: Bool,
-        registeredAt: Date, state: ActivityTokenState = .live, stateReason: String? = nil, lastStatus: Int? = nil,
+        environment: PushEnvironment, registeredAt: Date, state: ActivityTokenState = .live, stateReason: String? = nil, lastStatus: Int? = nil,
         lastReason: String? = nil, lastDeliveryAt: Date? = nil
     ) {
         self.key = key
@@ -150,6 +152,7 @@ public struct ActivityTokenRecord: Sendable, Hashable {
         self.activityID = activityID
         self.token = token
         self.frequentPushesEnabled = frequentPushesEnabled
+        self.environment = environment
         self.registeredAt = registeredAt
         self.state = state
         self.stateReason = stateReason
@@ -178,6 +181,8 @@ public struct ContractRecord: Sendable, Hashable {
 /// A broadcast channel LiveRelay created or was given for a key.
 public struct ChannelRecord: Sendable, Hashable {
     public var channelID: String
+    /// Where APNs keeps it: only devices of this environment can subscribe to it.
+    public var environment: PushEnvironment
     public var key: String?
     public var storagePolicy: Int
     public var createdAt: Date
@@ -185,8 +190,12 @@ public struct ChannelRecord: Sendable, Hashable {
     public var deleteAfter: Date?
     public var deletedAt: Date?
 
-    public init(channelID: String, key: String?, storagePolicy: Int, createdAt: Date, deleteAfter: Date? = nil, deletedAt: Date? = nil) {
+    public init(
+        channelID: String, environment: PushEnvironment, key: String?, storagePolicy: Int, createdAt: Date, deleteAfter: Date? = nil,
+        deletedAt: Date? = nil
+    ) {
         self.channelID = channelID
+        self.environment = environment
         self.key = key
         self.storagePolicy = storagePolicy
         self.createdAt = createdAt
@@ -252,11 +261,14 @@ public struct NewPush: Sendable, Hashable {
 public struct NewDelivery: Sendable, Hashable {
     public var push: NewPush
     public var target: DeliveryTarget
+    /// The APNs environment of the target's token or channel.
+    public var environment: PushEnvironment
 
     public init(
-        key: String, event: String, target: DeliveryTarget, payloadIndex: Int, priority: Int, priorityReason: String,
-        expiration: Int64?, timestamp: Int64, requestID: String
+        key: String, event: String, target: DeliveryTarget, environment: PushEnvironment, payloadIndex: Int, priority: Int,
+        priorityReason: String, expiration: Int64?, timestamp: Int64, requestID: String
     ) {
+        self.environment = environment
         push = NewPush(
             key: key, event: event, payloadIndex: payloadIndex, priority: priority, priorityReason: priorityReason, expiration: expiration,
             timestamp: timestamp, requestID: requestID)
@@ -270,6 +282,8 @@ public struct DeliveryRecord: Sendable, Hashable {
     public var key: String
     public var event: String
     public var target: DeliveryTarget
+    /// Where it is sent: the APNs environment of its token or channel.
+    public var environment: PushEnvironment
     public var payload: [UInt8]
     public var priority: Int
     public var priorityReason: String
@@ -286,7 +300,8 @@ public struct DeliveryRecord: Sendable, Hashable {
     public var apnsID: String?
 
     public init(
-        id: Int64, key: String, event: String, target: DeliveryTarget, payload: [UInt8], priority: Int, priorityReason: String,
+        id: Int64, key: String, event: String, target: DeliveryTarget, environment: PushEnvironment, payload: [UInt8], priority: Int,
+        priorityReason: String,
         expiration: Int64?, timestamp: Int64, requestID: String, status: DeliveryStatus, attempts: Int, nextAttemptAt: Date,
         createdAt: Date, finishedAt: Date? = nil, apnsStatus: Int? = nil, apnsReason: String? = nil, apnsID: String? = nil
     ) {
@@ -294,6 +309,7 @@ public struct DeliveryRecord: Sendable, Hashable {
         self.key = key
         self.event = event
         self.target = target
+        self.environment = environment
         self.payload = payload
         self.priority = priority
         self.priorityReason = priorityReason
@@ -458,20 +474,20 @@ public struct ChangeSnapshot: Sendable {
     /// How many live update tokens the key has.
     public var liveTokenCount: Int
     /// Priority-10 pushes queued or sent to each device under the key since the budget window
-    /// began; broadcasts count under the empty device id.
+    /// began; broadcasts count under their channel id.
     public var priority10Counts: [String: Int]
-    /// The channel the key is bound to, if any.
-    public var channel: ChannelRecord?
+    /// The channels the key is bound to.
+    public var channels: [ChannelRecord]
 
     public init(
         activity: ActivityRecord?, liveTokens: [ActivityTokenRecord] = [], liveTokenCount: Int = 0, priority10Counts: [String: Int] = [:],
-        channel: ChannelRecord? = nil
+        channels: [ChannelRecord] = []
     ) {
         self.activity = activity
         self.liveTokens = liveTokens
         self.liveTokenCount = liveTokenCount
         self.priority10Counts = priority10Counts
-        self.channel = channel
+        self.channels = channels
     }
 }
 
@@ -488,7 +504,7 @@ public struct ChangePlan: Sendable {
     /// store writes them from its own rows, so a fan-out to a million tokens never passes
     /// through memory.
     public var fanOut: NewPush?
-    /// When the key's channel is to be deleted (set when the key ends).
+    /// When the key's channels are to be deleted (set when the key ends).
     public var channelDeleteAfter: Date?
     public var response: StoredResponse
 

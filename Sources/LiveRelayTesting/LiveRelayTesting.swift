@@ -190,7 +190,7 @@ public func withEmulatorAndClient(
         do {
             try emulator.certificates.writeCertificateAuthority(to: caFile)
             let client = APNsClient.Configuration(
-                environment: emulator.clientEnvironment(caFile: caFile), signingKey: key.signingKey, now: emulator.clock.function)
+                environment: emulator.clientEnvironment(.sandbox, caFile: caFile), signingKey: key.signingKey, now: emulator.clock.function)
             try await withAPNsClient(configuration: client) { apns in try await body(emulator, apns) }
         } catch {
             await emulator.shutdown()

@@ -13,7 +13,8 @@ import ServiceLifecycle
 import SimulatedDevices
 
 /// A LiveRelay server on loopback (SQLite in a temporary directory, the HTTP API on port 0)
-/// sending to an in-process emulator, on the emulator's clock, with one key of each scope. The
+/// sending to an in-process emulator's sandbox and production environments, on the emulator's
+/// clock, with one key of each scope. The
 /// dispatcher and the ticker do not run by themselves: a test sends with `dispatch()` and lets
 /// time act with `tick()`, so every step is deterministic.
 public final class RelayHarness: Sendable {
@@ -93,12 +94,17 @@ public final class RelayHarness: Sendable {
 
     // MARK: Devices
 
-    /// A device with the app installed, reporting its tokens to this server.
-    public func addDevice(_ id: String, types: [ActivityAttributesType], frequentUpdates: Bool = false) throws {
+    /// A device with the app installed, reporting its tokens to this server: a development build
+    /// (sandbox tokens) unless `environment` says otherwise.
+    public func addDevice(
+        _ id: String, types: [ActivityAttributesType], frequentUpdates: Bool = false, environment: PushEnvironment = .sandbox
+    ) throws {
         try emulator.devices.addDevice(id: id)
         try emulator.reporter.setTarget(TokenReporting(url: baseURL, clientKey: keys[.client]), deviceID: id, bundleID: Self.bundleID.value)
         try emulator.devices.install(
-            SimulatedApp(bundleID: Self.bundleID.value, supportsFrequentUpdates: frequentUpdates, attributeTypes: types), on: id)
+            SimulatedApp(
+                bundleID: Self.bundleID.value, supportsFrequentUpdates: frequentUpdates, attributeTypes: types, environment: environment),
+            on: id)
     }
 
     /// Waits (under the test's deadline) until `condition` holds; checks every 10 ms.
@@ -116,15 +122,17 @@ public func eventually(_ condition: () async throws -> Bool) async throws {
 }
 
 /// Runs `body` against a fresh server and emulator, under a deadline, and shuts both down. The
-/// server logs into `logs` when given (from `info` up), else only what is critical.
+/// server sends to `environments` (both unless told); it logs into `logs` when given (from `info`
+/// up), else only what is critical.
 public func withRelayHarness(
+    environments: Set<PushEnvironment> = Set(PushEnvironment.allCases),
     configure: @escaping @Sendable (inout RelayConfiguration, inout RelayAPIConfiguration) -> Void = { _, _ in },
     logs: CapturedLogs? = nil, deadline: Duration = .seconds(60), _ body: @escaping @Sendable (RelayHarness) async throws -> Void
 ) async throws {
     try await withDeadline(deadline) {
         // Time stands still unless the test moves it: a slow machine must not change the outcome.
         let start = Date()
-        let emulator = try await APNsEmulator.start(.init(environment: .sandbox, now: { start }))
+        let emulator = try await APNsEmulator.start(.init(now: { start }))
         let key = TestSigningKey()
         emulator.registry.register(EmulatorKey(keyID: key.signingKey.keyID, teamID: key.signingKey.teamID, publicKey: key.publicKey))
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-\(UUID().uuidString)")
@@ -132,9 +140,11 @@ public func withRelayHarness(
         defer { try? FileManager.default.removeItem(at: directory) }
         let caFile = directory.appendingPathComponent("ca.pem").path
         try emulator.certificates.writeCertificateAuthority(to: caFile)
-        let apns = try APNsClient(configuration: .init(
-            environment: emulator.clientEnvironment(caFile: caFile), signingKey: key.signingKey, now: emulator.clock.function))
-        var configuration = RelayConfiguration(bundleID: RelayHarness.bundleID, environment: "sandbox")
+        let apns = try APNsRoutes(
+            signingKey: key.signingKey,
+            endpoints: Dictionary(uniqueKeysWithValues: environments.map { ($0, emulator.clientEnvironment($0, caFile: caFile)) }),
+            now: emulator.clock.function)
+        var configuration = RelayConfiguration(bundleID: RelayHarness.bundleID)
         var api = RelayAPIConfiguration(port: 0)
         configure(&configuration, &api)
         var logger = logs?.logger() ?? Logger(label: "liverelay.tests")

@@ -119,7 +119,7 @@ public struct Activity<Attributes: ActivityAttributes>: Sendable, Identifiable {
         let id = id
         return app.fleet.sequence(on: app.deviceID, initial: { device in device.activity(id)?.pushToken.map { [DeviceToken(unchecked: $0).data] } ?? [] }) { event in
             switch event.event {
-            case .tokenIssued(let token, _, .update(id)): .element(DeviceToken(unchecked: token).data)
+            case .tokenIssued(let token, _, .update(id), _): .element(DeviceToken(unchecked: token).data)
             case .stateChanged(id, _, .dismissed, _): .finish
             default: .skip
             }
@@ -172,7 +172,7 @@ public struct Activity<Attributes: ActivityAttributes>: Sendable, Identifiable {
         return app.fleet.sequence(on: app.deviceID, initial: { device in
             device.apps[app.bundleID]?.pushToStartTokens[type].map { [DeviceToken(unchecked: $0).data] } ?? []
         }) { event in
-            guard case .tokenIssued(let token, app.bundleID, .pushToStart(type)) = event.event else { return .skip }
+            guard case .tokenIssued(let token, app.bundleID, .pushToStart(type), _) = event.event else { return .skip }
             return .element(DeviceToken(unchecked: token).data)
         }
     }

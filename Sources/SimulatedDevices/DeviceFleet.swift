@@ -188,7 +188,7 @@ public final class DeviceFleet: Sendable {
         guard !events.isEmpty else { return }
         for event in events {
             switch event {
-            case .tokenIssued(let token, _, _): state.tokenOwners[token] = deviceID
+            case .tokenIssued(let token, _, _, _): state.tokenOwners[token] = deviceID
             case .tokenRetired(let token, _, _): state.tokenOwners[token] = nil
             default: break
             }

@@ -111,14 +111,18 @@ public struct SimulatedApp: Sendable, Hashable {
     public var attributeTypes: [String: ActivityAttributesType]
     /// Only a foreground app may request an activity.
     public var isInForeground: Bool
+    /// Where the build's tokens belong: sandbox for a development build, production for a
+    /// TestFlight or App Store build.
+    public var environment: PushEnvironment
     /// The current push-to-start token of each attribute type.
     public internal(set) var pushToStartTokens: [String: String] = [:]
 
     public init(
         bundleID: String, supportsLiveActivities: Bool = true, supportsFrequentUpdates: Bool = false,
         liveActivitiesEnabled: Bool = true, frequentUpdatesEnabled: Bool = true,
-        attributeTypes: [ActivityAttributesType] = [], isInForeground: Bool = true
+        attributeTypes: [ActivityAttributesType] = [], isInForeground: Bool = true, environment: PushEnvironment = .sandbox
     ) {
+        self.environment = environment
         self.bundleID = bundleID
         self.supportsLiveActivities = supportsLiveActivities
         self.supportsFrequentUpdates = supportsFrequentUpdates

@@ -12,7 +12,7 @@ public struct FleetEvent: Sendable, Hashable {
     /// The app concerned, when there is one.
     public var bundleID: String {
         switch event {
-        case .tokenIssued(_, let bundleID, _), .activityStarted(_, let bundleID, _, _), .contentUpdated(_, let bundleID, _),
+        case .tokenIssued(_, let bundleID, _, _), .activityStarted(_, let bundleID, _, _), .contentUpdated(_, let bundleID, _),
              .stateChanged(_, let bundleID, _, _):
             bundleID
         case .tokenRetired(_, _, let bundleID):
@@ -24,7 +24,7 @@ public struct FleetEvent: Sendable, Hashable {
     public var activityID: String? {
         switch event {
         case .activityStarted(let id, _, _, _), .contentUpdated(let id, _, _), .stateChanged(let id, _, _, _): id
-        case .tokenIssued(_, _, .update(let id)): id
+        case .tokenIssued(_, _, .update(let id), _): id
         case .tokenIssued, .tokenRetired: nil
         }
     }

@@ -5,7 +5,7 @@ import LiveActivityKit
 /// about activities. Returned by every device operation, in order.
 public enum DeviceEvent: Sendable, Hashable {
     /// A token APNs must now route to this device.
-    case tokenIssued(token: String, bundleID: String, kind: TokenKind)
+    case tokenIssued(token: String, bundleID: String, kind: TokenKind, environment: PushEnvironment)
     /// A token APNs must refuse with `410 Unregistered` from `at` on.
     case tokenRetired(token: String, at: Date, bundleID: String)
     /// An activity appeared (`Activity.activityUpdates`).
@@ -204,7 +204,9 @@ public struct SimulatedDevice: Sendable {
                 if let old = activities[index].pushToken { events.append(.tokenRetired(token: old, at: due, bundleID: activities[index].bundleID)) }
                 let token = tokenGenerator.next()
                 activities[index].pushToken = token
-                events.append(.tokenIssued(token: token, bundleID: activities[index].bundleID, kind: .update(activityID: activities[index].id)))
+                events.append(.tokenIssued(
+                    token: token, bundleID: activities[index].bundleID, kind: .update(activityID: activities[index].id),
+                    environment: environment(of: activities[index].bundleID)))
             }
             if let retiring = activities[index].retiringToken, retiring.at <= now {
                 activities[index].retiringToken = nil
@@ -344,7 +346,12 @@ public struct SimulatedDevice: Sendable {
     mutating func issuePushToStartToken(bundleID: String, type: String) -> [DeviceEvent] {
         let token = tokenGenerator.next()
         apps[bundleID]?.pushToStartTokens[type] = token
-        return [.tokenIssued(token: token, bundleID: bundleID, kind: .pushToStart(attributesType: type))]
+        return [.tokenIssued(token: token, bundleID: bundleID, kind: .pushToStart(attributesType: type), environment: environment(of: bundleID))]
+    }
+
+    /// Which APNs environment the installed build's tokens belong to.
+    func environment(of bundleID: String) -> PushEnvironment {
+        apps[bundleID]?.environment ?? .sandbox
     }
 
     // Pushes live in SimulatedDevice+Pushes.swift; these are its hooks into the private state.

@@ -143,7 +143,7 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The app's bundle id, without .push-type.liveactivity. Env: LIVERELAY_APNS_BUNDLE_ID.", valueName: "id"))
     var bundleID: String?
 
-    @Option(help: ArgumentHelp("sandbox, production or custom. Env: LIVERELAY_APNS_ENVIRONMENT. Default: sandbox.", valueName: "name"))
+    @Option(help: ArgumentHelp("sandbox, production or custom. Env: LIVERELAY_APNS_ENVIRONMENT. Default: sandbox (serve: both of Apple's).", valueName: "name"))
     var environment: String?
 
     @Option(help: ArgumentHelp("Host of a custom environment (the emulator). Env: LIVERELAY_APNS_HOST.", valueName: "host"))
@@ -196,6 +196,17 @@ struct ConnectionOptions: ParsableArguments {
         default:
             throw InputError("environment: must be sandbox, production or custom, got \"\(name)\"")
         }
+    }
+
+    /// Where `serve` sends: both of Apple's environments unless one is named; a custom
+    /// environment (the emulator on another host) plays sandbox.
+    func servedEnvironments() throws(InputError) -> [PushEnvironment: APNsEnvironment] {
+        guard value(environment, "LIVERELAY_APNS_ENVIRONMENT") != nil || value(host, "LIVERELAY_APNS_HOST") != nil else {
+            let port = try applePort(self.port ?? value(nil, "LIVERELAY_APNS_PORT").flatMap(Int.init))
+            return [.sandbox: .sandbox(port: port), .production: .production(port: port)]
+        }
+        let endpoint = try resolvedEnvironment()
+        return [endpoint.name == "production" ? .production : .sandbox: endpoint]
     }
 
     private func applePort(_ port: Int?) throws(InputError) -> Int {

@@ -10,18 +10,20 @@ struct Emulator: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run Apple's push service on loopback: HTTP/2 + TLS, provider tokens, every documented error.",
         discussion: """
-            Device and broadcast pushes on one port, channel management on another. The CA that signs
+            Both environments at once, disjoint as Apple's: sandbox and production each have a port for device and
+            broadcast pushes and one for channel management, and a token of one is refused by the other. The CA that signs
             the server certificate is written to --ca-file; give it to clients (liverelay --ca-file,
             curl --cacert). Register the key that signs your provider tokens with --key-file/--key-id/--team-id,
-            and the tokens to accept with --token <hex>:<bundle id> (simulated devices will issue them later),
+            and the tokens to accept with --token <hex>:<bundle id>[:production] (simulated devices will issue them later),
             or register both through the control API (curl http://<host>:<control port>/emulator to start).
             Stops on SIGINT or SIGTERM.
             """)
 
-    @Option(help: ArgumentHelp("sandbox or production.", valueName: "name")) var environment: String = "sandbox"
     @Option(help: "Address to listen on.") var host: String = "127.0.0.1"
-    @Option(help: "Port of device and broadcast pushes (0: any free port).") var port: Int = 0
-    @Option(help: "Port of channel management (0: any free port).") var managementPort: Int = 0
+    @Option(help: "Port of sandbox device and broadcast pushes (0: any free port).") var port: Int = 0
+    @Option(help: "Port of sandbox channel management (0: any free port).") var managementPort: Int = 0
+    @Option(help: "Port of production device and broadcast pushes (0: any free port).") var productionPort: Int = 0
+    @Option(help: "Port of production channel management (0: any free port).") var productionManagementPort: Int = 0
     @Option(help: "Port of the JSON control API: keys, tokens, journal, faults (0: any free port).") var controlPort: Int = 0
     @Option(help: ArgumentHelp("Close connections idle this many seconds with GOAWAY IdleTimeout (default: never).", valueName: "seconds"))
     var idleTimeout: Int?
@@ -30,13 +32,18 @@ struct Emulator: AsyncParsableCommand {
     @Option(help: ArgumentHelp("A .p8 key whose tokens are accepted (its public half is used).", valueName: "path")) var keyFile: String?
     @Option(help: ArgumentHelp("The key id of --key-file.", valueName: "id")) var keyID: String?
     @Option(help: ArgumentHelp("The team id of --key-file.", valueName: "id")) var teamID: String?
-    @Option(help: ArgumentHelp("A device token to route, as <hex>:<bundle id> (repeatable).", valueName: "token")) var token: [String] = []
+    @Option(help: ArgumentHelp("A device token to route, as <hex>:<bundle id>, sandbox unless it ends in :production (repeatable).", valueName: "token"))
+    var token: [String] = []
     @Option(help: "SETTINGS_MAX_CONCURRENT_STREAMS after the first authenticated push (before it: 1).")
     var streamLimit: Int = 1000
     @Flag(help: "Accept apns-priority 1 on Live Activity device pushes.") var allowPriority1 = false
 
     func validate() throws {
-        for (name, value) in [("port", port), ("management-port", managementPort), ("control-port", controlPort)]
+        let ports = [
+            ("port", port), ("management-port", managementPort), ("production-port", productionPort),
+            ("production-management-port", productionManagementPort), ("control-port", controlPort),
+        ]
+        for (name, value) in ports
         where !(0...65535).contains(value) {
             throw ValidationError("\(name): must be 0 to 65535 (0: any free port), got \(value)")
         }
@@ -50,13 +57,12 @@ struct Emulator: AsyncParsableCommand {
     }
 
     func run() async throws {
-        guard let environment = EmulatorEnvironment(rawValue: environment) else {
-            throw ValidationError("environment: must be sandbox or production, got \"\(environment)\"")
-        }
         let tokens = try token.map { entry in
-            let parts = entry.split(separator: ":", maxSplits: 1).map(String.init)
-            guard parts.count == 2, let hex = try? DeviceToken(parts[0]).hex, (try? BundleID(parts[1])) != nil else {
-                throw ValidationError("token: must be <hex>:<bundle id>, got \"\(entry)\"")
+            let parts = entry.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+            guard (2...3).contains(parts.count), let hex = try? DeviceToken(parts[0]).hex, (try? BundleID(parts[1])) != nil,
+                  let environment = parts.count == 3 ? PushEnvironment(rawValue: parts[2]) : .sandbox
+            else {
+                throw ValidationError("token: must be <hex>:<bundle id> or <hex>:<bundle id>:<sandbox|production>, got \"\(entry)\"")
             }
             return EmulatorToken(hex: hex, bundleID: parts[1], environment: environment)
         }
@@ -77,8 +83,11 @@ struct Emulator: AsyncParsableCommand {
 
         let emulator = try await APNsEmulator.start(
             APNsEmulator.Configuration(
-                environment: environment, host: host, pushPort: port, channelManagementPort: managementPort,
-                authenticatedStreamLimit: streamLimit, allowsPriority1ForLiveActivity: allowPriority1,
+                environments: [
+                    .sandbox: EmulatorPorts(push: port, channelManagement: managementPort),
+                    .production: EmulatorPorts(push: productionPort, channelManagement: productionManagementPort),
+                ],
+                host: host, authenticatedStreamLimit: streamLimit, allowsPriority1ForLiveActivity: allowPriority1,
                 idleTimeout: idleTimeout.map { .seconds($0) }),
             registry: registry)
         try emulator.certificates.writeCertificateAuthority(to: caFile)
@@ -87,13 +96,16 @@ struct Emulator: AsyncParsableCommand {
         logger.logLevel = .warning
         let control = emulator.controlApplication(port: controlPort, logger: logger) { [host] controlPort in
             // Unbuffered, so that a parent process reading a pipe sees it at once.
+            let (sandbox, production) = (emulator.ports(.sandbox), emulator.ports(.production))
             FileHandle.standardOutput.write(Data("""
-                APNs emulator (\(environment.rawValue))
-                pushes:             https://\(host):\(emulator.pushPort)  (/3/device/<token>, /4/broadcasts/apps/<bundle>)
-                channel management: https://\(host):\(emulator.channelManagementPort)  (/1/apps/<bundle>/channels)
-                control API:        http://\(host):\(controlPort)  (/emulator, /keys, /tokens, /journal, /faults, /devices, /events, /clock)
-                CA certificate:     \(ca)
-                try: liverelay push update --environment custom --host \(host) --port \(emulator.pushPort) --management-port \(emulator.channelManagementPort) --ca-file \(ca) --key-file <p8> --key-id <id> --team-id <id> --bundle-id <bundle> --token <hex> --content-state '{}'
+                APNs emulator
+                sandbox pushes:                https://\(host):\(sandbox.push)  (/3/device/<token>, /4/broadcasts/apps/<bundle>)
+                sandbox channel management:    https://\(host):\(sandbox.channelManagement)  (/1/apps/<bundle>/channels)
+                production pushes:             https://\(host):\(production.push)
+                production channel management: https://\(host):\(production.channelManagement)
+                control API:                   http://\(host):\(controlPort)  (/emulator, /keys, /tokens, /journal, /faults, /devices, /events, /clock)
+                CA certificate:                \(ca)
+                try: liverelay push update --environment custom --host \(host) --port \(sandbox.push) --management-port \(sandbox.channelManagement) --ca-file \(ca) --key-file <p8> --key-id <id> --team-id <id> --bundle-id <bundle> --token <hex> --content-state '{}'
 
                 """.utf8))
         }

@@ -17,10 +17,11 @@ struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the LiveRelay server: the HTTP API, the durable outbox and its dispatcher, on SQLite.",
         discussion: """
-            Without APNs credentials it runs Apple's side in-process: the emulator and one simulated iPhone
-            (demo-iphone) whose app reports its tokens to this server, so the whole lifecycle runs without an
-            Apple account. With credentials (--key-file/--key-id/--team-id/--bundle-id, the LIVERELAY_APNS_*
-            environment variables, or a --config file) it sends to real APNs.
+            Without APNs credentials it runs Apple's side in-process: the emulator (sandbox and production) and
+            one simulated iPhone (demo-iphone) whose app reports its tokens to this server, so the whole
+            lifecycle runs without an Apple account. With credentials (--key-file/--key-id/--team-id/--bundle-id,
+            the LIVERELAY_APNS_* environment variables, or a --config file) it sends to real APNs: each token to
+            the environment it was registered with, sandbox or production, unless --environment names one.
 
             The first start makes an admin, a server and a client API key, prints them once and keeps them in
             <data-dir>/initial-keys.json (readable by you only). Stops gracefully on SIGINT or SIGTERM.
@@ -75,26 +76,23 @@ struct Serve: AsyncParsableCommand {
         logger.logLevel = .notice
 
         let emulator: APNsEmulator?
-        let apnsConfiguration: APNsClient.Configuration
+        let apns: APNsRoutes
         let bundleID: BundleID
-        let environment: String
         if connection.hasCredentials {
-            apnsConfiguration = try connection.clientConfiguration()
+            apns = try APNsRoutes(signingKey: try connection.clientConfiguration().signingKey, endpoints: try connection.servedEnvironments())
             bundleID = try connection.resolvedBundleID()
-            environment = apnsConfiguration.environment.name == "production" ? "production" : "sandbox"
             emulator = nil
         } else {
             let demo = try await DemoApple.start(caFile: directory.emulatorCA)
-            (emulator, apnsConfiguration, bundleID, environment) = (demo.emulator, demo.client, DemoApple.bundleID, "sandbox")
+            (emulator, apns, bundleID) = (demo.emulator, demo.apns, DemoApple.bundleID)
         }
 
         var budgetPolicy = file?.budget ?? BudgetPolicy()
         if let budget { budgetPolicy.priority10PerHour = budget }
         if let frequentBudget { budgetPolicy.frequentPriority10PerHour = frequentBudget }
-        let apns = try APNsClient(configuration: apnsConfiguration)
         let store = try SQLiteStore(path: directory.database)
         let server = try await RelayServer.open(
-            store: store, configuration: RelayConfiguration(bundleID: bundleID, environment: environment, budget: budgetPolicy),
+            store: store, configuration: RelayConfiguration(bundleID: bundleID, budget: budgetPolicy),
             api: RelayAPIConfiguration(host: httpHost, port: httpPort, timeouts: timeouts), apns: apns, logger: logger)
         let madeKeys = try await InitialKeys.makeIfNone(server: server, in: directory)
         for contract in file?.contracts ?? [] {
@@ -102,7 +100,7 @@ struct Serve: AsyncParsableCommand {
         }
 
         // Shutdown runs in reverse order: the APNs client closes after the dispatcher has stopped.
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: APNsClientService(client: apns))]
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: APNsClientService(routes: apns))]
         // The demo iPhone's app reports its tokens with the initial client key, also on later starts.
         let demoClientKey = emulator == nil ? nil : (madeKeys[.client] ?? directory.keptInitialKeys()[.client])
         let announce = Announcement(
@@ -120,8 +118,9 @@ struct Serve: AsyncParsableCommand {
     }
 }
 
-/// Apple's side for the demo: the emulator, a signing key it trusts, and one iPhone whose app
-/// reports its tokens to the server once the server's port is known.
+/// Apple's side for the demo: the emulator (both environments), a signing key it trusts, and one
+/// iPhone whose app (a development build: sandbox) reports its tokens to the server once the
+/// server's port is known.
 enum DemoApple {
     static let bundleID = try! BundleID("com.example.liverelay.demo")
     static let deviceID = "demo-iphone"
@@ -130,15 +129,14 @@ enum DemoApple {
         attributes: SwiftStruct("DeliveryAttributes", [.init("activityKey", .string), .init("orderNumber", .string)]),
         contentState: SwiftStruct("ContentState", [.init("status", .string), .init("etaMinutes", .int)]))
 
-    static func start(caFile: String) async throws -> (emulator: APNsEmulator, client: APNsClient.Configuration) {
-        let emulator = try await APNsEmulator.start(.init(environment: .sandbox))
+    static func start(caFile: String) async throws -> (emulator: APNsEmulator, apns: APNsRoutes) {
+        let emulator = try await APNsEmulator.start()
         try emulator.certificates.writeCertificateAuthority(to: caFile)
         let key = P256.Signing.PrivateKey()
         let signingKey = try APNsSigningKey(pem: key.pemRepresentation, keyID: "DEMOKEY001", teamID: "DEMOTEAM01")
         emulator.registry.register(EmulatorKey(keyID: signingKey.keyID, teamID: signingKey.teamID, publicKey: key.publicKey))
-        let client = APNsClient.Configuration(
-            environment: emulator.clientEnvironment(caFile: caFile), signingKey: signingKey, now: emulator.clock.function)
-        return (emulator, client)
+        let endpoints = Dictionary(uniqueKeysWithValues: emulator.environments.map { ($0, emulator.clientEnvironment($0, caFile: caFile)) })
+        return (emulator, try APNsRoutes(signingKey: signingKey, endpoints: endpoints, now: emulator.clock.function))
     }
 
     /// Installs the demo app, reporting to `url` with `clientKey`: its push-to-start token goes to the server at once.
@@ -204,8 +202,8 @@ actor Announcement {
             do {
                 try DemoApple.installApp(on: emulator, reportingTo: api, clientKey: client)
                 text += """
-                    APNs:               built-in emulator (sandbox); control API http://\(host):\(controlPort)
-                    demo device:        \(DemoApple.deviceID), app \(bundleID.value), attributes type \(DemoApple.attributesType.name); its push-to-start token is reported to the server
+                    APNs:               built-in emulator (sandbox and production); control API http://\(host):\(controlPort)
+                    demo device:        \(DemoApple.deviceID), app \(bundleID.value) (a development build: sandbox tokens), attributes type \(DemoApple.attributesType.name); its push-to-start token is reported to the server
                     watch it:           curl -s http://\(host):\(controlPort)/devices/\(DemoApple.deviceID)/presentation
 
                     """
@@ -227,13 +225,13 @@ actor Announcement {
     }
 }
 
-/// Closes the APNs client's connections when the group shuts down.
+/// Closes the APNs clients' connections when the group shuts down.
 struct APNsClientService: Service {
-    let client: APNsClient
+    let routes: APNsRoutes
 
     func run() async throws {
         try? await gracefulShutdown()
-        await client.shutdown()
+        await routes.shutdown()
     }
 }
 

@@ -65,7 +65,10 @@ import Testing
             let after = try await send(client, .get, "/journal?after=2")
             #expect(after.body?["requests"] == .array([]))
             let status = try await send(client, .get, "/emulator")
-            #expect(status.body?["pushPort"] == .number(String(emulator.pushPort)))
+            #expect(status.body?["environments"]?["sandbox"]?["pushPort"] == .number(String(emulator.ports(.sandbox).push)))
+            #expect(status.body?["environments"]?["production"]?["channelManagementPort"]
+                == .number(String(emulator.ports(.production).channelManagement)))
+            #expect(entries.first?["environment"] == .string("sandbox"))
         }
     }
 

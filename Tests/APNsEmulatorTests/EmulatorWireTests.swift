@@ -39,7 +39,7 @@ import Testing
     @Test func ourClientPushesThroughTheStreamLimitOfOne() async throws {
         try await withEmulator { [bundle, token] emulator, key, caFile in
             let configuration = APNsClient.Configuration(
-                environment: emulator.clientEnvironment(caFile: caFile), signingKey: key.signingKey, requestTimeout: .seconds(30))
+                environment: emulator.clientEnvironment(.sandbox, caFile: caFile), signingKey: key.signingKey, requestTimeout: .seconds(30))
             try await withAPNsClient(configuration: configuration) { client in
                 let payload = try LiveActivityPayload.update(content: ActivityContent(state: ["level": 0.941], staleDate: nil), timestamp: Date())
                 // 200 at once on a connection that starts with one stream: NIO queues the rest
@@ -62,8 +62,8 @@ import Testing
 
     @Test func channelsOverTheSecondPort() async throws {
         try await withEmulator { [bundle] emulator, key, caFile in
-            #expect(emulator.pushPort != emulator.channelManagementPort)
-            let configuration = APNsClient.Configuration(environment: emulator.clientEnvironment(caFile: caFile), signingKey: key.signingKey)
+            #expect(emulator.ports(.sandbox).push != emulator.ports(.sandbox).channelManagement)
+            let configuration = APNsClient.Configuration(environment: emulator.clientEnvironment(.sandbox, caFile: caFile), signingKey: key.signingKey)
             try await withAPNsClient(configuration: configuration) { client in
                 let bundleID = try BundleID(bundle)
                 let id = try await client.createChannel(bundleID: bundleID, storagePolicy: .noMessageStored)
@@ -84,7 +84,7 @@ import Testing
     ) async throws {
         try await withEmulator { emulator, key, caFile in
             let configuration = APNsClient.Configuration(
-                environment: emulator.clientEnvironment(caFile: caFile), signingKey: key.signingKey, requestTimeout: .seconds(30))
+                environment: emulator.clientEnvironment(.sandbox, caFile: caFile), signingKey: key.signingKey, requestTimeout: .seconds(30))
             try await withAPNsClient(configuration: configuration) { client in
                 let payload = try LiveActivityPayload.update(content: ActivityContent(state: ["level": 1], staleDate: nil), timestamp: Date())
                 try await body(emulator, client, payload)
@@ -154,7 +154,7 @@ import Testing
                 "--header", "apns-priority: 10",
                 "--header", "authorization: bearer \(authentication)",
                 "--data", body,
-                "--http2", "https://localhost:\(emulator.pushPort)/3/device/\(token)",
+                "--http2", "https://localhost:\(emulator.ports(.sandbox).push)/3/device/\(token)",
             ])
             #expect(result.status == 0, "\(result.output)")
             #expect(result.output.hasPrefix("HTTP/2 200"), "\(result.output)")
@@ -166,7 +166,7 @@ import Testing
             let withoutToken = try await run("/usr/bin/env", [
                 "curl", "--silent", "--cacert", caFile, "--header", "apns-topic: \(bundle).push-type.liveactivity",
                 "--header", "apns-push-type: liveactivity", "--data", body,
-                "--http2", "https://127.0.0.1:\(emulator.pushPort)/3/device/\(token)",
+                "--http2", "https://127.0.0.1:\(emulator.ports(.sandbox).push)/3/device/\(token)",
             ])
             #expect(withoutToken.output == #"{"reason":"MissingProviderToken"}"#)
 
@@ -175,7 +175,7 @@ import Testing
                 "curl", "--silent", "--verbose", "--no-alpn", "--http2-prior-knowledge", "--cacert", caFile,
                 "--header", "apns-topic: \(bundle).push-type.liveactivity", "--header", "apns-push-type: liveactivity",
                 "--header", "authorization: bearer \(authentication)", "--data", body,
-                "https://127.0.0.1:\(emulator.pushPort)/3/device/\(token)",
+                "https://127.0.0.1:\(emulator.ports(.sandbox).push)/3/device/\(token)",
             ])
             #expect(!noALPN.output.contains("ALPN: offers"), "\(noALPN.output)")
             #expect(noALPN.output.contains("< HTTP/2 200"), "\(noALPN.output)")

@@ -22,14 +22,16 @@ struct Fixture {
     let otherAppToken = String(repeating: "ef", count: 80)
     let productionToken = String(repeating: "12", count: 80)
     let goneSince = Date(timeIntervalSince1970: 1_794_999_000.5)
-    var settings: APNsEmulator.Configuration
+    var settings = APNsEmulator.Configuration()
+    /// The environment the responders play.
+    let environment: PushEnvironment
     let policy0Channel: String
     let policy1Channel: String
     /// One provider token, as a client reuses it: a new one per request would be refused.
     let bearer: String
 
-    init(environment: EmulatorEnvironment = .sandbox) {
-        settings = APNsEmulator.Configuration(environment: environment)
+    init(environment: PushEnvironment = .sandbox) {
+        self.environment = environment
         settings.now = clock.function
         registry.register(EmulatorKey(keyID: key.signingKey.keyID, teamID: key.signingKey.teamID, publicKey: key.publicKey))
         registry.register(EmulatorToken(hex: token, bundleID: bundle, environment: .sandbox))
@@ -42,8 +44,8 @@ struct Fixture {
         bearer = "bearer " + key.signingKey.makeProviderToken(issuedAt: clock.now)
     }
 
-    var push: APNsResponder { APNsResponder(service: .push, settings: settings, registry: registry, journal: journal, faults: faults, devices: devices) }
-    var management: APNsResponder { APNsResponder(service: .channelManagement, settings: settings, registry: registry, journal: journal, faults: faults, devices: devices) }
+    var push: APNsResponder { APNsResponder(service: .push, environment: environment, settings: settings, registry: registry, journal: journal, faults: faults, devices: devices) }
+    var management: APNsResponder { APNsResponder(service: .channelManagement, environment: environment, settings: settings, registry: registry, journal: journal, faults: faults, devices: devices) }
 
 
     var body: [UInt8] { Array(#"{"aps":{"timestamp":1795000000,"event":"update","content-state":{"a":1}}}"#.utf8) }
@@ -207,7 +209,7 @@ func answer(_ responder: APNsResponder, _ request: ReceivedRequest) -> Answer {
     @Test func priority1IsAcceptedWhenConfigured() {
         var settings = f.settings
         settings.allowsPriority1ForLiveActivity = true
-        let responder = APNsResponder(service: .push, settings: settings, registry: f.registry, journal: f.journal, faults: f.faults, devices: f.devices)
+        let responder = APNsResponder(service: .push, environment: f.environment, settings: settings, registry: f.registry, journal: f.journal, faults: f.faults, devices: f.devices)
         #expect(answer(responder, f.deviceRequest { $0.set("apns-priority", "1") }).status == 200)
     }
 
@@ -244,7 +246,7 @@ func answer(_ responder: APNsResponder, _ request: ReceivedRequest) -> Answer {
 
     @Test func theJournalKeepsTheMostRecentRequestsOldestFirst() {
         let journal = EmulatorJournal(capacity: 3)
-        let responder = APNsResponder(service: .push, settings: f.settings, registry: f.registry, journal: journal, faults: f.faults, devices: f.devices)
+        let responder = APNsResponder(service: .push, environment: f.environment, settings: f.settings, registry: f.registry, journal: journal, faults: f.faults, devices: f.devices)
         var connection = responder.makeConnection(id: 1)
         for i in 0..<5 {
             _ = answer(responder, f.deviceRequest { $0.set("apns-collapse-id", "push-\(i)") }, connection: &connection)

@@ -53,7 +53,7 @@ import Testing
 
     @Test func aMalformedStreamIsResetAndItsNeighboursAreAnsweredOnTheSameConnection() async throws {
         try await withEmulator { emulator, key, caFile in
-            let client = try await RawHTTP2Client.connect(port: emulator.pushPort, caFile: caFile)
+            let client = try await RawHTTP2Client.connect(port: emulator.ports(.sandbox).push, caFile: caFile)
             let key = key.signingKey.makeProviderToken(issuedAt: Date())
             // The first authenticated push raises the stream limit from 1.
             client.send(Self.push(key), body: Self.body, on: 1)
@@ -90,7 +90,7 @@ import Testing
 
     @Test func aConnectionErrorIsAnsweredWithGoAwayAndItsCode() async throws {
         try await withEmulator { emulator, key, caFile in
-            let client = try await RawHTTP2Client.connect(port: emulator.pushPort, caFile: caFile)
+            let client = try await RawHTTP2Client.connect(port: emulator.ports(.sandbox).push, caFile: caFile)
             client.send(Self.push(key.signingKey.makeProviderToken(issuedAt: Date())), body: Self.body, on: 1)
             try await client.waitFor { $0.status(of: 1) != nil }
             // A WINDOW_UPDATE of 0 on the connection is a connection error (RFC 9113 §6.9); our
@@ -122,7 +122,7 @@ import Testing
             let total = Self.asyncHTTPClientPushes, inFlight = 100
             let providerToken = key.signingKey.makeProviderToken(issuedAt: Date())
             let body = Array(Self.body.readableBytesView)
-            let port = emulator.pushPort
+            let port = emulator.ports(.sandbox).push
             var failures = 0
             do {
                 failures = try await withThrowingTaskGroup(of: Int.self) { workers in

@@ -317,12 +317,12 @@ let token = String(repeating: "ab", count: 80)
         }
         func port(after label: String) throws -> String {
             let line = try #require(banner.split(separator: "\n").first { $0.hasPrefix(label) })
-            // "pushes:   https://127.0.0.1:PORT  (…)"
+            // "sandbox pushes:   https://127.0.0.1:PORT  (…)"
             return String(try #require(line.split(separator: ":").dropFirst(3).first?.split(separator: " ").first))
         }
-        #expect(banner.contains("CA certificate:     \(caFile)"))
-        let pushPort = try port(after: "pushes:")
-        let managementPort = try port(after: "channel management:")
+        #expect(banner.contains("CA certificate:                \(caFile)"))
+        let pushPort = try port(after: "sandbox pushes:")
+        let managementPort = try port(after: "sandbox channel management:")
         let connection = ["--environment", "custom", "--host", "127.0.0.1", "--port", pushPort, "--management-port", managementPort,
                           "--ca-file", caFile, "--key-file", key.path, "--key-id", key.keyID, "--team-id", "TEAMID1234",
                           "--bundle-id", "com.example.app"]
@@ -335,17 +335,24 @@ let token = String(repeating: "ab", count: 80)
         #expect(unknown.status == 66)
         #expect(unknown.stderr.contains("400 BadDeviceToken"))
 
+        // The token is a sandbox one: production, on its own port, does not know it.
+        var inProduction = connection
+        inProduction[inProduction.firstIndex(of: pushPort)!] = try port(after: "production pushes:")
+        let elsewhere = try await liverelay(["push", "update", "--token", token, "--content-state", "{}"] + inProduction)
+        #expect(elsewhere.status == 66)
+        #expect(elsewhere.stderr.contains("400 BadDeviceToken"))
+
         let channel = try await liverelay(["channels", "create", "--storage-policy", "1"] + connection)
         #expect(channel.status == 0, "\(channel.stderr)")
         #expect(channel.stdout.contains("apns-channel-id: "))
 
-        // The control API saw both pushes and the channel creation.
+        // The control API saw the pushes and the channel creation.
         let controlPort = try port(after: "control API:")
         let (data, _) = try await withDeadline(.seconds(20)) {
             try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(controlPort)/journal/counts")!)
         }
         let counts = try JSONValue(parsing: Array(data))["counts"]
-        #expect(counts?.sortedKeys == .object([("BadDeviceToken", .number("1")), ("Success", .number("2"))]))
+        #expect(counts?.sortedKeys == .object([("BadDeviceToken", .number("2")), ("Success", .number("2"))]))
 
         // SIGTERM stops it gracefully.
         let exited = AsyncStream<Int32>.makeStream()

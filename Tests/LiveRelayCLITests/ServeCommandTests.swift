@@ -194,7 +194,7 @@ struct CrashSetup {
     let outbox: SQLiteStore
 
     static func start(in directory: String, devices: [String]) async throws -> CrashSetup {
-        let emulator = try await APNsEmulator.start(.init(environment: .sandbox))
+        let emulator = try await APNsEmulator.start()
         let reporter = Task { await emulator.reporter.run() }
         let signingKey = P256.Signing.PrivateKey()
         try signingKey.pemRepresentation.write(toFile: directory + "/key.p8", atomically: true, encoding: .utf8)
@@ -204,7 +204,7 @@ struct CrashSetup {
         let arguments = [
             "serve", "--data-dir", dataDir, "--http-port", "0", "--key-file", directory + "/key.p8", "--key-id", "CRASHKEY01",
             "--team-id", "CRASHTEAM1", "--bundle-id", ServeCommandTests.bundleID, "--environment", "custom", "--host", "127.0.0.1",
-            "--port", String(emulator.pushPort), "--management-port", String(emulator.channelManagementPort),
+            "--port", String(emulator.ports(.sandbox).push), "--management-port", String(emulator.ports(.sandbox).channelManagement),
             "--ca-file", directory + "/ca.pem",
         ]
         let server = try await ServeProcess.start(arguments)

@@ -29,8 +29,8 @@ func startBody(key: String, audience: JSONValue = json(#"{"everyone": true}"#), 
 
 extension RelayHarness {
     /// A device whose push-to-start token the server holds.
-    func addRegisteredDevice(_ id: String, frequentUpdates: Bool = false) async throws {
-        try addDevice(id, types: [deliveryType], frequentUpdates: frequentUpdates)
+    func addRegisteredDevice(_ id: String, frequentUpdates: Bool = false, environment: PushEnvironment = .sandbox) async throws {
+        try addDevice(id, types: [deliveryType], frequentUpdates: frequentUpdates, environment: environment)
         try await eventually { try await self.store.pushToStartTokens(deviceID: id).count == 1 }
     }
 

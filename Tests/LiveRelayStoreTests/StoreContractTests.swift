@@ -34,14 +34,20 @@ struct StoreUnderTest {
 let t0 = Date(timeIntervalSince1970: 1_800_000_000)
 let deliveryType = "DeliveryAttributes"
 
-func pushToStart(_ device: String, user: String? = nil, token: String? = nil, at: Date = t0) -> PushToStartTokenRecord {
+func pushToStart(
+    _ device: String, user: String? = nil, token: String? = nil, environment: PushEnvironment = .sandbox, at: Date = t0
+) -> PushToStartTokenRecord {
     PushToStartTokenRecord(
         deviceID: device, attributesType: deliveryType, userID: user, token: token ?? "p2s-\(device)", frequentPushesEnabled: false,
-        environment: "sandbox", updatedAt: at)
+        environment: environment, updatedAt: at)
 }
 
-func activityToken(_ key: String, _ device: String, token: String? = nil, at: Date = t0) -> ActivityTokenRecord {
-    ActivityTokenRecord(key: key, deviceID: device, token: token ?? "tok-\(key)-\(device)", frequentPushesEnabled: false, registeredAt: at)
+func activityToken(_ key: String, _ device: String, token: String? = nil, environment: PushEnvironment = .sandbox, at: Date = t0)
+    -> ActivityTokenRecord
+{
+    ActivityTokenRecord(
+        key: key, deviceID: device, token: token ?? "tok-\(key)-\(device)", frequentPushesEnabled: false, environment: environment,
+        registeredAt: at)
 }
 
 func response(_ text: String, status: Int = 200) -> StoredResponse { StoredResponse(status: status, body: Array(text.utf8)) }
@@ -61,7 +67,8 @@ extension RelayStore {
                 payloads: [Array("start \(key)".utf8)],
                 deliveries: tokens.map {
                     NewDelivery(
-                        key: key, event: "start", target: .pushToStartToken(deviceID: $0.deviceID, token: $0.token), payloadIndex: 0,
+                        key: key, event: "start", target: .pushToStartToken(deviceID: $0.deviceID, token: $0.token),
+                        environment: $0.environment, payloadIndex: 0,
                         priority: 10, priorityReason: "requested", expiration: nil, timestamp: Int64(at.timeIntervalSince1970),
                         requestID: "start-\(key)")
                 },
@@ -89,12 +96,12 @@ extension RelayStore {
                 activity.endReason = "ended"
             }
             // Counting the budget, the plan names each token; otherwise the store writes the fan-out.
-            let targets: [DeliveryTarget] = if let channel = activity.channelID {
-                [.channel(channel)]
+            let targets: [(DeliveryTarget, PushEnvironment)] = if !activity.channelIDs.isEmpty {
+                snapshot.channels.map { (.channel($0.channelID), $0.environment) }
             } else {
-                snapshot.liveTokens.map { .activityToken(deviceID: $0.deviceID, token: $0.token) }
+                snapshot.liveTokens.map { (.activityToken(deviceID: $0.deviceID, token: $0.token), $0.environment) }
             }
-            let fanOut = activity.channelID == nil && !countingBudget
+            let fanOut = activity.channelIDs.isEmpty && !countingBudget
                 ? NewPush(
                     key: key, event: event, payloadIndex: 0, priority: priority, priorityReason: "requested", expiration: nil,
                     timestamp: activity.lastTimestamp, requestID: "\(event)-\(body)")
@@ -103,7 +110,7 @@ extension RelayStore {
                 acceptedAt: at, activity: activity, payloads: [Array(body.utf8)],
                 deliveries: targets.map {
                     NewDelivery(
-                        key: key, event: event, target: $0, payloadIndex: 0, priority: priority, priorityReason: "requested",
+                        key: key, event: event, target: $0.0, environment: $0.1, payloadIndex: 0, priority: priority, priorityReason: "requested",
                         expiration: nil, timestamp: activity.lastTimestamp, requestID: "\(event)-\(body)")
                 },
                 fanOut: fanOut, channelDeleteAfter: channelDeleteAfter, response: response(body))
@@ -153,7 +160,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
 
     @Test(arguments: StoreKind.allCases) func migrationsAreNamedAppliedInOrderAndOnlyOnce(kind: StoreKind) async throws {
         let subject = try await kind.make()
-        #expect(subject.firstMigrations == ["0001-api-keys", "0002-registry", "0003-outbox", "0004-requests", "0005-budget-index", "0006-lighter-outbox", "0007-contracts"])
+        #expect(subject.firstMigrations == ["0001-api-keys", "0002-registry", "0003-outbox", "0004-requests", "0005-budget-index", "0006-lighter-outbox", "0007-contracts", "0008-environments"])
         #expect(try await subject.store.migrate() == [])
         let reopened = try subject.reopen()
         #expect(try await reopened.migrate() == [])
@@ -382,11 +389,12 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         let store = try await kind.make().store
         _ = try await store.acceptStart(key: "final", attributesType: deliveryType, audience: .devices([]), context: WriteContext()) { _ in
             (StartPlan(
-                acceptedAt: t0, activity: ActivityRecord(key: "final", attributesType: deliveryType, channelID: "chan-1", startedAt: t0, lastTimestamp: 0),
+                acceptedAt: t0,
+                activity: ActivityRecord(key: "final", attributesType: deliveryType, channelIDs: [.sandbox: "chan-1"], startedAt: t0, lastTimestamp: 0),
                 payloads: [], deliveries: [], response: response("started")), ())
         }
-        try await store.saveChannel(ChannelRecord(channelID: "chan-1", key: "final", storagePolicy: 1, createdAt: t0))
-        #expect(try await store.change("final", body: "goal", at: t0 + 60).channel?.storagePolicy == 1)
+        try await store.saveChannel(ChannelRecord(channelID: "chan-1", environment: .sandbox, key: "final", storagePolicy: 1, createdAt: t0))
+        #expect(try await store.change("final", body: "goal", at: t0 + 60).channels.map(\.storagePolicy) == [1])
         try await store.change("final", body: "second goal", at: t0 + 61)
         try await store.change("final", event: "end", body: "full time", at: t0 + 120, channelDeleteAfter: t0 + 120 + 8 * 3600)
         #expect(try await store.statuses(key: "final") == [
@@ -398,6 +406,46 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         #expect(try await store.channelsToDelete(at: t0 + 10 * 3600).isEmpty)
         #expect(try await store.channel(id: "chan-1")?.deletedAt == t0 + 9 * 3600)
         #expect(try await store.counts().channels == 0)
+    }
+
+    @Test(arguments: StoreKind.allCases) func everyTokenAndPushKeepsItsEnvironment(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        try await store.savePushToStartToken(pushToStart("dev-phone"))
+        try await store.savePushToStartToken(pushToStart("store-phone", environment: .production))
+        #expect(try await store.audienceEnvironments(attributesType: deliveryType, audience: .everyone) == [.sandbox, .production])
+        #expect(try await store.audienceEnvironments(attributesType: deliveryType, audience: .devices(["store-phone"])) == [.production])
+        try await store.start("order-1")
+        try await store.saveActivityToken(activityToken("order-1", "dev-phone"), attributesType: deliveryType)
+        try await store.saveActivityToken(activityToken("order-1", "store-phone", environment: .production), attributesType: deliveryType)
+        #expect(try await store.activityTokens(key: "order-1").map(\.environment) == [.sandbox, .production])
+        // Both the per-token plan and the store's own fan-out send each push to its token's environment.
+        try await store.change("order-1", body: "u1", at: t0 + 1)
+        try await store.change("order-1", body: "u2", at: t0 + 2, countingBudget: false)
+        let pushes = try await store.deliveries(DeliveryQuery(key: "order-1", limit: 10)).sorted { $0.id < $1.id }
+        #expect(pushes.map { "\(String(decoding: $0.payload, as: UTF8.self))→\($0.target.name) \($0.environment.rawValue)" } == [
+            "start order-1→dev-phone sandbox", "start order-1→store-phone production",
+            "u1→dev-phone sandbox", "u1→store-phone production", "u2→dev-phone sandbox", "u2→store-phone production",
+        ])
+        let claimed = try await store.claimDeliveries(dueBy: t0 + 3, limit: 10, leaseUntil: t0 + 60)
+        #expect(claimed.map { "\(String(decoding: $0.payload, as: UTF8.self)) \($0.environment.rawValue)" } == ["u2 sandbox", "u2 production"])
+    }
+
+    @Test(arguments: StoreKind.allCases) func aKeyWithAChannelInEachEnvironmentSeesBothAndItsEndSchedulesBothDeletions(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        let channels: [PushEnvironment: String] = [.sandbox: "chan-s", .production: "chan-p"]
+        _ = try await store.acceptStart(key: "final", attributesType: deliveryType, audience: .devices([]), context: WriteContext()) { _ in
+            (StartPlan(
+                acceptedAt: t0, activity: ActivityRecord(key: "final", attributesType: deliveryType, channelIDs: channels, startedAt: t0, lastTimestamp: 0),
+                payloads: [], deliveries: [], response: response("started")), ())
+        }
+        for (environment, id) in channels {
+            try await store.saveChannel(ChannelRecord(channelID: id, environment: environment, key: "final", storagePolicy: 0, createdAt: t0))
+        }
+        #expect(try await store.activity(key: "final")?.channelIDs == channels)
+        let seen = try await store.change("final", body: "goal", at: t0 + 60)
+        #expect(Dictionary(uniqueKeysWithValues: seen.channels.map { ($0.environment, $0.channelID) }) == channels)
+        try await store.change("final", event: "end", body: "full time", at: t0 + 120, channelDeleteAfter: t0 + 120)
+        #expect(Set(try await store.channelsToDelete(at: t0 + 120).map(\.channelID)) == ["chan-s", "chan-p"])
     }
 
     // MARK: The outbox

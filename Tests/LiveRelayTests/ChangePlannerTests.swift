@@ -66,14 +66,31 @@ import Testing
     }
 
     @Test func aChannelBoundKeyBroadcastsOnceAndCountsItsBudgetOnTheChannel() throws {
-        let channel = ChannelRecord(channelID: "chan-1", key: "order-42", storagePolicy: 1, createdAt: t0)
-        let snapshot = ChangeSnapshot(activity: activity(channelID: "chan-1"), priority10Counts: ["": 12], channel: channel)
+        let channels = [channel("chan-1")]
+        let snapshot = ChangeSnapshot(activity: activity(channels: channels), priority10Counts: ["chan-1": 12], channels: channels)
         let (plan, acceptance) = try ChangePlanner.standard.plan(Self.update(), snapshot)
         #expect(plan.deliveries.map(\.target) == [.channel("chan-1")])
         #expect(plan.deliveries.map(\.push.priority) == [5])
         #expect(acceptance.deliveries == 1)
         // A broadcast payload has no token-only fields.
         #expect(try aps(plan.payloads[0])["event"] == .string("update"))
+    }
+
+    @Test func aKeyWithAChannelInEachEnvironmentBroadcastsOnEachWithItsOwnBudget() throws {
+        let channels = [channel("chan-p", in: .production), channel("chan-s", in: .sandbox)]
+        let snapshot = ChangeSnapshot(activity: activity(channels: channels), priority10Counts: ["chan-s": 12], channels: channels)
+        let (plan, acceptance) = try ChangePlanner.standard.plan(Self.update(), snapshot)
+        #expect(plan.deliveries.map(\.target) == [.channel("chan-s"), .channel("chan-p")])
+        #expect(plan.deliveries.map(\.environment) == [.sandbox, .production])
+        #expect(plan.deliveries.map(\.push.priority) == [5, 10], "the sandbox channel spent its budget, the production one did not")
+        #expect(acceptance.deliveries == 2)
+    }
+
+    @Test func eachUpdateTokenIsSentInItsOwnEnvironment() throws {
+        let tokens = [liveToken("a", environment: .production), liveToken("b")]
+        let snapshot = ChangeSnapshot(activity: activity(), liveTokens: tokens, liveTokenCount: 2)
+        let (plan, _) = try ChangePlanner.standard.plan(Self.update(), snapshot)
+        #expect(plan.deliveries.map(\.environment) == [.production, .sandbox])
     }
 
     struct ExpirationCase: Sendable {
@@ -90,8 +107,8 @@ import Testing
         ExpirationCase(storagePolicy: 1, requested: t0 + 60, expected: 1_800_000_060),
     ])
     func channelExpiration(_ expirationCase: ExpirationCase) throws {
-        let channel = ChannelRecord(channelID: "chan-1", key: "order-42", storagePolicy: expirationCase.storagePolicy, createdAt: t0)
-        let snapshot = ChangeSnapshot(activity: activity(channelID: "chan-1"), channel: channel)
+        let channels = [channel("chan-1", storagePolicy: expirationCase.storagePolicy)]
+        let snapshot = ChangeSnapshot(activity: activity(channels: channels), channels: channels)
         let (plan, _) = try ChangePlanner.standard.plan(Self.update(expiration: expirationCase.requested), snapshot)
         #expect(plan.deliveries.first?.push.expiration == expirationCase.expected)
     }
@@ -123,9 +140,9 @@ import Testing
     /// An ended key's channel is deleted once a stored message can no longer be delivered.
     @Test(arguments: [EndCase(storagePolicy: 0, channelDeletedAfter: 0), EndCase(storagePolicy: 1, channelDeletedAfter: 8 * 3600)])
     func anEndEndsTheKeyAndSchedulesItsChannelsDeletion(_ endCase: EndCase) throws {
-        let channel = ChannelRecord(channelID: "chan-1", key: "order-42", storagePolicy: endCase.storagePolicy, createdAt: t0)
+        let channels = [channel("chan-1", storagePolicy: endCase.storagePolicy)]
         let end = ChangeRequest(event: .end, contentState: nil, dismissalDate: t0 + 900)
-        let (plan, acceptance) = try ChangePlanner.standard.plan(end, ChangeSnapshot(activity: activity(channelID: "chan-1"), channel: channel))
+        let (plan, acceptance) = try ChangePlanner.standard.plan(end, ChangeSnapshot(activity: activity(channels: channels), channels: channels))
         #expect(plan.activity.state == .ended)
         #expect(plan.activity.endedAt == t0)
         #expect(plan.activity.endReason == "ended")

@@ -13,21 +13,29 @@ let keptAnswer: @Sendable (Acceptance) -> StoredResponse = { StoredResponse(stat
 
 func content(_ status: String) -> JSONValue { .object([("status", .string(status))]) }
 
-func pushToStart(_ device: String, environment: String = "sandbox", frequent: Bool = false) -> PushToStartTokenRecord {
+func pushToStart(_ device: String, environment: PushEnvironment = .sandbox, frequent: Bool = false) -> PushToStartTokenRecord {
     PushToStartTokenRecord(
         deviceID: device, attributesType: "DeliveryAttributes", token: "pts-\(device)", frequentPushesEnabled: frequent,
         environment: environment, updatedAt: t0)
 }
 
-func liveToken(_ device: String, frequent: Bool = false) -> ActivityTokenRecord {
-    ActivityTokenRecord(key: "order-42", deviceID: device, token: "tok-\(device)", frequentPushesEnabled: frequent, registeredAt: t0)
+func liveToken(_ device: String, frequent: Bool = false, environment: PushEnvironment = .sandbox) -> ActivityTokenRecord {
+    ActivityTokenRecord(
+        key: "order-42", deviceID: device, token: "tok-\(device)", frequentPushesEnabled: frequent, environment: environment, registeredAt: t0)
 }
 
-func activity(channelID: String? = nil, state: ActivityKeyState = .active, content: JSONValue? = content("preparing"), lastTimestamp: Int64 = 1_799_999_000)
-    -> ActivityRecord
-{
+/// A channel of the key `order-42`.
+func channel(_ id: String, in environment: PushEnvironment = .sandbox, storagePolicy: Int = 1) -> ChannelRecord {
+    ChannelRecord(channelID: id, environment: environment, key: "order-42", storagePolicy: storagePolicy, createdAt: t0)
+}
+
+func activity(
+    channels: [ChannelRecord] = [], state: ActivityKeyState = .active, content: JSONValue? = content("preparing"),
+    lastTimestamp: Int64 = 1_799_999_000
+) -> ActivityRecord {
     ActivityRecord(
-        key: "order-42", attributesType: "DeliveryAttributes", state: state, channelID: channelID, contentState: content,
+        key: "order-42", attributesType: "DeliveryAttributes", state: state,
+        channelIDs: Dictionary(uniqueKeysWithValues: channels.map { ($0.environment, $0.channelID) }), contentState: content,
         startedAt: t0 - 1000, endedAt: state == .ended ? t0 - 10 : nil, endReason: state == .ended ? "ended" : nil,
         lastTimestamp: lastTimestamp)
 }
@@ -40,11 +48,14 @@ func startRequest(priority: PriorityChoice = .fixed(10), expiration: Date? = nil
 }
 
 extension StartPlanner {
-    static let sandbox = StartPlanner(environment: "sandbox", governor: budgetGovernor, answer: keptAnswer)
+    static let bothEnvironments = StartPlanner(environments: [.sandbox, .production], governor: budgetGovernor, answer: keptAnswer)
+    static let sandboxOnly = StartPlanner(environments: [.sandbox], governor: budgetGovernor, answer: keptAnswer)
 
-    func plan(_ request: StartRequest, tokens: [PushToStartTokenRecord], channelID: String? = nil) throws -> (StartPlan, Acceptance) {
-        let payload = try StartPlanner.payload(request, channelID: channelID, at: t0)
-        return plan(key: "order-42", request, payload: payload, channelID: channelID, tokens: tokens, at: t0, requestID: "req-1")
+    func plan(
+        _ request: StartRequest, tokens: [PushToStartTokenRecord], channelIDs: [PushEnvironment: String] = [:]
+    ) throws -> (StartPlan, Acceptance) {
+        let payloads = try StartPlanner.payloads(request, channelIDs: channelIDs, at: t0)
+        return plan(key: "order-42", request, payloads: payloads, channelIDs: channelIDs, tokens: tokens, at: t0, requestID: "req-1")
     }
 }
 

@@ -6,12 +6,22 @@ import Testing
 @testable import LiveRelay
 
 @Suite struct StartPlannerTests {
-    @Test func onlyTokensOfTheServersEnvironmentGetAPush() throws {
-        let tokens = [pushToStart("a"), pushToStart("b", environment: "production"), pushToStart("c")]
-        let (plan, acceptance) = try StartPlanner.sandbox.plan(startRequest(), tokens: tokens)
-        #expect(plan.deliveries.map(\.target) == [.pushToStartToken(deviceID: "a", token: "pts-a"), .pushToStartToken(deviceID: "c", token: "pts-c")])
-        #expect(acceptance == Acceptance(key: "order-42", action: "start", requestID: "req-1", timestamp: 1_800_000_000, deliveries: 2, state: .active))
+    @Test func eachTokenIsSentInItsOwnEnvironment() throws {
+        let tokens = [pushToStart("a"), pushToStart("b", environment: .production), pushToStart("c")]
+        let (plan, acceptance) = try StartPlanner.bothEnvironments.plan(startRequest(), tokens: tokens)
+        #expect(plan.deliveries.map(\.target) == tokens.map { .pushToStartToken(deviceID: $0.deviceID, token: $0.token) })
+        #expect(plan.deliveries.map(\.environment) == [.sandbox, .production, .sandbox])
+        #expect(plan.payloads.count == 1, "one payload serves both environments")
+        #expect(acceptance == Acceptance(key: "order-42", action: "start", requestID: "req-1", timestamp: 1_800_000_000, deliveries: 3, state: .active))
         #expect(plan.response == keptAnswer(acceptance))
+    }
+
+    @Test func tokensOfAnEnvironmentTheServerDoesNotSendToAreLeftOutAndSaidSo() throws {
+        let tokens = [pushToStart("a"), pushToStart("b", environment: .production), pushToStart("c")]
+        let (plan, acceptance) = try StartPlanner.sandboxOnly.plan(startRequest(), tokens: tokens)
+        #expect(plan.deliveries.map(\.target) == [.pushToStartToken(deviceID: "a", token: "pts-a"), .pushToStartToken(deviceID: "c", token: "pts-c")])
+        #expect(acceptance.deliveries == 2)
+        #expect(acceptance.warnings == ["1 device(s) of the audience have their token in APNs production, not reached: this server does not send to it"])
     }
 
     /// A push-to-start always alerts, so `auto` never spends the budget on it.
@@ -19,13 +29,13 @@ import Testing
         (PriorityChoice.fixed(10), 10, "requested"), (.fixed(5), 5, "requested"), (.auto, 10, "alert"),
     ])
     func priority(choice: PriorityChoice, priority: Int, reason: String) throws {
-        let (plan, _) = try StartPlanner.sandbox.plan(startRequest(priority: choice), tokens: [pushToStart("a", frequent: true)])
+        let (plan, _) = try StartPlanner.bothEnvironments.plan(startRequest(priority: choice), tokens: [pushToStart("a", frequent: true)])
         #expect(plan.deliveries.map(\.push.priority) == [priority])
         #expect(plan.deliveries.map(\.push.priorityReason) == [reason])
     }
 
     @Test func theKeyStartsWithTheRequestsContentAndEveryPushCarriesTheTimestampAndExpiration() throws {
-        let (plan, _) = try StartPlanner.sandbox.plan(startRequest(expiration: t0 + 600), tokens: [pushToStart("a")])
+        let (plan, _) = try StartPlanner.bothEnvironments.plan(startRequest(expiration: t0 + 600), tokens: [pushToStart("a")])
         #expect(plan.activity.contentState == content("preparing"))
         #expect(plan.activity.lastTimestamp == 1_800_000_000)
         #expect(plan.activity.state == .active)
@@ -37,17 +47,41 @@ import Testing
     }
 
     @Test func aChannelBoundStartNamesItsChannelInThePayloadAndTheAnswer() throws {
-        let (plan, acceptance) = try StartPlanner.sandbox.plan(startRequest(), tokens: [pushToStart("a")], channelID: "dHJhY2stMQ==")
+        let channels: [PushEnvironment: String] = [.sandbox: "dHJhY2stMQ=="]
+        let (plan, acceptance) = try StartPlanner.bothEnvironments.plan(startRequest(), tokens: [pushToStart("a")], channelIDs: channels)
         #expect(try aps(plan.payloads[0])["input-push-channel"] == .string("dHJhY2stMQ=="))
-        #expect(plan.activity.channelID == "dHJhY2stMQ==")
-        #expect(acceptance.channelID == "dHJhY2stMQ==")
+        #expect(plan.activity.channelIDs == channels)
+        #expect(acceptance.channelIDs == channels)
+    }
+
+    @Test func aStartSpanningBothEnvironmentsGivesEachTheChannelOfItsOwn() throws {
+        let channels: [PushEnvironment: String] = [.sandbox: "c2FuZGJveA==", .production: "cHJvZHVjdGlvbg=="]
+        let tokens = [pushToStart("a", environment: .production), pushToStart("b")]
+        let (plan, acceptance) = try StartPlanner.bothEnvironments.plan(startRequest(), tokens: tokens, channelIDs: channels)
+        #expect(plan.payloads.count == 2)
+        for delivery in plan.deliveries {
+            let channel = try aps(plan.payloads[delivery.push.payloadIndex])["input-push-channel"]
+            #expect(channel == .string(channels[delivery.environment]!), "\(delivery.target)")
+        }
+        #expect(plan.deliveries.map(\.environment) == [.production, .sandbox])
+        #expect(acceptance.channelIDs == channels)
+        #expect(acceptance.warnings.isEmpty)
+    }
+
+    @Test func aStartOnAnExistingChannelReachesOnlyTheChannelsEnvironment() throws {
+        let tokens = [pushToStart("a", environment: .production), pushToStart("b")]
+        let (plan, acceptance) = try StartPlanner.bothEnvironments.plan(startRequest(), tokens: tokens, channelIDs: [.sandbox: "c2FuZGJveA=="])
+        #expect(plan.deliveries.map(\.target) == [.pushToStartToken(deviceID: "b", token: "pts-b")])
+        #expect(acceptance.warnings == [
+            "1 device(s) of the audience have their token in APNs production, not reached: the key's channel is not in that environment"
+        ])
     }
 
     @Test func aPayloadBeyondAPNsLimitIsRefusedNamingItsField() throws {
         var request = startRequest()
         request.contentState = .object([("status", .string(String(repeating: "x", count: 5000)))])
         #expect {
-            _ = try StartPlanner.payload(request, channelID: nil, at: t0)
+            _ = try StartPlanner.payloads(request, channelIDs: [:], at: t0)
         } throws: { error in
             (error as? RelayError)?.kind == .tooLarge
         }

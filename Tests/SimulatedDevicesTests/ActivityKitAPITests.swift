@@ -123,7 +123,7 @@ struct PizzaAttributes: ActivityAttributes {
         app.fleet.clock.advance(by: 31)
         app.fleet.advanceAll()
         let happened = app.fleet.events.events(after: before).map(\.event)
-        #expect(happened.contains { if case .tokenIssued(_, _, .update) = $0 { true } else { false } } == false, "push type none has no token")
+        #expect(happened.contains { if case .tokenIssued(_, _, .update, _) = $0 { true } else { false } } == false, "push type none has no token")
         #expect(happened.contains { if case .stateChanged(_, _, .stale, _) = $0 { true } else { false } }, "the stale date applied without any call on the device")
     }
 }

@@ -61,7 +61,7 @@ struct DeviceFixture {
         f.advance(to: 1)
         let token = try #require(f.updateToken(id))
         #expect(token.count == 160 && token.allSatisfy(\.isHexDigit))
-        #expect(f.events.contains(.tokenIssued(token: token, bundleID: DeviceFixture.bundle, kind: .update(activityID: id))))
+        #expect(f.events.contains(.tokenIssued(token: token, bundleID: DeviceFixture.bundle, kind: .update(activityID: id), environment: .sandbox)))
     }
 
     @Test func requestsAreRefusedWithActivityKitsErrors() throws {

@@ -1,15 +1,17 @@
 import APNs
 import Foundation
 import JSONAPI
+import LiveActivityKit
 import Hummingbird
 import SimulatedDevices
 
 // The JSON bodies of the control API. Requests list their fields so that misspellings are caught.
 
 struct Status: ResponseEncodable {
-    var environment: String
-    var pushPort: Int
-    var channelManagementPort: Int
+    struct Ports: Encodable { var pushPort: Int; var channelManagementPort: Int }
+
+    /// Each environment played, and where it listens.
+    var environments: [String: Ports]
     var requests: Int
     var counts: [String: Int]
 }
@@ -123,6 +125,8 @@ struct JournalEntry: Encodable {
 
     var sequence: Int
     var time: Date
+    /// `sandbox` or `production`: whose listener took the request.
+    var environment: String
     var connection: Int
     var method: String
     var path: String
@@ -141,6 +145,7 @@ struct JournalEntry: Encodable {
     init(_ recorded: RecordedRequest) {
         sequence = recorded.sequence
         time = recorded.time
+        environment = recorded.environment.rawValue
         connection = recorded.connectionID
         method = recorded.method
         path = recorded.path

@@ -13,7 +13,7 @@ import SimulatedDevices
 ///     GET   /devices, /devices/{id}
 ///     PATCH /devices/{id}                                  {online?, locked?}                    the person
 ///     GET   /devices/{id}/presentation, /devices/{id}/log?limit=
-///     POST  /devices/{id}/apps                             {bundleID, attributeTypes, supportsLiveActivities?, …, reportTo?}
+///     POST  /devices/{id}/apps                             {bundleID, attributeTypes, supportsLiveActivities?, …, environment?, reportTo?}
 ///     PATCH /devices/{id}/apps/{bundleID}                  {liveActivitiesEnabled?, frequentUpdatesEnabled?, inForeground?, reportTo?}
 ///     POST  /devices/{id}/apps/{bundleID}/push-to-start-tokens/{type}/rotate
 ///     POST  /devices/{id}/apps/{bundleID}/activities       {attributesType, attributes, contentState, …}   the app
@@ -65,7 +65,7 @@ extension EmulatorControlAPI {
             let id = try deviceID(context)
             let body = try await request.jsonObject(fields: [
                 "bundleID", "attributeTypes", "supportsLiveActivities", "supportsFrequentUpdates", "liveActivitiesEnabled",
-                "frequentUpdatesEnabled", "inForeground", "reportTo",
+                "frequentUpdatesEnabled", "inForeground", "environment", "reportTo",
             ], context: context)
             let bundleID = try body.requireString("bundleID")
             do throws(LiveActivityValidationError) { _ = try BundleID(bundleID) } catch { throw APIError.invalid(error, field: "bundleID") }
@@ -81,12 +81,18 @@ extension EmulatorControlAPI {
                 }
             }
             let reportTo = try reporting(body)
+            let environment = try body.string("environment").map { name in
+                guard let environment = PushEnvironment(rawValue: name) else {
+                    throw APIError.invalid("environment", "must be sandbox (a development build) or production (TestFlight, App Store), got \"\(name)\"")
+                }
+                return environment
+            }
             let app = SimulatedApp(
                 bundleID: bundleID, supportsLiveActivities: try body.bool("supportsLiveActivities") ?? true,
                 supportsFrequentUpdates: try body.bool("supportsFrequentUpdates") ?? false,
                 liveActivitiesEnabled: try body.bool("liveActivitiesEnabled") ?? true,
                 frequentUpdatesEnabled: try body.bool("frequentUpdatesEnabled") ?? true,
-                attributeTypes: attributeTypes, isInForeground: try body.bool("inForeground") ?? true)
+                attributeTypes: attributeTypes, isInForeground: try body.bool("inForeground") ?? true, environment: environment ?? .sandbox)
             // The reporting target first, so that the push-to-start tokens issued now are reported.
             if let reportTo { try emulator.reporter.setTarget(reportTo, deviceID: id, bundleID: bundleID) }
             try fleet.install(app, on: id)
@@ -315,6 +321,7 @@ extension EmulatorControlAPI {
             ("bundleID", .string(app.bundleID)), ("supportsLiveActivities", .bool(app.supportsLiveActivities)),
             ("supportsFrequentUpdates", .bool(app.supportsFrequentUpdates)), ("liveActivitiesEnabled", .bool(app.liveActivitiesEnabled)),
             ("frequentUpdatesEnabled", .bool(app.frequentUpdatesEnabled)), ("inForeground", .bool(app.isInForeground)),
+            ("environment", .string(app.environment.rawValue)),
             ("attributeTypes", .array(app.attributeTypes.values.sorted { $0.name < $1.name }.map { type in
                 type.contract?.json ?? .object([("name", .string(type.name))])
             })),

@@ -95,8 +95,8 @@ enum PresentationJSON {
         ]
         if let activityID = event.activityID { members.append(("activityID", .string(activityID))) }
         switch event.event {
-        case .tokenIssued(let token, _, let kind):
-            members.append(("token", .string(token)))
+        case .tokenIssued(let token, _, let kind, let environment):
+            members += [("token", .string(token)), ("environment", .string(environment.rawValue))]
             if case .pushToStart(let type) = kind {
                 members += [("tokenKind", .string("pushToStart")), ("attributesType", .string(type))]
             } else {

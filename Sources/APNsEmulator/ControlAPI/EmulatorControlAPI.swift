@@ -10,10 +10,10 @@ import Logging
 /// The emulator's JSON control API, on its own port: register keys and tokens, read the journal,
 /// script faults. Apple has no such API; it is how tests and people drive and watch the emulator.
 ///
-///     GET    /emulator                    ports, environment, counts
+///     GET    /emulator                    each environment and its ports, counts
 ///     POST   /keys                        {keyID, teamID, publicKey (PEM, or a .p8), environments?, topics?}
 ///     GET    /keys
-///     POST   /tokens                      {token, bundleID, environment?}
+///     POST   /tokens                      {token, bundleID, environment? (sandbox)}
 ///     GET    /tokens/{token}
 ///     POST   /tokens/{token}/unregister   {at?}: APNs answers 410 Unregistered from now on
 ///     POST   /tokens/{token}/expire       APNs answers 410 ExpiredToken
@@ -92,8 +92,10 @@ public struct EmulatorControlAPI: Sendable {
     // MARK: Handlers
 
     private func status() -> Status {
-        Status(environment: emulator.configuration.environment.rawValue, pushPort: emulator.pushPort,
-               channelManagementPort: emulator.channelManagementPort, requests: emulator.journal.recordedCount,
+        Status(environments: Dictionary(uniqueKeysWithValues: emulator.environments.map { environment in
+                   let ports = emulator.ports(environment)
+                   return (environment.rawValue, Status.Ports(pushPort: ports.push, channelManagementPort: ports.channelManagement))
+               }), requests: emulator.journal.recordedCount,
                counts: emulator.journal.counts)
     }
 
@@ -108,8 +110,8 @@ public struct EmulatorControlAPI: Sendable {
         } else {
             throw APIError.invalid("publicKey", "must be a P-256 public key in PEM, or the contents of a .p8 file")
         }
-        let environments = try Set((body.environments ?? EmulatorEnvironment.allCases.map(\.rawValue)).map { name in
-            guard let environment = EmulatorEnvironment(rawValue: name) else {
+        let environments = try Set((body.environments ?? PushEnvironment.allCases.map(\.rawValue)).map { name in
+            guard let environment = PushEnvironment(rawValue: name) else {
                 throw APIError.invalid("environments", "must list sandbox and/or production, got \"\(name)\"")
             }
             return environment
@@ -134,9 +136,9 @@ public struct EmulatorControlAPI: Sendable {
         } catch {
             throw APIError.invalid(error, field: "bundleID")
         }
-        var environment = emulator.configuration.environment
+        var environment = PushEnvironment.sandbox
         if let name = body.environment {
-            guard let chosen = EmulatorEnvironment(rawValue: name) else {
+            guard let chosen = PushEnvironment(rawValue: name) else {
                 throw APIError.invalid("environment", "must be sandbox or production, got \"\(name)\"")
             }
             environment = chosen
