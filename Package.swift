@@ -192,7 +192,7 @@ let package = Package(
         // Body reading and the error shape, without a server.
         .testTarget(name: "JSONAPITests", dependencies: ["JSONAPI", "LiveActivityKit"]),
         // The core alone, without HTTP or a database: the planners, the dispatcher's loop, the governor.
-        .testTarget(name: "LiveRelayTests", dependencies: ["LiveRelay", "LiveRelayStore", "LiveActivityKit", "APNs"]),
+        .testTarget(name: "LiveRelayTests", dependencies: ["LiveRelay", "LiveRelayStore", "LiveActivityKit", "APNs", "LiveRelayTesting"]),
         // The contract every store implementation must pass.
         .testTarget(
             name: "LiveRelayStoreTests", dependencies: ["LiveRelayStore", "LiveActivityKit", .product(name: "GRDB", package: "GRDB.swift")]),

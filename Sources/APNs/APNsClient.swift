@@ -193,15 +193,16 @@ public func withAPNsClient<Result: Sendable>(
     }
 }
 
-/// Runs tasks on an event loop.
-final class EventLoopTaskExecutor: TaskExecutor {
+/// Runs tasks on an event loop (`executorPreference:`): tasks that drive connections of that loop
+/// then do so without a thread hop.
+public final class EventLoopTaskExecutor: TaskExecutor {
     let loop: any EventLoop
 
-    init(_ loop: any EventLoop) {
+    public init(_ loop: any EventLoop) {
         self.loop = loop
     }
 
-    func enqueue(_ job: consuming ExecutorJob) {
+    public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }

@@ -1,46 +1,64 @@
 import APNs
 import Foundation
 import LiveActivityKit
+import LiveRelayStore
 import NIOCore
 import NIOPosix
+import Synchronization
 
-/// The APNs clients the relay sends through: one per environment it serves, each with its own
-/// connections (Apple serves the environments on other host names), opened when first used. A
-/// token of an environment with no client is refused when it is registered.
-public struct APNsRoutes: Sendable {
-    private let clients: [PushEnvironment: APNsClient]
-
-    public init(_ clients: [PushEnvironment: APNsClient]) {
-        self.clients = clients
+/// How the relay reaches APNs: where each environment it serves is, and one client per
+/// (credentials, environment), made when an app first needs it, with its own connections (Apple
+/// serves the environments on other host names, and a connection is bound to one team's key).
+/// Apps that share a key share its clients. Every client runs on one event loop, so the
+/// dispatcher's workers send through any of them without a thread hop.
+public final class APNsRoutes: Sendable {
+    private struct Route: Hashable {
+        var teamID: String
+        var keyID: String
+        var signingKey: String
+        var environment: PushEnvironment
     }
 
-    /// A client per environment, signing with `signingKey` (one key works in both), all on one
-    /// event loop so that the dispatcher's workers send to either without a thread hop.
+    private let endpoints: [PushEnvironment: APNsEnvironment]
+    private let now: @Sendable () -> Date
+    private let eventLoop: any EventLoop
+    private let clients = Mutex<[Route: APNsClient]>([:])
+    /// Where the dispatcher's workers run cheapest: the clients' event loop.
+    let pushExecutor: any TaskExecutor
+
     public init(
-        signingKey: APNsSigningKey, endpoints: [PushEnvironment: APNsEnvironment], now: @escaping @Sendable () -> Date = { Date() },
+        endpoints: [PushEnvironment: APNsEnvironment], now: @escaping @Sendable () -> Date = { Date() },
         eventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next()
-    ) throws {
-        var clients: [PushEnvironment: APNsClient] = [:]
-        for (environment, endpoint) in endpoints {
-            clients[environment] = try APNsClient(
-                configuration: .init(environment: endpoint, signingKey: signingKey, now: now), eventLoopGroup: eventLoop)
-        }
-        self.clients = clients
+    ) {
+        self.endpoints = endpoints
+        self.now = now
+        self.eventLoop = eventLoop
+        self.pushExecutor = EventLoopTaskExecutor(eventLoop)
     }
 
     /// The environments served.
-    public var environments: Set<PushEnvironment> { Set(clients.keys) }
+    public var environments: Set<PushEnvironment> { Set(endpoints.keys) }
 
-    public func client(_ environment: PushEnvironment) -> APNsClient? { clients[environment] }
-
-    /// Where the dispatcher's workers run cheapest: the first client's push connection's event
-    /// loop. Clients made on one event loop (as `serve` makes them) share it, so no push hops threads.
-    var pushExecutor: (any TaskExecutor)? {
-        PushEnvironment.allCases.lazy.compactMap { self.clients[$0]?.pushExecutor }.first
+    /// The client that sends for `app` in `environment`; nil when that environment is not served.
+    /// Throws when the app's key cannot sign.
+    public func client(for app: AppRecord, in environment: PushEnvironment) throws -> APNsClient? {
+        guard let endpoint = endpoints[environment] else { return nil }
+        let route = Route(teamID: app.teamID, keyID: app.keyID, signingKey: app.signingKey, environment: environment)
+        if let client = clients.withLock({ $0[route] }) { return client }
+        let key = try APNsSigningKey(pem: app.signingKey, keyID: app.keyID, teamID: app.teamID)
+        let made = try APNsClient(configuration: .init(environment: endpoint, signingKey: key, now: now), eventLoopGroup: eventLoop)
+        let (client, spare) = clients.withLock { clients in
+            if let existing = clients[route] { return (existing, Optional(made)) }
+            clients[route] = made
+            return (made, nil)
+        }
+        // Made twice at once: the spare never opened a connection, but is closed all the same.
+        if let spare { Task { await spare.shutdown() } }
+        return client
     }
 
     /// Closes every client's connections.
     public func shutdown() async {
-        for client in clients.values { await client.shutdown() }
+        for client in clients.withLock({ Array($0.values) }) { await client.shutdown() }
     }
 }

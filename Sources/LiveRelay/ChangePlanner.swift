@@ -56,9 +56,9 @@ struct ChangePlanner {
                 let expiration = channel.storagePolicy == 0
                     ? 0 : (request.expiration.map(unixSeconds) ?? unixSeconds(acceptedAt + channelStorageWindow))
                 deliveries.append(NewDelivery(
-                    key: key, event: action, target: .channel(channel.channelID), environment: channel.environment, payloadIndex: 0,
-                    priority: decision.priority, priorityReason: decision.reason, expiration: expiration, timestamp: timestamp,
-                    requestID: requestID))
+                    bundleID: activity.bundleID, key: key, event: action, target: .channel(channel.channelID),
+                    environment: channel.environment, payloadIndex: 0, priority: decision.priority, priorityReason: decision.reason,
+                    expiration: expiration, timestamp: timestamp, requestID: requestID))
             }
         } else {
             encoded = try PayloadEncoding.encode(payload, for: .device)
@@ -67,8 +67,8 @@ struct ChangePlanner {
                 // One priority for all: the store writes a push to each live token itself.
                 let decision = governor.decide(request.priority, alerting: alerting, used: 0, frequentPushesEnabled: false)
                 fanOut = NewPush(
-                    key: key, event: action, payloadIndex: 0, priority: decision.priority, priorityReason: decision.reason,
-                    expiration: expiration, timestamp: timestamp, requestID: requestID)
+                    bundleID: activity.bundleID, key: key, event: action, payloadIndex: 0, priority: decision.priority,
+                    priorityReason: decision.reason, expiration: expiration, timestamp: timestamp, requestID: requestID)
             } else {
                 // A priority for each token, from its own budget.
                 for token in snapshot.liveTokens {
@@ -76,8 +76,8 @@ struct ChangePlanner {
                         request.priority, alerting: alerting, used: snapshot.priority10Counts[token.deviceID] ?? 0,
                         frequentPushesEnabled: token.frequentPushesEnabled)
                     deliveries.append(NewDelivery(
-                        key: key, event: action, target: .activityToken(deviceID: token.deviceID, token: token.token),
-                        environment: token.environment, payloadIndex: 0,
+                        bundleID: activity.bundleID, key: key, event: action,
+                        target: .activityToken(deviceID: token.deviceID, token: token.token), environment: token.environment, payloadIndex: 0,
                         priority: decision.priority, priorityReason: decision.reason, expiration: expiration, timestamp: timestamp,
                         requestID: requestID))
                 }

@@ -10,8 +10,9 @@ import Synchronization
 /// deliveries as slots free up, so that one slow or hung push never holds back the others; records
 /// outcomes in batches as they come. What an answer means is `DeliveryOutcomeRules`' decision (a
 /// retry with backoff, a dead token, a dead letter); when to claim and record is `DispatchLoop`'s.
-/// Each push goes to its token's (or channel's) APNs environment, through that environment's
-/// client. The APNs client itself refreshes the provider token on `ExpiredProviderToken`.
+/// Each push goes for its app, signed with the app's credentials, to its token's (or channel's)
+/// APNs environment, through the client of that pair. The APNs client itself refreshes the
+/// provider token on `ExpiredProviderToken`.
 public final class Dispatcher: Service {
     private let relay: RelayService
     private let apns: APNsRoutes
@@ -150,9 +151,18 @@ public final class Dispatcher: Service {
     }
 
     private func send(_ delivery: DeliveryRecord) async -> DeliveryOutcome {
-        guard let apns = apns.client(delivery.environment) else {
-            // Its token was registered while the server sent there; it no longer does.
-            let outcome = DeliveryOutcome.failed(status: nil, reason: "no APNs connection to \(delivery.environment.rawValue)", tokenIsDead: false)
+        let apns: APNsClient
+        let topic: BundleID
+        do {
+            let app = try await relay.app(delivery.bundleID)
+            apns = try relay.apnsClient(for: app, in: delivery.environment)
+            topic = try BundleID(app.bundleID)
+        } catch {
+            // The app is gone, its key cannot sign, or the server no longer sends to the
+            // environment: a dead letter that says so. A store that fails is tried again.
+            let outcome = error is RelayError || error is LiveActivityValidationError
+                ? DeliveryOutcome.failed(status: nil, reason: "\(error)", tokenIsDead: false)
+                : outcomes.outcome(ofNoAnswer: error, attempts: delivery.attempts + 1, at: relay.now())
             record(outcome, delivery)
             return outcome
         }
@@ -165,12 +175,12 @@ public final class Dispatcher: Service {
             let options = PushOptions(
                 priority: APNsPriority(rawValue: delivery.priority) ?? .immediate,
                 expiration: delivery.expiration.flatMap { try? APNsExpiration(unixSeconds: $0) })
-            request = .liveActivity(encoded: delivery.payload, to: token, topic: relay.configuration.bundleID, options: options)
+            request = .liveActivity(encoded: delivery.payload, to: token, topic: topic, options: options)
         case .channel(let channelID):
             let options = BroadcastOptions(
                 priority: APNsPriority(rawValue: delivery.priority) ?? .immediate,
                 expiration: delivery.expiration.flatMap { try? APNsExpiration(unixSeconds: $0) } ?? .immediately)
-            request = .broadcast(encoded: delivery.payload, channelID: channelID, bundleID: relay.configuration.bundleID, options: options)
+            request = .broadcast(encoded: delivery.payload, channelID: channelID, bundleID: topic, options: options)
         }
         let outcome: DeliveryOutcome
         do {
@@ -203,7 +213,8 @@ public final class Dispatcher: Service {
 
     private static func metadata(_ delivery: DeliveryRecord, _ status: Int?, _ reason: String) -> Logger.Metadata {
         var metadata: Logger.Metadata = [
-            "activity.key": "\(delivery.key)", "delivery": "\(delivery.id)", "apns.status": "\(status.map(String.init) ?? "-")",
+            "app": "\(delivery.bundleID)", "activity.key": "\(delivery.key)", "delivery": "\(delivery.id)",
+            "apns.status": "\(status.map(String.init) ?? "-")",
             "apns.reason": "\(reason)", "apns.environment": "\(delivery.environment.rawValue)",
         ]
         switch delivery.target {

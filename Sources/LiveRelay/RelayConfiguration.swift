@@ -3,8 +3,6 @@ import LiveActivityKit
 
 /// How the service behaves; every default is what `liverelay serve` runs with.
 public struct RelayConfiguration: Sendable {
-    /// The app whose activities this server drives (the APNs topic is `<bundle>.push-type.liveactivity`).
-    public var bundleID: BundleID
     public var budget: BudgetPolicy
     /// How long an activity may run before the system ends it (Apple: 8 hours).
     public var activityLifetime: TimeInterval
@@ -14,10 +12,9 @@ public struct RelayConfiguration: Sendable {
     public var dispatch: DispatchPolicy
 
     public init(
-        bundleID: BundleID, budget: BudgetPolicy = .init(), activityLifetime: TimeInterval = 8 * 3600,
+        budget: BudgetPolicy = .init(), activityLifetime: TimeInterval = 8 * 3600,
         channelStorageWindow: TimeInterval = 8 * 3600, dispatch: DispatchPolicy = .init()
     ) {
-        self.bundleID = bundleID
         self.budget = budget
         self.activityLifetime = activityLifetime
         self.channelStorageWindow = channelStorageWindow

@@ -7,6 +7,8 @@ public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
     public enum Kind: Sendable, Hashable {
         /// 400: a field breaks a rule.
         case invalid
+        /// 403: the API key may not act for the app named.
+        case forbidden
         /// 404
         case notFound
         /// 409: the request conflicts with what exists (a taken key, an ended key).
@@ -28,6 +30,8 @@ public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let invalidValue = Code(rawValue: "invalid_value")
         public static let missing = Code(rawValue: "missing")
         public static let notFound = Code(rawValue: "not_found")
+        /// The API key is for another app.
+        public static let otherApp = Code(rawValue: "other_app")
         public static let keyExists = Code(rawValue: "key_exists")
         public static let activityEnded = Code(rawValue: "activity_ended")
         /// The same idempotency key was committed by a concurrent request.

@@ -95,6 +95,22 @@ public enum ScheduledRequest: Sendable, Hashable {
     }
 }
 
+/// An app the server is to send for, with the credentials its pushes are signed with.
+public struct AppRegistration: Sendable, Hashable {
+    public var bundleID: BundleID
+    public var teamID: String
+    public var keyID: String
+    /// The `.p8` key, PEM.
+    public var signingKey: String
+
+    public init(bundleID: BundleID, teamID: String, keyID: String, signingKey: String) {
+        self.bundleID = bundleID
+        self.teamID = teamID
+        self.keyID = keyID
+        self.signingKey = signingKey
+    }
+}
+
 /// An app's push-to-start token for an attributes type.
 public struct PushToStartRegistration: Sendable, Hashable {
     public var deviceID: String

@@ -6,9 +6,10 @@ import LiveRelayStore
 import Logging
 import Synchronization
 
-/// The service core: registrations from apps, starts, updates and ends from the backend, written
-/// with their pushes to the outbox in one transaction; schedules, expiry and channel cleanup.
-/// The dispatcher sends what this accepts.
+/// The service core: the apps it sends for, registrations from them, starts, updates and ends
+/// from the backend, written with their pushes to the outbox in one transaction; schedules,
+/// expiry and channel cleanup. Every key, token, channel and push belongs to one app. The
+/// dispatcher sends what this accepts.
 public final class RelayService: Sendable {
     let store: any RelayStore
     public let configuration: RelayConfiguration
@@ -25,8 +26,21 @@ public final class RelayService: Sendable {
     /// Takes the pushes of small requests straight to the running dispatcher.
     let handOver = DispatchHandOver()
     private let governor: PriorityGovernor
-    /// What the app's widget decodes, by attributes type: requests are checked against it.
-    private let contractBook = ContractBook()
+    /// The apps by bundle ID, with the credentials their pushes are signed with.
+    private let appBook = StoreCache<[String: AppRecord]> { store in
+        Dictionary(try await store.apps().map { ($0.bundleID, $0) }, uniquingKeysWith: { _, last in last })
+    }
+    /// What each app's widget decodes, by bundle ID and attributes type: requests are checked against it.
+    private let contractBook = StoreCache<[String: [String: ActivityContract]]> { store in
+        var contracts: [String: [String: ActivityContract]] = [:]
+        for record in try await store.contracts() {
+            // Stored contracts were read when registered; one that no longer reads is left out.
+            if let contract = try? ActivityContract(json: record.contract, name: record.attributesType) {
+                contracts[record.bundleID, default: [:]][record.attributesType] = contract
+            }
+        }
+        return contracts
+    }
     /// Live keys recently looked up, by secret hash: most requests then skip a read. A revocation
     /// here clears it; one made by another process sharing the store takes effect within the TTL.
     private let keyCache = Mutex<[Data: (key: APIKeyRecord, until: ContinuousClock.Instant)]>([:])
@@ -62,19 +76,69 @@ public final class RelayService: Sendable {
     /// The APNs environments whose tokens this server takes and sends to.
     public var environments: Set<PushEnvironment> { apns?.environments ?? Set(PushEnvironment.allCases) }
 
+    // MARK: Apps
+
+    /// Registers an app, or replaces its credentials: its pushes are signed with them from now on.
+    public func registerApp(_ registration: AppRegistration) async throws -> AppRecord {
+        do {
+            _ = try APNsSigningKey(pem: registration.signingKey, keyID: registration.keyID, teamID: registration.teamID)
+        } catch {
+            let field = ["key-id": "keyID", "team-id": "teamID"][error.field] ?? "signingKey"
+            throw RelayError.invalid(field, error.message)
+        }
+        let existing = try await store.apps().first { $0.bundleID == registration.bundleID.value }
+        let date = now()
+        let app = AppRecord(
+            bundleID: registration.bundleID.value, teamID: registration.teamID, keyID: registration.keyID,
+            signingKey: registration.signingKey, createdAt: existing?.createdAt ?? date, updatedAt: date)
+        try await store.saveApp(app)
+        appBook.invalidate()
+        logger.info("app registered", metadata: ["app": "\(app.bundleID)", "key.id": "\(app.keyID)"])
+        return app
+    }
+
+    public func apps() async throws -> [AppRecord] {
+        try await appBook.value(from: store).values.sorted { $0.bundleID < $1.bundleID }
+    }
+
+    /// The app, or 404 naming `field`.
+    public func app(_ bundleID: String, field: String = "app") async throws -> AppRecord {
+        guard let app = try await appBook.value(from: store)[bundleID] else {
+            throw RelayError.notFound(field, "no app \(bundleID) on this server (PUT /v1/apps/\(bundleID) registers it)")
+        }
+        return app
+    }
+
+    /// Gives `bundleID` what an earlier release's store held for its one app (see `0009-apps`).
+    public func adoptUnnamedData(bundleID: String) async throws {
+        if try await store.adoptUnnamedData(bundleID: bundleID) {
+            logger.notice("data of the release before apps now belongs to \(bundleID)")
+        }
+    }
+
     // MARK: API keys
 
-    /// Makes a key and returns its secret, which is shown once: only its hash is stored.
-    public func createAPIKey(name: String, scope: APIKeyScope) async throws -> (record: APIKeyRecord, secret: String) {
-        try await Self.createAPIKey(name: name, scope: scope, in: store, at: now())
+    /// Makes a key and returns its secret, which is shown once: only its hash is stored. A client
+    /// key is for one app; a server key for one app or (nil) for every app; an admin key for every app.
+    public func createAPIKey(
+        name: String, scope: APIKeyScope, app bundleID: String? = nil
+    ) async throws -> (record: APIKeyRecord, secret: String) {
+        switch (scope, bundleID) {
+        case (.client, nil): throw RelayError(.invalid, .missing, message: "a client key is for one app: name it", field: "bundleID")
+        case (.admin, .some): throw RelayError.invalid("bundleID", "an admin key is for every app: leave bundleID out")
+        default: break
+        }
+        if let bundleID { _ = try await app(bundleID, field: "bundleID") }
+        return try await Self.createAPIKey(name: name, scope: scope, app: bundleID, in: store, at: now())
     }
 
     /// The same without a running server: `liverelay keys create` recovers access this way.
     public static func createAPIKey(
-        name: String, scope: APIKeyScope, in store: any RelayStore, at date: Date
+        name: String, scope: APIKeyScope, app bundleID: String? = nil, in store: any RelayStore, at date: Date
     ) async throws -> (record: APIKeyRecord, secret: String) {
         let secret = "lr_\(scope.rawValue)_" + randomHex(bytes: 24)
-        let record = APIKeyRecord(id: "key_" + randomHex(bytes: 8), name: name, scope: scope, secretHash: hash(secret), createdAt: date)
+        let record = APIKeyRecord(
+            id: "key_" + randomHex(bytes: 8), name: name, scope: scope, bundleID: bundleID, secretHash: hash(secret), createdAt: date)
         try await store.insertAPIKey(record)
         return (record, secret)
     }
@@ -122,10 +186,10 @@ public final class RelayService: Sendable {
     // MARK: Registrations from apps
 
     public func registerPushToStartToken(_ registration: PushToStartRegistration) async throws {
-        try checkApp(bundleID: registration.bundleID, environment: registration.environment)
+        try await checkApp(bundleID: registration.bundleID, environment: registration.environment)
         try await store.savePushToStartToken(PushToStartTokenRecord(
-            deviceID: registration.deviceID, attributesType: registration.attributesType, userID: registration.userID,
-            token: registration.token.hex, frequentPushesEnabled: registration.frequentPushesEnabled,
+            bundleID: registration.bundleID, deviceID: registration.deviceID, attributesType: registration.attributesType,
+            userID: registration.userID, token: registration.token.hex, frequentPushesEnabled: registration.frequentPushesEnabled,
             environment: registration.environment, updatedAt: now()))
         metrics.count("liverelay_registrations_total", ["kind": "push_to_start"])
         logger.info("push-to-start token registered", metadata: ["device": "\(registration.deviceID)", "token": "\(registration.token.shortened)"])
@@ -136,12 +200,13 @@ public final class RelayService: Sendable {
     @discardableResult
     public func registerActivityToken(key: String, _ registration: ActivityTokenRegistration) async throws -> ActivityRecord {
         try Self.checkKey(key)
-        try checkApp(bundleID: registration.bundleID, environment: registration.environment)
+        try await checkApp(bundleID: registration.bundleID, environment: registration.environment)
         do {
             let activity = try await store.saveActivityToken(
                 ActivityTokenRecord(
-                    key: key, deviceID: registration.deviceID, activityID: registration.activityID, token: registration.token.hex,
-                    frequentPushesEnabled: registration.frequentPushesEnabled, environment: registration.environment, registeredAt: now()),
+                    bundleID: registration.bundleID, key: key, deviceID: registration.deviceID, activityID: registration.activityID,
+                    token: registration.token.hex, frequentPushesEnabled: registration.frequentPushesEnabled,
+                    environment: registration.environment, registeredAt: now()),
                 attributesType: registration.attributesType)
             metrics.count("liverelay_registrations_total", ["kind": "activity"])
             logger.info(
@@ -157,14 +222,17 @@ public final class RelayService: Sendable {
     /// no token under the key (a channel-subscribed activity has none).
     public func reportEnded(key: String, _ report: EndedReport) async throws -> Bool {
         try Self.checkKey(key)
-        guard try await store.activity(key: key) != nil else { throw RelayError.notFound("key", "no activity key \"\(key)\"") }
-        return try await store.endActivityToken(key: key, deviceID: report.deviceID, state: report.state, at: report.at ?? now())
+        try await checkApp(bundleID: report.bundleID)
+        guard try await store.activity(app: report.bundleID, key: key) != nil else {
+            throw RelayError.notFound("key", "no activity key \"\(key)\"")
+        }
+        return try await store.endActivityToken(
+            app: report.bundleID, key: key, deviceID: report.deviceID, state: report.state, at: report.at ?? now())
     }
 
-    private func checkApp(bundleID: String, environment: PushEnvironment? = nil) throws {
-        guard bundleID == configuration.bundleID.value else {
-            throw RelayError.invalid("bundleID", "this server sends to \(configuration.bundleID.value), not \(bundleID)")
-        }
+    /// An app's report names a registered app, and a token one of the environments served.
+    private func checkApp(bundleID: String, environment: PushEnvironment? = nil) async throws {
+        _ = try await app(bundleID, field: "bundleID")
         guard let environment else { return }
         guard environments.contains(environment) else {
             let served = PushEnvironment.allCases.filter(environments.contains).map(\.rawValue).joined(separator: " and ")
@@ -185,59 +253,65 @@ public final class RelayService: Sendable {
     /// Registers (or replaces) what the app's widget decodes `contract.attributesType` from: the
     /// requests that follow are checked against it.
     public func registerContract(_ contract: ActivityContract, bundleID: String) async throws -> ContractRecord {
-        try checkApp(bundleID: bundleID)
+        try await checkApp(bundleID: bundleID)
         let record = ContractRecord(bundleID: bundleID, attributesType: contract.attributesType, contract: contract.json, updatedAt: now())
         try await store.saveContract(record)
-        contractBook.registered(contract)
+        contractBook.invalidate()
         metrics.count("liverelay_registrations_total", ["kind": "contract"])
-        logger.info("contract registered", metadata: ["attributes.type": "\(contract.attributesType)"])
+        logger.info("contract registered", metadata: ["app": "\(bundleID)", "attributes.type": "\(contract.attributesType)"])
         return record
     }
 
-    public func contracts() async throws -> [ContractRecord] {
-        try await store.contracts().filter { $0.bundleID == configuration.bundleID.value }
+    /// The contracts of an app (nil: of every app).
+    public func contracts(app bundleID: String?) async throws -> [ContractRecord] {
+        try await store.contracts().filter { bundleID == nil || $0.bundleID == bundleID }
     }
 
-    public func contract(attributesType: String) async throws -> ContractRecord {
-        guard let record = try await contracts().first(where: { $0.attributesType == attributesType }) else {
-            throw RelayError.notFound("attributesType", "no contract registered for \(attributesType)")
+    public func contract(app bundleID: String, attributesType: String) async throws -> ContractRecord {
+        guard let record = try await contracts(app: bundleID).first(where: { $0.attributesType == attributesType }) else {
+            throw RelayError.notFound("attributesType", "no contract registered for \(attributesType) of \(bundleID)")
         }
         return record
     }
 
-    private func currentContracts() async throws -> [String: ActivityContract] {
-        try await contractBook.contracts(bundleID: configuration.bundleID.value, from: store)
+    private func currentContracts(app bundleID: String) async throws -> [String: ActivityContract] {
+        try await contractBook.value(from: store)[bundleID] ?? [:]
     }
 
     // MARK: Starting, updating, ending
 
-    /// Starts `key` on the audience's devices through their push-to-start tokens, or schedules it.
-    public func start(key: String, _ request: StartRequest, idempotency: IdempotencyClaim? = nil) async throws -> AcceptedRequest {
-        try await start(key: key, request, context: WriteContext(idempotency: idempotency))
+    /// Starts the app's `key` on the audience's devices through their push-to-start tokens, or schedules it.
+    public func start(
+        app bundleID: String, key: String, _ request: StartRequest, idempotency: IdempotencyClaim? = nil
+    ) async throws -> AcceptedRequest {
+        try await start(app: try await app(bundleID), key: key, request, context: WriteContext(idempotency: idempotency))
     }
 
-    private func start(key: String, _ request: StartRequest, context: WriteContext) async throws -> AcceptedRequest {
+    private func start(app: AppRecord, key: String, _ request: StartRequest, context: WriteContext) async throws -> AcceptedRequest {
         try Self.checkKey(key)
         // Checked before anything is written or created, and again when a schedule runs.
-        let warnings = try StartPlanner.check(request, against: try await currentContracts()[request.attributesType])
-        if let at = request.at, at > now() { return try await schedule(key: key, .start(request), at: at, context: context) }
+        let warnings = try StartPlanner.check(request, against: try await currentContracts(app: app.bundleID)[request.attributesType])
+        if let at = request.at, at > now() {
+            return try await schedule(app: app.bundleID, key: key, .start(request), at: at, context: context)
+        }
         var channelIDs: [PushEnvironment: String] = [:]
         switch request.channel {
         case nil:
             break
         case .existing(let id):
-            guard let channel = try await store.channel(id: id), channel.deletedAt == nil else {
-                throw RelayError.notFound("channel.id", "no live channel \(id) made by this server")
+            guard let channel = try await store.channel(id: id), channel.deletedAt == nil, channel.bundleID == app.bundleID else {
+                throw RelayError.notFound("channel.id", "no live channel \(id) of \(app.bundleID) made by this server")
             }
             channelIDs[channel.environment] = id
         case .create(let policy):
             // A channel lives in one environment: one in each the audience spans (in the first
             // served when it has no device yet).
-            var needed = try await store.audienceEnvironments(attributesType: request.attributesType, audience: request.audience)
-                .intersection(environments)
+            var needed = try await store.audienceEnvironments(
+                app: app.bundleID, attributesType: request.attributesType, audience: request.audience
+            ).intersection(environments)
             if needed.isEmpty, let first = PushEnvironment.allCases.first(where: environments.contains) { needed = [first] }
             for environment in PushEnvironment.allCases where needed.contains(environment) {
-                channelIDs[environment] = try await createChannel(for: key, in: environment, storagePolicy: policy)
+                channelIDs[environment] = try await createChannel(for: app, key: key, in: environment, storagePolicy: policy)
             }
         }
         let acceptedAt = now()
@@ -249,11 +323,11 @@ public final class RelayService: Sendable {
         context.handOver = handOver.offer(at: acceptedAt, policy: configuration.dispatch)
         do {
             let accepted = try await store.acceptStart(
-                key: key, attributesType: request.attributesType, audience: request.audience, context: context
-            ) { tokens in
+                app: app.bundleID, key: key, attributesType: request.attributesType, audience: request.audience, context: context
+            ) { [bundleID = app.bundleID] tokens in
                 planner.plan(
-                    key: key, request, payloads: payloads, channelIDs: channels, tokens: tokens, at: acceptedAt, requestID: requestID,
-                    warnings: warnings)
+                    app: bundleID, key: key, request, payloads: payloads, channelIDs: channels, tokens: tokens, at: acceptedAt,
+                    requestID: requestID, warnings: warnings)
             }
             dispatch(accepted.claimed, action: "start")
             return .accepted(accepted.outcome)
@@ -262,32 +336,35 @@ public final class RelayService: Sendable {
         }
     }
 
-    /// Updates or ends `key`: one push per live update token, or one broadcast when the key is
-    /// bound to a channel; or schedules it.
-    public func change(key: String, _ request: ChangeRequest, idempotency: IdempotencyClaim? = nil) async throws -> AcceptedRequest {
-        try await change(key: key, request, context: WriteContext(idempotency: idempotency))
+    /// Updates or ends the app's `key`: one push per live update token, or one broadcast per
+    /// channel when the key is bound to channels; or schedules it.
+    public func change(
+        app bundleID: String, key: String, _ request: ChangeRequest, idempotency: IdempotencyClaim? = nil
+    ) async throws -> AcceptedRequest {
+        try await change(app: try await app(bundleID), key: key, request, context: WriteContext(idempotency: idempotency))
     }
 
-    private func change(key: String, _ request: ChangeRequest, context: WriteContext) async throws -> AcceptedRequest {
+    private func change(app: AppRecord, key: String, _ request: ChangeRequest, context: WriteContext) async throws -> AcceptedRequest {
         try Self.checkKey(key)
+        let contracts = try await currentContracts(app: app.bundleID)
         if let at = request.at, at > now() {
             // A key that exists already is checked against its type's contract now, not only when due.
-            if let content = request.contentState, let activity = try await store.activity(key: key),
-               let contract = try await currentContracts()[activity.attributesType]
+            if let content = request.contentState, let activity = try await store.activity(app: app.bundleID, key: key),
+               let contract = contracts[activity.attributesType]
             {
                 _ = try ContractCheck.contentState(content, contract)
             }
-            return try await schedule(key: key, .change(request), at: at, context: context)
+            return try await schedule(app: app.bundleID, key: key, .change(request), at: at, context: context)
         }
         let acceptedAt = now()
         let planner = ChangePlanner(
-            governor: governor, channelStorageWindow: configuration.channelStorageWindow, answer: answerKept, contracts: try await currentContracts())
+            governor: governor, channelStorageWindow: configuration.channelStorageWindow, answer: answerKept, contracts: contracts)
         let requestID = UUID().uuidString.lowercased()
         var context = context
         context.handOver = handOver.offer(at: acceptedAt, policy: configuration.dispatch)
         do {
             let accepted = try await store.acceptChange(
-                key: key, budgetWindowStart: ChangePlanner.budgetWindowStart(for: request, at: acceptedAt), context: context
+                app: app.bundleID, key: key, budgetWindowStart: ChangePlanner.budgetWindowStart(for: request, at: acceptedAt), context: context
             ) { snapshot in
                 try planner.plan(key: key, request, snapshot: snapshot, at: acceptedAt, requestID: requestID)
             }
@@ -315,14 +392,25 @@ public final class RelayService: Sendable {
 
     // MARK: Channels
 
-    private func createChannel(for key: String, in environment: PushEnvironment, storagePolicy: Int) async throws -> String {
-        guard let apns = apns?.client(environment), let policy = MessageStoragePolicy(rawValue: storagePolicy) else {
-            throw RelayError(.upstream, .apnsUnavailable, message: "no APNs connection to create a channel with", field: "channel")
-        }
+    /// The client that sends for `app` in `environment`, or why there is none.
+    func apnsClient(for app: AppRecord, in environment: PushEnvironment, field: String? = nil) throws(RelayError) -> APNsClient {
         do {
-            let id = try await apns.createChannel(bundleID: configuration.bundleID, storagePolicy: policy)
+            if let client = try apns?.client(for: app, in: environment) { return client }
+        } catch {
+            throw RelayError(.upstream, .apnsUnavailable, message: "\(app.bundleID)'s key cannot sign: \(error)", field: field)
+        }
+        throw RelayError(.upstream, .apnsUnavailable, message: "no APNs connection to \(environment.rawValue)", field: field)
+    }
+
+    private func createChannel(for app: AppRecord, key: String, in environment: PushEnvironment, storagePolicy: Int) async throws -> String {
+        guard let policy = MessageStoragePolicy(rawValue: storagePolicy) else {
+            throw RelayError.invalid("channel.storagePolicy", "must be 0 or 1")
+        }
+        let apns = try apnsClient(for: app, in: environment, field: "channel")
+        do {
+            let id = try await apns.createChannel(bundleID: try BundleID(app.bundleID), storagePolicy: policy)
             try await store.saveChannel(ChannelRecord(
-                channelID: id, environment: environment, key: key, storagePolicy: storagePolicy, createdAt: now()))
+                channelID: id, bundleID: app.bundleID, environment: environment, key: key, storagePolicy: storagePolicy, createdAt: now()))
             return id
         } catch let error as APNsError {
             throw RelayError(.upstream, .apnsRefused, message: "APNs refused to create the channel: \(error)", field: "channel")
@@ -336,11 +424,9 @@ public final class RelayService: Sendable {
     /// Deletes a live channel at APNs and marks it deleted.
     public func deleteChannel(_ id: String) async throws {
         guard let channel = try await store.channel(id: id), channel.deletedAt == nil else { throw RelayError.notFound("id", "no live channel \(id)") }
-        guard let apns = apns?.client(channel.environment) else {
-            throw RelayError(.upstream, .apnsUnavailable, message: "no APNs connection to \(channel.environment.rawValue)")
-        }
+        let apns = try apnsClient(for: try await app(channel.bundleID), in: channel.environment)
         do {
-            try await apns.deleteChannel(id, bundleID: configuration.bundleID)
+            try await apns.deleteChannel(id, bundleID: try BundleID(channel.bundleID))
         } catch let error as APNsError where error.status == 404 || error.reason == .badChannelId || error.reason == .channelNotRegistered {
             // Already gone at APNs.
         } catch let error as APNsError {
@@ -351,18 +437,21 @@ public final class RelayService: Sendable {
 
     // MARK: Schedules
 
-    private func schedule(key: String, _ request: ScheduledRequest, at: Date, context: WriteContext) async throws -> AcceptedRequest {
+    private func schedule(
+        app: String, key: String, _ request: ScheduledRequest, at: Date, context: WriteContext
+    ) async throws -> AcceptedRequest {
         var body = wire.json(of: request)
         body.remove("at")  // run as given, when due
         let schedule = ScheduleRecord(
-            id: "sch_" + randomHex(bytes: 8), key: key, action: request.action, request: body, dueAt: at, createdAt: now())
+            id: "sch_" + randomHex(bytes: 8), bundleID: app, key: key, action: request.action, request: body, dueAt: at, createdAt: now())
         try await store.insertSchedule(schedule, context: context, response: wire.answer(.scheduled(schedule)))
         metrics.count("liverelay_requests_accepted_total", ["action": "schedule"])
         return .scheduled(schedule)
     }
 
-    public func schedules(key: String?) async throws -> [ScheduleRecord] {
-        try await store.schedules(key: key)
+    /// The schedules of an app (nil: every app), of one key if given.
+    public func schedules(app: String?, key: String?) async throws -> [ScheduleRecord] {
+        try await store.schedules(app: app, key: key)
     }
 
     public func schedule(id: String) async throws -> ScheduleRecord {
@@ -394,9 +483,10 @@ public final class RelayService: Sendable {
                 continue
             }
             do {
+                let app = try await app(schedule.bundleID)
                 switch request {
-                case .start(let request): _ = try await start(key: schedule.key, request, context: context)
-                case .change(let request): _ = try await change(key: schedule.key, request, context: context)
+                case .start(let request): _ = try await start(app: app, key: schedule.key, request, context: context)
+                case .change(let request): _ = try await change(app: app, key: schedule.key, request, context: context)
                 }
             } catch let error as RelayError {
                 try await store.failSchedule(id: schedule.id, reason: error.description)
@@ -421,6 +511,8 @@ public final class RelayService: Sendable {
             logger.info("activities expired", metadata: ["count": "\(expired.count)"])
         }
         for channel in try await store.channelsToDelete(at: date) where apns != nil {
+            // A channel kept from before apps, for an app not named yet, waits for it.
+            guard try await appBook.value(from: store)[channel.bundleID] != nil else { continue }
             do {
                 try await deleteChannel(channel.channelID)
             } catch {
@@ -431,11 +523,15 @@ public final class RelayService: Sendable {
 
     // MARK: Reading
 
-    /// A key, its tokens with their last delivery results, and its schedules.
-    public func describe(key: String) async throws -> ActivityDescription {
+    /// An app's key, its tokens with their last delivery results, and its schedules.
+    public func describe(app: String, key: String) async throws -> ActivityDescription {
         try Self.checkKey(key)
-        guard let activity = try await store.activity(key: key) else { throw RelayError.notFound("key", "no activity key \"\(key)\"") }
-        return ActivityDescription(activity: activity, tokens: try await store.activityTokens(key: key), schedules: try await store.schedules(key: key))
+        guard let activity = try await store.activity(app: app, key: key) else {
+            throw RelayError.notFound("key", "no activity key \"\(key)\"")
+        }
+        return ActivityDescription(
+            activity: activity, tokens: try await store.activityTokens(app: app, key: key),
+            schedules: try await store.schedules(app: app, key: key))
     }
 
     /// The outbox's deliveries, newest first.

@@ -52,8 +52,8 @@ struct StartPlanner {
     }
 
     func plan(
-        key: String, _ request: StartRequest, payloads: Payloads, channelIDs: [PushEnvironment: String], tokens: [PushToStartTokenRecord],
-        at acceptedAt: Date, requestID: String, warnings: [String] = []
+        app: String, key: String, _ request: StartRequest, payloads: Payloads, channelIDs: [PushEnvironment: String],
+        tokens: [PushToStartTokenRecord], at acceptedAt: Date, requestID: String, warnings: [String] = []
     ) -> (StartPlan, Acceptance) {
         let timestamp = unixSeconds(acceptedAt)
         let expiration = request.expiration.map(unixSeconds)
@@ -66,12 +66,12 @@ struct StartPlanner {
             }
             let decision = governor.decide(request.priority, alerting: true, used: 0, frequentPushesEnabled: token.frequentPushesEnabled)
             deliveries.append(NewDelivery(
-                key: key, event: "start", target: .pushToStartToken(deviceID: token.deviceID, token: token.token),
+                bundleID: app, key: key, event: "start", target: .pushToStartToken(deviceID: token.deviceID, token: token.token),
                 environment: token.environment, payloadIndex: payloadIndex, priority: decision.priority, priorityReason: decision.reason,
                 expiration: expiration, timestamp: timestamp, requestID: requestID))
         }
         let activity = ActivityRecord(
-            key: key, attributesType: request.attributesType, attributes: request.attributes, channelIDs: channelIDs,
+            bundleID: app, key: key, attributesType: request.attributesType, attributes: request.attributes, channelIDs: channelIDs,
             contentState: request.contentState, staleDate: request.staleDate, relevanceScore: request.relevanceScore, startedAt: acceptedAt,
             lastTimestamp: timestamp)
         var warnings = warnings

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Crypto
 import Foundation
 import LiveActivityKit
 import LiveRelay
@@ -35,20 +36,23 @@ extension Bench {
             for index in 0..<activities {
                 try await store.saveActivityToken(
                     ActivityTokenRecord(
-                        key: "match", deviceID: "fan-\(index)", token: BenchFixture.token(index), frequentPushesEnabled: false,
-                        environment: .sandbox, registeredAt: registeredAt),
+                        bundleID: BenchFixture.bundle.value, key: "match", deviceID: "fan-\(index)", token: BenchFixture.token(index),
+                        frequentPushesEnabled: false, environment: .sandbox, registeredAt: registeredAt),
                     attributesType: "ScoreAttributes")
             }
             print("registered \(activities) tokens under \"match\" in \(String(format: "%.1f", (ContinuousClock.now - seeding).seconds)) s")
 
-            let relay = RelayService(store: store, configuration: RelayConfiguration(bundleID: BenchFixture.bundle), wire: RelayWire(), apns: nil)
+            let relay = RelayService(store: store, configuration: RelayConfiguration(), wire: RelayWire(), apns: nil)
+            _ = try await relay.registerApp(AppRegistration(
+                bundleID: BenchFixture.bundle, teamID: BenchFixture.teamID, keyID: BenchFixture.keyID,
+                signingKey: P256.Signing.PrivateKey().pemRepresentation))
             let policy = relay.configuration.dispatch
             var steps: [String: [Measured]] = [:]
             for round in 1...rounds {
                 let request = ChangeRequest(
                     event: .update, contentState: .object([("home", .integer(round)), ("away", .integer(1))]), priority: .fixed(10))
                 steps["accept", default: []].append(try await measure {
-                    _ = try await relay.change(key: "match", request)
+                    _ = try await relay.change(app: BenchFixture.bundle.value, key: "match", request)
                 })
                 var claimed: [DeliveryRecord] = []
                 steps["claim", default: []].append(try await measure {

@@ -158,20 +158,22 @@ extension Bench {
             let now = Date()
             for index in 0..<activities {
                 try await store.saveActivityToken(
-                    ActivityTokenRecord(key: "match", deviceID: "fan-\(index)", token: BenchFixture.token(index), frequentPushesEnabled: false,
-                                        environment: .sandbox, registeredAt: now),
+                    ActivityTokenRecord(
+                        bundleID: BenchFixture.bundle.value, key: "match", deviceID: "fan-\(index)", token: BenchFixture.token(index),
+                        frequentPushesEnabled: false, environment: .sandbox, registeredAt: now),
                     attributesType: "ScoreAttributes")
             }
             for index in 0..<keys {
                 try await store.saveActivityToken(
                     ActivityTokenRecord(
-                        key: "order-\(index)", deviceID: "phone-\(index)", token: BenchFixture.token(activities + index),
-                        frequentPushesEnabled: false, environment: .sandbox, registeredAt: now),
+                        bundleID: BenchFixture.bundle.value, key: "order-\(index)", deviceID: "phone-\(index)",
+                        token: BenchFixture.token(activities + index), frequentPushesEnabled: false, environment: .sandbox, registeredAt: now),
                     attributesType: "DeliveryAttributes")
             }
             for index in 0..<(tokens - activities - keys) {
                 try await store.savePushToStartToken(PushToStartTokenRecord(
-                    deviceID: "idle-\(index)", attributesType: "DeliveryAttributes", token: String(repeating: "0", count: 144) + BenchFixture.hex16(index),
+                    bundleID: BenchFixture.bundle.value, deviceID: "idle-\(index)", attributesType: "DeliveryAttributes",
+                    token: String(repeating: "0", count: 144) + BenchFixture.hex16(index),
                     frequentPushesEnabled: false, environment: .sandbox, updatedAt: now))
             }
         }

@@ -81,72 +81,97 @@ public struct RelayAPI: Sendable {
         router.get("/v1/health") { _, _ in try await health() }
         router.group("/metrics").add(middleware: guarded(.admin)).get { _, _ in try await metrics() }
 
-        // The app: its tokens and what the person did.
+        // The app: its tokens and what the person did. A client key is for one app, which its
+        // bodies name.
         let client = router.group("/v1").add(middleware: guarded(.client))
         client.post("/push-to-start-tokens") { request, context in
-            try await relay.registerPushToStartToken(try await request.decodeJSON(PushToStartBody.self, context: context).registration)
+            let registration = try await request.decodeJSON(PushToStartBody.self, context: context).registration
+            try Self.check(context, mayActFor: registration.bundleID)
+            try await relay.registerPushToStartToken(registration)
             return Self.json(.object([("registered", .bool(true))]), status: .created)
         }
         client.post("/activities/{key}/tokens") { request, context in
             let key = try activityKey(context)
-            let activity = try await relay.registerActivityToken(key: key, try await request.decodeJSON(ActivityTokenBody.self, context: context).registration)
+            let registration = try await request.decodeJSON(ActivityTokenBody.self, context: context).registration
+            try Self.check(context, mayActFor: registration.bundleID)
+            let activity = try await relay.registerActivityToken(key: key, registration)
             return Self.json(.object([("key", .string(key)), ("state", .string(activity.state.rawValue))]), status: .created)
         }
         client.post("/activities/{key}/ended") { request, context in
-            let recorded = try await relay.reportEnded(key: try activityKey(context), try await request.decodeJSON(EndedBody.self, context: context).report)
-            return Self.json(.object([("recorded", .bool(recorded))]))
+            let report = try await request.decodeJSON(EndedBody.self, context: context).report
+            try Self.check(context, mayActFor: report.bundleID)
+            return Self.json(.object([("recorded", .bool(try await relay.reportEnded(key: try activityKey(context), report)))]))
         }
 
-        // The backend: activities by key, deliveries, schedules.
+        // The backend: an app's activities by key, deliveries, schedules.
         let server = router.group("/v1").add(middleware: guarded(.server))
         server.post("/activities/{key}/start") { request, context in
-            let key = try activityKey(context)
-            return try await idempotent(request, context) { json, claim in
-                try await relay.start(key: key, StartRequest(json: json), idempotency: claim)
+            let (app, key) = (try await app(request, context), try activityKey(context))
+            return try await idempotent(request, context, app: app) { json, claim in
+                try await relay.start(app: app, key: key, StartRequest(json: json), idempotency: claim)
             }
         }
         for event in [LiveActivityPayload.Event.update, .end] {
             server.post("/activities/{key}/\(event.rawValue)") { request, context in
-                let key = try activityKey(context)
-                return try await idempotent(request, context) { json, claim in
-                    try await relay.change(key: key, ChangeRequest(event: event, json: json), idempotency: claim)
+                let (app, key) = (try await app(request, context), try activityKey(context))
+                return try await idempotent(request, context, app: app) { json, claim in
+                    try await relay.change(app: app, key: key, ChangeRequest(event: event, json: json), idempotency: claim)
                 }
             }
         }
-        server.get("/activities/{key}") { _, context in Self.json(RelayView.json(try await relay.describe(key: try activityKey(context)))) }
-        server.get("/deliveries") { request, _ in try await deliveries(request) }
-        server.get("/schedules") { request, _ in
+        server.get("/activities/{key}") { request, context in
+            Self.json(RelayView.json(try await relay.describe(app: try await app(request, context), key: try activityKey(context))))
+        }
+        server.get("/deliveries") { request, context in try await deliveries(request, context) }
+        server.get("/schedules") { request, context in
             let key = request.uri.queryParameters["key"].map(String.init)
-            return Self.json(.object([("schedules", .array(try await relay.schedules(key: key).map(RelayView.json)))]))
+            let schedules = try await relay.schedules(app: try Self.appFilter(request, context), key: key)
+            return Self.json(.object([("schedules", .array(schedules.map(RelayView.json)))]))
         }
         server.get("/schedules/{id}") { _, context in
-            Self.json(RelayView.json(try await relay.schedule(id: try context.parameters.require("id"))))
+            Self.json(RelayView.json(try await schedule(try context.parameters.require("id"), context)))
         }
         server.delete("/schedules/{id}") { _, context in
-            Self.json(RelayView.json(try await relay.cancelSchedule(id: try context.parameters.require("id"))))
+            let id = try context.parameters.require("id")
+            _ = try await schedule(id, context)
+            return Self.json(RelayView.json(try await relay.cancelSchedule(id: id)))
         }
 
-        // What the app's widget decodes: registered by the app (or the operator), read by the backend.
+        // What an app's widget decodes: registered by the app (or the operator), read by the backend.
         router.group("/v1").add(middleware: guarded(.client, .admin)).put("/contracts/{attributesType}") { request, context in
             let type = try context.parameters.require("attributesType")
             var request = request
             let buffer = try await request.collectBody(upTo: context.maxUploadSize)
             let body = try ContractBody(json: try JSONBodyReader.parse(buffer.readableBytesView), attributesType: type)
+            try Self.check(context, mayActFor: body.bundleID)
             return Self.json(RelayView.json(try await relay.registerContract(body.contract, bundleID: body.bundleID)))
         }
         let reading = router.group("/v1").add(middleware: guarded(.server, .admin))
-        reading.get("/contracts") { _, _ in
-            Self.json(.object([("contracts", .array(try await relay.contracts().map(RelayView.json)))]))
+        reading.get("/contracts") { request, context in
+            let contracts = try await relay.contracts(app: try Self.appFilter(request, context))
+            return Self.json(.object([("contracts", .array(contracts.map(RelayView.json)))]))
         }
-        reading.get("/contracts/{attributesType}") { _, context in
-            Self.json(RelayView.json(try await relay.contract(attributesType: try context.parameters.require("attributesType"))))
+        reading.get("/contracts/{attributesType}") { request, context in
+            let type = try context.parameters.require("attributesType")
+            return Self.json(RelayView.json(try await relay.contract(app: try await app(request, context), attributesType: type)))
         }
 
-        // The operator: keys and channels.
+        // The operator: apps, keys and channels.
         let admin = router.group("/v1").add(middleware: guarded(.admin))
+        admin.get("/apps") { _, _ in
+            Self.json(.object([("apps", .array(try await relay.apps().map(RelayView.json)))]))
+        }
+        admin.get("/apps/{bundleID}") { _, context in
+            Self.json(RelayView.json(try await relay.app(try context.parameters.require("bundleID"), field: "bundleID")))
+        }
+        admin.put("/apps/{bundleID}") { request, context in
+            let body = try await request.decodeJSON(AppBody.self, context: context)
+            let registration = try body.registration(bundleID: try context.parameters.require("bundleID"))
+            return Self.json(RelayView.json(try await relay.registerApp(registration)))
+        }
         admin.post("/api-keys") { request, context in
             let body = try await request.decodeJSON(APIKeyBody.self, context: context)
-            let (record, secret) = try await relay.createAPIKey(name: body.name, scope: body.scope)
+            let (record, secret) = try await relay.createAPIKey(name: body.name, scope: body.scope, app: body.bundleID)
             var view = RelayView.json(record)
             view.set("secret", .string(secret))
             return Self.json(view, status: .created)
@@ -194,9 +219,50 @@ public struct RelayAPI: Sendable {
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
     }
 
-    private func deliveries(_ request: Request) async throws -> Response {
+    // MARK: Apps
+
+    /// The app a request acts for: `app` in the query when given (a key for one app may name only
+    /// its own), else the key's app, else the server's only app.
+    private func app(_ request: Request, _ context: RelayRequestContext) async throws -> String {
+        if let named = try Self.appFilter(request, context) { return named }
+        let apps = try await relay.apps()
+        guard apps.count == 1 else {
+            throw RelayError(
+                .invalid, .missing,
+                message: apps.isEmpty
+                    ? "no app is registered (PUT /v1/apps/{bundleID})"
+                    : "name the app (?app=<bundle id>): this key serves every app, and there are \(apps.count)",
+                field: "app")
+        }
+        return apps[0].bundleID
+    }
+
+    /// The app a listing is narrowed to: the key's, or the one the query names (nil: every app).
+    private static func appFilter(_ request: Request, _ context: RelayRequestContext) throws -> String? {
+        let named = request.uri.queryParameters["app"].map(String.init)
+        if named?.isEmpty == true { throw APIError.invalid("app", "must be a bundle ID, not empty") }
+        guard let bound = context.apiKey?.bundleID else { return named }
+        try check(context, mayActFor: named ?? bound, field: "app")
+        return bound
+    }
+
+    /// A key for one app acts only for it.
+    private static func check(_ context: RelayRequestContext, mayActFor bundleID: String, field: String = "bundleID") throws {
+        guard let bound = context.apiKey?.bundleID, bound != bundleID else { return }
+        throw RelayError(.forbidden, .otherApp, message: "this key is for \(bound), not \(bundleID)", field: field)
+    }
+
+    /// A schedule the key may see (one of another app does not exist for it).
+    private func schedule(_ id: String, _ context: RelayRequestContext) async throws -> ScheduleRecord {
+        let schedule = try await relay.schedule(id: id)
+        if let bound = context.apiKey?.bundleID, bound != schedule.bundleID { throw APIError.notFound("id", "no schedule \(id)") }
+        return schedule
+    }
+
+    private func deliveries(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
         let query = request.uri.queryParameters
         var filter = DeliveryQuery()
+        filter.bundleID = try Self.appFilter(request, context)
         filter.key = query["key"].map(String.init)
         if let status = query["status"] {
             guard let value = DeliveryStatus(rawValue: String(status)) else {
@@ -221,7 +287,8 @@ public struct RelayAPI: Sendable {
     /// Runs a write once per `Idempotency-Key`: the same key with the same request replays the
     /// stored answer; with another request it is refused.
     private func idempotent(
-        _ request: Request, _ context: RelayRequestContext, _ perform: (JSONValue, IdempotencyClaim?) async throws -> AcceptedRequest
+        _ request: Request, _ context: RelayRequestContext, app: String,
+        _ perform: (JSONValue, IdempotencyClaim?) async throws -> AcceptedRequest
     ) async throws -> Response {
         var request = request
         let buffer = try await request.collectBody(upTo: context.maxUploadSize)
@@ -231,7 +298,7 @@ public struct RelayAPI: Sendable {
         }
         guard !key.isEmpty, key.count <= 255 else { throw APIError.invalid("Idempotency-Key", "must be 1 to 255 characters") }
         var hasher = SHA256()
-        hasher.update(data: Data("\(request.method.rawValue) \(request.uri.path)\n".utf8))
+        hasher.update(data: Data("\(request.method.rawValue) \(app) \(request.uri.path)\n".utf8))
         hasher.update(data: Data(buffer.readableBytesView))
         let hash = hasher.finalize().map { String(format: "%02x", $0) }.joined()
         for attempt in 0..<2 {

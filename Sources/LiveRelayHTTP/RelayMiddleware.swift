@@ -94,6 +94,7 @@ struct RelayErrorMiddleware: RouterMiddleware {
                 case .conflict: .conflict
                 case .tooLarge: .contentTooLarge
                 case .unprocessable: .unprocessableContent
+                case .forbidden: .forbidden
                 case .upstream: .badGateway
                 }
             throw APIError(status, code: error.code.rawValue, message: error.message, field: error.field)

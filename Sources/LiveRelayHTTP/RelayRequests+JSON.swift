@@ -164,10 +164,12 @@ struct ContractBody {
 /// `POST /v1/api-keys` (admin key).
 struct APIKeyBody: APIRequestBody {
     static let fields = CodingKeys.allCases.map(\.rawValue)
-    enum CodingKeys: String, CodingKey, CaseIterable { case name, scope }
+    enum CodingKeys: String, CodingKey, CaseIterable { case name, scope, bundleID }
 
     let name: String
     let scope: APIKeyScope
+    /// The app the key is for (required for a client key; left out, a server key serves every app).
+    let bundleID: String?
 
     init(from decoder: any Decoder) throws {
         let body = try decoder.container(keyedBy: CodingKeys.self)
@@ -176,6 +178,32 @@ struct APIKeyBody: APIRequestBody {
             throw DecodingError.dataCorruptedError(forKey: .scope, in: body, debugDescription: "must be client, server or admin")
         }
         self.scope = scope
+        bundleID = try body.nonEmptyString(.bundleID)
+    }
+}
+
+/// `PUT /v1/apps/{bundleID}` (admin key): the credentials that sign the app's pushes.
+struct AppBody: APIRequestBody {
+    static let fields = CodingKeys.allCases.map(\.rawValue)
+    enum CodingKeys: String, CodingKey, CaseIterable { case teamID, keyID, signingKey }
+
+    let teamID: String
+    let keyID: String
+    let signingKey: String
+
+    init(from decoder: any Decoder) throws {
+        let body = try decoder.container(keyedBy: CodingKeys.self)
+        teamID = try body.requireNonEmptyString(.teamID)
+        keyID = try body.requireNonEmptyString(.keyID)
+        signingKey = try body.requireNonEmptyString(.signingKey)
+    }
+
+    func registration(bundleID: String) throws -> AppRegistration {
+        do {
+            return AppRegistration(bundleID: try BundleID(bundleID), teamID: teamID, keyID: keyID, signingKey: signingKey)
+        } catch {
+            throw JSONFieldError.invalid("bundleID", error.message)
+        }
     }
 }
 

@@ -29,12 +29,14 @@ public struct RelayServer: Sendable {
         [api.application(logger: logger, onRunning: onRunning), dispatcher, RelayTicker(relay: relay)]
     }
 
-    /// Makes the first keys when the store has none, and returns their secrets (shown once).
-    public func bootstrapKeys() async throws -> [APIKeyScope: String] {
+    /// Makes the first keys when the store has none, and returns their secrets (shown once): an
+    /// admin key, a server key for every app, and a client key for `clientApp`.
+    public func bootstrapKeys(clientApp: String) async throws -> [APIKeyScope: String] {
         guard try await relay.apiKeys().isEmpty else { return [:] }
         var secrets: [APIKeyScope: String] = [:]
         for scope in APIKeyScope.allCases {
-            secrets[scope] = try await relay.createAPIKey(name: "initial \(scope.rawValue) key", scope: scope).secret
+            secrets[scope] = try await relay.createAPIKey(
+                name: "initial \(scope.rawValue) key", scope: scope, app: scope == .client ? clientApp : nil).secret
         }
         return secrets
     }

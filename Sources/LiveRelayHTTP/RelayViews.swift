@@ -37,7 +37,8 @@ enum RelayView {
     static func json(_ description: ActivityDescription) -> JSONValue {
         let activity = description.activity
         var members: [(String, JSONValue)] = [
-            ("key", .string(activity.key)), ("attributesType", .string(activity.attributesType)), ("state", .string(activity.state.rawValue)),
+            ("bundleID", .string(activity.bundleID)), ("key", .string(activity.key)), ("attributesType", .string(activity.attributesType)),
+            ("state", .string(activity.state.rawValue)),
             ("startedAt", date(activity.startedAt)), ("lastTimestamp", .integer(activity.lastTimestamp)),
         ]
         if let attributes = activity.attributes { members.append(("attributes", attributes)) }
@@ -55,7 +56,8 @@ enum RelayView {
 
     static func json(_ schedule: ScheduleRecord) -> JSONValue {
         var members: [(String, JSONValue)] = [
-            ("scheduleID", .string(schedule.id)), ("key", .string(schedule.key)), ("action", .string(schedule.action)),
+            ("scheduleID", .string(schedule.id)), ("bundleID", .string(schedule.bundleID)), ("key", .string(schedule.key)),
+            ("action", .string(schedule.action)),
             ("dueAt", date(schedule.dueAt)), ("state", .string(schedule.state.rawValue)),
         ]
         if let result = schedule.result { members.append(("result", (try? JSONValue(parsing: result)) ?? .string(result))) }
@@ -80,7 +82,8 @@ enum RelayView {
 
     static func json(_ delivery: DeliveryRecord) -> JSONValue {
         var members: [(String, JSONValue)] = [
-            ("id", .integer(delivery.id)), ("key", .string(delivery.key)), ("event", .string(delivery.event)),
+            ("id", .integer(delivery.id)), ("bundleID", .string(delivery.bundleID)), ("key", .string(delivery.key)),
+            ("event", .string(delivery.event)),
             ("requestID", .string(delivery.requestID)), ("status", .string(delivery.status.rawValue)),
             ("priority", .integer(delivery.priority)), ("priorityReason", .string(delivery.priorityReason)),
             ("timestamp", .integer(delivery.timestamp)), ("attempts", .integer(delivery.attempts)), ("createdAt", date(delivery.createdAt)),
@@ -107,13 +110,23 @@ enum RelayView {
             ("id", .string(key.id)), ("name", .string(key.name)), ("scope", .string(key.scope.rawValue)),
             ("createdAt", date(key.createdAt)),
         ]
+        if let app = key.bundleID { members.append(("bundleID", .string(app))) }
         if let revoked = key.revokedAt { members.append(("revokedAt", date(revoked))) }
         return .object(members)
     }
 
+    /// An app, without its signing key.
+    static func json(_ app: AppRecord) -> JSONValue {
+        .object([
+            ("bundleID", .string(app.bundleID)), ("teamID", .string(app.teamID)), ("keyID", .string(app.keyID)),
+            ("createdAt", date(app.createdAt)), ("updatedAt", date(app.updatedAt)),
+        ])
+    }
+
     static func json(_ channel: ChannelRecord) -> JSONValue {
         var members: [(String, JSONValue)] = [
-            ("channelID", .string(channel.channelID)), ("environment", .string(channel.environment.rawValue)),
+            ("channelID", .string(channel.channelID)), ("bundleID", .string(channel.bundleID)),
+            ("environment", .string(channel.environment.rawValue)),
             ("storagePolicy", .integer(channel.storagePolicy)), ("createdAt", date(channel.createdAt)),
         ]
         if let key = channel.key { members.append(("key", .string(key))) }

@@ -11,6 +11,16 @@ public protocol RelayStore: Sendable {
     @discardableResult
     func migrate() async throws -> [String]
 
+    // MARK: Apps
+
+    /// Registers an app or replaces its credentials.
+    func saveApp(_ app: AppRecord) async throws
+    func apps() async throws -> [AppRecord]
+    /// Gives `bundleID` what a store made before apps holds (migrated unnamed): its keys, tokens,
+    /// activities, channels, schedules and pushes. Returns whether there was any.
+    @discardableResult
+    func adoptUnnamedData(bundleID: String) async throws -> Bool
+
     // MARK: API keys
 
     func insertAPIKey(_ key: APIKeyRecord) async throws
@@ -29,7 +39,7 @@ public protocol RelayStore: Sendable {
     @discardableResult
     func saveActivityToken(_ token: ActivityTokenRecord, attributesType: String) async throws -> ActivityRecord
     /// Marks the device's token under the key ended or dismissed; false when there is none.
-    func endActivityToken(key: String, deviceID: String, state: ActivityTokenState, at: Date) async throws -> Bool
+    func endActivityToken(app: String, key: String, deviceID: String, state: ActivityTokenState, at: Date) async throws -> Bool
 
     // MARK: Accepting requests
 
@@ -37,11 +47,11 @@ public protocol RelayStore: Sendable {
     func idempotentResponse(apiKeyID: String, key: String) async throws -> IdempotentResponse?
     /// The APNs environments of the audience's live push-to-start tokens for the type (where a
     /// channel-bound start needs a channel).
-    func audienceEnvironments(attributesType: String, audience: Audience) async throws -> Set<PushEnvironment>
-    /// Starts a key: reads the audience's live push-to-start tokens for the type, and stores the
+    func audienceEnvironments(app: String, attributesType: String, audience: Audience) async throws -> Set<PushEnvironment>
+    /// Starts an app's key: reads the audience's live push-to-start tokens for the type, and stores the
     /// plan made from them. Throws `keyExists` when the key is taken.
     func acceptStart<Outcome: Sendable>(
-        key: String, attributesType: String, audience: Audience, context: WriteContext,
+        app: String, key: String, attributesType: String, audience: Audience, context: WriteContext,
         plan: @Sendable ([PushToStartTokenRecord]) throws -> (StartPlan, Outcome)
     ) async throws -> Accepted<Outcome>
     /// Updates or ends a key: stores the plan made from the key, its live tokens and their
@@ -54,7 +64,7 @@ public protocol RelayStore: Sendable {
     /// With a hand-over in `context`, both write their pushes claimed (as `claimDeliveries` would)
     /// and return them when there are no more than its limit; otherwise they are queued.
     func acceptChange<Outcome: Sendable>(
-        key: String, budgetWindowStart: Date?, context: WriteContext, plan: @Sendable (ChangeSnapshot) throws -> (ChangePlan, Outcome)
+        app: String, key: String, budgetWindowStart: Date?, context: WriteContext, plan: @Sendable (ChangeSnapshot) throws -> (ChangePlan, Outcome)
     ) async throws -> Accepted<Outcome>
 
     // MARK: Schedules
@@ -62,7 +72,8 @@ public protocol RelayStore: Sendable {
     /// `response` is the answer kept for the write's idempotency key.
     func insertSchedule(_ schedule: ScheduleRecord, context: WriteContext, response: StoredResponse) async throws
     func schedule(id: String) async throws -> ScheduleRecord?
-    func schedules(key: String?) async throws -> [ScheduleRecord]
+    /// The schedules of an app (nil: every app), of one key if given.
+    func schedules(app: String?, key: String?) async throws -> [ScheduleRecord]
     /// Cancels a pending schedule; throws `scheduleNotPending` when it ran or was cancelled.
     func cancelSchedule(id: String, at: Date) async throws -> ScheduleRecord?
     func dueSchedules(at: Date, limit: Int) async throws -> [ScheduleRecord]
@@ -85,9 +96,9 @@ public protocol RelayStore: Sendable {
 
     // MARK: Keys and tokens
 
-    func activity(key: String) async throws -> ActivityRecord?
-    /// The tokens under `key`, each with the result of its latest attempted delivery.
-    func activityTokens(key: String) async throws -> [ActivityTokenRecord]
+    func activity(app: String, key: String) async throws -> ActivityRecord?
+    /// The tokens under the app's `key`, each with the result of its latest attempted delivery.
+    func activityTokens(app: String, key: String) async throws -> [ActivityTokenRecord]
     func pushToStartTokens(deviceID: String) async throws -> [PushToStartTokenRecord]
     /// Ends every active key started before `startedBefore` (`expired`), setting their channels
     /// to be deleted at `channelDeleteAfter`. Returns the keys ended.

@@ -145,5 +145,80 @@ enum SQLiteMigrations {
             """,
             "ALTER TABLE activities DROP COLUMN channel_id",
         ]),
+        // Several apps: each has its credentials, and its keys, tokens, activities, channels,
+        // schedules and pushes apart from the others' (two apps may both have an `order-42`).
+        // What an earlier store holds was one app's, which it did not record: it is kept under the
+        // empty bundle id until the server names that app (`adoptUnnamedData`). Keys that served
+        // the one app serve every app (NULL), but a client key stays with its app.
+        StoreMigration(name: "0009-apps", statements: [
+            """
+            CREATE TABLE apps (
+                bundle_id TEXT PRIMARY KEY, team_id TEXT NOT NULL, key_id TEXT NOT NULL, signing_key TEXT NOT NULL,
+                created_at REAL NOT NULL, updated_at REAL NOT NULL)
+            """,
+            "ALTER TABLE api_keys ADD COLUMN bundle_id TEXT",
+            "UPDATE api_keys SET bundle_id = '' WHERE scope = 'client'",
+            """
+            CREATE TABLE push_to_start_tokens_by_app (
+                bundle_id TEXT NOT NULL, device_id TEXT NOT NULL, attributes_type TEXT NOT NULL, user_id TEXT, token TEXT NOT NULL,
+                frequent_pushes INTEGER NOT NULL, environment TEXT NOT NULL, updated_at REAL NOT NULL, dead_reason TEXT,
+                PRIMARY KEY (bundle_id, device_id, attributes_type))
+            """,
+            """
+            INSERT INTO push_to_start_tokens_by_app
+            SELECT '', device_id, attributes_type, user_id, token, frequent_pushes, environment, updated_at, dead_reason
+            FROM push_to_start_tokens
+            """,
+            "DROP TABLE push_to_start_tokens",
+            "ALTER TABLE push_to_start_tokens_by_app RENAME TO push_to_start_tokens",
+            "CREATE INDEX push_to_start_tokens_by_type ON push_to_start_tokens (bundle_id, attributes_type, user_id)",
+            """
+            CREATE TABLE activities_by_app (
+                bundle_id TEXT NOT NULL, key TEXT NOT NULL, attributes_type TEXT NOT NULL, attributes TEXT, state TEXT NOT NULL,
+                content_state TEXT, stale_date REAL, relevance_score REAL, started_at REAL NOT NULL, ended_at REAL, end_reason TEXT,
+                dismissal_date REAL, last_timestamp INTEGER NOT NULL,
+                PRIMARY KEY (bundle_id, key))
+            """,
+            """
+            INSERT INTO activities_by_app
+            SELECT '', key, attributes_type, attributes, state, content_state, stale_date, relevance_score, started_at, ended_at,
+                end_reason, dismissal_date, last_timestamp
+            FROM activities
+            """,
+            "DROP TABLE activities",
+            "ALTER TABLE activities_by_app RENAME TO activities",
+            "CREATE INDEX activities_active ON activities (started_at) WHERE state = 'active'",
+            """
+            CREATE TABLE activity_tokens_by_app (
+                bundle_id TEXT NOT NULL, key TEXT NOT NULL, device_id TEXT NOT NULL, activity_id TEXT, token TEXT NOT NULL,
+                frequent_pushes INTEGER NOT NULL, registered_at REAL NOT NULL, state TEXT NOT NULL, state_reason TEXT,
+                environment TEXT NOT NULL,
+                PRIMARY KEY (bundle_id, key, device_id)) WITHOUT ROWID
+            """,
+            """
+            INSERT INTO activity_tokens_by_app
+            SELECT '', key, device_id, activity_id, token, frequent_pushes, registered_at, state, state_reason, environment
+            FROM activity_tokens
+            """,
+            "DROP TABLE activity_tokens",
+            "ALTER TABLE activity_tokens_by_app RENAME TO activity_tokens",
+            """
+            CREATE TABLE activity_channels_by_app (
+                bundle_id TEXT NOT NULL, key TEXT NOT NULL, environment TEXT NOT NULL, channel_id TEXT NOT NULL,
+                PRIMARY KEY (bundle_id, key, environment)) WITHOUT ROWID
+            """,
+            "INSERT INTO activity_channels_by_app SELECT '', key, environment, channel_id FROM activity_channels",
+            "DROP TABLE activity_channels",
+            "ALTER TABLE activity_channels_by_app RENAME TO activity_channels",
+            "ALTER TABLE channels ADD COLUMN bundle_id TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE schedules ADD COLUMN bundle_id TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE deliveries ADD COLUMN bundle_id TEXT NOT NULL DEFAULT ''",
+            "DROP INDEX deliveries_queued_by_device",
+            "CREATE INDEX deliveries_queued_by_device ON deliveries (bundle_id, key, device_id) WHERE status = 'queued'",
+            "DROP INDEX deliveries_by_key",
+            "CREATE INDEX deliveries_by_key ON deliveries (bundle_id, key, device_id, created_at)",
+            "DROP INDEX deliveries_priority10",
+            "CREATE INDEX deliveries_priority10 ON deliveries (bundle_id, key, created_at) WHERE priority = 10 AND target != 'push-to-start'",
+        ]),
     ]
 }

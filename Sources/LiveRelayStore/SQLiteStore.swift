@@ -88,13 +88,44 @@ public final class SQLiteStore: RelayStore {
         return SQLiteMigrations.all.map(\.name).filter { !before.contains($0) }
     }
 
+    // MARK: Apps
+
+    public func saveApp(_ app: AppRecord) async throws {
+        try await write { db in
+            try db.run(
+                """
+                INSERT INTO apps (\(AppRecord.columns)) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (bundle_id) DO UPDATE SET
+                    team_id = excluded.team_id, key_id = excluded.key_id, signing_key = excluded.signing_key, updated_at = excluded.updated_at
+                """,
+                [app.bundleID, app.teamID, app.keyID, app.signingKey, app.createdAt.seconds, app.updatedAt.seconds])
+        }
+    }
+
+    public func apps() async throws -> [AppRecord] {
+        try await pool.read { db in
+            try db.fetchAll("SELECT \(AppRecord.columns) FROM apps ORDER BY bundle_id", as: AppRecord.init(row:))
+        }
+    }
+
+    public func adoptUnnamedData(bundleID: String) async throws -> Bool {
+        try await write { db in
+            var adopted = false
+            for table in ["push_to_start_tokens", "activities", "activity_tokens", "activity_channels", "channels", "schedules", "deliveries", "api_keys"] {
+                try db.run("UPDATE \(table) SET bundle_id = ? WHERE bundle_id = ''", [bundleID])
+                adopted = adopted || db.changesCount > 0
+            }
+            return adopted
+        }
+    }
+
     // MARK: API keys
 
     public func insertAPIKey(_ key: APIKeyRecord) async throws {
         try await write { db in
             try db.run(
-                "INSERT INTO api_keys (\(APIKeyRecord.columns)) VALUES (?, ?, ?, ?, ?, ?)",
-                [key.id, key.name, key.scope.rawValue, key.secretHash, key.createdAt.seconds, key.revokedAt?.seconds])
+                "INSERT INTO api_keys (\(APIKeyRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [key.id, key.name, key.scope.rawValue, key.secretHash, key.createdAt.seconds, key.revokedAt?.seconds, key.bundleID])
         }
     }
 
@@ -131,14 +162,14 @@ public final class SQLiteStore: RelayStore {
             try db.run(
                 """
                     INSERT INTO push_to_start_tokens (\(PushToStartTokenRecord.columns))
-                    VALUES (?, ?, ?, ?, ?, ?, ?, NULL)
-                    ON CONFLICT (device_id, attributes_type) DO UPDATE SET
+                    VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?)
+                    ON CONFLICT (bundle_id, device_id, attributes_type) DO UPDATE SET
                         user_id = excluded.user_id, token = excluded.token, frequent_pushes = excluded.frequent_pushes,
                         environment = excluded.environment, updated_at = excluded.updated_at, dead_reason = NULL
                     """,
                 [
                     token.deviceID, token.attributesType, token.userID, token.token, token.frequentPushesEnabled,
-                    token.environment.rawValue, token.updatedAt.seconds,
+                    token.environment.rawValue, token.updatedAt.seconds, token.bundleID,
                 ])
         }
     }
@@ -146,48 +177,50 @@ public final class SQLiteStore: RelayStore {
     @discardableResult
     public func saveActivityToken(_ token: ActivityTokenRecord, attributesType: String) async throws -> ActivityRecord {
         try await write { db in
-            var activity = try Self.activity(db, key: token.key)
+            var activity = try Self.activity(db, app: token.bundleID, key: token.key)
             if let existing = activity, existing.state == .ended {
                 throw StoreError(.keyEnded, "activity key \"\(existing.key)\" has ended")
             }
             if activity == nil {
                 let created = ActivityRecord(
-                    key: token.key, attributesType: attributesType, startedAt: token.registeredAt, lastTimestamp: 0)
+                    bundleID: token.bundleID, key: token.key, attributesType: attributesType, startedAt: token.registeredAt, lastTimestamp: 0)
                 try Self.insert(db, activity: created)
                 activity = created
             }
             try db.run(
                 """
                     INSERT INTO activity_tokens
-                        (key, device_id, activity_id, token, frequent_pushes, registered_at, state, state_reason, environment)
-                    VALUES (?, ?, ?, ?, ?, ?, 'live', NULL, ?)
-                    ON CONFLICT (key, device_id) DO UPDATE SET
+                        (key, device_id, activity_id, token, frequent_pushes, registered_at, state, state_reason, environment, bundle_id)
+                    VALUES (?, ?, ?, ?, ?, ?, 'live', NULL, ?, ?)
+                    ON CONFLICT (bundle_id, key, device_id) DO UPDATE SET
                         activity_id = excluded.activity_id, token = excluded.token, frequent_pushes = excluded.frequent_pushes,
                         registered_at = excluded.registered_at, state = 'live', state_reason = NULL, environment = excluded.environment
                     """,
                 [
                     token.key, token.deviceID, token.activityID, token.token, token.frequentPushesEnabled,
-                    token.registeredAt.seconds, token.environment.rawValue,
+                    token.registeredAt.seconds, token.environment.rawValue, token.bundleID,
                 ])
-            try db.run(Self.skipStartsThatArrived + " AND key = ? AND device_id = ?", [token.registeredAt.seconds, token.key, token.deviceID])
+            try db.run(
+                Self.skipStartsThatArrived + " AND bundle_id = ? AND key = ? AND device_id = ?",
+                [token.registeredAt.seconds, token.bundleID, token.key, token.deviceID])
             return activity!
         }
     }
 
-    public func endActivityToken(key: String, deviceID: String, state: ActivityTokenState, at: Date) async throws -> Bool {
+    public func endActivityToken(app: String, key: String, deviceID: String, state: ActivityTokenState, at: Date) async throws -> Bool {
         try await write { db in
             try db.run(
-                "UPDATE activity_tokens SET state = ?, state_reason = 'reported by the device' WHERE key = ? AND device_id = ?",
-                [state.rawValue, key, deviceID])
+                "UPDATE activity_tokens SET state = ?, state_reason = 'reported by the device' WHERE bundle_id = ? AND key = ? AND device_id = ?",
+                [state.rawValue, app, key, deviceID])
             guard db.changesCount > 0 else { return false }
             // Nothing more to send to an activity that is over on the device. A push already in
             // flight keeps its claim, so that its outcome is still recorded.
             try db.run(
                 """
                     UPDATE deliveries SET status = 'skipped', finished_at = ?, apns_reason = ?
-                    WHERE status = 'queued' AND key = ? AND device_id = ? AND target = 'activity'
+                    WHERE status = 'queued' AND bundle_id = ? AND key = ? AND device_id = ? AND target = 'activity'
                     """,
-                [at.seconds, "activity \(state.rawValue) on the device", key, deviceID])
+                [at.seconds, "activity \(state.rawValue) on the device", app, key, deviceID])
             return true
         }
     }
@@ -202,19 +235,21 @@ public final class SQLiteStore: RelayStore {
         }
     }
 
-    public func audienceEnvironments(attributesType: String, audience: Audience) async throws -> Set<PushEnvironment> {
-        try await pool.read { db in Set(try Self.pushToStartTokens(db, attributesType: attributesType, audience: audience).map(\.environment)) }
+    public func audienceEnvironments(app: String, attributesType: String, audience: Audience) async throws -> Set<PushEnvironment> {
+        try await pool.read { db in
+            Set(try Self.pushToStartTokens(db, app: app, attributesType: attributesType, audience: audience).map(\.environment))
+        }
     }
 
     public func acceptStart<Outcome: Sendable>(
-        key: String, attributesType: String, audience: Audience, context: WriteContext,
+        app: String, key: String, attributesType: String, audience: Audience, context: WriteContext,
         plan: @Sendable ([PushToStartTokenRecord]) throws -> (StartPlan, Outcome)
     ) async throws -> Accepted<Outcome> {
         try await write { db in
-            if try Self.activity(db, key: key) != nil {
+            if try Self.activity(db, app: app, key: key) != nil {
                 throw StoreError(.keyExists, "activity key \"\(key)\" already exists")
             }
-            let tokens = try Self.pushToStartTokens(db, attributesType: attributesType, audience: audience)
+            let tokens = try Self.pushToStartTokens(db, app: app, attributesType: attributesType, audience: audience)
             let (planned, outcome) = try plan(tokens)
             try Self.insert(db, activity: planned.activity)
             let claimed = try Self.enqueue(
@@ -225,43 +260,48 @@ public final class SQLiteStore: RelayStore {
     }
 
     public func acceptChange<Outcome: Sendable>(
-        key: String, budgetWindowStart: Date?, context: WriteContext, plan: @Sendable (ChangeSnapshot) throws -> (ChangePlan, Outcome)
+        app: String, key: String, budgetWindowStart: Date?, context: WriteContext,
+        plan: @Sendable (ChangeSnapshot) throws -> (ChangePlan, Outcome)
     ) async throws -> Accepted<Outcome> {
         try await write { db in
-            let activity = try Self.activity(db, key: key)
+            let activity = try Self.activity(db, app: app, key: key)
             var tokens: [ActivityTokenRecord] = []
             var tokenCount = 0
             var counts: [String: Int] = [:]
             if activity != nil, let budgetWindowStart {
                 tokens = try db.fetchAll(
-                    "SELECT \(ActivityTokenRecord.columns) FROM activity_tokens WHERE key = ? AND state = 'live' ORDER BY device_id",
-                    [key], as: ActivityTokenRecord.init(row:))
+                    "SELECT \(ActivityTokenRecord.columns) FROM activity_tokens WHERE bundle_id = ? AND key = ? AND state = 'live' ORDER BY device_id",
+                    [app, key], as: ActivityTokenRecord.init(row:))
                 tokenCount = tokens.count
                 try db.forEach(
                     """
                     SELECT COALESCE(device_id, channel_id, ''), COUNT(*) FROM deliveries
-                    WHERE key = ? AND target != 'push-to-start' AND priority = 10 AND created_at >= ?
+                    WHERE bundle_id = ? AND key = ? AND target != 'push-to-start' AND priority = 10 AND created_at >= ?
                         AND status IN ('queued', 'sending', 'sent')
                     GROUP BY 1
                     """,
-                    [key, budgetWindowStart.seconds]
+                    [app, key, budgetWindowStart.seconds]
                 ) { row in counts[row[0]] = row[1] }
             } else if activity != nil {
                 // One priority for every push: the plan needs only how many there will be.
-                tokenCount = try db.fetchOne("SELECT COUNT(*) FROM activity_tokens WHERE key = ? AND state = 'live'", [key]) { $0[0] as Int } ?? 0
+                tokenCount = try db.fetchOne(
+                    "SELECT COUNT(*) FROM activity_tokens WHERE bundle_id = ? AND key = ? AND state = 'live'", [app, key]
+                ) { $0[0] as Int } ?? 0
             }
             let channels = activity == nil || activity!.channelIDs.isEmpty ? [] : try db.fetchAll(
-                "SELECT \(ChannelRecord.columns) FROM channels WHERE channel_id IN (\(Self.channelsOfKey))", [key],
+                "SELECT \(ChannelRecord.columns) FROM channels WHERE channel_id IN (\(Self.channelsOfKey))", [app, key],
                 as: ChannelRecord.init(row:))
             let (planned, outcome) = try plan(
                 ChangeSnapshot(activity: activity, liveTokens: tokens, liveTokenCount: tokenCount, priority10Counts: counts, channels: channels))
             try Self.updateChanged(db, activity: planned.activity)
             if planned.activity.state == .ended {
-                try db.run("UPDATE activity_tokens SET state = 'ended', state_reason = 'key ended' WHERE key = ? AND state = 'live'", [key])
+                try db.run(
+                    "UPDATE activity_tokens SET state = 'ended', state_reason = 'key ended' WHERE bundle_id = ? AND key = ? AND state = 'live'",
+                    [app, key])
                 if let deleteAfter = planned.channelDeleteAfter {
                     try db.run(
                         "UPDATE channels SET delete_after = ? WHERE channel_id IN (\(Self.channelsOfKey)) AND deleted_at IS NULL",
-                        [deleteAfter.seconds, key])
+                        [deleteAfter.seconds, app, key])
                 }
             }
             let claimed = try Self.enqueue(
@@ -277,10 +317,10 @@ public final class SQLiteStore: RelayStore {
     public func insertSchedule(_ schedule: ScheduleRecord, context: WriteContext, response: StoredResponse) async throws {
         try await write { db in
             try db.run(
-                "INSERT INTO schedules (\(ScheduleRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO schedules (\(ScheduleRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     schedule.id, schedule.key, schedule.action, schedule.request.serializedString, schedule.dueAt.seconds,
-                    schedule.state.rawValue, schedule.result, schedule.createdAt.seconds,
+                    schedule.state.rawValue, schedule.result, schedule.createdAt.seconds, schedule.bundleID,
                 ])
             try Self.record(db, context: context, response: response, at: schedule.createdAt)
         }
@@ -292,11 +332,14 @@ public final class SQLiteStore: RelayStore {
         }
     }
 
-    public func schedules(key: String?) async throws -> [ScheduleRecord] {
+    public func schedules(app: String?, key: String?) async throws -> [ScheduleRecord] {
         try await pool.read { db in
             try db.fetchAll(
-                "SELECT \(ScheduleRecord.columns) FROM schedules WHERE ? IS NULL OR key = ? ORDER BY due_at, id", [key, key],
-                as: ScheduleRecord.init(row:))
+                """
+                SELECT \(ScheduleRecord.columns) FROM schedules WHERE (? IS NULL OR bundle_id = ?) AND (? IS NULL OR key = ?)
+                ORDER BY due_at, id
+                """,
+                [app, app, key, key], as: ScheduleRecord.init(row:))
         }
     }
 
@@ -360,12 +403,14 @@ public final class SQLiteStore: RelayStore {
     /// arrived (its answer was lost to a crash or a timeout), or the app started the activity
     /// itself. Sent (again), it would start a second activity, and only the newer one's token
     /// would be kept under the key: the first would stay on the Lock Screen, never updated or
-    /// ended. The statement can be narrowed with `AND key = ? AND device_id = ?`.
+    /// ended. The statement can be narrowed with `AND bundle_id = ? AND key = ? AND device_id = ?`.
     private static let skipStartsThatArrived = """
         UPDATE deliveries SET status = 'skipped', finished_at = ?,
             apns_reason = 'not sent (again): the device has reported an activity for the key, and another start would start a second one'
         WHERE status = 'queued' AND target = 'push-to-start'
-            AND EXISTS (SELECT 1 FROM activity_tokens t WHERE t.key = deliveries.key AND t.device_id = deliveries.device_id)
+            AND EXISTS (
+                SELECT 1 FROM activity_tokens t
+                WHERE t.bundle_id = deliveries.bundle_id AND t.key = deliveries.key AND t.device_id = deliveries.device_id)
         """
 
     // Fixed texts: the statement cache is keyed by them. An outcome changes a delivery only while
@@ -373,12 +418,12 @@ public final class SQLiteStore: RelayStore {
     private static let recordRetry = """
         UPDATE deliveries SET status = 'queued', attempts = attempts + 1, next_attempt_at = ?, attempted_at = ?, apns_status = ?,
             apns_reason = ?
-        WHERE id = ? AND status = 'sending' RETURNING key, target, device_id
+        WHERE id = ? AND status = 'sending' RETURNING bundle_id, key, target, device_id
         """
     private static let recordFailed = """
         UPDATE deliveries SET status = 'failed', attempts = attempts + 1, finished_at = ?, attempted_at = ?, apns_status = ?,
             apns_reason = ?
-        WHERE id = ? AND status = 'sending' RETURNING key, target, device_id, token
+        WHERE id = ? AND status = 'sending' RETURNING bundle_id, key, target, device_id, token
         """
 
     /// Batch sizes: a handful of statement texts to cache, and few statements for any count.
@@ -406,30 +451,38 @@ public final class SQLiteStore: RelayStore {
                     sent.append((id, status, apnsID))
                 case .retry(let next, let status, let reason):
                     let retried = try db.fetchOne(Self.recordRetry, [next.seconds, now, status, reason, id]) { row in
-                        (key: row[0] as String, kind: row[1] as String, deviceID: row[2] as String?)
+                        (app: row[0] as String, key: row[1] as String, kind: row[2] as String, deviceID: row[3] as String?)
                     }
                     // A start may have arrived though its answer did not.
                     if let retried, retried.kind == "push-to-start", let deviceID = retried.deviceID {
-                        try db.run(Self.skipStartsThatArrived + " AND key = ? AND device_id = ?", [now, retried.key, deviceID])
+                        try db.run(
+                            Self.skipStartsThatArrived + " AND bundle_id = ? AND key = ? AND device_id = ?",
+                            [now, retried.app, retried.key, deviceID])
                     }
                 case .failed(let status, let reason, let tokenIsDead):
                     let target = try db.fetchOne(Self.recordFailed, [now, now, status, reason, id]) { row in
-                        (key: row[0] as String, kind: row[1] as String, deviceID: row[2] as String?, token: row[3] as String?)
+                        (app: row[0] as String, key: row[1] as String, kind: row[2] as String, deviceID: row[3] as String?,
+                         token: row[4] as String?)
                     }
                     guard tokenIsDead, let target, let deviceID = target.deviceID, let token = target.token else { continue }
                     if target.kind == "activity" {
                         try db.run(
-                            "UPDATE activity_tokens SET state = 'dead', state_reason = ? WHERE key = ? AND device_id = ? AND token = ?",
-                            [reason, target.key, deviceID, token])
+                            """
+                            UPDATE activity_tokens SET state = 'dead', state_reason = ?
+                            WHERE bundle_id = ? AND key = ? AND device_id = ? AND token = ?
+                            """,
+                            [reason, target.app, target.key, deviceID, token])
                     } else {
-                        try db.run("UPDATE push_to_start_tokens SET dead_reason = ? WHERE device_id = ? AND token = ?", [reason, deviceID, token])
+                        try db.run(
+                            "UPDATE push_to_start_tokens SET dead_reason = ? WHERE bundle_id = ? AND device_id = ? AND token = ?",
+                            [reason, target.app, deviceID, token])
                     }
                     try db.run(
                         """
                         UPDATE deliveries SET status = 'skipped', finished_at = ?, apns_reason = ?
-                        WHERE key = ? AND device_id = ? AND status = 'queued' AND token = ?
+                        WHERE bundle_id = ? AND key = ? AND device_id = ? AND status = 'queued' AND token = ?
                         """,
-                        [now, "token dead: \(reason ?? "refused")", target.key, deviceID, token])
+                        [now, "token dead: \(reason ?? "refused")", target.app, target.key, deviceID, token])
                 }
             }
             for batch in sent.batched(Self.batchSizes) {
@@ -452,10 +505,13 @@ public final class SQLiteStore: RelayStore {
             let rows = try db.fetchAll(
                 """
                 SELECT \(DeliveryRecord.columns) FROM deliveries
-                WHERE (? IS NULL OR key = ?) AND (? IS NULL OR status = ?) AND (? IS NULL OR id < ?)
+                WHERE (? IS NULL OR bundle_id = ?) AND (? IS NULL OR key = ?) AND (? IS NULL OR status = ?) AND (? IS NULL OR id < ?)
                 ORDER BY id DESC LIMIT ?
                 """,
-                [query.key, query.key, query.status?.rawValue, query.status?.rawValue, query.before, query.before, query.limit],
+                [
+                    query.bundleID, query.bundleID, query.key, query.key, query.status?.rawValue, query.status?.rawValue, query.before,
+                    query.before, query.limit,
+                ],
                 as: DeliveryRow.init(row:))
             return try Self.withPayloads(db, rows)
         }
@@ -473,11 +529,11 @@ public final class SQLiteStore: RelayStore {
 
     // MARK: Keys and tokens
 
-    public func activity(key: String) async throws -> ActivityRecord? {
-        try await pool.read { db in try Self.activity(db, key: key) }
+    public func activity(app: String, key: String) async throws -> ActivityRecord? {
+        try await pool.read { db in try Self.activity(db, app: app, key: key) }
     }
 
-    public func activityTokens(key: String) async throws -> [ActivityTokenRecord] {
+    public func activityTokens(app: String, key: String) async throws -> [ActivityTokenRecord] {
         try await pool.read { db in
             // A token's last result is that of its newest delivery that was attempted.
             try db.fetchAll(
@@ -485,13 +541,13 @@ public final class SQLiteStore: RelayStore {
                 SELECT \(ActivityTokenRecord.columns("t")), d.apns_status, d.apns_reason, d.attempted_at
                 FROM activity_tokens t LEFT JOIN deliveries d ON d.id = (
                     SELECT id FROM deliveries
-                    WHERE key = t.key AND device_id = t.device_id AND token = t.token AND attempts > 0
+                    WHERE bundle_id = t.bundle_id AND key = t.key AND device_id = t.device_id AND token = t.token AND attempts > 0
                     ORDER BY created_at DESC, id DESC LIMIT 1)
-                WHERE t.key = ? ORDER BY t.device_id
-                """, [key]
+                WHERE t.bundle_id = ? AND t.key = ? ORDER BY t.device_id
+                """, [app, key]
             ) { row in
                 var token = ActivityTokenRecord(row: row)
-                (token.lastStatus, token.lastReason, token.lastDeliveryAt) = (row[9], row[10], row.date(11))
+                (token.lastStatus, token.lastReason, token.lastDeliveryAt) = (row[10], row[11], row.date(12))
                 return token
             }
         }
@@ -500,7 +556,8 @@ public final class SQLiteStore: RelayStore {
     public func pushToStartTokens(deviceID: String) async throws -> [PushToStartTokenRecord] {
         try await pool.read { db in
             try db.fetchAll(
-                "SELECT \(PushToStartTokenRecord.columns) FROM push_to_start_tokens WHERE device_id = ? ORDER BY attributes_type", [deviceID],
+                "SELECT \(PushToStartTokenRecord.columns) FROM push_to_start_tokens WHERE device_id = ? ORDER BY bundle_id, attributes_type",
+                [deviceID],
                 as: PushToStartTokenRecord.init(row:))
         }
     }
@@ -508,25 +565,30 @@ public final class SQLiteStore: RelayStore {
     public func expireActivities(startedBefore: Date, at: Date, channelDeleteAfter: Date) async throws -> [String] {
         try await write { db in
             let keys = try db.fetchAll(
-                "SELECT key FROM activities WHERE state = 'active' AND started_at < ? ORDER BY key", [startedBefore.seconds]
-            ) { $0[0] as String }
-            for key in keys {
-                try db.run("UPDATE activities SET state = 'ended', ended_at = ?, end_reason = 'expired' WHERE key = ?", [at.seconds, key])
-                try db.run("UPDATE activity_tokens SET state = 'ended', state_reason = 'expired' WHERE key = ? AND state = 'live'", [key])
+                "SELECT bundle_id, key FROM activities WHERE state = 'active' AND started_at < ? ORDER BY bundle_id, key",
+                [startedBefore.seconds]
+            ) { (app: $0[0] as String, key: $0[1] as String) }
+            for (app, key) in keys {
+                try db.run(
+                    "UPDATE activities SET state = 'ended', ended_at = ?, end_reason = 'expired' WHERE bundle_id = ? AND key = ?",
+                    [at.seconds, app, key])
+                try db.run(
+                    "UPDATE activity_tokens SET state = 'ended', state_reason = 'expired' WHERE bundle_id = ? AND key = ? AND state = 'live'",
+                    [app, key])
                 try db.run(
                     """
                     UPDATE deliveries SET status = 'skipped', finished_at = ?, apns_reason = 'activity expired'
-                    WHERE key = ? AND status = 'queued'
+                    WHERE bundle_id = ? AND key = ? AND status = 'queued'
                     """,
-                    [at.seconds, key])
+                    [at.seconds, app, key])
                 try db.run(
                     """
                     UPDATE channels SET delete_after = ?
                     WHERE channel_id IN (\(Self.channelsOfKey)) AND deleted_at IS NULL
                     """,
-                    [channelDeleteAfter.seconds, key])
+                    [channelDeleteAfter.seconds, app, key])
             }
-            return keys
+            return keys.map(\.key)
         }
     }
 
@@ -564,13 +626,13 @@ public final class SQLiteStore: RelayStore {
         try await write { db in
             try db.run(
                 """
-                INSERT INTO channels (\(ChannelRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO channels (\(ChannelRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (channel_id) DO UPDATE SET key = excluded.key, delete_after = excluded.delete_after,
                     deleted_at = excluded.deleted_at
                 """,
                 [
                     channel.channelID, channel.key, channel.storagePolicy, channel.createdAt.seconds, channel.deleteAfter?.seconds,
-                    channel.deletedAt?.seconds, channel.environment.rawValue,
+                    channel.deletedAt?.seconds, channel.environment.rawValue, channel.bundleID,
                 ])
         }
     }
@@ -605,24 +667,27 @@ public final class SQLiteStore: RelayStore {
 // MARK: Statements shared by the transactions
 
 extension SQLiteStore {
-    private static func activity(_ db: Database, key: String) throws -> ActivityRecord? {
-        guard var activity = try db.fetchOne("SELECT \(ActivityRecord.columns) FROM activities WHERE key = ?", [key], as: ActivityRecord.init(row:))
+    private static func activity(_ db: Database, app: String, key: String) throws -> ActivityRecord? {
+        guard
+            var activity = try db.fetchOne(
+                "SELECT \(ActivityRecord.columns) FROM activities WHERE bundle_id = ? AND key = ?", [app, key], as: ActivityRecord.init(row:))
         else { return nil }
-        try db.forEach("SELECT environment, channel_id FROM activity_channels WHERE key = ?", [key]) { row in
+        try db.forEach("SELECT environment, channel_id FROM activity_channels WHERE bundle_id = ? AND key = ?", [app, key]) { row in
             activity.channelIDs[PushEnvironment(rawValue: row[0]) ?? .sandbox] = row[1]
         }
         return activity
     }
 
-    /// The ids of the channels of the key given as the statement's argument.
-    private static let channelsOfKey = "SELECT channel_id FROM activity_channels WHERE key = ?"
+    /// The ids of the channels of the app's key given as the statement's two arguments.
+    private static let channelsOfKey = "SELECT channel_id FROM activity_channels WHERE bundle_id = ? AND key = ?"
 
     private static func insert(_ db: Database, activity: ActivityRecord) throws {
         try db.run(
-            "INSERT INTO activities (\(ActivityRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", activityArguments(activity))
+            "INSERT INTO activities (\(ActivityRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", activityArguments(activity))
         for (environment, channelID) in activity.channelIDs {
             try db.run(
-                "INSERT INTO activity_channels (key, environment, channel_id) VALUES (?, ?, ?)", [activity.key, environment.rawValue, channelID])
+                "INSERT INTO activity_channels (bundle_id, key, environment, channel_id) VALUES (?, ?, ?, ?)",
+                [activity.bundleID, activity.key, environment.rawValue, channelID])
         }
     }
 
@@ -635,16 +700,19 @@ extension SQLiteStore {
         ]
         if activity.state == .active {
             try db.run(
-                "UPDATE activities SET content_state = ?, stale_date = ?, relevance_score = ?, last_timestamp = ? WHERE key = ?",
-                content + [activity.key])
+                "UPDATE activities SET content_state = ?, stale_date = ?, relevance_score = ?, last_timestamp = ? WHERE bundle_id = ? AND key = ?",
+                content + [activity.bundleID, activity.key])
         } else {
             try db.run(
                 """
                 UPDATE activities SET content_state = ?, stale_date = ?, relevance_score = ?, last_timestamp = ?,
                     state = ?, ended_at = ?, end_reason = ?, dismissal_date = ?
-                WHERE key = ?
+                WHERE bundle_id = ? AND key = ?
                 """,
-                content + [activity.state.rawValue, activity.endedAt?.seconds, activity.endReason, activity.dismissalDate?.seconds, activity.key])
+                content + [
+                    activity.state.rawValue, activity.endedAt?.seconds, activity.endReason, activity.dismissalDate?.seconds, activity.bundleID,
+                    activity.key,
+                ])
         }
     }
 
@@ -652,20 +720,25 @@ extension SQLiteStore {
         [
             activity.key, activity.attributesType, activity.attributes?.serializedString, activity.state.rawValue,
             activity.contentState?.serializedString, activity.staleDate?.seconds, activity.relevanceScore, activity.startedAt.seconds,
-            activity.endedAt?.seconds, activity.endReason, activity.dismissalDate?.seconds, activity.lastTimestamp,
+            activity.endedAt?.seconds, activity.endReason, activity.dismissalDate?.seconds, activity.lastTimestamp, activity.bundleID,
         ]
     }
 
-    private static func pushToStartTokens(_ db: Database, attributesType: String, audience: Audience) throws -> [PushToStartTokenRecord] {
-        let base = "SELECT \(PushToStartTokenRecord.columns) FROM push_to_start_tokens WHERE attributes_type = ? AND dead_reason IS NULL"
+    private static func pushToStartTokens(
+        _ db: Database, app: String, attributesType: String, audience: Audience
+    ) throws -> [PushToStartTokenRecord] {
+        let base = """
+            SELECT \(PushToStartTokenRecord.columns) FROM push_to_start_tokens
+            WHERE bundle_id = ? AND attributes_type = ? AND dead_reason IS NULL
+            """
         switch audience {
         case .everyone:
-            return try db.fetchAll(base + " ORDER BY device_id", [attributesType], as: PushToStartTokenRecord.init(row:))
+            return try db.fetchAll(base + " ORDER BY device_id", [app, attributesType], as: PushToStartTokenRecord.init(row:))
         case .devices(let ids), .users(let ids):
             guard !ids.isEmpty else { return [] }
             let column = if case .devices = audience { "device_id" } else { "user_id" }
             let marks = Array(repeating: "?", count: ids.count).joined(separator: ", ")
-            var arguments: StatementArguments = [attributesType]
+            var arguments: StatementArguments = [app, attributesType]
             _ = arguments.append(contentsOf: StatementArguments(ids))
             // A statement for this many ids only: compiled here, not kept in the cache.
             return try Row.fetchAll(db, sql: base + " AND \(column) IN (\(marks)) ORDER BY device_id", arguments: arguments)
@@ -676,7 +749,7 @@ extension SQLiteStore {
     /// What a new delivery is written with; the rest of its columns start empty.
     private static let newDeliveryColumns = """
         key, event, target, device_id, token, channel_id, payload_id, priority, priority_reason, expiration, timestamp, request_id, \
-        status, attempts, next_attempt_at, created_at, environment
+        status, attempts, next_attempt_at, created_at, environment, bundle_id
         """
 
     /// Writes the pushes of an accepted request, each payload once, after superseding what they
@@ -702,14 +775,14 @@ extension SQLiteStore {
         let lastIDBefore = leaseUntil == nil ? 0 : try db.fetchOne("SELECT COALESCE(MAX(id), 0) FROM deliveries") { $0[0] as Int64 } ?? 0
         let insert = try db.cachedStatement(
             sql: """
-                INSERT INTO deliveries (\(Self.newDeliveryColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)
+                INSERT INTO deliveries (\(Self.newDeliveryColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)
                 """)
         for delivery in deliveries {
             let (kind, deviceID, token, channelID) = delivery.target.columns
             let push = delivery.push
             try insert.execute(arguments: [
                 push.key, push.event, kind, deviceID, token, channelID, payloadIDs[push.payloadIndex], push.priority, push.priorityReason,
-                push.expiration, push.timestamp, push.requestID, status, due, now, delivery.environment.rawValue,
+                push.expiration, push.timestamp, push.requestID, status, due, now, delivery.environment.rawValue, push.bundleID,
             ])
         }
         if let push = fanOut?.push {
@@ -717,12 +790,12 @@ extension SQLiteStore {
             try db.run(
                 """
                 INSERT INTO deliveries (\(Self.newDeliveryColumns))
-                SELECT key, ?, 'activity', device_id, token, NULL, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, environment
-                FROM activity_tokens WHERE key = ? AND state = 'live' ORDER BY device_id
+                SELECT key, ?, 'activity', device_id, token, NULL, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, environment, bundle_id
+                FROM activity_tokens WHERE bundle_id = ? AND key = ? AND state = 'live' ORDER BY device_id
                 """,
                 [
                     push.event, payloadIDs[push.payloadIndex], push.priority, push.priorityReason, push.expiration,
-                    push.timestamp, push.requestID, status, due, now, push.key,
+                    push.timestamp, push.requestID, status, due, now, push.bundleID, push.key,
                 ])
         }
         guard leaseUntil != nil else { return [] }
@@ -741,11 +814,12 @@ extension SQLiteStore {
     /// tokens (a rotated token's included) in one statement, however many tokens the key has; a
     /// broadcast supersedes its channel's queued broadcasts.
     private static func supersedeQueued(_ db: Database, by deliveries: [NewDelivery], fanOut: NewPush?, at now: Double) throws {
-        var keys: Set<String> = [], channels: Set<String> = []
-        if let fanOut { keys.insert(fanOut.key) }
+        struct AppKey: Hashable { var app: String; var key: String }
+        var keys: Set<AppKey> = [], channels: Set<String> = []
+        if let fanOut { keys.insert(AppKey(app: fanOut.bundleID, key: fanOut.key)) }
         for delivery in deliveries where delivery.push.event != "start" {
             switch delivery.target {
-            case .activityToken: keys.insert(delivery.push.key)
+            case .activityToken: keys.insert(AppKey(app: delivery.push.bundleID, key: delivery.push.key))
             case .channel(let id): channels.insert(id)
             case .pushToStartToken: break
             }
@@ -754,8 +828,8 @@ extension SQLiteStore {
             try db.run(
                 """
                 UPDATE deliveries SET status = 'superseded', finished_at = ?
-                WHERE key = ? AND status = 'queued' AND event IN ('update', 'end') AND target = 'activity'
-                """, [now, key])
+                WHERE bundle_id = ? AND key = ? AND status = 'queued' AND event IN ('update', 'end') AND target = 'activity'
+                """, [now, key.app, key.key])
         }
         for channel in channels {
             try db.run("UPDATE deliveries SET status = 'superseded', finished_at = ? WHERE channel_id = ? AND status = 'queued'", [now, channel])
@@ -832,22 +906,31 @@ extension Row {
 
 // Each record's columns, in the order its `init(row:)` reads them.
 
-extension APIKeyRecord {
-    fileprivate static let columns = "id, name, scope, secret_hash, created_at, revoked_at"
+extension AppRecord {
+    fileprivate static let columns = "bundle_id, team_id, key_id, signing_key, created_at, updated_at"
 
     fileprivate init(row: Row) {
         self.init(
-            id: row[0], name: row[1], scope: APIKeyScope(rawValue: row[2]) ?? .client, secretHash: row[3], createdAt: row.date(4)!,
-            revokedAt: row.date(5))
+            bundleID: row[0], teamID: row[1], keyID: row[2], signingKey: row[3], createdAt: row.date(4)!, updatedAt: row.date(5)!)
+    }
+}
+
+extension APIKeyRecord {
+    fileprivate static let columns = "id, name, scope, secret_hash, created_at, revoked_at, bundle_id"
+
+    fileprivate init(row: Row) {
+        self.init(
+            id: row[0], name: row[1], scope: APIKeyScope(rawValue: row[2]) ?? .client, bundleID: row[6], secretHash: row[3],
+            createdAt: row.date(4)!, revokedAt: row.date(5))
     }
 }
 
 extension PushToStartTokenRecord {
-    fileprivate static let columns = "device_id, attributes_type, user_id, token, frequent_pushes, environment, updated_at, dead_reason"
+    fileprivate static let columns = "device_id, attributes_type, user_id, token, frequent_pushes, environment, updated_at, dead_reason, bundle_id"
 
     fileprivate init(row: Row) {
         self.init(
-            deviceID: row[0], attributesType: row[1], userID: row[2], token: row[3], frequentPushesEnabled: row[4],
+            bundleID: row[8], deviceID: row[0], attributesType: row[1], userID: row[2], token: row[3], frequentPushesEnabled: row[4],
             environment: PushEnvironment(rawValue: row[5]) ?? .sandbox, updatedAt: row.date(6)!, deadReason: row[7])
     }
 }
@@ -855,15 +938,15 @@ extension PushToStartTokenRecord {
 extension ActivityRecord {
     fileprivate static let columns = """
         key, attributes_type, attributes, state, content_state, stale_date, relevance_score, started_at, ended_at, \
-        end_reason, dismissal_date, last_timestamp
+        end_reason, dismissal_date, last_timestamp, bundle_id
         """
 
     /// A key without its channels, which are read from `activity_channels`.
     fileprivate init(row: Row) {
         self.init(
-            key: row[0], attributesType: row[1], attributes: row.json(2), state: ActivityKeyState(rawValue: row[3]) ?? .ended,
-            contentState: row.json(4), staleDate: row.date(5), relevanceScore: row[6], startedAt: row.date(7)!,
-            endedAt: row.date(8), endReason: row[9], dismissalDate: row.date(10), lastTimestamp: row[11])
+            bundleID: row[12], key: row[0], attributesType: row[1], attributes: row.json(2),
+            state: ActivityKeyState(rawValue: row[3]) ?? .ended, contentState: row.json(4), staleDate: row.date(5), relevanceScore: row[6],
+            startedAt: row.date(7)!, endedAt: row.date(8), endReason: row[9], dismissalDate: row.date(10), lastTimestamp: row[11])
     }
 }
 
@@ -872,25 +955,25 @@ extension ActivityTokenRecord {
 
     /// The columns `init(row:)` reads, of the table named `alias` if given.
     fileprivate static func columns(_ alias: String?) -> String {
-        ["key", "device_id", "activity_id", "token", "frequent_pushes", "registered_at", "state", "state_reason", "environment"]
+        ["key", "device_id", "activity_id", "token", "frequent_pushes", "registered_at", "state", "state_reason", "environment", "bundle_id"]
             .map { column in alias.map { "\($0).\(column)" } ?? column }.joined(separator: ", ")
     }
 
     /// A token without its last result, which comes from the deliveries.
     fileprivate init(row: Row) {
         self.init(
-            key: row[0], deviceID: row[1], activityID: row[2], token: row[3], frequentPushesEnabled: row[4],
+            bundleID: row[9], key: row[0], deviceID: row[1], activityID: row[2], token: row[3], frequentPushesEnabled: row[4],
             environment: PushEnvironment(rawValue: row[8]) ?? .sandbox, registeredAt: row.date(5)!,
             state: ActivityTokenState(rawValue: row[6]) ?? .dead, stateReason: row[7])
     }
 }
 
 extension ChannelRecord {
-    fileprivate static let columns = "channel_id, key, storage_policy, created_at, delete_after, deleted_at, environment"
+    fileprivate static let columns = "channel_id, key, storage_policy, created_at, delete_after, deleted_at, environment, bundle_id"
 
     fileprivate init(row: Row) {
         self.init(
-            channelID: row[0], environment: PushEnvironment(rawValue: row[6]) ?? .sandbox, key: row[1], storagePolicy: row[2],
+            channelID: row[0], bundleID: row[7], environment: PushEnvironment(rawValue: row[6]) ?? .sandbox, key: row[1], storagePolicy: row[2],
             createdAt: row.date(3)!, deleteAfter: row.date(4), deletedAt: row.date(5))
     }
 }
@@ -904,11 +987,11 @@ extension ContractRecord {
 }
 
 extension ScheduleRecord {
-    fileprivate static let columns = "id, key, action, request, due_at, state, result, created_at"
+    fileprivate static let columns = "id, key, action, request, due_at, state, result, created_at, bundle_id"
 
     fileprivate init(row: Row) {
         self.init(
-            id: row[0], key: row[1], action: row[2], request: row.json(3) ?? .null, dueAt: row.date(4)!,
+            id: row[0], bundleID: row[8], key: row[1], action: row[2], request: row.json(3) ?? .null, dueAt: row.date(4)!,
             state: State(rawValue: row[5]) ?? .failed, result: row[6], createdAt: row.date(7)!)
     }
 }
@@ -916,7 +999,7 @@ extension ScheduleRecord {
 extension DeliveryRecord {
     fileprivate static let columns = """
         id, key, event, target, device_id, token, channel_id, payload_id, priority, priority_reason, expiration, timestamp, \
-        request_id, status, attempts, next_attempt_at, created_at, finished_at, apns_status, apns_reason, apns_id, environment
+        request_id, status, attempts, next_attempt_at, created_at, finished_at, apns_status, apns_reason, apns_id, environment, bundle_id
         """
 }
 
@@ -935,7 +1018,8 @@ private struct DeliveryRow {
         }
         payloadID = row[7]
         record = DeliveryRecord(
-            id: row[0], key: row[1], event: row[2], target: target, environment: PushEnvironment(rawValue: row[21]) ?? .sandbox, payload: [], priority: row[8], priorityReason: row[9],
+            id: row[0], bundleID: row[22], key: row[1], event: row[2], target: target,
+            environment: PushEnvironment(rawValue: row[21]) ?? .sandbox, payload: [], priority: row[8], priorityReason: row[9],
             expiration: row[10], timestamp: row[11], requestID: row[12], status: DeliveryStatus(rawValue: row[13]) ?? .failed,
             attempts: row[14], nextAttemptAt: row.date(15)!, createdAt: row.date(16)!, finishedAt: row.date(17), apnsStatus: row[18],
             apnsReason: row[19], apnsID: row[20])

@@ -11,19 +11,45 @@ public enum APIKeyScope: String, Sendable, Hashable, CaseIterable, Codable {
     case admin
 }
 
+/// An app the server sends for: its bundle ID and the APNs credentials that sign its pushes (apps of
+/// one team may share a key).
+public struct AppRecord: Sendable, Hashable {
+    public var bundleID: String
+    public var teamID: String
+    public var keyID: String
+    /// The `.p8` key, PEM.
+    public var signingKey: String
+    public var createdAt: Date
+    public var updatedAt: Date
+
+    public init(bundleID: String, teamID: String, keyID: String, signingKey: String, createdAt: Date, updatedAt: Date) {
+        self.bundleID = bundleID
+        self.teamID = teamID
+        self.keyID = keyID
+        self.signingKey = signingKey
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+}
+
 /// An API key as stored: only the SHA-256 of its secret is kept.
 public struct APIKeyRecord: Sendable, Hashable {
     public var id: String
     public var name: String
     public var scope: APIKeyScope
+    /// The app the key is for; nil for every app (a client key is always for one).
+    public var bundleID: String?
     public var secretHash: Data
     public var createdAt: Date
     public var revokedAt: Date?
 
-    public init(id: String, name: String, scope: APIKeyScope, secretHash: Data, createdAt: Date, revokedAt: Date? = nil) {
+    public init(
+        id: String, name: String, scope: APIKeyScope, bundleID: String? = nil, secretHash: Data, createdAt: Date, revokedAt: Date? = nil
+    ) {
         self.id = id
         self.name = name
         self.scope = scope
+        self.bundleID = bundleID
         self.secretHash = secretHash
         self.createdAt = createdAt
         self.revokedAt = revokedAt
@@ -42,6 +68,7 @@ public enum APIKeyRevocation: Sendable, Hashable {
 /// A device's push-to-start token for one attributes type (one per device and type; a new one
 /// replaces the old).
 public struct PushToStartTokenRecord: Sendable, Hashable {
+    public var bundleID: String
     public var deviceID: String
     public var attributesType: String
     public var userID: String?
@@ -53,9 +80,10 @@ public struct PushToStartTokenRecord: Sendable, Hashable {
     public var deadReason: String?
 
     public init(
-        deviceID: String, attributesType: String, userID: String? = nil, token: String, frequentPushesEnabled: Bool,
+        bundleID: String, deviceID: String, attributesType: String, userID: String? = nil, token: String, frequentPushesEnabled: Bool,
         environment: PushEnvironment, updatedAt: Date, deadReason: String? = nil
     ) {
+        self.bundleID = bundleID
         self.deviceID = deviceID
         self.attributesType = attributesType
         self.userID = userID
@@ -75,6 +103,8 @@ public enum ActivityKeyState: String, Sendable, Hashable, Codable {
 
 /// An activity key: one person's order or a million people's match, as the backend named it.
 public struct ActivityRecord: Sendable, Hashable {
+    /// The app the key belongs to: keys of two apps never meet.
+    public var bundleID: String
     public var key: String
     public var attributesType: String
     public var attributes: JSONValue?
@@ -94,10 +124,11 @@ public struct ActivityRecord: Sendable, Hashable {
     public var lastTimestamp: Int64
 
     public init(
-        key: String, attributesType: String, attributes: JSONValue? = nil, state: ActivityKeyState = .active,
+        bundleID: String, key: String, attributesType: String, attributes: JSONValue? = nil, state: ActivityKeyState = .active,
         channelIDs: [PushEnvironment: String] = [:], contentState: JSONValue? = nil, staleDate: Date? = nil, relevanceScore: Double? = nil,
         startedAt: Date, endedAt: Date? = nil, endReason: String? = nil, dismissalDate: Date? = nil, lastTimestamp: Int64
     ) {
+        self.bundleID = bundleID
         self.key = key
         self.attributesType = attributesType
         self.attributes = attributes
@@ -128,6 +159,7 @@ public enum ActivityTokenState: String, Sendable, Hashable, Codable {
 
 /// A device's update token for the activity it runs under a key (one per device and key).
 public struct ActivityTokenRecord: Sendable, Hashable {
+    public var bundleID: String
     public var key: String
     public var deviceID: String
     public var activityID: String?
@@ -143,10 +175,11 @@ public struct ActivityTokenRecord: Sendable, Hashable {
     public var lastDeliveryAt: Date?
 
     public init(
-        key: String, deviceID: String, activityID: String? = nil, token: String, frequentPushesEnabled: Bool,
-        environment: PushEnvironment, registeredAt: Date, state: ActivityTokenState = .live, stateReason: String? = nil, lastStatus: Int? = nil,
-        lastReason: String? = nil, lastDeliveryAt: Date? = nil
+        bundleID: String, key: String, deviceID: String, activityID: String? = nil, token: String, frequentPushesEnabled: Bool,
+        environment: PushEnvironment, registeredAt: Date, state: ActivityTokenState = .live, stateReason: String? = nil,
+        lastStatus: Int? = nil, lastReason: String? = nil, lastDeliveryAt: Date? = nil
     ) {
+        self.bundleID = bundleID
         self.key = key
         self.deviceID = deviceID
         self.activityID = activityID
@@ -181,6 +214,8 @@ public struct ContractRecord: Sendable, Hashable {
 /// A broadcast channel LiveRelay created or was given for a key.
 public struct ChannelRecord: Sendable, Hashable {
     public var channelID: String
+    /// The app whose channel it is.
+    public var bundleID: String
     /// Where APNs keeps it: only devices of this environment can subscribe to it.
     public var environment: PushEnvironment
     public var key: String?
@@ -191,10 +226,11 @@ public struct ChannelRecord: Sendable, Hashable {
     public var deletedAt: Date?
 
     public init(
-        channelID: String, environment: PushEnvironment, key: String?, storagePolicy: Int, createdAt: Date, deleteAfter: Date? = nil,
-        deletedAt: Date? = nil
+        channelID: String, bundleID: String, environment: PushEnvironment, key: String?, storagePolicy: Int, createdAt: Date,
+        deleteAfter: Date? = nil, deletedAt: Date? = nil
     ) {
         self.channelID = channelID
+        self.bundleID = bundleID
         self.environment = environment
         self.key = key
         self.storagePolicy = storagePolicy
@@ -229,6 +265,7 @@ public enum DeliveryTarget: Sendable, Hashable {
 
 /// A push to queue, all but its target, as an accepted request planned it.
 public struct NewPush: Sendable, Hashable {
+    public var bundleID: String
     public var key: String
     /// `start`, `update` or `end`.
     public var event: String
@@ -243,9 +280,10 @@ public struct NewPush: Sendable, Hashable {
     public var requestID: String
 
     public init(
-        key: String, event: String, payloadIndex: Int, priority: Int, priorityReason: String, expiration: Int64?, timestamp: Int64,
-        requestID: String
+        bundleID: String, key: String, event: String, payloadIndex: Int, priority: Int, priorityReason: String, expiration: Int64?,
+        timestamp: Int64, requestID: String
     ) {
+        self.bundleID = bundleID
         self.key = key
         self.event = event
         self.payloadIndex = payloadIndex
@@ -265,13 +303,13 @@ public struct NewDelivery: Sendable, Hashable {
     public var environment: PushEnvironment
 
     public init(
-        key: String, event: String, target: DeliveryTarget, environment: PushEnvironment, payloadIndex: Int, priority: Int,
-        priorityReason: String, expiration: Int64?, timestamp: Int64, requestID: String
+        bundleID: String, key: String, event: String, target: DeliveryTarget, environment: PushEnvironment, payloadIndex: Int,
+        priority: Int, priorityReason: String, expiration: Int64?, timestamp: Int64, requestID: String
     ) {
         self.environment = environment
         push = NewPush(
-            key: key, event: event, payloadIndex: payloadIndex, priority: priority, priorityReason: priorityReason, expiration: expiration,
-            timestamp: timestamp, requestID: requestID)
+            bundleID: bundleID, key: key, event: event, payloadIndex: payloadIndex, priority: priority, priorityReason: priorityReason,
+            expiration: expiration, timestamp: timestamp, requestID: requestID)
         self.target = target
     }
 }
@@ -279,6 +317,8 @@ public struct NewDelivery: Sendable, Hashable {
 /// A push in the outbox, with its history.
 public struct DeliveryRecord: Sendable, Hashable {
     public var id: Int64
+    /// The app it is sent for: its topic and the credentials that sign it.
+    public var bundleID: String
     public var key: String
     public var event: String
     public var target: DeliveryTarget
@@ -300,12 +340,13 @@ public struct DeliveryRecord: Sendable, Hashable {
     public var apnsID: String?
 
     public init(
-        id: Int64, key: String, event: String, target: DeliveryTarget, environment: PushEnvironment, payload: [UInt8], priority: Int,
-        priorityReason: String,
+        id: Int64, bundleID: String, key: String, event: String, target: DeliveryTarget, environment: PushEnvironment, payload: [UInt8],
+        priority: Int, priorityReason: String,
         expiration: Int64?, timestamp: Int64, requestID: String, status: DeliveryStatus, attempts: Int, nextAttemptAt: Date,
         createdAt: Date, finishedAt: Date? = nil, apnsStatus: Int? = nil, apnsReason: String? = nil, apnsID: String? = nil
     ) {
         self.id = id
+        self.bundleID = bundleID
         self.key = key
         self.event = event
         self.target = target
@@ -343,6 +384,7 @@ public struct ScheduleRecord: Sendable, Hashable {
     }
 
     public var id: String
+    public var bundleID: String
     public var key: String
     /// `start`, `update` or `end`.
     public var action: String
@@ -355,10 +397,11 @@ public struct ScheduleRecord: Sendable, Hashable {
     public var createdAt: Date
 
     public init(
-        id: String, key: String, action: String, request: JSONValue, dueAt: Date, state: State = .pending, result: String? = nil,
-        createdAt: Date
+        id: String, bundleID: String, key: String, action: String, request: JSONValue, dueAt: Date, state: State = .pending,
+        result: String? = nil, createdAt: Date
     ) {
         self.id = id
+        self.bundleID = bundleID
         self.key = key
         self.action = action
         self.request = request
@@ -524,13 +567,16 @@ public struct ChangePlan: Sendable {
 
 /// Which deliveries to list, newest first.
 public struct DeliveryQuery: Sendable, Hashable {
+    /// Only the app's (nil: every app's).
+    public var bundleID: String?
     public var key: String?
     public var status: DeliveryStatus?
     /// Only deliveries with a smaller id (the page before).
     public var before: Int64?
     public var limit: Int
 
-    public init(key: String? = nil, status: DeliveryStatus? = nil, before: Int64? = nil, limit: Int = 100) {
+    public init(bundleID: String? = nil, key: String? = nil, status: DeliveryStatus? = nil, before: Int64? = nil, limit: Int = 100) {
+        self.bundleID = bundleID
         self.key = key
         self.status = status
         self.before = before

@@ -3,6 +3,7 @@ import APNsEmulator
 import Crypto
 import Foundation
 import LiveActivityKit
+import LiveRelay
 import Logging
 import NIOCore
 import NIOPosix
@@ -10,9 +11,12 @@ import SimulatedDevices
 import Synchronization
 
 /// Runs `body`, failing with `DeadlineExceeded` if it has not finished within `limit`. Every
-/// await on the network in a test goes through this, so a hang fails instead of blocking CI.
+/// await on the network in a test goes through this, so a hang fails instead of blocking CI. The
+/// default is generous: `swift test` runs every suite at once, and on two cores a test that takes
+/// a fraction of a second alone may wait its turn for half a minute (the limit catches hangs,
+/// not slowness).
 public func withDeadline<T: Sendable>(
-    _ limit: Duration = .seconds(20), _ body: @escaping @Sendable () async throws -> T
+    _ limit: Duration = .seconds(60), _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
     try await withThrowingTaskGroup(of: T.self) { group in
         group.addTask { try await body() }
@@ -53,10 +57,17 @@ public struct TestSigningKey: Sendable {
     public let privateKey: P256.Signing.PrivateKey
     public let signingKey: APNsSigningKey
     public var publicKey: P256.Signing.PublicKey { privateKey.publicKey }
+    /// The key as a `.p8` file holds it.
+    public var pem: String { privateKey.pemRepresentation }
 
     public init(keyID: String = "KEYID12345", teamID: String = "TEAMID1234") {
         privateKey = P256.Signing.PrivateKey()
         signingKey = try! APNsSigningKey(privateKey: privateKey, keyID: keyID, teamID: teamID)
+    }
+
+    /// `bundleID` as an app signed with this key.
+    public func app(_ bundleID: BundleID) -> AppRegistration {
+        AppRegistration(bundleID: bundleID, teamID: signingKey.teamID, keyID: signingKey.keyID, signingKey: pem)
     }
 }
 
@@ -173,7 +184,7 @@ extension JSONValue {
     }
 }
 
-/// A running emulator, its CA written to a temporary file, and our client trusting it, signing
+/// A running emulator, its CA written to a temporary file, and our client trusting its sandbox, signing
 /// with `key` (registered with the emulator unless `registerKey` is false) on the emulator's
 /// clock; all under a deadline, and shut down afterwards.
 public func withEmulatorAndClient(
@@ -189,8 +200,10 @@ public func withEmulatorAndClient(
         defer { try? FileManager.default.removeItem(atPath: caFile) }
         do {
             try emulator.certificates.writeCertificateAuthority(to: caFile)
+            // As long as the deadline: with every suite running at once, an answer may wait its turn.
             let client = APNsClient.Configuration(
-                environment: emulator.clientEnvironment(.sandbox, caFile: caFile), signingKey: key.signingKey, now: emulator.clock.function)
+                environment: emulator.clientEnvironment(.sandbox, caFile: caFile), signingKey: key.signingKey, requestTimeout: .seconds(60),
+                now: emulator.clock.function)
             try await withAPNsClient(configuration: client) { apns in try await body(emulator, apns) }
         } catch {
             await emulator.shutdown()

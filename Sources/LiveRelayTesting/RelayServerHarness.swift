@@ -92,18 +92,29 @@ public final class RelayHarness: Sendable {
         try await call(.GET, path, scope: scope)
     }
 
+    // MARK: Apps
+
+    /// Registers another app signed with `key` (which the emulator then trusts), and returns a
+    /// client key for it.
+    public func addApp(_ bundleID: BundleID, key: TestSigningKey) async throws -> String {
+        emulator.registry.register(EmulatorKey(keyID: key.signingKey.keyID, teamID: key.signingKey.teamID, publicKey: key.publicKey))
+        _ = try await relay.registerApp(key.app(bundleID))
+        return try await relay.createAPIKey(name: "client of \(bundleID.value)", scope: .client, app: bundleID.value).secret
+    }
+
     // MARK: Devices
 
-    /// A device with the app installed, reporting its tokens to this server: a development build
-    /// (sandbox tokens) unless `environment` says otherwise.
+    /// A device with an app installed (the harness's unless told), reporting its tokens to this
+    /// server with `clientKey` (the harness's app's unless told): a development build (sandbox
+    /// tokens) unless `environment` says otherwise.
     public func addDevice(
-        _ id: String, types: [ActivityAttributesType], frequentUpdates: Bool = false, environment: PushEnvironment = .sandbox
+        _ id: String, types: [ActivityAttributesType], frequentUpdates: Bool = false, environment: PushEnvironment = .sandbox,
+        app: BundleID = RelayHarness.bundleID, clientKey: String? = nil
     ) throws {
-        try emulator.devices.addDevice(id: id)
-        try emulator.reporter.setTarget(TokenReporting(url: baseURL, clientKey: keys[.client]), deviceID: id, bundleID: Self.bundleID.value)
+        if !emulator.devices.contains(id) { try emulator.devices.addDevice(id: id) }
+        try emulator.reporter.setTarget(TokenReporting(url: baseURL, clientKey: clientKey ?? keys[.client]), deviceID: id, bundleID: app.value)
         try emulator.devices.install(
-            SimulatedApp(
-                bundleID: Self.bundleID.value, supportsFrequentUpdates: frequentUpdates, attributeTypes: types, environment: environment),
+            SimulatedApp(bundleID: app.value, supportsFrequentUpdates: frequentUpdates, attributeTypes: types, environment: environment),
             on: id)
     }
 
@@ -140,11 +151,10 @@ public func withRelayHarness(
         defer { try? FileManager.default.removeItem(at: directory) }
         let caFile = directory.appendingPathComponent("ca.pem").path
         try emulator.certificates.writeCertificateAuthority(to: caFile)
-        let apns = try APNsRoutes(
-            signingKey: key.signingKey,
+        let apns = APNsRoutes(
             endpoints: Dictionary(uniqueKeysWithValues: environments.map { ($0, emulator.clientEnvironment($0, caFile: caFile)) }),
             now: emulator.clock.function)
-        var configuration = RelayConfiguration(bundleID: RelayHarness.bundleID)
+        var configuration = RelayConfiguration()
         var api = RelayAPIConfiguration(port: 0)
         configure(&configuration, &api)
         var logger = logs?.logger() ?? Logger(label: "liverelay.tests")
@@ -152,7 +162,8 @@ public func withRelayHarness(
         let store = try SQLiteStore(path: directory.appendingPathComponent("relay.sqlite").path)
         let server = try await RelayServer.open(
             store: store, configuration: configuration, api: api, apns: apns, now: emulator.clock.function, logger: logger)
-        let keys = try await server.bootstrapKeys()
+        _ = try await server.relay.registerApp(key.app(RelayHarness.bundleID))
+        let keys = try await server.bootstrapKeys(clientApp: RelayHarness.bundleID.value)
         let port = AsyncStream.makeStream(of: Int.self)
         let application = server.api.application(logger: logger) { port.continuation.yield($0) }
         let group = ServiceGroup(configuration: .init(services: [.init(service: application)], logger: logger))

@@ -43,11 +43,15 @@ struct Keys: AsyncParsableCommand {
                 """)
 
         @Option(help: ArgumentHelp("client, server or admin.", valueName: "scope")) var scope: String
+        @Option(help: ArgumentHelp("The app the key is for: required for a client key; a server key without it serves every app.", valueName: "bundle id"))
+        var app: String?
         @Option(help: "A name to tell the key by.") var name: String = "made offline"
         @Option(help: ArgumentHelp("The data directory `liverelay serve` uses.", valueName: "path")) var dataDir: String = "liverelay-data"
 
         func validate() throws {
-            guard APIKeyScope(rawValue: scope) != nil else { throw ValidationError("scope: must be client, server or admin, got \"\(scope)\"") }
+            guard let scope = APIKeyScope(rawValue: scope) else { throw ValidationError("scope: must be client, server or admin, got \"\(scope)\"") }
+            if scope == .client, app == nil { throw ValidationError("app: a client key is for one app: give --app <bundle id>") }
+            if scope == .admin, app != nil { throw ValidationError("app: an admin key is for every app: leave --app out") }
             guard !name.isEmpty, name.count <= 200 else { throw ValidationError("name: must be 1 to 200 characters") }
         }
 
@@ -58,7 +62,11 @@ struct Keys: AsyncParsableCommand {
             }
             let store = try SQLiteStore(path: path)
             try await store.migrate()
-            let (record, secret) = try await RelayService.createAPIKey(name: name, scope: APIKeyScope(rawValue: scope)!, in: store, at: Date())
+            if let app, try await !store.apps().contains(where: { $0.bundleID == app }) {
+                throw ValidationError("app: no app \(app) in \(path); the server registers its apps when it starts")
+            }
+            let (record, secret) = try await RelayService.createAPIKey(
+                name: name, scope: APIKeyScope(rawValue: scope)!, app: app, in: store, at: Date())
             print("API key \(record.id) (\(record.scope.rawValue), \"\(record.name)\"): \(secret)")
             print("The secret is shown only now; the server keeps its hash.")
         }

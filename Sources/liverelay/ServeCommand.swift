@@ -31,7 +31,7 @@ struct Serve: AsyncParsableCommand {
     var dataDir: String = "liverelay-data"
     @Option(help: "Address of the HTTP API.") var httpHost: String = "127.0.0.1"
     @Option(help: "Port of the HTTP API (0: any free port).") var httpPort: Int = 8080
-    @Option(help: ArgumentHelp("A JSON config file: {\"apns\": {keyFile, keyID, teamID, bundleID, environment}, \"budget\": {…}, \"contracts\": [{name, attributes, contentState}]}.", valueName: "path"))
+    @Option(help: ArgumentHelp("A JSON config file: {\"apns\": {keyFile, keyID, teamID, bundleID, environment}, \"apps\": [{bundleID, keyFile, keyID, teamID}], \"budget\": {…}, \"contracts\": [{name, attributes, contentState}]}.", valueName: "path"))
     var config: String?
     @Option(help: ArgumentHelp("Close an API connection with no request in progress after this long; a request's head must arrive within it too.", valueName: "seconds"))
     var idleTimeout: Double = 60
@@ -75,26 +75,31 @@ struct Serve: AsyncParsableCommand {
         var logger = Logger(label: "liverelay")
         logger.logLevel = .notice
 
+        // The apps: the one the flags name, then the config file's; none means the demo's.
+        var apps = file?.apps ?? []
+        if connection.hasCredentials { apps.insert(try connection.appRegistration(), at: 0) }
         let emulator: APNsEmulator?
         let apns: APNsRoutes
-        let bundleID: BundleID
-        if connection.hasCredentials {
-            apns = try APNsRoutes(signingKey: try connection.clientConfiguration().signingKey, endpoints: try connection.servedEnvironments())
-            bundleID = try connection.resolvedBundleID()
-            emulator = nil
-        } else {
+        if apps.isEmpty {
             let demo = try await DemoApple.start(caFile: directory.emulatorCA)
-            (emulator, apns, bundleID) = (demo.emulator, demo.apns, DemoApple.bundleID)
+            (emulator, apns, apps) = (demo.emulator, demo.apns, [demo.app])
+        } else {
+            apns = APNsRoutes(endpoints: try connection.servedEnvironments())
+            emulator = nil
         }
+        let bundleID = apps[0].bundleID
 
         var budgetPolicy = file?.budget ?? BudgetPolicy()
         if let budget { budgetPolicy.priority10PerHour = budget }
         if let frequentBudget { budgetPolicy.frequentPriority10PerHour = frequentBudget }
         let store = try SQLiteStore(path: directory.database)
         let server = try await RelayServer.open(
-            store: store, configuration: RelayConfiguration(bundleID: bundleID, budget: budgetPolicy),
+            store: store, configuration: RelayConfiguration(budget: budgetPolicy),
             api: RelayAPIConfiguration(host: httpHost, port: httpPort, timeouts: timeouts), apns: apns, logger: logger)
-        let madeKeys = try await InitialKeys.makeIfNone(server: server, in: directory)
+        for app in apps { _ = try await server.relay.registerApp(app) }
+        // A database of the release before apps held one app's data: it is this one's when one is named.
+        if apps.count == 1 { try await server.relay.adoptUnnamedData(bundleID: bundleID.value) }
+        let madeKeys = try await InitialKeys.makeIfNone(server: server, clientApp: bundleID.value, in: directory)
         for contract in file?.contracts ?? [] {
             _ = try await server.relay.registerContract(contract, bundleID: bundleID.value)
         }
@@ -104,7 +109,8 @@ struct Serve: AsyncParsableCommand {
         // The demo iPhone's app reports its tokens with the initial client key, also on later starts.
         let demoClientKey = emulator == nil ? nil : (madeKeys[.client] ?? directory.keptInitialKeys()[.client])
         let announce = Announcement(
-            host: httpHost, directory: directory, madeKeys: madeKeys, bundleID: bundleID, emulator: emulator, demoClientKey: demoClientKey)
+            host: httpHost, directory: directory, madeKeys: madeKeys, apps: apps.map(\.bundleID.value), emulator: emulator,
+            demoClientKey: demoClientKey)
         services += server.services(logger: logger) { port in
             await announce.apiRunning(port: port)
         }.map { .init(service: $0) }
@@ -129,14 +135,14 @@ enum DemoApple {
         attributes: SwiftStruct("DeliveryAttributes", [.init("activityKey", .string), .init("orderNumber", .string)]),
         contentState: SwiftStruct("ContentState", [.init("status", .string), .init("etaMinutes", .int)]))
 
-    static func start(caFile: String) async throws -> (emulator: APNsEmulator, apns: APNsRoutes) {
+    static func start(caFile: String) async throws -> (emulator: APNsEmulator, apns: APNsRoutes, app: AppRegistration) {
         let emulator = try await APNsEmulator.start()
         try emulator.certificates.writeCertificateAuthority(to: caFile)
         let key = P256.Signing.PrivateKey()
-        let signingKey = try APNsSigningKey(pem: key.pemRepresentation, keyID: "DEMOKEY001", teamID: "DEMOTEAM01")
-        emulator.registry.register(EmulatorKey(keyID: signingKey.keyID, teamID: signingKey.teamID, publicKey: key.publicKey))
+        let app = AppRegistration(bundleID: bundleID, teamID: "DEMOTEAM01", keyID: "DEMOKEY001", signingKey: key.pemRepresentation)
+        emulator.registry.register(EmulatorKey(keyID: app.keyID, teamID: app.teamID, publicKey: key.publicKey))
         let endpoints = Dictionary(uniqueKeysWithValues: emulator.environments.map { ($0, emulator.clientEnvironment($0, caFile: caFile)) })
-        return (emulator, try APNsRoutes(signingKey: signingKey, endpoints: endpoints, now: emulator.clock.function))
+        return (emulator, APNsRoutes(endpoints: endpoints, now: emulator.clock.function), app)
     }
 
     /// Installs the demo app, reporting to `url` with `clientKey`: its push-to-start token goes to the server at once.
@@ -150,9 +156,9 @@ enum DemoApple {
 /// The first keys: made on the first start and kept in the data directory (0600), where later
 /// starts and the benchmarks read them; their secrets are printed only when they are made.
 enum InitialKeys {
-    /// The keys made now, when the store had none; empty on later starts.
-    static func makeIfNone(server: RelayServer, in directory: DataDirectory) async throws -> [APIKeyScope: String] {
-        let made = try await server.bootstrapKeys()
+    /// The keys made now, when the store had none; empty on later starts. The client key is for `clientApp`.
+    static func makeIfNone(server: RelayServer, clientApp: String, in directory: DataDirectory) async throws -> [APIKeyScope: String] {
+        let made = try await server.bootstrapKeys(clientApp: clientApp)
         guard !made.isEmpty else { return [:] }
         let json = JSONValue.object(APIKeyScope.allCases.compactMap { scope in made[scope].map { (scope.rawValue, .string($0)) } })
         // The secrets exist nowhere else: a start that cannot keep them must not go on.
@@ -168,18 +174,19 @@ actor Announcement {
     let directory: DataDirectory
     /// The secrets of keys made on this start: shown now and never again.
     let madeKeys: [APIKeyScope: String]
-    let bundleID: BundleID
+    /// The apps served, the first one's the initial client key.
+    let apps: [String]
     let emulator: APNsEmulator?
     let demoClientKey: String?
     private var apiPort: Int?
     private var controlPort: Int?
 
     init(
-        host: String, directory: DataDirectory, madeKeys: [APIKeyScope: String], bundleID: BundleID, emulator: APNsEmulator?,
+        host: String, directory: DataDirectory, madeKeys: [APIKeyScope: String], apps: [String], emulator: APNsEmulator?,
         demoClientKey: String?
     ) {
-        (self.host, self.directory, self.madeKeys, self.bundleID, self.emulator, self.demoClientKey) =
-            (host, directory, madeKeys, bundleID, emulator, demoClientKey)
+        (self.host, self.directory, self.madeKeys, self.apps, self.emulator, self.demoClientKey) =
+            (host, directory, madeKeys, apps, emulator, demoClientKey)
     }
 
     func apiRunning(port: Int) { apiPort = port; printIfReady() }
@@ -203,7 +210,7 @@ actor Announcement {
                 try DemoApple.installApp(on: emulator, reportingTo: api, clientKey: client)
                 text += """
                     APNs:               built-in emulator (sandbox and production); control API http://\(host):\(controlPort)
-                    demo device:        \(DemoApple.deviceID), app \(bundleID.value) (a development build: sandbox tokens), attributes type \(DemoApple.attributesType.name); its push-to-start token is reported to the server
+                    demo device:        \(DemoApple.deviceID), app \(DemoApple.bundleID.value) (a development build: sandbox tokens), attributes type \(DemoApple.attributesType.name); its push-to-start token is reported to the server
                     watch it:           curl -s http://\(host):\(controlPort)/devices/\(DemoApple.deviceID)/presentation
 
                     """
@@ -211,7 +218,7 @@ actor Announcement {
                 text += "demo device:        could not be installed: \(error)\n"
             }
         } else {
-            text += "APNs:               \(bundleID.value)\n"
+            text += "apps:               \(apps.joined(separator: ", ")) (the client key is \(apps[0])'s)\n"
         }
         text += """
             try:
@@ -240,8 +247,10 @@ struct APNsClientService: Service {
 ///     {"apns": {"keyFile": "…", "keyID": "…", …}, "budget": {"priority10PerHour": 12, "frequentPriority10PerHour": 120},
 ///      "contracts": [{"name": "DeliveryAttributes", "attributes": {…}, "contentState": {…}}]}
 struct ServeConfigFile: APIRequestBody {
-    static let fields = ["apns", "budget", "contracts"]
+    static let fields = ["apns", "apps", "budget", "contracts"]
     var apns: [String: String] = [:]
+    /// More apps, each with its key file (read now).
+    var apps: [AppRegistration] = []
     var budget: BudgetPolicy?
     /// The app's contracts, registered on every start (schemas keep their field order, so they are
     /// read from the JSON as written rather than decoded).
@@ -271,6 +280,26 @@ struct ServeConfigFile: APIRequestBody {
             let settings = try apnsBody.container(keyedBy: JSONKey.self)
             for (key, _) in Self.apnsFields {
                 if let value = try settings.decodeIfPresent(String.self, forKey: JSONKey(key)) { apns[key] = value }
+            }
+        }
+        if root.contains(JSONKey("apps")), try !root.decodeNil(forKey: JSONKey("apps")) {
+            var entries = try root.nestedUnkeyedContainer(forKey: JSONKey("apps"))
+            while !entries.isAtEnd {
+                let entry = try entries.superDecoder()
+                try entry.refuseUnknownKeys(["bundleID", "keyFile", "keyID", "teamID"])
+                let fields = try entry.container(keyedBy: JSONKey.self)
+                let keyFile = try fields.requireNonEmptyString(JSONKey("keyFile"))
+                guard let pem = try? String(contentsOfFile: keyFile, encoding: .utf8) else {
+                    throw DecodingError.dataCorruptedError(forKey: JSONKey("keyFile"), in: fields, debugDescription: "cannot be read at \(keyFile)")
+                }
+                let bundle = try fields.requireNonEmptyString(JSONKey("bundleID"))
+                do {
+                    apps.append(AppRegistration(
+                        bundleID: try BundleID(bundle), teamID: try fields.requireNonEmptyString(JSONKey("teamID")),
+                        keyID: try fields.requireNonEmptyString(JSONKey("keyID")), signingKey: pem))
+                } catch let error as LiveActivityValidationError {
+                    throw DecodingError.dataCorruptedError(forKey: JSONKey("bundleID"), in: fields, debugDescription: error.message)
+                }
             }
         }
         if root.contains(JSONKey("budget")), try !root.decodeNil(forKey: JSONKey("budget")) {
@@ -311,5 +340,13 @@ extension ConnectionOptions {
     /// Whether a signing key was given, by option or environment variable.
     var hasCredentials: Bool {
         keyFile != nil || ProcessInfo.processInfo.environment["LIVERELAY_APNS_KEY_FILE"].map { !$0.isEmpty } == true
+    }
+
+    /// The one app the flags (or `LIVERELAY_APNS_*`) name, with their key.
+    func appRegistration() throws -> AppRegistration {
+        let key = try clientConfiguration().signingKey
+        let path = keyFile ?? ProcessInfo.processInfo.environment["LIVERELAY_APNS_KEY_FILE"] ?? ""
+        guard let pem = try? String(contentsOfFile: path, encoding: .utf8) else { throw ValidationError("key-file: cannot read \(path)") }
+        return AppRegistration(bundleID: try resolvedBundleID(), teamID: key.teamID, keyID: key.keyID, signingKey: pem)
     }
 }

@@ -28,6 +28,38 @@ struct ServeCommandTests {
         return url.path
     }
 
+    /// Apps declared in the config file are registered on start, each with its own key; the
+    /// first start's client key is the first app's, and its server key serves every app.
+    @Test func theConfigFilesAppsAreRegisteredWithTheirKeys() async throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var apps: [String] = []
+        for (index, bundle) in ["com.example.delivery", "com.example.delivery.clip"].enumerated() {
+            let keyFile = directory + "/key-\(index).p8"
+            try P256.Signing.PrivateKey().pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
+            apps.append(#"{"bundleID": "\#(bundle)", "keyFile": "\#(keyFile)", "keyID": "KEYID0000\#(index)", "teamID": "TEAMID0001"}"#)
+        }
+        try #"{"apps": [\#(apps.joined(separator: ", "))]}"#.write(toFile: directory + "/config.json", atomically: true, encoding: .utf8)
+        try await withDeadline(.seconds(60)) {
+            let server = try await ServeProcess.start([
+                "serve", "--data-dir", directory + "/data", "--http-port", "0", "--config", directory + "/config.json",
+            ])
+            #expect(server.printed.contains("apps:               com.example.delivery, com.example.delivery.clip"), "\(server.printed)")
+            let keys = try initialKeys(dataDir: directory + "/data")
+            let listed = try await server.call(.GET, "/v1/apps", key: keys.admin)
+            #expect(listed.json["apps"]?.arrayElements?.map { $0["keyID"] } == [.string("KEYID00000"), .string("KEYID00001")])
+            let clientKey = try await server.call(.GET, "/v1/api-keys", key: keys.admin).json["apiKeys"]?.arrayElements?
+                .first { $0["scope"] == .string("client") }
+            #expect(clientKey?["bundleID"] == .string("com.example.delivery"))
+            // The server key serves both apps, so a request names its app.
+            let unnamed = try await server.call(.GET, "/v1/activities/order-42", key: keys.server)
+            #expect(unnamed.status == 400 && unnamed.json["error"]?["field"] == .string("app"))
+            let named = try await server.call(.GET, "/v1/activities/order-42?app=com.example.delivery.clip", key: keys.server)
+            #expect(named.status == 404 && named.json["error"]?["field"] == .string("key"))
+            #expect(server.stop() == 0)
+        }
+    }
+
     /// With no configuration: SQLite in the data directory, the emulator and the demo iPhone
     /// in-process, keys printed; the printed request starts an activity on the demo iPhone.
     @Test func withNoConfigurationItRunsTheDemoAndThePrintedStartReachesTheDemoIPhone() async throws {

@@ -50,7 +50,7 @@ import Testing
             let refused = try await relay.post("/v1/activities/order-7/start", body)
             #expect(refused.status == 422)
             #expect(refused.json["error"]?["field"] == .string("attributes.orderNumber"))
-            #expect(try await relay.store.activity(key: "order-7") == nil)
+            #expect(try await relay.store.activity(app: harnessApp, key: "order-7") == nil)
         }
     }
 
@@ -131,7 +131,11 @@ import Testing
         try await withRelayHarness { relay in
             let other = json(#"{"bundleID": "com.example.other", "attributes": {}, "contentState": {}}"#)
             let wrongApp = try await relay.call(.PUT, "/v1/contracts/T", other, scope: .client)
-            #expect(wrongApp.status == 400 && wrongApp.json["error"]?["field"] == .string("bundleID"))
+            #expect(wrongApp.status == 403 && wrongApp.json["error"]?["field"] == .string("bundleID"))
+            #expect(wrongApp.json["error"]?["code"] == .string("other_app"))
+            // The operator may register for any app the server has, and no other.
+            let unknownApp = try await relay.call(.PUT, "/v1/contracts/T", other, scope: .admin)
+            #expect(unknownApp.status == 404 && unknownApp.json["error"]?["field"] == .string("bundleID"))
             let badType = json(#"{"bundleID": "com.example.liverelay.tests", "attributes": {}, "contentState": {"n": "Integer"}}"#)
             let unknown = try await relay.call(.PUT, "/v1/contracts/T", badType, scope: .client)
             #expect(unknown.status == 400 && unknown.json["error"]?["field"] == .string("contentState.n"))
@@ -166,6 +170,12 @@ extension JSONValue {
     func removing(_ key: String) -> JSONValue {
         var copy = self
         copy.remove(key)
+        return copy
+    }
+
+    func setting(_ key: String, _ value: JSONValue) -> JSONValue {
+        var copy = self
+        copy.set(key, value)
         return copy
     }
 }

@@ -75,7 +75,7 @@ struct LifecycleEndToEndTests {
             try await relay.advance(by: 31 * 60)
             #expect(try relay.emulator.devices.presentation(of: "iphone-1").lockScreen.isEmpty)
             try await relay.eventually {
-                try await relay.store.activityTokens(key: "order-42").allSatisfy { $0.state == .dismissed }
+                try await relay.store.activityTokens(app: harnessApp, key: "order-42").allSatisfy { $0.state == .dismissed }
             }
 
             // The key is over: a late update is refused and nothing is queued.

@@ -49,7 +49,7 @@ struct RelayAPITests {
             #expect(answer.status == 400)
             #expect(answer.json["error"]?["field"] == .string(field))
             #expect(answer.json["error"]?["code"] == .string(code))
-            #expect(try await relay.store.activity(key: "k") == nil)
+            #expect(try await relay.store.activity(app: harnessApp, key: "k") == nil)
         }
     }
 
@@ -188,12 +188,12 @@ struct RelayAPITests {
     @Test func aGoneTokenIsMarkedDeadAndARetryableFailureComesBackWithBackoff() async throws {
         try await withRelayHarness { relay in
             try await relay.startActivity("k", on: ["iphone-1", "iphone-2"])
-            let tokens = try await relay.store.activityTokens(key: "k")
+            let tokens = try await relay.store.activityTokens(app: harnessApp, key: "k")
             let gone = try #require(tokens.first { $0.deviceID == "iphone-1" }?.token)
             relay.emulator.registry.unregister(token: gone, since: relay.emulator.clock.now - 10)
             _ = try await relay.post("/v1/activities/k/update", .object([("contentState", content("a", 1))]))
             try await relay.dispatch()
-            let after = try await relay.store.activityTokens(key: "k")
+            let after = try await relay.store.activityTokens(app: harnessApp, key: "k")
             #expect(after.first { $0.deviceID == "iphone-1" }?.state == .dead)
             #expect(after.first { $0.deviceID == "iphone-1" }?.lastStatus == 410)
 
@@ -231,10 +231,10 @@ struct RelayAPITests {
             #expect(try await relay.call(.DELETE, "/v1/schedules/\(otherID)").status == 409)
 
             try await relay.advance(by: 300)
-            #expect(try await relay.store.activity(key: "k") == nil)
+            #expect(try await relay.store.activity(app: harnessApp, key: "k") == nil)
             try await relay.advance(by: 301)
-            #expect(try await relay.store.activity(key: "k")?.state == .active)
-            #expect(try await relay.store.activity(key: "k2") == nil)
+            #expect(try await relay.store.activity(app: harnessApp, key: "k")?.state == .active)
+            #expect(try await relay.store.activity(app: harnessApp, key: "k2") == nil)
             try await relay.dispatch()
             #expect(try relay.activity(on: "iphone-1")?.state == .active)
             let id = try #require(scheduled.json["scheduleID"]?.stringValue)
@@ -247,7 +247,7 @@ struct RelayAPITests {
             try await relay.addRegisteredDevice("iphone-1")
             _ = try await relay.post("/v1/activities/k/start", startBody(key: "k"))
             try await relay.advance(by: 8 * 3600 + 1)
-            #expect(try await relay.store.activity(key: "k")?.endReason == "expired")
+            #expect(try await relay.store.activity(app: harnessApp, key: "k")?.endReason == "expired")
             let late = try await relay.post("/v1/activities/k/update", .object([("contentState", content("a", 1))]))
             #expect(late.status == 409)
             #expect(late.json["error"]?["message"]?.stringValue?.contains("expired") == true)
@@ -282,11 +282,11 @@ struct RelayAPITests {
     @Test func anExpiredTokenIsMarkedDeadLikeAGoneOne() async throws {
         try await withRelayHarness { relay in
             try await relay.startActivity("k", on: ["iphone-1"])
-            let token = try #require(try await relay.store.activityTokens(key: "k").first?.token)
+            let token = try #require(try await relay.store.activityTokens(app: harnessApp, key: "k").first?.token)
             #expect(relay.emulator.registry.setState(of: token, to: .expired))
             _ = try await relay.post("/v1/activities/k/update", .object([("contentState", content("a", 1))]))
             try await relay.dispatch()
-            let after = try #require(try await relay.store.activityTokens(key: "k").first)
+            let after = try #require(try await relay.store.activityTokens(app: harnessApp, key: "k").first)
             #expect(after.state == .dead)
             #expect(after.lastReason == "ExpiredToken")
             #expect(try await relay.post("/v1/activities/k/update", .object([("contentState", content("b", 2))])).json["deliveries"] == .integer(0))

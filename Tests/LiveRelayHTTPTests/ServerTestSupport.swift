@@ -13,6 +13,9 @@ let deliveryType = ActivityAttributesType(
 
 func json(_ text: String) -> JSONValue { try! JSONValue(parsing: text) }
 
+/// The harness's app, which the tests' keys belong to unless they say otherwise.
+let harnessApp = RelayHarness.bundleID.value
+
 func content(_ status: String, _ eta: Int) -> JSONValue {
     .object([("status", .string(status)), ("etaMinutes", .integer(eta))])
 }
@@ -50,11 +53,11 @@ extension RelayHarness {
 
     /// Lets the device issue the activity's update token (a second after the start, as on
     /// iPhones) and waits until the server holds it under `key`.
-    func waitForToken(_ key: String, device: String) async throws {
+    func waitForToken(_ key: String, device: String, app: String = harnessApp) async throws {
         emulator.clock.advance(by: emulator.configuration.devices.tokenIssueDelay)
         emulator.devices.advanceAll()
         try await eventually {
-            try await self.store.activityTokens(key: key).contains { $0.deviceID == device && $0.state == .live }
+            try await self.store.activityTokens(app: app, key: key).contains { $0.deviceID == device && $0.state == .live }
         }
     }
 }

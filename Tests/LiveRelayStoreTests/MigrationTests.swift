@@ -7,20 +7,30 @@ import Testing
 
 /// A database written by an earlier release opens with everything in it, migrated by name.
 @Suite struct MigrationTests {
+    /// The one app the earlier release served.
+    static let app = "com.example.delivery"
+
+    /// The database at `path` with the named migrations before `first` applied, as the release
+    /// that ended with them applied them (recorded the same way, so the store goes on from there).
+    static func migrated(_ path: String, upTo first: String) throws -> DatabaseQueue {
+        let queue = try DatabaseQueue(path: path)
+        var migrator = DatabaseMigrator()
+        for migration in SQLiteMigrations.all.prefix(while: { $0.name != first }) {
+            migrator.registerMigration(migration.name) { db in
+                for statement in migration.statements { try db.execute(sql: statement) }
+            }
+        }
+        try migrator.migrate(queue)
+        return queue
+    }
+
     /// Writes the schema of the release before environments (migrations up to `0007-contracts`)
     /// and rows as that release wrote them: a server that sent to APNs production only.
     static func databaseOfTheReleaseBeforeEnvironments() throws -> String {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-migration-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let path = directory.appendingPathComponent("relay.sqlite").path
-        let queue = try DatabaseQueue(path: path)
-        var migrator = DatabaseMigrator()
-        for migration in SQLiteMigrations.all.prefix(while: { $0.name != "0008-environments" }) {
-            migrator.registerMigration(migration.name) { db in
-                for statement in migration.statements { try db.execute(sql: statement) }
-            }
-        }
-        try migrator.migrate(queue)
+        let queue = try migrated(path, upTo: "0008-environments")
         try queue.write { db in
             try db.execute(sql: """
                 INSERT INTO push_to_start_tokens VALUES ('phone-1', 'MatchAttributes', NULL, 'aa11', 0, 'production', 1800000000, NULL);
@@ -43,11 +53,12 @@ import Testing
 
     @Test func theReleaseBeforeEnvironmentsMigratesIntoTheEnvironmentItSentTo() async throws {
         let store = try SQLiteStore(path: try Self.databaseOfTheReleaseBeforeEnvironments())
-        #expect(try await store.migrate() == ["0008-environments"])
-        let match = try #require(try await store.activity(key: "match-1"))
+        #expect(try await store.migrate() == ["0008-environments", "0009-apps"])
+        try await store.adoptUnnamedData(bundleID: Self.app)
+        let match = try #require(try await store.activity(app: Self.app, key: "match-1"))
         #expect(match.channelIDs == [.production: "chan-1"])
         #expect(try await store.channel(id: "chan-1")?.environment == .production)
-        #expect(try await store.activityTokens(key: "order-1").map(\.environment) == [.production])
+        #expect(try await store.activityTokens(app: Self.app, key: "order-1").map(\.environment) == [.production])
         #expect(try await store.pushToStartTokens(deviceID: "phone-1").map(\.environment) == [.production])
         let queued = try await store.claimDeliveries(dueBy: Date(timeIntervalSince1970: 1_800_000_001), limit: 10, leaseUntil: .distantFuture)
         #expect(queued.map(\.environment) == [.production])
@@ -60,7 +71,48 @@ import Testing
         try await DatabaseQueue(path: path).write { try $0.execute(sql: "DELETE FROM push_to_start_tokens") }
         let store = try SQLiteStore(path: path)
         _ = try await store.migrate()
-        #expect(try await store.activityTokens(key: "order-1").map(\.environment) == [.sandbox])
-        #expect(try await store.activity(key: "match-1")?.channelIDs == [.sandbox: "chan-1"])
+        try await store.adoptUnnamedData(bundleID: Self.app)
+        #expect(try await store.activityTokens(app: Self.app, key: "order-1").map(\.environment) == [.sandbox])
+        #expect(try await store.activity(app: Self.app, key: "match-1")?.channelIDs == [.sandbox: "chan-1"])
+    }
+}
+
+extension MigrationTests {
+    /// What the release before apps kept: one app's data, and keys for it.
+    static func databaseOfTheReleaseBeforeApps() async throws -> String {
+        let path = try databaseOfTheReleaseBeforeEnvironments()
+        // Up to 0008, as that release migrated; its rows as it wrote them.
+        let queue = try migrated(path, upTo: "0009-apps")
+        try await queue.write { db in
+            try db.execute(sql: """
+                INSERT INTO api_keys VALUES ('key_server', 'server', 'server', X'01', 1800000000, NULL);
+                INSERT INTO api_keys VALUES ('key_client', 'client', 'client', X'02', 1800000000, NULL);
+                INSERT INTO schedules (id, key, action, request, due_at, state, created_at)
+                    VALUES ('sch_1', 'order-1', 'end', '{}', 1900000000, 'pending', 1800000000);
+                """)
+        }
+        return path
+    }
+
+    @Test func theReleaseBeforeAppsMigratesIntoTheOneAppItServedOnceTheServerNamesIt() async throws {
+        let store = try SQLiteStore(path: try await Self.databaseOfTheReleaseBeforeApps())
+        #expect(try await store.migrate() == ["0009-apps"])
+        // Kept under no app until the server names the one it served.
+        #expect(try await store.activity(app: Self.app, key: "order-1") == nil)
+        #expect(try await store.adoptUnnamedData(bundleID: Self.app))
+        #expect(try await store.adoptUnnamedData(bundleID: "com.example.other") == false, "adopted once")
+
+        let order = try #require(try await store.activity(app: Self.app, key: "order-1"))
+        #expect(order.attributesType == "DeliveryAttributes")
+        #expect(try await store.activity(app: Self.app, key: "match-1")?.channelIDs == [.production: "chan-1"])
+        #expect(try await store.activityTokens(app: Self.app, key: "order-1").map(\.token) == ["bb22"])
+        #expect(try await store.pushToStartTokens(deviceID: "phone-1").map(\.bundleID) == [Self.app])
+        #expect(try await store.channel(id: "chan-1")?.bundleID == Self.app)
+        #expect(try await store.schedules(app: Self.app, key: nil).map(\.id) == ["sch_1"])
+        let keys = Dictionary(uniqueKeysWithValues: try await store.apiKeys().map { ($0.id, $0.bundleID) })
+        let expected: [String: String?] = ["key_server": nil, "key_client": Self.app]
+        #expect(keys == expected, "a server key serves every app; a client key its one")
+        let queued = try await store.claimDeliveries(dueBy: Date(timeIntervalSince1970: 1_800_000_001), limit: 10, leaseUntil: .distantFuture)
+        #expect(queued.map(\.bundleID) == [Self.app])
     }
 }

@@ -33,20 +33,23 @@ struct StoreUnderTest {
 
 let t0 = Date(timeIntervalSince1970: 1_800_000_000)
 let deliveryType = "DeliveryAttributes"
+/// The app the tests' keys, tokens and pushes belong to unless they say otherwise.
+let testApp = "com.example.app"
 
 func pushToStart(
-    _ device: String, user: String? = nil, token: String? = nil, environment: PushEnvironment = .sandbox, at: Date = t0
+    _ device: String, user: String? = nil, token: String? = nil, environment: PushEnvironment = .sandbox, at: Date = t0,
+    app: String = testApp
 ) -> PushToStartTokenRecord {
     PushToStartTokenRecord(
-        deviceID: device, attributesType: deliveryType, userID: user, token: token ?? "p2s-\(device)", frequentPushesEnabled: false,
+        bundleID: app, deviceID: device, attributesType: deliveryType, userID: user, token: token ?? "p2s-\(device)", frequentPushesEnabled: false,
         environment: environment, updatedAt: at)
 }
 
-func activityToken(_ key: String, _ device: String, token: String? = nil, environment: PushEnvironment = .sandbox, at: Date = t0)
-    -> ActivityTokenRecord
-{
+func activityToken(
+    _ key: String, _ device: String, token: String? = nil, environment: PushEnvironment = .sandbox, at: Date = t0, app: String = testApp
+) -> ActivityTokenRecord {
     ActivityTokenRecord(
-        key: key, deviceID: device, token: token ?? "tok-\(key)-\(device)", frequentPushesEnabled: false, environment: environment,
+        bundleID: app, key: key, deviceID: device, token: token ?? "tok-\(key)-\(device)", frequentPushesEnabled: false, environment: environment,
         registeredAt: at)
 }
 
@@ -56,18 +59,19 @@ extension RelayStore {
     /// Starts `key` for `audience`, pushing `payload` to each push-to-start token the store hands the plan.
     @discardableResult
     func start(
-        _ key: String, audience: Audience = .everyone, at: Date = t0, context: WriteContext = WriteContext(),
+        _ key: String, audience: Audience = .everyone, at: Date = t0, context: WriteContext = WriteContext(), app: String = testApp,
         seen: (@Sendable ([PushToStartTokenRecord]) -> Void)? = nil
     ) async throws -> Accepted<Void> {
-        try await acceptStart(key: key, attributesType: deliveryType, audience: audience, context: context) { tokens in
+        try await acceptStart(app: app, key: key, attributesType: deliveryType, audience: audience, context: context) { tokens in
             seen?(tokens)
             let plan = StartPlan(
                 acceptedAt: at,
-                activity: ActivityRecord(key: key, attributesType: deliveryType, startedAt: at, lastTimestamp: Int64(at.timeIntervalSince1970)),
+                activity: ActivityRecord(
+                    bundleID: app, key: key, attributesType: deliveryType, startedAt: at, lastTimestamp: Int64(at.timeIntervalSince1970)),
                 payloads: [Array("start \(key)".utf8)],
                 deliveries: tokens.map {
                     NewDelivery(
-                        key: key, event: "start", target: .pushToStartToken(deviceID: $0.deviceID, token: $0.token),
+                        bundleID: app, key: key, event: "start", target: .pushToStartToken(deviceID: $0.deviceID, token: $0.token),
                         environment: $0.environment, payloadIndex: 0,
                         priority: 10, priorityReason: "requested", expiration: nil, timestamp: Int64(at.timeIntervalSince1970),
                         requestID: "start-\(key)")
@@ -83,10 +87,10 @@ extension RelayStore {
     @discardableResult
     func change(
         _ key: String, event: String = "update", body: String, at: Date, priority: Int = 10, context: WriteContext = WriteContext(),
-        channelDeleteAfter: Date? = nil, countingBudget: Bool = true, claimed: Seen<[DeliveryRecord]>? = nil
+        channelDeleteAfter: Date? = nil, countingBudget: Bool = true, claimed: Seen<[DeliveryRecord]>? = nil, app: String = testApp
     ) async throws -> ChangeSnapshot {
         let seen = Seen<ChangeSnapshot?>(nil)
-        let accepted = try await acceptChange(key: key, budgetWindowStart: countingBudget ? at - 3600 : nil, context: context) { snapshot in
+        let accepted = try await acceptChange(app: app, key: key, budgetWindowStart: countingBudget ? at - 3600 : nil, context: context) { snapshot in
             seen.set(snapshot)
             guard var activity = snapshot.activity else { throw StoreError(.keyEnded, "no key") }
             activity.lastTimestamp = max(Int64(at.timeIntervalSince1970), activity.lastTimestamp + 1)
@@ -103,14 +107,14 @@ extension RelayStore {
             }
             let fanOut = activity.channelIDs.isEmpty && !countingBudget
                 ? NewPush(
-                    key: key, event: event, payloadIndex: 0, priority: priority, priorityReason: "requested", expiration: nil,
+                    bundleID: app, key: key, event: event, payloadIndex: 0, priority: priority, priorityReason: "requested", expiration: nil,
                     timestamp: activity.lastTimestamp, requestID: "\(event)-\(body)")
                 : nil
             let plan = ChangePlan(
                 acceptedAt: at, activity: activity, payloads: [Array(body.utf8)],
                 deliveries: targets.map {
                     NewDelivery(
-                        key: key, event: event, target: $0.0, environment: $0.1, payloadIndex: 0, priority: priority, priorityReason: "requested",
+                        bundleID: app, key: key, event: event, target: $0.0, environment: $0.1, payloadIndex: 0, priority: priority, priorityReason: "requested",
                         expiration: nil, timestamp: activity.lastTimestamp, requestID: "\(event)-\(body)")
                 },
                 fanOut: fanOut, channelDeleteAfter: channelDeleteAfter, response: response(body))
@@ -160,7 +164,10 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
 
     @Test(arguments: StoreKind.allCases) func migrationsAreNamedAppliedInOrderAndOnlyOnce(kind: StoreKind) async throws {
         let subject = try await kind.make()
-        #expect(subject.firstMigrations == ["0001-api-keys", "0002-registry", "0003-outbox", "0004-requests", "0005-budget-index", "0006-lighter-outbox", "0007-contracts", "0008-environments"])
+        #expect(subject.firstMigrations == [
+            "0001-api-keys", "0002-registry", "0003-outbox", "0004-requests", "0005-budget-index", "0006-lighter-outbox", "0007-contracts",
+            "0008-environments", "0009-apps",
+        ])
         #expect(try await subject.store.migrate() == [])
         let reopened = try subject.reopen()
         #expect(try await reopened.migrate() == [])
@@ -172,7 +179,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         try await subject.store.start("order-1")
         let reopened = try subject.reopen()
         #expect(try await reopened.pushToStartTokens(deviceID: "iphone-1").map(\.token) == ["p2s-iphone-1"])
-        #expect(try await reopened.activity(key: "order-1")?.state == .active)
+        #expect(try await reopened.activity(app: testApp, key: "order-1")?.state == .active)
         #expect(try await reopened.deliveries(DeliveryQuery(key: "order-1")).map(\.status) == [.queued])
     }
 
@@ -236,7 +243,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         #expect(created.attributesType == deliveryType)
         try await store.saveActivityToken(activityToken("order-1", "iphone-1", token: "rotated", at: t0 + 5), attributesType: deliveryType)
         try await store.saveActivityToken(activityToken("order-1", "iphone-2"), attributesType: deliveryType)
-        let tokens = try await store.activityTokens(key: "order-1")
+        let tokens = try await store.activityTokens(app: testApp, key: "order-1")
         #expect(tokens.map(\.token) == ["rotated", "tok-order-1-iphone-2"])
         #expect(tokens.allSatisfy { $0.state == .live })
     }
@@ -248,7 +255,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         await #expect(throws: StoreError(.keyEnded, "activity key \"order-1\" has ended")) {
             try await store.saveActivityToken(activityToken("order-1", "iphone-2"), attributesType: deliveryType)
         }
-        #expect(try await store.activityTokens(key: "order-1").map(\.state) == [.ended])
+        #expect(try await store.activityTokens(app: testApp, key: "order-1").map(\.state) == [.ended])
     }
 
     @Test(arguments: StoreKind.allCases) func aDeviceReportSkipsItsQueuedPushesButNotOneInFlight(kind: StoreKind) async throws {
@@ -258,13 +265,13 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         let inFlight = try await store.claimDeliveries(dueBy: t0 + 1, limit: 10, leaseUntil: t0 + 61)
         try await store.change("order-1", body: "u2", at: t0 + 2)
 
-        #expect(try await store.endActivityToken(key: "order-1", deviceID: "iphone-1", state: .dismissed, at: t0 + 3))
-        #expect(try await store.endActivityToken(key: "order-1", deviceID: "iphone-9", state: .dismissed, at: t0 + 3) == false)
+        #expect(try await store.endActivityToken(app: testApp, key: "order-1", deviceID: "iphone-1", state: .dismissed, at: t0 + 3))
+        #expect(try await store.endActivityToken(app: testApp, key: "order-1", deviceID: "iphone-9", state: .dismissed, at: t0 + 3) == false)
         #expect(try await store.statuses(key: "order-1") == ["u1→iphone-1": .sending, "u2→iphone-1": .skipped])
         // The push in flight still gets its outcome recorded.
         try await store.recordOutcomes([(inFlight[0].id, .sent(status: 200, apnsID: "a"))], at: t0 + 4)
         #expect(try await store.statuses(key: "order-1")["u1→iphone-1"] == .sent)
-        #expect(try await store.activityTokens(key: "order-1").first?.state == .dismissed)
+        #expect(try await store.activityTokens(app: testApp, key: "order-1").first?.state == .dismissed)
     }
 
     // MARK: Accepting requests
@@ -302,7 +309,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
             try await store.start("order-1", at: t0 + 5)
         }
         #expect(try await store.deliveries(DeliveryQuery(key: "order-1")).count == 1)
-        #expect(try await store.activity(key: "order-1")?.startedAt == t0)
+        #expect(try await store.activity(app: testApp, key: "order-1")?.startedAt == t0)
     }
 
     @Test(arguments: StoreKind.allCases) func aPlanThatThrowsLeavesNoTrace(kind: StoreKind) async throws {
@@ -310,14 +317,14 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         try await store.savePushToStartToken(pushToStart("iphone-1"))
         struct Refused: Error {}
         await #expect(throws: Refused.self) {
-            try await store.acceptStart(key: "order-1", attributesType: deliveryType, audience: .everyone, context: WriteContext()) { _ -> (StartPlan, Void) in
+            try await store.acceptStart(app: testApp, key: "order-1", attributesType: deliveryType, audience: .everyone, context: WriteContext()) { _ -> (StartPlan, Void) in
                 throw Refused()
             }
         }
-        #expect(try await store.activity(key: "order-1") == nil)
+        #expect(try await store.activity(app: testApp, key: "order-1") == nil)
         try await store.saveActivityToken(activityToken("order-2", "iphone-1"), attributesType: deliveryType)
         await #expect(throws: Refused.self) {
-            try await store.acceptChange(key: "order-2", budgetWindowStart: t0, context: WriteContext()) { _ -> (ChangePlan, Void) in throw Refused() }
+            try await store.acceptChange(app: testApp, key: "order-2", budgetWindowStart: t0, context: WriteContext()) { _ -> (ChangePlan, Void) in throw Refused() }
         }
         #expect(try await store.deliveries(DeliveryQuery()).isEmpty)
     }
@@ -336,7 +343,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         await #expect(throws: StoreError.self) {
             try await store.start("order-2", context: WriteContext(idempotency: claim))
         }
-        #expect(try await store.activity(key: "order-2") == nil)
+        #expect(try await store.activity(app: testApp, key: "order-2") == nil)
     }
 
     @Test(arguments: StoreKind.allCases) func aChangeSeesLiveTokensAndPriority10CountsOfTheLastHour(kind: StoreKind) async throws {
@@ -344,7 +351,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         for device in ["iphone-1", "iphone-2"] {
             try await store.saveActivityToken(activityToken("match", device), attributesType: deliveryType)
         }
-        _ = try await store.endActivityToken(key: "match", deviceID: "iphone-2", state: .ended, at: t0)
+        _ = try await store.endActivityToken(app: testApp, key: "match", deviceID: "iphone-2", state: .ended, at: t0)
         try await store.saveActivityToken(activityToken("match", "iphone-3"), attributesType: deliveryType)
         try await store.change("match", body: "u1", at: t0 + 10, priority: 10)
         try await store.sendEverythingDue(at: t0 + 10)
@@ -387,13 +394,13 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
 
     @Test(arguments: StoreKind.allCases) func aKeyBoundToAChannelBroadcastsAndItsEndSchedulesTheChannelsDeletion(kind: StoreKind) async throws {
         let store = try await kind.make().store
-        _ = try await store.acceptStart(key: "final", attributesType: deliveryType, audience: .devices([]), context: WriteContext()) { _ in
+        _ = try await store.acceptStart(app: testApp, key: "final", attributesType: deliveryType, audience: .devices([]), context: WriteContext()) { _ in
             (StartPlan(
                 acceptedAt: t0,
-                activity: ActivityRecord(key: "final", attributesType: deliveryType, channelIDs: [.sandbox: "chan-1"], startedAt: t0, lastTimestamp: 0),
+                activity: ActivityRecord(bundleID: testApp, key: "final", attributesType: deliveryType, channelIDs: [.sandbox: "chan-1"], startedAt: t0, lastTimestamp: 0),
                 payloads: [], deliveries: [], response: response("started")), ())
         }
-        try await store.saveChannel(ChannelRecord(channelID: "chan-1", environment: .sandbox, key: "final", storagePolicy: 1, createdAt: t0))
+        try await store.saveChannel(ChannelRecord(channelID: "chan-1", bundleID: testApp, environment: .sandbox, key: "final", storagePolicy: 1, createdAt: t0))
         #expect(try await store.change("final", body: "goal", at: t0 + 60).channels.map(\.storagePolicy) == [1])
         try await store.change("final", body: "second goal", at: t0 + 61)
         try await store.change("final", event: "end", body: "full time", at: t0 + 120, channelDeleteAfter: t0 + 120 + 8 * 3600)
@@ -412,12 +419,12 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         let store = try await kind.make().store
         try await store.savePushToStartToken(pushToStart("dev-phone"))
         try await store.savePushToStartToken(pushToStart("store-phone", environment: .production))
-        #expect(try await store.audienceEnvironments(attributesType: deliveryType, audience: .everyone) == [.sandbox, .production])
-        #expect(try await store.audienceEnvironments(attributesType: deliveryType, audience: .devices(["store-phone"])) == [.production])
+        #expect(try await store.audienceEnvironments(app: testApp, attributesType: deliveryType, audience: .everyone) == [.sandbox, .production])
+        #expect(try await store.audienceEnvironments(app: testApp, attributesType: deliveryType, audience: .devices(["store-phone"])) == [.production])
         try await store.start("order-1")
         try await store.saveActivityToken(activityToken("order-1", "dev-phone"), attributesType: deliveryType)
         try await store.saveActivityToken(activityToken("order-1", "store-phone", environment: .production), attributesType: deliveryType)
-        #expect(try await store.activityTokens(key: "order-1").map(\.environment) == [.sandbox, .production])
+        #expect(try await store.activityTokens(app: testApp, key: "order-1").map(\.environment) == [.sandbox, .production])
         // Both the per-token plan and the store's own fan-out send each push to its token's environment.
         try await store.change("order-1", body: "u1", at: t0 + 1)
         try await store.change("order-1", body: "u2", at: t0 + 2, countingBudget: false)
@@ -433,19 +440,55 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
     @Test(arguments: StoreKind.allCases) func aKeyWithAChannelInEachEnvironmentSeesBothAndItsEndSchedulesBothDeletions(kind: StoreKind) async throws {
         let store = try await kind.make().store
         let channels: [PushEnvironment: String] = [.sandbox: "chan-s", .production: "chan-p"]
-        _ = try await store.acceptStart(key: "final", attributesType: deliveryType, audience: .devices([]), context: WriteContext()) { _ in
+        _ = try await store.acceptStart(app: testApp, key: "final", attributesType: deliveryType, audience: .devices([]), context: WriteContext()) { _ in
             (StartPlan(
-                acceptedAt: t0, activity: ActivityRecord(key: "final", attributesType: deliveryType, channelIDs: channels, startedAt: t0, lastTimestamp: 0),
+                acceptedAt: t0, activity: ActivityRecord(bundleID: testApp, key: "final", attributesType: deliveryType, channelIDs: channels, startedAt: t0, lastTimestamp: 0),
                 payloads: [], deliveries: [], response: response("started")), ())
         }
         for (environment, id) in channels {
-            try await store.saveChannel(ChannelRecord(channelID: id, environment: environment, key: "final", storagePolicy: 0, createdAt: t0))
+            try await store.saveChannel(ChannelRecord(channelID: id, bundleID: testApp, environment: environment, key: "final", storagePolicy: 0, createdAt: t0))
         }
-        #expect(try await store.activity(key: "final")?.channelIDs == channels)
+        #expect(try await store.activity(app: testApp, key: "final")?.channelIDs == channels)
         let seen = try await store.change("final", body: "goal", at: t0 + 60)
         #expect(Dictionary(uniqueKeysWithValues: seen.channels.map { ($0.environment, $0.channelID) }) == channels)
         try await store.change("final", event: "end", body: "full time", at: t0 + 120, channelDeleteAfter: t0 + 120)
         #expect(Set(try await store.channelsToDelete(at: t0 + 120).map(\.channelID)) == ["chan-s", "chan-p"])
+    }
+
+    // MARK: Apps
+
+    @Test(arguments: StoreKind.allCases) func anAppIsRegisteredAndItsCredentialsReplacedWhole(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        let first = AppRecord(bundleID: "com.a", teamID: "TEAMA00001", keyID: "KEYA000001", signingKey: "pem-1", createdAt: t0, updatedAt: t0)
+        try await store.saveApp(first)
+        try await store.saveApp(AppRecord(bundleID: "com.b", teamID: "TEAMB00001", keyID: "KEYB000001", signingKey: "pem-2", createdAt: t0, updatedAt: t0))
+        var replaced = first
+        (replaced.keyID, replaced.signingKey, replaced.updatedAt) = ("KEYA000002", "pem-3", t0 + 60)
+        try await store.saveApp(replaced)
+        #expect(try await store.apps() == [replaced, AppRecord(
+            bundleID: "com.b", teamID: "TEAMB00001", keyID: "KEYB000001", signingKey: "pem-2", createdAt: t0, updatedAt: t0)])
+    }
+
+    @Test(arguments: StoreKind.allCases) func twoAppsKeepTheSameKeyAndDeviceApart(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        for app in ["com.a", "com.b"] {
+            try await store.savePushToStartToken(pushToStart("iphone-1", token: "p2s-\(app)", app: app))
+            try await store.start("order-42", app: app)
+            try await store.saveActivityToken(activityToken("order-42", "iphone-1", token: "tok-\(app)", app: app), attributesType: deliveryType)
+        }
+        #expect(try await store.pushToStartTokens(deviceID: "iphone-1").map(\.token) == ["p2s-com.a", "p2s-com.b"])
+        #expect(try await store.activityTokens(app: "com.a", key: "order-42").map(\.token) == ["tok-com.a"])
+        // An update and an end of one app's key leave the other's alone.
+        try await store.change("order-42", body: "a-update", at: t0 + 1, app: "com.a")
+        try await store.change("order-42", event: "end", body: "a-end", at: t0 + 2, app: "com.a")
+        #expect(try await store.activity(app: "com.a", key: "order-42")?.state == .ended)
+        #expect(try await store.activity(app: "com.b", key: "order-42")?.state == .active)
+        #expect(try await store.activityTokens(app: "com.b", key: "order-42").map(\.state) == [.live])
+        let pushes = try await store.deliveries(DeliveryQuery(bundleID: "com.a", limit: 10))
+        #expect(Set(pushes.map(\.bundleID)) == ["com.a"])
+        #expect(pushes.map { String(decoding: $0.payload, as: UTF8.self) } == ["a-end", "a-update", "start order-42"])
+        #expect(try await store.deliveries(DeliveryQuery(bundleID: "com.b", limit: 10)).map(\.bundleID) == ["com.b"])
+        #expect(try await store.audienceEnvironments(app: "com.c", attributesType: deliveryType, audience: .everyone).isEmpty)
     }
 
     // MARK: The outbox
@@ -570,7 +613,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         #expect(byDevice["iphone-2"]?.apnsReason == "ServiceUnavailable")
         #expect(byDevice["iphone-3"]?.status == .failed)
         #expect(byDevice["iphone-3"]?.finishedAt == t0 + 1)
-        let tokens = Dictionary(uniqueKeysWithValues: try await store.activityTokens(key: "match").map { ($0.deviceID, $0) })
+        let tokens = Dictionary(uniqueKeysWithValues: try await store.activityTokens(app: testApp, key: "match").map { ($0.deviceID, $0) })
         #expect(tokens["iphone-1"]?.lastStatus == 200)
         #expect(tokens["iphone-2"]?.lastReason == "ServiceUnavailable")
         #expect(tokens["iphone-3"]?.state == .live)  // a bad payload says nothing about the token
@@ -587,7 +630,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         let claimedAgain = try await store.claimDeliveries(dueBy: t0 + 4, limit: 10, leaseUntil: t0 + 64)
         let second = try #require(claimedAgain.first { $0.target.name == "iphone-1" })
         try await store.recordOutcomes([(second.id, .retry(at: t0 + 9, status: 429, reason: "TooManyRequests"))], at: t0 + 5)
-        let later = Dictionary(uniqueKeysWithValues: try await store.activityTokens(key: "match").map { ($0.deviceID, $0) })
+        let later = Dictionary(uniqueKeysWithValues: try await store.activityTokens(app: testApp, key: "match").map { ($0.deviceID, $0) })
         #expect(later["iphone-1"]?.lastStatus == 429)
         #expect(later["iphone-1"]?.lastReason == "TooManyRequests")
         #expect(later["iphone-1"]?.lastDeliveryAt == t0 + 5)
@@ -610,7 +653,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         #expect(statuses["u1→iphone-1"] == .failed)
         #expect(statuses["u2→iphone-1"] == .skipped)
         #expect(statuses["u2→iphone-2"] == .queued)
-        let tokens = try await store.activityTokens(key: "match")
+        let tokens = try await store.activityTokens(app: testApp, key: "match")
         #expect(tokens.map(\.state) == [.dead, .live])
         #expect(tokens.first?.stateReason == "Unregistered")
         // The next change leaves the dead token out.
@@ -657,7 +700,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         let request = try JSONValue(parsing: #"{"alert": {"title": "Kick-off"}}"#)
         for (id, due) in [("s1", t0 + 60), ("s2", t0 + 120), ("s3", t0 + 180)] {
             try await store.insertSchedule(
-                ScheduleRecord(id: id, key: "match-\(id)", action: "start", request: request, dueAt: due, createdAt: t0),
+                ScheduleRecord(id: id, bundleID: testApp, key: "match-\(id)", action: "start", request: request, dueAt: due, createdAt: t0),
                 context: WriteContext(), response: response(id, status: 202))
         }
         #expect(try await store.dueSchedules(at: t0 + 59, limit: 10).isEmpty)
@@ -670,7 +713,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         await #expect(throws: StoreError.self) {
             try await store.start("match-s1-again", at: t0 + 61, context: WriteContext(scheduleID: "s1"))
         }
-        #expect(try await store.activity(key: "match-s1-again") == nil)
+        #expect(try await store.activity(app: testApp, key: "match-s1-again") == nil)
 
         #expect(try await store.cancelSchedule(id: "s2", at: t0 + 90)?.state == .cancelled)
         await #expect(throws: StoreError(.scheduleNotPending, "schedule s2 is cancelled, not pending")) {
@@ -681,8 +724,8 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         #expect(try await store.schedule(id: "s3")?.state == .failed)
         #expect(try await store.schedule(id: "s3")?.result == "no activity key")
         #expect(try await store.dueSchedules(at: t0 + 1000, limit: 10).isEmpty)
-        #expect(try await store.schedules(key: "match-s2").map(\.id) == ["s2"])
-        #expect(try await store.schedules(key: nil).count == 3)
+        #expect(try await store.schedules(app: testApp, key: "match-s2").map(\.id) == ["s2"])
+        #expect(try await store.schedules(app: nil, key: nil).count == 3)
     }
 
     // MARK: Lifecycle
@@ -694,12 +737,12 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         try await store.change("old", body: "late news", at: t0 + 7 * 3600)
         let expired = try await store.expireActivities(startedBefore: t0 + 1800, at: t0 + 8 * 3600, channelDeleteAfter: t0 + 16 * 3600)
         #expect(expired == ["old"])
-        let old = try await store.activity(key: "old")
+        let old = try await store.activity(app: testApp, key: "old")
         #expect(old?.state == .ended)
         #expect(old?.endReason == "expired")
-        #expect(try await store.activityTokens(key: "old").map(\.state) == [.ended])
+        #expect(try await store.activityTokens(app: testApp, key: "old").map(\.state) == [.ended])
         #expect(try await store.statuses(key: "old") == ["late news→iphone-1": .skipped])
-        #expect(try await store.activity(key: "new")?.state == .active)
+        #expect(try await store.activity(app: testApp, key: "new")?.state == .active)
         #expect(try await store.counts() == StoreCounts(pushToStartTokens: 0, liveActivityTokens: 1, activeKeys: 1, channels: 0))
         #expect(try await store.expireActivities(startedBefore: t0 + 1800, at: t0 + 9 * 3600, channelDeleteAfter: t0).isEmpty)
     }

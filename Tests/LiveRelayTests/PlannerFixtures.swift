@@ -13,20 +13,23 @@ let keptAnswer: @Sendable (Acceptance) -> StoredResponse = { StoredResponse(stat
 
 func content(_ status: String) -> JSONValue { .object([("status", .string(status))]) }
 
+/// The app the planners' keys belong to.
+let plannedApp = "com.example.delivery"
+
 func pushToStart(_ device: String, environment: PushEnvironment = .sandbox, frequent: Bool = false) -> PushToStartTokenRecord {
     PushToStartTokenRecord(
-        deviceID: device, attributesType: "DeliveryAttributes", token: "pts-\(device)", frequentPushesEnabled: frequent,
+        bundleID: plannedApp, deviceID: device, attributesType: "DeliveryAttributes", token: "pts-\(device)", frequentPushesEnabled: frequent,
         environment: environment, updatedAt: t0)
 }
 
 func liveToken(_ device: String, frequent: Bool = false, environment: PushEnvironment = .sandbox) -> ActivityTokenRecord {
     ActivityTokenRecord(
-        key: "order-42", deviceID: device, token: "tok-\(device)", frequentPushesEnabled: frequent, environment: environment, registeredAt: t0)
+        bundleID: plannedApp, key: "order-42", deviceID: device, token: "tok-\(device)", frequentPushesEnabled: frequent, environment: environment, registeredAt: t0)
 }
 
 /// A channel of the key `order-42`.
 func channel(_ id: String, in environment: PushEnvironment = .sandbox, storagePolicy: Int = 1) -> ChannelRecord {
-    ChannelRecord(channelID: id, environment: environment, key: "order-42", storagePolicy: storagePolicy, createdAt: t0)
+    ChannelRecord(channelID: id, bundleID: plannedApp, environment: environment, key: "order-42", storagePolicy: storagePolicy, createdAt: t0)
 }
 
 func activity(
@@ -34,7 +37,7 @@ func activity(
     lastTimestamp: Int64 = 1_799_999_000
 ) -> ActivityRecord {
     ActivityRecord(
-        key: "order-42", attributesType: "DeliveryAttributes", state: state,
+        bundleID: plannedApp, key: "order-42", attributesType: "DeliveryAttributes", state: state,
         channelIDs: Dictionary(uniqueKeysWithValues: channels.map { ($0.environment, $0.channelID) }), contentState: content,
         startedAt: t0 - 1000, endedAt: state == .ended ? t0 - 10 : nil, endReason: state == .ended ? "ended" : nil,
         lastTimestamp: lastTimestamp)
@@ -55,7 +58,7 @@ extension StartPlanner {
         _ request: StartRequest, tokens: [PushToStartTokenRecord], channelIDs: [PushEnvironment: String] = [:]
     ) throws -> (StartPlan, Acceptance) {
         let payloads = try StartPlanner.payloads(request, channelIDs: channelIDs, at: t0)
-        return plan(key: "order-42", request, payloads: payloads, channelIDs: channelIDs, tokens: tokens, at: t0, requestID: "req-1")
+        return plan(app: plannedApp, key: "order-42", request, payloads: payloads, channelIDs: channelIDs, tokens: tokens, at: t0, requestID: "req-1")
     }
 }
 
