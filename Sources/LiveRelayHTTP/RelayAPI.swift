@@ -159,15 +159,17 @@ public struct RelayAPI: Sendable {
         // The operator: apps, keys and channels.
         let admin = router.group("/v1").add(middleware: guarded(.admin))
         admin.get("/apps") { _, _ in
-            Self.json(.object([("apps", .array(try await relay.apps().map(RelayView.json)))]))
+            let contracts = try await relay.contracts(app: nil)
+            return Self.json(.object([("apps", .array(try await relay.apps().map { RelayView.json($0, contracts: contracts) }))]))
         }
         admin.get("/apps/{bundleID}") { _, context in
-            Self.json(RelayView.json(try await relay.app(try context.parameters.require("bundleID"), field: "bundleID")))
+            let app = try await relay.app(try context.parameters.require("bundleID"), field: "bundleID")
+            return Self.json(RelayView.json(app, contracts: try await relay.contracts(app: app.bundleID)))
         }
         admin.put("/apps/{bundleID}") { request, context in
             let body = try await request.decodeJSON(AppBody.self, context: context)
-            let registration = try body.registration(bundleID: try context.parameters.require("bundleID"))
-            return Self.json(RelayView.json(try await relay.registerApp(registration)))
+            let app = try await relay.registerApp(try body.registration(bundleID: try context.parameters.require("bundleID")))
+            return Self.json(RelayView.json(app, contracts: try await relay.contracts(app: app.bundleID)))
         }
         admin.post("/api-keys") { request, context in
             let body = try await request.decodeJSON(APIKeyBody.self, context: context)

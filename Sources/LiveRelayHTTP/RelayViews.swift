@@ -115,10 +115,11 @@ enum RelayView {
         return .object(members)
     }
 
-    /// An app, without its signing key.
-    static func json(_ app: AppRecord) -> JSONValue {
+    /// An app, without its signing key, and the attributes types it registered contracts for.
+    static func json(_ app: AppRecord, contracts: [ContractRecord]) -> JSONValue {
         .object([
             ("bundleID", .string(app.bundleID)), ("teamID", .string(app.teamID)), ("keyID", .string(app.keyID)),
+            ("attributeTypes", .array(contracts.filter { $0.bundleID == app.bundleID }.map { .string($0.attributesType) })),
             ("createdAt", date(app.createdAt)), ("updatedAt", date(app.updatedAt)),
         ])
     }

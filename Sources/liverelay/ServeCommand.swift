@@ -31,7 +31,7 @@ struct Serve: AsyncParsableCommand {
     var dataDir: String = "liverelay-data"
     @Option(help: "Address of the HTTP API.") var httpHost: String = "127.0.0.1"
     @Option(help: "Port of the HTTP API (0: any free port).") var httpPort: Int = 8080
-    @Option(help: ArgumentHelp("A JSON config file: {\"apns\": {keyFile, keyID, teamID, bundleID, environment}, \"apps\": [{bundleID, keyFile, keyID, teamID}], \"budget\": {…}, \"contracts\": [{name, attributes, contentState}]}.", valueName: "path"))
+    @Option(help: ArgumentHelp("A JSON config file: {\"apns\": {keyFile, keyID, teamID, bundleID, environment}, \"apps\": [{bundleID, keyFile, keyID, teamID, contracts}], \"budget\": {…}, \"contracts\": [{name, attributes, contentState}] (the first app's)}.", valueName: "path"))
     var config: String?
     @Option(help: ArgumentHelp("Close an API connection with no request in progress after this long; a request's head must arrive within it too.", valueName: "seconds"))
     var idleTimeout: Double = 60
@@ -102,6 +102,9 @@ struct Serve: AsyncParsableCommand {
         let madeKeys = try await InitialKeys.makeIfNone(server: server, clientApp: bundleID.value, in: directory)
         for contract in file?.contracts ?? [] {
             _ = try await server.relay.registerContract(contract, bundleID: bundleID.value)
+        }
+        for (app, contracts) in file?.appContracts ?? [:] {
+            for contract in contracts { _ = try await server.relay.registerContract(contract, bundleID: app) }
         }
 
         // Shutdown runs in reverse order: the APNs client closes after the dispatcher has stopped.
@@ -245,31 +248,45 @@ struct APNsClientService: Service {
 /// `--config`: the same settings as the options, in a file. Options and environment variables win.
 ///
 ///     {"apns": {"keyFile": "…", "keyID": "…", …}, "budget": {"priority10PerHour": 12, "frequentPriority10PerHour": 120},
+///      "apps": [{"bundleID": "…", "keyFile": "…", "keyID": "…", "teamID": "…", "contracts": [{…}]}],
 ///      "contracts": [{"name": "DeliveryAttributes", "attributes": {…}, "contentState": {…}}]}
+///
+/// The top-level contracts are the first app's (the one the flags name, else the first listed).
 struct ServeConfigFile: APIRequestBody {
     static let fields = ["apns", "apps", "budget", "contracts"]
+    static let appFields = ["bundleID", "keyFile", "keyID", "teamID", "contracts"]
     var apns: [String: String] = [:]
     /// More apps, each with its key file (read now).
     var apps: [AppRegistration] = []
     var budget: BudgetPolicy?
-    /// The app's contracts, registered on every start (schemas keep their field order, so they are
-    /// read from the JSON as written rather than decoded).
+    /// Contracts registered on every start: the first app's, and each listed app's by bundle ID.
     var contracts: [ActivityContract] = []
+    var appContracts: [String: [ActivityContract]] = [:]
 
     init(path: String) throws {
         guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("config: cannot read \(path)") }
         do {
             self = try Self.decode(json: [UInt8](data))
-            let given = try JSONValue(parsing: [UInt8](data))["contracts"]
-            if let given, given != .null {
-                guard let items = given.arrayElements else { throw JSONFieldError(code: "wrong_type", message: "must be an array of contracts", field: "contracts") }
-                for (index, item) in items.enumerated() {
-                    do { contracts.append(try ActivityContract(json: item, path: "contracts[\(index)]")) } catch { throw JSONFieldError(error) }
-                }
+            // Schemas keep their field order, so they are read from the JSON as written rather than decoded.
+            let json = try JSONValue(parsing: [UInt8](data))
+            contracts = try Self.contracts(json["contracts"], path: "contracts")
+            for (index, entry) in (json["apps"]?.arrayElements ?? []).enumerated() {
+                guard let bundleID = entry["bundleID"]?.stringValue else { continue }
+                appContracts[bundleID, default: []] += try Self.contracts(entry["contracts"], path: "apps[\(index)].contracts")
             }
         } catch {
             throw ValidationError("config \(path): \(error)")
         }
+    }
+
+    private static func contracts(_ given: JSONValue?, path: String) throws -> [ActivityContract] {
+        guard let given, given != .null else { return [] }
+        guard let items = given.arrayElements else { throw JSONFieldError(code: "wrong_type", message: "must be an array of contracts", field: path) }
+        var contracts: [ActivityContract] = []
+        for (index, item) in items.enumerated() {
+            do { contracts.append(try ActivityContract(json: item, path: "\(path)[\(index)]")) } catch { throw JSONFieldError(error) }
+        }
+        return contracts
     }
 
     init(from decoder: any Decoder) throws {
@@ -286,7 +303,7 @@ struct ServeConfigFile: APIRequestBody {
             var entries = try root.nestedUnkeyedContainer(forKey: JSONKey("apps"))
             while !entries.isAtEnd {
                 let entry = try entries.superDecoder()
-                try entry.refuseUnknownKeys(["bundleID", "keyFile", "keyID", "teamID"])
+                try entry.refuseUnknownKeys(Self.appFields)
                 let fields = try entry.container(keyedBy: JSONKey.self)
                 let keyFile = try fields.requireNonEmptyString(JSONKey("keyFile"))
                 guard let pem = try? String(contentsOfFile: keyFile, encoding: .utf8) else {

@@ -37,7 +37,10 @@ struct ServeCommandTests {
         for (index, bundle) in ["com.example.delivery", "com.example.delivery.clip"].enumerated() {
             let keyFile = directory + "/key-\(index).p8"
             try P256.Signing.PrivateKey().pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
-            apps.append(#"{"bundleID": "\#(bundle)", "keyFile": "\#(keyFile)", "keyID": "KEYID0000\#(index)", "teamID": "TEAMID0001"}"#)
+            apps.append(#"""
+                {"bundleID": "\#(bundle)", "keyFile": "\#(keyFile)", "keyID": "KEYID0000\#(index)", "teamID": "TEAMID0001",
+                 "contracts": [{"name": "Attributes\#(index)", "attributes": {}, "contentState": {"n": "Int"}}]}
+                """#)
         }
         try #"{"apps": [\#(apps.joined(separator: ", "))]}"#.write(toFile: directory + "/config.json", atomically: true, encoding: .utf8)
         try await withDeadline(.seconds(60)) {
@@ -48,6 +51,10 @@ struct ServeCommandTests {
             let keys = try initialKeys(dataDir: directory + "/data")
             let listed = try await server.call(.GET, "/v1/apps", key: keys.admin)
             #expect(listed.json["apps"]?.arrayElements?.map { $0["keyID"] } == [.string("KEYID00000"), .string("KEYID00001")])
+            // Each app's contracts are its own.
+            #expect(listed.json["apps"]?.arrayElements?.map { $0["attributeTypes"] } == [
+                .array([.string("Attributes0")]), .array([.string("Attributes1")]),
+            ])
             let clientKey = try await server.call(.GET, "/v1/api-keys", key: keys.admin).json["apiKeys"]?.arrayElements?
                 .first { $0["scope"] == .string("client") }
             #expect(clientKey?["bundleID"] == .string("com.example.delivery"))
