@@ -165,6 +165,11 @@ public final class APNsEmulator: Sendable {
             channelManagement: APNsEndpoint(host: configuration.host, port: ports.channelManagement, trustRoots: .caFile(caFile)))
     }
 
+    /// How a client reaches each environment the emulator plays.
+    public func clientEnvironments(caFile: String) -> [PushEnvironment: APNsEnvironment] {
+        Dictionary(uniqueKeysWithValues: environments.map { ($0, clientEnvironment($0, caFile: caFile)) })
+    }
+
     public func shutdown() async {
         for listeners in listeners.values {
             await listeners.push.shutdown()

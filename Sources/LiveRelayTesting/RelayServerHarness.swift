@@ -152,7 +152,7 @@ public func withRelayHarness(
         let caFile = directory.appendingPathComponent("ca.pem").path
         try emulator.certificates.writeCertificateAuthority(to: caFile)
         let apns = APNsRoutes(
-            endpoints: Dictionary(uniqueKeysWithValues: environments.map { ($0, emulator.clientEnvironment($0, caFile: caFile)) }),
+            endpoints: emulator.clientEnvironments(caFile: caFile).filter { environments.contains($0.key) },
             now: emulator.clock.function)
         var configuration = RelayConfiguration()
         var api = RelayAPIConfiguration(port: 0)

@@ -144,8 +144,7 @@ enum DemoApple {
         let key = P256.Signing.PrivateKey()
         let app = AppRegistration(bundleID: bundleID, teamID: "DEMOTEAM01", keyID: "DEMOKEY001", signingKey: key.pemRepresentation)
         emulator.registry.register(EmulatorKey(keyID: app.keyID, teamID: app.teamID, publicKey: key.publicKey))
-        let endpoints = Dictionary(uniqueKeysWithValues: emulator.environments.map { ($0, emulator.clientEnvironment($0, caFile: caFile)) })
-        return (emulator, APNsRoutes(endpoints: endpoints, now: emulator.clock.function), app)
+        return (emulator, APNsRoutes(endpoints: emulator.clientEnvironments(caFile: caFile), now: emulator.clock.function), app)
     }
 
     /// Installs the demo app, reporting to `url` with `clientKey`: its push-to-start token goes to the server at once.
