@@ -200,9 +200,8 @@ public final class SQLiteStore: RelayStore {
                     token.key, token.deviceID, token.activityID, token.token, token.frequentPushesEnabled,
                     token.registeredAt.seconds, token.environment.rawValue, token.bundleID,
                 ])
-            try db.run(
-                Self.skipStartsThatArrived + " AND bundle_id = ? AND key = ? AND device_id = ?",
-                [token.registeredAt.seconds, token.bundleID, token.key, token.deviceID])
+            try db.carryOut(
+                .activityTokenRegistered(app: token.bundleID, key: token.key, deviceID: token.deviceID), at: token.registeredAt)
             return activity!
         }
     }
@@ -213,14 +212,7 @@ public final class SQLiteStore: RelayStore {
                 "UPDATE activity_tokens SET state = ?, state_reason = 'reported by the device' WHERE bundle_id = ? AND key = ? AND device_id = ?",
                 [state.rawValue, app, key, deviceID])
             guard db.changesCount > 0 else { return false }
-            // Nothing more to send to an activity that is over on the device. A push already in
-            // flight keeps its claim, so that its outcome is still recorded.
-            try db.run(
-                """
-                    UPDATE deliveries SET status = 'skipped', finished_at = ?, apns_reason = ?
-                    WHERE status = 'queued' AND bundle_id = ? AND key = ? AND device_id = ? AND target = 'activity'
-                    """,
-                [at.seconds, "activity \(state.rawValue) on the device", app, key, deviceID])
+            try db.carryOut(.activityEndedOnDevice(app: app, key: key, deviceID: deviceID, state: state), at: at)
             return true
         }
     }
@@ -277,7 +269,7 @@ public final class SQLiteStore: RelayStore {
                     """
                     SELECT COALESCE(device_id, channel_id, ''), COUNT(*) FROM deliveries
                     WHERE bundle_id = ? AND key = ? AND target != 'push-to-start' AND priority = 10 AND created_at >= ?
-                        AND status IN ('queued', 'sending', 'sent')
+                        AND \(OutboxStatements.budgetCondition)
                     GROUP BY 1
                     """,
                     [app, key, budgetWindowStart.seconds]
@@ -379,51 +371,23 @@ public final class SQLiteStore: RelayStore {
         try await write { db in
             // One statement picks and leases; RETURNING gives no order, so the oldest go first by id.
             let claimed = try db.fetchAll(
-                """
-                UPDATE deliveries SET status = 'sending', next_attempt_at = ?
-                WHERE id IN (
-                    SELECT id FROM deliveries WHERE status IN ('queued', 'sending') AND next_attempt_at <= ?
-                    ORDER BY next_attempt_at, id LIMIT ?)
-                RETURNING \(DeliveryRecord.columns)
-                """,
+                Self.claim,
                 [leaseUntil.seconds, now.seconds, limit], as: DeliveryRow.init(row:))
             return try Self.withPayloads(db, claimed.sorted { $0.record.id < $1.record.id })
         }
     }
 
     public func releaseClaims(at: Date) async throws {
-        try await write { db in
-            try db.run("UPDATE deliveries SET status = 'queued', next_attempt_at = ? WHERE status = 'sending'", [at.seconds])
-            // A start whose answer the crash lost, but whose activity the device has reported.
-            try db.run(Self.skipStartsThatArrived, [at.seconds])
-        }
+        try await write { db in try db.carryOut(.restarted, at: at) }
     }
 
-    /// Push-to-starts still queued whose device has reported an activity for their key: the start
-    /// arrived (its answer was lost to a crash or a timeout), or the app started the activity
-    /// itself. Sent (again), it would start a second activity, and only the newer one's token
-    /// would be kept under the key: the first would stay on the Lock Screen, never updated or
-    /// ended. The statement can be narrowed with `AND bundle_id = ? AND key = ? AND device_id = ?`.
-    private static let skipStartsThatArrived = """
-        UPDATE deliveries SET status = 'skipped', finished_at = ?,
-            apns_reason = 'not sent (again): the device has reported an activity for the key, and another start would start a second one'
-        WHERE status = 'queued' AND target = 'push-to-start'
-            AND EXISTS (
-                SELECT 1 FROM activity_tokens t
-                WHERE t.bundle_id = deliveries.bundle_id AND t.key = deliveries.key AND t.device_id = deliveries.device_id)
-        """
-
-    // Fixed texts: the statement cache is keyed by them. An outcome changes a delivery only while
-    // it is still claimed: a late answer after a restart took the claim back changes nothing.
-    private static let recordRetry = """
-        UPDATE deliveries SET status = 'queued', attempts = attempts + 1, next_attempt_at = ?, attempted_at = ?, apns_status = ?,
-            apns_reason = ?
-        WHERE id = ? AND status = 'sending' RETURNING bundle_id, key, target, device_id
-        """
-    private static let recordFailed = """
-        UPDATE deliveries SET status = 'failed', attempts = attempts + 1, finished_at = ?, attempted_at = ?, apns_status = ?,
-            apns_reason = ?
-        WHERE id = ? AND status = 'sending' RETURNING bundle_id, key, target, device_id, token
+    /// Due deliveries, claimed until a lease's end (`?`: the lease, now, how many).
+    private static let claim = """
+        UPDATE deliveries SET status = '\(DeliveryEvent.claim.destination.rawValue)', next_attempt_at = ?
+        WHERE id IN (
+            SELECT id FROM deliveries WHERE \(OutboxStatements.statusCondition(.claim)) AND next_attempt_at <= ?
+            ORDER BY next_attempt_at, id LIMIT ?)
+        RETURNING \(DeliveryRecord.columns)
         """
 
     /// Batch sizes: a handful of statement texts to cache, and few statements for any count.
@@ -433,10 +397,10 @@ public final class SQLiteStore: RelayStore {
     /// pushes instead of one each, which was most of the cost of recording a fan-out.
     private static let recordSent = Dictionary(uniqueKeysWithValues: batchSizes.map { rows in
         (rows, """
-        UPDATE deliveries SET status = 'sent', attempts = attempts + 1, finished_at = ?, attempted_at = ?, apns_status = o.column2,
-            apns_id = o.column3, apns_reason = NULL
+        UPDATE deliveries SET status = '\(DeliveryEvent.sent.destination.rawValue)', attempts = attempts + 1, finished_at = ?,
+            attempted_at = ?, apns_status = o.column2, apns_id = o.column3, apns_reason = NULL
         FROM (VALUES \(repeatElement("(?, ?, ?)", count: rows).joined(separator: ", "))) AS o
-        WHERE deliveries.id = o.column1 AND deliveries.status = 'sending'
+        WHERE deliveries.id = o.column1 AND deliveries.\(OutboxStatements.statusCondition(.sent))
         """)
     })
 
@@ -449,40 +413,13 @@ public final class SQLiteStore: RelayStore {
                 switch outcome {
                 case .sent(let status, let apnsID):
                     sent.append((id, status, apnsID))
-                case .retry(let next, let status, let reason):
-                    let retried = try db.fetchOne(Self.recordRetry, [next.seconds, now, status, reason, id]) { row in
-                        (app: row[0] as String, key: row[1] as String, kind: row[2] as String, deviceID: row[3] as String?)
+                case .retry, .failed:
+                    let answer = OutboxStatements.answer(id: id, outcome, at: at)
+                    let answered = try db.fetchOne(answer.text, answer.sqliteArguments) { row in
+                        OutboxStatements.answered(bundleID: row[0], key: row[1], target: row[2], deviceID: row[3], token: row[4], channelID: row[5])
                     }
-                    // A start may have arrived though its answer did not.
-                    if let retried, retried.kind == "push-to-start", let deviceID = retried.deviceID {
-                        try db.run(
-                            Self.skipStartsThatArrived + " AND bundle_id = ? AND key = ? AND device_id = ?",
-                            [now, retried.app, retried.key, deviceID])
-                    }
-                case .failed(let status, let reason, let tokenIsDead):
-                    let target = try db.fetchOne(Self.recordFailed, [now, now, status, reason, id]) { row in
-                        (app: row[0] as String, key: row[1] as String, kind: row[2] as String, deviceID: row[3] as String?,
-                         token: row[4] as String?)
-                    }
-                    guard tokenIsDead, let target, let deviceID = target.deviceID, let token = target.token else { continue }
-                    if target.kind == "activity" {
-                        try db.run(
-                            """
-                            UPDATE activity_tokens SET state = 'dead', state_reason = ?
-                            WHERE bundle_id = ? AND key = ? AND device_id = ? AND token = ?
-                            """,
-                            [reason, target.app, target.key, deviceID, token])
-                    } else {
-                        try db.run(
-                            "UPDATE push_to_start_tokens SET dead_reason = ? WHERE bundle_id = ? AND device_id = ? AND token = ?",
-                            [reason, target.app, deviceID, token])
-                    }
-                    try db.run(
-                        """
-                        UPDATE deliveries SET status = 'skipped', finished_at = ?, apns_reason = ?
-                        WHERE bundle_id = ? AND key = ? AND device_id = ? AND status = 'queued' AND token = ?
-                        """,
-                        [now, "token dead: \(reason ?? "refused")", target.app, target.key, deviceID, token])
+                    // An answer to a push no longer claimed changes nothing.
+                    if let answered { try db.carryOut(.answered(answered, outcome), at: at) }
                 }
             }
             for batch in sent.batched(Self.batchSizes) {
@@ -496,7 +433,7 @@ public final class SQLiteStore: RelayStore {
 
     public func nextDueDate() async throws -> Date? {
         try await pool.read { db in
-            try db.fetchOne("SELECT MIN(next_attempt_at) FROM deliveries WHERE status IN ('queued', 'sending')") { $0.date(0) } ?? nil
+            try db.fetchOne("SELECT MIN(next_attempt_at) FROM deliveries WHERE \(OutboxStatements.statusCondition(.claim))") { $0.date(0) } ?? nil
         }
     }
 
@@ -575,12 +512,7 @@ public final class SQLiteStore: RelayStore {
                 try db.run(
                     "UPDATE activity_tokens SET state = 'ended', state_reason = 'expired' WHERE bundle_id = ? AND key = ? AND state = 'live'",
                     [app, key])
-                try db.run(
-                    """
-                    UPDATE deliveries SET status = 'skipped', finished_at = ?, apns_reason = 'activity expired'
-                    WHERE bundle_id = ? AND key = ? AND status = 'queued'
-                    """,
-                    [at.seconds, app, key])
+                try db.carryOut(.activityExpired(app: app, key: key), at: at)
                 try db.run(
                     """
                     UPDATE channels SET delete_after = ?
@@ -767,12 +699,13 @@ extension SQLiteStore {
             payloadIDs.append(db.lastInsertedRowID)
         }
         let now = at.seconds
-        try supersedeQueued(db, by: deliveries, fanOut: fanOut?.push, at: now)
-        let leaseUntil = handOver.flatMap { deliveries.count + (fanOut?.count ?? 0) <= $0.limit ? $0.leaseUntil.seconds : nil }
-        let (status, due) = leaseUntil.map { ("sending", $0) } ?? ("queued", now)
+        try db.carryOut(.accepted(deliveries: deliveries, fanOut: fanOut?.push), at: at)
+        let entry = OutboxRules.entry(count: deliveries.count + (fanOut?.count ?? 0), handOver: handOver, at: at)
+        let (status, due) = (entry.status.rawValue, entry.due.seconds)
         // Ids only grow (AUTOINCREMENT) and this transaction is the only writer: what it inserts
         // is every row above the highest id now.
-        let lastIDBefore = leaseUntil == nil ? 0 : try db.fetchOne("SELECT COALESCE(MAX(id), 0) FROM deliveries") { $0[0] as Int64 } ?? 0
+        let handedOver = entry.status != .queued
+        let lastIDBefore = handedOver ? try db.fetchOne("SELECT COALESCE(MAX(id), 0) FROM deliveries") { $0[0] as Int64 } ?? 0 : 0
         let insert = try db.cachedStatement(
             sql: """
                 INSERT INTO deliveries (\(Self.newDeliveryColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)
@@ -798,7 +731,7 @@ extension SQLiteStore {
                     push.timestamp, push.requestID, status, due, now, push.bundleID, push.key,
                 ])
         }
-        guard leaseUntil != nil else { return [] }
+        guard handedOver else { return [] }
         let payloadsByID = Dictionary(uniqueKeysWithValues: zip(payloadIDs, payloads))
         return try db.fetchAll(
             "SELECT \(DeliveryRecord.columns) FROM deliveries WHERE id > ? ORDER BY id", [lastIDBefore], as: DeliveryRow.init(row:)
@@ -806,33 +739,6 @@ extension SQLiteStore {
             var record = row.record
             record.payload = payloadsByID[row.payloadID] ?? []
             return record
-        }
-    }
-
-    /// Drops the queued pushes that new updates or ends make pointless. A change goes to every
-    /// live token of its key, so it supersedes the key's queued updates and ends to activity
-    /// tokens (a rotated token's included) in one statement, however many tokens the key has; a
-    /// broadcast supersedes its channel's queued broadcasts.
-    private static func supersedeQueued(_ db: Database, by deliveries: [NewDelivery], fanOut: NewPush?, at now: Double) throws {
-        struct AppKey: Hashable { var app: String; var key: String }
-        var keys: Set<AppKey> = [], channels: Set<String> = []
-        if let fanOut { keys.insert(AppKey(app: fanOut.bundleID, key: fanOut.key)) }
-        for delivery in deliveries where delivery.push.event != "start" {
-            switch delivery.target {
-            case .activityToken: keys.insert(AppKey(app: delivery.push.bundleID, key: delivery.push.key))
-            case .channel(let id): channels.insert(id)
-            case .pushToStartToken: break
-            }
-        }
-        for key in keys {
-            try db.run(
-                """
-                UPDATE deliveries SET status = 'superseded', finished_at = ?
-                WHERE bundle_id = ? AND key = ? AND status = 'queued' AND event IN ('update', 'end') AND target = 'activity'
-                """, [now, key.app, key.key])
-        }
-        for channel in channels {
-            try db.run("UPDATE deliveries SET status = 'superseded', finished_at = ? WHERE channel_id = ? AND status = 'queued'", [now, channel])
         }
     }
 
@@ -860,6 +766,17 @@ extension SQLiteStore {
 // MARK: Statements and rows
 
 extension Database {
+    /// Carries out what the outbox's rules decide after `trigger`.
+    fileprivate func carryOut(_ trigger: OutboxTrigger, at now: Date) throws {
+        for decision in OutboxRules.decisions(after: trigger, at: now) {
+            let statement = switch decision {
+            case .move(let move): OutboxStatements.move(move)
+            case .killToken(let token): OutboxStatements.kill(token)
+            }
+            try run(statement.text, statement.sqliteArguments)
+        }
+    }
+
     /// Runs `sql` from the statement cache: compiled once per connection, not on every call.
     fileprivate func run(_ sql: String, _ arguments: StatementArguments = []) throws {
         try cachedStatement(sql: sql).execute(arguments: arguments)
@@ -888,6 +805,18 @@ extension Database {
 
 extension Date {
     fileprivate var seconds: Double { timeIntervalSince1970 }
+}
+
+extension SQLStatement {
+    fileprivate var sqliteArguments: StatementArguments {
+        StatementArguments(arguments.map { argument -> (any DatabaseValueConvertible)? in
+            switch argument {
+            case .text(let value): value
+            case .real(let value): value
+            case .integer(let value): value
+            }
+        })
+    }
 }
 
 extension Row {
@@ -1010,12 +939,7 @@ private struct DeliveryRow {
     var payloadID: Int64
 
     init(row: Row) {
-        let kind: String = row[3]
-        let target: DeliveryTarget = switch kind {
-        case "channel": .channel(row[6])
-        case "push-to-start": .pushToStartToken(deviceID: row[4], token: row[5])
-        default: .activityToken(deviceID: row[4], token: row[5])
-        }
+        let target = DeliveryTarget(kind: row[3], deviceID: row[4], token: row[5], channelID: row[6])
         payloadID = row[7]
         record = DeliveryRecord(
             id: row[0], bundleID: row[22], key: row[1], event: row[2], target: target,
@@ -1048,9 +972,8 @@ extension DeliveryTarget {
     /// `target`, `device_id`, `token`, `channel_id`.
     fileprivate var columns: (String, String?, String?, String?) {
         switch self {
-        case .pushToStartToken(let deviceID, let token): ("push-to-start", deviceID, token, nil)
-        case .activityToken(let deviceID, let token): ("activity", deviceID, token, nil)
-        case .channel(let id): ("channel", nil, nil, id)
+        case .pushToStartToken(let deviceID, let token), .activityToken(let deviceID, let token): (kind.rawValue, deviceID, token, nil)
+        case .channel(let id): (kind.rawValue, nil, nil, id)
         }
     }
 }

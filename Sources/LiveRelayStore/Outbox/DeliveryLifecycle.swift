@@ -1,0 +1,93 @@
+import Foundation
+
+/// What can happen to one push in the outbox. Each event applies to some statuses only and leads
+/// to one; `DeliveryStatus.after(_:)` is the whole lifecycle:
+///
+///     queued ──claim──▶ sending ──sent──▶ sent
+///       ▲ │ ▲             │ │ └──fail──▶ failed
+///       │ │ └──claim──────┘ │   (again, once its lease ran out)
+///       │ │                 │
+///       └─┼───retry, release┘
+///         ├──supersede──▶ superseded
+///         └──skip───────▶ skipped
+///
+/// A push in flight is never superseded or skipped: its answer must still be recorded. An answer
+/// to a push no longer claimed (its lease ran out, or a restart released it) changes nothing.
+public enum DeliveryEvent: String, Sendable, Hashable, CaseIterable {
+    /// A dispatcher takes it to send, leased until a time: when it is queued and due, or again when
+    /// an earlier claim's lease ran out without an answer (its dispatcher died).
+    case claim
+    /// APNs accepted it.
+    case sent
+    /// No answer came, or APNs advised trying again: due again later.
+    case retry
+    /// Failed for good: a dead letter.
+    case fail
+    /// Due again at once: after a restart no dispatcher holds a claim.
+    case release
+    /// A newer change to its activity or channel makes it pointless.
+    case supersede
+    /// Pointless for another reason: its token died, its activity ended on the device or expired,
+    /// or its start already arrived.
+    case skip
+
+    /// The statuses the event moves a delivery from, in declaration order: what a store's
+    /// statement requires of the rows it changes.
+    public var sources: [DeliveryStatus] { DeliveryStatus.allCases.filter { $0.after(self) != nil } }
+
+    /// The status the event moves a delivery to.
+    public var destination: DeliveryStatus {
+        // Every event has a source and one destination (DeliveryLifecycleTests).
+        sources.first!.after(self)!
+    }
+}
+
+extension DeliveryStatus {
+    /// The status `event` moves a delivery in this status to, or nil when the event does not apply.
+    public func after(_ event: DeliveryEvent) -> DeliveryStatus? {
+        switch (self, event) {
+        case (.queued, .claim), (.sending, .claim): .sending
+        case (.sending, .sent): .sent
+        case (.sending, .retry), (.sending, .release): .queued
+        case (.sending, .fail): .failed
+        case (.queued, .supersede): .superseded
+        case (.queued, .skip): .skipped
+        default: nil
+        }
+    }
+
+    /// Nothing happens to it any more.
+    public var isFinal: Bool { DeliveryEvent.allCases.allSatisfy { after($0) == nil } }
+
+    /// It was sent, or may still be: it counts against its key's priority-10 budget, which
+    /// counts what reaches devices (APNs throttles what it delivers, not what it refuses).
+    public var countsTowardBudget: Bool { self == .sent || !isFinal }
+}
+
+extension DeliveryOutcome {
+    /// The event that records this outcome.
+    public var event: DeliveryEvent {
+        switch self {
+        case .sent: .sent
+        case .retry: .retry
+        case .failed: .fail
+        }
+    }
+}
+
+/// A delivery's target kind, as stored.
+public enum DeliveryTargetKind: String, Sendable, Hashable, CaseIterable {
+    case pushToStart = "push-to-start"
+    case activity
+    case channel
+}
+
+extension DeliveryTarget {
+    public var kind: DeliveryTargetKind {
+        switch self {
+        case .pushToStartToken: .pushToStart
+        case .activityToken: .activity
+        case .channel: .channel
+        }
+    }
+}

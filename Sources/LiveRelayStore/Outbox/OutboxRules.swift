@@ -1,0 +1,196 @@
+import Foundation
+
+/// What happened that matters to the pushes in the outbox.
+public enum OutboxTrigger: Sendable, Hashable {
+    /// A request was accepted with these pushes (and `fanOut`, one to each live token of its key).
+    case accepted(deliveries: [NewDelivery], fanOut: NewPush?)
+    /// The answer to a claimed push was recorded.
+    case answered(AnsweredDelivery, DeliveryOutcome)
+    /// A device reported an activity (its update token) under a key.
+    case activityTokenRegistered(app: String, key: String, deviceID: String)
+    /// A device reported the activity under a key ended or dismissed.
+    case activityEndedOnDevice(app: String, key: String, deviceID: String, state: ActivityTokenState)
+    /// A key ran past the eight hours an activity lives.
+    case activityExpired(app: String, key: String)
+    /// The server started: whatever was claimed before has no dispatcher any more.
+    case restarted
+}
+
+/// A push whose answer was recorded while it was claimed.
+public struct AnsweredDelivery: Sendable, Hashable {
+    public var bundleID: String
+    public var key: String
+    public var target: DeliveryTarget
+
+    public init(bundleID: String, key: String, target: DeliveryTarget) {
+        self.bundleID = bundleID
+        self.key = key
+        self.target = target
+    }
+}
+
+/// One thing a store does to carry out the rules.
+public enum OutboxDecision: Sendable, Hashable {
+    /// Applies an event to the deliveries a selection picks, of those in a status it applies to.
+    case move(DeliveryMove)
+    /// APNs refused the token for good: nothing is sent to it again.
+    case killToken(DeadToken)
+}
+
+/// An event applied to every delivery a selection picks, among those in the statuses it moves from.
+public struct DeliveryMove: Sendable, Hashable {
+    public var event: DeliveryEvent
+    public var selection: DeliverySelection
+    /// When: `finished_at` of a delivery it finishes, else its new `next_attempt_at`.
+    public var at: Date
+    /// Why, kept as the delivery's reason; nil leaves the reason as it is.
+    public var reason: String?
+
+    public init(_ event: DeliveryEvent, _ selection: DeliverySelection, at: Date, reason: String? = nil) {
+        self.event = event
+        self.selection = selection
+        self.at = at
+        self.reason = reason
+    }
+}
+
+/// Which deliveries a move applies to: each field that is set must match.
+public struct DeliverySelection: Sendable, Hashable {
+    public var bundleID: String?
+    public var key: String?
+    public var deviceID: String?
+    public var token: String?
+    public var channelID: String?
+    public var targets: [DeliveryTargetKind]?
+    public var events: [String]?
+    /// Only push-to-starts whose device has reported an activity under their key.
+    public var onlyStartsThatArrived: Bool
+
+    public init(
+        bundleID: String? = nil, key: String? = nil, deviceID: String? = nil, token: String? = nil, channelID: String? = nil,
+        targets: [DeliveryTargetKind]? = nil, events: [String]? = nil, onlyStartsThatArrived: Bool = false
+    ) {
+        self.bundleID = bundleID
+        self.key = key
+        self.deviceID = deviceID
+        self.token = token
+        self.channelID = channelID
+        self.targets = targets
+        self.events = events
+        self.onlyStartsThatArrived = onlyStartsThatArrived
+    }
+
+    /// Every delivery.
+    public static let all = DeliverySelection()
+}
+
+/// A token APNs refused for good.
+public struct DeadToken: Sendable, Hashable {
+    public enum Kind: Sendable, Hashable {
+        case pushToStart, activity
+    }
+
+    public var bundleID: String
+    /// The key of the push that found it dead: an update token is the key's.
+    public var key: String
+    public var kind: Kind
+    public var deviceID: String
+    public var token: String
+    public var reason: String
+}
+
+/// What each thing that happens does to the pushes in the outbox, decided without a database:
+/// every store carries out the decisions (`DeliveryMove`s are statements of its engine), and the
+/// lifecycle of each push is `DeliveryStatus.after(_:)`.
+public enum OutboxRules {
+    /// What an accepted request's pushes are written as: claimed for the running dispatcher,
+    /// leased as a claim would be, when a hand-over allows as many (it sends them at once, without
+    /// a transaction to claim them); else queued, due now.
+    public static func entry(count: Int, handOver: HandOver?, at now: Date) -> (status: DeliveryStatus, due: Date) {
+        guard let handOver, count <= handOver.limit else { return (.queued, now) }
+        return (DeliveryEvent.claim.destination, handOver.leaseUntil)
+    }
+
+    public static func decisions(after trigger: OutboxTrigger, at now: Date) -> [OutboxDecision] {
+        switch trigger {
+        case .accepted(let deliveries, let fanOut):
+            return superseded(by: deliveries, fanOut: fanOut, at: now).map(OutboxDecision.move)
+
+        case .answered(let delivery, .retry):
+            // A start may have arrived though its answer did not: the device's report says so.
+            guard case .pushToStartToken(let deviceID, _) = delivery.target else { return [] }
+            return [.move(startsThatArrived(DeliverySelection(bundleID: delivery.bundleID, key: delivery.key, deviceID: deviceID), at: now))]
+
+        case .answered(let delivery, .failed(_, let reason, tokenIsDead: true)):
+            let kind: DeadToken.Kind
+            let (deviceID, token): (String, String)
+            switch delivery.target {
+            case .pushToStartToken(let device, let value): (kind, deviceID, token) = (.pushToStart, device, value)
+            case .activityToken(let device, let value): (kind, deviceID, token) = (.activity, device, value)
+            // APNs' answers about a channel never say a token is dead.
+            case .channel: return []
+            }
+            let dead = DeadToken(bundleID: delivery.bundleID, key: delivery.key, kind: kind, deviceID: deviceID, token: token, reason: reason)
+            let waiting = DeliverySelection(bundleID: delivery.bundleID, key: delivery.key, deviceID: deviceID, token: token)
+            return [.killToken(dead), .move(DeliveryMove(.skip, waiting, at: now, reason: "token dead: \(reason)"))]
+
+        case .answered:
+            return []
+
+        case .activityTokenRegistered(let app, let key, let deviceID):
+            return [.move(startsThatArrived(DeliverySelection(bundleID: app, key: key, deviceID: deviceID), at: now))]
+
+        case .activityEndedOnDevice(let app, let key, let deviceID, let state):
+            // Nothing more to send to an activity that is over on the device.
+            let updates = DeliverySelection(bundleID: app, key: key, deviceID: deviceID, targets: [.activity])
+            return [.move(DeliveryMove(.skip, updates, at: now, reason: "activity \(state.rawValue) on the device"))]
+
+        case .activityExpired(let app, let key):
+            return [.move(DeliveryMove(.skip, DeliverySelection(bundleID: app, key: key), at: now, reason: "activity expired"))]
+
+        case .restarted:
+            return [
+                .move(DeliveryMove(.release, .all, at: now)),
+                // A start whose answer the crash lost, but whose activity the device has reported.
+                .move(startsThatArrived(.all, at: now)),
+            ]
+        }
+    }
+
+    /// The queued pushes that new ones make pointless. A change goes to every live token of its
+    /// key, so it supersedes the key's queued updates and ends to update tokens (a rotated token's
+    /// included), however many tokens the key has; a broadcast supersedes its channel's. A start
+    /// supersedes nothing.
+    private static func superseded(by deliveries: [NewDelivery], fanOut: NewPush?, at now: Date) -> [DeliveryMove] {
+        var keys: [DeliverySelection] = [], channels: [DeliverySelection] = []
+        func supersedeKey(app: String, key: String) {
+            let selection = DeliverySelection(bundleID: app, key: key, targets: [.activity], events: ["update", "end"])
+            if !keys.contains(selection) { keys.append(selection) }
+        }
+        if let fanOut { supersedeKey(app: fanOut.bundleID, key: fanOut.key) }
+        for delivery in deliveries where delivery.push.event != "start" {
+            switch delivery.target {
+            case .activityToken: supersedeKey(app: delivery.push.bundleID, key: delivery.push.key)
+            case .channel(let id):
+                let selection = DeliverySelection(channelID: id)
+                if !channels.contains(selection) { channels.append(selection) }
+            case .pushToStartToken: break
+            }
+        }
+        return (keys + channels).map { DeliveryMove(.supersede, $0, at: now) }
+    }
+
+    /// Push-to-starts (of `selection`) whose device has reported an activity under their key: the
+    /// start arrived (its answer was lost to a crash or a timeout), or the app started the
+    /// activity itself. Sent (again), it would start a second activity, and only the newer one's
+    /// token would be kept under the key: the first would stay on the Lock Screen, never updated
+    /// or ended.
+    private static func startsThatArrived(_ selection: DeliverySelection, at now: Date) -> DeliveryMove {
+        var starts = selection
+        starts.targets = [.pushToStart]
+        starts.onlyStartsThatArrived = true
+        return DeliveryMove(
+            .skip, starts, at: now,
+            reason: "not sent (again): the device has reported an activity for the key, and another start would start a second one")
+    }
+}

@@ -1,0 +1,144 @@
+import Foundation
+
+/// A statement with `?` for each argument, and the arguments in order. Written once for every
+/// engine: SQLite takes it as it is, PostgreSQL with `$1`, `$2`… (`numbered`).
+struct SQLStatement: Sendable, Hashable {
+    var text: String
+    var arguments: [SQLArgument]
+
+    /// The text with PostgreSQL's numbered parameters. No statement here has a `?` of its own:
+    /// every value, reasons included, is an argument.
+    var numbered: String {
+        var result = ""
+        var number = 0
+        for character in text {
+            if character == "?" {
+                number += 1
+                result += "$\(number)"
+            } else {
+                result.append(character)
+            }
+        }
+        return result
+    }
+}
+
+/// A value bound to a statement, as the stores' columns hold it: dates are seconds since 1970.
+enum SQLArgument: Sendable, Hashable {
+    case text(String?)
+    case real(Double?)
+    case integer(Int64?)
+
+    static func seconds(_ date: Date?) -> SQLArgument { .real(date?.timeIntervalSince1970) }
+}
+
+/// The outbox's decisions as statements, the same text for both engines: what a move may change
+/// is exactly what `DeliveryStatus.after(_:)` allows, because its `status` condition is made from
+/// the event's sources.
+enum OutboxStatements {
+    static func move(_ move: DeliveryMove) -> SQLStatement {
+        var set = "status = '\(move.event.destination.rawValue)'"
+        set += move.event.destination.isFinal ? ", finished_at = ?" : ", next_attempt_at = ?"
+        var arguments: [SQLArgument] = [.seconds(move.at)]
+        if let reason = move.reason {
+            set += ", apns_reason = ?"
+            arguments.append(.text(reason))
+        }
+        let (conditions, selected) = where_(move.selection, event: move.event)
+        return SQLStatement(text: "UPDATE deliveries SET \(set) WHERE \(conditions)", arguments: arguments + selected)
+    }
+
+    /// Records an answer to one delivery while it is still claimed, returning what the rules need
+    /// to know of it (`AnsweredDelivery`, read with `answered(_:)`) when it was. `sent` answers go
+    /// in batches, each engine its own way (`sentColumns` are what they set).
+    static func answer(id: Int64, _ outcome: DeliveryOutcome, at now: Date) -> SQLStatement {
+        let event = outcome.event
+        let status = SQLArgument.integer
+        var set = "status = '\(event.destination.rawValue)', attempts = attempts + 1, attempted_at = ?, apns_status = ?, apns_reason = ?"
+        var arguments: [SQLArgument]
+        switch outcome {
+        case .sent(let code, let apnsID):
+            set += ", apns_id = ?, finished_at = ?"
+            arguments = [.seconds(now), status(Int64(code)), .text(nil), .text(apnsID), .seconds(now)]
+        case .retry(let next, let code, let reason):
+            set += ", next_attempt_at = ?"
+            arguments = [.seconds(now), status(code.map(Int64.init)), .text(reason), .seconds(next)]
+        case .failed(let code, let reason, _):
+            set += ", finished_at = ?"
+            arguments = [.seconds(now), status(code.map(Int64.init)), .text(reason), .seconds(now)]
+        }
+        return SQLStatement(
+            text: "UPDATE deliveries SET \(set) WHERE id = ? AND \(statusCondition(event)) RETURNING bundle_id, key, target, device_id, token, channel_id",
+            arguments: arguments + [.integer(id)])
+    }
+
+    /// The delivery an `answer` statement returned.
+    static func answered(bundleID: String, key: String, target kind: String, deviceID: String?, token: String?, channelID: String?)
+        -> AnsweredDelivery
+    {
+        AnsweredDelivery(bundleID: bundleID, key: key, target: DeliveryTarget(kind: kind, deviceID: deviceID, token: token, channelID: channelID))
+    }
+
+    static func kill(_ token: DeadToken) -> SQLStatement {
+        switch token.kind {
+        case .activity:
+            SQLStatement(
+                text: "UPDATE activity_tokens SET state = 'dead', state_reason = ? WHERE bundle_id = ? AND key = ? AND device_id = ? AND token = ?",
+                arguments: [.text(token.reason), .text(token.bundleID), .text(token.key), .text(token.deviceID), .text(token.token)])
+        case .pushToStart:
+            SQLStatement(
+                text: "UPDATE push_to_start_tokens SET dead_reason = ? WHERE bundle_id = ? AND device_id = ? AND token = ?",
+                arguments: [.text(token.reason), .text(token.bundleID), .text(token.deviceID), .text(token.token)])
+        }
+    }
+
+    /// The deliveries an event applies to.
+    static func statusCondition(_ event: DeliveryEvent) -> String {
+        list("status", event.sources.map(\.rawValue))
+    }
+
+    /// The deliveries that count against a key's priority-10 budget.
+    static let budgetCondition = list("status", DeliveryStatus.allCases.filter(\.countsTowardBudget).map(\.rawValue))
+
+    private static func where_(_ selection: DeliverySelection, event: DeliveryEvent) -> (String, [SQLArgument]) {
+        var conditions = [statusCondition(event)]
+        var arguments: [SQLArgument] = []
+        for (column, value) in [
+            ("bundle_id", selection.bundleID), ("key", selection.key), ("device_id", selection.deviceID), ("token", selection.token),
+            ("channel_id", selection.channelID),
+        ] {
+            guard let value else { continue }
+            conditions.append("\(column) = ?")
+            arguments.append(.text(value))
+        }
+        if let targets = selection.targets { conditions.append(list("target", targets.map(\.rawValue))) }
+        if let events = selection.events { conditions.append(list("event", events)) }
+        if selection.onlyStartsThatArrived {
+            conditions.append(
+                """
+                EXISTS (SELECT 1 FROM activity_tokens t
+                    WHERE t.bundle_id = deliveries.bundle_id AND t.key = deliveries.key AND t.device_id = deliveries.device_id)
+                """)
+        }
+        return (conditions.joined(separator: " AND "), arguments)
+    }
+
+    /// A condition on a column's value among fixed words of ours (never a caller's text). One
+    /// word gives `=`, not `IN`: the partial indexes on queued rows are chosen only when the
+    /// query's terms imply their condition.
+    private static func list(_ column: String, _ values: [String]) -> String {
+        let quoted = values.map { "'\($0)'" }
+        return quoted.count == 1 ? "\(column) = \(quoted[0])" : "\(column) IN (\(quoted.joined(separator: ", ")))"
+    }
+}
+
+extension DeliveryTarget {
+    /// The target as the stores' `target`, `device_id`, `token` and `channel_id` columns hold it.
+    init(kind: String, deviceID: String?, token: String?, channelID: String?) {
+        switch DeliveryTargetKind(rawValue: kind) {
+        case .channel: self = .channel(channelID ?? "")
+        case .pushToStart: self = .pushToStartToken(deviceID: deviceID ?? "", token: token ?? "")
+        case .activity, nil: self = .activityToken(deviceID: deviceID ?? "", token: token ?? "")
+        }
+    }
+}

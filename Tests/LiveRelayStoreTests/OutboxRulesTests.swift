@@ -1,0 +1,240 @@
+import Foundation
+import LiveActivityKit
+@testable import LiveRelayStore
+import Testing
+
+/// The outbox's rules without a database: every (status, event) pair of the lifecycle, and what
+/// each trigger decides. The contract suite checks that each engine carries the decisions out.
+@Suite struct DeliveryLifecycleTests {
+    /// The whole lifecycle, written out: each status's row lists where each event takes it.
+    static let expected: [DeliveryStatus: [DeliveryEvent: DeliveryStatus]] = [
+        .queued: [.claim: .sending, .supersede: .superseded, .skip: .skipped],
+        .sending: [.claim: .sending, .sent: .sent, .retry: .queued, .fail: .failed, .release: .queued],
+        .sent: [:],
+        .failed: [:],
+        .superseded: [:],
+        .skipped: [:],
+    ]
+
+    @Test(arguments: DeliveryStatus.allCases, DeliveryEvent.allCases)
+    func everyStatusAndEvent(status: DeliveryStatus, event: DeliveryEvent) {
+        #expect(status.after(event) == Self.expected[status]?[event])
+    }
+
+    @Test func finalStatusesAreTheFourOutcomes() {
+        #expect(Set(DeliveryStatus.allCases.filter(\.isFinal)) == [.sent, .failed, .superseded, .skipped])
+    }
+
+    @Test func eachEventHasOneDestination() {
+        for event in DeliveryEvent.allCases {
+            let destinations = Set(event.sources.compactMap { $0.after(event) })
+            #expect(destinations == [event.destination], "\(event)")
+        }
+    }
+
+    /// A push in flight keeps its claim until its answer: nothing but an answer, a release or a
+    /// new claim after its lease touches it.
+    @Test func aPushInFlightIsNeverSupersededOrSkipped() {
+        #expect(DeliveryEvent.supersede.sources == [.queued])
+        #expect(DeliveryEvent.skip.sources == [.queued])
+        for answer in [DeliveryEvent.sent, .retry, .fail] { #expect(answer.sources == [.sending]) }
+    }
+
+    @Test func outcomesAreRecordedByTheirEvents() {
+        #expect(DeliveryOutcome.sent(status: 200, apnsID: nil).event == .sent)
+        #expect(DeliveryOutcome.retry(at: t0, status: 429, reason: "TooManyRequests").event == .retry)
+        #expect(DeliveryOutcome.failed(status: 410, reason: "Unregistered", tokenIsDead: true).event == .fail)
+    }
+
+    /// The budget counts what reached or may still reach a device.
+    @Test func theBudgetCountsWhatIsOrMayBeSent() {
+        #expect(Set(DeliveryStatus.allCases.filter(\.countsTowardBudget)) == [.queued, .sending, .sent])
+    }
+
+    /// Every status can be reached from `queued`, and every path ends in a final one.
+    @Test func everyStatusIsReachableAndEveryPathEnds() {
+        var reached: Set<DeliveryStatus> = [.queued]
+        var frontier: [DeliveryStatus] = [.queued]
+        while let status = frontier.popLast() {
+            for event in DeliveryEvent.allCases {
+                if let next = status.after(event), reached.insert(next).inserted { frontier.append(next) }
+            }
+        }
+        #expect(reached == Set(DeliveryStatus.allCases))
+        for status in DeliveryStatus.allCases where !status.isFinal {
+            #expect(DeliveryEvent.allCases.contains { status.after($0)?.isFinal == true }, "\(status) has a way out")
+        }
+    }
+}
+
+@Suite struct OutboxRulesTests {
+    let now = t0
+
+    func delivery(_ target: DeliveryTarget, key: String = "k") -> AnsweredDelivery {
+        AnsweredDelivery(bundleID: testApp, key: key, target: target)
+    }
+
+    func newDelivery(_ key: String, _ event: String, _ target: DeliveryTarget, app: String = testApp) -> NewDelivery {
+        NewDelivery(
+            bundleID: app, key: key, event: event, target: target, environment: .sandbox, payloadIndex: 0, priority: 10,
+            priorityReason: "requested", expiration: nil, timestamp: 1, requestID: "r")
+    }
+
+    @Test func pushesAreHandedOverOnlyWhenTheyFit() {
+        let handOver = HandOver(leaseUntil: t0 + 30, limit: 4)
+        #expect(OutboxRules.entry(count: 4, handOver: handOver, at: now) == (.sending, t0 + 30))
+        #expect(OutboxRules.entry(count: 5, handOver: handOver, at: now) == (.queued, now))
+        #expect(OutboxRules.entry(count: 1, handOver: nil, at: now) == (.queued, now))
+    }
+
+    @Test func aChangeSupersedesItsKeysQueuedUpdatesAndItsChannelsBroadcasts() {
+        let decisions = OutboxRules.decisions(
+            after: .accepted(
+                deliveries: [
+                    newDelivery("k", "update", .activityToken(deviceID: "a", token: "ta")),
+                    newDelivery("k", "update", .activityToken(deviceID: "b", token: "tb")),
+                    newDelivery("k", "update", .channel("ch-1")),
+                    newDelivery("k", "update", .channel("ch-1")),
+                ],
+                fanOut: nil),
+            at: now)
+        #expect(
+            decisions == [
+                .move(DeliveryMove(.supersede, DeliverySelection(bundleID: testApp, key: "k", targets: [.activity], events: ["update", "end"]), at: now)),
+                .move(DeliveryMove(.supersede, DeliverySelection(channelID: "ch-1"), at: now)),
+            ])
+    }
+
+    @Test func aFanOutSupersedesItsKeysQueuedUpdates() {
+        let push = NewPush(
+            bundleID: "com.example.other", key: "match", event: "end", payloadIndex: 0, priority: 5, priorityReason: "requested",
+            expiration: nil, timestamp: 1, requestID: "r")
+        #expect(
+            OutboxRules.decisions(after: .accepted(deliveries: [], fanOut: push), at: now) == [
+                .move(
+                    DeliveryMove(
+                        .supersede, DeliverySelection(bundleID: "com.example.other", key: "match", targets: [.activity], events: ["update", "end"]),
+                        at: now))
+            ])
+    }
+
+    /// Two starts of one key may both be queued (a start and its retry are one row): a start
+    /// supersedes nothing.
+    @Test func aStartSupersedesNothing() {
+        let start = newDelivery("k", "start", .pushToStartToken(deviceID: "a", token: "p"))
+        #expect(OutboxRules.decisions(after: .accepted(deliveries: [start], fanOut: nil), at: now).isEmpty)
+    }
+
+    @Test func aDeadUpdateTokenDiesAndItsQueuedPushesAreSkipped() {
+        let answered = delivery(.activityToken(deviceID: "a", token: "ta"))
+        let decisions = OutboxRules.decisions(
+            after: .answered(answered, .failed(status: 410, reason: "Unregistered", tokenIsDead: true)), at: now)
+        #expect(
+            decisions == [
+                .killToken(DeadToken(bundleID: testApp, key: "k", kind: .activity, deviceID: "a", token: "ta", reason: "Unregistered")),
+                .move(
+                    DeliveryMove(
+                        .skip, DeliverySelection(bundleID: testApp, key: "k", deviceID: "a", token: "ta"), at: now,
+                        reason: "token dead: Unregistered")),
+            ])
+    }
+
+    @Test func aDeadPushToStartTokenDies() {
+        let answered = delivery(.pushToStartToken(deviceID: "a", token: "p"))
+        let decisions = OutboxRules.decisions(
+            after: .answered(answered, .failed(status: 400, reason: "BadDeviceToken", tokenIsDead: true)), at: now)
+        #expect(decisions.first == .killToken(DeadToken(bundleID: testApp, key: "k", kind: .pushToStart, deviceID: "a", token: "p", reason: "BadDeviceToken")))
+        #expect(decisions.count == 2)
+    }
+
+    /// A dead letter that says nothing of its token, a channel's refusal and a push that was sent
+    /// change nothing else.
+    @Test func otherAnswersDecideNothingMore() {
+        let token = delivery(.activityToken(deviceID: "a", token: "ta"))
+        #expect(OutboxRules.decisions(after: .answered(token, .failed(status: 400, reason: "BadPriority", tokenIsDead: false)), at: now).isEmpty)
+        #expect(OutboxRules.decisions(after: .answered(token, .sent(status: 200, apnsID: "x")), at: now).isEmpty)
+        #expect(OutboxRules.decisions(after: .answered(token, .retry(at: now + 1, status: 429, reason: "TooManyRequests")), at: now).isEmpty)
+        let channel = delivery(.channel("ch"))
+        #expect(OutboxRules.decisions(after: .answered(channel, .failed(status: 410, reason: "Unregistered", tokenIsDead: true)), at: now).isEmpty)
+    }
+
+    static let startArrived = "not sent (again): the device has reported an activity for the key, and another start would start a second one"
+
+    /// A start retried for lack of an answer may have arrived: the device's report says so.
+    @Test func aRetriedStartIsSkippedOnceItsActivityIsReported() {
+        let answered = delivery(.pushToStartToken(deviceID: "a", token: "p"))
+        let skip = DeliveryMove(
+            .skip, DeliverySelection(bundleID: testApp, key: "k", deviceID: "a", targets: [.pushToStart], onlyStartsThatArrived: true), at: now,
+            reason: Self.startArrived)
+        #expect(OutboxRules.decisions(after: .answered(answered, .retry(at: now + 1, status: nil, reason: "no answer")), at: now) == [.move(skip)])
+        #expect(OutboxRules.decisions(after: .activityTokenRegistered(app: testApp, key: "k", deviceID: "a"), at: now) == [.move(skip)])
+    }
+
+    @Test func anActivityOverOnTheDeviceGetsNoMoreUpdates() {
+        #expect(
+            OutboxRules.decisions(after: .activityEndedOnDevice(app: testApp, key: "k", deviceID: "a", state: .dismissed), at: now) == [
+                .move(
+                    DeliveryMove(
+                        .skip, DeliverySelection(bundleID: testApp, key: "k", deviceID: "a", targets: [.activity]), at: now,
+                        reason: "activity dismissed on the device"))
+            ])
+    }
+
+    @Test func anExpiredActivityGetsNothingMore() {
+        #expect(
+            OutboxRules.decisions(after: .activityExpired(app: testApp, key: "k"), at: now) == [
+                .move(DeliveryMove(.skip, DeliverySelection(bundleID: testApp, key: "k"), at: now, reason: "activity expired"))
+            ])
+    }
+
+    @Test func aRestartReleasesEveryClaimAndSkipsStartsThatArrived() {
+        #expect(
+            OutboxRules.decisions(after: .restarted, at: now) == [
+                .move(DeliveryMove(.release, .all, at: now)),
+                .move(DeliveryMove(.skip, DeliverySelection(targets: [.pushToStart], onlyStartsThatArrived: true), at: now, reason: Self.startArrived)),
+            ])
+    }
+}
+
+/// The decisions as statements: what a move may change is what the lifecycle allows.
+@Suite struct OutboxStatementsTests {
+    @Test(arguments: DeliveryEvent.allCases)
+    func aMoveChangesOnlyTheStatusesItsEventAppliesTo(event: DeliveryEvent) {
+        let statement = OutboxStatements.move(DeliveryMove(event, DeliverySelection(bundleID: "app", key: "k"), at: t0, reason: "why"))
+        let sources = event.sources.map { "'\($0.rawValue)'" }
+        let condition = sources.count == 1 ? "status = \(sources[0])" : "status IN (\(sources.joined(separator: ", ")))"
+        #expect(statement.text.contains("WHERE \(condition) AND bundle_id = ? AND key = ?"), "\(statement.text)")
+        #expect(statement.text.hasPrefix("UPDATE deliveries SET status = '\(event.destination.rawValue)'"))
+        #expect(statement.text.contains(event.destination.isFinal ? "finished_at = ?" : "next_attempt_at = ?"))
+        #expect(statement.arguments == [.seconds(t0), .text("why"), .text("app"), .text("k")])
+    }
+
+    @Test func anAnswerIsRecordedOnlyWhileClaimed() {
+        let statement = OutboxStatements.answer(id: 7, .retry(at: t0 + 5, status: nil, reason: "no answer"), at: t0)
+        #expect(statement.text.contains("WHERE id = ? AND status = 'sending' RETURNING"))
+        #expect(statement.text.hasPrefix("UPDATE deliveries SET status = 'queued', attempts = attempts + 1"))
+        #expect(statement.arguments == [.seconds(t0), .integer(nil), .text("no answer"), .seconds(t0 + 5), .integer(7)])
+    }
+
+    @Test func postgresGetsNumberedParameters() {
+        let statement = SQLStatement(text: "UPDATE t SET a = ? WHERE b = ? AND c IN ('x')", arguments: [.integer(1), .integer(2)])
+        #expect(statement.numbered == "UPDATE t SET a = $1 WHERE b = $2 AND c IN ('x')")
+    }
+
+    /// Every statement has as many `?` as arguments: a reason or key with a `?` of its own is an
+    /// argument, never part of the text.
+    @Test func everyValueIsAnArgument() {
+        let tricky = "why? because"
+        let statements = [
+            OutboxStatements.move(DeliveryMove(.skip, DeliverySelection(bundleID: "a?", key: "k?", deviceID: "d", token: "t", channelID: "c"), at: t0, reason: tricky)),
+            OutboxStatements.answer(id: 1, .failed(status: 400, reason: tricky, tokenIsDead: false), at: t0),
+            OutboxStatements.answer(id: 1, .sent(status: 200, apnsID: "?"), at: t0),
+            OutboxStatements.kill(DeadToken(bundleID: "a", key: "k", kind: .activity, deviceID: "d", token: "t", reason: tricky)),
+            OutboxStatements.kill(DeadToken(bundleID: "a", key: "k", kind: .pushToStart, deviceID: "d", token: "t", reason: tricky)),
+        ]
+        for statement in statements {
+            #expect(statement.text.filter { $0 == "?" }.count == statement.arguments.count, "\(statement.text)")
+            #expect(!statement.text.contains(tricky))
+        }
+    }
+}
