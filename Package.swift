@@ -38,6 +38,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.30.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         // Hummingbird's request and response types, which our middleware names.
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
@@ -82,10 +83,15 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ] + http2OverTLS
         ),
-        // The server's storage: one protocol, SQLite (embedded default) behind it, named migrations.
+        // The server's storage: one protocol, SQLite (embedded default) and PostgreSQL behind it, the
+        // same named migrations, the outbox's rules in Swift once for both.
         .target(
             name: "LiveRelayStore",
-            dependencies: ["LiveActivityKit", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "LiveActivityKit", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
         ),
         // The service core: registry, lifecycle, fan-out, durable outbox, dispatcher, scheduler,
         // budget governor. Logic over the store and the APNs client.
@@ -195,7 +201,8 @@ let package = Package(
         .testTarget(name: "LiveRelayTests", dependencies: ["LiveRelay", "LiveRelayStore", "LiveActivityKit", "APNs", "LiveRelayTesting"]),
         // The contract every store implementation must pass.
         .testTarget(
-            name: "LiveRelayStoreTests", dependencies: ["LiveRelayStore", "LiveActivityKit", .product(name: "GRDB", package: "GRDB.swift")]),
+            name: "LiveRelayStoreTests",
+            dependencies: ["LiveRelayStore", "LiveActivityKit", "LiveRelayTesting", .product(name: "GRDB", package: "GRDB.swift")]),
         // The server through its HTTP API, with the emulator and simulated devices on loopback.
         .testTarget(
             name: "LiveRelayHTTPTests",

@@ -10,6 +10,8 @@ public protocol RelayStore: Sendable {
     /// Applies the named migrations not applied yet, in order; returns the names applied now.
     @discardableResult
     func migrate() async throws -> [String]
+    /// Lets go of the database (connections, the pool's task); the store is not used after.
+    func close() async
 
     // MARK: Apps
 
@@ -119,6 +121,10 @@ public protocol RelayStore: Sendable {
     func channel(id: String) async throws -> ChannelRecord?
     func channelsToDelete(at: Date) async throws -> [ChannelRecord]
     func markChannelDeleted(id: String, at: Date) async throws
+}
+
+extension RelayStore {
+    public func close() async {}
 }
 
 /// Sizes of what the store holds.

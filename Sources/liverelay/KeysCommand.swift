@@ -38,8 +38,8 @@ struct Keys: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Make an API key in a server's data directory, without the server: how access is recovered.",
             discussion: """
-                Writes the key straight into <data-dir>/liverelay.sqlite (the server may be running) and prints its
-                secret, once: only its hash is kept.
+                Writes the key straight into the server's database (<data-dir>/liverelay.sqlite, or --database; the
+                server may be running) and prints its secret, once: only its hash is kept.
                 """)
 
         @Option(help: ArgumentHelp("client, server or admin.", valueName: "scope")) var scope: String
@@ -47,6 +47,7 @@ struct Keys: AsyncParsableCommand {
         var app: String?
         @Option(help: "A name to tell the key by.") var name: String = "made offline"
         @Option(help: ArgumentHelp("The data directory `liverelay serve` uses.", valueName: "path")) var dataDir: String = "liverelay-data"
+        @OptionGroup var database: DatabaseOption
 
         func validate() throws {
             guard let scope = APIKeyScope(rawValue: scope) else { throw ValidationError("scope: must be client, server or admin, got \"\(scope)\"") }
@@ -56,17 +57,22 @@ struct Keys: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let path = DataDirectory(dataDir).database
-            guard FileManager.default.fileExists(atPath: path) else {
+            let location = database.location(in: DataDirectory(dataDir))
+            if case .sqlite(let path) = location, !FileManager.default.fileExists(atPath: path) {
                 throw ValidationError("data-dir: no database at \(path); `liverelay serve --data-dir \(dataDir)` makes one on its first start")
             }
-            let store = try SQLiteStore(path: path)
-            try await store.migrate()
-            if let app, try await !store.apps().contains(where: { $0.bundleID == app }) {
-                throw ValidationError("app: no app \(app) in \(path); the server registers its apps when it starts")
+            let store = try await DatabaseOption.openMigrated(location)
+            let made: Result<(APIKeyRecord, String), any Error>
+            do {
+                if let app, try await !store.apps().contains(where: { $0.bundleID == app }) {
+                    throw ValidationError("app: no app \(app) in \(location); the server registers its apps when it starts")
+                }
+                made = .success(try await RelayService.createAPIKey(name: name, scope: APIKeyScope(rawValue: scope)!, app: app, in: store, at: Date()))
+            } catch {
+                made = .failure(error)
             }
-            let (record, secret) = try await RelayService.createAPIKey(
-                name: name, scope: APIKeyScope(rawValue: scope)!, app: app, in: store, at: Date())
+            await store.close()
+            let (record, secret) = try made.get()
             print("API key \(record.id) (\(record.scope.rawValue), \"\(record.name)\"): \(secret)")
             print("The secret is shown only now; the server keeps its hash.")
         }

@@ -15,7 +15,7 @@ import UnixSignals
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run the LiveRelay server: the HTTP API, the durable outbox and its dispatcher, on SQLite.",
+        abstract: "Run the LiveRelay server: the HTTP API, the durable outbox and its dispatcher, on SQLite or PostgreSQL.",
         discussion: """
             Without APNs credentials it runs Apple's side in-process: the emulator (sandbox and production) and
             one simulated iPhone (demo-iphone) whose app reports its tokens to this server, so the whole
@@ -27,11 +27,12 @@ struct Serve: AsyncParsableCommand {
             <data-dir>/initial-keys.json (readable by you only). Stops gracefully on SIGINT or SIGTERM.
             """)
 
-    @Option(help: ArgumentHelp("Where the SQLite database and the emulator's CA live.", valueName: "path"))
+    @Option(help: ArgumentHelp("Where the SQLite database (unless --database names another), the initial keys and the emulator's CA live.", valueName: "path"))
     var dataDir: String = "liverelay-data"
+    @OptionGroup var database: DatabaseOption
     @Option(help: "Address of the HTTP API.") var httpHost: String = "127.0.0.1"
     @Option(help: "Port of the HTTP API (0: any free port).") var httpPort: Int = 8080
-    @Option(help: ArgumentHelp("A JSON config file: {\"apns\": {keyFile, keyID, teamID, bundleID, environment}, \"apps\": [{bundleID, keyFile, keyID, teamID, contracts}], \"budget\": {…}, \"contracts\": [{name, attributes, contentState}] (the first app's)}.", valueName: "path"))
+    @Option(help: ArgumentHelp("A JSON config file: {\"database\": \"postgres://…\", \"apns\": {keyFile, keyID, teamID, bundleID, environment}, \"apps\": [{bundleID, keyFile, keyID, teamID, contracts}], \"budget\": {…}, \"contracts\": [{name, attributes, contentState}] (the first app's)}.", valueName: "path"))
     var config: String?
     @Option(help: ArgumentHelp("Close an API connection with no request in progress after this long; a request's head must arrive within it too.", valueName: "seconds"))
     var idleTimeout: Double = 60
@@ -92,7 +93,8 @@ struct Serve: AsyncParsableCommand {
         var budgetPolicy = file?.budget ?? BudgetPolicy()
         if let budget { budgetPolicy.priority10PerHour = budget }
         if let frequentBudget { budgetPolicy.frequentPriority10PerHour = frequentBudget }
-        let store = try SQLiteStore(path: directory.database)
+        let location = database.location(in: directory, configured: file?.database)
+        let store = try await DatabaseOption.openMigrated(location)
         let server = try await RelayServer.open(
             store: store, configuration: RelayConfiguration(budget: budgetPolicy),
             api: RelayAPIConfiguration(host: httpHost, port: httpPort, timeouts: timeouts), apns: apns, logger: logger)
@@ -107,12 +109,14 @@ struct Serve: AsyncParsableCommand {
             for contract in contracts { _ = try await server.relay.registerContract(contract, bundleID: app) }
         }
 
-        // Shutdown runs in reverse order: the APNs client closes after the dispatcher has stopped.
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: APNsClientService(routes: apns))]
+        // Shutdown runs in reverse order: the APNs client and the database close after the dispatcher has stopped.
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: StoreService(store: store)), .init(service: APNsClientService(routes: apns)),
+        ]
         // The demo iPhone's app reports its tokens with the initial client key, also on later starts.
         let demoClientKey = emulator == nil ? nil : (madeKeys[.client] ?? directory.keptInitialKeys()[.client])
         let announce = Announcement(
-            host: httpHost, directory: directory, madeKeys: madeKeys, apps: apps.map(\.bundleID.value), emulator: emulator,
+            host: httpHost, directory: directory, database: location, madeKeys: madeKeys, apps: apps.map(\.bundleID.value), emulator: emulator,
             demoClientKey: demoClientKey)
         services += server.services(logger: logger) { port in
             await announce.apiRunning(port: port)
@@ -174,6 +178,7 @@ enum InitialKeys {
 actor Announcement {
     let host: String
     let directory: DataDirectory
+    let database: StoreLocation
     /// The secrets of keys made on this start: shown now and never again.
     let madeKeys: [APIKeyScope: String]
     /// The apps served, the first one's the initial client key.
@@ -184,11 +189,11 @@ actor Announcement {
     private var controlPort: Int?
 
     init(
-        host: String, directory: DataDirectory, madeKeys: [APIKeyScope: String], apps: [String], emulator: APNsEmulator?,
-        demoClientKey: String?
+        host: String, directory: DataDirectory, database: StoreLocation, madeKeys: [APIKeyScope: String], apps: [String],
+        emulator: APNsEmulator?, demoClientKey: String?
     ) {
-        (self.host, self.directory, self.madeKeys, self.apps, self.emulator, self.demoClientKey) =
-            (host, directory, madeKeys, apps, emulator, demoClientKey)
+        (self.host, self.directory, self.database, self.madeKeys, self.apps, self.emulator, self.demoClientKey) =
+            (host, directory, database, madeKeys, apps, emulator, demoClientKey)
     }
 
     func apiRunning(port: Int) { apiPort = port; printIfReady() }
@@ -203,7 +208,7 @@ actor Announcement {
             : "admin \(madeKeys[.admin] ?? "-")  server \(server)  client \(madeKeys[.client] ?? "-")  (shown once; kept in \(directory.initialKeys))"
         var text = """
             LiveRelay server:   \(api)  (OpenAPI document: \(api)/openapi.json)
-            data:               \(directory.database)
+            data:               \(database)
             API keys:           \(keys)
 
             """
@@ -234,6 +239,16 @@ actor Announcement {
     }
 }
 
+/// Closes the store when the group shuts down.
+struct StoreService: Service {
+    let store: any RelayStore
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await store.close()
+    }
+}
+
 /// Closes the APNs clients' connections when the group shuts down.
 struct APNsClientService: Service {
     let routes: APNsRoutes
@@ -252,7 +267,9 @@ struct APNsClientService: Service {
 ///
 /// The top-level contracts are the first app's (the one the flags name, else the first listed).
 struct ServeConfigFile: APIRequestBody {
-    static let fields = ["apns", "apps", "budget", "contracts"]
+    static let fields = ["database", "apns", "apps", "budget", "contracts"]
+    /// Where the data lives (`--database` and `LIVERELAY_DATABASE` win).
+    var database: String?
     static let appFields = ["bundleID", "keyFile", "keyID", "teamID", "contracts"]
     var apns: [String: String] = [:]
     /// More apps, each with its key file (read now).
@@ -318,6 +335,7 @@ struct ServeConfigFile: APIRequestBody {
                 }
             }
         }
+        database = try root.decodeIfPresent(String.self, forKey: JSONKey("database"))
         if root.contains(JSONKey("budget")), try !root.decodeNil(forKey: JSONKey("budget")) {
             let budgetBody = try root.superDecoder(forKey: JSONKey("budget"))
             try budgetBody.refuseUnknownKeys(["priority10PerHour", "frequentPriority10PerHour"])

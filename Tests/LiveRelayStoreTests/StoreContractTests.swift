@@ -1,14 +1,21 @@
 import Foundation
 import LiveActivityKit
 import LiveRelayStore
+import LiveRelayTesting
 import Testing
 
 /// A store implementation under contract: how to make an empty one, and how to open the same
-/// data again (a restart). A PostgreSQL store adds a case here and must pass the same tests.
+/// data again (a restart). Every engine passes the same tests.
 enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case sqlite
+    /// On a real server (`TestPostgres`), in a schema of its own.
+    case postgres
 
     var testDescription: String { rawValue }
+
+    /// The engines under test: PostgreSQL when there is a server, or in CI, where its absence fails
+    /// each of its tests (`PostgresAvailabilityTests` says so once, loudly, elsewhere).
+    static let allCases: [StoreKind] = TestPostgres.isAvailable || TestPostgres.isCI ? [.sqlite, .postgres] : [.sqlite]
 
     /// A fresh, migrated store, and a way to open its data again.
     func make() async throws -> StoreUnderTest {
@@ -20,6 +27,11 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
             let store = try SQLiteStore(path: path)
             let applied = try await store.migrate()
             return StoreUnderTest(store: store, firstMigrations: applied, reopen: { try SQLiteStore(path: path) })
+        case .postgres:
+            let url = try TestPostgres.freshDatabase()
+            let store = try PostgresStore(url: url, maximumConnections: 4)
+            let applied = try await store.migrate()
+            return StoreUnderTest(store: store, firstMigrations: applied, reopen: { try PostgresStore(url: url, maximumConnections: 4) })
         }
     }
 }
@@ -510,6 +522,75 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         // Whoever held them died: after the lease they are claimed again.
         let again = try await store.claimDeliveries(dueBy: t0 + 60, limit: 10, leaseUntil: t0 + 120)
         #expect(again.map(\.target.name) == ["iphone-1", "iphone-2"])
+    }
+
+    // MARK: Several writers on the same data (two instances; in SQLite, two connections to one file)
+
+    /// Claims taken at once by two stores never share a push, and together take every push.
+    @Test(arguments: StoreKind.allCases) func twoWritersClaimDisjointPushes(kind: StoreKind) async throws {
+        let subject = try await kind.make()
+        let (one, two) = (subject.store, try subject.reopen())
+        let devices = (1...60).map { "iphone-\($0)" }
+        for device in devices { try await one.saveActivityToken(activityToken("match", device), attributesType: deliveryType) }
+        try await one.change("match", body: "u1", at: t0, countingBudget: false)
+        let claims = try await withThrowingTaskGroup(of: [Int64].self) { group in
+            for (index, store) in [one, two, one, two, one, two].enumerated() {
+                group.addTask { try await store.claimDeliveries(dueBy: t0 + Double(index) / 10, limit: 7, leaseUntil: t0 + 60).map(\.id) }
+            }
+            var all: [[Int64]] = []
+            for try await claim in group { all.append(claim) }
+            return all
+        }
+        let claimed = claims.flatMap { $0 }
+        #expect(claimed.count == 42)
+        #expect(Set(claimed).count == claimed.count, "a push was claimed twice")
+        let rest = try await two.claimDeliveries(dueBy: t0 + 1, limit: 100, leaseUntil: t0 + 60)
+        #expect(Set(claimed).union(rest.map(\.id)).count == devices.count)
+    }
+
+    /// Of two starts of one key at once, one is written and the other refused as taken.
+    @Test(arguments: StoreKind.allCases) func twoWritersStartingOneKeyWriteItOnce(kind: StoreKind) async throws {
+        let subject = try await kind.make()
+        let (one, two) = (subject.store, try subject.reopen())
+        try await one.savePushToStartToken(pushToStart("iphone-1"))
+        let results = await withTaskGroup(of: Bool.self) { group in
+            for store in [one, two, one, two] {
+                group.addTask {
+                    do {
+                        try await store.start("order-1", at: t0)
+                        return true
+                    } catch let error as StoreError {
+                        return error.code == .keyExists ? false : true
+                    } catch {
+                        return true
+                    }
+                }
+            }
+            return await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(results.filter { $0 }.count == 1)
+        #expect(try await two.deliveries(DeliveryQuery(key: "order-1")).count == 1)
+    }
+
+    /// Changes of one key from two writers are planned one after the other, each from what the
+    /// one before wrote: none is lost, and the timestamps only grow.
+    @Test(arguments: StoreKind.allCases) func twoWritersChangingOneKeyPlanOneAfterTheOther(kind: StoreKind) async throws {
+        let subject = try await kind.make()
+        let (one, two) = (subject.store, try subject.reopen())
+        try await one.saveActivityToken(activityToken("match", "iphone-1"), attributesType: deliveryType)
+        let seen = try await withThrowingTaskGroup(of: Int64.self) { group in
+            for index in 0..<8 {
+                let store = index.isMultiple(of: 2) ? one : two
+                group.addTask { try await store.change("match", body: "u\(index)", at: t0).activity!.lastTimestamp }
+            }
+            return try await group.reduce(into: [Int64]()) { $0.append($1) }
+        }
+        // Each change saw the timestamp the one before it wrote: eight different ones.
+        #expect(Set(seen).count == 8)
+        let last = try await two.activity(app: testApp, key: "match")!.lastTimestamp
+        #expect(last == seen.max()! + 1)
+        // The newest change supersedes the queued ones: one push is left to send.
+        #expect(try await one.statuses(key: "match").values.filter { $0 == .queued }.count == 1)
     }
 
     @Test(arguments: StoreKind.allCases) func aHandedOverRequestWritesItsPushesClaimedUnlessTheyAreTooMany(kind: StoreKind) async throws {

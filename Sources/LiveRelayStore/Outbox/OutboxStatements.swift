@@ -28,6 +28,8 @@ enum SQLArgument: Sendable, Hashable {
     case text(String?)
     case real(Double?)
     case integer(Int64?)
+    case bool(Bool)
+    case bytes([UInt8])
 
     static func seconds(_ date: Date?) -> SQLArgument { .real(date?.timeIntervalSince1970) }
 }
@@ -133,6 +135,14 @@ enum OutboxStatements {
 }
 
 extension DeliveryTarget {
+    /// `target`, `device_id`, `token`, `channel_id`: the columns `init(kind:deviceID:token:channelID:)` reads.
+    var columns: (String, String?, String?, String?) {
+        switch self {
+        case .pushToStartToken(let deviceID, let token), .activityToken(let deviceID, let token): (kind.rawValue, deviceID, token, nil)
+        case .channel(let id): (kind.rawValue, nil, nil, id)
+        }
+    }
+
     /// The target as the stores' `target`, `device_id`, `token` and `channel_id` columns hold it.
     init(kind: String, deviceID: String?, token: String?, channelID: String?) {
         switch DeliveryTargetKind(rawValue: kind) {

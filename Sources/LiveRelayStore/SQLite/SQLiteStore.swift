@@ -93,11 +93,7 @@ public final class SQLiteStore: RelayStore {
     public func saveApp(_ app: AppRecord) async throws {
         try await write { db in
             try db.run(
-                """
-                INSERT INTO apps (\(AppRecord.columns)) VALUES (?, ?, ?, ?, ?, ?)
-                ON CONFLICT (bundle_id) DO UPDATE SET
-                    team_id = excluded.team_id, key_id = excluded.key_id, signing_key = excluded.signing_key, updated_at = excluded.updated_at
-                """,
+                StoreStatements.saveApp,
                 [app.bundleID, app.teamID, app.keyID, app.signingKey, app.createdAt.seconds, app.updatedAt.seconds])
         }
     }
@@ -124,7 +120,7 @@ public final class SQLiteStore: RelayStore {
     public func insertAPIKey(_ key: APIKeyRecord) async throws {
         try await write { db in
             try db.run(
-                "INSERT INTO api_keys (\(APIKeyRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                StoreStatements.insertAPIKey,
                 [key.id, key.name, key.scope.rawValue, key.secretHash, key.createdAt.seconds, key.revokedAt?.seconds, key.bundleID])
         }
     }
@@ -160,13 +156,7 @@ public final class SQLiteStore: RelayStore {
     public func savePushToStartToken(_ token: PushToStartTokenRecord) async throws {
         try await write { db in
             try db.run(
-                """
-                    INSERT INTO push_to_start_tokens (\(PushToStartTokenRecord.columns))
-                    VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?)
-                    ON CONFLICT (bundle_id, device_id, attributes_type) DO UPDATE SET
-                        user_id = excluded.user_id, token = excluded.token, frequent_pushes = excluded.frequent_pushes,
-                        environment = excluded.environment, updated_at = excluded.updated_at, dead_reason = NULL
-                    """,
+                StoreStatements.savePushToStartToken,
                 [
                     token.deviceID, token.attributesType, token.userID, token.token, token.frequentPushesEnabled,
                     token.environment.rawValue, token.updatedAt.seconds, token.bundleID,
@@ -188,14 +178,7 @@ public final class SQLiteStore: RelayStore {
                 activity = created
             }
             try db.run(
-                """
-                    INSERT INTO activity_tokens
-                        (key, device_id, activity_id, token, frequent_pushes, registered_at, state, state_reason, environment, bundle_id)
-                    VALUES (?, ?, ?, ?, ?, ?, 'live', NULL, ?, ?)
-                    ON CONFLICT (bundle_id, key, device_id) DO UPDATE SET
-                        activity_id = excluded.activity_id, token = excluded.token, frequent_pushes = excluded.frequent_pushes,
-                        registered_at = excluded.registered_at, state = 'live', state_reason = NULL, environment = excluded.environment
-                    """,
+                StoreStatements.saveActivityToken,
                 [
                     token.key, token.deviceID, token.activityID, token.token, token.frequentPushesEnabled,
                     token.registeredAt.seconds, token.environment.rawValue, token.bundleID,
@@ -209,7 +192,7 @@ public final class SQLiteStore: RelayStore {
     public func endActivityToken(app: String, key: String, deviceID: String, state: ActivityTokenState, at: Date) async throws -> Bool {
         try await write { db in
             try db.run(
-                "UPDATE activity_tokens SET state = ?, state_reason = 'reported by the device' WHERE bundle_id = ? AND key = ? AND device_id = ?",
+                StoreStatements.endActivityToken,
                 [state.rawValue, app, key, deviceID])
             guard db.changesCount > 0 else { return false }
             try db.carryOut(.activityEndedOnDevice(app: app, key: key, deviceID: deviceID, state: state), at: at)
@@ -222,7 +205,7 @@ public final class SQLiteStore: RelayStore {
     public func idempotentResponse(apiKeyID: String, key: String) async throws -> IdempotentResponse? {
         try await pool.read { db in
             try db.fetchOne("SELECT request_hash, status, body FROM idempotency_keys WHERE api_key_id = ? AND key = ?", [apiKeyID, key]) { row in
-                IdempotentResponse(requestHash: row[0], response: StoredResponse(status: row[1], body: try row.bytes(2)))
+                IdempotentResponse(requestHash: row[0], response: StoredResponse(status: row[1], body: row.bytes(2)))
             }
         }
     }
@@ -262,37 +245,32 @@ public final class SQLiteStore: RelayStore {
             var counts: [String: Int] = [:]
             if activity != nil, let budgetWindowStart {
                 tokens = try db.fetchAll(
-                    "SELECT \(ActivityTokenRecord.columns) FROM activity_tokens WHERE bundle_id = ? AND key = ? AND state = 'live' ORDER BY device_id",
+                    StoreStatements.liveTokens,
                     [app, key], as: ActivityTokenRecord.init(row:))
                 tokenCount = tokens.count
                 try db.forEach(
-                    """
-                    SELECT COALESCE(device_id, channel_id, ''), COUNT(*) FROM deliveries
-                    WHERE bundle_id = ? AND key = ? AND target != 'push-to-start' AND priority = 10 AND created_at >= ?
-                        AND \(OutboxStatements.budgetCondition)
-                    GROUP BY 1
-                    """,
+                    StoreStatements.priority10Counts,
                     [app, key, budgetWindowStart.seconds]
                 ) { row in counts[row[0]] = row[1] }
             } else if activity != nil {
                 // One priority for every push: the plan needs only how many there will be.
                 tokenCount = try db.fetchOne(
-                    "SELECT COUNT(*) FROM activity_tokens WHERE bundle_id = ? AND key = ? AND state = 'live'", [app, key]
+                    StoreStatements.liveTokenCount, [app, key]
                 ) { $0[0] as Int } ?? 0
             }
             let channels = activity == nil || activity!.channelIDs.isEmpty ? [] : try db.fetchAll(
-                "SELECT \(ChannelRecord.columns) FROM channels WHERE channel_id IN (\(Self.channelsOfKey))", [app, key],
+                StoreStatements.channelsOfKeyRecords, [app, key],
                 as: ChannelRecord.init(row:))
             let (planned, outcome) = try plan(
                 ChangeSnapshot(activity: activity, liveTokens: tokens, liveTokenCount: tokenCount, priority10Counts: counts, channels: channels))
             try Self.updateChanged(db, activity: planned.activity)
             if planned.activity.state == .ended {
                 try db.run(
-                    "UPDATE activity_tokens SET state = 'ended', state_reason = 'key ended' WHERE bundle_id = ? AND key = ? AND state = 'live'",
+                    StoreStatements.endKeyTokens,
                     [app, key])
                 if let deleteAfter = planned.channelDeleteAfter {
                     try db.run(
-                        "UPDATE channels SET delete_after = ? WHERE channel_id IN (\(Self.channelsOfKey)) AND deleted_at IS NULL",
+                        StoreStatements.deleteKeyChannelsAfter,
                         [deleteAfter.seconds, app, key])
                 }
             }
@@ -309,7 +287,7 @@ public final class SQLiteStore: RelayStore {
     public func insertSchedule(_ schedule: ScheduleRecord, context: WriteContext, response: StoredResponse) async throws {
         try await write { db in
             try db.run(
-                "INSERT INTO schedules (\(ScheduleRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                StoreStatements.insertSchedule,
                 [
                     schedule.id, schedule.key, schedule.action, schedule.request.serializedString, schedule.dueAt.seconds,
                     schedule.state.rawValue, schedule.result, schedule.createdAt.seconds, schedule.bundleID,
@@ -484,7 +462,7 @@ public final class SQLiteStore: RelayStore {
                 """, [app, key]
             ) { row in
                 var token = ActivityTokenRecord(row: row)
-                (token.lastStatus, token.lastReason, token.lastDeliveryAt) = (row[10], row[11], row.date(12))
+                (token.lastStatus, token.lastReason, token.lastDeliveryAt) = (row.int(10), row.text(11), row.date(12))
                 return token
             }
         }
@@ -507,17 +485,14 @@ public final class SQLiteStore: RelayStore {
             ) { (app: $0[0] as String, key: $0[1] as String) }
             for (app, key) in keys {
                 try db.run(
-                    "UPDATE activities SET state = 'ended', ended_at = ?, end_reason = 'expired' WHERE bundle_id = ? AND key = ?",
+                    StoreStatements.expireActivity,
                     [at.seconds, app, key])
                 try db.run(
-                    "UPDATE activity_tokens SET state = 'ended', state_reason = 'expired' WHERE bundle_id = ? AND key = ? AND state = 'live'",
+                    StoreStatements.expireTokens,
                     [app, key])
                 try db.carryOut(.activityExpired(app: app, key: key), at: at)
                 try db.run(
-                    """
-                    UPDATE channels SET delete_after = ?
-                    WHERE channel_id IN (\(Self.channelsOfKey)) AND deleted_at IS NULL
-                    """,
+                    StoreStatements.deleteKeyChannelsAfter,
                     [channelDeleteAfter.seconds, app, key])
             }
             return keys.map(\.key)
@@ -539,10 +514,7 @@ public final class SQLiteStore: RelayStore {
     public func saveContract(_ contract: ContractRecord) async throws {
         try await write { db in
             try db.run(
-                """
-                INSERT INTO contracts (\(ContractRecord.columns)) VALUES (?, ?, ?, ?)
-                ON CONFLICT (bundle_id, attributes_type) DO UPDATE SET contract = excluded.contract, updated_at = excluded.updated_at
-                """,
+                StoreStatements.saveContract,
                 [contract.bundleID, contract.attributesType, contract.contract.serializedString, contract.updatedAt.seconds])
         }
     }
@@ -557,11 +529,7 @@ public final class SQLiteStore: RelayStore {
     public func saveChannel(_ channel: ChannelRecord) async throws {
         try await write { db in
             try db.run(
-                """
-                INSERT INTO channels (\(ChannelRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (channel_id) DO UPDATE SET key = excluded.key, delete_after = excluded.delete_after,
-                    deleted_at = excluded.deleted_at
-                """,
+                StoreStatements.saveChannel,
                 [
                     channel.channelID, channel.key, channel.storagePolicy, channel.createdAt.seconds, channel.deleteAfter?.seconds,
                     channel.deletedAt?.seconds, channel.environment.rawValue, channel.bundleID,
@@ -604,21 +572,18 @@ extension SQLiteStore {
             var activity = try db.fetchOne(
                 "SELECT \(ActivityRecord.columns) FROM activities WHERE bundle_id = ? AND key = ?", [app, key], as: ActivityRecord.init(row:))
         else { return nil }
-        try db.forEach("SELECT environment, channel_id FROM activity_channels WHERE bundle_id = ? AND key = ?", [app, key]) { row in
+        try db.forEach(StoreStatements.activityChannels, [app, key]) { row in
             activity.channelIDs[PushEnvironment(rawValue: row[0]) ?? .sandbox] = row[1]
         }
         return activity
     }
 
-    /// The ids of the channels of the app's key given as the statement's two arguments.
-    private static let channelsOfKey = "SELECT channel_id FROM activity_channels WHERE bundle_id = ? AND key = ?"
-
     private static func insert(_ db: Database, activity: ActivityRecord) throws {
         try db.run(
-            "INSERT INTO activities (\(ActivityRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", activityArguments(activity))
+            StoreStatements.insertActivity, activityArguments(activity))
         for (environment, channelID) in activity.channelIDs {
             try db.run(
-                "INSERT INTO activity_channels (bundle_id, key, environment, channel_id) VALUES (?, ?, ?, ?)",
+                StoreStatements.insertActivityChannel,
                 [activity.bundleID, activity.key, environment.rawValue, channelID])
         }
     }
@@ -678,12 +643,6 @@ extension SQLiteStore {
         }
     }
 
-    /// What a new delivery is written with; the rest of its columns start empty.
-    private static let newDeliveryColumns = """
-        key, event, target, device_id, token, channel_id, payload_id, priority, priority_reason, expiration, timestamp, request_id, \
-        status, attempts, next_attempt_at, created_at, environment, bundle_id
-        """
-
     /// Writes the pushes of an accepted request, each payload once, after superseding what they
     /// make pointless: queued, or claimed for the dispatcher (and returned) when a hand-over allows
     /// as many. `fanOut` is a push to each live token of its key, of which there are `count`.
@@ -708,7 +667,7 @@ extension SQLiteStore {
         let lastIDBefore = handedOver ? try db.fetchOne("SELECT COALESCE(MAX(id), 0) FROM deliveries") { $0[0] as Int64 } ?? 0 : 0
         let insert = try db.cachedStatement(
             sql: """
-                INSERT INTO deliveries (\(Self.newDeliveryColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)
+                INSERT INTO deliveries (\(StoreStatements.newDeliveryColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)
                 """)
         for delivery in deliveries {
             let (kind, deviceID, token, channelID) = delivery.target.columns
@@ -719,13 +678,8 @@ extension SQLiteStore {
             ])
         }
         if let push = fanOut?.push {
-            // In the order a per-token plan would have listed them.
             try db.run(
-                """
-                INSERT INTO deliveries (\(Self.newDeliveryColumns))
-                SELECT key, ?, 'activity', device_id, token, NULL, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, environment, bundle_id
-                FROM activity_tokens WHERE bundle_id = ? AND key = ? AND state = 'live' ORDER BY device_id
-                """,
+                StoreStatements.fanOut,
                 [
                     push.event, payloadIDs[push.payloadIndex], push.priority, push.priorityReason, push.expiration,
                     push.timestamp, push.requestID, status, due, now, push.bundleID, push.key,
@@ -746,7 +700,7 @@ extension SQLiteStore {
         if let claim = context.idempotency {
             do {
                 try db.run(
-                    "INSERT INTO idempotency_keys (api_key_id, key, request_hash, status, body, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                    StoreStatements.insertIdempotencyKey,
                     [claim.apiKeyID, claim.key, claim.requestHash, response.status, Data(response.body), at.seconds])
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
                 throw StoreError(.idempotencyKeyTaken, "idempotency key \"\(claim.key)\" was used by a request at the same time")
@@ -754,7 +708,7 @@ extension SQLiteStore {
         }
         if let scheduleID = context.scheduleID {
             try db.run(
-                "UPDATE schedules SET state = 'done', result = ? WHERE id = ? AND state = 'pending'",
+                StoreStatements.scheduleDone,
                 [String(decoding: response.body, as: UTF8.self), scheduleID])
             guard db.changesCount > 0 else {
                 throw StoreError(.scheduleNotPending, "schedule \(scheduleID) is no longer pending")
@@ -814,139 +768,21 @@ extension SQLStatement {
             case .text(let value): value
             case .real(let value): value
             case .integer(let value): value
+            case .bool(let value): value
+            case .bytes(let value): Data(value)
             }
         })
     }
 }
 
-extension Row {
-    fileprivate func date(_ index: Int) -> Date? {
-        (self[index] as Double?).map(Date.init(timeIntervalSince1970:))
-    }
+extension Row: StoreRow {
+    func text(_ index: Int) -> String? { self[index] }
+    func real(_ index: Int) -> Double? { self[index] }
+    func integer(_ index: Int) -> Int64? { self[index] }
+    func bool(_ index: Int) -> Bool { self[index] ?? false }
 
-    fileprivate func json(_ index: Int) -> JSONValue? {
-        (self[index] as String?).flatMap { try? JSONValue(parsing: $0) }
-    }
-
-    fileprivate func bytes(_ index: Int) throws -> [UInt8] {
-        try withUnsafeData(atIndex: index) { data in data.map { [UInt8]($0) } ?? [] }
-    }
-}
-
-// Each record's columns, in the order its `init(row:)` reads them.
-
-extension AppRecord {
-    fileprivate static let columns = "bundle_id, team_id, key_id, signing_key, created_at, updated_at"
-
-    fileprivate init(row: Row) {
-        self.init(
-            bundleID: row[0], teamID: row[1], keyID: row[2], signingKey: row[3], createdAt: row.date(4)!, updatedAt: row.date(5)!)
-    }
-}
-
-extension APIKeyRecord {
-    fileprivate static let columns = "id, name, scope, secret_hash, created_at, revoked_at, bundle_id"
-
-    fileprivate init(row: Row) {
-        self.init(
-            id: row[0], name: row[1], scope: APIKeyScope(rawValue: row[2]) ?? .client, bundleID: row[6], secretHash: row[3],
-            createdAt: row.date(4)!, revokedAt: row.date(5))
-    }
-}
-
-extension PushToStartTokenRecord {
-    fileprivate static let columns = "device_id, attributes_type, user_id, token, frequent_pushes, environment, updated_at, dead_reason, bundle_id"
-
-    fileprivate init(row: Row) {
-        self.init(
-            bundleID: row[8], deviceID: row[0], attributesType: row[1], userID: row[2], token: row[3], frequentPushesEnabled: row[4],
-            environment: PushEnvironment(rawValue: row[5]) ?? .sandbox, updatedAt: row.date(6)!, deadReason: row[7])
-    }
-}
-
-extension ActivityRecord {
-    fileprivate static let columns = """
-        key, attributes_type, attributes, state, content_state, stale_date, relevance_score, started_at, ended_at, \
-        end_reason, dismissal_date, last_timestamp, bundle_id
-        """
-
-    /// A key without its channels, which are read from `activity_channels`.
-    fileprivate init(row: Row) {
-        self.init(
-            bundleID: row[12], key: row[0], attributesType: row[1], attributes: row.json(2),
-            state: ActivityKeyState(rawValue: row[3]) ?? .ended, contentState: row.json(4), staleDate: row.date(5), relevanceScore: row[6],
-            startedAt: row.date(7)!, endedAt: row.date(8), endReason: row[9], dismissalDate: row.date(10), lastTimestamp: row[11])
-    }
-}
-
-extension ActivityTokenRecord {
-    fileprivate static let columns = columns(nil)
-
-    /// The columns `init(row:)` reads, of the table named `alias` if given.
-    fileprivate static func columns(_ alias: String?) -> String {
-        ["key", "device_id", "activity_id", "token", "frequent_pushes", "registered_at", "state", "state_reason", "environment", "bundle_id"]
-            .map { column in alias.map { "\($0).\(column)" } ?? column }.joined(separator: ", ")
-    }
-
-    /// A token without its last result, which comes from the deliveries.
-    fileprivate init(row: Row) {
-        self.init(
-            bundleID: row[9], key: row[0], deviceID: row[1], activityID: row[2], token: row[3], frequentPushesEnabled: row[4],
-            environment: PushEnvironment(rawValue: row[8]) ?? .sandbox, registeredAt: row.date(5)!,
-            state: ActivityTokenState(rawValue: row[6]) ?? .dead, stateReason: row[7])
-    }
-}
-
-extension ChannelRecord {
-    fileprivate static let columns = "channel_id, key, storage_policy, created_at, delete_after, deleted_at, environment, bundle_id"
-
-    fileprivate init(row: Row) {
-        self.init(
-            channelID: row[0], bundleID: row[7], environment: PushEnvironment(rawValue: row[6]) ?? .sandbox, key: row[1], storagePolicy: row[2],
-            createdAt: row.date(3)!, deleteAfter: row.date(4), deletedAt: row.date(5))
-    }
-}
-
-extension ContractRecord {
-    fileprivate static let columns = "bundle_id, attributes_type, contract, updated_at"
-
-    fileprivate init(row: Row) {
-        self.init(bundleID: row[0], attributesType: row[1], contract: row.json(2) ?? .null, updatedAt: row.date(3)!)
-    }
-}
-
-extension ScheduleRecord {
-    fileprivate static let columns = "id, key, action, request, due_at, state, result, created_at, bundle_id"
-
-    fileprivate init(row: Row) {
-        self.init(
-            id: row[0], bundleID: row[8], key: row[1], action: row[2], request: row.json(3) ?? .null, dueAt: row.date(4)!,
-            state: State(rawValue: row[5]) ?? .failed, result: row[6], createdAt: row.date(7)!)
-    }
-}
-
-extension DeliveryRecord {
-    fileprivate static let columns = """
-        id, key, event, target, device_id, token, channel_id, payload_id, priority, priority_reason, expiration, timestamp, \
-        request_id, status, attempts, next_attempt_at, created_at, finished_at, apns_status, apns_reason, apns_id, environment, bundle_id
-        """
-}
-
-/// A delivery read without its payload, which many deliveries share: `withPayloads` reads each
-/// payload once.
-private struct DeliveryRow {
-    var record: DeliveryRecord
-    var payloadID: Int64
-
-    init(row: Row) {
-        let target = DeliveryTarget(kind: row[3], deviceID: row[4], token: row[5], channelID: row[6])
-        payloadID = row[7]
-        record = DeliveryRecord(
-            id: row[0], bundleID: row[22], key: row[1], event: row[2], target: target,
-            environment: PushEnvironment(rawValue: row[21]) ?? .sandbox, payload: [], priority: row[8], priorityReason: row[9],
-            expiration: row[10], timestamp: row[11], requestID: row[12], status: DeliveryStatus(rawValue: row[13]) ?? .failed,
-            attempts: row[14], nextAttemptAt: row.date(15)!, createdAt: row.date(16)!, finishedAt: row.date(17), apnsStatus: row[18],
-            apnsReason: row[19], apnsID: row[20])
+    func bytes(_ index: Int) -> [UInt8] {
+        (try? withUnsafeData(atIndex: index) { data in data.map { [UInt8]($0) } }) ?? []
     }
 }
 
@@ -968,15 +804,6 @@ extension SQLiteStore {
     }
 }
 
-extension DeliveryTarget {
-    /// `target`, `device_id`, `token`, `channel_id`.
-    fileprivate var columns: (String, String?, String?, String?) {
-        switch self {
-        case .pushToStartToken(let deviceID, let token), .activityToken(let deviceID, let token): (kind.rawValue, deviceID, token, nil)
-        case .channel(let id): (kind.rawValue, nil, nil, id)
-        }
-    }
-}
 
 extension Array {
     /// Consecutive slices, each of the largest of `sizes` (largest first, ending with 1) that fits.

@@ -1,0 +1,921 @@
+import Foundation
+import LiveActivityKit
+import Logging
+import NIOCore
+import NIOSSL
+import PostgresNIO
+import Synchronization
+
+/// The store on a PostgreSQL server, for several `serve` instances on one database. The same
+/// contract as `SQLiteStore`, the same named migrations, the same outbox rules; what differs is
+/// what a server shared by several writers needs:
+///
+/// - A claim takes due pushes `FOR UPDATE SKIP LOCKED`: two instances claiming at once get
+///   different pushes, neither waits for the other.
+/// - A change locks its key's row first (`FOR UPDATE`), so the changes of one key are planned one
+///   after the other, each from what the previous one wrote.
+/// - Ids come from `RETURNING`, never from "every row above the highest id", which only holds
+///   with one writer.
+/// - A unique key taken by a concurrent writer (a start's activity key, an idempotency key) is
+///   the same error as one taken before.
+public final class PostgresStore: RelayStore {
+    private let client: PostgresClient
+    private let running: Task<Void, Never>
+    /// Set just before the pool's `run()` starts, which marks the pool running before it first
+    /// suspends: leased before then, the pool logs a warning.
+    private let started: Arc<Atomic<Bool>>
+    private let target: PostgresURL
+    /// Where it connects, without the password.
+    public let location: String
+
+    /// Connects to `url` (`postgres://user:password@host:port/database`; `?host=/dir` for a Unix
+    /// socket in `/dir`; `?sslmode=disable|prefer|require`). Call `migrate()` before use and
+    /// `close()` at the end.
+    public init(url: String, maximumConnections: Int = 20, logger: Logger = Logger(label: "liverelay.postgres")) throws {
+        target = try PostgresURL(url)
+        var configuration = target.configuration
+        configuration.options.maximumConnections = maximumConnections
+        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let (client, started) = (self.client, Arc(Atomic(false)))
+        running = Task {
+            started.value.store(true, ordering: .releasing)
+            await client.run()
+        }
+        self.started = started
+        location = target.description
+    }
+
+    deinit { running.cancel() }
+
+    /// Closes every connection.
+    public func close() async {
+        running.cancel()
+        await running.value
+    }
+
+    @discardableResult
+    public func migrate() async throws -> [String] {
+        try await target.probe(logger: Self.quiet)
+        return try await transaction { db in
+            // Instances starting together on one schema: one migrates, the others then find it done.
+            try await db.run("SELECT pg_advisory_xact_lock(\(Self.migrationLock), hashtext(current_schema()))")
+            try await db.run(
+                "CREATE TABLE IF NOT EXISTS liverelay_migrations (name text PRIMARY KEY, applied_at double precision NOT NULL)")
+            let applied = Set(try await db.rows("SELECT name FROM liverelay_migrations").map { $0.string(0) })
+            var now: [String] = []
+            for migration in PostgresMigrations.all where !applied.contains(migration.name) {
+                for statement in migration.statements { try await db.run(statement) }
+                try await db.run(
+                    "INSERT INTO liverelay_migrations (name, applied_at) VALUES (?, ?)", [.text(migration.name), .seconds(Date())])
+                now.append(migration.name)
+            }
+            return now
+        }
+    }
+
+    /// The advisory lock that serializes migrations of one schema (with the schema's hash).
+    private static let migrationLock: Int32 = 0x4C52_4D49
+
+    // MARK: Apps
+
+    public func saveApp(_ app: AppRecord) async throws {
+        try await run(
+            StoreStatements.saveApp,
+            [.text(app.bundleID), .text(app.teamID), .text(app.keyID), .text(app.signingKey), .seconds(app.createdAt), .seconds(app.updatedAt)])
+    }
+
+    public func apps() async throws -> [AppRecord] {
+        try await rows("SELECT \(AppRecord.columns) FROM apps ORDER BY bundle_id").map(AppRecord.init(row:))
+    }
+
+    public func adoptUnnamedData(bundleID: String) async throws -> Bool {
+        try await transaction { db in
+            var adopted = false
+            for table in ["push_to_start_tokens", "activities", "activity_tokens", "activity_channels", "channels", "schedules", "deliveries", "api_keys"] {
+                adopted = try await db.changed("UPDATE \(table) SET bundle_id = ? WHERE bundle_id = ''", [.text(bundleID)]) > 0 || adopted
+            }
+            return adopted
+        }
+    }
+
+    // MARK: API keys
+
+    public func insertAPIKey(_ key: APIKeyRecord) async throws {
+        try await run(
+            StoreStatements.insertAPIKey,
+            [
+                .text(key.id), .text(key.name), .text(key.scope.rawValue), .bytes(Array(key.secretHash)), .seconds(key.createdAt),
+                .seconds(key.revokedAt), .text(key.bundleID),
+            ])
+    }
+
+    public func apiKey(secretHash: Data) async throws -> APIKeyRecord? {
+        try await rows(
+            "SELECT \(APIKeyRecord.columns) FROM api_keys WHERE secret_hash = ?", [.bytes(Array(secretHash))]
+        ).first.map(APIKeyRecord.init(row:))
+    }
+
+    public func apiKeys() async throws -> [APIKeyRecord] {
+        try await rows("SELECT \(APIKeyRecord.columns) FROM api_keys ORDER BY created_at, id")
+            .map(APIKeyRecord.init(row:))
+    }
+
+    public func revokeAPIKey(id: String, at: Date) async throws -> APIKeyRevocation {
+        try await transaction { db in
+            // The key and every live admin key, locked in one order: of two revocations at once,
+            // the second reads what the first wrote.
+            let live = try await db.rows(
+                "SELECT id, scope FROM api_keys WHERE revoked_at IS NULL AND (id = ? OR scope = ?) ORDER BY id FOR UPDATE",
+                [.text(id), .text(APIKeyScope.admin.rawValue)]
+            ).map { (id: $0.string(0), scope: $0.string(1)) }
+            guard let key = live.first(where: { $0.id == id }) else { return .notFound }
+            if key.scope == APIKeyScope.admin.rawValue, live.count(where: { $0.scope == APIKeyScope.admin.rawValue }) <= 1 {
+                return .lastAdminKey
+            }
+            try await db.run("UPDATE api_keys SET revoked_at = ? WHERE id = ?", [.seconds(at), .text(id)])
+            return .revoked
+        }
+    }
+
+    // MARK: Registrations
+
+    public func savePushToStartToken(_ token: PushToStartTokenRecord) async throws {
+        try await run(
+            StoreStatements.savePushToStartToken,
+            [
+                .text(token.deviceID), .text(token.attributesType), .text(token.userID), .text(token.token), .bool(token.frequentPushesEnabled),
+                .text(token.environment.rawValue), .seconds(token.updatedAt), .text(token.bundleID),
+            ])
+    }
+
+    @discardableResult
+    public func saveActivityToken(_ token: ActivityTokenRecord, attributesType: String) async throws -> ActivityRecord {
+        try await transaction { db in
+            // The key, created active when the app started the activity itself.
+            let created = ActivityRecord(
+                bundleID: token.bundleID, key: token.key, attributesType: attributesType, startedAt: token.registeredAt, lastTimestamp: 0)
+            try await db.run(
+                "INSERT INTO activities (\(ActivityRecord.columns)) VALUES (\(Self.marks(13))) ON CONFLICT (bundle_id, key) DO NOTHING",
+                Self.arguments(created))
+            guard let activity = try await Self.activity(db, app: token.bundleID, key: token.key, locked: true) else {
+                throw StoreError(.keyEnded, "activity key \"\(token.key)\" is gone")
+            }
+            if activity.state == .ended {
+                throw StoreError(.keyEnded, "activity key \"\(activity.key)\" has ended")
+            }
+            try await db.run(
+                StoreStatements.saveActivityToken,
+                [
+                    .text(token.key), .text(token.deviceID), .text(token.activityID), .text(token.token), .bool(token.frequentPushesEnabled),
+                    .seconds(token.registeredAt), .text(token.environment.rawValue), .text(token.bundleID),
+                ])
+            try await db.carryOut(
+                .activityTokenRegistered(app: token.bundleID, key: token.key, deviceID: token.deviceID), at: token.registeredAt)
+            return activity
+        }
+    }
+
+    public func endActivityToken(app: String, key: String, deviceID: String, state: ActivityTokenState, at: Date) async throws -> Bool {
+        try await transaction { db in
+            let changed = try await db.changed(
+                StoreStatements.endActivityToken,
+                [.text(state.rawValue), .text(app), .text(key), .text(deviceID)])
+            guard changed > 0 else { return false }
+            try await db.carryOut(.activityEndedOnDevice(app: app, key: key, deviceID: deviceID, state: state), at: at)
+            return true
+        }
+    }
+
+    // MARK: Accepting requests
+
+    public func idempotentResponse(apiKeyID: String, key: String) async throws -> IdempotentResponse? {
+        try await rows(
+            "SELECT request_hash, status, body FROM idempotency_keys WHERE api_key_id = ? AND key = ?", [.text(apiKeyID), .text(key)]
+        ).first.map { row in
+            IdempotentResponse(requestHash: row.string(0), response: StoredResponse(status: row.int(1) ?? 0, body: row.bytes(2)))
+        }
+    }
+
+    public func audienceEnvironments(app: String, attributesType: String, audience: Audience) async throws -> Set<PushEnvironment> {
+        try await connection { db in
+            Set(try await Self.pushToStartTokens(db, app: app, attributesType: attributesType, audience: audience).map(\.environment))
+        }
+    }
+
+    public func acceptStart<Outcome: Sendable>(
+        app: String, key: String, attributesType: String, audience: Audience, context: WriteContext,
+        plan: @Sendable ([PushToStartTokenRecord]) throws -> (StartPlan, Outcome)
+    ) async throws -> Accepted<Outcome> {
+        try await transaction { db in
+            if try await Self.activity(db, app: app, key: key, locked: false) != nil { throw Self.keyExists(key) }
+            let tokens = try await Self.pushToStartTokens(db, app: app, attributesType: attributesType, audience: audience)
+            let (planned, outcome) = try plan(tokens)
+            do {
+                try await Self.insert(db, activity: planned.activity)
+            } catch let error as PSQLError where error.isUniqueViolation {
+                // Started by another request since the check above.
+                throw Self.keyExists(key)
+            }
+            let claimed = try await Self.enqueue(
+                db, payloads: planned.payloads, deliveries: planned.deliveries, at: planned.acceptedAt, handOver: context.handOver)
+            try await Self.record(db, context: context, response: planned.response, at: planned.acceptedAt)
+            return Accepted(outcome: outcome, claimed: claimed)
+        }
+    }
+
+    private static func keyExists(_ key: String) -> StoreError { StoreError(.keyExists, "activity key \"\(key)\" already exists") }
+
+    public func acceptChange<Outcome: Sendable>(
+        app: String, key: String, budgetWindowStart: Date?, context: WriteContext, plan: @Sendable (ChangeSnapshot) throws -> (ChangePlan, Outcome)
+    ) async throws -> Accepted<Outcome> {
+        try await transaction { db in
+            // Locked: the next change of this key waits for this one and plans from what it wrote.
+            let activity = try await Self.activity(db, app: app, key: key, locked: true)
+            var tokens: [ActivityTokenRecord] = []
+            var tokenCount = 0
+            var counts: [String: Int] = [:]
+            if activity != nil, let budgetWindowStart {
+                tokens = try await db.rows(
+                    StoreStatements.liveTokens,
+                    [.text(app), .text(key)]
+                ).map(ActivityTokenRecord.init(row:))
+                tokenCount = tokens.count
+                for row in try await db.rows(
+                    StoreStatements.priority10Counts,
+                    [.text(app), .text(key), .seconds(budgetWindowStart)])
+                {
+                    counts[row.string(0)] = row.int(1) ?? 0
+                }
+            } else if activity != nil {
+                tokenCount = try await db.rows(
+                    StoreStatements.liveTokenCount, [.text(app), .text(key)]
+                ).first?.int(0) ?? 0
+            }
+            let channels = activity == nil || activity!.channelIDs.isEmpty ? [] : try await db.rows(
+                StoreStatements.channelsOfKeyRecords, [.text(app), .text(key)]
+            ).map(ChannelRecord.init(row:))
+            let (planned, outcome) = try plan(
+                ChangeSnapshot(activity: activity, liveTokens: tokens, liveTokenCount: tokenCount, priority10Counts: counts, channels: channels))
+            let changed = planned.activity
+            try await db.run(
+                """
+                UPDATE activities SET content_state = ?, stale_date = ?, relevance_score = ?, last_timestamp = ?,
+                    state = ?, ended_at = ?, end_reason = ?, dismissal_date = ?
+                WHERE bundle_id = ? AND key = ?
+                """,
+                [
+                    .text(changed.contentState?.serializedString), .seconds(changed.staleDate), .real(changed.relevanceScore),
+                    .integer(changed.lastTimestamp), .text(changed.state.rawValue), .seconds(changed.endedAt), .text(changed.endReason),
+                    .seconds(changed.dismissalDate), .text(changed.bundleID), .text(changed.key),
+                ])
+            if changed.state == .ended {
+                try await db.run(
+                    StoreStatements.endKeyTokens,
+                    [.text(app), .text(key)])
+                if let deleteAfter = planned.channelDeleteAfter {
+                    try await db.run(
+                        StoreStatements.deleteKeyChannelsAfter,
+                        [.seconds(deleteAfter), .text(app), .text(key)])
+                }
+            }
+            let claimed = try await Self.enqueue(
+                db, payloads: planned.payloads, deliveries: planned.deliveries, fanOut: planned.fanOut.map { ($0, tokenCount) },
+                at: planned.acceptedAt, handOver: context.handOver)
+            try await Self.record(db, context: context, response: planned.response, at: planned.acceptedAt)
+            return Accepted(outcome: outcome, claimed: claimed)
+        }
+    }
+
+    // MARK: Schedules
+
+    public func insertSchedule(_ schedule: ScheduleRecord, context: WriteContext, response: StoredResponse) async throws {
+        try await transaction { db in
+            try await db.run(
+                StoreStatements.insertSchedule,
+                [
+                    .text(schedule.id), .text(schedule.key), .text(schedule.action), .text(schedule.request.serializedString),
+                    .seconds(schedule.dueAt), .text(schedule.state.rawValue), .text(schedule.result), .seconds(schedule.createdAt),
+                    .text(schedule.bundleID),
+                ])
+            try await Self.record(db, context: context, response: response, at: schedule.createdAt)
+        }
+    }
+
+    public func schedule(id: String) async throws -> ScheduleRecord? {
+        try await rows("SELECT \(ScheduleRecord.columns) FROM schedules WHERE id = ?", [.text(id)])
+            .first.map(ScheduleRecord.init(row:))
+    }
+
+    public func schedules(app: String?, key: String?) async throws -> [ScheduleRecord] {
+        try await rows(
+            """
+            SELECT \(ScheduleRecord.columns) FROM schedules WHERE (?::text IS NULL OR bundle_id = ?) AND (?::text IS NULL OR key = ?)
+            ORDER BY due_at, id
+            """,
+            [.text(app), .text(app), .text(key), .text(key)]
+        ).map(ScheduleRecord.init(row:))
+    }
+
+    public func cancelSchedule(id: String, at: Date) async throws -> ScheduleRecord? {
+        try await transaction { db in
+            guard
+                var schedule = try await db.rows("SELECT \(ScheduleRecord.columns) FROM schedules WHERE id = ? FOR UPDATE", [.text(id)])
+                    .first.map(ScheduleRecord.init(row:))
+            else { return nil }
+            guard schedule.state == .pending else {
+                throw StoreError(.scheduleNotPending, "schedule \(id) is \(schedule.state.rawValue), not pending")
+            }
+            try await db.run("UPDATE schedules SET state = 'cancelled' WHERE id = ?", [.text(id)])
+            schedule.state = .cancelled
+            return schedule
+        }
+    }
+
+    public func dueSchedules(at: Date, limit: Int) async throws -> [ScheduleRecord] {
+        try await rows(
+            "SELECT \(ScheduleRecord.columns) FROM schedules WHERE state = 'pending' AND due_at <= ? ORDER BY due_at, id LIMIT ?",
+            [.seconds(at), .integer(Int64(limit))]
+        ).map(ScheduleRecord.init(row:))
+    }
+
+    public func failSchedule(id: String, reason: String) async throws {
+        try await run(
+            "UPDATE schedules SET state = 'failed', result = ? WHERE id = ? AND state = 'pending'", [.text(reason), .text(id)])
+    }
+
+    // MARK: The outbox
+
+    public func claimDeliveries(dueBy now: Date, limit: Int, leaseUntil: Date) async throws -> [DeliveryRecord] {
+        try await transaction { db in
+            // SKIP LOCKED: instances claiming at once each take other pushes, and none waits.
+            let claimed = try await db.rows(
+                """
+                UPDATE deliveries SET status = '\(DeliveryEvent.claim.destination.rawValue)', next_attempt_at = ?
+                WHERE id IN (
+                    SELECT id FROM deliveries WHERE \(OutboxStatements.statusCondition(.claim)) AND next_attempt_at <= ?
+                    ORDER BY next_attempt_at, id LIMIT ? FOR UPDATE SKIP LOCKED)
+                RETURNING \(DeliveryRecord.columns)
+                """,
+                [.seconds(leaseUntil), .seconds(now), .integer(Int64(limit))]
+            ).map(DeliveryRow.init(row:))
+            return try await Self.withPayloads(db, claimed.sorted { $0.record.id < $1.record.id })
+        }
+    }
+
+    public func releaseClaims(at: Date) async throws {
+        try await transaction { db in try await db.carryOut(.restarted, at: at) }
+    }
+
+    public func recordOutcomes(_ outcomes: [(id: Int64, outcome: DeliveryOutcome)], at: Date) async throws {
+        guard !outcomes.isEmpty else { return }
+        try await transaction { db in
+            var sent: (ids: [Int64], statuses: [Int64], apnsIDs: [String]) = ([], [], [])
+            for (id, outcome) in outcomes {
+                switch outcome {
+                case .sent(let status, let apnsID):
+                    sent.ids.append(id)
+                    sent.statuses.append(Int64(status))
+                    sent.apnsIDs.append(apnsID ?? "")
+                case .retry, .failed:
+                    let answer = OutboxStatements.answer(id: id, outcome, at: at)
+                    let answered = try await db.rows(answer).first.map { row in
+                        OutboxStatements.answered(
+                            bundleID: row.string(0), key: row.string(1), target: row.string(2), deviceID: row.text(3), token: row.text(4),
+                            channelID: row.text(5))
+                    }
+                    // An answer to a push no longer claimed changes nothing.
+                    if let answered { try await db.carryOut(.answered(answered, outcome), at: at) }
+                }
+            }
+            guard !sent.ids.isEmpty else { return }
+            // Every sent push in one statement, its values as arrays (an empty apns-id is none).
+            var binds = PostgresBindings()
+            binds.append(at.timeIntervalSince1970)
+            binds.append(sent.ids)
+            binds.append(sent.statuses)
+            binds.append(sent.apnsIDs)
+            try await db.query(
+                PostgresQuery(
+                    unsafeSQL: """
+                        UPDATE deliveries d SET status = '\(DeliveryEvent.sent.destination.rawValue)', attempts = d.attempts + 1,
+                            finished_at = $1, attempted_at = $1, apns_status = o.status, apns_id = NULLIF(o.apns_id, ''), apns_reason = NULL
+                        FROM unnest($2::bigint[], $3::bigint[], $4::text[]) AS o (id, status, apns_id)
+                        WHERE d.id = o.id AND d.\(OutboxStatements.statusCondition(.sent))
+                        """,
+                    binds: binds),
+                logger: Self.quiet
+            ).collect()
+        }
+    }
+
+    public func nextDueDate() async throws -> Date? {
+        try await rows(
+            "SELECT MIN(next_attempt_at) FROM deliveries WHERE \(OutboxStatements.statusCondition(.claim))"
+        ).first?.date(0)
+    }
+
+    public func deliveries(_ query: DeliveryQuery) async throws -> [DeliveryRecord] {
+        try await connection { db in
+            let rows = try await db.rows(
+                """
+                SELECT \(DeliveryRecord.columns) FROM deliveries
+                WHERE (?::text IS NULL OR bundle_id = ?) AND (?::text IS NULL OR key = ?) AND (?::text IS NULL OR status = ?)
+                    AND (?::bigint IS NULL OR id < ?)
+                ORDER BY id DESC LIMIT ?
+                """,
+                [
+                    .text(query.bundleID), .text(query.bundleID), .text(query.key), .text(query.key), .text(query.status?.rawValue),
+                    .text(query.status?.rawValue), .integer(query.before), .integer(query.before), .integer(Int64(query.limit)),
+                ]
+            ).map(DeliveryRow.init(row:))
+            return try await Self.withPayloads(db, rows)
+        }
+    }
+
+    public func deliveryCounts() async throws -> [DeliveryStatus: Int] {
+        var counts: [DeliveryStatus: Int] = [:]
+        for row in try await rows("SELECT status, COUNT(*) FROM deliveries GROUP BY status") {
+            if let status = DeliveryStatus(rawValue: row.string(0)) { counts[status] = row.int(1) }
+        }
+        return counts
+    }
+
+    // MARK: Keys and tokens
+
+    public func activity(app: String, key: String) async throws -> ActivityRecord? {
+        try await connection { db in try await Self.activity(db, app: app, key: key, locked: false) }
+    }
+
+    public func activityTokens(app: String, key: String) async throws -> [ActivityTokenRecord] {
+        // A token's last result is that of its newest delivery that was attempted.
+        try await rows(
+            """
+            SELECT \(ActivityTokenRecord.columns("t")), d.apns_status, d.apns_reason, d.attempted_at
+            FROM activity_tokens t LEFT JOIN LATERAL (
+                SELECT apns_status, apns_reason, attempted_at FROM deliveries
+                WHERE bundle_id = t.bundle_id AND key = t.key AND device_id = t.device_id AND token = t.token AND attempts > 0
+                ORDER BY created_at DESC, id DESC LIMIT 1) d ON TRUE
+            WHERE t.bundle_id = ? AND t.key = ? ORDER BY t.device_id
+            """,
+            [.text(app), .text(key)]
+        ).map { row in
+            var token = ActivityTokenRecord(row: row)
+            (token.lastStatus, token.lastReason, token.lastDeliveryAt) = (row.int(10), row.text(11), row.date(12))
+            return token
+        }
+    }
+
+    public func pushToStartTokens(deviceID: String) async throws -> [PushToStartTokenRecord] {
+        try await rows(
+            "SELECT \(PushToStartTokenRecord.columns) FROM push_to_start_tokens WHERE device_id = ? ORDER BY bundle_id, attributes_type",
+            [.text(deviceID)]
+        ).map(PushToStartTokenRecord.init(row:))
+    }
+
+    public func expireActivities(startedBefore: Date, at: Date, channelDeleteAfter: Date) async throws -> [String] {
+        try await transaction { db in
+            let keys = try await db.rows(
+                "SELECT bundle_id, key FROM activities WHERE state = 'active' AND started_at < ? ORDER BY bundle_id, key FOR UPDATE SKIP LOCKED",
+                [.seconds(startedBefore)]
+            ).map { (app: $0.string(0), key: $0.string(1)) }
+            for (app, key) in keys {
+                try await db.run(
+                    StoreStatements.expireActivity,
+                    [.seconds(at), .text(app), .text(key)])
+                try await db.run(
+                    StoreStatements.expireTokens,
+                    [.text(app), .text(key)])
+                try await db.carryOut(.activityExpired(app: app, key: key), at: at)
+                try await db.run(
+                    StoreStatements.deleteKeyChannelsAfter,
+                    [.seconds(channelDeleteAfter), .text(app), .text(key)])
+            }
+            return keys.map(\.key)
+        }
+    }
+
+    public func counts() async throws -> StoreCounts {
+        let row = try await rows(
+            """
+            SELECT (SELECT COUNT(*) FROM push_to_start_tokens WHERE dead_reason IS NULL),
+                (SELECT COUNT(*) FROM activity_tokens WHERE state = 'live'),
+                (SELECT COUNT(*) FROM activities WHERE state = 'active'),
+                (SELECT COUNT(*) FROM channels WHERE deleted_at IS NULL)
+            """
+        ).first
+        return StoreCounts(
+            pushToStartTokens: row?.int(0) ?? 0, liveActivityTokens: row?.int(1) ?? 0, activeKeys: row?.int(2) ?? 0, channels: row?.int(3) ?? 0)
+    }
+
+    // MARK: Contracts
+
+    public func saveContract(_ contract: ContractRecord) async throws {
+        try await run(
+            StoreStatements.saveContract,
+            [.text(contract.bundleID), .text(contract.attributesType), .text(contract.contract.serializedString), .seconds(contract.updatedAt)])
+    }
+
+    public func contracts() async throws -> [ContractRecord] {
+        try await rows("SELECT \(ContractRecord.columns) FROM contracts ORDER BY bundle_id, attributes_type")
+            .map(ContractRecord.init(row:))
+    }
+
+    // MARK: Channels
+
+    public func saveChannel(_ channel: ChannelRecord) async throws {
+        try await run(
+            StoreStatements.saveChannel,
+            [
+                .text(channel.channelID), .text(channel.key), .integer(Int64(channel.storagePolicy)), .seconds(channel.createdAt),
+                .seconds(channel.deleteAfter), .seconds(channel.deletedAt), .text(channel.environment.rawValue), .text(channel.bundleID),
+            ])
+    }
+
+    public func channels() async throws -> [ChannelRecord] {
+        try await rows("SELECT \(ChannelRecord.columns) FROM channels ORDER BY created_at, channel_id")
+            .map(ChannelRecord.init(row:))
+    }
+
+    public func channel(id: String) async throws -> ChannelRecord? {
+        try await rows("SELECT \(ChannelRecord.columns) FROM channels WHERE channel_id = ?", [.text(id)])
+            .first.map(ChannelRecord.init(row:))
+    }
+
+    public func channelsToDelete(at: Date) async throws -> [ChannelRecord] {
+        try await rows(
+            "SELECT \(ChannelRecord.columns) FROM channels WHERE deleted_at IS NULL AND delete_after <= ? ORDER BY delete_after",
+            [.seconds(at)]
+        ).map(ChannelRecord.init(row:))
+    }
+
+    public func markChannelDeleted(id: String, at: Date) async throws {
+        try await run("UPDATE channels SET deleted_at = ? WHERE channel_id = ?", [.seconds(at), .text(id)])
+    }
+}
+
+// MARK: Statements shared by the transactions
+
+extension PostgresStore {
+    private func ready() async {
+        while !started.value.load(ordering: .acquiring) { await Task.yield() }
+    }
+
+    private func connection<Value: Sendable>(_ body: (PostgresConnection) async throws -> Value) async throws -> Value {
+        await ready()
+        return try await client.withConnection(body)
+    }
+
+    private func rows(_ sql: String, _ arguments: [SQLArgument] = []) async throws -> [PostgresRandomAccessRow] {
+        await ready()
+        return try await client.query(SQLStatement(text: sql, arguments: arguments).postgresQuery, logger: Self.quiet).collect()
+            .map { $0.makeRandomAccess() }
+    }
+
+    private func run(_ sql: String, _ arguments: [SQLArgument] = []) async throws {
+        _ = try await rows(sql, arguments)
+    }
+
+    /// A transaction on one connection; the error that ended it is the one thrown (not wrapped),
+    /// so that the store's own errors reach the service as they are.
+    private func transaction<Value: Sendable>(_ body: (PostgresConnection) async throws -> Value) async throws -> Value {
+        try await connection { connection in
+            try await connection.run("BEGIN")
+            do {
+                let value = try await body(connection)
+                try await connection.run("COMMIT")
+                return value
+            } catch {
+                try? await connection.run("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    /// Statements the transactions' callers could not act on anyway: failures are thrown, not logged.
+    fileprivate static let quiet = Logger(label: "liverelay.postgres.statements", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    private static func activity(_ db: PostgresConnection, app: String, key: String, locked: Bool) async throws -> ActivityRecord? {
+        guard
+            var activity = try await db.rows(
+                "SELECT \(ActivityRecord.columns) FROM activities WHERE bundle_id = ? AND key = ?\(locked ? " FOR UPDATE" : "")",
+                [.text(app), .text(key)]
+            ).first.map(ActivityRecord.init(row:))
+        else { return nil }
+        for row in try await db.rows(
+            StoreStatements.activityChannels, [.text(app), .text(key)])
+        {
+            activity.channelIDs[row.environment(0)] = row.string(1)
+        }
+        return activity
+    }
+
+    private static func marks(_ count: Int) -> String { Array(repeating: "?", count: count).joined(separator: ", ") }
+
+    private static func arguments(_ activity: ActivityRecord) -> [SQLArgument] {
+        [
+            .text(activity.key), .text(activity.attributesType), .text(activity.attributes?.serializedString), .text(activity.state.rawValue),
+            .text(activity.contentState?.serializedString), .seconds(activity.staleDate), .real(activity.relevanceScore),
+            .seconds(activity.startedAt), .seconds(activity.endedAt), .text(activity.endReason), .seconds(activity.dismissalDate),
+            .integer(activity.lastTimestamp), .text(activity.bundleID),
+        ]
+    }
+
+    private static func insert(_ db: PostgresConnection, activity: ActivityRecord) async throws {
+        try await db.run("INSERT INTO activities (\(ActivityRecord.columns)) VALUES (\(marks(13)))", arguments(activity))
+        for (environment, channelID) in activity.channelIDs {
+            try await db.run(
+                StoreStatements.insertActivityChannel,
+                [.text(activity.bundleID), .text(activity.key), .text(environment.rawValue), .text(channelID)])
+        }
+    }
+
+    private static func pushToStartTokens(
+        _ db: PostgresConnection, app: String, attributesType: String, audience: Audience
+    ) async throws -> [PushToStartTokenRecord] {
+        let base = """
+            SELECT \(PushToStartTokenRecord.columns) FROM push_to_start_tokens
+            WHERE bundle_id = $1 AND attributes_type = $2 AND dead_reason IS NULL
+            """
+        var binds = PostgresBindings()
+        binds.append(app)
+        binds.append(attributesType)
+        let sql: String
+        switch audience {
+        case .everyone:
+            sql = base + " ORDER BY device_id"
+        case .devices(let ids), .users(let ids):
+            guard !ids.isEmpty else { return [] }
+            let column = if case .devices = audience { "device_id" } else { "user_id" }
+            binds.append(ids)
+            sql = base + " AND \(column) = ANY($3::text[]) ORDER BY device_id"
+        }
+        return try await db.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: quiet).collect()
+            .map { PushToStartTokenRecord(row: $0.makeRandomAccess()) }
+    }
+
+    /// Rows per INSERT of planned deliveries: 18 values each, well under PostgreSQL's 65,535.
+    private static let insertBatch = 500
+
+    /// Writes the pushes of an accepted request, each payload once, after carrying out what the
+    /// outbox's rules say they make pointless: queued, or claimed for the dispatcher (and
+    /// returned) when a hand-over allows as many. `fanOut` is a push to each live token of its
+    /// key, of which there are `count`.
+    private static func enqueue(
+        _ db: PostgresConnection, payloads: [[UInt8]], deliveries: [NewDelivery], fanOut: (push: NewPush, count: Int)? = nil, at: Date,
+        handOver: HandOver?
+    ) async throws -> [DeliveryRecord] {
+        guard !deliveries.isEmpty || fanOut != nil else { return [] }
+        var payloadIDs: [Int64] = []
+        for payload in payloads {
+            let id = try await db.rows("INSERT INTO payloads (body) VALUES (?) RETURNING id", [.bytes(payload)]).first?.integer(0)
+            payloadIDs.append(id ?? 0)
+        }
+        try await db.carryOut(.accepted(deliveries: deliveries, fanOut: fanOut?.push), at: at)
+        let entry = OutboxRules.entry(count: deliveries.count + (fanOut?.count ?? 0), handOver: handOver, at: at)
+        let handedOver = entry.status != .queued
+        let returning = handedOver ? " RETURNING \(DeliveryRecord.columns)" : ""
+        let fixed: [SQLArgument] = [.text(entry.status.rawValue), .seconds(entry.due), .seconds(at)]
+        var rows: [DeliveryRow] = []
+        for start in stride(from: 0, to: deliveries.count, by: insertBatch) {
+            let batch = deliveries[start..<min(start + insertBatch, deliveries.count)]
+            var arguments: [SQLArgument] = []
+            arguments.reserveCapacity(batch.count * 18)
+            for delivery in batch {
+                let push = delivery.push
+                let (kind, deviceID, token, channelID) = delivery.target.columns
+                arguments += [
+                    .text(push.key), .text(push.event), .text(kind), .text(deviceID), .text(token), .text(channelID),
+                    .integer(payloadIDs[push.payloadIndex]),
+                    .integer(Int64(push.priority)), .text(push.priorityReason), .integer(push.expiration), .integer(push.timestamp),
+                    .text(push.requestID),
+                ] + fixed[0...0] + [.integer(0)] + fixed[1...2] + [.text(delivery.environment.rawValue), .text(push.bundleID)]
+            }
+            let values = repeatElement("(\(marks(18)))", count: batch.count).joined(separator: ", ")
+            rows += try await db.rows(
+                "INSERT INTO deliveries (\(StoreStatements.newDeliveryColumns)) VALUES \(values)\(returning)", arguments
+            ).map(DeliveryRow.init(row:))
+        }
+        if let push = fanOut?.push {
+            rows += try await db.rows(
+                StoreStatements.fanOut + returning,
+                [
+                    .text(push.event), .integer(payloadIDs[push.payloadIndex]), .integer(Int64(push.priority)), .text(push.priorityReason),
+                    .integer(push.expiration), .integer(push.timestamp), .text(push.requestID), fixed[0], fixed[1], fixed[2],
+                    .text(push.bundleID), .text(push.key),
+                ]
+            ).map(DeliveryRow.init(row:))
+        }
+        guard handedOver else { return [] }
+        let payloadsByID = Dictionary(uniqueKeysWithValues: zip(payloadIDs, payloads))
+        return rows.map { row in
+            var record = row.record
+            record.payload = payloadsByID[row.payloadID] ?? []
+            return record
+        }.sorted { $0.id < $1.id }
+    }
+
+    private static func record(_ db: PostgresConnection, context: WriteContext, response: StoredResponse, at: Date) async throws {
+        if let claim = context.idempotency {
+            do {
+                try await db.run(
+                    StoreStatements.insertIdempotencyKey,
+                    [
+                        .text(claim.apiKeyID), .text(claim.key), .text(claim.requestHash), .integer(Int64(response.status)), .bytes(response.body),
+                        .seconds(at),
+                    ])
+            } catch let error as PSQLError where error.isUniqueViolation {
+                throw StoreError(.idempotencyKeyTaken, "idempotency key \"\(claim.key)\" was used by a request at the same time")
+            }
+        }
+        if let scheduleID = context.scheduleID {
+            let done = try await db.changed(
+                StoreStatements.scheduleDone,
+                [.text(String(decoding: response.body, as: UTF8.self)), .text(scheduleID)])
+            guard done > 0 else {
+                throw StoreError(.scheduleNotPending, "schedule \(scheduleID) is no longer pending")
+            }
+        }
+    }
+
+    /// The records with their payloads, each payload read once and shared.
+    private static func withPayloads(_ db: PostgresConnection, _ rows: [DeliveryRow]) async throws -> [DeliveryRecord] {
+        var payloads: [Int64: [UInt8]] = [:]
+        let ids = Array(Set(rows.map(\.payloadID)))
+        if !ids.isEmpty {
+            var binds = PostgresBindings()
+            binds.append(ids)
+            for row in try await db.query(PostgresQuery(unsafeSQL: "SELECT id, body FROM payloads WHERE id = ANY($1::bigint[])", binds: binds), logger: quiet)
+                .collect()
+            {
+                let row = row.makeRandomAccess()
+                payloads[row.integer(0) ?? 0] = row.bytes(1)
+            }
+        }
+        return rows.map { row in
+            var record = row.record
+            record.payload = payloads[row.payloadID] ?? []
+            return record
+        }
+    }
+}
+
+// MARK: Statements and rows
+
+extension PostgresConnection {
+    /// Carries out what the outbox's rules decide after `trigger`.
+    fileprivate func carryOut(_ trigger: OutboxTrigger, at now: Date) async throws {
+        for decision in OutboxRules.decisions(after: trigger, at: now) {
+            switch decision {
+            case .move(let move): try await rows(OutboxStatements.move(move))
+            case .killToken(let token): try await rows(OutboxStatements.kill(token))
+            }
+        }
+    }
+
+    fileprivate func run(_ sql: String, _ arguments: [SQLArgument] = []) async throws {
+        try await rows(SQLStatement(text: sql, arguments: arguments))
+    }
+
+    fileprivate func rows(_ sql: String, _ arguments: [SQLArgument] = []) async throws -> [PostgresRandomAccessRow] {
+        try await rows(SQLStatement(text: sql, arguments: arguments))
+    }
+
+    @discardableResult
+    fileprivate func rows(_ statement: SQLStatement) async throws -> [PostgresRandomAccessRow] {
+        try await query(statement.postgresQuery, logger: PostgresStore.quiet).collect().map { $0.makeRandomAccess() }
+    }
+
+    /// How many rows `sql` (an UPDATE or DELETE) changed.
+    fileprivate func changed(_ sql: String, _ arguments: [SQLArgument]) async throws -> Int {
+        try await rows("WITH changed AS (\(sql) RETURNING 1) SELECT COUNT(*) FROM changed", arguments).first?.int(0) ?? 0
+    }
+}
+
+extension SQLStatement {
+    fileprivate var postgresQuery: PostgresQuery {
+        var binds = PostgresBindings(capacity: arguments.count)
+        for argument in arguments {
+            switch argument {
+            case .text(let value): binds.append(value)
+            case .real(let value): binds.append(value)
+            case .integer(let value): binds.append(value)
+            case .bool(let value): binds.append(value)
+            case .bytes(let value): binds.append(ByteBuffer(bytes: value))
+            }
+        }
+        return PostgresQuery(unsafeSQL: numbered, binds: binds)
+    }
+}
+
+extension PostgresRandomAccessRow: StoreRow {
+    func text(_ index: Int) -> String? { (try? self[index].decode(String?.self)) ?? nil }
+    func real(_ index: Int) -> Double? { (try? self[index].decode(Double?.self)) ?? nil }
+    func integer(_ index: Int) -> Int64? { (try? self[index].decode(Int64?.self)) ?? nil }
+    func bool(_ index: Int) -> Bool { (try? self[index].decode(Bool.self)) ?? false }
+    func bytes(_ index: Int) -> [UInt8] { self[index].bytes.map { Array($0.readableBytesView) } ?? [] }
+}
+
+extension PSQLError {
+    /// A unique key taken (SQLSTATE 23505).
+    var isUniqueViolation: Bool { code == .server && serverInfo?[.sqlState] == "23505" }
+}
+
+/// A database address that does not read, and why.
+public struct InvalidDatabaseURL: Error, CustomStringConvertible {
+    public let description: String
+
+    init(_ description: String) { self.description = description }
+}
+
+/// A PostgreSQL address as `libpq` reads one: `postgres://user:password@host:port/database`,
+/// `?host=/dir` for a Unix socket in `/dir`, `?sslmode=disable|prefer|require`.
+struct PostgresURL: CustomStringConvertible {
+    enum Endpoint {
+        case socket(path: String)
+        case tcp(host: String, port: Int)
+    }
+
+    enum SSLMode: String {
+        case disable, prefer, require
+    }
+
+    var endpoint: Endpoint
+    var user: String
+    var password: String?
+    var database: String
+    var sslMode: SSLMode
+    /// libpq's `options` (`-c search_path=…`, say), sent to the server as they are.
+    var options: String?
+    var description: String
+
+    init(_ url: String) throws {
+        guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme?.lowercased() ?? "") else {
+            throw InvalidDatabaseURL("a PostgreSQL address starts with postgres://, as postgres://user@host:5432/database")
+        }
+        let items = Dictionary((components.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
+        user = components.user.flatMap { $0.removingPercentEncoding } ?? "postgres"
+        password = components.password.flatMap { $0.removingPercentEncoding }
+        let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
+        database = path.isEmpty ? user : (path.removingPercentEncoding ?? path)
+        let port = components.port ?? Int(items["port"] ?? "") ?? 5432
+        let host = items["host"] ?? components.host.flatMap { $0.isEmpty ? nil : $0 } ?? "localhost"
+        switch items["sslmode"] ?? "prefer" {
+        case "disable": sslMode = .disable
+        case "prefer", "allow": sslMode = .prefer
+        // Stricter than libpq's `require`: the certificate is verified too.
+        case "require", "verify-ca", "verify-full": sslMode = .require
+        case let mode: throw InvalidDatabaseURL("sslmode \"\(mode)\" is not one of disable, prefer, require")
+        }
+        options = items["options"]
+        if host.hasPrefix("/") {
+            endpoint = .socket(path: "\(host)/.s.PGSQL.\(port)")
+            description = "postgres://\(user)@/\(database)?host=\(host)&port=\(port)"
+        } else {
+            endpoint = .tcp(host: host, port: port)
+            description = "postgres://\(user)@\(host):\(port)/\(database)"
+        }
+    }
+
+    var configuration: PostgresClient.Configuration {
+        var configuration: PostgresClient.Configuration
+        switch endpoint {
+        case .socket(let path):
+            configuration = .init(unixSocketPath: path, username: user, password: password, database: database)
+        case .tcp(let host, let port):
+            let tls: PostgresClient.Configuration.TLS = switch sslMode {
+            case .disable: .disable
+            case .prefer: .prefer(.makeClientConfiguration())
+            case .require: .require(.makeClientConfiguration())
+            }
+            configuration = .init(host: host, port: port, username: user, password: password, database: database, tls: tls)
+        }
+        configuration.options.additionalStartupParameters = options.map { [("options", $0)] } ?? []
+        return configuration
+    }
+
+    /// Connects once, outside the pool: a server that is not there, or refuses us, fails now with
+    /// its reason, where the pool would go on trying.
+    func probe(logger: Logger) async throws {
+        var configuration: PostgresConnection.Configuration
+        switch endpoint {
+        case .socket(let path):
+            configuration = .init(unixSocketPath: path, username: user, password: password, database: database)
+        case .tcp(let host, let port):
+            let tls: PostgresConnection.Configuration.TLS = switch sslMode {
+            case .disable: .disable
+            case .prefer: .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            case .require: .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            }
+            configuration = .init(host: host, port: port, username: user, password: password, database: database, tls: tls)
+        }
+        configuration.options.additionalStartupParameters = options.map { [("options", $0)] } ?? []
+        let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
+        try await connection.close()
+    }
+}
+
+/// A class box, so that the store and the pool's task share one atomic.
+private final class Arc<Value: ~Copyable>: Sendable where Value: Sendable {
+    let value: Value
+    init(_ value: consuming Value) { self.value = value }
+}

@@ -1,0 +1,138 @@
+import Foundation
+import LiveActivityKit
+
+/// A row of a store's query, read by column position, whichever engine ran it: each record is
+/// decoded here once for every engine, from the columns its `columns` lists in that order. Times
+/// are seconds since 1970 in every engine.
+protocol StoreRow {
+    func text(_ index: Int) -> String?
+    func real(_ index: Int) -> Double?
+    func integer(_ index: Int) -> Int64?
+    func bool(_ index: Int) -> Bool
+    func bytes(_ index: Int) -> [UInt8]
+}
+
+extension StoreRow {
+    /// A column that is never NULL.
+    func string(_ index: Int) -> String { text(index) ?? "" }
+    func int(_ index: Int) -> Int? { integer(index).map(Int.init) }
+    func date(_ index: Int) -> Date? { real(index).map(Date.init(timeIntervalSince1970:)) }
+    func json(_ index: Int) -> JSONValue? { text(index).flatMap { try? JSONValue(parsing: $0) } }
+    func environment(_ index: Int) -> PushEnvironment { text(index).flatMap(PushEnvironment.init(rawValue:)) ?? .sandbox }
+}
+
+extension AppRecord {
+    static let columns = "bundle_id, team_id, key_id, signing_key, created_at, updated_at"
+
+    init(row: some StoreRow) {
+        self.init(
+            bundleID: row.string(0), teamID: row.string(1), keyID: row.string(2), signingKey: row.string(3), createdAt: row.date(4)!,
+            updatedAt: row.date(5)!)
+    }
+}
+
+extension APIKeyRecord {
+    static let columns = "id, name, scope, secret_hash, created_at, revoked_at, bundle_id"
+
+    init(row: some StoreRow) {
+        self.init(
+            id: row.string(0), name: row.string(1), scope: APIKeyScope(rawValue: row.string(2)) ?? .client, bundleID: row.text(6),
+            secretHash: Data(row.bytes(3)), createdAt: row.date(4)!, revokedAt: row.date(5))
+    }
+}
+
+extension PushToStartTokenRecord {
+    static let columns = "device_id, attributes_type, user_id, token, frequent_pushes, environment, updated_at, dead_reason, bundle_id"
+
+    init(row: some StoreRow) {
+        self.init(
+            bundleID: row.string(8), deviceID: row.string(0), attributesType: row.string(1), userID: row.text(2), token: row.string(3),
+            frequentPushesEnabled: row.bool(4), environment: row.environment(5), updatedAt: row.date(6)!, deadReason: row.text(7))
+    }
+}
+
+extension ActivityRecord {
+    static let columns = """
+        key, attributes_type, attributes, state, content_state, stale_date, relevance_score, started_at, ended_at, \
+        end_reason, dismissal_date, last_timestamp, bundle_id
+        """
+
+    /// A key without its channels, which are read from `activity_channels`.
+    init(row: some StoreRow) {
+        self.init(
+            bundleID: row.string(12), key: row.string(0), attributesType: row.string(1), attributes: row.json(2),
+            state: ActivityKeyState(rawValue: row.string(3)) ?? .ended, contentState: row.json(4), staleDate: row.date(5),
+            relevanceScore: row.real(6), startedAt: row.date(7)!, endedAt: row.date(8), endReason: row.text(9),
+            dismissalDate: row.date(10), lastTimestamp: row.integer(11) ?? 0)
+    }
+}
+
+extension ActivityTokenRecord {
+    static let columns = columns(nil)
+
+    /// The columns `init(row:)` reads, of the table named `alias` if given.
+    static func columns(_ alias: String?) -> String {
+        ["key", "device_id", "activity_id", "token", "frequent_pushes", "registered_at", "state", "state_reason", "environment", "bundle_id"]
+            .map { column in alias.map { "\($0).\(column)" } ?? column }.joined(separator: ", ")
+    }
+
+    /// A token without its last result, which comes from the deliveries.
+    init(row: some StoreRow) {
+        self.init(
+            bundleID: row.string(9), key: row.string(0), deviceID: row.string(1), activityID: row.text(2), token: row.string(3),
+            frequentPushesEnabled: row.bool(4), environment: row.environment(8), registeredAt: row.date(5)!,
+            state: ActivityTokenState(rawValue: row.string(6)) ?? .dead, stateReason: row.text(7))
+    }
+}
+
+extension ChannelRecord {
+    static let columns = "channel_id, key, storage_policy, created_at, delete_after, deleted_at, environment, bundle_id"
+
+    init(row: some StoreRow) {
+        self.init(
+            channelID: row.string(0), bundleID: row.string(7), environment: row.environment(6), key: row.text(1),
+            storagePolicy: row.int(2) ?? 0, createdAt: row.date(3)!, deleteAfter: row.date(4), deletedAt: row.date(5))
+    }
+}
+
+extension ContractRecord {
+    static let columns = "bundle_id, attributes_type, contract, updated_at"
+
+    init(row: some StoreRow) {
+        self.init(bundleID: row.string(0), attributesType: row.string(1), contract: row.json(2) ?? .null, updatedAt: row.date(3)!)
+    }
+}
+
+extension ScheduleRecord {
+    static let columns = "id, key, action, request, due_at, state, result, created_at, bundle_id"
+
+    init(row: some StoreRow) {
+        self.init(
+            id: row.string(0), bundleID: row.string(8), key: row.string(1), action: row.string(2), request: row.json(3) ?? .null,
+            dueAt: row.date(4)!, state: State(rawValue: row.string(5)) ?? .failed, result: row.text(6), createdAt: row.date(7)!)
+    }
+}
+
+extension DeliveryRecord {
+    static let columns = """
+        id, key, event, target, device_id, token, channel_id, payload_id, priority, priority_reason, expiration, timestamp, \
+        request_id, status, attempts, next_attempt_at, created_at, finished_at, apns_status, apns_reason, apns_id, environment, bundle_id
+        """
+}
+
+/// A delivery read without its payload, which many deliveries share: each payload is read once.
+struct DeliveryRow {
+    var record: DeliveryRecord
+    var payloadID: Int64
+
+    init(row: some StoreRow) {
+        let target = DeliveryTarget(kind: row.string(3), deviceID: row.text(4), token: row.text(5), channelID: row.text(6))
+        payloadID = row.integer(7) ?? 0
+        record = DeliveryRecord(
+            id: row.integer(0) ?? 0, bundleID: row.string(22), key: row.string(1), event: row.string(2), target: target,
+            environment: row.environment(21), payload: [], priority: row.int(8) ?? 0, priorityReason: row.string(9),
+            expiration: row.integer(10), timestamp: row.integer(11) ?? 0, requestID: row.string(12),
+            status: DeliveryStatus(rawValue: row.string(13)) ?? .failed, attempts: row.int(14) ?? 0, nextAttemptAt: row.date(15)!,
+            createdAt: row.date(16)!, finishedAt: row.date(17), apnsStatus: row.int(18), apnsReason: row.text(19), apnsID: row.text(20))
+    }
+}

@@ -1,0 +1,101 @@
+/// The statements both engines run as written, with `?` for each argument (PostgreSQL's are
+/// numbered from them): where the SQL of the two is the same, it is here once. What differs
+/// stays with each engine: SQLite's batched `VALUES` and id ranges, PostgreSQL's locks, arrays and
+/// `RETURNING` ids. The outbox's own statements are `OutboxStatements`.
+enum StoreStatements {
+    static let saveApp = """
+        INSERT INTO apps (\(AppRecord.columns)) VALUES (?, ?, ?, ?, ?, ?)
+        ON CONFLICT (bundle_id) DO UPDATE SET
+            team_id = excluded.team_id, key_id = excluded.key_id, signing_key = excluded.signing_key, updated_at = excluded.updated_at
+        """
+
+    static let insertAPIKey = "INSERT INTO api_keys (\(APIKeyRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?)"
+
+    static let savePushToStartToken = """
+        INSERT INTO push_to_start_tokens (\(PushToStartTokenRecord.columns))
+        VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?)
+        ON CONFLICT (bundle_id, device_id, attributes_type) DO UPDATE SET
+            user_id = excluded.user_id, token = excluded.token, frequent_pushes = excluded.frequent_pushes,
+            environment = excluded.environment, updated_at = excluded.updated_at, dead_reason = NULL
+        """
+
+    /// A device's update token under a key, live (again).
+    static let saveActivityToken = """
+        INSERT INTO activity_tokens
+            (key, device_id, activity_id, token, frequent_pushes, registered_at, state, state_reason, environment, bundle_id)
+        VALUES (?, ?, ?, ?, ?, ?, 'live', NULL, ?, ?)
+        ON CONFLICT (bundle_id, key, device_id) DO UPDATE SET
+            activity_id = excluded.activity_id, token = excluded.token, frequent_pushes = excluded.frequent_pushes,
+            registered_at = excluded.registered_at, state = 'live', state_reason = NULL, environment = excluded.environment
+        """
+
+    static let endActivityToken =
+        "UPDATE activity_tokens SET state = ?, state_reason = 'reported by the device' WHERE bundle_id = ? AND key = ? AND device_id = ?"
+
+    static let insertActivity = "INSERT INTO activities (\(ActivityRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+    static let insertActivityChannel = "INSERT INTO activity_channels (bundle_id, key, environment, channel_id) VALUES (?, ?, ?, ?)"
+
+    static let activityChannels = "SELECT environment, channel_id FROM activity_channels WHERE bundle_id = ? AND key = ?"
+
+    /// The ids of the channels of the app's key given as the statement's two arguments.
+    static let channelsOfKey = "SELECT channel_id FROM activity_channels WHERE bundle_id = ? AND key = ?"
+
+    static let channelsOfKeyRecords = "SELECT \(ChannelRecord.columns) FROM channels WHERE channel_id IN (\(channelsOfKey))"
+
+    static let liveTokens =
+        "SELECT \(ActivityTokenRecord.columns) FROM activity_tokens WHERE bundle_id = ? AND key = ? AND state = 'live' ORDER BY device_id"
+
+    static let liveTokenCount = "SELECT COUNT(*) FROM activity_tokens WHERE bundle_id = ? AND key = ? AND state = 'live'"
+
+    /// A key's pushes that count against its priority-10 budget since a time, per device or channel.
+    static let priority10Counts = """
+        SELECT COALESCE(device_id, channel_id, ''), COUNT(*) FROM deliveries
+        WHERE bundle_id = ? AND key = ? AND target != 'push-to-start' AND priority = 10 AND created_at >= ?
+            AND \(OutboxStatements.budgetCondition)
+        GROUP BY 1
+        """
+
+    static let endKeyTokens =
+        "UPDATE activity_tokens SET state = 'ended', state_reason = 'key ended' WHERE bundle_id = ? AND key = ? AND state = 'live'"
+
+    static let deleteKeyChannelsAfter =
+        "UPDATE channels SET delete_after = ? WHERE channel_id IN (\(channelsOfKey)) AND deleted_at IS NULL"
+
+    static let expireActivity = "UPDATE activities SET state = 'ended', ended_at = ?, end_reason = 'expired' WHERE bundle_id = ? AND key = ?"
+
+    static let expireTokens =
+        "UPDATE activity_tokens SET state = 'ended', state_reason = 'expired' WHERE bundle_id = ? AND key = ? AND state = 'live'"
+
+    static let insertSchedule = "INSERT INTO schedules (\(ScheduleRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+    static let insertIdempotencyKey =
+        "INSERT INTO idempotency_keys (api_key_id, key, request_hash, status, body, created_at) VALUES (?, ?, ?, ?, ?, ?)"
+
+    static let scheduleDone = "UPDATE schedules SET state = 'done', result = ? WHERE id = ? AND state = 'pending'"
+
+    static let saveContract = """
+        INSERT INTO contracts (\(ContractRecord.columns)) VALUES (?, ?, ?, ?)
+        ON CONFLICT (bundle_id, attributes_type) DO UPDATE SET contract = excluded.contract, updated_at = excluded.updated_at
+        """
+
+    static let saveChannel = """
+        INSERT INTO channels (\(ChannelRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (channel_id) DO UPDATE SET key = excluded.key, delete_after = excluded.delete_after,
+            deleted_at = excluded.deleted_at
+        """
+
+    /// What a new delivery is written with; the rest of its columns start empty.
+    static let newDeliveryColumns = """
+        key, event, target, device_id, token, channel_id, payload_id, priority, priority_reason, expiration, timestamp, request_id, \
+        status, attempts, next_attempt_at, created_at, environment, bundle_id
+        """
+
+    /// A push to each live token of a key, in the order a per-token plan would have listed them:
+    /// (event, payload, priority, reason, expiration, timestamp, request, status, due, now, app, key).
+    static let fanOut = """
+        INSERT INTO deliveries (\(newDeliveryColumns))
+        SELECT key, ?, 'activity', device_id, token, NULL, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, environment, bundle_id
+        FROM activity_tokens WHERE bundle_id = ? AND key = ? AND state = 'live' ORDER BY device_id
+        """
+}

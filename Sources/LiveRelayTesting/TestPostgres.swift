@@ -1,0 +1,127 @@
+import Foundation
+
+/// A real PostgreSQL server for the tests: the one `LIVERELAY_TEST_POSTGRES` names, else one this
+/// process starts from the system's PostgreSQL (Debian's `postgresql`: `initdb` and `pg_ctl`),
+/// listening on a Unix socket only, in a temporary folder, stopped when the process exits. Each
+/// caller gets its own empty schema, so tests run in parallel on one server.
+///
+/// Without either, `availability` says why: CI (`CI` set) must fail on it, and a developer's run
+/// says loudly that the PostgreSQL tests were skipped (`PostgresTests`).
+public enum TestPostgres {
+    /// The server's address, or why there is none.
+    public static let availability: Result<String, Unavailable> = {
+        if let url = ProcessInfo.processInfo.environment["LIVERELAY_TEST_POSTGRES"], !url.isEmpty { return .success(url) }
+        return Result { () throws(Unavailable) in try LocalServer.start() }
+    }()
+
+    public static var isAvailable: Bool { (try? availability.get()) != nil }
+
+    /// What a skipped PostgreSQL test says: loudly, that PostgreSQL was not tested, and why.
+    public static var skipNote: String {
+        guard case .failure(let reason) = availability else { return "" }
+        return "SKIPPED: PostgreSQL was NOT tested: \(reason)"
+    }
+
+    /// Whether this run is CI, where a missing PostgreSQL is a failure, not a skip.
+    public static var isCI: Bool { !(ProcessInfo.processInfo.environment["CI"] ?? "").isEmpty }
+
+    public struct Unavailable: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// The address of a new, empty schema on the server, as its only search path: what one test
+    /// or one group of `serve` instances shares.
+    public static func freshDatabase() throws -> String {
+        let base = try availability.get()
+        let schema = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        try psql(base, "CREATE SCHEMA \(schema)")
+        let separator = base.contains("?") ? "&" : "?"
+        return base + separator + "options=-c%20search_path%3D\(schema)"
+    }
+
+    /// Runs one statement with `psql`.
+    public static func psql(_ url: String, _ sql: String) throws {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-psql-\(UUID().uuidString).log").path
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let status = shell("\(quoted(LocalServer.tool("psql"))) -X -q -v ON_ERROR_STOP=1 -d \(quoted(url)) -c \(quoted(sql)) > \(quoted(log)) 2>&1")
+        guard status == 0 else {
+            throw Unavailable(description: "psql \(sql): \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "exit \(status)")")
+        }
+    }
+
+    /// Runs a shell command and waits for it; its exit status. Spawned and reaped here rather than
+    /// with Foundation's `Process`, whose wait never returned when called while the test runner
+    /// was still planning (where `availability` is first read).
+    static func shell(_ command: String) -> Int32 {
+        var pid: pid_t = 0
+        var arguments: [UnsafeMutablePointer<CChar>?] = ["/bin/sh", "-c", command].map { (word: String) in strdup(word) } + [nil]
+        defer { for argument in arguments { free(argument) } }
+        guard posix_spawn(&pid, "/bin/sh", nil, nil, &arguments, environ) == 0 else { return -1 }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1, errno == EINTR {}
+        // WIFEXITED and WEXITSTATUS.
+        return status & 0x7f == 0 ? (status >> 8) & 0xff : -1
+    }
+
+    /// `text` as one shell word.
+    static func quoted(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+
+    /// A server of this process's own.
+    enum LocalServer {
+        /// The folder of PostgreSQL's programs: `pg_config --bindir`, else Debian's newest.
+        static let binaries: String? = {
+            let manager = FileManager.default
+            let debian = "/usr/lib/postgresql"
+            let versions = (try? manager.contentsOfDirectory(atPath: debian))?.compactMap(Int.init).sorted() ?? []
+            if let newest = versions.last, manager.fileExists(atPath: "\(debian)/\(newest)/bin/initdb") { return "\(debian)/\(newest)/bin" }
+            for folder in ["/usr/local/pgsql/bin", "/usr/bin", "/usr/local/bin"] where manager.fileExists(atPath: "\(folder)/initdb") {
+                return folder
+            }
+            return nil
+        }()
+
+        static func tool(_ name: String) -> String {
+            if let binaries, FileManager.default.fileExists(atPath: "\(binaries)/\(name)") { return "\(binaries)/\(name)" }
+            return "/usr/bin/\(name)"
+        }
+
+        static func start() throws(Unavailable) -> String {
+            guard let binaries else {
+                throw Unavailable(
+                    description: "no PostgreSQL found (no initdb in /usr/lib/postgresql/*/bin): install Debian's postgresql, "
+                        + "or set LIVERELAY_TEST_POSTGRES to a server's address")
+            }
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-postgres-\(UUID().uuidString.prefix(8))").path
+            let data = folder + "/data"
+            // A socket's port number only names its file: any will do, none is listened on.
+            let port = Int.random(in: 20000..<60000)
+            do {
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                // initdb refuses to run as root: the server runs as the `postgres` user, which must own the folder.
+                let asRoot = getuid() == 0
+                if asRoot { try FileManager.default.setAttributes([.ownerAccountName: "postgres"], ofItemAtPath: folder) }
+                func asServerUser(_ command: String) throws(Unavailable) {
+                    let status = shell(asRoot ? "su postgres -s /bin/sh -c \(quoted(command))" : command)
+                    guard status == 0 else { throw Unavailable(description: "\(command) failed (see its log in \(folder))") }
+                }
+                try asServerUser("\(binaries)/initdb -D \(data) -A trust -U postgres --no-sync > \(folder)/initdb.log 2>&1")
+                try asServerUser(
+                    "\(binaries)/pg_ctl -D \(data) -l \(folder)/server.log -w -o \"-k \(folder) -p \(port) -c listen_addresses= -c fsync=off -c max_connections=200\" start > \(folder)/pg_ctl.log 2>&1")
+            } catch let error as Unavailable {
+                throw error
+            } catch {
+                throw Unavailable(description: "could not prepare \(folder): \(error)")
+            }
+            stopAtExit(binaries: binaries, data: data, asRoot: getuid() == 0)
+            return "postgres://postgres@/postgres?host=\(folder)&port=\(port)"
+        }
+
+        nonisolated(unsafe) private static var stop: String = ""
+
+        private static func stopAtExit(binaries: String, data: String, asRoot: Bool) {
+            let command = "\(binaries)/pg_ctl -D \(data) -m immediate stop > /dev/null 2>&1"
+            stop = asRoot ? "su postgres -s /bin/sh -c \(TestPostgres.quoted(command))" : command
+            atexit { _ = TestPostgres.shell(TestPostgres.LocalServer.stop) }
+        }
+    }
+}

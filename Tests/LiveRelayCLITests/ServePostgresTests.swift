@@ -1,0 +1,71 @@
+import Foundation
+import LiveActivityKit
+import LiveRelayStore
+import LiveRelayTesting
+import NIOHTTP1
+import Testing
+
+/// `liverelay serve --database postgres://…` as a user runs it, on a real PostgreSQL server
+/// (`TestPostgres`; in CI its absence fails these tests, elsewhere they are reported skipped).
+@Suite(.serialized, .timeLimit(.minutes(3)), .enabled(if: TestPostgres.isAvailable || TestPostgres.isCI, Comment(rawValue: TestPostgres.skipNote)))
+struct ServePostgresTests {
+    /// The demo on PostgreSQL: the printed start reaches the demo iPhone, `keys create` writes to
+    /// the same database, and what was accepted is still there after a restart.
+    @Test func theDemoRunsOnPostgresAndItsDataOutlivesARestart() async throws {
+        let database = try TestPostgres.freshDatabase()
+        let dataDir = try ServeCommandTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dataDir) }
+        try await withDeadline(.seconds(120)) {
+            var server = try await ServeProcess.start(["serve", "--data-dir", dataDir, "--http-port", "0", "--database", database])
+            // The announcement names the database, never a password; no SQLite file is made.
+            #expect(server.printed.contains("data:               postgres://postgres@/postgres?host="))
+            #expect(!FileManager.default.fileExists(atPath: dataDir + "/liverelay.sqlite"))
+            let keys = try initialKeys(dataDir: dataDir)
+            let store = try PostgresStore(url: database)
+            try await eventually { try await store.pushToStartTokens(deviceID: "demo-iphone").count == 1 }
+            let body = try #require(server.printed.components(separatedBy: "-d '").last?.components(separatedBy: "'").first)
+            let started = try await server.call(.POST, "/v1/activities/order-42/start", key: keys.server, body: JSONValue(parsing: body))
+            #expect(started.status == 201, "\(started.json)")
+            try await eventually {
+                let answer = try await server.call(.GET, "/v1/activities/order-42", key: keys.server)
+                return answer.json["tokens"]?.arrayElements?.first?["state"] == .string("live")
+            }
+            let watch = try #require(server.printed.split(separator: "\n").first { $0.hasPrefix("watch it:") }?.split(separator: " ").last)
+            #expect(try await httpCall(.GET, String(watch)).json["lockScreen"]?.arrayElements?.count == 1)
+
+            // A key made offline goes into the same database and works at once.
+            let made = try await liverelay(["keys", "create", "--scope", "admin", "--name", "offline", "--database", database])
+            #expect(made.status == 0, "\(made.stderr)")
+            let secret = try #require(made.stdout.split(whereSeparator: \.isWhitespace).map(String.init).first { $0.hasPrefix("lr_admin_") })
+            #expect(try await server.call(.GET, "/v1/api-keys", key: secret).status == 200)
+
+            #expect(server.stop() == 0)
+            server = try await ServeProcess.start(["serve", "--data-dir", dataDir, "--http-port", "0", "--database", database])
+            let after = try await server.call(.GET, "/v1/activities/order-42", key: keys.server)
+            #expect(after.status == 200 && after.json["state"] == .string("active"), "\(after.json)")
+            let update = try await server.call(
+                .POST, "/v1/activities/order-42/update", key: keys.server,
+                body: JSONValue(parsing: #"{"contentState": {"status": "on the way", "etaMinutes": 10}}"#))
+            #expect(update.status == 200, "\(update.json)")
+            #expect(server.stop() == 0)
+            await store.close()
+        }
+    }
+
+    /// A database address that does not read, and a server that is not there, stop `serve` at
+    /// once with a message naming `database` (exit 64), before it serves anything.
+    @Test func aBadOrUnreachableDatabaseIsNamed() async throws {
+        let dataDir = try ServeCommandTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dataDir) }
+        let badMode = try await liverelay(["serve", "--data-dir", dataDir, "--http-port", "0", "--database", "postgres://u@localhost/db?sslmode=sometimes"])
+        #expect(badMode.status == 64 && badMode.stderr.contains("database: sslmode \"sometimes\""), "\(badMode.stderr)")
+        let nowhere = try await liverelay([
+            "serve", "--data-dir", dataDir, "--http-port", "0", "--database", "postgres://postgres@/postgres?host=\(dataDir)/no-such-folder",
+        ])
+        #expect(nowhere.status == 64 && nowhere.stderr.contains("database: cannot use postgres://postgres@/postgres?host="), "\(nowhere.stderr)")
+        // The environment variable names it too.
+        let fromEnvironment = try await liverelay(
+            ["keys", "create", "--scope", "admin", "--data-dir", dataDir], environment: ["LIVERELAY_DATABASE": "postgresql://u@h/db?sslmode=x"])
+        #expect(fromEnvironment.status == 64 && fromEnvironment.stderr.contains("database: sslmode \"x\""), "\(fromEnvironment.stderr)")
+    }
+}
