@@ -42,7 +42,29 @@ public final class Dispatcher: Service {
                 if Task.isShuttingDownGracefully || Task.isCancelled { return }
             }
         }
-        try await pump(stopWhenIdle: false)
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { await self.hearOtherInstances() }
+            try await pump(stopWhenIdle: false)
+            group.cancelAll()
+        }
+    }
+
+    /// Wakes this dispatcher when another instance sharing the store queues pushes (a large
+    /// fan-out), so that every instance helps send them without polling; until cancelled.
+    private func hearOtherInstances() async {
+        var backoff = StoreBackoff()
+        let signal = relay.outboxSignal
+        while !Task.isCancelled {
+            do {
+                try await relay.store.watchOutbox { signal.queued() }
+                return
+            } catch {
+                if Task.isCancelled { return }
+                let (wait, change) = backoff.failed()
+                logger.log(change, who: "the outbox listener", error: error)
+                try? await Task.sleep(for: wait)
+            }
+        }
     }
 
     /// Sends until nothing is due now and nothing is in flight (tests, benchmarks).

@@ -10,11 +10,15 @@ public struct RelayConfiguration: Sendable {
     /// long a channel outlives its ended key before LiveRelay deletes it (Apple: 8 hours).
     public var channelStorageWindow: TimeInterval
     public var dispatch: DispatchPolicy
+    /// How long the instance that runs what time does (schedules, expiry, channel clean-up) holds
+    /// that work between two ticks: when it dies, another instance takes over within this long.
+    public var tickerLease: TimeInterval
 
     public init(
         budget: BudgetPolicy = .init(), activityLifetime: TimeInterval = 8 * 3600,
-        channelStorageWindow: TimeInterval = 8 * 3600, dispatch: DispatchPolicy = .init()
+        channelStorageWindow: TimeInterval = 8 * 3600, dispatch: DispatchPolicy = .init(), tickerLease: TimeInterval = 10
     ) {
+        self.tickerLease = tickerLease
         self.budget = budget
         self.activityLifetime = activityLifetime
         self.channelStorageWindow = channelStorageWindow

@@ -21,8 +21,10 @@ public final class RelayService: Sendable {
     let apns: APNsRoutes?
     let now: @Sendable () -> Date
     let logger: Logger
-    /// Wakes the dispatcher when pushes are queued.
+    /// Wakes the dispatcher when pushes are queued (here, or by another instance on the same store).
     let outboxSignal = OutboxSignal()
+    /// This process among the instances sharing a store: the holder of the leases it takes.
+    public let instanceID = randomHex(bytes: 8)
     /// Takes the pushes of small requests straight to the running dispatcher.
     let handOver = DispatchHandOver()
     private let governor: PriorityGovernor
@@ -501,7 +503,13 @@ public final class RelayService: Sendable {
 
     /// What time does on its own: schedules run, activities past their lifetime end, and
     /// channels of ended keys are deleted once their storage window has passed.
-    public func tick() async throws {
+    /// One instance at a time does it: the one holding the `ticker` lease, which it renews on every
+    /// tick; when it dies, another takes the lease once it runs out (`tickerLease`). Returns
+    /// whether this instance did the work.
+    @discardableResult
+    public func tick() async throws -> Bool {
+        let start = now()
+        guard try await store.takeLease("ticker", holder: instanceID, until: start + configuration.tickerLease, at: start) else { return false }
         try await runDueSchedules()
         let date = now()
         let expired = try await store.expireActivities(
@@ -519,6 +527,7 @@ public final class RelayService: Sendable {
                 logger.warning("channel deletion failed", metadata: ["channel": "\(channel.channelID)", "error": "\(error)"])
             }
         }
+        return true
     }
 
     // MARK: Reading

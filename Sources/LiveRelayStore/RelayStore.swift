@@ -87,7 +87,10 @@ public protocol RelayStore: Sendable {
     /// Claims up to `limit` due deliveries for sending until `leaseUntil`; a claim that gets no
     /// outcome (a crash) is due again after it.
     func claimDeliveries(dueBy now: Date, limit: Int, leaseUntil: Date) async throws -> [DeliveryRecord]
-    /// Makes every claimed delivery due at once: no dispatcher holds a claim after a restart.
+    /// A server starts: on a store it is the only writer of (SQLite), every claimed delivery is due
+    /// at once, since no dispatcher holds a claim after a restart; on a store several instances
+    /// share (PostgreSQL), claims stand, and a dead instance's come due when their lease runs out.
+    /// Either way, starts whose activity has been reported are not sent again.
     func releaseClaims(at: Date) async throws
     /// Records outcomes and what they mean for the tokens: dead ones stop.
     func recordOutcomes(_ outcomes: [(id: Int64, outcome: DeliveryOutcome)], at: Date) async throws
@@ -108,6 +111,16 @@ public protocol RelayStore: Sendable {
     /// Counts of live tokens, keys and channels, for metrics.
     func counts() async throws -> StoreCounts
 
+    // MARK: Instances
+
+    /// Takes the lease `name` for `holder` until `until`, or renews it: true when it is the
+    /// holder's now (it was free, had run out at `now`, or was the holder's already). What one
+    /// instance at a time does runs under one; when its holder dies, another takes it once it runs out.
+    func takeLease(_ name: String, holder: String, until: Date, at now: Date) async throws -> Bool
+    /// Calls `queued` whenever another process sharing the store has queued pushes, until cancelled.
+    /// A store one process writes (SQLite) has no one else to hear from and returns at once.
+    func watchOutbox(_ queued: @escaping @Sendable () -> Void) async throws
+
     // MARK: Contracts
 
     /// Registers or replaces the contract of an app's attributes type.
@@ -125,6 +138,7 @@ public protocol RelayStore: Sendable {
 
 extension RelayStore {
     public func close() async {}
+    public func watchOutbox(_ queued: @escaping @Sendable () -> Void) async throws {}
 }
 
 /// Sizes of what the store holds.

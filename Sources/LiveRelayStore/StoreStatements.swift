@@ -85,6 +85,15 @@ enum StoreStatements {
             deleted_at = excluded.deleted_at
         """
 
+    /// Takes or renews a lease (name, holder, until, now): it is the holder's when free, run out, or
+    /// already the holder's; a row comes back only then.
+    static let takeLease = """
+        INSERT INTO leases (name, holder, until) VALUES (?, ?, ?)
+        ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, until = excluded.until
+        WHERE leases.holder = excluded.holder OR leases.until <= ?
+        RETURNING holder
+        """
+
     /// What a new delivery is written with; the rest of its columns start empty.
     static let newDeliveryColumns = """
         key, event, target, device_id, token, channel_id, payload_id, priority, priority_reason, expiration, timestamp, request_id, \

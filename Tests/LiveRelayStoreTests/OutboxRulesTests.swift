@@ -9,7 +9,7 @@ import Testing
     /// The whole lifecycle, written out: each status's row lists where each event takes it.
     static let expected: [DeliveryStatus: [DeliveryEvent: DeliveryStatus]] = [
         .queued: [.claim: .sending, .supersede: .superseded, .skip: .skipped],
-        .sending: [.claim: .sending, .sent: .sent, .retry: .queued, .fail: .failed, .release: .queued],
+        .sending: [.claim: .sending, .sent: .sent, .retry: .queued, .fail: .failed, .release: .queued, .withdraw: .skipped],
         .sent: [:],
         .failed: [:],
         .superseded: [:],
@@ -37,6 +37,8 @@ import Testing
     @Test func aPushInFlightIsNeverSupersededOrSkipped() {
         #expect(DeliveryEvent.supersede.sources == [.queued])
         #expect(DeliveryEvent.skip.sources == [.queued])
+        // Only its claimer withdraws it, before it is sent.
+        #expect(DeliveryEvent.withdraw.sources == [.sending])
         for answer in [DeliveryEvent.sent, .retry, .fail] { #expect(answer.sources == [.sending]) }
     }
 
@@ -170,6 +172,18 @@ import Testing
         #expect(OutboxRules.decisions(after: .activityTokenRegistered(app: testApp, key: "k", deviceID: "a"), at: now) == [.move(skip)])
     }
 
+    /// A start claimed again after its lease ran out is withdrawn if its activity was reported.
+    @Test func aClaimedStartWhoseActivityWasReportedIsWithdrawn() {
+        #expect(
+            OutboxRules.decisions(after: .claimed(starts: [4, 9]), at: now) == [
+                .move(
+                    DeliveryMove(
+                        .withdraw, DeliverySelection(ids: [4, 9], targets: [.pushToStart], onlyStartsThatArrived: true), at: now,
+                        reason: Self.startArrived))
+            ])
+        #expect(OutboxRules.decisions(after: .claimed(starts: []), at: now).isEmpty)
+    }
+
     @Test func anActivityOverOnTheDeviceGetsNoMoreUpdates() {
         #expect(
             OutboxRules.decisions(after: .activityEndedOnDevice(app: testApp, key: "k", deviceID: "a", state: .dismissed), at: now) == [
@@ -187,12 +201,12 @@ import Testing
             ])
     }
 
-    @Test func aRestartReleasesEveryClaimAndSkipsStartsThatArrived() {
-        #expect(
-            OutboxRules.decisions(after: .restarted, at: now) == [
-                .move(DeliveryMove(.release, .all, at: now)),
-                .move(DeliveryMove(.skip, DeliverySelection(targets: [.pushToStart], onlyStartsThatArrived: true), at: now, reason: Self.startArrived)),
-            ])
+    @Test func aRestartAloneReleasesEveryClaimAndSkipsStartsThatArrived() {
+        let arrived = OutboxDecision.move(
+            DeliveryMove(.skip, DeliverySelection(targets: [.pushToStart], onlyStartsThatArrived: true), at: now, reason: Self.startArrived))
+        #expect(OutboxRules.decisions(after: .restarted(alone: true), at: now) == [.move(DeliveryMove(.release, .all, at: now)), arrived])
+        // Beside other instances, their claims stand: a dead one's run out with their lease.
+        #expect(OutboxRules.decisions(after: .restarted(alone: false), at: now) == [arrived])
     }
 }
 

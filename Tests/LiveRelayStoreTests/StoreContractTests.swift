@@ -13,6 +13,9 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
 
     var testDescription: String { rawValue }
 
+    /// Whether several instances share the store: a starting one then leaves claims standing.
+    var isShared: Bool { self == .postgres }
+
     /// The engines under test: PostgreSQL when there is a server, or in CI, where its absence fails
     /// each of its tests (`PostgresAvailabilityTests` says so once, loudly, elsewhere).
     static let allCases: [StoreKind] = TestPostgres.isAvailable || TestPostgres.isCI ? [.sqlite, .postgres] : [.sqlite]
@@ -178,7 +181,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         let subject = try await kind.make()
         #expect(subject.firstMigrations == [
             "0001-api-keys", "0002-registry", "0003-outbox", "0004-requests", "0005-budget-index", "0006-lighter-outbox", "0007-contracts",
-            "0008-environments", "0009-apps",
+            "0008-environments", "0009-apps", "0010-leases",
         ])
         #expect(try await subject.store.migrate() == [])
         let reopened = try subject.reopen()
@@ -548,6 +551,49 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         #expect(Set(claimed).union(rest.map(\.id)).count == devices.count)
     }
 
+    /// A lease is one holder's at a time: renewed by it, taken by another only once it ran out.
+    @Test(arguments: StoreKind.allCases) func aLeaseHasOneHolderAtATime(kind: StoreKind) async throws {
+        let subject = try await kind.make()
+        let (one, two) = (subject.store, try subject.reopen())
+        #expect(try await one.takeLease("ticker", holder: "a", until: t0 + 10, at: t0))
+        #expect(try await !two.takeLease("ticker", holder: "b", until: t0 + 11, at: t0 + 1))
+        #expect(try await one.takeLease("ticker", holder: "a", until: t0 + 12, at: t0 + 2))
+        #expect(try await !two.takeLease("ticker", holder: "b", until: t0 + 21, at: t0 + 11.9))
+        // "a" died: once its lease ran out, "b" takes it, and "a" is then refused.
+        #expect(try await two.takeLease("ticker", holder: "b", until: t0 + 22, at: t0 + 12))
+        #expect(try await !one.takeLease("ticker", holder: "a", until: t0 + 23, at: t0 + 13))
+        // Another lease is apart.
+        #expect(try await one.takeLease("other", holder: "a", until: t0 + 23, at: t0 + 13))
+    }
+
+    /// A store several instances share tells each of them when another queued pushes; a store
+    /// one process writes has no one else to hear from.
+    @Test(arguments: StoreKind.allCases) func anInstanceHearsOfPushesAnotherQueued(kind: StoreKind) async throws {
+        let subject = try await kind.make()
+        let (one, two) = (subject.store, try subject.reopen())
+        let heard = Seen(0)
+        let listening = Task { try await two.watchOutbox { heard.set(heard.value + 1) } }
+        defer { listening.cancel() }
+        guard kind.isShared else {
+            try await listening.value
+            return
+        }
+        for device in ["iphone-1", "iphone-2"] { try await one.saveActivityToken(activityToken("match", device), attributesType: deliveryType) }
+        // The listener is in place once a notification sent now reaches it: keep changing until one does.
+        var round = 0
+        while heard.value == 0 {
+            round += 1
+            try await one.change("match", body: "u\(round)", at: t0 + Double(round), countingBudget: false)
+            try await Task.sleep(for: .milliseconds(20))
+            #expect(round < 500, "no notification reached the listener")
+            if round >= 500 { return }
+        }
+        // Each later commit that queues pushes is heard.
+        let before = heard.value
+        try await one.change("match", body: "queued", at: t0 + 1000, countingBudget: false)
+        try await eventually { heard.value > before }
+    }
+
     /// Of two starts of one key at once, one is written and the other refused as taken.
     @Test(arguments: StoreKind.allCases) func twoWritersStartingOneKeyWriteItOnce(kind: StoreKind) async throws {
         let subject = try await kind.make()
@@ -625,15 +671,19 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         #expect(try await store.claimDeliveries(dueBy: t0 + 60, limit: 10, leaseUntil: t0 + 120).count == 7)
     }
 
-    @Test(arguments: StoreKind.allCases) func releasingClaimsMakesEveryPushInFlightDueAtOnce(kind: StoreKind) async throws {
+    /// Alone on its store, a starting server makes every push in flight due at once; beside other
+    /// instances, their claims stand until the lease runs out.
+    @Test(arguments: StoreKind.allCases) func releasingClaimsAtAStartDependsOnWhetherTheStoreIsShared(kind: StoreKind) async throws {
         let store = try await kind.make().store
         try await store.saveActivityToken(activityToken("order-1", "iphone-1"), attributesType: deliveryType)
         try await store.change("order-1", body: "u1", at: t0)
         _ = try await store.claimDeliveries(dueBy: t0, limit: 10, leaseUntil: t0 + 60)
         try await store.releaseClaims(at: t0 + 5)
-        #expect(try await store.statuses(key: "order-1") == ["u1→iphone-1": .queued])
-        #expect(try await store.nextDueDate() == t0 + 5)
-        #expect(try await store.claimDeliveries(dueBy: t0 + 5, limit: 10, leaseUntil: t0 + 65).count == 1)
+        let due = kind.isShared ? t0 + 60 : t0 + 5
+        #expect(try await store.statuses(key: "order-1") == ["u1→iphone-1": kind.isShared ? .sending : .queued])
+        #expect(try await store.nextDueDate() == due)
+        #expect(try await store.claimDeliveries(dueBy: due - 1, limit: 10, leaseUntil: t0 + 65).isEmpty)
+        #expect(try await store.claimDeliveries(dueBy: due, limit: 10, leaseUntil: t0 + 65).count == 1)
     }
 
     /// A second start would start a second activity on the device, and only the newer one's token
@@ -650,26 +700,47 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         try await store.saveActivityToken(activityToken("order-1", "iphone-1", at: t0 + 1), attributesType: deliveryType)
         #expect(try await store.statuses(key: "order-1")["start order-1→iphone-1"] == .sending)  // its outcome may still come
         try await store.releaseClaims(at: t0 + 5)
-        #expect(try await store.statuses(key: "order-1") == [
-            "start order-1→iphone-1": .skipped, "start order-1→iphone-2": .queued, "start order-1→iphone-3": .queued,
-        ])
+        if kind.isShared {
+            // Beside other instances the claims stand until their lease runs out.
+            #expect(try await store.statuses(key: "order-1").values.allSatisfy { $0 == .sending })
+        } else {
+            #expect(try await store.statuses(key: "order-1") == [
+                "start order-1→iphone-1": .skipped, "start order-1→iphone-2": .queued, "start order-1→iphone-3": .queued,
+            ])
+        }
+        // Claimed again (after the lease, or once released), iphone-1's start is not sent: it arrived.
+        let again = try await store.claimDeliveries(dueBy: t0 + 60, limit: 10, leaseUntil: t0 + 120)
+        #expect(again.map(\.target.name).sorted() == ["iphone-2", "iphone-3"])
+        #expect(try await store.statuses(key: "order-1")["start order-1→iphone-1"] == .skipped)
         let skipped = try #require(try await store.deliveries(DeliveryQuery(key: "order-1", status: .skipped)).first)
         #expect(skipped.apnsReason?.contains("the device has reported an activity for the key") == true)
 
         // A retry of a start whose device reports meanwhile is not sent either; nor a queued one.
-        let again = try await store.claimDeliveries(dueBy: t0 + 5, limit: 10, leaseUntil: t0 + 65)
-        #expect(again.count == 2)
-        try await store.saveActivityToken(activityToken("order-1", "iphone-2", at: t0 + 6), attributesType: deliveryType)
+        try await store.saveActivityToken(activityToken("order-1", "iphone-2", at: t0 + 61), attributesType: deliveryType)
         let iphone2 = try #require(again.first { $0.target.name == "iphone-2" })
         let iphone3 = try #require(again.first { $0.target.name == "iphone-3" })
         try await store.recordOutcomes(
-            [(iphone2.id, .retry(at: t0 + 10, status: nil, reason: "no answer")), (iphone3.id, .retry(at: t0 + 10, status: nil, reason: "no answer"))],
-            at: t0 + 7)
+            [(iphone2.id, .retry(at: t0 + 70, status: nil, reason: "no answer")), (iphone3.id, .retry(at: t0 + 70, status: nil, reason: "no answer"))],
+            at: t0 + 62)
         #expect(try await store.statuses(key: "order-1")["start order-1→iphone-2"] == .skipped)
         #expect(try await store.statuses(key: "order-1")["start order-1→iphone-3"] == .queued)
-        try await store.saveActivityToken(activityToken("order-1", "iphone-3", at: t0 + 8), attributesType: deliveryType)
+        try await store.saveActivityToken(activityToken("order-1", "iphone-3", at: t0 + 63), attributesType: deliveryType)
         #expect(try await store.statuses(key: "order-1")["start order-1→iphone-3"] == .skipped)
-        #expect(try await store.claimDeliveries(dueBy: t0 + 10, limit: 10, leaseUntil: t0 + 70).isEmpty)
+        #expect(try await store.claimDeliveries(dueBy: t0 + 70, limit: 10, leaseUntil: t0 + 130).isEmpty)
+    }
+
+    /// A start claimed again once its lease ran out, whose device has reported the activity
+    /// meanwhile, is withdrawn by the claim: it is not handed to the dispatcher.
+    @Test(arguments: StoreKind.allCases) func aStartClaimedAgainAfterItsLeaseIsWithdrawnIfItArrived(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        for device in ["iphone-1", "iphone-2"] { try await store.savePushToStartToken(pushToStart(device)) }
+        try await store.start("order-1")
+        #expect(try await store.claimDeliveries(dueBy: t0, limit: 10, leaseUntil: t0 + 60).count == 2)
+        try await store.saveActivityToken(activityToken("order-1", "iphone-1", at: t0 + 1), attributesType: deliveryType)
+        // Its sender died: no answer, no restart of this store.
+        let again = try await store.claimDeliveries(dueBy: t0 + 60, limit: 10, leaseUntil: t0 + 120)
+        #expect(again.map(\.target.name) == ["iphone-2"])
+        #expect(try await store.statuses(key: "order-1") == ["start order-1→iphone-1": .skipped, "start order-1→iphone-2": .sending])
     }
 
     @Test(arguments: StoreKind.allCases) func outcomesAreRecordedOnTheDeliveryAndTheToken(kind: StoreKind) async throws {

@@ -4,15 +4,17 @@ import Foundation
 /// to one; `DeliveryStatus.after(_:)` is the whole lifecycle:
 ///
 ///     queued ──claim──▶ sending ──sent──▶ sent
-///       ▲ │ ▲             │ │ └──fail──▶ failed
-///       │ │ └──claim──────┘ │   (again, once its lease ran out)
-///       │ │                 │
+///       ▲ │ ▲             │ │ ├──fail──▶ failed
+///       │ │ └──claim──────┘ │ └──withdraw──▶ skipped
+///       │ │ (again, once    │
+///       │ │  its lease ran out)
 ///       └─┼───retry, release┘
 ///         ├──supersede──▶ superseded
 ///         └──skip───────▶ skipped
 ///
 /// A push in flight is never superseded or skipped: its answer must still be recorded. An answer
 /// to a push no longer claimed (its lease ran out, or a restart released it) changes nothing.
+/// Only its claimer withdraws a push, before sending it.
 public enum DeliveryEvent: String, Sendable, Hashable, CaseIterable {
     /// A dispatcher takes it to send, leased until a time: when it is queued and due, or again when
     /// an earlier claim's lease ran out without an answer (its dispatcher died).
@@ -30,6 +32,9 @@ public enum DeliveryEvent: String, Sendable, Hashable, CaseIterable {
     /// Pointless for another reason: its token died, its activity ended on the device or expired,
     /// or its start already arrived.
     case skip
+    /// Not sent after all by the one that just claimed it: a start taken again after its lease ran
+    /// out, whose device has since reported the activity (it arrived; its answer was lost).
+    case withdraw
 
     /// The statuses the event moves a delivery from, in declaration order: what a store's
     /// statement requires of the rows it changes.
@@ -51,7 +56,7 @@ extension DeliveryStatus {
         case (.sending, .retry), (.sending, .release): .queued
         case (.sending, .fail): .failed
         case (.queued, .supersede): .superseded
-        case (.queued, .skip): .skipped
+        case (.queued, .skip), (.sending, .withdraw): .skipped
         default: nil
         }
     }

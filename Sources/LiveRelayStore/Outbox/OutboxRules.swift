@@ -12,8 +12,12 @@ public enum OutboxTrigger: Sendable, Hashable {
     case activityEndedOnDevice(app: String, key: String, deviceID: String, state: ActivityTokenState)
     /// A key ran past the eight hours an activity lives.
     case activityExpired(app: String, key: String)
-    /// The server started: whatever was claimed before has no dispatcher any more.
-    case restarted
+    /// Pushes were claimed to be sent (among them, `starts`: the push-to-starts).
+    case claimed(starts: [Int64])
+    /// A server started. Alone on its store (SQLite), whatever was claimed before has no dispatcher
+    /// any more. Sharing it with other instances (PostgreSQL), it cannot tell a dead instance's
+    /// claims from a live one's: each runs out with its lease.
+    case restarted(alone: Bool)
 }
 
 /// A push whose answer was recorded while it was claimed.
@@ -61,6 +65,8 @@ public struct DeliverySelection: Sendable, Hashable {
     public var deviceID: String?
     public var token: String?
     public var channelID: String?
+    /// These deliveries only.
+    public var ids: [Int64]?
     public var targets: [DeliveryTargetKind]?
     public var events: [String]?
     /// Only push-to-starts whose device has reported an activity under their key.
@@ -68,8 +74,9 @@ public struct DeliverySelection: Sendable, Hashable {
 
     public init(
         bundleID: String? = nil, key: String? = nil, deviceID: String? = nil, token: String? = nil, channelID: String? = nil,
-        targets: [DeliveryTargetKind]? = nil, events: [String]? = nil, onlyStartsThatArrived: Bool = false
+        ids: [Int64]? = nil, targets: [DeliveryTargetKind]? = nil, events: [String]? = nil, onlyStartsThatArrived: Bool = false
     ) {
+        self.ids = ids
         self.bundleID = bundleID
         self.key = key
         self.deviceID = deviceID
@@ -148,12 +155,18 @@ public enum OutboxRules {
         case .activityExpired(let app, let key):
             return [.move(DeliveryMove(.skip, DeliverySelection(bundleID: app, key: key), at: now, reason: "activity expired"))]
 
-        case .restarted:
-            return [
-                .move(DeliveryMove(.release, .all, at: now)),
-                // A start whose answer the crash lost, but whose activity the device has reported.
-                .move(startsThatArrived(.all, at: now)),
-            ]
+        case .claimed(let starts):
+            // A start claimed again once its lease ran out (its sender died, or a restart beside
+            // other instances left it claimed) may have arrived: the device's report says so.
+            guard !starts.isEmpty else { return [] }
+            var arrived = startsThatArrived(DeliverySelection(ids: starts), at: now)
+            arrived.event = .withdraw
+            return [.move(arrived)]
+
+        case .restarted(let alone):
+            // A start whose answer the crash lost, but whose activity the device has reported.
+            let arrived = OutboxDecision.move(startsThatArrived(.all, at: now))
+            return alone ? [.move(DeliveryMove(.release, .all, at: now)), arrived] : [arrived]
         }
     }
 

@@ -38,7 +38,8 @@ enum SQLArgument: Sendable, Hashable {
 /// is exactly what `DeliveryStatus.after(_:)` allows, because its `status` condition is made from
 /// the event's sources.
 enum OutboxStatements {
-    static func move(_ move: DeliveryMove) -> SQLStatement {
+    /// With `returningIDs`, the statement gives the id of each delivery it moved.
+    static func move(_ move: DeliveryMove, returningIDs: Bool = false) -> SQLStatement {
         var set = "status = '\(move.event.destination.rawValue)'"
         set += move.event.destination.isFinal ? ", finished_at = ?" : ", next_attempt_at = ?"
         var arguments: [SQLArgument] = [.seconds(move.at)]
@@ -47,7 +48,8 @@ enum OutboxStatements {
             arguments.append(.text(reason))
         }
         let (conditions, selected) = where_(move.selection, event: move.event)
-        return SQLStatement(text: "UPDATE deliveries SET \(set) WHERE \(conditions)", arguments: arguments + selected)
+        return SQLStatement(
+            text: "UPDATE deliveries SET \(set) WHERE \(conditions)" + (returningIDs ? " RETURNING id" : ""), arguments: arguments + selected)
     }
 
     /// Records an answer to one delivery while it is still claimed, returning what the rules need
@@ -112,6 +114,10 @@ enum OutboxStatements {
             guard let value else { continue }
             conditions.append("\(column) = ?")
             arguments.append(.text(value))
+        }
+        if let ids = selection.ids {
+            conditions.append("id IN (\(Array(repeating: "?", count: ids.count).joined(separator: ", ")))")
+            arguments += ids.map { .integer($0) }
         }
         if let targets = selection.targets { conditions.append(list("target", targets.map(\.rawValue))) }
         if let events = selection.events { conditions.append(list("event", events)) }

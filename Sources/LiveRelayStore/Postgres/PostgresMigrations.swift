@@ -141,5 +141,8 @@ enum PostgresMigrations {
             "DROP INDEX deliveries_priority10",
             "CREATE INDEX deliveries_priority10 ON deliveries (bundle_id, key, created_at) WHERE priority = 10 AND target != 'push-to-start'",
         ]),
+        StoreMigration(name: "0010-leases", statements: [
+            "CREATE TABLE leases (name text PRIMARY KEY, holder text NOT NULL, until double precision NOT NULL)",
+        ]),
     ]
 }

@@ -358,12 +358,17 @@ public final class PostgresStore: RelayStore {
                 """,
                 [.seconds(leaseUntil), .seconds(now), .integer(Int64(limit))]
             ).map(DeliveryRow.init(row:))
-            return try await Self.withPayloads(db, claimed.sorted { $0.record.id < $1.record.id })
+            let starts = claimed.filter { $0.record.target.kind == .pushToStart }.map(\.record.id)
+            var withdrawn = Set<Int64>()
+            for case .move(let move) in OutboxRules.decisions(after: .claimed(starts: starts), at: now) {
+                withdrawn.formUnion(try await db.rows(OutboxStatements.move(move, returningIDs: true)).compactMap { $0.integer(0) })
+            }
+            return try await Self.withPayloads(db, claimed.filter { !withdrawn.contains($0.record.id) }.sorted { $0.record.id < $1.record.id })
         }
     }
 
     public func releaseClaims(at: Date) async throws {
-        try await transaction { db in try await db.carryOut(.restarted, at: at) }
+        try await transaction { db in try await db.carryOut(.restarted(alone: false), at: at) }
     }
 
     public func recordOutcomes(_ outcomes: [(id: Int64, outcome: DeliveryOutcome)], at: Date) async throws {
@@ -506,6 +511,25 @@ public final class PostgresStore: RelayStore {
         return StoreCounts(
             pushToStartTokens: row?.int(0) ?? 0, liveActivityTokens: row?.int(1) ?? 0, activeKeys: row?.int(2) ?? 0, channels: row?.int(3) ?? 0)
     }
+
+    // MARK: Instances
+
+    public func takeLease(_ name: String, holder: String, until: Date, at now: Date) async throws -> Bool {
+        try await !rows(StoreStatements.takeLease, [.text(name), .text(holder), .seconds(until), .seconds(now)]).isEmpty
+    }
+
+    /// LISTENs on its own connection, held while it watches; queued pushes are NOTIFYed in the
+    /// transaction that queues them, so a listener hears of them once they are committed.
+    public func watchOutbox(_ queued: @escaping @Sendable () -> Void) async throws {
+        try await connection { connection in
+            try await connection.listen(on: Self.outboxChannel) { notifications in
+                for try await _ in notifications { queued() }
+            }
+        }
+    }
+
+    /// The channel the instances sharing a database hear of queued pushes on.
+    static let outboxChannel = "liverelay_outbox"
 
     // MARK: Contracts
 
@@ -694,6 +718,10 @@ extension PostgresStore {
             rows += try await db.rows(
                 "INSERT INTO deliveries (\(StoreStatements.newDeliveryColumns)) VALUES \(values)\(returning)", arguments
             ).map(DeliveryRow.init(row:))
+        }
+        if !handedOver {
+            // The other instances help send them (the dispatcher here is told in-process).
+            try await db.run("SELECT pg_notify(?, '')", [.text(outboxChannel)])
         }
         if let push = fanOut?.push {
             rows += try await db.rows(

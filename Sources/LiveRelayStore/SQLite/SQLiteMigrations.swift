@@ -213,5 +213,9 @@ enum SQLiteMigrations {
             "DROP INDEX deliveries_priority10",
             "CREATE INDEX deliveries_priority10 ON deliveries (bundle_id, key, created_at) WHERE priority = 10 AND target != 'push-to-start'",
         ]),
+        // Work that one instance at a time does (schedules, expiry, channel clean-up): who holds it, until when.
+        StoreMigration(name: "0010-leases", statements: [
+            "CREATE TABLE leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, until REAL NOT NULL)",
+        ]),
     ]
 }

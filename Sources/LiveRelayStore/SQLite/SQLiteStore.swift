@@ -351,12 +351,14 @@ public final class SQLiteStore: RelayStore {
             let claimed = try db.fetchAll(
                 Self.claim,
                 [leaseUntil.seconds, now.seconds, limit], as: DeliveryRow.init(row:))
-            return try Self.withPayloads(db, claimed.sorted { $0.record.id < $1.record.id })
+            let starts = claimed.filter { $0.record.target.kind == .pushToStart }.map(\.record.id)
+            let withdrawn = try db.carryOutMoves(.claimed(starts: starts), at: now)
+            return try Self.withPayloads(db, claimed.filter { !withdrawn.contains($0.record.id) }.sorted { $0.record.id < $1.record.id })
         }
     }
 
     public func releaseClaims(at: Date) async throws {
-        try await write { db in try db.carryOut(.restarted, at: at) }
+        try await write { db in try db.carryOut(.restarted(alone: true), at: at) }
     }
 
     /// Due deliveries, claimed until a lease's end (`?`: the lease, now, how many).
@@ -509,7 +511,15 @@ public final class SQLiteStore: RelayStore {
         }
     }
 
-    // MARK: Channels
+    // MARK: Instances
+
+    public func takeLease(_ name: String, holder: String, until: Date, at now: Date) async throws -> Bool {
+        try await write { db in
+            try db.fetchOne(StoreStatements.takeLease, [name, holder, until.seconds, now.seconds]) { _ in true } ?? false
+        }
+    }
+
+    // MARK: Contracts
 
     public func saveContract(_ contract: ContractRecord) async throws {
         try await write { db in
@@ -729,6 +739,17 @@ extension Database {
             }
             try run(statement.text, statement.sqliteArguments)
         }
+    }
+
+    /// Carries out the moves the rules decide after `trigger`, and gives the ids of the deliveries
+    /// moved. Their statements name ids, so each is compiled here, not kept in the cache.
+    fileprivate func carryOutMoves(_ trigger: OutboxTrigger, at now: Date) throws -> Set<Int64> {
+        var moved = Set<Int64>()
+        for case .move(let move) in OutboxRules.decisions(after: trigger, at: now) {
+            let statement = OutboxStatements.move(move, returningIDs: true)
+            moved.formUnion(try Int64.fetchAll(self, sql: statement.text, arguments: statement.sqliteArguments))
+        }
+        return moved
     }
 
     /// Runs `sql` from the statement cache: compiled once per connection, not on every call.
