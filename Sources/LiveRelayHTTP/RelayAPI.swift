@@ -58,7 +58,7 @@ public struct RelayAPI: Sendable {
     public init(relay: RelayService, configuration: RelayAPIConfiguration = .init()) {
         self.relay = relay
         self.configuration = configuration
-        self.limiter = RateLimiter(rate: configuration.requestsPerSecond, burst: configuration.burst)
+        self.limiter = RateLimiter(rate: configuration.requestsPerSecond, burst: configuration.burst, store: relay.store)
     }
 
     /// The OpenAPI 3.1 document of this API, as shipped in the repository.

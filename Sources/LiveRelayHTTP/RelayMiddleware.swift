@@ -27,7 +27,7 @@ struct KeyMiddleware: RouterMiddleware {
             throw APIError(
                 .forbidden, code: "wrong_scope", message: "this route needs a \(scopeNames) key; \(key.id) is a \(key.scope.rawValue) key")
         }
-        if let wait = limiter.take(key.id, at: relay.currentDate) {
+        if let wait = try await limiter.take(key.id, at: relay.currentDate) {
             var response = try APIError(
                 .tooManyRequests, code: "rate_limited", message: "more than the key's request rate; retry after \(wait) s"
             ).response(from: request, context: context)
@@ -42,26 +42,28 @@ struct KeyMiddleware: RouterMiddleware {
     private var scopeNames: String { scopes.map(\.rawValue).joined(separator: " or ") }
 }
 
-/// Per-key token buckets: `rate` requests a second, `burst` at most at once.
+/// Per-key token buckets: in memory, or, on a store several instances share, in the store, so
+/// that a key's rate holds across them.
 final class RateLimiter: Sendable {
-    private let rate: Double
-    private let burst: Double
+    private let bucket: TokenBucket
+    private let shared: (any InstanceSharedStore)?
     private let buckets = Mutex<[String: (tokens: Double, at: Date)]>([:])
 
-    init(rate: Double, burst: Double) {
-        self.rate = rate
-        self.burst = max(1, burst)
+    init(rate: Double, burst: Double, store: any RelayStore) {
+        bucket = TokenBucket(rate: rate, burst: burst)
+        shared = store as? any InstanceSharedStore
     }
 
     /// Takes one request; nil when allowed, else the whole seconds to wait.
-    func take(_ key: String, at now: Date) -> Int? {
-        buckets.withLock { buckets in
-            var bucket = buckets[key] ?? (burst, now)
-            bucket.tokens = min(burst, bucket.tokens + max(0, now.timeIntervalSince(bucket.at)) * rate)
-            bucket.at = now
-            defer { buckets[key] = bucket }
-            guard bucket.tokens >= 1 else { return max(1, Int(((1 - bucket.tokens) / rate).rounded(.up))) }
-            bucket.tokens -= 1
+    func take(_ key: String, at now: Date) async throws -> Int? {
+        if let shared { return try await shared.takeRequest(key, from: bucket, at: now) }
+        return buckets.withLock { buckets in
+            var held = buckets[key] ?? (bucket.burst, now)
+            held.tokens = bucket.refilled(held.tokens, since: held.at, at: now)
+            held.at = now
+            defer { buckets[key] = held }
+            guard held.tokens >= 1 else { return bucket.wait(holding: held.tokens) }
+            held.tokens -= 1
             return nil
         }
     }

@@ -144,5 +144,10 @@ enum PostgresMigrations {
         StoreMigration(name: "0010-leases", statements: [
             "CREATE TABLE leases (name text PRIMARY KEY, holder text NOT NULL, until double precision NOT NULL)",
         ]),
+        // Request rates shared by the instances: lost with a crash of the server, which costs a
+        // moment of unlimited rate, so not written to its log (UNLOGGED).
+        StoreMigration(name: "0011-rate-buckets", statements: [
+            "CREATE UNLOGGED TABLE rate_buckets (key text PRIMARY KEY, tokens double precision NOT NULL, at double precision NOT NULL)",
+        ]),
     ]
 }

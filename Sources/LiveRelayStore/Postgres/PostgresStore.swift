@@ -18,7 +18,7 @@ import Synchronization
 ///   with one writer.
 /// - A unique key taken by a concurrent writer (a start's activity key, an idempotency key) is
 ///   the same error as one taken before.
-public final class PostgresStore: RelayStore {
+public final class PostgresStore: InstanceSharedStore {
     private let client: PostgresClient
     private let running: Task<Void, Never>
     /// Set just before the pool's `run()` starts, which marks the pool running before it first
@@ -526,6 +526,25 @@ public final class PostgresStore: RelayStore {
                 for try await _ in notifications { queued() }
             }
         }
+    }
+
+    /// One statement takes a token when the refilled bucket holds one (as `TokenBucket.refilled`
+    /// computes); nothing comes back when it does not, and the wait is then read.
+    public func takeRequest(_ key: String, from bucket: TokenBucket, at now: Date) async throws -> Int? {
+        let refill = "LEAST(?, b.tokens + GREATEST(0, ? - b.at) * ?)"
+        let (burst, seconds, rate): (SQLArgument, SQLArgument, SQLArgument) = (.real(bucket.burst), .seconds(now), .real(bucket.rate))
+        let taken = try await rows(
+            """
+            INSERT INTO rate_buckets AS b (key, tokens, at) VALUES (?, ?, ?)
+            ON CONFLICT (key) DO UPDATE SET tokens = \(refill) - 1, at = ? WHERE \(refill) >= 1
+            RETURNING tokens
+            """,
+            [.text(key), .real(bucket.burst - 1), seconds, burst, seconds, rate, seconds, burst, seconds, rate])
+        guard taken.isEmpty else { return nil }
+        guard let row = try await rows("SELECT tokens, at FROM rate_buckets WHERE key = ?", [.text(key)]).first,
+              let tokens = row.real(0), let last = row.date(1)
+        else { return nil }
+        return bucket.wait(holding: bucket.refilled(tokens, since: last, at: now))
     }
 
     /// The channel the instances sharing a database hear of queued pushes on.

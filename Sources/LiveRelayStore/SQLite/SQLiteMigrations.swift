@@ -217,5 +217,7 @@ enum SQLiteMigrations {
         StoreMigration(name: "0010-leases", statements: [
             "CREATE TABLE leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, until REAL NOT NULL)",
         ]),
+        // Request rates shared by the instances on one store: SQLite's one process keeps them in memory.
+        StoreMigration(name: "0011-rate-buckets", statements: []),
     ]
 }
