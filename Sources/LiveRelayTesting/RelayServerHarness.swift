@@ -124,11 +124,12 @@ public final class RelayHarness: Sendable {
     }
 }
 
-/// Waits (under the caller's deadline) until `condition` holds; checks every 10 ms.
-public func eventually(_ condition: () async throws -> Bool) async throws {
+/// Waits (under the caller's deadline) until `condition` holds; checks every `interval` (a
+/// condition that costs the system under test, as a count of 10,000 rows, wants a longer one).
+public func eventually(every interval: Duration = .milliseconds(10), _ condition: () async throws -> Bool) async throws {
     while try await !condition() {
         try Task.checkCancellation()
-        try await Task.sleep(for: .milliseconds(10))
+        try await Task.sleep(for: interval)
     }
 }
 

@@ -34,6 +34,8 @@ struct Emulator: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The team id of --key-file.", valueName: "id")) var teamID: String?
     @Option(help: ArgumentHelp("A device token to route, as <hex>:<bundle id>, sandbox unless it ends in :production (repeatable).", valueName: "token"))
     var token: [String] = []
+    @Option(help: ArgumentHelp("A file of device tokens to route, one <hex>:<bundle id>[:production] a line, as --token (many tokens, for load).", valueName: "path"))
+    var tokensFile: String?
     @Option(help: "SETTINGS_MAX_CONCURRENT_STREAMS after the first authenticated push (before it: 1).")
     var streamLimit: Int = 1000
     @Flag(help: "Accept apns-priority 1 on Live Activity device pushes.") var allowPriority1 = false
@@ -57,14 +59,24 @@ struct Emulator: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let tokens = try token.map { entry in
+        func parse(_ entry: String, _ place: String) throws -> EmulatorToken {
             let parts = entry.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
             guard (2...3).contains(parts.count), let hex = try? DeviceToken(parts[0]).hex, (try? BundleID(parts[1])) != nil,
                   let environment = parts.count == 3 ? PushEnvironment(rawValue: parts[2]) : .sandbox
             else {
-                throw ValidationError("token: must be <hex>:<bundle id> or <hex>:<bundle id>:<sandbox|production>, got \"\(entry)\"")
+                throw ValidationError("\(place): must be <hex>:<bundle id> or <hex>:<bundle id>:<sandbox|production>, got \"\(entry)\"")
             }
             return EmulatorToken(hex: hex, bundleID: parts[1], environment: environment)
+        }
+        var tokens = try token.map { try parse($0, "token") }
+        if let tokensFile {
+            guard let text = try? String(contentsOfFile: tokensFile, encoding: .utf8) else {
+                throw ValidationError("tokens-file: cannot read \(tokensFile)")
+            }
+            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+            where !line.trimmingCharacters(in: .whitespaces).isEmpty {
+                tokens.append(try parse(line.trimmingCharacters(in: .whitespaces), "tokens-file line \(number + 1)"))
+            }
         }
         let registry = EmulatorRegistry()
         switch (keyFile, keyID, teamID) {

@@ -42,11 +42,22 @@ struct Serve: AsyncParsableCommand {
     var budget: Int?
     @Option(help: ArgumentHelp("The same with frequent updates enabled on the device.", valueName: "count"))
     var frequentBudget: Int?
+    @Option(help: ArgumentHelp("How long a push claimed for sending waits for its sender's answer before any instance sends it again: how soon the others take over a dead instance's pushes.", valueName: "seconds"))
+    var claimLease: Double = DispatchPolicy().lease
+    @Option(help: ArgumentHelp("Pushes this instance keeps in flight to APNs at most.", valueName: "count"))
+    var maxInFlight: Int = DispatchPolicy().concurrency
     @OptionGroup(title: "APNs (omit for the built-in emulator)") var connection: ConnectionOptions
 
     func validate() throws {
         guard (0...65535).contains(httpPort) else { throw ValidationError("http-port: must be 0 to 65535 (0: any free port)") }
         _ = try timeouts()
+        guard (1...100_000).contains(maxInFlight) else { throw ValidationError("max-in-flight: must be 1 to 100000, got \(maxInFlight)") }
+        guard (1...3600).contains(claimLease) else { throw ValidationError("claim-lease: must be 1 to 3600 seconds, got \(claimLease)") }
+        // A claim must outlive the push it covers: one still waiting for APNs' answer when its
+        // lease ran out would be sent again by another instance.
+        guard claimLease > 2 * connection.timeout else {
+            throw ValidationError("claim-lease: must be more than twice the APNs request timeout (--timeout \(connection.timeout) s), got \(claimLease)")
+        }
         for (name, value) in [("budget", budget), ("frequent-budget", frequentBudget)] {
             if let value, !BudgetPolicy.allowed.contains(value) {
                 throw ValidationError("\(name): must be \(BudgetPolicy.allowed.lowerBound) to \(BudgetPolicy.allowed.upperBound) pushes an hour")
@@ -96,7 +107,7 @@ struct Serve: AsyncParsableCommand {
         let location = database.location(in: directory, configured: file?.database)
         let store = try await DatabaseOption.openMigrated(location)
         let server = try await RelayServer.open(
-            store: store, configuration: RelayConfiguration(budget: budgetPolicy),
+            store: store, configuration: RelayConfiguration(budget: budgetPolicy, dispatch: DispatchPolicy(concurrency: maxInFlight, lease: claimLease)),
             api: RelayAPIConfiguration(host: httpHost, port: httpPort, timeouts: timeouts), apns: apns, logger: logger)
         for app in apps { _ = try await server.relay.registerApp(app) }
         // A database of the release before apps held one app's data: it is this one's when one is named.

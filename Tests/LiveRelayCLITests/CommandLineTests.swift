@@ -192,6 +192,30 @@ let token = String(repeating: "ab", count: 80)
         #expect(bad.stderr.contains("stale-date"))
     }
 
+    /// Serve's dispatch settings are checked before it starts: a claim must outlive the APNs
+    /// request it covers, or another instance would send a push still in flight again.
+    @Test func serveRefusesALeaseShorterThanTwiceTheRequestTimeoutAndBadInFlightCounts() async throws {
+        let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("lease-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dataDir) }
+        let short = try await liverelay(["serve", "--data-dir", dataDir, "--http-port", "0", "--claim-lease", "20"])
+        #expect(short.status == 64 && short.stderr.contains("claim-lease: must be more than twice the APNs request timeout"), "\(short.stderr)")
+        let shortForTimeout = try await liverelay(["serve", "--data-dir", dataDir, "--http-port", "0", "--claim-lease", "30", "--timeout", "15"])
+        #expect(shortForTimeout.status == 64 && shortForTimeout.stderr.contains("claim-lease"), "\(shortForTimeout.stderr)")
+        let none = try await liverelay(["serve", "--data-dir", dataDir, "--http-port", "0", "--max-in-flight", "0"])
+        #expect(none.status == 64 && none.stderr.contains("max-in-flight: must be 1 to 100000"), "\(none.stderr)")
+    }
+
+    /// `liverelay emulator --tokens-file`: a line that is not a token is named by its number.
+    @Test func theEmulatorsTokensFileNamesABadLine() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("tokens-\(UUID().uuidString).txt").path
+        try "\(String(repeating: "ab", count: 32)):com.example.app\n\nnot-a-token:com.example.app\n".write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let bad = try await liverelay(["emulator", "--tokens-file", path, "--ca-file", path + ".pem"])
+        #expect(bad.status == 64 && bad.stderr.contains("tokens-file line 3: must be <hex>:<bundle id>"), "\(bad.stderr)")
+        let missing = try await liverelay(["emulator", "--tokens-file", path + ".nope", "--ca-file", path + ".pem"])
+        #expect(missing.status == 64 && missing.stderr.contains("tokens-file: cannot read"), "\(missing.stderr)")
+    }
+
     @Test func contentStateFromAFileAndFromStandardInput() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("state-\(UUID().uuidString).json").path
         try #"{"fromFile":1.50}"#.write(toFile: path, atomically: true, encoding: .utf8)

@@ -81,6 +81,8 @@ final class ServeProcess: Sendable {
 struct HTTPAnswer {
     var status: Int
     var json: JSONValue
+    /// The body as text (for answers that are not JSON, as `/metrics`).
+    var text: String = ""
 }
 
 /// One JSON request over HTTP/1.1, with a bearer key if given.
@@ -94,7 +96,8 @@ func httpCall(_ method: HTTPMethod, _ url: String, key: String? = nil, body: JSO
     }
     let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
     let bytes = try await response.body.collect(upTo: 16 * 1024 * 1024)
-    return HTTPAnswer(status: Int(response.status.code), json: (try? JSONValue(parsing: Array(buffer: bytes))) ?? .null)
+    return HTTPAnswer(
+        status: Int(response.status.code), json: (try? JSONValue(parsing: Array(buffer: bytes))) ?? .null, text: String(buffer: bytes))
 }
 
 final class PrintedText: Sendable {
