@@ -53,8 +53,9 @@ enum OutboxStatements {
     }
 
     /// Records an answer to one delivery while it is still claimed, returning what the rules need
-    /// to know of it (`AnsweredDelivery`, read with `answered(_:)`) when it was. `sent` answers go
-    /// in batches, each engine its own way (`sentColumns` are what they set).
+    /// to know of it (`AnsweredDelivery`, read with `answered(bundleID:key:target:deviceID:token:channelID:)`)
+    /// when it was. The engines record `sent` answers in batches their own way (SQLite's `VALUES`,
+    /// PostgreSQL's arrays), setting what this sets for one.
     static func answer(id: Int64, _ outcome: DeliveryOutcome, at now: Date) -> SQLStatement {
         let event = outcome.event
         let status = SQLArgument.integer
