@@ -53,6 +53,9 @@ struct Serve: AsyncParsableCommand {
         _ = try timeouts()
         guard (1...100_000).contains(maxInFlight) else { throw ValidationError("max-in-flight: must be 1 to 100000, got \(maxInFlight)") }
         guard (1...3600).contains(claimLease) else { throw ValidationError("claim-lease: must be 1 to 3600 seconds, got \(claimLease)") }
+        guard connection.timeout > 0, connection.timeout <= 3600 else {
+            throw ValidationError("timeout: must be more than 0 and at most 3600 seconds, got \(connection.timeout)")
+        }
         // A claim must outlive the push it covers: one still waiting for APNs' answer when its
         // lease ran out would be sent again by another instance.
         guard claimLease > 2 * connection.timeout else {
@@ -107,7 +110,9 @@ struct Serve: AsyncParsableCommand {
         let location = database.location(in: directory, configured: file?.database)
         let store = try await DatabaseOption.openMigrated(location)
         let server = try await RelayServer.open(
-            store: store, configuration: RelayConfiguration(budget: budgetPolicy, dispatch: DispatchPolicy(concurrency: maxInFlight, lease: claimLease)),
+            store: store, configuration: RelayConfiguration(
+                budget: budgetPolicy,
+                dispatch: DispatchPolicy(concurrency: maxInFlight, lease: claimLease, requestTimeout: .milliseconds(Int(connection.timeout * 1000)))),
             api: RelayAPIConfiguration(host: httpHost, port: httpPort, timeouts: timeouts), apns: apns, logger: logger)
         for app in apps { _ = try await server.relay.registerApp(app) }
         // A database of the release before apps held one app's data: it is this one's when one is named.

@@ -201,6 +201,8 @@ let token = String(repeating: "ab", count: 80)
         #expect(short.status == 64 && short.stderr.contains("claim-lease: must be more than twice the APNs request timeout"), "\(short.stderr)")
         let shortForTimeout = try await liverelay(["serve", "--data-dir", dataDir, "--http-port", "0", "--claim-lease", "30", "--timeout", "15"])
         #expect(shortForTimeout.status == 64 && shortForTimeout.stderr.contains("claim-lease"), "\(shortForTimeout.stderr)")
+        let noTimeout = try await liverelay(["serve", "--data-dir", dataDir, "--http-port", "0", "--timeout", "0"])
+        #expect(noTimeout.status == 64 && noTimeout.stderr.contains("timeout: must be more than 0"), "\(noTimeout.stderr)")
         let none = try await liverelay(["serve", "--data-dir", dataDir, "--http-port", "0", "--max-in-flight", "0"])
         #expect(none.status == 64 && none.stderr.contains("max-in-flight: must be 1 to 100000"), "\(none.stderr)")
     }
