@@ -25,8 +25,6 @@ public final class PostgresStore: InstanceSharedStore {
     /// suspends: leased before then, the pool logs a warning.
     private let started: Arc<Atomic<Bool>>
     private let target: PostgresURL
-    /// Where it connects, without the password.
-    public let location: String
 
     /// Connects to `url` (`postgres://user:password@host:port/database`; `?host=/dir` for a Unix
     /// socket in `/dir`; `?sslmode=disable|prefer|require`). Call `migrate()` before use and
@@ -42,7 +40,6 @@ public final class PostgresStore: InstanceSharedStore {
             await client.run()
         }
         self.started = started
-        location = target.description
     }
 
     deinit { running.cancel() }
@@ -399,7 +396,7 @@ public final class PostgresStore: InstanceSharedStore {
             binds.append(sent.ids)
             binds.append(sent.statuses)
             binds.append(sent.apnsIDs)
-            try await db.query(
+            _ = try await db.query(
                 PostgresQuery(
                     unsafeSQL: """
                         UPDATE deliveries d SET status = '\(DeliveryEvent.sent.destination.rawValue)', attempts = d.attempts + 1,
