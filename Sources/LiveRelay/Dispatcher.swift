@@ -96,6 +96,11 @@ public final class Dispatcher: Service {
             for _ in 0..<policy.concurrency {
                 group.addTask(executorPreference: apns.pushExecutor) {
                     while let delivery = await work.next(lowWater: lowWater) {
+                        // Claimed pushes wait here while the instance sends slower than it claims.
+                        guard self.policy.maySend(leasedUntil: delivery.nextAttemptAt, at: self.relay.now()) else {
+                            work.abandon(delivery)
+                            continue
+                        }
                         work.finished(delivery.id, await self.send(delivery), recordAt: self.policy.batchSize / 2)
                     }
                 }
@@ -135,8 +140,9 @@ public final class Dispatcher: Service {
                     .init(queued: counts.queued, sending: counts.sending, unrecorded: counts.unrecorded, now: .now, stopping: stopping),
                     queuedSinceLastClaim: relay.outboxSignal.takeQueued)
                 if step.record {
-                    let batch = work.takeOutcomes()
+                    let (batch, abandoned) = work.takeOutcomes()
                     group.addTask {
+                        await self.giveBack(abandoned)
                         do {
                             try await self.relay.store.recordOutcomes(batch, at: self.relay.now())
                             inbox.put(.recorded)
@@ -170,6 +176,25 @@ public final class Dispatcher: Service {
                 await relay.outboxSignal.wait(upTo: wait.duration, thenClaim: wait.thenClaim)
             }
         }
+    }
+
+    /// Gives claimed pushes back unsent, due again at once; where the store fails, their leases
+    /// run out instead.
+    private func giveBack(_ abandoned: [DeliveryRecord]) async {
+        guard !abandoned.isEmpty else { return }
+        let now = relay.now()
+        for (leasedUntil, deliveries) in Dictionary(grouping: abandoned, by: \.nextAttemptAt) {
+            do {
+                try await relay.store.abandonClaims(deliveries.map(\.id), leasedUntil: leasedUntil, at: now)
+            } catch {
+                logger.warning("claimed pushes not given back; due when their lease runs out", metadata: ["error": "\(error)"])
+            }
+        }
+        relay.metrics.count("liverelay_claims_abandoned_total", [:], by: abandoned.count)
+        logger.warning(
+            "claimed pushes given back unsent: this instance sends slower than it claims for its lease (--claim-lease)",
+            metadata: ["count": "\(abandoned.count)"])
+        relay.outboxSignal.queued()
     }
 
     private func send(_ delivery: DeliveryRecord) async -> DeliveryOutcome {

@@ -84,6 +84,15 @@ public struct DispatchPolicy: Sendable, Hashable {
         self.recordingDelay = recordingDelay
     }
 
+    /// Whether a push claimed until `leasedUntil` may still be sent at `now`: only in the first
+    /// half of its lease. Its answer (or the request timeout, less than half a lease) then comes
+    /// while the claim still stands, with time left to record it; one sent later could be claimed
+    /// again by another instance meanwhile, and sent twice. A dispatcher that falls this far
+    /// behind gives the push back (`RelayStore.abandonClaims`).
+    public func maySend(leasedUntil: Date, at now: Date) -> Bool {
+        leasedUntil.timeIntervalSince(now) >= lease / 2
+    }
+
     /// The wait before attempt `attempts + 1`.
     public func backoff(afterAttempts attempts: Int) -> TimeInterval {
         min(maximumBackoff, initialBackoff * pow(2, Double(max(0, attempts - 1))))

@@ -12,6 +12,8 @@ final class SendQueue: Sendable {
         var head = 0
         var sending = 0
         var outcomes: [Outcome] = []
+        /// Claimed pushes given up unsent (`DispatchPolicy.maySend`), to give back to the store.
+        var abandoned: [DeliveryRecord] = []
         var idleWorkers: [CheckedContinuation<DeliveryRecord?, Never>] = []
         var stopped = false
         var queued: Int { queue.count - head }
@@ -53,6 +55,16 @@ final class SendQueue: Sendable {
         if wakeLoop { wake.signal() }
     }
 
+    /// A worker gives up a delivery it took without sending it.
+    func abandon(_ delivery: DeliveryRecord) {
+        let wakeLoop = state.withLock { state in
+            state.sending -= 1
+            state.abandoned.append(delivery)
+            return state.abandoned.count == 1 || (state.sending == 0 && state.queued == 0)
+        }
+        if wakeLoop { wake.signal() }
+    }
+
     func add(_ batch: [DeliveryRecord]) {
         let handedOut = state.withLock { state -> [(CheckedContinuation<DeliveryRecord?, Never>, DeliveryRecord)] in
             state.queue.removeFirst(state.head)
@@ -79,14 +91,18 @@ final class SendQueue: Sendable {
         for worker in idle { worker.resume(returning: nil) }
     }
 
+    /// `unrecorded`: outcomes and abandoned deliveries, both for the store to hear of.
     func counts() -> (queued: Int, sending: Int, unrecorded: Int) {
-        state.withLock { ($0.queued, $0.sending, $0.outcomes.count) }
+        state.withLock { ($0.queued, $0.sending, $0.outcomes.count + $0.abandoned.count) }
     }
 
-    func takeOutcomes() -> [Outcome] {
+    func takeOutcomes() -> (outcomes: [Outcome], abandoned: [DeliveryRecord]) {
         state.withLock { state in
-            defer { state.outcomes.removeAll(keepingCapacity: true) }
-            return state.outcomes
+            defer {
+                state.outcomes.removeAll(keepingCapacity: true)
+                state.abandoned.removeAll()
+            }
+            return (state.outcomes, state.abandoned)
         }
     }
 

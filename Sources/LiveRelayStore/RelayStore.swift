@@ -92,6 +92,9 @@ public protocol RelayStore: Sendable {
     /// share (PostgreSQL), claims stand, and a dead instance's come due when their lease runs out.
     /// Either way, starts whose activity has been reported are not sent again.
     func releaseClaims(at: Date) async throws
+    /// Gives claimed deliveries back unsent (`OutboxTrigger.abandoned`): due again at `at`, but
+    /// for those another instance claimed since.
+    func abandonClaims(_ ids: [Int64], leasedUntil: Date, at: Date) async throws
     /// Records outcomes and what they mean for the tokens: dead ones stop.
     func recordOutcomes(_ outcomes: [(id: Int64, outcome: DeliveryOutcome)], at: Date) async throws
     /// When the next queued delivery is due, if any.

@@ -1,5 +1,6 @@
 import APNsEmulator
 import Foundation
+import LiveActivityKit
 import LiveRelay
 import LiveRelayHTTP
 import LiveRelayStore
@@ -27,6 +28,32 @@ struct InstancesTests {
             #expect(try await !harness.relay.tick())
             harness.emulator.clock.advance(by: 1)
             #expect(try await other.tick())
+        }
+    }
+
+    /// A claimed push waits in the dispatcher's queue while the pushes before it are slow. Sent
+    /// after half its lease, it could still be in flight when the lease runs out and another
+    /// instance claims it: both would send it. So the dispatcher gives it back instead, and it
+    /// goes out once, on a fresh claim.
+    @Test func aPushLeftWaitingPastHalfItsLeaseIsGivenBackAndSentOnAFreshClaim() async throws {
+        try await withRelayHarness(configure: { relay, _ in
+            relay.dispatch.concurrency = 1
+            relay.dispatch.handOverLimit = 0
+        }) { relay in
+            try await relay.startActivity("match", on: ["iphone-1", "iphone-2"])
+            @Sendable func updates() -> Int { relay.emulator.journal.requests.filter { $0.path.hasPrefix("/3/device/") }.count - 2 }
+            _ = relay.emulator.faults.add(EmulatorFault(.delay(.milliseconds(300))))
+            #expect(try await relay.post("/v1/activities/match/update", .object([("contentState", content("behind", 5))])).status == 200)
+            let sending = Task { try await relay.dispatch() }
+            // The first of the two claimed pushes is with APNs (its answer held back); the second
+            // waits while the clock passes half their lease.
+            try await relay.eventually { updates() == 1 }
+            relay.emulator.clock.advance(by: relay.relay.configuration.dispatch.lease / 2 + 1)
+            try await sending.value
+            #expect(relay.relay.metrics.value("liverelay_claims_abandoned_total") == 1)
+            #expect(updates() == 2)
+            for device in ["iphone-1", "iphone-2"] { #expect(try relay.activity(on: device)?.content.state == content("behind", 5)) }
+            #expect(try await relay.store.deliveries(DeliveryQuery(key: "match", limit: 10)).filter { $0.event == "update" }.map(\.status) == [.sent, .sent])
         }
     }
 }

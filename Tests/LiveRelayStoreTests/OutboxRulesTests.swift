@@ -208,6 +208,16 @@ import Testing
         // Beside other instances, their claims stand: a dead one's run out with their lease.
         #expect(OutboxRules.decisions(after: .restarted(alone: false), at: now) == [arrived])
     }
+
+    /// Pushes a dispatcher gives back unsent are due at once, but for those claimed by another
+    /// instance since: that claim ends later (a millisecond covers a date's rounding).
+    @Test func abandonedClaimsAreReleasedUnlessClaimedAgainSince() {
+        #expect(
+            OutboxRules.decisions(after: .abandoned(ids: [3, 8], leasedUntil: now + 60), at: now) == [
+                .move(DeliveryMove(.release, DeliverySelection(ids: [3, 8], dueBy: now + 60.001), at: now))
+            ])
+        #expect(OutboxRules.decisions(after: .abandoned(ids: [], leasedUntil: now + 60), at: now).isEmpty)
+    }
 }
 
 /// The decisions as statements: what a move may change is what the lifecycle allows.
@@ -241,6 +251,7 @@ import Testing
         let tricky = "why? because"
         let statements = [
             OutboxStatements.move(DeliveryMove(.skip, DeliverySelection(bundleID: "a?", key: "k?", deviceID: "d", token: "t", channelID: "c"), at: t0, reason: tricky)),
+            OutboxStatements.move(DeliveryMove(.release, DeliverySelection(ids: [1, 2], dueBy: t0), at: t0)),
             OutboxStatements.answer(id: 1, .failed(status: 400, reason: tricky, tokenIsDead: false), at: t0),
             OutboxStatements.answer(id: 1, .sent(status: 200, apnsID: "?"), at: t0),
             OutboxStatements.kill(DeadToken(bundleID: "a", key: "k", kind: .activity, deviceID: "d", token: "t", reason: tricky)),

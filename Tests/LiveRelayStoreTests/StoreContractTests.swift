@@ -71,6 +71,11 @@ func activityToken(
 func response(_ text: String, status: Int = 200) -> StoredResponse { StoredResponse(status: status, body: Array(text.utf8)) }
 
 extension RelayStore {
+    /// Registers an update token for `key` on each device.
+    func registerActivity(_ key: String, on devices: [String]) async throws {
+        for device in devices { try await saveActivityToken(activityToken(key, device), attributesType: deliveryType) }
+    }
+
     /// Starts `key` for `audience`, pushing `payload` to each push-to-start token the store hands the plan.
     @discardableResult
     func start(
@@ -363,9 +368,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
 
     @Test(arguments: StoreKind.allCases) func aChangeSeesLiveTokensAndPriority10CountsOfTheLastHour(kind: StoreKind) async throws {
         let store = try await kind.make().store
-        for device in ["iphone-1", "iphone-2"] {
-            try await store.saveActivityToken(activityToken("match", device), attributesType: deliveryType)
-        }
+        try await store.registerActivity("match", on: ["iphone-1", "iphone-2"])
         _ = try await store.endActivityToken(app: testApp, key: "match", deviceID: "iphone-2", state: .ended, at: t0)
         try await store.saveActivityToken(activityToken("match", "iphone-3"), attributesType: deliveryType)
         try await store.change("match", body: "u1", at: t0 + 10, priority: 10)
@@ -510,9 +513,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
 
     @Test(arguments: StoreKind.allCases) func aClaimIsLeasedAndDueAgainWhenTheLeaseRunsOut(kind: StoreKind) async throws {
         let store = try await kind.make().store
-        for device in ["iphone-1", "iphone-2", "iphone-3"] {
-            try await store.saveActivityToken(activityToken("match", device), attributesType: deliveryType)
-        }
+        try await store.registerActivity("match", on: ["iphone-1", "iphone-2", "iphone-3"])
         try await store.change("match", body: "u1", at: t0)
         #expect(try await store.claimDeliveries(dueBy: t0 - 1, limit: 10, leaseUntil: t0 + 59).isEmpty)
         let first = try await store.claimDeliveries(dueBy: t0, limit: 2, leaseUntil: t0 + 60)
@@ -534,7 +535,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         let subject = try await kind.make()
         let (one, two) = (subject.store, try subject.reopen())
         let devices = (1...60).map { "iphone-\($0)" }
-        for device in devices { try await one.saveActivityToken(activityToken("match", device), attributesType: deliveryType) }
+        try await one.registerActivity("match", on: devices)
         try await one.change("match", body: "u1", at: t0, countingBudget: false)
         let claims = try await withThrowingTaskGroup(of: [Int64].self) { group in
             for (index, store) in [one, two, one, two, one, two].enumerated() {
@@ -578,7 +579,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
             try await listening.value
             return
         }
-        for device in ["iphone-1", "iphone-2"] { try await one.saveActivityToken(activityToken("match", device), attributesType: deliveryType) }
+        try await one.registerActivity("match", on: ["iphone-1", "iphone-2"])
         // The listener is in place once a notification sent now reaches it: keep changing until one does.
         var round = 0
         while heard.value == 0 {
@@ -641,9 +642,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
 
     @Test(arguments: StoreKind.allCases) func aHandedOverRequestWritesItsPushesClaimedUnlessTheyAreTooMany(kind: StoreKind) async throws {
         let store = try await kind.make().store
-        for device in ["iphone-1", "iphone-2", "iphone-3"] {
-            try await store.saveActivityToken(activityToken("match", device), attributesType: deliveryType)
-        }
+        try await store.registerActivity("match", on: ["iphone-1", "iphone-2", "iphone-3"])
         try await store.savePushToStartToken(pushToStart("iphone-1"))
         let handOver = WriteContext(handOver: HandOver(leaseUntil: t0 + 60, limit: 3))
         func isClaimed(_ records: [DeliveryRecord], _ body: String) -> Bool {
@@ -684,6 +683,25 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         #expect(try await store.nextDueDate() == due)
         #expect(try await store.claimDeliveries(dueBy: due - 1, limit: 10, leaseUntil: t0 + 65).isEmpty)
         #expect(try await store.claimDeliveries(dueBy: due, limit: 10, leaseUntil: t0 + 65).count == 1)
+    }
+
+    /// A dispatcher gives back claimed pushes it fell too far behind to send: they are due at once,
+    /// but one another instance claimed since (once the lease ran out) stays that instance's.
+    @Test(arguments: StoreKind.allCases) func abandonedClaimsAreDueAgainButForThoseClaimedSince(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        try await store.registerActivity("order-1", on: ["iphone-1", "iphone-2"])
+        try await store.change("order-1", body: "u1", at: t0)
+        let first = try await store.claimDeliveries(dueBy: t0, limit: 10, leaseUntil: t0 + 60.123)
+        #expect(first.count == 2)
+        // Its lease ran out; another instance claims one of the two.
+        let other = try #require(try await store.claimDeliveries(dueBy: t0 + 61, limit: 1, leaseUntil: t0 + 121).first)
+        let leasedUntil = try #require(first.first?.nextAttemptAt)
+        try await store.abandonClaims(first.map(\.id), leasedUntil: leasedUntil, at: t0 + 62)
+        let statuses = try await store.deliveries(DeliveryQuery(key: "order-1", limit: 10))
+        #expect(statuses.first { $0.id == other.id }?.status == .sending)
+        #expect(Set(statuses.filter { $0.status == .queued }.map(\.id)) == Set(first.map(\.id)).subtracting([other.id]))
+        #expect(try await store.nextDueDate() == t0 + 62)
+        #expect(try await store.claimDeliveries(dueBy: t0 + 62, limit: 10, leaseUntil: t0 + 122).count == 1)
     }
 
     /// A second start would start a second activity on the device, and only the newer one's token
@@ -745,9 +763,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
 
     @Test(arguments: StoreKind.allCases) func outcomesAreRecordedOnTheDeliveryAndTheToken(kind: StoreKind) async throws {
         let store = try await kind.make().store
-        for device in ["iphone-1", "iphone-2", "iphone-3"] {
-            try await store.saveActivityToken(activityToken("match", device), attributesType: deliveryType)
-        }
+        try await store.registerActivity("match", on: ["iphone-1", "iphone-2", "iphone-3"])
         try await store.change("match", body: "u1", at: t0)
         let claimed = try await store.claimDeliveries(dueBy: t0, limit: 10, leaseUntil: t0 + 60)
         let ids = Dictionary(uniqueKeysWithValues: claimed.map { ($0.target.name, $0.id) })
@@ -793,9 +809,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
 
     @Test(arguments: StoreKind.allCases) func aDeadTokenStopsAndItsQueuedPushesAreSkipped(kind: StoreKind) async throws {
         let store = try await kind.make().store
-        for device in ["iphone-1", "iphone-2"] {
-            try await store.saveActivityToken(activityToken("match", device), attributesType: deliveryType)
-        }
+        try await store.registerActivity("match", on: ["iphone-1", "iphone-2"])
         try await store.change("match", body: "u1", at: t0)
         let claimed = try await store.claimDeliveries(dueBy: t0, limit: 10, leaseUntil: t0 + 60)
         try await store.change("match", body: "u2", at: t0 + 1)

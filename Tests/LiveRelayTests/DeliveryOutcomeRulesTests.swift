@@ -38,4 +38,15 @@ import Testing
         struct Timeout: Error, CustomStringConvertible { var description: String { "timed out" } }
         #expect(Self.rules.outcome(ofNoAnswer: Timeout(), attempts: 1, at: Self.now) == .retry(at: Self.now + 1, status: nil, reason: "no answer: timed out"))
     }
+
+    /// A claimed push is sent only in the first half of its lease: its answer, or the request
+    /// timeout, then comes before another instance may claim it again.
+    @Test func aClaimedPushIsSentOnlyInTheFirstHalfOfItsLease() {
+        let policy = DispatchPolicy(lease: 60, requestTimeout: .seconds(10))
+        let leasedUntil = Self.now + 60
+        #expect(policy.maySend(leasedUntil: leasedUntil, at: Self.now))
+        #expect(policy.maySend(leasedUntil: leasedUntil, at: Self.now + 30))
+        #expect(!policy.maySend(leasedUntil: leasedUntil, at: Self.now + 30.5))
+        #expect(!policy.maySend(leasedUntil: leasedUntil, at: Self.now + 70))
+    }
 }

@@ -14,6 +14,10 @@ public enum OutboxTrigger: Sendable, Hashable {
     case activityExpired(app: String, key: String)
     /// Pushes were claimed to be sent (among them, `starts`: the push-to-starts).
     case claimed(starts: [Int64])
+    /// A dispatcher gave these claimed pushes up unsent, leased until `leasedUntil`: too little
+    /// of their lease was left to send one and record its answer. They are due again at once,
+    /// unless another instance claimed them since (its lease then ends later than this one).
+    case abandoned(ids: [Int64], leasedUntil: Date)
     /// A server started. Alone on its store (SQLite), whatever was claimed before has no dispatcher
     /// any more. Sharing it with other instances (PostgreSQL), it cannot tell a dead instance's
     /// claims from a live one's: each runs out with its lease.
@@ -71,10 +75,13 @@ public struct DeliverySelection: Sendable, Hashable {
     public var events: [String]?
     /// Only push-to-starts whose device has reported an activity under their key.
     public var onlyStartsThatArrived: Bool
+    /// Only deliveries due (or leased) no later than this.
+    public var dueBy: Date?
 
     public init(
         bundleID: String? = nil, key: String? = nil, deviceID: String? = nil, token: String? = nil, channelID: String? = nil,
-        ids: [Int64]? = nil, targets: [DeliveryTargetKind]? = nil, events: [String]? = nil, onlyStartsThatArrived: Bool = false
+        ids: [Int64]? = nil, targets: [DeliveryTargetKind]? = nil, events: [String]? = nil, onlyStartsThatArrived: Bool = false,
+        dueBy: Date? = nil
     ) {
         self.ids = ids
         self.bundleID = bundleID
@@ -85,6 +92,7 @@ public struct DeliverySelection: Sendable, Hashable {
         self.targets = targets
         self.events = events
         self.onlyStartsThatArrived = onlyStartsThatArrived
+        self.dueBy = dueBy
     }
 
     /// Every delivery.
@@ -162,6 +170,13 @@ public enum OutboxRules {
             var arrived = startsThatArrived(DeliverySelection(ids: starts), at: now)
             arrived.event = .withdraw
             return [.move(arrived)]
+
+        case .abandoned(let ids, let leasedUntil):
+            // Another instance claims a push only once its lease has run out, and leases it from
+            // then on: a claim ending later is that instance's, and stays. (A millisecond more
+            // covers the rounding of a date kept as seconds in a double.)
+            guard !ids.isEmpty else { return [] }
+            return [.move(DeliveryMove(.release, DeliverySelection(ids: ids, dueBy: leasedUntil + 0.001), at: now))]
 
         case .restarted(let alone):
             // A start whose answer the crash lost, but whose activity the device has reported.

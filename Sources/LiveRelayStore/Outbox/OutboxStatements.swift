@@ -120,6 +120,10 @@ enum OutboxStatements {
             conditions.append("id IN (\(Array(repeating: "?", count: ids.count).joined(separator: ", ")))")
             arguments += ids.map { .integer($0) }
         }
+        if let dueBy = selection.dueBy {
+            conditions.append("next_attempt_at <= ?")
+            arguments.append(.seconds(dueBy))
+        }
         if let targets = selection.targets { conditions.append(list("target", targets.map(\.rawValue))) }
         if let events = selection.events { conditions.append(list("event", events)) }
         if selection.onlyStartsThatArrived {

@@ -368,6 +368,10 @@ public final class PostgresStore: InstanceSharedStore {
         try await transaction { db in try await db.carryOut(.restarted(alone: false), at: at) }
     }
 
+    public func abandonClaims(_ ids: [Int64], leasedUntil: Date, at: Date) async throws {
+        try await transaction { db in try await db.carryOut(.abandoned(ids: ids, leasedUntil: leasedUntil), at: at) }
+    }
+
     public func recordOutcomes(_ outcomes: [(id: Int64, outcome: DeliveryOutcome)], at: Date) async throws {
         guard !outcomes.isEmpty else { return }
         try await transaction { db in

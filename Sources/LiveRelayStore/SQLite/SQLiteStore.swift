@@ -361,6 +361,10 @@ public final class SQLiteStore: RelayStore {
         try await write { db in try db.carryOut(.restarted(alone: true), at: at) }
     }
 
+    public func abandonClaims(_ ids: [Int64], leasedUntil: Date, at: Date) async throws {
+        try await write { db in try db.carryOut(.abandoned(ids: ids, leasedUntil: leasedUntil), at: at) }
+    }
+
     /// Due deliveries, claimed until a lease's end (`?`: the lease, now, how many).
     private static let claim = """
         UPDATE deliveries SET status = '\(DeliveryEvent.claim.destination.rawValue)', next_attempt_at = ?

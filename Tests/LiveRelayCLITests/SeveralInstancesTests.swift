@@ -1,0 +1,190 @@
+import APNsEmulator
+import Crypto
+import Foundation
+import LiveActivityKit
+import LiveRelayStore
+import LiveRelayTesting
+import NIOHTTP1
+import Testing
+
+/// Two `liverelay serve` processes on one PostgreSQL database, sending to the emulator (TLS HTTP/2
+/// on loopback, in this process, its journal holding every request). In CI a missing PostgreSQL
+/// fails these tests; elsewhere they are reported skipped.
+@Suite(.serialized, .timeLimit(.minutes(10)), .enabled(if: TestPostgres.isAvailable || TestPostgres.isCI, Comment(rawValue: TestPostgres.skipNote)))
+struct SeveralInstancesTests {
+    static let bundleID = "com.example.instances"
+    static let devices = 10_000
+    /// Fewer for the kill test, which sends two updates and waits out a lease: the emulator of a
+    /// debug build answers about a hundred pushes a second here.
+    static let devicesAtTheKill = 2_000
+
+    /// A fan-out of 10,000 accepted by one instance is sent by both (the other hears of it by
+    /// NOTIFY), each push exactly once: APNs' count equals the accepted count.
+    @Test func aFanOutAcceptedByOneInstanceIsSentByBothEachPushOnce() async throws {
+        let directory = try ServeCommandTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await withDeadline(.seconds(300)) {
+            let setup = try await InstancesSetup.start(in: directory, devices: Self.devices)
+            let (one, two) = (try await setup.startInstance("one"), try await setup.startInstance("two"))
+            let keys = try initialKeys(dataDir: directory + "/one")
+
+            let update = try await one.call(.POST, "/v1/activities/match/update", key: keys.server, body: Self.update("on the way"))
+            #expect(update.status == 200, "\(update.json)")
+            #expect(update.json["deliveries"] == .integer(Self.devices))
+            try await eventually(every: .milliseconds(250)) { try await setup.store.deliveryCounts()[.sent] == Self.devices }
+            #expect(try await setup.store.deliveryCounts() == [.sent: Self.devices])
+            #expect(setup.emulator.journal.recordedCount == Self.devices)
+            #expect(setup.emulator.journal.counts == ["Success": Self.devices])
+
+            // Each instance sent a share, and the shares add up.
+            let sent = [try await Self.sentCount(one, keys.admin), try await Self.sentCount(two, keys.admin)]
+            #expect(sent.allSatisfy { $0 > 0 }, "each instance sends part of the fan-out: \(sent)")
+            #expect(sent.reduce(0, +) == Self.devices)
+            print("fan-out of \(Self.devices) through two instances: \(sent[0]) sent by the accepting one, \(sent[1]) by the other")
+            #expect(one.stop() == 0)
+            #expect(two.stop() == 0)
+            await setup.close()
+        }
+    }
+
+    /// SIGKILL one instance while both are sending a fan-out and a newer update is waiting: the
+    /// other finishes both, nothing accepted is lost, every device ends on the latest update. The
+    /// only duplicates are pushes the dead instance had sent but not recorded at the kill (they
+    /// are among those it held claimed); their number is reported.
+    @Test func killingOneInstanceInTheMiddleOfAFanOutLosesNothing() async throws {
+        let directory = try ServeCommandTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await withDeadline(.seconds(300)) {
+            let setup = try await InstancesSetup.start(in: directory, devices: Self.devicesAtTheKill)
+            let (one, two) = (try await setup.startInstance("one"), try await setup.startInstance("two"))
+            let keys = try initialKeys(dataDir: directory + "/one")
+            let emulator = setup.emulator
+
+            #expect(try await one.call(.POST, "/v1/activities/match/update", key: keys.server, body: Self.update("on the way")).status == 200)
+            // Both instances are sending it.
+            try await eventually(every: .milliseconds(50)) {
+                let sentByTwo = try await Self.sentCount(two, keys.admin)
+                return emulator.journal.recordedCount >= 400 && sentByTwo > 0
+            }
+            let latest = try await one.call(.POST, "/v1/activities/match/update", key: keys.server, body: Self.update("around the corner"))
+            #expect(latest.status == 200)
+            let claimed = try await setup.store.deliveryCounts()[.sending, default: 0]
+            two.kill()
+
+            // The survivor sends the rest; the dead instance's claims come due when their lease
+            // (30 s here) runs out.
+            try await eventually(every: .milliseconds(250)) {
+                let counts = try await setup.store.deliveryCounts()
+                return counts[.queued, default: 0] == 0 && counts[.sending, default: 0] == 0
+            }
+            let counts = try await setup.store.deliveryCounts()
+            #expect(counts[.failed] == nil && counts[.skipped] == nil, "\(counts)")
+
+            // What APNs accepted, per device: every one has the latest update, none lost.
+            let accepted = try Self.acceptedUpdates(emulator.journal.requests(after: 0))
+            #expect(accepted.perDevice.count == Self.devicesAtTheKill)
+            #expect(accepted.newestStatus == "around the corner")
+            #expect(accepted.perDevice.values.allSatisfy { $0.keys.max() == accepted.newest }, "every device ends on the latest update")
+            let duplicates = accepted.duplicates
+            print("kill test: \(claimed) pushes claimed by the two instances at the kill; \(duplicates) sent twice")
+            #expect(duplicates <= claimed, "duplicates come only from pushes claimed at the kill")
+            #expect(one.stop() == 0)
+            await setup.close()
+        }
+    }
+
+    /// Per device token, how many times APNs accepted each update (by its timestamp); the newest
+    /// timestamp and its status; how many were accepted more than once.
+    static func acceptedUpdates(_ requests: [RecordedRequest]) throws
+        -> (perDevice: [String: [Int: Int]], newest: Int, newestStatus: String?, duplicates: Int)
+    {
+        var perDevice: [String: [Int: Int]] = [:]
+        var statusByTimestamp: [Int: String] = [:]
+        for request in requests where request.status == 200 {
+            let token = String(request.path.split(separator: "/").last ?? "")
+            let aps = try JSONValue(parsing: request.body)["aps"]
+            guard let timestamp = aps?["timestamp"]?.doubleValue.map({ Int($0) }) else { continue }
+            perDevice[token, default: [:]][timestamp, default: 0] += 1
+            statusByTimestamp[timestamp] = aps?["content-state"]?["status"]?.stringValue
+        }
+        let newest = statusByTimestamp.keys.max() ?? 0
+        var duplicates = 0
+        for counts in perDevice.values {
+            for count in counts.values where count > 1 { duplicates += count - 1 }
+        }
+        return (perDevice, newest, statusByTimestamp[newest], duplicates)
+    }
+
+    /// An update at priority 5, as a large fan-out is sent (no budget to count per device).
+    static func update(_ status: String) -> JSONValue {
+        .object([("contentState", .object([("status", .string(status)), ("etaMinutes", .integer(10))])), ("priority", .integer(5))])
+    }
+
+    /// Pushes an instance has had accepted, from its metrics.
+    static func sentCount(_ server: ServeProcess, _ adminKey: String) async throws -> Int {
+        let text = try await server.call(.GET, "/metrics", key: adminKey).text
+        return text.split(separator: "\n").filter { $0.hasPrefix("liverelay_pushes_total{") && $0.contains("result=\"sent\"") }
+            .compactMap { $0.split(separator: " ").last.flatMap { Int($0) } }.reduce(0, +)
+    }
+}
+
+/// The emulator with `devices` tokens, a fresh PostgreSQL database holding one key (`match`) with
+/// an update token on each, and how to start `serve` instances on them.
+struct InstancesSetup {
+    let emulator: APNsEmulator
+    let database: String
+    let store: PostgresStore
+    let directory: String
+
+    static func start(in directory: String, devices: Int) async throws -> InstancesSetup {
+        var configuration = APNsEmulator.Configuration()
+        configuration.journalCapacity = 4 * devices
+        let emulator = try await APNsEmulator.start(configuration)
+        let signingKey = P256.Signing.PrivateKey()
+        try signingKey.pemRepresentation.write(toFile: directory + "/key.p8", atomically: true, encoding: .utf8)
+        emulator.registry.register(EmulatorKey(keyID: "MANYKEY001", teamID: "MANYTEAM01", publicKey: signingKey.publicKey))
+        try emulator.certificates.writeCertificateAuthority(to: directory + "/ca.pem")
+        for index in 1...devices {
+            emulator.registry.register(EmulatorToken(hex: Self.token(index), bundleID: SeveralInstancesTests.bundleID, environment: .sandbox))
+        }
+        let database = try TestPostgres.freshDatabase()
+        let store = try PostgresStore(url: database)
+        try await store.migrate()
+        // Seeded in one statement each: the key, and an update token per device (the tokens above).
+        let now = Int(Date().timeIntervalSince1970)
+        try TestPostgres.psql(
+            database,
+            """
+            INSERT INTO activities (bundle_id, key, attributes_type, state, started_at, last_timestamp)
+            VALUES ('\(SeveralInstancesTests.bundleID)', 'match', 'DeliveryAttributes', 'active', \(now), 0);
+            INSERT INTO activity_tokens (bundle_id, key, device_id, token, frequent_pushes, registered_at, state, environment)
+            SELECT '\(SeveralInstancesTests.bundleID)', 'match', 'iphone-' || i, lpad(to_hex(i), 64, '0'), false, \(now), 'live', 'sandbox'
+            FROM generate_series(1, \(devices)) AS i
+            """)
+        return InstancesSetup(emulator: emulator, database: database, store: store, directory: directory)
+    }
+
+    /// The token of device `index`, as the seeding statement writes it.
+    static func token(_ index: Int) -> String {
+        let hex = String(index, radix: 16)
+        return String(repeating: "0", count: 64 - hex.count) + hex
+    }
+
+    /// A `serve` instance with its own data directory, on the shared database.
+    func startInstance(_ name: String) async throws -> ServeProcess {
+        try await ServeProcess.start([
+            "serve", "--data-dir", directory + "/" + name, "--http-port", "0", "--database", database, "--key-file", directory + "/key.p8",
+            "--key-id", "MANYKEY001", "--team-id", "MANYTEAM01", "--bundle-id", SeveralInstancesTests.bundleID, "--environment", "custom",
+            "--host", "127.0.0.1", "--port", String(emulator.ports(.sandbox).push), "--management-port",
+            String(emulator.ports(.sandbox).channelManagement), "--ca-file", directory + "/ca.pem", "--claim-lease", "30",
+            // The emulator here (a debug build) answers a few hundred pushes a second: more in
+            // flight would only wait past the request timeout.
+            "--max-in-flight", "100",
+        ])
+    }
+
+    func close() async {
+        await store.close()
+        await emulator.shutdown()
+    }
+}
