@@ -49,18 +49,12 @@ public enum TestPostgres {
         }
     }
 
-    /// Runs a shell command and waits for it; its exit status. Spawned and reaped here rather than
-    /// with Foundation's `Process`, whose wait never returned when called while the test runner
-    /// was still planning (where `availability` is first read).
+    /// Runs a shell command and waits for it; its exit status. (Not with Foundation's `Process`,
+    /// whose wait never returned when called while the test runner was still planning, where
+    /// `availability` is first read.)
     static func shell(_ command: String) -> Int32 {
-        var pid: pid_t = 0
-        var arguments: [UnsafeMutablePointer<CChar>?] = ["/bin/sh", "-c", command].map { (word: String) in strdup(word) } + [nil]
-        defer { for argument in arguments { free(argument) } }
-        guard posix_spawn(&pid, "/bin/sh", nil, nil, &arguments, environ) == 0 else { return -1 }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1, errno == EINTR {}
-        // WIFEXITED and WEXITSTATUS.
-        return status & 0x7f == 0 ? (status >> 8) & 0xff : -1
+        let child = try? ChildProcess.start("/bin/sh", ["-c", command], environment: ProcessInfo.processInfo.environment, output: .null)
+        return child?.waitUntilExit() ?? -1
     }
 
     /// `text` as one shell word.

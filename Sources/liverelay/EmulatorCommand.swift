@@ -39,6 +39,7 @@ struct Emulator: AsyncParsableCommand {
     @Option(help: "SETTINGS_MAX_CONCURRENT_STREAMS after the first authenticated push (before it: 1).")
     var streamLimit: Int = 1000
     @Flag(help: "Accept apns-priority 1 on Live Activity device pushes.") var allowPriority1 = false
+    @Option(help: "Requests the journal keeps (the oldest go first); its counts cover every request.") var journalCapacity: Int = 10_000
 
     func validate() throws {
         let ports = [
@@ -55,6 +56,9 @@ struct Emulator: AsyncParsableCommand {
         // SETTINGS_MAX_CONCURRENT_STREAMS is a 31-bit value in practice (RFC 9113 §6.5.2).
         guard (1...Int(Int32.max)).contains(streamLimit) else {
             throw ValidationError("stream-limit: must be 1 to \(Int32.max), got \(streamLimit)")
+        }
+        guard (1...10_000_000).contains(journalCapacity) else {
+            throw ValidationError("journal-capacity: must be 1 to 10000000, got \(journalCapacity)")
         }
     }
 
@@ -100,7 +104,7 @@ struct Emulator: AsyncParsableCommand {
                     .production: EmulatorPorts(push: productionPort, channelManagement: productionManagementPort),
                 ],
                 host: host, authenticatedStreamLimit: streamLimit, allowsPriority1ForLiveActivity: allowPriority1,
-                idleTimeout: idleTimeout.map { .seconds($0) }),
+                journalCapacity: journalCapacity, idleTimeout: idleTimeout.map { .seconds($0) }),
             registry: registry)
         try emulator.certificates.writeCertificateAuthority(to: caFile)
         let ca = URL(fileURLWithPath: caFile).standardizedFileURL.path

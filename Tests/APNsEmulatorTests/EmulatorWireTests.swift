@@ -184,17 +184,7 @@ import Testing
 }
 
 func run(_ executable: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    let exited = AsyncStream<Int32>.makeStream()
-    process.terminationHandler = { exited.continuation.yield($0.terminationStatus); exited.continuation.finish() }
-    try process.run()
-    let output = try await Task { try pipe.fileHandleForReading.readToEnd() ?? Data() }.value
-    var status: Int32 = -1
-    for await code in exited.stream { status = code }
-    return (status, String(decoding: output, as: UTF8.self))
+    let child = try ChildProcess.start(executable, arguments, environment: ProcessInfo.processInfo.environment, errors: .sameAsOutput)
+    let output = try await Task { try child.output?.readToEnd() ?? Data() }.value
+    return (await child.exitCode(), String(decoding: output, as: UTF8.self))
 }

@@ -34,27 +34,16 @@ func liverelayFromShell(_ script: String) async throws -> CommandResult {
 
 private func run(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], stdin: String? = nil) async throws -> CommandResult {
     try await withDeadline(.seconds(30)) {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("LIVERELAY_") }
+        var env = ChildProcess.environment(dropping: "LIVERELAY_")
         env.merge(environment) { $1 }
-        process.environment = env
-        let out = Pipe(), err = Pipe(), input = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = input
-        let exited = AsyncStream<Int32>.makeStream()
-        process.terminationHandler = { exited.continuation.yield($0.terminationStatus); exited.continuation.finish() }
-        try process.run()
-        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
-        try input.fileHandleForWriting.close()
+        let child = try ChildProcess.start(executable.path, arguments, environment: env, input: .pipe, output: .pipe, errors: .pipe)
+        if let stdin { child.input?.write(Data(stdin.utf8)) }
+        try child.input?.close()
         // Read while it runs so a full pipe cannot block it.
-        async let stdout = out.fileHandleForReading.readToEnd()
-        async let stderr = err.fileHandleForReading.readToEnd()
+        async let stdout = child.output?.readToEnd()
+        async let stderr = child.errors?.readToEnd()
         let output = (try await stdout) ?? Data(), errors = (try await stderr) ?? Data()
-        var status: Int32 = -1
-        for await code in exited.stream { status = code }
+        let status = await child.exitCode()
         return CommandResult(status: status, stdout: String(decoding: output, as: UTF8.self), stderr: String(decoding: errors, as: UTF8.self))
     }
 }
@@ -324,31 +313,18 @@ let token = String(repeating: "ab", count: 80)
             try? FileManager.default.removeItem(atPath: key.path)
             try? FileManager.default.removeItem(atPath: caFile)
         }
-        let process = Process()
-        process.executableURL = liverelayExecutable
-        process.arguments = ["emulator", "--ca-file", caFile, "--key-file", key.path, "--key-id", key.keyID,
-                             "--team-id", "TEAMID1234", "--token", "\(token):com.example.app"]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        defer { process.terminate() }
+        let emulator = try ChildProcess.start(
+            liverelayExecutable.path,
+            ["emulator", "--ca-file", caFile, "--key-file", key.path, "--key-id", key.keyID, "--team-id", "TEAMID1234", "--token", "\(token):com.example.app"],
+            environment: ChildProcess.environment(dropping: "LIVERELAY_"))
+        defer {
+            emulator.send(SIGKILL)
+            emulator.waitUntilExit()
+        }
 
-        // Read what it prints up to the example command.
-        let banner = try await withDeadline(.seconds(20)) {
-            var text = ""
-            while !text.contains("try: "), let chunk = try output.fileHandleForReading.read(upToCount: 1), !chunk.isEmpty {
-                text += String(decoding: chunk, as: UTF8.self)
-            }
-            return text
-        }
-        func port(after label: String) throws -> String {
-            let line = try #require(banner.split(separator: "\n").first { $0.hasPrefix(label) })
-            // "sandbox pushes:   https://127.0.0.1:PORT  (…)"
-            return String(try #require(line.split(separator: ":").dropFirst(3).first?.split(separator: " ").first))
-        }
-        #expect(banner.contains("CA certificate:                \(caFile)"))
-        let pushPort = try port(after: "sandbox pushes:")
-        let managementPort = try port(after: "sandbox channel management:")
+        let banner = try await EmulatorBanner.read(from: emulator)
+        #expect(banner.text.contains("CA certificate:                \(caFile)"))
+        let (pushPort, managementPort) = (banner.sandboxPush, banner.sandboxManagement)
         let connection = ["--environment", "custom", "--host", "127.0.0.1", "--port", pushPort, "--management-port", managementPort,
                           "--ca-file", caFile, "--key-file", key.path, "--key-id", key.keyID, "--team-id", "TEAMID1234",
                           "--bundle-id", "com.example.app"]
@@ -363,7 +339,7 @@ let token = String(repeating: "ab", count: 80)
 
         // The token is a sandbox one: production, on its own port, does not know it.
         var inProduction = connection
-        inProduction[inProduction.firstIndex(of: pushPort)!] = try port(after: "production pushes:")
+        inProduction[inProduction.firstIndex(of: pushPort)!] = banner.productionPush
         let elsewhere = try await liverelay(["push", "update", "--token", token, "--content-state", "{}"] + inProduction)
         #expect(elsewhere.status == 66)
         #expect(elsewhere.stderr.contains("400 BadDeviceToken"))
@@ -373,18 +349,15 @@ let token = String(repeating: "ab", count: 80)
         #expect(channel.stdout.contains("apns-channel-id: "))
 
         // The control API saw the pushes and the channel creation.
-        let controlPort = try port(after: "control API:")
         let (data, _) = try await withDeadline(.seconds(20)) {
-            try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(controlPort)/journal/counts")!)
+            try await URLSession.shared.data(from: URL(string: banner.control + "/journal/counts")!)
         }
         let counts = try JSONValue(parsing: Array(data))["counts"]
         #expect(counts?.sortedKeys == .object([("BadDeviceToken", .number("2")), ("Success", .number("2"))]))
 
         // SIGTERM stops it gracefully.
-        let exited = AsyncStream<Int32>.makeStream()
-        process.terminationHandler = { exited.continuation.yield($0.terminationStatus) }
-        process.terminate()
-        let status = try await withDeadline(.seconds(20)) { await exited.stream.first { _ in true } }
+        emulator.send(SIGTERM)
+        let status = try await withDeadline(.seconds(20)) { await emulator.exitCode() }
         #expect(status == 0)
     }
 }

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import LiveActivityKit
+import LiveRelayTesting
 import NIOCore
 import NIOHTTP1
 import Synchronization
@@ -8,13 +9,13 @@ import Synchronization
 /// `liverelay serve` as a child process, as a user runs it: started, its announcement read,
 /// then killed or stopped.
 final class ServeProcess: Sendable {
-    let process: Process
+    let process: ChildProcess
     /// Everything it printed on standard output so far.
     private let output: PrintedText
     /// `http://127.0.0.1:<port>`, from the announcement.
     let baseURL: String
 
-    private init(process: Process, output: PrintedText, baseURL: String) {
+    private init(process: ChildProcess, output: PrintedText, baseURL: String) {
         self.process = process
         self.output = output
         self.baseURL = baseURL
@@ -25,23 +26,16 @@ final class ServeProcess: Sendable {
     /// Starts `liverelay <arguments>` and waits for the announcement, which ends with the `curl`
     /// command to try.
     static func start(_ arguments: [String]) async throws -> ServeProcess {
-        let process = Process()
-        process.executableURL = liverelayExecutable
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("LIVERELAY_") }
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
+        let process = try ChildProcess.start(liverelayExecutable.path, arguments, environment: ChildProcess.environment(dropping: "LIVERELAY_"))
         let printed = PrintedText()
         // Drained as it comes, so that a full pipe never blocks the server.
-        out.fileHandleForReading.readabilityHandler = { handle in
+        process.output?.readabilityHandler = { handle in
             let data = handle.availableData
             if data.isEmpty { handle.readabilityHandler = nil } else { printed.append(data) }
         }
-        try process.run()
         while !printed.text.contains(#""audience""#) {
             guard process.isRunning else {
-                throw ServeFailed(message: "liverelay serve exited with \(process.terminationStatus): \(printed.text)")
+                throw ServeFailed(message: "liverelay serve exited with \(process.waitUntilExit()): \(printed.text)")
             }
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -49,7 +43,7 @@ final class ServeProcess: Sendable {
         guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("LiveRelay server:") }),
               let url = line.split(separator: " ").first(where: { $0.hasPrefix("http://") })
         else {
-            process.terminate()
+            process.send(SIGTERM)
             throw ServeFailed(message: "no API address in: \(text)")
         }
         return ServeProcess(process: process, output: printed, baseURL: String(url))
@@ -57,15 +51,14 @@ final class ServeProcess: Sendable {
 
     /// SIGKILL: no graceful anything, as when the machine's OOM killer or a power cut strikes.
     func kill() {
-        Foundation.kill(process.processIdentifier, SIGKILL)
+        process.send(SIGKILL)
         process.waitUntilExit()
     }
 
     /// SIGTERM, then its exit status once it has shut down.
     func stop() -> Int32 {
-        process.terminate()
-        process.waitUntilExit()
-        return process.terminationStatus
+        process.send(SIGTERM)
+        return process.waitUntilExit()
     }
 
     deinit {
@@ -119,4 +112,36 @@ func initialKeys(dataDir: String) throws -> (admin: String, server: String, clie
         throw ServeFailed(message: "initial-keys.json lacks a key: \(json)")
     }
     return (admin, server, client)
+}
+
+/// What `liverelay emulator` announces when it starts: the banner, and the ports in it.
+struct EmulatorBanner {
+    var text: String
+    var sandboxPush: String
+    var sandboxManagement: String
+    var productionPush: String
+    /// The control API's address, `http://127.0.0.1:<port>`.
+    var control: String
+
+    /// Reads the banner up to its example command.
+    static func read(from emulator: ChildProcess) async throws -> EmulatorBanner {
+        let text = try await withDeadline(.seconds(20)) {
+            var text = ""
+            while !text.contains("try: "), let chunk = try emulator.output?.read(upToCount: 1), !chunk.isEmpty {
+                text += String(decoding: chunk, as: UTF8.self)
+            }
+            return text
+        }
+        // "sandbox pushes:   https://127.0.0.1:PORT  (…)"
+        func port(after label: String) throws -> String {
+            let line = text.split(separator: "\n").first { $0.hasPrefix(label) }
+            guard let port = line?.split(separator: ":").dropFirst(3).first?.split(separator: " ").first else {
+                throw ServeFailed(message: "no \(label) port in the emulator's banner: \(text)")
+            }
+            return String(port)
+        }
+        return EmulatorBanner(
+            text: text, sandboxPush: try port(after: "sandbox pushes:"), sandboxManagement: try port(after: "sandbox channel management:"),
+            productionPush: try port(after: "production pushes:"), control: "http://127.0.0.1:" + (try port(after: "control API:")))
+    }
 }

@@ -1,4 +1,3 @@
-import APNsEmulator
 import Crypto
 import Foundation
 import LiveActivityKit
@@ -7,9 +6,10 @@ import LiveRelayTesting
 import NIOHTTP1
 import Testing
 
-/// Two `liverelay serve` processes on one PostgreSQL database, sending to the emulator (TLS HTTP/2
-/// on loopback, in this process, its journal holding every request). In CI a missing PostgreSQL
-/// fails these tests; elsewhere they are reported skipped.
+/// Two `liverelay serve` processes on one PostgreSQL database, sending to `liverelay emulator` in a
+/// third (TLS HTTP/2 on loopback; its journal holds every request). The emulator runs apart so that
+/// its load does not slow the tests that run beside these. In CI a missing PostgreSQL fails these
+/// tests; elsewhere they are reported skipped.
 @Suite(.serialized, .timeLimit(.minutes(10)), .enabled(if: TestPostgres.isAvailable || TestPostgres.isCI, Comment(rawValue: TestPostgres.skipNote)))
 struct SeveralInstancesTests {
     static let bundleID = "com.example.instances"
@@ -33,8 +33,9 @@ struct SeveralInstancesTests {
             #expect(update.json["deliveries"] == .integer(Self.devices))
             try await eventually(every: .milliseconds(250)) { try await setup.store.deliveryCounts()[.sent] == Self.devices }
             #expect(try await setup.store.deliveryCounts() == [.sent: Self.devices])
-            #expect(setup.emulator.journal.recordedCount == Self.devices)
-            #expect(setup.emulator.journal.counts == ["Success": Self.devices])
+            let journal = try await setup.journalCounts()
+            #expect(journal.requests == Self.devices)
+            #expect(journal.counts == ["Success": Self.devices])
 
             // Each instance sent a share, and the shares add up.
             let sent = [try await Self.sentCount(one, keys.admin), try await Self.sentCount(two, keys.admin)]
@@ -58,13 +59,12 @@ struct SeveralInstancesTests {
             let setup = try await InstancesSetup.start(in: directory, devices: Self.devicesAtTheKill)
             let (one, two) = (try await setup.startInstance("one"), try await setup.startInstance("two"))
             let keys = try initialKeys(dataDir: directory + "/one")
-            let emulator = setup.emulator
 
             #expect(try await one.call(.POST, "/v1/activities/match/update", key: keys.server, body: Self.update("on the way")).status == 200)
             // Both instances are sending it.
             try await eventually(every: .milliseconds(50)) {
                 let sentByTwo = try await Self.sentCount(two, keys.admin)
-                return emulator.journal.recordedCount >= 400 && sentByTwo > 0
+                return try await setup.journalCounts().requests >= 400 && sentByTwo > 0
             }
             let latest = try await one.call(.POST, "/v1/activities/match/update", key: keys.server, body: Self.update("around the corner"))
             #expect(latest.status == 200)
@@ -81,7 +81,7 @@ struct SeveralInstancesTests {
             #expect(counts[.failed] == nil && counts[.skipped] == nil, "\(counts)")
 
             // What APNs accepted, per device: every one has the latest update, none lost.
-            let accepted = try Self.acceptedUpdates(emulator.journal.requests(after: 0))
+            let accepted = try Self.acceptedUpdates(try await setup.journal())
             #expect(accepted.perDevice.count == Self.devicesAtTheKill)
             #expect(accepted.newestStatus == "around the corner")
             #expect(accepted.perDevice.values.allSatisfy { $0.keys.max() == accepted.newest }, "every device ends on the latest update")
@@ -95,14 +95,15 @@ struct SeveralInstancesTests {
 
     /// Per device token, how many times APNs accepted each update (by its timestamp); the newest
     /// timestamp and its status; how many were accepted more than once.
-    static func acceptedUpdates(_ requests: [RecordedRequest]) throws
+    static func acceptedUpdates(_ requests: [JSONValue]) throws
         -> (perDevice: [String: [Int: Int]], newest: Int, newestStatus: String?, duplicates: Int)
     {
         var perDevice: [String: [Int: Int]] = [:]
         var statusByTimestamp: [Int: String] = [:]
-        for request in requests where request.status == 200 {
-            let token = String(request.path.split(separator: "/").last ?? "")
-            let aps = try JSONValue(parsing: request.body)["aps"]
+        for request in requests where request["status"]?.doubleValue == 200 {
+            guard let path = request["path"]?.stringValue, let body = request["body"]?.stringValue else { continue }
+            let token = String(path.split(separator: "/").last ?? "")
+            let aps = try JSONValue(parsing: body)["aps"]
             guard let timestamp = aps?["timestamp"]?.doubleValue.map({ Int($0) }) else { continue }
             perDevice[token, default: [:]][timestamp, default: 0] += 1
             statusByTimestamp[timestamp] = aps?["content-state"]?["status"]?.stringValue
@@ -128,24 +129,33 @@ struct SeveralInstancesTests {
     }
 }
 
-/// The emulator with `devices` tokens, a fresh PostgreSQL database holding one key (`match`) with
-/// an update token on each, and how to start `serve` instances on them.
+/// `liverelay emulator` with `devices` tokens, a fresh PostgreSQL database holding one key
+/// (`match`) with an update token on each, and how to start `serve` instances on them.
 struct InstancesSetup {
-    let emulator: APNsEmulator
+    let emulator: ChildProcess
+    let ports: EmulatorBanner
     let database: String
     let store: PostgresStore
     let directory: String
 
     static func start(in directory: String, devices: Int) async throws -> InstancesSetup {
-        var configuration = APNsEmulator.Configuration()
-        configuration.journalCapacity = 4 * devices
-        let emulator = try await APNsEmulator.start(configuration)
         let signingKey = P256.Signing.PrivateKey()
         try signingKey.pemRepresentation.write(toFile: directory + "/key.p8", atomically: true, encoding: .utf8)
-        emulator.registry.register(EmulatorKey(keyID: "MANYKEY001", teamID: "MANYTEAM01", publicKey: signingKey.publicKey))
-        try emulator.certificates.writeCertificateAuthority(to: directory + "/ca.pem")
-        for index in 1...devices {
-            emulator.registry.register(EmulatorToken(hex: Self.token(index), bundleID: SeveralInstancesTests.bundleID, environment: .sandbox))
+        let tokens = (1...devices).map { "\(Self.token($0)):\(SeveralInstancesTests.bundleID)" }.joined(separator: "\n")
+        try tokens.write(toFile: directory + "/tokens.txt", atomically: true, encoding: .utf8)
+        let emulator = try ChildProcess.start(
+            liverelayExecutable.path,
+            [
+                "emulator", "--ca-file", directory + "/ca.pem", "--key-file", directory + "/key.p8", "--key-id", "MANYKEY001",
+                "--team-id", "MANYTEAM01", "--tokens-file", directory + "/tokens.txt", "--journal-capacity", String(4 * devices),
+            ],
+            environment: ChildProcess.environment(dropping: "LIVERELAY_"))
+        let ports: EmulatorBanner
+        do {
+            ports = try await EmulatorBanner.read(from: emulator)
+        } catch {
+            emulator.send(SIGKILL)
+            throw error
         }
         let database = try TestPostgres.freshDatabase()
         let store = try PostgresStore(url: database)
@@ -161,7 +171,7 @@ struct InstancesSetup {
             SELECT '\(SeveralInstancesTests.bundleID)', 'match', 'iphone-' || i, lpad(to_hex(i), 64, '0'), false, \(now), 'live', 'sandbox'
             FROM generate_series(1, \(devices)) AS i
             """)
-        return InstancesSetup(emulator: emulator, database: database, store: store, directory: directory)
+        return InstancesSetup(emulator: emulator, ports: ports, database: database, store: store, directory: directory)
     }
 
     /// The token of device `index`, as the seeding statement writes it.
@@ -175,16 +185,40 @@ struct InstancesSetup {
         try await ServeProcess.start([
             "serve", "--data-dir", directory + "/" + name, "--http-port", "0", "--database", database, "--key-file", directory + "/key.p8",
             "--key-id", "MANYKEY001", "--team-id", "MANYTEAM01", "--bundle-id", SeveralInstancesTests.bundleID, "--environment", "custom",
-            "--host", "127.0.0.1", "--port", String(emulator.ports(.sandbox).push), "--management-port",
-            String(emulator.ports(.sandbox).channelManagement), "--ca-file", directory + "/ca.pem", "--claim-lease", "30",
+            "--host", "127.0.0.1", "--port", ports.sandboxPush, "--management-port", ports.sandboxManagement, "--ca-file", directory + "/ca.pem",
+            "--claim-lease", "30",
             // The emulator here (a debug build) answers a few hundred pushes a second: more in
             // flight would only wait past the request timeout.
             "--max-in-flight", "100",
         ])
     }
 
+    /// How many requests the emulator received, and how many of each outcome.
+    func journalCounts() async throws -> (requests: Int, counts: [String: Int]) {
+        let answer = try await httpCall(.GET, ports.control + "/journal/counts")
+        var counts: [String: Int] = [:]
+        if case .object(let members) = answer.json["counts"] {
+            for (outcome, count) in members { counts[outcome] = count.doubleValue.map { Int($0) } }
+        }
+        return (answer.json["requests"]?.doubleValue.map { Int($0) } ?? -1, counts)
+    }
+
+    /// Every request the emulator kept, oldest first.
+    func journal() async throws -> [JSONValue] {
+        var requests: [JSONValue] = [], after = 0
+        while true {
+            let page = try await httpCall(.GET, ports.control + "/journal?after=\(after)&limit=1000").json
+            guard case .array(let entries) = page["requests"], !entries.isEmpty, let last = page["last"]?.doubleValue.map({ Int($0) }) else {
+                return requests
+            }
+            requests += entries
+            after = last
+        }
+    }
+
     func close() async {
         await store.close()
-        await emulator.shutdown()
+        emulator.send(SIGKILL)
+        emulator.waitUntilExit()
     }
 }
