@@ -190,38 +190,33 @@ extension Bench {
 
         /// Registers the tokens through the store, the way the registration routes do, before the
         /// server starts: registering a million through HTTP would measure the seeding, not the server.
-        /// A PostgreSQL server takes them on several connections at once.
+        /// PostgreSQL takes them in bulk (`importTokens`), as a transaction each would take most of an hour.
         private func seed(_ store: any RelayStore) async throws {
             let now = Date()
-            let (activities, keys, tokens) = (self.activities, self.keys, self.tokens)
-            let writers = isShared ? 8 : 1
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for writer in 0..<writers {
-                    group.addTask {
-                        for index in stride(from: writer, to: activities, by: writers) {
-                            try await store.saveActivityToken(
-                                ActivityTokenRecord(
-                                    bundleID: BenchFixture.bundle.value, key: "match", deviceID: "fan-\(index)", token: BenchFixture.token(index),
-                                    frequentPushesEnabled: false, environment: .sandbox, registeredAt: now),
-                                attributesType: "ScoreAttributes")
-                        }
-                        for index in stride(from: writer, to: keys, by: writers) {
-                            try await store.saveActivityToken(
-                                ActivityTokenRecord(
-                                    bundleID: BenchFixture.bundle.value, key: "order-\(index)", deviceID: "phone-\(index)",
-                                    token: BenchFixture.token(activities + index), frequentPushesEnabled: false, environment: .sandbox, registeredAt: now),
-                                attributesType: "DeliveryAttributes")
-                        }
-                        for index in stride(from: writer, to: tokens - activities - keys, by: writers) {
-                            try await store.savePushToStartToken(PushToStartTokenRecord(
-                                bundleID: BenchFixture.bundle.value, deviceID: "idle-\(index)", attributesType: "DeliveryAttributes",
-                                token: String(repeating: "0", count: 144) + BenchFixture.hex16(index),
-                                frequentPushesEnabled: false, environment: .sandbox, updatedAt: now))
-                        }
-                    }
-                }
-                try await group.waitForAll()
+            let fanOut = (0..<activities).map { index in
+                ActivityTokenRecord(
+                    bundleID: BenchFixture.bundle.value, key: "match", deviceID: "fan-\(index)", token: BenchFixture.token(index),
+                    frequentPushesEnabled: false, environment: .sandbox, registeredAt: now)
             }
+            let singles = (0..<keys).map { index in
+                ActivityTokenRecord(
+                    bundleID: BenchFixture.bundle.value, key: "order-\(index)", deviceID: "phone-\(index)",
+                    token: BenchFixture.token(activities + index), frequentPushesEnabled: false, environment: .sandbox, registeredAt: now)
+            }
+            let idle = (0..<(tokens - activities - keys)).map { index in
+                PushToStartTokenRecord(
+                    bundleID: BenchFixture.bundle.value, deviceID: "idle-\(index)", attributesType: "DeliveryAttributes",
+                    token: String(repeating: "0", count: 144) + BenchFixture.hex16(index),
+                    frequentPushesEnabled: false, environment: .sandbox, updatedAt: now)
+            }
+            if let postgres = store as? PostgresStore {
+                try await postgres.importTokens(activityTokens: fanOut, attributesType: "ScoreAttributes", pushToStart: [])
+                try await postgres.importTokens(activityTokens: singles, attributesType: "DeliveryAttributes", pushToStart: idle)
+                return
+            }
+            for token in fanOut { try await store.saveActivityToken(token, attributesType: "ScoreAttributes") }
+            for token in singles { try await store.saveActivityToken(token, attributesType: "DeliveryAttributes") }
+            for token in idle { try await store.savePushToStartToken(token) }
         }
 
         // MARK: Fan-out

@@ -28,4 +28,23 @@ struct SharedStoreTests {
         await one.close()
         await two.close()
     }
+
+    /// Imported tokens are what registering them one by one would have made: the key's activity,
+    /// its live update tokens (a change reaches each), and push-to-start tokens to start with.
+    @Test func importedTokensAreAsIfRegistered() async throws {
+        let store = try PostgresStore(url: try TestPostgres.freshDatabase())
+        try await store.migrate()
+        let devices = ["iphone-1", "iphone-2", "iphone-3"]
+        try await store.importTokens(
+            activityTokens: devices.map { activityToken("match", $0) }, attributesType: deliveryType,
+            pushToStart: [pushToStart("ipad-1"), pushToStart("ipad-2", user: "u2")])
+        let counts = try await store.counts()
+        #expect((counts.liveActivityTokens, counts.pushToStartTokens, counts.activeKeys) == (3, 2, 1))
+        #expect(try await store.activity(app: testApp, key: "match")?.attributesType == deliveryType)
+        #expect(try await store.pushToStartTokens(deviceID: "ipad-2") == [pushToStart("ipad-2", user: "u2")])
+        try await store.change("match", body: "u1", at: t0 + 1)
+        let claimed = try await store.claimDeliveries(dueBy: t0 + 1, limit: 10, leaseUntil: t0 + 61)
+        #expect(claimed.map(\.target.name).sorted() == devices)
+        await store.close()
+    }
 }

@@ -145,6 +145,65 @@ public final class PostgresStore: InstanceSharedStore {
             ])
     }
 
+    /// Registers many tokens into a store that has none of them yet, 10,000 to a statement: what
+    /// the registration routes would write one by one, for seeding a benchmark's million tokens
+    /// (a transaction each takes most of an hour). A key gets its activity from its first token,
+    /// registered as `saveActivityToken` does; its other tokens join it as they are.
+    public func importTokens(activityTokens: [ActivityTokenRecord], attributesType: String, pushToStart: [PushToStartTokenRecord]) async throws {
+        var keysSeen = Set<[String]>(), others: [ActivityTokenRecord] = []
+        for token in activityTokens {
+            if keysSeen.insert([token.bundleID, token.key]).inserted {
+                try await saveActivityToken(token, attributesType: attributesType)
+            } else {
+                others.append(token)
+            }
+        }
+        try await insertInChunks(
+            others,
+            """
+            INSERT INTO activity_tokens (bundle_id, key, device_id, token, frequent_pushes, registered_at, state, environment)
+            SELECT b, k, d, t, f, r, 'live', e FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::boolean[],
+                $6::double precision[], $7::text[]) AS u (b, k, d, t, f, r, e)
+            """
+        ) { chunk, binds in
+            binds.append(chunk.map(\.bundleID))
+            binds.append(chunk.map(\.key))
+            binds.append(chunk.map(\.deviceID))
+            binds.append(chunk.map(\.token))
+            binds.append(chunk.map(\.frequentPushesEnabled))
+            binds.append(chunk.map(\.registeredAt.timeIntervalSince1970))
+            binds.append(chunk.map(\.environment.rawValue))
+        }
+        try await insertInChunks(
+            pushToStart,
+            """
+            INSERT INTO push_to_start_tokens (bundle_id, device_id, attributes_type, user_id, token, frequent_pushes, environment, updated_at)
+            SELECT b, d, a, NULLIF(u, ''), t, f, e, w FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+                $6::boolean[], $7::text[], $8::double precision[]) AS p (b, d, a, u, t, f, e, w)
+            """
+        ) { chunk, binds in
+            binds.append(chunk.map(\.bundleID))
+            binds.append(chunk.map(\.deviceID))
+            binds.append(chunk.map(\.attributesType))
+            binds.append(chunk.map { $0.userID ?? "" })
+            binds.append(chunk.map(\.token))
+            binds.append(chunk.map(\.frequentPushesEnabled))
+            binds.append(chunk.map(\.environment.rawValue))
+            binds.append(chunk.map(\.updatedAt.timeIntervalSince1970))
+        }
+    }
+
+    /// Inserts `rows` 10,000 to a statement: `bind` gives a chunk's columns as the arrays `sql` unnests.
+    private func insertInChunks<Row>(_ rows: [Row], _ sql: String, _ bind: (ArraySlice<Row>, inout PostgresBindings) -> Void) async throws {
+        for start in stride(from: 0, to: rows.count, by: 10_000) {
+            var binds = PostgresBindings()
+            bind(rows[start..<min(rows.count, start + 10_000)], &binds)
+            try await client.withConnection { db in
+                _ = try await db.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: Self.quiet).collect()
+            }
+        }
+    }
+
     @discardableResult
     public func saveActivityToken(_ token: ActivityTokenRecord, attributesType: String) async throws -> ActivityRecord {
         try await transaction { db in
