@@ -92,16 +92,16 @@ public final class Dispatcher: Service {
         try await withThrowingDiscardingTaskGroup { group in
             // The workers run on the push connection's event loop: a push is written and its answer
             // read there, with no hop between threads (that hop cost more than our HTTP/2 framing).
-            let lowWater = loop.limits.lowWater
+            let (lowWater, policy) = (loop.limits.lowWater, policy)
             for _ in 0..<policy.concurrency {
                 group.addTask(executorPreference: apns.pushExecutor) {
                     while let delivery = await work.next(lowWater: lowWater) {
                         // Claimed pushes wait here while the instance sends slower than it claims.
-                        guard self.policy.maySend(leasedUntil: delivery.nextAttemptAt, at: self.relay.now()) else {
+                        guard policy.maySend(leasedUntil: delivery.nextAttemptAt, at: self.relay.now()) else {
                             work.abandon(delivery)
                             continue
                         }
-                        work.finished(delivery.id, await self.send(delivery), recordAt: self.policy.batchSize / 2)
+                        work.finished(delivery.id, await self.send(delivery), recordAt: policy.batchSize / 2)
                     }
                 }
             }

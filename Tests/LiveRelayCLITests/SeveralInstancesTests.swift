@@ -15,20 +15,14 @@ import Testing
 struct SeveralInstancesTests {
     static let bundleID = "com.example.instances"
     static let devices = 10_000
-    /// Fewer for the kill test, which sends two updates and waits out a lease: the emulator of a
-    /// debug build answers about a hundred pushes a second here.
+    /// Fewer for the kill test, which sends two updates and waits out a lease: debug builds at the
+    /// lowest CPU priority send a few hundred pushes a second here.
     static let devicesAtTheKill = 2_000
 
     /// A fan-out of 10,000 accepted by one instance is sent by both (the other hears of it by
     /// NOTIFY), each push exactly once: APNs' count equals the accepted count.
     @Test func aFanOutAcceptedByOneInstanceIsSentByBothEachPushOnce() async throws {
-        let directory = try ServeCommandTests.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        try await withDeadline(.seconds(480)) {
-            let setup = try await InstancesSetup.start(in: directory, devices: Self.devices)
-            let (one, two) = (try await setup.startInstance("one"), try await setup.startInstance("two"))
-            let keys = try initialKeys(dataDir: directory + "/one")
-
+        try await withTwoInstances(devices: Self.devices) { setup, one, two, keys in
             let update = try await one.call(.POST, "/v1/activities/match/update", key: keys.server, body: Self.update("on the way"))
             #expect(update.status == 200, "\(update.json)")
             #expect(update.json["deliveries"] == .integer(Self.devices))
@@ -45,7 +39,6 @@ struct SeveralInstancesTests {
             print("fan-out of \(Self.devices) through two instances: \(sent[0]) sent by the accepting one, \(sent[1]) by the other")
             #expect(one.stop() == 0)
             #expect(two.stop() == 0)
-            await setup.close()
         }
     }
 
@@ -54,13 +47,7 @@ struct SeveralInstancesTests {
     /// only duplicates are pushes the dead instance had sent but not recorded at the kill (they
     /// are among those it held claimed); their number is reported.
     @Test func killingOneInstanceInTheMiddleOfAFanOutLosesNothing() async throws {
-        let directory = try ServeCommandTests.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        try await withDeadline(.seconds(480)) {
-            let setup = try await InstancesSetup.start(in: directory, devices: Self.devicesAtTheKill)
-            let (one, two) = (try await setup.startInstance("one"), try await setup.startInstance("two"))
-            let keys = try initialKeys(dataDir: directory + "/one")
-
+        try await withTwoInstances(devices: Self.devicesAtTheKill) { setup, one, two, keys in
             #expect(try await one.call(.POST, "/v1/activities/match/update", key: keys.server, body: Self.update("on the way")).status == 200)
             // Both instances are sending it.
             try await eventually(every: .milliseconds(50)) {
@@ -90,6 +77,25 @@ struct SeveralInstancesTests {
             print("kill test: \(claimed) pushes claimed by the two instances at the kill; \(duplicates) sent twice")
             #expect(duplicates <= claimed, "duplicates come only from pushes claimed at the kill")
             #expect(one.stop() == 0)
+        }
+    }
+
+    /// Runs `body` under a deadline with the emulator holding `devices` tokens and two instances
+    /// (`one` made the first keys); closes the setup, failed or not.
+    private func withTwoInstances(
+        devices: Int, _ body: @escaping @Sendable (InstancesSetup, ServeProcess, ServeProcess, (admin: String, server: String, client: String)) async throws -> Void
+    ) async throws {
+        let directory = try ServeCommandTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await withDeadline(.seconds(480)) {
+            let setup = try await InstancesSetup.start(in: directory, devices: devices)
+            do {
+                let (one, two) = (try await setup.startInstance("one"), try await setup.startInstance("two"))
+                try await body(setup, one, two, try initialKeys(dataDir: directory + "/one"))
+            } catch {
+                await setup.close()
+                throw error
+            }
             await setup.close()
         }
     }

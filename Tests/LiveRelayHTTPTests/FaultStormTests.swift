@@ -14,7 +14,10 @@ import Testing
 @Suite(.timeLimit(.minutes(2)))
 struct FaultStormTests {
     @Test func aFanOutThroughAStormOfFaultsEndsSentOrSupersededAndEveryDeviceOnTheLastUpdate() async throws {
-        try await withRelayHarness(configure: { configuration, _ in configuration.dispatch.requestTimeout = .milliseconds(500) }) { relay in
+        // Long enough that a busy machine still answers in time (every push then timed out at
+        // 500 ms while the several-instances tests ran), short enough that the stalled push is
+        // given up soon.
+        try await withRelayHarness(configure: { configuration, _ in configuration.dispatch.requestTimeout = .seconds(5) }) { relay in
             let devices = (1...20).map { "iphone-\($0)" }
             try await relay.startActivity("match", on: devices)
             let storm: [EmulatorFault] = [
