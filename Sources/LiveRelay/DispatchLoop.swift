@@ -35,7 +35,8 @@ struct DispatchLoop {
         var claim = false
         /// Nothing is left to do: return.
         var finish = false
-        /// Idle with a working store: ask it when the next retry is due before waiting.
+        /// Idle with a working store that may hold a retry the loop does not know of: ask it when
+        /// the next one is due before waiting (`learned(nextDue:)`).
         var askNextDue = false
     }
 
@@ -56,6 +57,12 @@ struct DispatchLoop {
     /// since; a finished push alone does not make anything due.
     private var claimAgain = true
     private var oldestUnrecorded: ContinuousClock.Instant?
+    /// When the store's next retry is due, as last asked (nil: nothing was due later), while no
+    /// recording since scheduled one. Only a recorded retry makes a push due later (a queued or
+    /// given-back one is due at once and wakes the loop), so the store is asked again only then,
+    /// or once that retry is due: not each time the loop goes idle, which on PostgreSQL was a
+    /// round trip per single-key update.
+    private var nextDue: ContinuousClock.Instant??
     /// While the store fails, claims and recordings wait out the back-off (a full disk once made the
     /// loop retry about 90 times a second, logging each).
     private(set) var backoff = StoreBackoff()
@@ -76,9 +83,18 @@ struct DispatchLoop {
         return backoff.succeeded()
     }
 
-    mutating func recorded() -> StoreBackoff.Change? {
+    /// Outcomes were recorded; `retries`: some of them are to be sent again later.
+    mutating func recorded(retries: Bool = false) -> StoreBackoff.Change? {
         recording = false
+        if retries { nextDue = nil }
         return backoff.succeeded()
+    }
+
+    /// The store said at `now` when its next retry is due (nil: none is). True when one is due
+    /// already: claim at once.
+    mutating func learned(nextDue: ContinuousClock.Instant?, at now: ContinuousClock.Instant) -> Bool {
+        self.nextDue = .some(nextDue)
+        return nextDue.map { $0 <= now } ?? false
     }
 
     /// A claim (`whileRecording` false) or a recording failed at `now`.
@@ -117,16 +133,18 @@ struct DispatchLoop {
         }
         let idle = quiet && !claiming && !recording && snapshot.unrecorded == 0
         step.finish = idle && (snapshot.stopping || stopWhenIdle)
-        step.askNextDue = idle && !step.finish && !backoff.isFailing
+        let nextDueKnown = nextDue.map { known in known.map { $0 > snapshot.now } ?? true } ?? false
+        step.askNextDue = idle && !step.finish && !backoff.isFailing && !nextDueKnown
         return step
     }
 
     /// How long to wait for news before going round again, and whether to claim when the wait runs
-    /// out (a retry may have come due) rather than only record. `nextDueIn`: when the store's next
-    /// retry is due, when the step asked.
-    func wait(at now: ContinuousClock.Instant, nextDueIn: Duration?) -> (duration: Duration, thenClaim: Bool) {
+    /// out (a retry may have come due) rather than only record.
+    func wait(at now: ContinuousClock.Instant) -> (duration: Duration, thenClaim: Bool) {
         var wait = limits.longestWait
-        if let nextDueIn { wait = min(wait, max(.milliseconds(1), nextDueIn)) }
+        // A retry due already was claimed when learned, or is asked for again once idle; waking
+        // for it again and again while busy would spin.
+        if case .some(.some(let due)) = nextDue, due > now { wait = min(wait, due - now) }
         let pause = storePausedUntil - now
         if pause > .zero { wait = min(wait, pause) }
         if let oldestUnrecorded, !recording {

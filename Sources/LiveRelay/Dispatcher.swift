@@ -120,8 +120,8 @@ public final class Dispatcher: Service {
                     case .claimed(let batch):
                         work.add(batch)
                         logger.log(loop.claimed(count: batch.count), who: "the dispatcher")
-                    case .recorded:
-                        logger.log(loop.recorded(), who: "the dispatcher")
+                    case .recorded(let retries):
+                        logger.log(loop.recorded(retries: retries), who: "the dispatcher")
                     case .failed(let error, let unrecorded):
                         let failure = loop.storeFailed(whileRecording: unrecorded != nil, stopping: stopping, at: .now)
                         logger.log(failure.change, who: "the dispatcher", error: error)
@@ -145,7 +145,7 @@ public final class Dispatcher: Service {
                         await self.giveBack(abandoned)
                         do {
                             try await self.relay.store.recordOutcomes(batch, at: self.relay.now())
-                            inbox.put(.recorded)
+                            inbox.put(.recorded(retries: batch.contains { if case .retry = $0.outcome { true } else { false } }))
                         } catch {
                             inbox.put(.failed(error, unrecorded: batch))
                         }
@@ -168,11 +168,18 @@ public final class Dispatcher: Service {
                 if step.finish { return }
                 // Nothing to do until a batch is claimed or recorded, the queue runs low, outcomes
                 // pile up, more is queued, or a retry comes due.
-                var nextDueIn: Duration?
-                if step.askNextDue, let next = try? await relay.store.nextDueDate() {
-                    nextDueIn = .milliseconds(next.timeIntervalSince(relay.now()) * 1000)
+                if step.askNextDue {
+                    do {
+                        let next = try await relay.store.nextDueDate()
+                        let now = ContinuousClock.now
+                        if loop.learned(nextDue: next.map { now + .milliseconds($0.timeIntervalSince(relay.now()) * 1000) }, at: now) {
+                            relay.outboxSignal.queued()
+                        }
+                    } catch {
+                        // Asked again next time round.
+                    }
                 }
-                let wait = loop.wait(at: .now, nextDueIn: nextDueIn)
+                let wait = loop.wait(at: .now)
                 await relay.outboxSignal.wait(upTo: wait.duration, thenClaim: wait.thenClaim)
             }
         }
@@ -276,7 +283,7 @@ public final class Dispatcher: Service {
 private final class DispatchInbox: Sendable {
     enum Event: Sendable {
         case claimed([DeliveryRecord])
-        case recorded
+        case recorded(retries: Bool)
         /// A claim (`unrecorded` nil) or a recording failed; unrecorded outcomes are kept for the next one.
         case failed(any Error, unrecorded: [(id: Int64, outcome: DeliveryOutcome)]?)
     }

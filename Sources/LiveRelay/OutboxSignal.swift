@@ -32,7 +32,9 @@ final class OutboxSignal: Sendable {
             group.addTask {
                 await withCheckedContinuation { continuation in
                     let resumeNow = self.state.withLock { state -> Bool in
-                        if state.pending {
+                        // Cancelled (the timer ended the wait, or the wait itself was cancelled):
+                        // do not wait for a signal that need not come.
+                        if state.pending || Task.isCancelled {
                             state.pending = false
                             return true
                         }
@@ -44,12 +46,28 @@ final class OutboxSignal: Sendable {
                 }
             }
             group.addTask {
-                try? await Task.sleep(for: limit)
-                // Cancelled, the waiter above must still be resumed, or the group never ends.
-                if thenClaim, !Task.isCancelled { self.queued() } else { self.signal() }
+                do {
+                    try await Task.sleep(for: limit)
+                    if thenClaim { self.queued() } else { self.signal() }
+                } catch {
+                    // Cancelled: a signal ended the wait, or the wait was cancelled. Only a waiter
+                    // still registered is woken: a signal left pending here would end the next
+                    // wait at once, and each such wait would leave one for the next (the
+                    // dispatcher then spun at full CPU and never reached its timed claim).
+                    self.state.withLock { state in
+                        defer { state.waiter = nil }
+                        return state.waiter
+                    }?.resume()
+                }
             }
             await group.next()
             group.cancelAll()
         }
     }
+
+    /// Whether a signal waits for the next `wait` (tests).
+    var isPending: Bool { state.withLock { $0.pending } }
+
+    /// Whether a `wait` is waiting (tests).
+    var hasWaiter: Bool { state.withLock { $0.waiter != nil } }
 }

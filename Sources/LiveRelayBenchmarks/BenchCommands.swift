@@ -20,7 +20,7 @@ extension Bench {
     /// The endpoint under load, in its own process so that the client's CPU time is its own.
     struct Endpoint: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Serve an APNs endpoint (HTTP/2 + TLS) until standard input closes.",
+            abstract: "Serve an APNs endpoint (HTTP/2 + TLS) until standard input closes; a line \"accepted\" there is answered with how many pushes it accepted.",
             shouldDisplay: false)
 
         @Option(help: "Port to listen on (0: any free port).") var port: Int = 0
@@ -34,6 +34,7 @@ extension Bench {
             try certificates.writeCertificateAuthority(to: caFile)
             let port: Int
             let stop: @Sendable () async -> Void
+            var accepted: @Sendable () -> Int = { -1 }
             if let emulatorKeyFile {
                 let registry = EmulatorRegistry()
                 registry.register(try EmulatorKey(
@@ -47,6 +48,7 @@ extension Bench {
                     registry: registry)
                 port = emulator.ports(.sandbox).push
                 stop = { await emulator.shutdown() }
+                accepted = { emulator.journal.counts["Success"] ?? 0 }
             } else {
                 let server = try await HTTP2TLSServer.start(port: self.port, certificates: certificates, responder: AcceptAllResponder())
                 port = server.port
@@ -54,10 +56,14 @@ extension Bench {
             }
             // Unbuffered: the parent reads this line through a pipe.
             FileHandle.standardOutput.write(Data("listening on 127.0.0.1:\(port)\n".utf8))
-            // Runs until the parent closes our standard input (or dies).
+            // Runs until the parent closes our standard input (or dies), answering its questions:
+            // a count read here costs the servers measured nothing, where one read from their
+            // database would.
             let closed = AsyncStream<Void>.makeStream()
-            Thread.detachNewThread {
-                _ = FileHandle.standardInput.readDataToEndOfFile()
+            Thread.detachNewThread { [accepted] in
+                while let line = readLine() {
+                    if line == "accepted" { FileHandle.standardOutput.write(Data("\(accepted())\n".utf8)) }
+                }
                 closed.continuation.finish()
             }
             for await _ in closed.stream {}
@@ -323,18 +329,37 @@ func startThisExecutable(_ arguments: [String], input: Pipe? = nil) throws -> (p
 struct EndpointProcess {
     let process: Process
     let input: Pipe
+    let output: Pipe
     let port: Int
     var pid: Int32 { process.processIdentifier }
 
     static func start(caFile: String, arguments: [String] = []) throws -> EndpointProcess {
         let input = Pipe()
         // The first line says where it listens.
-        let (process, _, text) = try startThisExecutable(["bench", "endpoint", "--ca-file", caFile] + arguments, input: input)
+        let (process, output, text) = try startThisExecutable(["bench", "endpoint", "--ca-file", caFile] + arguments, input: input)
         guard text.hasPrefix("listening on "), let port = text.split(separator: ":").last.flatMap({ Int($0) }) else {
             process.terminate()
             throw ValidationError("the benchmark endpoint did not start: \(text)")
         }
-        return EndpointProcess(process: process, input: input, port: port)
+        return EndpointProcess(process: process, input: input, output: output, port: port)
+    }
+
+    /// How many pushes the endpoint has accepted since it started (with full validation only).
+    func accepted() throws -> Int {
+        try input.fileHandleForWriting.write(contentsOf: Data("accepted\n".utf8))
+        // The answer is the next line that is a number (a log line may come first).
+        while true {
+            var line = Data()
+            while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
+                line.append(byte)
+            }
+            let text = String(decoding: line, as: UTF8.self)
+            if let count = Int(text) {
+                guard count >= 0 else { throw ValidationError("the benchmark endpoint counts pushes only with full validation") }
+                return count
+            }
+            guard !line.isEmpty else { throw ValidationError("the benchmark endpoint did not say how many pushes it accepted") }
+        }
     }
 
     func stop() {

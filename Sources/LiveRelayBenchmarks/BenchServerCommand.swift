@@ -36,7 +36,8 @@ extension Bench {
         @Option(help: "Updates per second in the latency run.") var rate: Int = 1_000
         @Option(help: "Seconds of the latency run (after one second of warm-up).") var seconds: Int = 10
         @Option(help: "Pushes in flight for the `bench client` reference.") var inFlight: Int = 100
-        @Option(help: "Fan-outs measured, each between two runs of the reference; the median share is the result.") var fanOuts: Int = 3
+        @Option(help: "Fan-outs measured, each between two runs of the reference; the median share is the result (0: latency and memory only).")
+        var fanOuts: Int = 3
         @Option(help: "Keep the seeded data here and reuse it on the next run with the same counts (default: a fresh temporary directory).")
         var dataDir: String?
         @Option(help: ArgumentHelp("A PostgreSQL database for the servers (default: SQLite in the data directory).", valueName: "postgres://…"))
@@ -44,8 +45,8 @@ extension Bench {
         @Option(help: "`serve` instances on the database (more than one needs PostgreSQL).") var instances: Int = 1
 
         func validate() throws {
-            guard activities > 0, keys > 0, rate > 0, seconds > 0, inFlight > 0, fanOuts > 0 else {
-                throw ValidationError("activities, keys, rate, seconds, in-flight and fan-outs must be positive")
+            guard activities > 0, keys > 0, rate > 0, seconds > 0, inFlight > 0, fanOuts >= 0 else {
+                throw ValidationError("activities, keys, rate, seconds and in-flight must be positive, fan-outs not negative")
             }
             guard tokens >= activities + keys else { throw ValidationError("--tokens must be at least --activities + --keys") }
             if let database, case .sqlite = StoreLocation(database) {
@@ -128,7 +129,8 @@ extension Bench {
                 connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)))
             do {
                 let apis = servers.map { BenchAPI(http: http, baseURL: $0.baseURL, keys: apiKeys) }
-                try await measure(apis: apis, servers: servers, outbox: store, idle: idle, reference: reference, firstReference: firstReference)
+                try await measure(
+                    apis: apis, servers: servers, outbox: store, endpoint: endpoint, idle: idle, reference: reference, firstReference: firstReference)
             } catch {
                 try? await http.shutdown()
                 await store.close()
@@ -139,7 +141,7 @@ extension Bench {
         }
 
         private func measure(
-            apis: [BenchAPI], servers: [ServerProcess], outbox: any RelayStore, idle: [(current: Int, peak: Int)],
+            apis: [BenchAPI], servers: [ServerProcess], outbox: any RelayStore, endpoint: EndpointProcess, idle: [(current: Int, peak: Int)],
             reference: () async throws -> Double, firstReference: Double
         ) async throws {
             let targets = isShared ? (share: "≥ 60%", p99: "≤ 15 ms") : (share: "≥ 70%", p99: "≤ 10 ms")
@@ -148,22 +150,24 @@ extension Bench {
             // 1. Fan-outs, each between two runs of the reference; the median share is the result.
             var before = firstReference
             var shares: [Double] = []
-            for round in 1...fanOuts {
-                let fanOut = try await measureFanOut(api: apis[0], outbox: outbox, round: round)
+            for round in stride(from: 1, through: fanOuts, by: 1) {
+                let fanOut = try await measureFanOut(api: apis[0], outbox: outbox, endpoint: endpoint, round: round)
                 let after = try await reference()
                 let share = fanOut.rate / ((before + after) / 2)
                 shares.append(share)
                 say("fan-out \(round) of \(fanOuts), one update to \(activities) activities: \(String(format: "%.2f", fanOut.seconds)) s, \(Int(fanOut.rate)) pushes/s (accepted in \(String(format: "%.0f", fanOut.acceptSeconds * 1000)) ms); bench client after: \(Int(after)) pushes/s; share \(String(format: "%.0f", 100 * share))%")
                 before = after
             }
-            say("")
-            say("fan-out vs bench client (the mean of the runs just before and after), \(engine): median \(String(format: "%.0f", 100 * shares.sorted().percentile(0.5)))% of \(fanOuts) (\(shares.map { String(format: "%.0f%%", 100 * $0) }.joined(separator: ", ")))  target \(targets.share)")
+            if fanOuts > 0 {
+                say("")
+                say("fan-out vs bench client (the mean of the runs just before and after), \(engine): median \(String(format: "%.0f", 100 * shares.sorted().percentile(0.5)))% of \(fanOuts) (\(shares.map { String(format: "%.0f%%", 100 * $0) }.joined(separator: ", ")))  target \(targets.share)")
+            }
 
             // 2. Latency of single-key updates at a fixed rate.
             let latency = try await measureLatency(apis: apis)
             say("")
             say("single-key updates at \(rate)/s for \(seconds) s (\(latency.count) requests, open loop, \(engine)): p50 \(String(format: "%.2f", latency.p50 * 1000)) ms, p99 \(String(format: "%.2f", latency.p99 * 1000)) ms, max \(String(format: "%.1f", latency.max * 1000)) ms  target p99 \(targets.p99)")
-            say("  achieved \(Int(latency.achievedRate)) requests/s; answers other than 200: \(latency.failures); of which the sender's own lag: p50 \(String(format: "%.2f", latency.senderLagP50 * 1000)) ms, p99 \(String(format: "%.2f", latency.senderLagP99 * 1000)) ms")
+            say("  achieved \(Int(latency.achievedRate)) requests/s; answers other than 200: \(latency.failureSummary); of which the sender's own lag: p50 \(String(format: "%.2f", latency.senderLagP50 * 1000)) ms, p99 \(String(format: "%.2f", latency.senderLagP99 * 1000)) ms")
 
             // 3. Memory.
             say("")
@@ -227,8 +231,9 @@ extension Bench {
             var rate: Double
         }
 
-        private func measureFanOut(api: BenchAPI, outbox: any RelayStore, round: Int) async throws -> FanOut {
+        private func measureFanOut(api: BenchAPI, outbox: any RelayStore, endpoint: EndpointProcess, round: Int) async throws -> FanOut {
             let sentBefore = try await outbox.deliveryCounts()[.sent] ?? 0
+            let acceptedBefore = try endpoint.accepted()
             let start = ContinuousClock.now
             let answer = try await api.post("/v1/activities/match/update", key: api.keys.server, body: .object([
                 ("contentState", .object([("home", .integer(round)), ("away", .integer(1)), ("minute", .integer(60 + round))])),
@@ -236,17 +241,22 @@ extension Bench {
             ]))
             guard answer.status == 200 else { throw ValidationError("the fan-out update was refused: \(answer.status) \(answer.text)") }
             let accepted = ContinuousClock.now - start
-            // Done when nothing is queued or in flight any more (an indexed look, cheap enough to poll
-            // without taking CPU from the server); every push must then have been sent.
-            while try await outbox.nextDueDate() != nil {
+            // Done when APNs has accepted them all, as the endpoint counts: asking the database
+            // took a quarter of a core from PostgreSQL, whose outbox index is full of the fan-out's
+            // dead entries until it is vacuumed.
+            while try endpoint.accepted() - acceptedBefore < activities {
                 try await Task.sleep(for: .milliseconds(20))
+            }
+            let elapsed = (ContinuousClock.now - start).seconds
+            // Then every push must have been recorded sent, once.
+            while try await outbox.nextDueDate() != nil {
+                try await Task.sleep(for: .milliseconds(200))
             }
             let counts = try await outbox.deliveryCounts()
             let sent = (counts[.sent] ?? 0) - sentBefore
             guard sent == activities else {
                 throw ValidationError("\(sent) of \(activities) pushes were sent: \(counts)")
             }
-            let elapsed = (ContinuousClock.now - start).seconds
             return FanOut(seconds: elapsed, acceptSeconds: accepted.seconds, rate: Double(activities) / elapsed)
         }
 
@@ -261,7 +271,15 @@ extension Bench {
             var senderLagP50: Double
             var senderLagP99: Double
             var achievedRate: Double
-            var failures: Int
+            /// Answers other than 200 by status (0: no answer).
+            var failures: [Int: Int]
+
+            var failureSummary: String {
+                let total = failures.values.reduce(0, +)
+                guard total > 0 else { return "0" }
+                let byStatus = failures.sorted { $0.key < $1.key }.map { "\($0.key == 0 ? "no answer" : String($0.key)): \($0.value)" }
+                return "\(total) (\(byStatus.joined(separator: ", ")))"
+            }
         }
 
         /// Open loop: request `i` is due at `i / rate` seconds, and its latency counts from then, so a
@@ -284,7 +302,7 @@ extension Bench {
             let total = warmup + rate * seconds
             let interval = 1.0 / Double(rate)
             let start = ContinuousClock.now
-            let results = await withTaskGroup(of: (latency: Double, lag: Double, ok: Bool)?.self) { group in
+            let results = await withTaskGroup(of: (latency: Double, lag: Double, status: Int)?.self) { group in
                 for index in 0..<total {
                     let due = start + .seconds(Double(index) * interval)
                     try? await Task.sleep(until: due, clock: .continuous)
@@ -293,10 +311,10 @@ extension Bench {
                         let key = "order-\(index % keyCount)"
                         let body = JSONValue.object([("contentState", .object([("status", .string("step \(index)")), ("etaMinutes", .integer(index % 60))]))])
                         let answer = try? await apis[index % apis.count].post("/v1/activities/\(key)/update", key: spread[index % spread.count], body: body)
-                        return index < warmup ? nil : ((ContinuousClock.now - due).seconds, (sent - due).seconds, answer?.status == 200)
+                        return index < warmup ? nil : ((ContinuousClock.now - due).seconds, (sent - due).seconds, answer.map { Int($0.status) } ?? 0)
                     }
                 }
-                var results: [(latency: Double, lag: Double, ok: Bool)] = []
+                var results: [(latency: Double, lag: Double, status: Int)] = []
                 for await result in group { if let result { results.append(result) } }
                 return results
             }
@@ -306,7 +324,8 @@ extension Bench {
             return Latency(
                 count: results.count, p50: sorted.percentile(0.50), p99: sorted.percentile(0.99), max: sorted.last ?? 0,
                 senderLagP50: lags.percentile(0.50), senderLagP99: lags.percentile(0.99),
-                achievedRate: Double(total) / elapsed, failures: results.filter { !$0.ok }.count)
+                achievedRate: Double(total) / elapsed,
+                failures: Dictionary(results.filter { $0.status != 200 }.map { ($0.status, 1) }, uniquingKeysWith: +))
         }
     }
 }

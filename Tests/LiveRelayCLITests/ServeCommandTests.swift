@@ -63,7 +63,7 @@ struct ServeCommandTests {
             #expect(unnamed.status == 400 && unnamed.json["error"]?["field"] == .string("app"))
             let named = try await server.call(.GET, "/v1/activities/order-42?app=com.example.delivery.clip", key: keys.server)
             #expect(named.status == 404 && named.json["error"]?["field"] == .string("key"))
-            #expect(server.stop() == 0)
+            #expect(await server.stop() == 0)
         }
     }
 
@@ -105,7 +105,7 @@ struct ServeCommandTests {
                 body: JSONValue(parsing: #"{"contentState": {"status": "on the way", "etaMinutes": "ten"}}"#))
             #expect(wrong.status == 422)
             #expect(wrong.json["error"]?["field"] == .string("contentState.etaMinutes"))
-            #expect(server.stop() == 0)
+            #expect(await server.stop() == 0)
         }
     }
 
@@ -144,7 +144,7 @@ struct ServeCommandTests {
             try await eventually { try devices.filter { try content(on: $0) == first }.count == 10 }
             #expect(try await server.call(.POST, "/v1/activities/match/update", key: keys.server, body: .object([("contentState", latest)])).status == 200)
             try await eventually { try await outbox.deliveries(DeliveryQuery(key: "match", status: .sending, limit: 100)).count == 30 }
-            server.kill()
+            await server.kill()
 
             #expect(try devices.filter { try content(on: $0) == first }.count == 10)
             #expect(try devices.filter { try content(on: $0) == Self.content("preparing", 30) }.count == 10)
@@ -161,7 +161,7 @@ struct ServeCommandTests {
             }
             let read = try await server.call(.GET, "/v1/activities/match", key: keys.server)
             #expect(read.json["tokens"]?.arrayElements?.allSatisfy { $0["lastDelivery"]?["status"] == .integer(200) } == true)
-            #expect(server.stop() == 0)
+            #expect(await server.stop() == 0)
             await emulator.shutdown()
         }
     }
@@ -196,7 +196,7 @@ struct ServeCommandTests {
             emulator.devices.advanceAll()
             try await eventually { try await outbox.counts().liveActivityTokens == 1 }
             #expect(try await outbox.deliveryCounts() == [.sending: 1])
-            server.kill()
+            await server.kill()
 
             server = try await ServeProcess.start(arguments)
             try await eventually {
@@ -213,7 +213,7 @@ struct ServeCommandTests {
             #expect(update.status == 200)
             try await eventually { try activities().first?.content.state == Self.content("on the way", 10) }
             #expect(try activities().count == 1)
-            #expect(server.stop() == 0)
+            #expect(await server.stop() == 0)
             await emulator.shutdown()
         }
     }

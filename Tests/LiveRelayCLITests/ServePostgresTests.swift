@@ -39,7 +39,7 @@ struct ServePostgresTests {
             let secret = try #require(made.stdout.split(whereSeparator: \.isWhitespace).map(String.init).first { $0.hasPrefix("lr_admin_") })
             #expect(try await server.call(.GET, "/v1/api-keys", key: secret).status == 200)
 
-            #expect(server.stop() == 0)
+            #expect(await server.stop() == 0)
             server = try await ServeProcess.start(["serve", "--data-dir", dataDir, "--http-port", "0", "--database", database])
             let after = try await server.call(.GET, "/v1/activities/order-42", key: keys.server)
             #expect(after.status == 200 && after.json["state"] == .string("active"), "\(after.json)")
@@ -47,7 +47,7 @@ struct ServePostgresTests {
                 .POST, "/v1/activities/order-42/update", key: keys.server,
                 body: JSONValue(parsing: #"{"contentState": {"status": "on the way", "etaMinutes": 10}}"#))
             #expect(update.status == 200, "\(update.json)")
-            #expect(server.stop() == 0)
+            #expect(await server.stop() == 0)
             await store.close()
         }
     }

@@ -54,19 +54,25 @@ final class ServeProcess: Sendable {
     }
 
     /// SIGKILL: no graceful anything, as when the machine's OOM killer or a power cut strikes.
-    func kill() {
+    func kill() async {
         process.send(SIGKILL)
-        process.waitUntilExit()
+        _ = await process.exitCode()
     }
 
-    /// SIGTERM, then its exit status once it has shut down.
-    func stop() -> Int32 {
+    /// SIGTERM, then its exit status once it has shut down. Awaited, not waited for on the
+    /// thread: a server at the lowest priority on a busy machine may take long to shut down, and
+    /// two blocked threads are the whole cooperative pool of a 2-core machine (every other test
+    /// then stalls until its deadline).
+    func stop() async -> Int32 {
         process.send(SIGTERM)
-        return process.waitUntilExit()
+        return await process.exitCode()
     }
 
     deinit {
-        if process.isRunning { kill() }
+        if process.isRunning {
+            process.send(SIGKILL)
+            process.waitUntilExit()
+        }
     }
 
     /// A request to this server's API.
@@ -129,12 +135,18 @@ struct EmulatorBanner {
 
     /// Reads the banner up to its example command.
     static func read(from emulator: ChildProcess) async throws -> EmulatorBanner {
+        // Read on a thread of its own: an emulator at the lowest priority may take long to print,
+        // and a blocked thread of the cooperative pool stalls every other test.
         let text = try await withDeadline(.seconds(20)) {
-            var text = ""
-            while !text.contains("try: "), let chunk = try emulator.output?.read(upToCount: 1), !chunk.isEmpty {
-                text += String(decoding: chunk, as: UTF8.self)
+            await withCheckedContinuation { continuation in
+                Thread.detachNewThread {
+                    var text = ""
+                    while !text.contains("try: "), let chunk = try? emulator.output?.read(upToCount: 1), !chunk.isEmpty {
+                        text += String(decoding: chunk, as: UTF8.self)
+                    }
+                    continuation.resume(returning: text)
+                }
             }
-            return text
         }
         // "sandbox pushes:   https://127.0.0.1:PORT  (…)"
         func port(after label: String) throws -> String {

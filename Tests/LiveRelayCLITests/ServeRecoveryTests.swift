@@ -50,11 +50,11 @@ struct ServeRecoveryTests {
             #expect(unknownApp.status == 64 && unknownApp.stderr.contains("app: no app com.example.nope"), "\(unknownApp.stderr)")
 
             // A later start prints where the keys are kept, not the keys.
-            #expect(server.stop() == 0)
+            #expect(await server.stop() == 0)
             server = try await ServeProcess.start(["serve", "--data-dir", dataDir, "--http-port", "0"])
             for key in [keys.admin, keys.server, keys.client, secret] { #expect(!server.printed.contains(key)) }
             #expect(server.printed.contains("initial-keys.json"))
-            #expect(server.stop() == 0)
+            #expect(await server.stop() == 0)
         }
     }
 
@@ -92,7 +92,7 @@ struct ServeRecoveryTests {
             #expect(try await store.schedule(id: "sch_bad")?.result?.contains("staleDate") == true)
             #expect(try await server.call(.GET, "/v1/health", key: nil).status == 200)
             #expect(server.process.isRunning)
-            #expect(server.stop() == 0)
+            #expect(await server.stop() == 0)
         }
     }
 

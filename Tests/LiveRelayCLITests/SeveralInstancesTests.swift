@@ -37,8 +37,8 @@ struct SeveralInstancesTests {
             #expect(sent.allSatisfy { $0 > 0 }, "each instance sends part of the fan-out: \(sent)")
             #expect(sent.reduce(0, +) == Self.devices)
             print("fan-out of \(Self.devices) through two instances: \(sent[0]) sent by the accepting one, \(sent[1]) by the other")
-            #expect(one.stop() == 0)
-            #expect(two.stop() == 0)
+            #expect(await one.stop() == 0)
+            #expect(await two.stop() == 0)
         }
     }
 
@@ -57,7 +57,7 @@ struct SeveralInstancesTests {
             let latest = try await one.call(.POST, "/v1/activities/match/update", key: keys.server, body: Self.update("around the corner"))
             #expect(latest.status == 200)
             let claimed = try await setup.store.deliveryCounts()[.sending, default: 0]
-            two.kill()
+            await two.kill()
 
             // The survivor sends the rest; the dead instance's claims come due when their lease
             // (30 s here) runs out.
@@ -76,7 +76,7 @@ struct SeveralInstancesTests {
             let duplicates = accepted.duplicates
             print("kill test: \(claimed) pushes claimed by the two instances at the kill; \(duplicates) sent twice")
             #expect(duplicates <= claimed, "duplicates come only from pushes claimed at the kill")
-            #expect(one.stop() == 0)
+            #expect(await one.stop() == 0)
         }
     }
 
@@ -226,6 +226,6 @@ struct InstancesSetup {
     func close() async {
         await store.close()
         emulator.send(SIGKILL)
-        emulator.waitUntilExit()
+        _ = await emulator.exitCode()
     }
 }

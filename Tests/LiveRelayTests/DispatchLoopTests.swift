@@ -66,7 +66,7 @@ import Testing
         let first = loop.next(Self.seen(queued: 0, sending: 9, unrecorded: 1), queuedSinceLastClaim: { false })
         #expect(!first.record)
         // The wait ends when the oldest outcome is due, and then only to record.
-        let wait = loop.wait(at: Self.t0 + .milliseconds(4), nextDueIn: nil)
+        let wait = loop.wait(at: Self.t0 + .milliseconds(4))
         #expect(wait.duration == .milliseconds(6))
         #expect(!wait.thenClaim)
         #expect(loop.next(Self.seen(sending: 8, unrecorded: 2, at: .milliseconds(10)), queuedSinceLastClaim: { false }).record)
@@ -103,10 +103,45 @@ import Testing
         _ = loop.claimed(count: 0)
         let idle = loop.next(Self.seen(), queuedSinceLastClaim: { false })
         #expect(idle.askNextDue && !idle.finish)
-        #expect(loop.wait(at: Self.t0, nextDueIn: .milliseconds(250)) == (.milliseconds(250), true))
-        #expect(loop.wait(at: Self.t0, nextDueIn: .seconds(30)) == (.seconds(1), true))
-        #expect(loop.wait(at: Self.t0, nextDueIn: .seconds(-3)) == (.milliseconds(1), true))
-        #expect(loop.wait(at: Self.t0, nextDueIn: nil) == (.seconds(1), true))
+        #expect(loop.wait(at: Self.t0) == (.seconds(1), true))
+        var dueNow = loop.learned(nextDue: Self.t0 + .milliseconds(250), at: Self.t0)
+        #expect(!dueNow && loop.wait(at: Self.t0) == (.milliseconds(250), true))
+        dueNow = loop.learned(nextDue: Self.t0 + .seconds(30), at: Self.t0)
+        #expect(!dueNow && loop.wait(at: Self.t0) == (.seconds(1), true))
+        dueNow = loop.learned(nextDue: nil, at: Self.t0)
+        #expect(!dueNow && loop.wait(at: Self.t0) == (.seconds(1), true))
+        // Due already: claim at once (the dispatcher signals it); the wait is not shortened by it,
+        // which would spin while a claim or sending goes on.
+        dueNow = loop.learned(nextDue: Self.t0 - .seconds(3), at: Self.t0)
+        #expect(dueNow)
+        #expect(loop.wait(at: Self.t0) == (.seconds(1), true))
+    }
+
+    @Test func theStoreIsAskedAgainOnlyAfterARecordedRetryOrOnceTheRetryItNamedIsDue() {
+        var loop = Self.loop()
+        _ = loop.next(Self.seen(), queuedSinceLastClaim: { false })
+        _ = loop.claimed(count: 0)
+        #expect(loop.next(Self.seen(), queuedSinceLastClaim: { false }).askNextDue)
+        _ = loop.learned(nextDue: nil, at: Self.t0)
+        // Nothing due later: pushes sent and recorded since change nothing.
+        #expect(!loop.next(Self.seen(at: .milliseconds(5)), queuedSinceLastClaim: { false }).askNextDue)
+        _ = loop.next(Self.seen(unrecorded: 1, at: .milliseconds(20)), queuedSinceLastClaim: { false })
+        _ = loop.recorded(retries: false)
+        #expect(!loop.next(Self.seen(at: .milliseconds(21)), queuedSinceLastClaim: { false }).askNextDue)
+        // A recorded retry may be the next due.
+        _ = loop.next(Self.seen(unrecorded: 1, at: .milliseconds(40)), queuedSinceLastClaim: { false })
+        _ = loop.recorded(retries: true)
+        #expect(loop.next(Self.seen(at: .milliseconds(41)), queuedSinceLastClaim: { false }).askNextDue)
+        _ = loop.learned(nextDue: Self.t0 + .milliseconds(500), at: Self.t0 + .milliseconds(41))
+        #expect(!loop.next(Self.seen(at: .milliseconds(499)), queuedSinceLastClaim: { false }).askNextDue)
+        #expect(loop.wait(at: Self.t0 + .milliseconds(499)) == (.milliseconds(1), true))
+        // Once it is due (and claimed), what comes after it is asked for.
+        #expect(loop.next(Self.seen(at: .milliseconds(500)), queuedSinceLastClaim: { true }).claim)
+        _ = loop.claimed(count: 1)
+        #expect(loop.next(Self.seen(at: .milliseconds(502)), queuedSinceLastClaim: { false }).askNextDue)
+        // Busy, a retry named earlier and due by now does not shorten the wait.
+        #expect(loop.next(Self.seen(queued: 80, sending: 20, at: .milliseconds(503)), queuedSinceLastClaim: { false }).claim == false)
+        #expect(loop.wait(at: Self.t0 + .milliseconds(503)) == (.seconds(1), true))
     }
 
     @Test func aFailingStoreIsWaitedOutDoublingAndItsRecoveryIsToldOnce() {
@@ -116,7 +151,7 @@ import Testing
         // Paused for 50 ms: no claim, no question to the store, and the wait ends with the pause.
         let paused = loop.next(Self.seen(at: .milliseconds(20)), queuedSinceLastClaim: { true })
         #expect(!paused.claim && !paused.askNextDue)
-        #expect(loop.wait(at: Self.t0 + .milliseconds(20), nextDueIn: nil) == (.milliseconds(30), true))
+        #expect(loop.wait(at: Self.t0 + .milliseconds(20)) == (.milliseconds(30), true))
         #expect(loop.next(Self.seen(at: .milliseconds(50)), queuedSinceLastClaim: { true }).claim)
         #expect(loop.storeFailed(whileRecording: false, stopping: false, at: Self.t0 + .milliseconds(50)).change == nil)
         #expect(!loop.next(Self.seen(at: .milliseconds(149)), queuedSinceLastClaim: { true }).claim)

@@ -8,17 +8,20 @@ struct SQLStatement: Sendable, Hashable {
 
     /// The text with PostgreSQL's numbered parameters. No statement here has a `?` of its own:
     /// every value, reasons included, is an argument.
-    var numbered: String {
+    var numbered: String { Self.numbering(text) }
+
+    static func numbering(_ text: String) -> String {
         var result = ""
+        result.reserveCapacity(text.utf8.count + 16)
         var number = 0
-        for character in text {
-            if character == "?" {
-                number += 1
-                result += "$\(number)"
-            } else {
-                result.append(character)
-            }
+        var start = text.utf8.startIndex
+        for index in text.utf8.indices where text.utf8[index] == UInt8(ascii: "?") {
+            number += 1
+            result += text[start..<index]
+            result += "$\(number)"
+            start = text.utf8.index(after: index)
         }
+        result += text[start...]
         return result
     }
 }

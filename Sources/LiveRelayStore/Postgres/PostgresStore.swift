@@ -291,34 +291,22 @@ public final class PostgresStore: InstanceSharedStore {
             var tokenCount = 0
             var counts: [String: Int] = [:]
             if activity != nil, let budgetWindowStart {
-                tokens = try await db.rows(
-                    StoreStatements.liveTokens,
-                    [.text(app), .text(key)]
-                ).map(ActivityTokenRecord.init(row:))
+                tokens = try await db.rows(PreparedStatements.LiveTokens.self, [.text(app), .text(key)]).map(ActivityTokenRecord.init(row:))
                 tokenCount = tokens.count
-                for row in try await db.rows(
-                    StoreStatements.priority10Counts,
-                    [.text(app), .text(key), .seconds(budgetWindowStart)])
-                {
+                for row in try await db.rows(PreparedStatements.Priority10Counts.self, [.text(app), .text(key), .seconds(budgetWindowStart)]) {
                     counts[row.string(0)] = row.int(1) ?? 0
                 }
             } else if activity != nil {
-                tokenCount = try await db.rows(
-                    StoreStatements.liveTokenCount, [.text(app), .text(key)]
-                ).first?.int(0) ?? 0
+                tokenCount = try await db.rows(PreparedStatements.LiveTokenCount.self, [.text(app), .text(key)]).first?.int(0) ?? 0
             }
             let channels = activity == nil || activity!.channelIDs.isEmpty ? [] : try await db.rows(
-                StoreStatements.channelsOfKeyRecords, [.text(app), .text(key)]
+                PreparedStatements.ChannelsOfKey.self, [.text(app), .text(key)]
             ).map(ChannelRecord.init(row:))
             let (planned, outcome) = try plan(
                 ChangeSnapshot(activity: activity, liveTokens: tokens, liveTokenCount: tokenCount, priority10Counts: counts, channels: channels))
             let changed = planned.activity
-            try await db.run(
-                """
-                UPDATE activities SET content_state = ?, stale_date = ?, relevance_score = ?, last_timestamp = ?,
-                    state = ?, ended_at = ?, end_reason = ?, dismissal_date = ?
-                WHERE bundle_id = ? AND key = ?
-                """,
+            try await db.rows(
+                PreparedStatements.ChangeActivity.self,
                 [
                     .text(changed.contentState?.serializedString), .seconds(changed.staleDate), .real(changed.relevanceScore),
                     .integer(changed.lastTimestamp), .text(changed.state.rawValue), .seconds(changed.endedAt), .text(changed.endReason),
@@ -405,14 +393,7 @@ public final class PostgresStore: InstanceSharedStore {
         try await transaction { db in
             // SKIP LOCKED: instances claiming at once each take other pushes, and none waits.
             let claimed = try await db.rows(
-                """
-                UPDATE deliveries SET status = '\(DeliveryEvent.claim.destination.rawValue)', next_attempt_at = ?
-                WHERE id IN (
-                    SELECT id FROM deliveries WHERE \(OutboxStatements.statusCondition(.claim)) AND next_attempt_at <= ?
-                    ORDER BY next_attempt_at, id LIMIT ? FOR UPDATE SKIP LOCKED)
-                RETURNING \(DeliveryRecord.columns)
-                """,
-                [.seconds(leaseUntil), .seconds(now), .integer(Int64(limit))]
+                PreparedStatements.Claim.self, [.seconds(leaseUntil), .seconds(now), .integer(Int64(limit))]
             ).map(DeliveryRow.init(row:))
             let starts = claimed.filter { $0.record.target.kind == .pushToStart }.map(\.record.id)
             var withdrawn = Set<Int64>()
@@ -453,30 +434,17 @@ public final class PostgresStore: InstanceSharedStore {
                 }
             }
             guard !sent.ids.isEmpty else { return }
-            // Every sent push in one statement, its values as arrays (an empty apns-id is none).
             var binds = PostgresBindings()
             binds.append(at.timeIntervalSince1970)
             binds.append(sent.ids)
             binds.append(sent.statuses)
             binds.append(sent.apnsIDs)
-            _ = try await db.query(
-                PostgresQuery(
-                    unsafeSQL: """
-                        UPDATE deliveries d SET status = '\(DeliveryEvent.sent.destination.rawValue)', attempts = d.attempts + 1,
-                            finished_at = $1, attempted_at = $1, apns_status = o.status, apns_id = NULLIF(o.apns_id, ''), apns_reason = NULL
-                        FROM unnest($2::bigint[], $3::bigint[], $4::text[]) AS o (id, status, apns_id)
-                        WHERE d.id = o.id AND d.\(OutboxStatements.statusCondition(.sent))
-                        """,
-                    binds: binds),
-                logger: Self.quiet
-            ).collect()
+            try await db.rows(PreparedStatements.RecordSent.self, bindings: binds)
         }
     }
 
     public func nextDueDate() async throws -> Date? {
-        try await rows(
-            "SELECT MIN(next_attempt_at) FROM deliveries WHERE \(OutboxStatements.statusCondition(.claim))"
-        ).first?.date(0)
+        try await rows(PreparedStatements.NextDue.self, []).first?.date(0)
     }
 
     public func deliveries(_ query: DeliveryQuery) async throws -> [DeliveryRecord] {
@@ -591,15 +559,9 @@ public final class PostgresStore: InstanceSharedStore {
     /// One statement takes a token when the refilled bucket holds one (as `TokenBucket.refilled`
     /// computes); nothing comes back when it does not, and the wait is then read.
     public func takeRequest(_ key: String, from bucket: TokenBucket, at now: Date) async throws -> Int? {
-        let refill = "LEAST(?, b.tokens + GREATEST(0, ? - b.at) * ?)"
         let (burst, seconds, rate): (SQLArgument, SQLArgument, SQLArgument) = (.real(bucket.burst), .seconds(now), .real(bucket.rate))
         let taken = try await rows(
-            """
-            INSERT INTO rate_buckets AS b (key, tokens, at) VALUES (?, ?, ?)
-            ON CONFLICT (key) DO UPDATE SET tokens = \(refill) - 1, at = ? WHERE \(refill) >= 1
-            RETURNING tokens
-            """,
-            [.text(key), .real(bucket.burst - 1), seconds, burst, seconds, rate, seconds, burst, seconds, rate])
+            PreparedStatements.TakeRequest.self, [.text(key), .real(bucket.burst - 1), seconds, burst, seconds, rate, seconds, burst, seconds, rate])
         guard taken.isEmpty else { return nil }
         guard let row = try await rows("SELECT tokens, at FROM rate_buckets WHERE key = ?", [.text(key)]).first,
               let tokens = row.real(0), let last = row.date(1)
@@ -678,14 +640,24 @@ extension PostgresStore {
         _ = try await rows(sql, arguments)
     }
 
+    private func rows(_ sql: any PreparedSQL.Type, _ arguments: [SQLArgument]) async throws -> [PostgresRandomAccessRow] {
+        await ready()
+        func run<SQL: PreparedSQL>(_: SQL.Type) async throws -> [PostgresRandomAccessRow] {
+            var rows: [PostgresRandomAccessRow] = []
+            for try await row in try await client.execute(Prepared<SQL>(arguments), logger: Self.quiet) { rows.append(row) }
+            return rows
+        }
+        return try await run(sql)
+    }
+
     /// A transaction on one connection; the error that ended it is the one thrown (not wrapped),
     /// so that the store's own errors reach the service as they are.
     private func transaction<Value: Sendable>(_ body: (PostgresConnection) async throws -> Value) async throws -> Value {
         try await connection { connection in
-            try await connection.run("BEGIN")
+            try await connection.rows(PreparedStatements.Begin.self, [])
             do {
                 let value = try await body(connection)
-                try await connection.run("COMMIT")
+                try await connection.rows(PreparedStatements.Commit.self, [])
                 return value
             } catch {
                 try? await connection.run("ROLLBACK")
@@ -698,15 +670,9 @@ extension PostgresStore {
     fileprivate static let quiet = Logger(label: "liverelay.postgres.statements", factory: { _ in SwiftLogNoOpLogHandler() })
 
     private static func activity(_ db: PostgresConnection, app: String, key: String, locked: Bool) async throws -> ActivityRecord? {
-        guard
-            var activity = try await db.rows(
-                "SELECT \(ActivityRecord.columns) FROM activities WHERE bundle_id = ? AND key = ?\(locked ? " FOR UPDATE" : "")",
-                [.text(app), .text(key)]
-            ).first.map(ActivityRecord.init(row:))
-        else { return nil }
-        for row in try await db.rows(
-            StoreStatements.activityChannels, [.text(app), .text(key)])
-        {
+        let select: any PreparedSQL.Type = locked ? PreparedStatements.ActivityForUpdate.self : PreparedStatements.Activity.self
+        guard var activity = try await db.rows(select, [.text(app), .text(key)]).first.map(ActivityRecord.init(row:)) else { return nil }
+        for row in try await db.rows(PreparedStatements.ActivityChannels.self, [.text(app), .text(key)]) {
             activity.channelIDs[row.environment(0)] = row.string(1)
         }
         return activity
@@ -770,7 +736,7 @@ extension PostgresStore {
         guard !deliveries.isEmpty || fanOut != nil else { return [] }
         var payloadIDs: [Int64] = []
         for payload in payloads {
-            let id = try await db.rows("INSERT INTO payloads (body) VALUES (?) RETURNING id", [.bytes(payload)]).first?.integer(0)
+            let id = try await db.rows(PreparedStatements.InsertPayload.self, [.bytes(payload)]).first?.integer(0)
             payloadIDs.append(id ?? 0)
         }
         try await db.carryOut(.accepted(deliveries: deliveries, fanOut: fanOut?.push), at: at)
@@ -792,6 +758,11 @@ extension PostgresStore {
                     .integer(Int64(push.priority)), .text(push.priorityReason), .integer(push.expiration), .integer(push.timestamp),
                     .text(push.requestID),
                 ] + fixed[0...0] + [.integer(0)] + fixed[1...2] + [.text(delivery.environment.rawValue), .text(push.bundleID)]
+            }
+            if batch.count == 1 {
+                let insert: any PreparedSQL.Type = handedOver ? PreparedStatements.InsertClaimedDelivery.self : PreparedStatements.InsertDelivery.self
+                rows += try await db.rows(insert, arguments).map(DeliveryRow.init(row:))
+                continue
             }
             let values = repeatElement("(\(marks(18)))", count: batch.count).joined(separator: ", ")
             rows += try await db.rows(
@@ -851,10 +822,7 @@ extension PostgresStore {
         if !ids.isEmpty {
             var binds = PostgresBindings()
             binds.append(ids)
-            for row in try await db.query(PostgresQuery(unsafeSQL: "SELECT id, body FROM payloads WHERE id = ANY($1::bigint[])", binds: binds), logger: quiet)
-                .collect()
-            {
-                let row = row.makeRandomAccess()
+            for row in try await db.rows(PreparedStatements.Payloads.self, bindings: binds) {
                 payloads[row.integer(0) ?? 0] = row.bytes(1)
             }
         }
@@ -883,6 +851,21 @@ extension PostgresConnection {
         try await rows(SQLStatement(text: sql, arguments: arguments))
     }
 
+    @discardableResult
+    fileprivate func rows(_ sql: any PreparedSQL.Type, _ arguments: [SQLArgument]) async throws -> [PostgresRandomAccessRow] {
+        try await rows(sql, bindings: arguments.postgresBindings)
+    }
+
+    @discardableResult
+    fileprivate func rows(_ sql: any PreparedSQL.Type, bindings: PostgresBindings) async throws -> [PostgresRandomAccessRow] {
+        func run<SQL: PreparedSQL>(_: SQL.Type) async throws -> [PostgresRandomAccessRow] {
+            var rows: [PostgresRandomAccessRow] = []
+            for try await row in try await execute(Prepared<SQL>(bindings: bindings), logger: PostgresStore.quiet) { rows.append(row) }
+            return rows
+        }
+        return try await run(sql)
+    }
+
     fileprivate func rows(_ sql: String, _ arguments: [SQLArgument] = []) async throws -> [PostgresRandomAccessRow] {
         try await rows(SQLStatement(text: sql, arguments: arguments))
     }
@@ -899,19 +882,7 @@ extension PostgresConnection {
 }
 
 extension SQLStatement {
-    fileprivate var postgresQuery: PostgresQuery {
-        var binds = PostgresBindings(capacity: arguments.count)
-        for argument in arguments {
-            switch argument {
-            case .text(let value): binds.append(value)
-            case .real(let value): binds.append(value)
-            case .integer(let value): binds.append(value)
-            case .bool(let value): binds.append(value)
-            case .bytes(let value): binds.append(ByteBuffer(bytes: value))
-            }
-        }
-        return PostgresQuery(unsafeSQL: numbered, binds: binds)
-    }
+    fileprivate var postgresQuery: PostgresQuery { PostgresQuery(unsafeSQL: numbered, binds: arguments.postgresBindings) }
 }
 
 extension PostgresRandomAccessRow: StoreRow {
