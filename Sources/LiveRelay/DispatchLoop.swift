@@ -57,12 +57,18 @@ struct DispatchLoop {
     /// since; a finished push alone does not make anything due.
     private var claimAgain = true
     private var oldestUnrecorded: ContinuousClock.Instant?
-    /// When the store's next retry is due, as last asked (nil: nothing was due later), while no
-    /// recording since scheduled one. Only a recorded retry makes a push due later (a queued or
-    /// given-back one is due at once and wakes the loop), so the store is asked again only then,
-    /// or once that retry is due: not each time the loop goes idle, which on PostgreSQL was a
-    /// round trip per single-key update.
-    private var nextDue: ContinuousClock.Instant??
+    /// What the loop knows of the store's next retry. Only a recorded retry makes a push due
+    /// later (a queued or given-back one is due at once and wakes the loop), so the store is asked
+    /// again only after one, or once the retry it named is due: not each time the loop goes idle,
+    /// which on PostgreSQL was a round trip per single-key update.
+    private enum NextDue: Hashable {
+        /// Never asked, or a retry was recorded since.
+        case unknown
+        /// Nothing is due later.
+        case none
+        case at(ContinuousClock.Instant)
+    }
+    private var nextDue = NextDue.unknown
     /// While the store fails, claims and recordings wait out the back-off (a full disk once made the
     /// loop retry about 90 times a second, logging each).
     private(set) var backoff = StoreBackoff()
@@ -86,14 +92,14 @@ struct DispatchLoop {
     /// Outcomes were recorded; `retries`: some of them are to be sent again later.
     mutating func recorded(retries: Bool = false) -> StoreBackoff.Change? {
         recording = false
-        if retries { nextDue = nil }
+        if retries { nextDue = .unknown }
         return backoff.succeeded()
     }
 
     /// The store said at `now` when its next retry is due (nil: none is). True when one is due
     /// already: claim at once.
     mutating func learned(nextDue: ContinuousClock.Instant?, at now: ContinuousClock.Instant) -> Bool {
-        self.nextDue = .some(nextDue)
+        self.nextDue = nextDue.map(NextDue.at) ?? .none
         return nextDue.map { $0 <= now } ?? false
     }
 
@@ -133,7 +139,11 @@ struct DispatchLoop {
         }
         let idle = quiet && !claiming && !recording && snapshot.unrecorded == 0
         step.finish = idle && (snapshot.stopping || stopWhenIdle)
-        let nextDueKnown = nextDue.map { known in known.map { $0 > snapshot.now } ?? true } ?? false
+        let nextDueKnown = switch nextDue {
+        case .unknown: false
+        case .none: true
+        case .at(let due): due > snapshot.now
+        }
         step.askNextDue = idle && !step.finish && !backoff.isFailing && !nextDueKnown
         return step
     }
@@ -144,7 +154,7 @@ struct DispatchLoop {
         var wait = limits.longestWait
         // A retry due already was claimed when learned, or is asked for again once idle; waking
         // for it again and again while busy would spin.
-        if case .some(.some(let due)) = nextDue, due > now { wait = min(wait, due - now) }
+        if case .at(let due) = nextDue, due > now { wait = min(wait, due - now) }
         let pause = storePausedUntil - now
         if pause > .zero { wait = min(wait, pause) }
         if let oldestUnrecorded, !recording {

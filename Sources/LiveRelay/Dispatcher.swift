@@ -145,7 +145,7 @@ public final class Dispatcher: Service {
                         await self.giveBack(abandoned)
                         do {
                             try await self.relay.store.recordOutcomes(batch, at: self.relay.now())
-                            inbox.put(.recorded(retries: batch.contains { if case .retry = $0.outcome { true } else { false } }))
+                            inbox.put(.recorded(retries: batch.contains { $0.outcome.isRetry }))
                         } catch {
                             inbox.put(.failed(error, unrecorded: batch))
                         }

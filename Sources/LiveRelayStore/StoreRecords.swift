@@ -375,6 +375,11 @@ public enum DeliveryOutcome: Sendable, Hashable {
     case retry(at: Date, status: Int?, reason: String)
     /// Failed for good; `tokenIsDead` stops every later push to the token.
     case failed(status: Int?, reason: String, tokenIsDead: Bool)
+
+    /// To be sent again later: the push is due again at a time of its own.
+    public var isRetry: Bool {
+        if case .retry = self { true } else { false }
+    }
 }
 
 /// A start, update or end to run later.

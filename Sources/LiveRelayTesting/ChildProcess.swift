@@ -36,10 +36,13 @@ public final class ChildProcess: Sendable {
     }
 
     /// Starts `executable` with `arguments` and `environment` (nothing of this process's own).
+    /// `yielding`: at the lowest CPU priority (`nice -n 19`), for load that must not starve the
+    /// tests running beside it.
     public static func start(
         _ executable: String, _ arguments: [String], environment: [String: String], input: Stream = .null, output: Stream = .pipe,
-        errors: Stream = .null
+        errors: Stream = .null, yielding: Bool = false
     ) throws -> ChildProcess {
+        let (executable, arguments) = yielding ? ("/usr/bin/nice", ["-n", "19", executable] + arguments) : (executable, arguments)
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }

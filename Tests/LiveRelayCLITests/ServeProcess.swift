@@ -25,12 +25,10 @@ final class ServeProcess: Sendable {
 
     /// Starts `liverelay <arguments>` and waits for the announcement, which ends with the `curl`
     /// command to try.
-    /// `yielding`: at the lowest CPU priority (`nice -n 19`), for load that must not starve the
-    /// tests running beside it.
+    /// `yielding`: at the lowest CPU priority (`ChildProcess.start`).
     static func start(_ arguments: [String], yielding: Bool = false) async throws -> ServeProcess {
         let process = try ChildProcess.start(
-            yielding ? "/usr/bin/nice" : liverelayExecutable.path, (yielding ? ["-n", "19", liverelayExecutable.path] : []) + arguments,
-            environment: ChildProcess.environment(dropping: "LIVERELAY_"))
+            liverelayExecutable.path, arguments, environment: ChildProcess.environment(dropping: "LIVERELAY_"), yielding: yielding)
         let printed = PrintedText()
         // Drained as it comes, so that a full pipe never blocks the server.
         process.output?.readabilityHandler = { handle in

@@ -151,12 +151,12 @@ struct InstancesSetup {
         let tokens = (1...devices).map { "\(Self.token($0)):\(SeveralInstancesTests.bundleID)" }.joined(separator: "\n")
         try tokens.write(toFile: directory + "/tokens.txt", atomically: true, encoding: .utf8)
         let emulator = try ChildProcess.start(
-            "/usr/bin/nice",
+            liverelayExecutable.path,
             [
-                "-n", "19", liverelayExecutable.path, "emulator", "--ca-file", directory + "/ca.pem", "--key-file", directory + "/key.p8", "--key-id", "MANYKEY001",
+                "emulator", "--ca-file", directory + "/ca.pem", "--key-file", directory + "/key.p8", "--key-id", "MANYKEY001",
                 "--team-id", "MANYTEAM01", "--tokens-file", directory + "/tokens.txt", "--journal-capacity", String(4 * devices),
             ],
-            environment: ChildProcess.environment(dropping: "LIVERELAY_"))
+            environment: ChildProcess.environment(dropping: "LIVERELAY_"), yielding: true)
         let ports: EmulatorBanner
         do {
             ports = try await EmulatorBanner.read(from: emulator)

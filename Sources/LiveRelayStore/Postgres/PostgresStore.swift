@@ -641,13 +641,7 @@ extension PostgresStore {
     }
 
     private func rows(_ sql: any PreparedSQL.Type, _ arguments: [SQLArgument]) async throws -> [PostgresRandomAccessRow] {
-        await ready()
-        func run<SQL: PreparedSQL>(_: SQL.Type) async throws -> [PostgresRandomAccessRow] {
-            var rows: [PostgresRandomAccessRow] = []
-            for try await row in try await client.execute(Prepared<SQL>(arguments), logger: Self.quiet) { rows.append(row) }
-            return rows
-        }
-        return try await run(sql)
+        try await connection { try await $0.rows(sql, arguments) }
     }
 
     /// A transaction on one connection; the error that ended it is the one thrown (not wrapped),
