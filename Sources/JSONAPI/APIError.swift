@@ -62,21 +62,32 @@ package struct APIErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     package func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
-        } catch let error as APIError {
-            throw error
-        } catch let error as JSONFieldError {
-            throw APIError(error)
-        } catch let error as any HTTPResponseError {
+        } catch {
+            throw APIError(describing: error, request: request, context: context)
+        }
+    }
+}
+
+extension APIError {
+    /// What the client is told of `error`: our own errors as they are, Hummingbird's with their
+    /// status, anything else as a 500 whose detail (a database error names its statement) goes
+    /// to the log under a request id, never to the client.
+    package init(describing error: any Error, request: Request, context: some RequestContext) {
+        switch error {
+        case let error as APIError:
+            self = error
+        case let error as JSONFieldError:
+            self.init(error)
+        case let error as any HTTPResponseError:
             let code = error.status.reasonPhrase.lowercased().replacingOccurrences(of: " ", with: "_")
             let message = (error as? HTTPError)?.body ?? error.status.reasonPhrase
-            throw APIError(error.status, code: code, message: message)
-        } catch {
-            // The detail (a database error names its statement) goes to the log, never to the client.
+            self.init(error.status, code: code, message: message)
+        default:
             let requestID = "req_" + (0..<8).map { _ in String(format: "%02x", UInt8.random(in: .min ... .max)) }.joined()
             context.logger.error(
-                "API request failed",
+                "request failed",
                 metadata: ["request.id": "\(requestID)", "http.method": "\(request.method)", "http.path": "\(request.uri.path)", "error": "\(error)"])
-            throw APIError(
+            self.init(
                 .internalServerError, code: "internal_error",
                 message: "the server could not handle this request; its log has the details under request id \(requestID)", requestID: requestID)
         }

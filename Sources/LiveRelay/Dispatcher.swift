@@ -145,6 +145,7 @@ public final class Dispatcher: Service {
                         await self.giveBack(abandoned)
                         do {
                             try await self.relay.store.recordOutcomes(batch, at: self.relay.now())
+                            self.relay.noteChange()
                             inbox.put(.recorded(retries: batch.contains { $0.outcome.isRetry }))
                         } catch {
                             inbox.put(.failed(error, unrecorded: batch))

@@ -7,7 +7,9 @@ public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
     public enum Kind: Sendable, Hashable {
         /// 400: a field breaks a rule.
         case invalid
-        /// 403: the API key may not act for the app named.
+        /// 401: the API key is unknown or revoked.
+        case unauthorized
+        /// 403: the API key may not act for the app named, or its scope may not do this.
         case forbidden
         /// 404
         case notFound
@@ -32,6 +34,8 @@ public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let notFound = Code(rawValue: "not_found")
         /// The API key is for another app.
         public static let otherApp = Code(rawValue: "other_app")
+        public static let unauthorized = Code(rawValue: "unauthorized")
+        public static let wrongScope = Code(rawValue: "wrong_scope")
         public static let keyExists = Code(rawValue: "key_exists")
         public static let activityEnded = Code(rawValue: "activity_ended")
         /// The same idempotency key was committed by a concurrent request.

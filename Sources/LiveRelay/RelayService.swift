@@ -47,6 +47,7 @@ public final class RelayService: Sendable {
     /// here clears it; one made by another process sharing the store takes effect within the TTL.
     private let keyCache = Mutex<[Data: (key: APIKeyRecord, until: ContinuousClock.Instant)]>([:])
     static let keyCacheTTL = Duration.seconds(5)
+    private let changes = Atomic<UInt64>(0)
 
     /// The service over `store`, migrated first.
     public static func open(
@@ -74,6 +75,13 @@ public final class RelayService: Sendable {
     }
 
     public var currentDate: Date { now() }
+
+    /// Grows with every change this process makes to what the store holds, so that a watcher (the
+    /// dashboard's live pages) knows when to look again. Changes made by other instances sharing
+    /// the store are not counted.
+    public var revision: UInt64 { changes.load(ordering: .relaxed) }
+
+    func noteChange() { changes.add(1, ordering: .relaxed) }
 
     /// The APNs environments whose tokens this server takes and sends to.
     public var environments: Set<PushEnvironment> { apns?.environments ?? Set(PushEnvironment.allCases) }
@@ -128,9 +136,11 @@ public final class RelayService: Sendable {
         switch (scope, bundleID) {
         case (.client, nil): throw RelayError(.invalid, .missing, message: "a client key is for one app: name it", field: "bundleID")
         case (.admin, .some): throw RelayError.invalid("bundleID", "an admin key is for every app: leave bundleID out")
+        case (.viewer, .some): throw RelayError.invalid("bundleID", "a viewer key reads every app: leave bundleID out")
         default: break
         }
         if let bundleID { _ = try await app(bundleID, field: "bundleID") }
+        defer { noteChange() }
         return try await Self.createAPIKey(name: name, scope: scope, app: bundleID, in: store, at: now())
     }
 
@@ -164,6 +174,7 @@ public final class RelayService: Sendable {
         switch try await store.revokeAPIKey(id: id, at: now()) {
         case .revoked:
             keyCache.withLock { cache in cache = cache.filter { $0.value.key.id != id } }
+            noteChange()
         case .notFound:
             throw RelayError.notFound("id", "no live API key \(id)")
         case .lastAdminKey:
@@ -194,6 +205,7 @@ public final class RelayService: Sendable {
             userID: registration.userID, token: registration.token.hex, frequentPushesEnabled: registration.frequentPushesEnabled,
             environment: registration.environment, updatedAt: now()))
         metrics.count("liverelay_registrations_total", ["kind": "push_to_start"])
+        noteChange()
         logger.info("push-to-start token registered", metadata: ["device": "\(registration.deviceID)", "token": "\(registration.token.shortened)"])
     }
 
@@ -211,6 +223,7 @@ public final class RelayService: Sendable {
                     environment: registration.environment, registeredAt: now()),
                 attributesType: registration.attributesType)
             metrics.count("liverelay_registrations_total", ["kind": "activity"])
+            noteChange()
             logger.info(
                 "activity token registered",
                 metadata: ["activity.key": "\(key)", "device": "\(registration.deviceID)", "token": "\(registration.token.shortened)"])
@@ -228,6 +241,7 @@ public final class RelayService: Sendable {
         guard try await store.activity(app: report.bundleID, key: key) != nil else {
             throw RelayError.notFound("key", "no activity key \"\(key)\"")
         }
+        defer { noteChange() }
         return try await store.endActivityToken(
             app: report.bundleID, key: key, deviceID: report.deviceID, state: report.state, at: report.at ?? now())
     }
@@ -260,6 +274,7 @@ public final class RelayService: Sendable {
         try await store.saveContract(record)
         contractBook.invalidate()
         metrics.count("liverelay_registrations_total", ["kind": "contract"])
+        noteChange()
         logger.info("contract registered", metadata: ["app": "\(bundleID)", "attributes.type": "\(contract.attributesType)"])
         return record
     }
@@ -385,6 +400,7 @@ public final class RelayService: Sendable {
     /// Gives the dispatcher the pushes the request claimed, or wakes it to claim what was queued.
     private func dispatch(_ claimed: [DeliveryRecord], action: String) {
         metrics.count("liverelay_requests_accepted_total", ["action": action])
+        noteChange()
         if claimed.isEmpty {
             outboxSignal.queued()
         } else {
@@ -435,6 +451,7 @@ public final class RelayService: Sendable {
             throw RelayError(.upstream, .apnsRefused, message: "APNs refused to delete the channel: \(error)")
         }
         try await store.markChannelDeleted(id: id, at: now())
+        noteChange()
     }
 
     // MARK: Schedules
@@ -448,6 +465,7 @@ public final class RelayService: Sendable {
             id: "sch_" + randomHex(bytes: 8), bundleID: app, key: key, action: request.action, request: body, dueAt: at, createdAt: now())
         try await store.insertSchedule(schedule, context: context, response: wire.answer(.scheduled(schedule)))
         metrics.count("liverelay_requests_accepted_total", ["action": "schedule"])
+        noteChange()
         return .scheduled(schedule)
     }
 
@@ -464,6 +482,7 @@ public final class RelayService: Sendable {
     public func cancelSchedule(id: String) async throws -> ScheduleRecord {
         do {
             guard let schedule = try await store.cancelSchedule(id: id, at: now()) else { throw RelayError.notFound("id", "no schedule \(id)") }
+            noteChange()
             return schedule
         } catch let error as StoreError {
             throw RelayError(error)
@@ -475,6 +494,7 @@ public final class RelayService: Sendable {
     @discardableResult
     public func runDueSchedules() async throws -> Int {
         let due = try await store.dueSchedules(at: now(), limit: 100)
+        if !due.isEmpty { noteChange() }
         for schedule in due {
             let context = WriteContext(scheduleID: schedule.id)
             let request: ScheduledRequest
@@ -515,6 +535,7 @@ public final class RelayService: Sendable {
         let expired = try await store.expireActivities(
             startedBefore: date - configuration.activityLifetime, at: date, channelDeleteAfter: date + configuration.channelStorageWindow)
         if !expired.isEmpty {
+            noteChange()
             metrics.count("liverelay_activities_expired_total", [:], by: expired.count)
             logger.info("activities expired", metadata: ["count": "\(expired.count)"])
         }
@@ -541,6 +562,11 @@ public final class RelayService: Sendable {
         return ActivityDescription(
             activity: activity, tokens: try await store.activityTokens(app: app, key: key),
             schedules: try await store.schedules(app: app, key: key))
+    }
+
+    /// A page of activities, newest first.
+    public func activities(_ query: ActivityQuery) async throws -> [ActivityRecord] {
+        try await store.activities(query)
     }
 
     /// The outbox's deliveries, newest first.

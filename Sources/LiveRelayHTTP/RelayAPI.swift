@@ -39,6 +39,8 @@ public struct RelayAPIConfiguration: Sendable {
 public struct RelayRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     public var apiKey: APIKeyRecord?
+    /// The dashboard session's form token, once signed in there.
+    var dashboardFormToken: String?
     var bodyLimit = 64 * 1024
 
     public init(source: ApplicationRequestContextSource) {
@@ -146,7 +148,14 @@ public struct RelayAPI: Sendable {
             try Self.check(context, mayActFor: body.bundleID)
             return Self.json(RelayView.json(try await relay.registerContract(body.contract, bundleID: body.bundleID)))
         }
-        let reading = router.group("/v1").add(middleware: guarded(.server, .admin))
+        let reading = router.group("/v1").add(middleware: guarded(.server, .admin, .viewer))
+        reading.get("/activities") { request, context in
+            let query = try ActivityQuery(uri: request.uri, bundleID: try Self.appFilter(request, context), limit: 50)
+            let page = try await relay.activities(query)
+            var members: [(String, JSONValue)] = [("activities", .array(page.map(RelayView.json)))]
+            if page.count == query.limit, let last = page.last { members.append(("after", .string(ActivityCursor(after: last).token))) }
+            return Self.json(.object(members))
+        }
         reading.get("/contracts") { request, context in
             let contracts = try await relay.contracts(app: try Self.appFilter(request, context))
             return Self.json(.object([("contracts", .array(contracts.map(RelayView.json)))]))
@@ -194,6 +203,7 @@ public struct RelayAPI: Sendable {
             try await relay.deleteChannel(id)
             return Self.json(.object([("channelID", .string(id)), ("deleted", .bool(true))]))
         }
+        Dashboard(relay: relay).add(to: router)
         routes.fill(from: router)
         return router
     }

@@ -88,18 +88,31 @@ struct RelayErrorMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
-        } catch let error as RelayError {
-            let status: HTTPResponse.Status =
-                switch error.kind {
-                case .invalid: .badRequest
-                case .notFound: .notFound
-                case .conflict: .conflict
-                case .tooLarge: .contentTooLarge
-                case .unprocessable: .unprocessableContent
-                case .forbidden: .forbidden
-                case .upstream: .badGateway
-                }
-            throw APIError(status, code: error.code.rawValue, message: error.message, field: error.field)
+        } catch {
+            throw RelayError.asAPIError(error)
+        }
+    }
+}
+
+extension RelayError {
+    /// A refusal of the service in the API's shape; any other error as it is.
+    static func asAPIError(_ error: any Error) -> any Error {
+        guard let error = error as? RelayError else { return error }
+        return APIError(error.kind.httpStatus, code: error.code.rawValue, message: error.message, field: error.field)
+    }
+}
+
+extension RelayError.Kind {
+    var httpStatus: HTTPResponse.Status {
+        switch self {
+        case .invalid: .badRequest
+        case .unauthorized: .unauthorized
+        case .notFound: .notFound
+        case .conflict: .conflict
+        case .tooLarge: .contentTooLarge
+        case .unprocessable: .unprocessableContent
+        case .forbidden: .forbidden
+        case .upstream: .badGateway
         }
     }
 }

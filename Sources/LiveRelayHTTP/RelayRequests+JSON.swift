@@ -175,7 +175,7 @@ struct APIKeyBody: APIRequestBody {
         let body = try decoder.container(keyedBy: CodingKeys.self)
         name = try body.requireNonEmptyString(.name)
         guard let scope = APIKeyScope(rawValue: try body.requireNonEmptyString(.scope)) else {
-            throw DecodingError.dataCorruptedError(forKey: .scope, in: body, debugDescription: "must be client, server or admin")
+            throw DecodingError.dataCorruptedError(forKey: .scope, in: body, debugDescription: "must be client, server, admin or viewer")
         }
         self.scope = scope
         bundleID = try body.nonEmptyString(.bundleID)

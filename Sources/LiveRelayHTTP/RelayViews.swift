@@ -35,7 +35,16 @@ enum RelayView {
     }
 
     static func json(_ description: ActivityDescription) -> JSONValue {
-        let activity = description.activity
+        var members = activityMembers(description.activity)
+        members.append(("tokens", .array(description.tokens.map(json))))
+        members.append(("schedules", .array(description.schedules.map(json))))
+        return .object(members)
+    }
+
+    /// An activity as listed: without its tokens and schedules.
+    static func json(_ activity: ActivityRecord) -> JSONValue { .object(activityMembers(activity)) }
+
+    private static func activityMembers(_ activity: ActivityRecord) -> [(String, JSONValue)] {
         var members: [(String, JSONValue)] = [
             ("bundleID", .string(activity.bundleID)), ("key", .string(activity.key)), ("attributesType", .string(activity.attributesType)),
             ("state", .string(activity.state.rawValue)),
@@ -49,9 +58,7 @@ enum RelayView {
         if let ended = activity.endedAt { members.append(("endedAt", date(ended))) }
         if let reason = activity.endReason { members.append(("endReason", .string(reason))) }
         if let dismissal = activity.dismissalDate { members.append(("dismissalDate", date(dismissal))) }
-        members.append(("tokens", .array(description.tokens.map(json))))
-        members.append(("schedules", .array(description.schedules.map(json))))
-        return .object(members)
+        return members
     }
 
     static func json(_ schedule: ScheduleRecord) -> JSONValue {

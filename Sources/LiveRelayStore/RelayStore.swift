@@ -113,6 +113,16 @@ public protocol RelayStore: Sendable {
     func expireActivities(startedBefore: Date, at: Date, channelDeleteAfter: Date) async throws -> [String]
     /// Counts of live tokens, keys and channels, for metrics.
     func counts() async throws -> StoreCounts
+    /// A page of activities, newest first, without their channels.
+    func activities(_ query: ActivityQuery) async throws -> [ActivityRecord]
+
+    // MARK: Dashboard sessions
+
+    /// Keeps a new session, and forgets those that have run out by its start.
+    func insertDashboardSession(_ session: DashboardSessionRecord) async throws
+    /// The session with this hash, unless it ran out by `now` or its key was revoked, and its key.
+    func dashboardSession(idHash: Data, at now: Date) async throws -> (session: DashboardSessionRecord, key: APIKeyRecord)?
+    func deleteDashboardSession(idHash: Data) async throws
 
     // MARK: Instances
 

@@ -9,6 +9,8 @@ public enum APIKeyScope: String, Sendable, Hashable, CaseIterable, Codable {
     case server
     /// The operator: API keys and channels.
     case admin
+    /// A person who watches: reads everything in the dashboard and the API's listings, changes nothing.
+    case viewer
 }
 
 /// An app the server sends for: its bundle ID and the APNs credentials that sign its pushes (apps of
@@ -586,6 +588,66 @@ public struct DeliveryQuery: Sendable, Hashable {
         self.status = status
         self.before = before
         self.limit = limit
+    }
+}
+
+/// A page of activities, newest first.
+public struct ActivityQuery: Sendable, Hashable {
+    /// Only the app's (nil: every app's).
+    public var bundleID: String?
+    public var state: ActivityKeyState?
+    public var attributesType: String?
+    /// Keys that contain this text, ignoring ASCII case.
+    public var keyContains: String?
+    /// Only activities after this one in the order (the next page).
+    public var after: ActivityCursor?
+    public var limit: Int
+
+    public init(
+        bundleID: String? = nil, state: ActivityKeyState? = nil, attributesType: String? = nil, keyContains: String? = nil,
+        after: ActivityCursor? = nil, limit: Int = 50
+    ) {
+        self.bundleID = bundleID
+        self.state = state
+        self.attributesType = attributesType
+        self.keyContains = keyContains
+        self.after = after
+        self.limit = limit
+    }
+}
+
+/// Where a page of activities ends: newest first, then by app and key, so that the order is total.
+public struct ActivityCursor: Sendable, Hashable {
+    public var startedAt: Date
+    public var bundleID: String
+    public var key: String
+
+    public init(startedAt: Date, bundleID: String, key: String) {
+        self.startedAt = startedAt
+        self.bundleID = bundleID
+        self.key = key
+    }
+
+    public init(after activity: ActivityRecord) {
+        self.init(startedAt: activity.startedAt, bundleID: activity.bundleID, key: activity.key)
+    }
+}
+
+/// A person signed in to the dashboard with an API key. Only the SHA-256 of the cookie's value is
+/// kept, as for API keys; the form token guards every form of the session.
+public struct DashboardSessionRecord: Sendable, Hashable {
+    public var idHash: Data
+    public var apiKeyID: String
+    public var formToken: String
+    public var signedInAt: Date
+    public var expiresAt: Date
+
+    public init(idHash: Data, apiKeyID: String, formToken: String, signedInAt: Date, expiresAt: Date) {
+        self.idHash = idHash
+        self.apiKeyID = apiKeyID
+        self.formToken = formToken
+        self.signedInAt = signedInAt
+        self.expiresAt = expiresAt
     }
 }
 

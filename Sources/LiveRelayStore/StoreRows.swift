@@ -41,6 +41,14 @@ extension APIKeyRecord {
     }
 }
 
+extension DashboardSessionRecord {
+    /// From `StoreStatements.dashboardSession`: the key's columns, then the session's.
+    init(row: some StoreRow, idHash: Data) {
+        self.init(
+            idHash: idHash, apiKeyID: row.string(7), formToken: row.string(8), signedInAt: row.date(9)!, expiresAt: row.date(10)!)
+    }
+}
+
 extension PushToStartTokenRecord {
     static let columns = "device_id, attributes_type, user_id, token, frequent_pushes, environment, updated_at, dead_reason, bundle_id"
 

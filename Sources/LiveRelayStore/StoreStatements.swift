@@ -107,4 +107,53 @@ enum StoreStatements {
         SELECT key, ?, 'activity', device_id, token, NULL, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, environment, bundle_id
         FROM activity_tokens WHERE bundle_id = ? AND key = ? AND state = 'live' ORDER BY device_id
         """
+
+    // MARK: The dashboard
+
+    /// A page of activities, newest first (then by app and key, so that the order is total).
+    static func activities(_ query: ActivityQuery) -> SQLStatement {
+        var conditions: [String] = []
+        var arguments: [SQLArgument] = []
+        if let app = query.bundleID { conditions.append("bundle_id = ?"); arguments.append(.text(app)) }
+        if let state = query.state { conditions.append("state = ?"); arguments.append(.text(state.rawValue)) }
+        if let type = query.attributesType { conditions.append("attributes_type = ?"); arguments.append(.text(type)) }
+        if let text = query.keyContains, !text.isEmpty {
+            // lower() folds ASCII in both engines; LIKE's own characters in the text are escaped.
+            let pattern = text.asciiLowercased.replacing("\\", with: "\\\\").replacing("%", with: "\\%").replacing("_", with: "\\_")
+            conditions.append("lower(key) LIKE ? ESCAPE '\\'")
+            arguments.append(.text("%" + pattern + "%"))
+        }
+        if let after = query.after {
+            conditions.append("(started_at, bundle_id, key) < (?, ?, ?)")
+            arguments += [.seconds(after.startedAt), .text(after.bundleID), .text(after.key)]
+        }
+        let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        arguments.append(.integer(Int64(query.limit)))
+        return SQLStatement(
+            text: "SELECT \(ActivityRecord.columns) FROM activities \(filter) ORDER BY started_at DESC, bundle_id DESC, key DESC LIMIT ?",
+            arguments: arguments)
+    }
+
+    static let insertDashboardSession =
+        "INSERT INTO dashboard_sessions (id_hash, api_key_id, form_token, signed_in_at, expires_at) VALUES (?, ?, ?, ?, ?)"
+
+    static let deleteExpiredDashboardSessions = "DELETE FROM dashboard_sessions WHERE expires_at <= ?"
+
+    /// A session that has not run out, with its key while the key is live: revoking a key signs
+    /// its sessions out.
+    static let dashboardSession = """
+        SELECT \(APIKeyRecord.columns), api_key_id, form_token, signed_in_at, expires_at
+        FROM dashboard_sessions JOIN api_keys ON api_keys.id = dashboard_sessions.api_key_id
+        WHERE id_hash = ? AND expires_at > ? AND revoked_at IS NULL
+        """
+
+    static let deleteDashboardSession = "DELETE FROM dashboard_sessions WHERE id_hash = ?"
+}
+
+extension String {
+    /// With only A to Z lowered, as SQLite's lower() does (PostgreSQL's lowers more): searches
+    /// promise to ignore ASCII case alone.
+    var asciiLowercased: String {
+        String(String.UnicodeScalarView(unicodeScalars.map { ("A"..."Z").contains($0) ? Unicode.Scalar($0.value + 32)! : $0 }))
+    }
 }

@@ -42,7 +42,7 @@ struct Keys: AsyncParsableCommand {
                 server may be running) and prints its secret, once: only its hash is kept.
                 """)
 
-        @Option(help: ArgumentHelp("client, server or admin.", valueName: "scope")) var scope: String
+        @Option(help: ArgumentHelp("client, server, admin or viewer (reads the dashboard and the API's listings).", valueName: "scope")) var scope: String
         @Option(help: ArgumentHelp("The app the key is for: required for a client key; a server key without it serves every app.", valueName: "bundle id"))
         var app: String?
         @Option(help: "A name to tell the key by.") var name: String = "made offline"
@@ -50,9 +50,10 @@ struct Keys: AsyncParsableCommand {
         @OptionGroup var database: DatabaseOption
 
         func validate() throws {
-            guard let scope = APIKeyScope(rawValue: scope) else { throw ValidationError("scope: must be client, server or admin, got \"\(scope)\"") }
+            guard let scope = APIKeyScope(rawValue: scope) else { throw ValidationError("scope: must be client, server, admin or viewer, got \"\(scope)\"") }
             if scope == .client, app == nil { throw ValidationError("app: a client key is for one app: give --app <bundle id>") }
             if scope == .admin, app != nil { throw ValidationError("app: an admin key is for every app: leave --app out") }
+            if scope == .viewer, app != nil { throw ValidationError("app: a viewer key reads every app: leave --app out") }
             guard !name.isEmpty, name.count <= 200 else { throw ValidationError("name: must be 1 to 200 characters") }
         }
 

@@ -224,6 +224,7 @@ actor Announcement {
             : "admin \(madeKeys[.admin] ?? "-")  server \(server)  client \(madeKeys[.client] ?? "-")  (shown once; kept in \(directory.initialKeys))"
         var text = """
             LiveRelay server:   \(api)  (OpenAPI document: \(api)/openapi.json)
+            dashboard:          \(api)/dashboard  (sign in with the admin key)
             data:               \(database)
             API keys:           \(keys)
 

@@ -149,5 +149,13 @@ enum PostgresMigrations {
         StoreMigration(name: "0011-rate-buckets", statements: [
             "CREATE UNLOGGED TABLE rate_buckets (key text PRIMARY KEY, tokens double precision NOT NULL, at double precision NOT NULL)",
         ]),
+        StoreMigration(name: "0012-dashboard", statements: [
+            """
+            CREATE TABLE dashboard_sessions (
+                id_hash bytea PRIMARY KEY, api_key_id text NOT NULL, form_token text NOT NULL, signed_in_at double precision NOT NULL,
+                expires_at double precision NOT NULL)
+            """,
+            "CREATE INDEX activities_newest ON activities (started_at, bundle_id, key)",
+        ]),
     ]
 }

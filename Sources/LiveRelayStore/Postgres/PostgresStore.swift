@@ -95,6 +95,30 @@ public final class PostgresStore: InstanceSharedStore {
         }
     }
 
+    // MARK: Dashboard sessions
+
+    public func insertDashboardSession(_ session: DashboardSessionRecord) async throws {
+        try await transaction { db in
+            try await db.run(StoreStatements.deleteExpiredDashboardSessions, [.seconds(session.signedInAt)])
+            try await db.run(
+                StoreStatements.insertDashboardSession,
+                [
+                    .bytes(Array(session.idHash)), .text(session.apiKeyID), .text(session.formToken), .seconds(session.signedInAt),
+                    .seconds(session.expiresAt),
+                ])
+        }
+    }
+
+    public func dashboardSession(idHash: Data, at now: Date) async throws -> (session: DashboardSessionRecord, key: APIKeyRecord)? {
+        try await rows(StoreStatements.dashboardSession, [.bytes(Array(idHash)), .seconds(now)]).first.map { row in
+            (DashboardSessionRecord(row: row, idHash: idHash), APIKeyRecord(row: row))
+        }
+    }
+
+    public func deleteDashboardSession(idHash: Data) async throws {
+        try await run(StoreStatements.deleteDashboardSession, [.bytes(Array(idHash))])
+    }
+
     // MARK: API keys
 
     public func insertAPIKey(_ key: APIKeyRecord) async throws {
@@ -474,6 +498,11 @@ public final class PostgresStore: InstanceSharedStore {
     }
 
     // MARK: Keys and tokens
+
+    public func activities(_ query: ActivityQuery) async throws -> [ActivityRecord] {
+        let statement = StoreStatements.activities(query)
+        return try await rows(statement.text, statement.arguments).map(ActivityRecord.init(row:))
+    }
 
     public func activity(app: String, key: String) async throws -> ActivityRecord? {
         try await connection { db in try await Self.activity(db, app: app, key: key, locked: false) }

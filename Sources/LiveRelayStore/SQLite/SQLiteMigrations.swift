@@ -219,5 +219,14 @@ enum SQLiteMigrations {
         ]),
         // Request rates shared by the instances on one store: SQLite's one process keeps them in memory.
         StoreMigration(name: "0011-rate-buckets", statements: []),
+        // The dashboard: who is signed in, and its list of activities, newest first.
+        StoreMigration(name: "0012-dashboard", statements: [
+            """
+            CREATE TABLE dashboard_sessions (
+                id_hash BLOB PRIMARY KEY, api_key_id TEXT NOT NULL, form_token TEXT NOT NULL, signed_in_at REAL NOT NULL,
+                expires_at REAL NOT NULL)
+            """,
+            "CREATE INDEX activities_newest ON activities (started_at, bundle_id, key)",
+        ]),
     ]
 }

@@ -115,6 +115,29 @@ public final class SQLiteStore: RelayStore {
         }
     }
 
+    // MARK: Dashboard sessions
+
+    public func insertDashboardSession(_ session: DashboardSessionRecord) async throws {
+        try await write { db in
+            try db.run(StoreStatements.deleteExpiredDashboardSessions, [session.signedInAt.seconds])
+            try db.run(
+                StoreStatements.insertDashboardSession,
+                [session.idHash, session.apiKeyID, session.formToken, session.signedInAt.seconds, session.expiresAt.seconds])
+        }
+    }
+
+    public func dashboardSession(idHash: Data, at now: Date) async throws -> (session: DashboardSessionRecord, key: APIKeyRecord)? {
+        try await pool.read { db in
+            try db.fetchOne(StoreStatements.dashboardSession, [idHash, now.seconds]) { row in
+                (DashboardSessionRecord(row: row, idHash: idHash), APIKeyRecord(row: row))
+            }
+        }
+    }
+
+    public func deleteDashboardSession(idHash: Data) async throws {
+        try await write { db in try db.run(StoreStatements.deleteDashboardSession, [idHash]) }
+    }
+
     // MARK: API keys
 
     public func insertAPIKey(_ key: APIKeyRecord) async throws {
@@ -449,6 +472,11 @@ public final class SQLiteStore: RelayStore {
     }
 
     // MARK: Keys and tokens
+
+    public func activities(_ query: ActivityQuery) async throws -> [ActivityRecord] {
+        let statement = StoreStatements.activities(query)
+        return try await pool.read { db in try db.fetchAll(statement.text, statement.sqliteArguments, as: ActivityRecord.init(row:)) }
+    }
 
     public func activity(app: String, key: String) async throws -> ActivityRecord? {
         try await pool.read { db in try Self.activity(db, app: app, key: key) }

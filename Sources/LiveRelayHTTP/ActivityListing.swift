@@ -1,0 +1,86 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import JSONAPI
+import LiveRelayStore
+
+/// How the API and the dashboard name a page of activities in a query string: `app`, `state`,
+/// `attributesType`, `keyContains`, `after` (a cursor this server gave) and `limit`.
+extension ActivityQuery {
+    static let largestPage = 200
+
+    /// `bundleID` is the app the caller is bound to or named (nil: every app); `limit` applies
+    /// when the query gives none.
+    init(uri: URI, bundleID: String?, limit: Int) throws {
+        let parameters = uri.queryParameters
+        func value(_ name: Substring) -> String? { parameters[name].map(String.init).flatMap { $0.isEmpty ? nil : $0 } }
+        self.init(bundleID: bundleID ?? value("app"), attributesType: value("attributesType"), keyContains: value("keyContains"), limit: limit)
+        if let state = value("state") {
+            guard let known = ActivityKeyState(rawValue: state) else { throw APIError.invalid("state", "must be active or ended") }
+            self.state = known
+        }
+        if let after = value("after") { self.after = try ActivityCursor(token: after, field: "after") }
+        if let text = value("limit") {
+            guard let number = Int(text), (1...Self.largestPage).contains(number) else {
+                throw APIError.invalid("limit", "must be 1 to \(Self.largestPage)")
+            }
+            self.limit = number
+        }
+    }
+
+    /// The query string of this filter (without `limit`), with `after` when given.
+    func parameters(after: String? = nil) -> String {
+        var items: [(String, String)] = []
+        if let bundleID { items.append(("app", bundleID)) }
+        if let state { items.append(("state", state.rawValue)) }
+        if let attributesType { items.append(("attributesType", attributesType)) }
+        if let keyContains { items.append(("keyContains", keyContains)) }
+        if let after { items.append(("after", after)) }
+        return QueryString.make(items)
+    }
+}
+
+/// Query strings made here: every character but the unreserved ones (and `/`) percent-encoded,
+/// so that a key holding `&`, `=`, `+`, `?` or `#` comes back as it went.
+enum QueryString {
+    private static let kept = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~/"))
+
+    static func make(_ items: [(String, String)]) -> String {
+        items.map { "\(encoded($0.0))=\(encoded($0.1))" }.joined(separator: "&")
+    }
+
+    static func encoded(_ text: String) -> String {
+        // Only ASCII letters and digits count as unreserved; `alphanumerics` alone has more.
+        var result = ""
+        for scalar in text.unicodeScalars {
+            if scalar.isASCII, kept.contains(scalar) {
+                result.unicodeScalars.append(scalar)
+            } else {
+                for byte in String(scalar).utf8 { result += String(format: "%%%02X", byte) }
+            }
+        }
+        return result
+    }
+}
+
+extension ActivityCursor {
+    /// Opaque to clients: where the page ended, as URL-safe base64.
+    var token: String {
+        Data("\(startedAt.timeIntervalSince1970)\n\(bundleID)\n\(key)".utf8).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
+    init(token: String, field: String) throws {
+        var base64 = token.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64), let text = String(data: data, encoding: .utf8) else {
+            throw APIError.invalid(field, "is not a cursor this server gave")
+        }
+        let parts = text.split(separator: "\n", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3, let seconds = Double(parts[0]), seconds.isFinite else {
+            throw APIError.invalid(field, "is not a cursor this server gave")
+        }
+        self.init(startedAt: Date(timeIntervalSince1970: seconds), bundleID: String(parts[1]), key: String(parts[2]))
+    }
+}

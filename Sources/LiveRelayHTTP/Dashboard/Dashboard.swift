@@ -1,0 +1,334 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import JSONAPI
+import LiveActivityKit
+import LiveRelay
+import LiveRelayStore
+import NIOCore
+import ServiceLifecycle
+
+/// The dashboard at `/dashboard`: pages rendered here from the store, for a person signed in with
+/// an admin or viewer key. Every page reads and every form works without JavaScript; with it,
+/// pages follow the server's events and swap their live sections.
+///
+/// Signing in trades the key for a session cookie (`HttpOnly`, `SameSite=Strict`, path
+/// `/dashboard`). Every form carries the session's form token, checked before anything else; the
+/// sign-in form, before there is a session, a token that must match a cookie of its own.
+struct Dashboard: Sendable {
+    let relay: RelayService
+
+    static let sessionCookie = "liverelay_session"
+    static let signInCookie = "liverelay_sign_in"
+    /// An events stream ends after this and the browser opens another, so none outlives its need.
+    static let eventsLifetime = Duration.seconds(600)
+
+    func add(to router: Router<RelayRequestContext>) {
+        let open = router.group("/dashboard")
+        open.get("/assets/dashboard.css") { _, _ in Self.asset(DashboardAssets.styleSheet, type: "text/css; charset=utf-8") }
+        open.get("/assets/dashboard.js") { _, _ in Self.asset(DashboardAssets.script, type: "text/javascript; charset=utf-8") }
+        open.get("/sign-in") { request, _ in Self.signInPage(next: Self.localPath(request.uri.queryParameters["next"].map(String.init))) }
+        open.post("/sign-in") { request, context in try await signIn(request, context) }
+
+        let signedIn = router.group("/dashboard").add(middleware: DashboardSessionMiddleware(relay: relay))
+        signedIn.get { _, context in try await overview(context) }
+        signedIn.get("/activities") { request, context in try await activities(request, context) }
+        signedIn.get("/activity") { request, context in try await activity(request, context) }
+        signedIn.post("/activity/change") { request, context in try await change(request, context) }
+        signedIn.post("/schedule/cancel") { request, context in try await cancelSchedule(request, context) }
+        signedIn.post("/sign-out") { request, context in try await signOut(request, context) }
+        signedIn.get("/events") { _, _ in events() }
+    }
+
+    // MARK: Signing in and out
+
+    private static func signInPage(next: String, error: String? = nil, status: HTTPResponse.Status = .ok) -> Response {
+        let token = randomToken()
+        var response = html(DashboardPages.signIn(formToken: token, next: next, error: error), status: status)
+        response.setCookie(cookie(signInCookie, token, maxAge: 3600))
+        return response
+    }
+
+    private func signIn(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
+        var request = request
+        let form = try await DashboardForm.read(&request, context)
+        let next = Self.localPath(form["next"])
+        guard let sent = form["csrf"], let expected = request.cookies[Self.signInCookie]?.value, Self.same(sent, expected) else {
+            return Self.signInPage(next: next, error: "This form had run out or came from elsewhere: sign in again.", status: .forbidden)
+        }
+        guard let secret = form["key"]?.trimmingCharacters(in: .whitespaces), !secret.isEmpty else {
+            return Self.signInPage(next: next, error: "key: give an API key.", status: .badRequest)
+        }
+        do {
+            let signedIn = try await relay.signIn(secret: secret)
+            var response = Self.redirect(next)
+            response.setCookie(Self.cookie(Self.sessionCookie, signedIn.cookie, maxAge: Int(RelayService.dashboardSessionLifetime)))
+            response.setCookie(Self.cookie(Self.signInCookie, "", maxAge: 0))
+            return response
+        } catch let error as RelayError {
+            return Self.signInPage(next: next, error: error.message, status: error.kind == .forbidden ? .forbidden : .unauthorized)
+        }
+    }
+
+    private func signOut(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
+        _ = try await checkedForm(request, context)
+        if let cookie = request.cookies[Self.sessionCookie]?.value { try await relay.signOut(cookie: cookie) }
+        var response = Self.redirect("/dashboard/sign-in")
+        response.setCookie(Self.cookie(Self.sessionCookie, "", maxAge: 0))
+        return response
+    }
+
+    // MARK: Pages
+
+    private func overview(_ context: RelayRequestContext) async throws -> Response {
+        let viewer = try context.dashboardViewer()
+        return Self.html(DashboardPages.overview(
+            counts: try await relay.store.counts(), deliveries: try await relay.deliveryCounts(),
+            failures: try await relay.deliveries(DeliveryQuery(status: .failed, limit: 500)), viewer: viewer))
+    }
+
+    private func activities(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
+        let viewer = try context.dashboardViewer()
+        let size = 50
+        var query = try ActivityQuery(uri: request.uri, bundleID: nil, limit: size)
+        query.limit = size + 1
+        var page = try await relay.activities(query)
+        let next = page.count > size ? ActivityCursor(after: page[size - 1]).token : nil
+        page = Array(page.prefix(size))
+        let contracts = try await relay.contracts(app: nil)
+        return Self.html(DashboardPages.activities(
+            page, next: next, filter: query, apps: try await relay.apps().map(\.bundleID),
+            types: Array(Set(contracts.map(\.attributesType) + page.map(\.attributesType))).sorted(), viewer: viewer))
+    }
+
+    private func activity(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
+        let viewer = try context.dashboardViewer()
+        let parameters = request.uri.queryParameters
+        guard let app = parameters["app"].map(String.init), let key = parameters["key"].map(String.init) else {
+            throw APIError.invalid("key", "name the activity: ?app=<bundle id>&key=<key>")
+        }
+        return Self.html(try await activityPage(app: app, key: key, viewer: viewer))
+    }
+
+    private func activityPage(app: String, key: String, viewer: DashboardViewer, refused: DashboardPages.RefusedChange? = nil) async throws -> HTML {
+        let description = try await relay.describe(app: app, key: key)
+        let deliveries = try await relay.deliveries(DeliveryQuery(bundleID: app, key: key, limit: 200))
+        return DashboardPages.activity(description, deliveries: deliveries, viewer: viewer, refused: refused)
+    }
+
+    // MARK: Forms that change things
+
+    /// Updates or ends an activity as `POST /v1/activities/{key}/update` or `/end` would, with the
+    /// same rules; a refusal shows the form again with what was typed and the reason.
+    private func change(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
+        let (form, viewer) = try await checkedForm(request, context, changing: true)
+        guard let app = form["app"], let key = form["key"] else { throw APIError.invalid("key", "the form names no activity") }
+        guard let event = form["event"].flatMap(LiveActivityPayload.Event.init(rawValue:)), event != .start else {
+            throw APIError.invalid("event", "must be update or end")
+        }
+        let typed = DashboardPages.RefusedChange(
+            event: event.rawValue, contentState: form["contentState"] ?? "", alertTitle: form["alertTitle"] ?? "",
+            alertBody: form["alertBody"] ?? "", message: "")
+        do {
+            var body: [(String, JSONValue)] = []
+            let content = typed.contentState.trimmingCharacters(in: .whitespacesAndNewlines)
+            if !content.isEmpty {
+                do {
+                    body.append(("contentState", try JSONValue(parsing: content)))
+                } catch {
+                    throw JSONFieldError.invalid("contentState", "must be JSON: \(error)")
+                }
+            }
+            if !typed.alertTitle.isEmpty || !typed.alertBody.isEmpty {
+                body.append(("alert", .object([("title", .string(typed.alertTitle)), ("body", .string(typed.alertBody))])))
+            }
+            _ = try await relay.change(app: app, key: key, ChangeRequest(event: event, json: .object(body)), idempotency: nil)
+            return Self.redirect(DashboardPages.activityPath(app: app, key: key))
+        } catch let error as JSONFieldError {
+            return try await refusedChange(typed, error.description, status: .badRequest, app: app, key: key, viewer: viewer)
+        } catch let error as LiveActivityValidationError {
+            return try await refusedChange(typed, error.description, status: .badRequest, app: app, key: key, viewer: viewer)
+        } catch let error as RelayError where error.kind != .notFound {
+            return try await refusedChange(typed, error.description, status: error.kind.httpStatus, app: app, key: key, viewer: viewer)
+        }
+    }
+
+    private func refusedChange(
+        _ typed: DashboardPages.RefusedChange, _ message: String, status: HTTPResponse.Status, app: String, key: String, viewer: DashboardViewer
+    ) async throws -> Response {
+        var refused = typed
+        refused.message = message
+        return Self.html(try await activityPage(app: app, key: key, viewer: viewer, refused: refused), status: status)
+    }
+
+    private func cancelSchedule(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
+        let (form, _) = try await checkedForm(request, context, changing: true)
+        guard let id = form["id"] else { throw APIError.invalid("id", "the form names no schedule") }
+        let schedule = try await relay.cancelSchedule(id: id)
+        return Self.redirect(DashboardPages.activityPath(app: schedule.bundleID, key: schedule.key))
+    }
+
+    /// The form of a signed-in person, once its form token matches the session's; a form that
+    /// changes something also needs an admin key.
+    private func checkedForm(
+        _ request: Request, _ context: RelayRequestContext, changing: Bool = false
+    ) async throws -> (DashboardForm, DashboardViewer) {
+        var request = request
+        let viewer = try context.dashboardViewer()
+        let form = try await DashboardForm.read(&request, context)
+        guard let sent = form["csrf"], Self.same(sent, viewer.formToken) else {
+            throw APIError(.forbidden, code: "form_token", message: "the form's token is missing or not this session's: load the page again", field: "csrf")
+        }
+        if changing, !viewer.mayChange {
+            throw APIError(.forbidden, code: "wrong_scope", message: "a viewer key watches; changing needs an admin key")
+        }
+        return (form, viewer)
+    }
+
+    // MARK: Live updates
+
+    /// Server-sent events: `changed` whenever this process changed what the store holds (at most
+    /// twice a second), and every 5 s on a store other instances share, whose changes it cannot see.
+    private func events() -> Response {
+        let relay = relay
+        let sharesStore = relay.store is any InstanceSharedStore
+        let headers: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-store"]
+        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+            let tick = Duration.milliseconds(250)
+            var seen = relay.revision
+            var quietTicks = 0
+            try await writer.write(ByteBuffer(string: "retry: 2000\n: listening\n\n"))
+            let end = ContinuousClock.now + Self.eventsLifetime
+            while ContinuousClock.now < end, !Task.isCancelled, !Task.isShuttingDownGracefully {
+                try await Task.sleep(for: tick)
+                quietTicks += 1
+                let revision = relay.revision
+                if revision != seen || (sharesStore && quietTicks >= 20) {
+                    seen = revision
+                    quietTicks = 0
+                    try await writer.write(ByteBuffer(string: "event: changed\ndata: \(revision)\n\n"))
+                    try await Task.sleep(for: tick)
+                } else if quietTicks >= 60 {
+                    quietTicks = 0
+                    try await writer.write(ByteBuffer(string: ": still here\n\n"))
+                }
+            }
+            try await writer.finish(nil)
+        })
+    }
+
+    // MARK: Responses
+
+    /// What every dashboard page says about itself: no framing, scripts and styles of this origin
+    /// only, never cached.
+    static func html(_ page: HTML, status: HTTPResponse.Status = .ok) -> Response {
+        Response(
+            status: status,
+            headers: [
+                .contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
+                .contentSecurityPolicy: "default-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+                HTTPField.Name("X-Content-Type-Options")!: "nosniff", HTTPField.Name("Referrer-Policy")!: "same-origin",
+            ],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: page.description)))
+    }
+
+    static func redirect(_ path: String) -> Response {
+        Response(status: .seeOther, headers: [.location: path, .cacheControl: "no-store"])
+    }
+
+    private static func asset(_ text: String, type: String) -> Response {
+        Response(
+            status: .ok, headers: [.contentType: type, .cacheControl: "no-cache", HTTPField.Name("X-Content-Type-Options")!: "nosniff"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    static func cookie(_ name: String, _ value: String, maxAge: Int) -> Cookie {
+        Cookie(name: name, value: value, maxAge: maxAge, path: "/dashboard", httpOnly: true, sameSite: .strict)
+    }
+
+    /// Where to go after signing in: a dashboard path of this server, never another site.
+    static func localPath(_ requested: String?) -> String {
+        guard let requested, requested.hasPrefix("/dashboard"), !requested.contains("//"), !requested.contains("\\") else { return "/dashboard" }
+        return requested
+    }
+
+    static func randomToken() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<16).map { _ in String(format: "%02x", UInt8.random(in: .min ... .max, using: &generator)) }.joined()
+    }
+
+    /// Compares two tokens in a time that does not depend on where they differ.
+    static func same(_ a: String, _ b: String) -> Bool {
+        let (x, y) = (Array(a.utf8), Array(b.utf8))
+        guard x.count == y.count else { return false }
+        return zip(x, y).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+}
+
+/// Lets a request through with a live session: the person's key and form token go into the
+/// context. Without one, a page sends the person to sign in (and back after); anything else is 401.
+struct DashboardSessionMiddleware: RouterMiddleware {
+    typealias Context = RelayRequestContext
+    let relay: RelayService
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let cookie = request.cookies[Dashboard.sessionCookie]?.value, !cookie.isEmpty,
+            let (session, key) = try await relay.dashboardSession(cookie: cookie)
+        else {
+            guard request.method == .get, request.uri.path != "/dashboard/events" else {
+                return Dashboard.html(DashboardPages.error(status: 401, message: "Sign in first.", viewer: nil), status: .unauthorized)
+            }
+            let back = request.uri.query.map { request.uri.path + "?" + $0 } ?? request.uri.path
+            return Dashboard.redirect("/dashboard/sign-in?" + QueryString.make([("next", back)]))
+        }
+        var context = context
+        context.apiKey = key
+        context.dashboardFormToken = session.formToken
+        do {
+            return try await next(request, context)
+        } catch {
+            // A refusal as a page, in the dashboard's frame; what the API would answer decides the status.
+            let answer = APIError(describing: RelayError.asAPIError(error), request: request, context: context)
+            let viewer = try? context.dashboardViewer()
+            return Dashboard.html(
+                DashboardPages.error(status: Int(answer.status.code), message: answer.description, viewer: viewer), status: answer.status)
+        }
+    }
+}
+
+extension RelayRequestContext {
+    /// Who is signed in, on a route behind `DashboardSessionMiddleware`.
+    func dashboardViewer() throws -> DashboardViewer {
+        guard let key = apiKey, let formToken = dashboardFormToken else {
+            throw APIError(.unauthorized, code: "unauthorized", message: "sign in first")
+        }
+        return DashboardViewer(key: key, formToken: formToken)
+    }
+}
+
+/// An `application/x-www-form-urlencoded` body, as browsers send forms.
+struct DashboardForm: Sendable {
+    private var fields: [String: String] = [:]
+
+    subscript(_ name: String) -> String? { fields[name] }
+
+    static func read(_ request: inout Request, _ context: RelayRequestContext) async throws -> DashboardForm {
+        let buffer = try await request.collectBody(upTo: context.maxUploadSize)
+        return try DashboardForm(encoded: String(buffer: buffer))
+    }
+
+    init(encoded: String) throws {
+        for pair in encoded.split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            func decoded(_ part: Substring) throws -> String {
+                guard let text = part.replacingOccurrences(of: "+", with: " ").removingPercentEncoding else {
+                    throw APIError.invalid("form", "is not URL-encoded")
+                }
+                return text
+            }
+            let name = try decoded(parts[0])
+            if fields[name] == nil { fields[name] = try decoded(parts.count > 1 ? parts[1] : "") }
+        }
+    }
+}

@@ -1,0 +1,326 @@
+import Foundation
+import LiveActivityKit
+import LiveRelay
+import LiveRelayStore
+
+/// What a page needs to know of who is looking at it.
+struct DashboardViewer: Sendable {
+    let key: APIKeyRecord
+    let formToken: String
+
+    /// Viewers read; only the operator changes things.
+    var mayChange: Bool { key.scope == .admin }
+}
+
+/// The dashboard's pages as markup, from what the store holds: no I/O here, so every page is
+/// the same for the same records. Sections marked `data-live` are swapped in place when the
+/// server says something changed; the rest (forms being typed into) stays.
+enum DashboardPages {
+    // MARK: Frame
+
+    enum Section: String, CaseIterable {
+        case overview = "Overview"
+        case activities = "Activities"
+
+        var path: String {
+            switch self {
+            case .overview: "/dashboard"
+            case .activities: "/dashboard/activities"
+            }
+        }
+    }
+
+    static func page(_ title: String, section: Section?, viewer: DashboardViewer?, _ content: HTML) -> HTML {
+        let navigation = Section.allCases.html { item in
+            "<a href=\"\(item.path)\"\(item == section ? HTML(" aria-current=\"page\"") : .empty)>\(item.rawValue)</a>"
+        }
+        let who: HTML =
+            if let viewer {
+                """
+                <div class="who"><span>\(viewer.key.name) <small>(\(viewer.key.scope.rawValue))</small></span>
+                <form method="post" action="/dashboard/sign-out">\(formToken(viewer))<button class="quiet">Sign out</button></form></div>
+                """
+            } else { .empty }
+        return """
+            <!doctype html>
+            <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>\(title) · LiveRelay</title>
+            <link rel="stylesheet" href="/dashboard/assets/dashboard.css"><script src="/dashboard/assets/dashboard.js" defer></script>
+            </head><body>
+            <header class="bar"><a class="brand" href="/dashboard">LiveRelay</a>\(viewer == nil ? HTML.empty : HTML("<nav>\(navigation)</nav>"))\(who)</header>
+            <main>\(content)</main>
+            </body></html>
+            """
+    }
+
+    static func formToken(_ viewer: DashboardViewer) -> HTML {
+        "<input type=\"hidden\" name=\"csrf\" value=\"\(viewer.formToken)\">"
+    }
+
+    static func notice(_ message: String?, kind: String = "error") -> HTML {
+        guard let message else { return .empty }
+        return "<p class=\"notice \(kind)\" role=\"alert\">\(message)</p>"
+    }
+
+    // MARK: Sign in
+
+    static func signIn(formToken: String, next: String, error: String?) -> HTML {
+        page("Sign in", section: nil, viewer: nil, """
+            <section class="card narrow">
+            <h1>Sign in</h1>
+            <p>With an admin key, or a viewer key to watch without changing anything. <code>liverelay serve</code> prints its admin key when it first starts; <code>liverelay keys create --scope viewer</code> makes a viewer key.</p>
+            \(notice(error))
+            <form method="post" action="/dashboard/sign-in">
+            <input type="hidden" name="csrf" value="\(formToken)"><input type="hidden" name="next" value="\(next)">
+            <label>API key <input type="password" name="key" autocomplete="current-password" required autofocus></label>
+            <button>Sign in</button>
+            </form></section>
+            """)
+    }
+
+    // MARK: Overview
+
+    static func overview(counts: StoreCounts, deliveries: [DeliveryStatus: Int], failures: [DeliveryRecord], viewer: DashboardViewer) -> HTML {
+        let statuses = DeliveryStatus.allCases.html { status in
+            "<div class=\"stat\"><span class=\"badge \(status.rawValue)\">\(status.rawValue)</span><strong>\(deliveries[status] ?? 0)</strong></div>"
+        }
+        var reasons: [String: Int] = [:]
+        for failure in failures { reasons[failure.apnsReason ?? "no reason", default: 0] += 1 }
+        let reasonRows = reasons.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.html { reason, count in
+            "<tr><td>\(reason)</td><td class=\"number\">\(count)</td></tr>"
+        }
+        return page("Overview", section: .overview, viewer: viewer, """
+            <h1>Overview</h1>
+            <div data-live id="overview-counts">
+            <section class="stats">
+            <div class="stat"><span>Active keys</span><strong>\(counts.activeKeys)</strong></div>
+            <div class="stat"><span>Live activity tokens</span><strong>\(counts.liveActivityTokens)</strong></div>
+            <div class="stat"><span>Push-to-start tokens</span><strong>\(counts.pushToStartTokens)</strong></div>
+            <div class="stat"><span>Channels</span><strong>\(counts.channels) <small>of 10,000</small></strong></div>
+            </section>
+            <h2>Deliveries</h2>
+            <section class="stats">\(statuses)</section>
+            <h2>Failures by APNs reason <small>(the latest \(failures.count))</small></h2>
+            \(reasons.isEmpty ? HTML("<p class=\"empty\">No push has failed.</p>") : HTML("<table><thead><tr><th>Reason</th><th class=\"number\">Pushes</th></tr></thead><tbody>\(reasonRows)</tbody></table>"))
+            </div>
+            """)
+    }
+
+    // MARK: Activities
+
+    static func activities(
+        _ page: [ActivityRecord], next: String?, filter: ActivityQuery, apps: [String], types: [String], viewer: DashboardViewer
+    ) -> HTML {
+        func option(_ value: String, _ label: String, selected: Bool) -> HTML {
+            "<option value=\"\(value)\"\(selected ? HTML(" selected") : .empty)>\(label)</option>"
+        }
+        let appOptions = option("", "every app", selected: filter.bundleID == nil) + apps.html { option($0, $0, selected: filter.bundleID == $0) }
+        let stateOptions = option("", "any state", selected: filter.state == nil)
+            + [ActivityKeyState.active, .ended].html { option($0.rawValue, $0.rawValue, selected: filter.state == $0) }
+        let typeOptions = option("", "any type", selected: filter.attributesType == nil)
+            + types.html { option($0, $0, selected: filter.attributesType == $0) }
+        let rows = page.html { activity in
+            """
+            <tr><td><a href="\(activityPath(app: activity.bundleID, key: activity.key))">\(activity.key)</a></td>
+            <td>\(activity.bundleID)</td><td>\(activity.attributesType)</td><td>\(stateBadge(activity))</td>
+            <td>\(time(activity.startedAt))</td><td class="content">\(summary(activity.contentState))</td></tr>
+            """
+        }
+        let table: HTML =
+            page.isEmpty
+            ? "<p class=\"empty\">No activity matches.</p>"
+            : """
+                <table class="activities"><thead><tr><th>Key</th><th>App</th><th>Type</th><th>State</th><th>Started</th><th>Content</th></tr></thead>
+                <tbody>\(rows)</tbody></table>
+                """
+        let more: HTML = next.map { "<p class=\"pages\"><a rel=\"next\" href=\"/dashboard/activities?\(filter.parameters(after: $0))\">Next page</a></p>" } ?? .empty
+        return Self.page("Activities", section: .activities, viewer: viewer, """
+            <h1>Activities</h1>
+            <form class="filters" method="get" action="/dashboard/activities">
+            <label>Key contains <input type="search" name="keyContains" value="\(filter.keyContains ?? "")"></label>
+            <label>State <select name="state">\(stateOptions)</select></label>
+            <label>Type <select name="attributesType">\(typeOptions)</select></label>
+            <label>App <select name="app">\(appOptions)</select></label>
+            <button>Filter</button>
+            </form>
+            <div data-live id="activity-list">\(table)\(more)</div>
+            """)
+    }
+
+    static func activityPath(app: String, key: String) -> String {
+        "/dashboard/activity?" + QueryString.make([("app", app), ("key", key)])
+    }
+
+    // MARK: One activity
+
+    /// What the update form showed when it was refused, to show it again with the reason.
+    struct RefusedChange: Sendable {
+        var event: String
+        var contentState: String
+        var alertTitle: String
+        var alertBody: String
+        var message: String
+    }
+
+    static func activity(
+        _ description: ActivityDescription, deliveries: [DeliveryRecord], viewer: DashboardViewer, refused: RefusedChange? = nil
+    ) -> HTML {
+        let activity = description.activity
+        let tokens = description.tokens.html { token in
+            let last: HTML =
+                if let status = token.lastStatus {
+                    "\(status)\(token.lastReason.map { HTML(" <span class=\"reason\">\($0)</span>") } ?? .empty) \(token.lastDeliveryAt.map(time) ?? .empty)"
+                } else { "<span class=\"muted\">none yet</span>" }
+            return """
+                <tr><td>\(token.deviceID)</td><td>\(token.environment.rawValue)</td>
+                <td><span class="badge \(token.state.rawValue)">\(token.state.rawValue)</span>\(token.stateReason.map { HTML(" <span class=\"muted\">\($0)</span>") } ?? .empty)</td>
+                <td><code>\(DeviceToken.shortened(token.token))</code></td><td>\(last)</td></tr>
+                """
+        }
+        let facts: HTML = """
+            <dl class="facts">
+            <dt>App</dt><dd>\(activity.bundleID)</dd><dt>Attributes type</dt><dd>\(activity.attributesType)</dd>
+            <dt>Started</dt><dd>\(time(activity.startedAt))</dd>
+            \(activity.endedAt.map { HTML("<dt>Ended</dt><dd>\(time($0)) (\(activity.endReason ?? "ended"))</dd>") } ?? .empty)
+            \(activity.staleDate.map { HTML("<dt>Stale after</dt><dd>\(time($0))</dd>") } ?? .empty)
+            \(activity.relevanceScore.map { HTML("<dt>Relevance</dt><dd>\(String($0))</dd>") } ?? .empty)
+            \(activity.channelIDs.sorted { $0.key.rawValue < $1.key.rawValue }.html { HTML("<dt>Channel (\($0.key.rawValue))</dt><dd><code>\($0.value)</code></dd>") })
+            </dl>
+            """
+        return page(activity.key, section: .activities, viewer: viewer, """
+            <p class="crumbs"><a href="/dashboard/activities">Activities</a> / \(activity.bundleID)</p>
+            <div data-live id="activity-head"><h1>\(activity.key) \(stateBadge(activity))</h1>\(facts)</div>
+            <div class="columns" data-live id="activity-content">
+            <section class="card"><h2>Content state</h2>\(json(activity.contentState))</section>
+            <section class="card"><h2>Attributes</h2>\(json(activity.attributes))</section>
+            </div>
+            <section data-live id="activity-tokens"><h2>Tokens</h2>
+            \(description.tokens.isEmpty ? HTML("<p class=\"empty\">No activity token yet: the key's pushes go to its channel, or no device has reported one.</p>") : HTML("<table><thead><tr><th>Device</th><th>Environment</th><th>State</th><th>Token</th><th>Last APNs answer</th></tr></thead><tbody>\(tokens)</tbody></table>"))
+            </section>
+            \(viewer.mayChange && activity.state == .active ? changeForms(activity, viewer: viewer, refused: refused) : .empty)
+            <section data-live id="activity-timeline"><h2>Timeline</h2>\(timeline(deliveries))</section>
+            <section data-live id="activity-schedules"><h2>Schedules</h2>\(schedules(description.schedules, viewer: viewer))</section>
+            """)
+    }
+
+    private static func changeForms(_ activity: ActivityRecord, viewer: DashboardViewer, refused: RefusedChange?) -> HTML {
+        let content = refused?.contentState ?? activity.contentState.map { prettyJSON($0) } ?? "{}"
+        let hidden: HTML = "\(formToken(viewer))<input type=\"hidden\" name=\"app\" value=\"\(activity.bundleID)\"><input type=\"hidden\" name=\"key\" value=\"\(activity.key)\">"
+        return """
+            <section class="card" id="change"><h2>Update or end</h2>
+            \(notice(refused?.message))
+            <form method="post" action="/dashboard/activity/change" class="change">\(hidden)
+            <label>Content state (JSON) <textarea name="contentState" rows="6" spellcheck="false">\(content)</textarea></label>
+            <div class="row"><label>Alert title <input name="alertTitle" value="\(refused?.alertTitle ?? "")"></label>
+            <label>Alert body <input name="alertBody" value="\(refused?.alertBody ?? "")"></label></div>
+            <div class="row"><button name="event" value="update">Update</button><button name="event" value="end" class="danger">End</button></div>
+            </form></section>
+            """
+    }
+
+    /// Every push of the key, newest request first: when it was accepted, with which priority and
+    /// why, and each delivery's way through the outbox and APNs' answer.
+    static func timeline(_ deliveries: [DeliveryRecord]) -> HTML {
+        guard !deliveries.isEmpty else { return "<p class=\"empty\">No push yet.</p>" }
+        var order: [String] = []
+        var requests: [String: [DeliveryRecord]] = [:]
+        for delivery in deliveries {
+            if requests[delivery.requestID] == nil { order.append(delivery.requestID) }
+            requests[delivery.requestID, default: []].append(delivery)
+        }
+        let items = order.html { requestID in
+            let pushes = requests[requestID]!.sorted { $0.id < $1.id }
+            let first = pushes[0]
+            let rows = pushes.html { delivery in
+                """
+                <tr><td>\(target(delivery.target))</td><td><span class="badge \(delivery.status.rawValue)">\(delivery.status.rawValue)</span></td>
+                <td class="number">\(delivery.attempts)</td>
+                <td>\(delivery.apnsStatus.map { String($0) } ?? "")\(delivery.apnsReason.map { HTML(" <span class=\"reason\">\($0)</span>") } ?? .empty)</td>
+                <td><code>\(delivery.apnsID ?? "")</code></td><td>\(delivery.finishedAt.map(time) ?? .empty)</td></tr>
+                """
+            }
+            return """
+                <li class="request"><div class="request-head"><strong>\(first.event)</strong> accepted \(time(first.createdAt))
+                · priority \(first.priority) <span class="muted">(\(first.priorityReason))</span> · timestamp \(first.timestamp)
+                · <code>\(requestID)</code></div>
+                <table><thead><tr><th>To</th><th>Status</th><th class="number">Attempts</th><th>APNs answer</th><th>apns-id</th><th>Finished</th></tr></thead>
+                <tbody>\(rows)</tbody></table></li>
+                """
+        }
+        return "<ol class=\"timeline\">\(items)</ol>"
+    }
+
+    private static func schedules(_ schedules: [ScheduleRecord], viewer: DashboardViewer) -> HTML {
+        guard !schedules.isEmpty else { return "<p class=\"empty\">Nothing scheduled.</p>" }
+        let rows = schedules.html { schedule in
+            let cancel: HTML =
+                viewer.mayChange && schedule.state == .pending
+                ? """
+                    <form method="post" action="/dashboard/schedule/cancel">\(formToken(viewer))<input type="hidden" name="id" value="\(schedule.id)">
+                    <button class="quiet">Cancel</button></form>
+                    """ : .empty
+            return """
+                <tr><td><code>\(schedule.id)</code></td><td>\(schedule.action)</td><td>\(time(schedule.dueAt))</td>
+                <td><span class="badge \(schedule.state.rawValue)">\(schedule.state.rawValue)</span></td><td>\(cancel)</td></tr>
+                """
+        }
+        return "<table><thead><tr><th>Schedule</th><th>Action</th><th>Due</th><th>State</th><th></th></tr></thead><tbody>\(rows)</tbody></table>"
+    }
+
+    // MARK: Errors
+
+    static func error(status: Int, message: String, viewer: DashboardViewer?) -> HTML {
+        page("Error \(status)", section: nil, viewer: viewer, """
+            <section class="card narrow"><h1>\(status)</h1>\(notice(message))<p><a href="/dashboard">Back to the overview</a></p></section>
+            """)
+    }
+
+    // MARK: Pieces
+
+    static func stateBadge(_ activity: ActivityRecord) -> HTML {
+        "<span class=\"badge \(activity.state.rawValue)\">\(activity.state.rawValue)</span>"
+    }
+
+    static func target(_ target: DeliveryTarget) -> HTML {
+        switch target {
+        case .activityToken(let device, _): "\(device)"
+        case .pushToStartToken(let device, _): "\(device) <span class=\"muted\">push-to-start</span>"
+        case .channel(let id): "channel <code>\(id)</code>"
+        }
+    }
+
+    static func time(_ date: Date) -> HTML {
+        let iso = ISO8601DateFormatter().string(from: date)
+        return "<time datetime=\"\(iso)\">\(iso.replacingOccurrences(of: "T", with: " ").replacingOccurrences(of: "Z", with: " UTC"))</time>"
+    }
+
+    static func json(_ value: JSONValue?) -> HTML {
+        guard let value else { return "<p class=\"empty\">None.</p>" }
+        return "<pre class=\"json\">\(prettyJSON(value))</pre>"
+    }
+
+    /// A content state's first fields on one line, for lists.
+    static func summary(_ value: JSONValue?) -> HTML {
+        guard let members = value?.objectMembers else { return .empty }
+        let shown = members.prefix(3).map { "\($0.key): \($0.value.stringValue ?? $0.value.serializedString)" }.joined(separator: " · ")
+        return "\(shown)\(members.count > 3 ? " …" : "")"
+    }
+
+    /// JSON indented by two spaces, members in their order.
+    static func prettyJSON(_ value: JSONValue, indent: String = "") -> String {
+        let inner = indent + "  "
+        switch value {
+        case .array(let elements) where !elements.isEmpty:
+            return "[\n" + elements.map { inner + prettyJSON($0, indent: inner) }.joined(separator: ",\n") + "\n\(indent)]"
+        case .object(let members) where !members.isEmpty:
+            return "{\n" + members.map { inner + JSONValue.string($0.key).serializedString + ": " + prettyJSON($0.value, indent: inner) }
+                .joined(separator: ",\n") + "\n\(indent)}"
+        default:
+            return value.serializedString
+        }
+    }
+}
+
+extension HTML {
+    static func + (lhs: HTML, rhs: HTML) -> HTML { HTML([lhs, rhs]) }
+}

@@ -1,0 +1,290 @@
+import APNsEmulator
+import AsyncHTTPClient
+import Foundation
+import LiveActivityKit
+import LiveRelay
+import LiveRelayStore
+import LiveRelayTesting
+import NIOCore
+import NIOHTTP1
+import SimulatedDevices
+import Testing
+
+/// The dashboard over HTTP as a browser without JavaScript sees it: sessions, form tokens, scopes,
+/// escaping, and the activity listing it shares with the API. (A real browser: `DashboardBrowserTests`.)
+@Suite(.timeLimit(.minutes(2)))
+struct DashboardTests {
+    @Test func anAdminKeySignsInToACookieThatIsHttpOnlyStrictAndForTheDashboardOnly() async throws {
+        try await withRelayHarness { relay in
+            let browser = DashboardBrowser(relay)
+            defer { browser.close() }
+            let first = try await browser.get("/dashboard/activities?state=active")
+            #expect(first.status == 303)
+            #expect(first.location == "/dashboard/sign-in?next=/dashboard/activities%3Fstate%3Dactive")
+
+            let form = try await browser.get("/dashboard/sign-in")
+            #expect(form.status == 200)
+            let signInCookie = try #require(form.setCookies.first { $0.hasPrefix("liverelay_sign_in=") })
+            #expect(signInCookie.contains("HttpOnly") && signInCookie.contains("SameSite=Strict") && signInCookie.contains("Path=/dashboard"))
+
+            let signedIn = try await browser.signIn(key: try #require(relay.keys[.admin]), next: "/dashboard/activities")
+            #expect(signedIn.status == 303)
+            #expect(signedIn.location == "/dashboard/activities")
+            let session = try #require(signedIn.setCookies.first { $0.hasPrefix("liverelay_session=") })
+            #expect(session.contains("HttpOnly") && session.contains("SameSite=Strict") && session.contains("Path=/dashboard"))
+            #expect(!session.contains(try #require(relay.keys[.admin])))
+
+            let overview = try await browser.get("/dashboard")
+            #expect(overview.status == 200)
+            #expect(overview.text.contains("<h1>Overview</h1>"))
+            #expect(overview.header("content-security-policy")?.contains("default-src 'self'") == true)
+            #expect(overview.header("cache-control") == "no-store")
+
+            // Signing out ends the session on the server, not only in this browser.
+            let stolen = browser.cookies["liverelay_session"]
+            #expect(try await browser.post("/dashboard/sign-out", [:]).status == 303)
+            let other = DashboardBrowser(relay)
+            defer { other.close() }
+            other.cookies["liverelay_session"] = stolen
+            #expect(try await other.get("/dashboard").status == 303)
+        }
+    }
+
+    @Test func badSignInsAreRefusedWithTheReason() async throws {
+        try await withRelayHarness { relay in
+            let browser = DashboardBrowser(relay)
+            defer { browser.close() }
+            let unknown = try await browser.signIn(key: "lr_admin_000000")
+            #expect(unknown.status == 401)
+            #expect(unknown.text.contains("the API key is unknown or revoked"))
+            let server = try await browser.signIn(key: try #require(relay.keys[.server]))
+            #expect(server.status == 403)
+            #expect(server.text.contains("the dashboard takes an admin or viewer key"))
+            let empty = try await browser.signIn(key: "")
+            #expect(empty.status == 400)
+            #expect(empty.text.contains("key: give an API key."))
+            // A sign-in form posted from elsewhere has no token matching this browser's cookie.
+            _ = try await browser.get("/dashboard/sign-in")
+            let forged = try await browser.post("/dashboard/sign-in", ["key": try #require(relay.keys[.admin]), "csrf": "guessed"])
+            #expect(forged.status == 403)
+            for answer in [unknown, server, empty, forged] {
+                #expect(!answer.setCookies.contains { $0.hasPrefix("liverelay_session=") && !$0.hasPrefix("liverelay_session=;") })
+            }
+            // The next page is always one of the dashboard's.
+            let elsewhere = try await browser.signIn(key: try #require(relay.keys[.admin]), next: "//evil.example/dashboard")
+            #expect(elsewhere.location == "/dashboard")
+        }
+    }
+
+    @Test func everyFormNeedsTheSessionsFormTokenAndChangesNothingWithout() async throws {
+        try await withRelayHarness { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            #expect(try await relay.post("/v1/activities/order-7/start", startBody(key: "order-7")).status == 201)
+            let browser = DashboardBrowser(relay)
+            defer { browser.close() }
+            #expect(try await browser.signIn(key: try #require(relay.keys[.admin])).status == 303)
+            let change = ["app": harnessApp, "key": "order-7", "event": "update", "contentState": #"{"status": "late", "etaMinutes": 50}"#]
+
+            let missing = try await browser.post("/dashboard/activity/change", change, formToken: .none)
+            #expect(missing.status == 403)
+            #expect(missing.text.contains("csrf: the form&#39;s token is missing or not this session&#39;s"))
+            let wrong = try await browser.post("/dashboard/activity/change", change, formToken: .given("0123456789abcdef0123456789abcdef"))
+            #expect(wrong.status == 403)
+            #expect(try await relay.store.deliveries(DeliveryQuery(key: "order-7")).count == 1)
+
+            let accepted = try await browser.post("/dashboard/activity/change", change)
+            #expect(accepted.status == 303)
+            #expect(accepted.location == "/dashboard/activity?app=\(harnessApp)&key=order-7")
+            #expect(try await relay.store.activity(app: harnessApp, key: "order-7")?.contentState == content("late", 50))
+        }
+    }
+
+    @Test func aRefusedChangeShowsTheFormAgainWithTheFieldAndTheRule() async throws {
+        try await withRelayHarness { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            #expect(try await relay.post("/v1/activities/order-8/start", startBody(key: "order-8")).status == 201)
+            let browser = DashboardBrowser(relay)
+            defer { browser.close() }
+            _ = try await browser.signIn(key: try #require(relay.keys[.admin]))
+            let broken = try await browser.post(
+                "/dashboard/activity/change", ["app": harnessApp, "key": "order-8", "event": "update", "contentState": #"{"status": "#])
+            #expect(broken.status == 400)
+            #expect(broken.text.contains("contentState: must be JSON"))
+            #expect(broken.text.contains(#"{&quot;status&quot;: </textarea>"#))
+            let missing = try await browser.post("/dashboard/activity/change", ["app": harnessApp, "key": "order-8", "event": "update"])
+            #expect(missing.status == 400)
+            #expect(missing.text.contains("contentState"))
+            let unknown = try await browser.post(
+                "/dashboard/activity/change", ["app": harnessApp, "key": "no-such-order", "event": "update", "contentState": "{}"])
+            #expect(unknown.status == 404)
+            #expect(unknown.text.contains("no activity key"))
+            #expect(try await relay.store.deliveries(DeliveryQuery(key: "order-8")).count == 1)
+        }
+    }
+
+    @Test func aViewerKeyReadsEveryPageAndChangesNothing() async throws {
+        try await withRelayHarness { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            #expect(try await relay.post("/v1/activities/order-9/start", startBody(key: "order-9")).status == 201)
+            let viewer = try await relay.relay.createAPIKey(name: "support", scope: .viewer)
+            let browser = DashboardBrowser(relay)
+            defer { browser.close() }
+            #expect(try await browser.signIn(key: viewer.secret).status == 303)
+            let page = try await browser.get(DashboardBrowser.activityPath("order-9"))
+            #expect(page.status == 200)
+            #expect(page.text.contains("order-9"))
+            #expect(!page.text.contains("/dashboard/activity/change"))
+            let change = try await browser.post(
+                "/dashboard/activity/change", ["app": harnessApp, "key": "order-9", "event": "end", "contentState": "{}"])
+            #expect(change.status == 403)
+            #expect(change.text.contains("a viewer key watches; changing needs an admin key"))
+            #expect(try await relay.store.activity(app: harnessApp, key: "order-9")?.state == .active)
+
+            // Revoking the key signs its sessions out.
+            try await relay.relay.revokeAPIKey(id: viewer.record.id)
+            #expect(try await browser.get("/dashboard").status == 303)
+        }
+    }
+
+    @Test func whatTheStoreHoldsIsShownAsTextNeverAsMarkup() async throws {
+        try await withRelayHarness { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            let key = "<img-src=x-onerror=alert(1)>"
+            let encoded = key.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            var body = startBody(key: key)
+            body.set("contentState", .object([("status", .string("<script>alert(2)</script>")), ("etaMinutes", .integer(5))]))
+            #expect(try await relay.post("/v1/activities/\(encoded)/start", body).status == 201)
+            let browser = DashboardBrowser(relay)
+            defer { browser.close() }
+            _ = try await browser.signIn(key: try #require(relay.keys[.admin]))
+            for path in ["/dashboard/activities", DashboardBrowser.activityPath(key)] {
+                let page = try await browser.get(path)
+                #expect(page.status == 200)
+                #expect(page.text.contains("&lt;img-src=x-onerror=alert(1)&gt;"))
+                #expect(!page.text.contains("<img-src"))
+                #expect(!page.text.contains("<script>alert(2)"))
+            }
+        }
+    }
+
+    @Test func activitiesArePagedNewestFirstWithFiltersInTheAPIAndTheDashboard() async throws {
+        try await withRelayHarness { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            for index in 1...5 {
+                #expect(try await relay.post("/v1/activities/order-\(index)/start", startBody(key: "order-\(index)")).status == 201)
+                relay.emulator.clock.advance(by: 1)
+            }
+            #expect(try await relay.post("/v1/activities/order-2/end", .object([])).status == 200)
+
+            var keys: [String] = []
+            var path = "/v1/activities?limit=2"
+            while true {
+                let page = try await relay.call(.GET, path)
+                #expect(page.status == 200)
+                keys += page.json["activities"]?.arrayElements?.compactMap { $0["key"]?.stringValue } ?? []
+                guard let after = page.json["after"]?.stringValue else { break }
+                path = "/v1/activities?limit=2&after=\(after)"
+            }
+            #expect(keys == ["order-5", "order-4", "order-3", "order-2", "order-1"])
+            let ended = try await relay.call(.GET, "/v1/activities?state=ended", scope: .admin)
+            #expect(ended.json["activities"]?.arrayElements?.map { $0["key"] } == [.string("order-2")])
+            #expect(try await relay.call(.GET, "/v1/activities?keyContains=ORDER-4").json["activities"]?.arrayElements?.count == 1)
+
+            let badState = try await relay.call(.GET, "/v1/activities?state=paused")
+            #expect(badState.status == 400)
+            #expect(badState.json["error"]?["field"] == .string("state"))
+            let badCursor = try await relay.call(.GET, "/v1/activities?after=not-a-cursor")
+            #expect(badCursor.status == 400)
+            #expect(badCursor.json["error"]?["field"] == .string("after"))
+            #expect(try await relay.call(.GET, "/v1/activities?limit=0").status == 400)
+            #expect(try await relay.call(.GET, "/v1/activities", scope: .client).status == 403)
+            let viewer = try await relay.relay.createAPIKey(name: "support", scope: .viewer)
+            #expect(try await relay.call(.GET, "/v1/activities", secret: viewer.secret).status == 200)
+            #expect(try await relay.call(.POST, "/v1/activities/order-1/end", .object([]), secret: viewer.secret).status == 403)
+
+            let browser = DashboardBrowser(relay)
+            defer { browser.close() }
+            _ = try await browser.signIn(key: try #require(relay.keys[.admin]))
+            let active = try await browser.get("/dashboard/activities?state=active")
+            #expect(active.text.contains("order-5") && !active.text.contains(">order-2<"))
+        }
+    }
+}
+
+/// A browser without JavaScript: keeps cookies, follows no redirect, posts forms with the form
+/// token of the page it last loaded.
+final class DashboardBrowser: @unchecked Sendable {
+    struct Page {
+        var status: Int
+        var headers: HTTPHeaders
+        var text: String
+        var location: String? { headers["location"].first }
+        var setCookies: [String] { headers["set-cookie"] }
+        func header(_ name: String) -> String? { headers[name].first }
+    }
+
+    let relay: RelayHarness
+    private let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
+    var cookies: [String: String] = [:]
+    private var formToken: String?
+
+    init(_ relay: RelayHarness) { self.relay = relay }
+
+    func close() { try? client.syncShutdown() }
+
+    static func activityPath(_ key: String) -> String {
+        "/dashboard/activity?app=\(harnessApp)&key=" + key.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+    }
+
+    func get(_ path: String) async throws -> Page { try await send(.GET, path, body: nil) }
+
+    enum FormToken { case lastPage, none, given(String) }
+
+    /// Posts `fields` with the form token of the last page loaded, none, or the one given.
+    func post(_ path: String, _ fields: [String: String], formToken: FormToken = .lastPage) async throws -> Page {
+        var fields = fields
+        let token: String? = switch formToken {
+            case .lastPage: self.formToken
+            case .none: nil
+            case .given(let token): token
+            }
+        if let token, fields["csrf"] == nil { fields["csrf"] = token }
+        let body = fields.map { "\(Self.encoded($0.key))=\(Self.encoded($0.value))" }.joined(separator: "&")
+        return try await send(.POST, path, body: body)
+    }
+
+    func signIn(key: String, next: String? = nil) async throws -> Page {
+        _ = try await get("/dashboard/sign-in")
+        var fields = ["key": key]
+        if let next { fields["next"] = next }
+        let answer = try await post("/dashboard/sign-in", fields)
+        // As a browser does: the page signed in to, whose forms carry the session's token.
+        if answer.status == 303, let location = answer.location { _ = try await get(location) }
+        return answer
+    }
+
+    private func send(_ method: HTTPMethod, _ path: String, body: String?) async throws -> Page {
+        var request = HTTPClientRequest(url: relay.baseURL + path)
+        request.method = method
+        if !cookies.isEmpty { request.headers.add(name: "cookie", value: cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")) }
+        if let body {
+            request.headers.add(name: "content-type", value: "application/x-www-form-urlencoded")
+            request.body = .bytes(ByteBuffer(string: body))
+        }
+        let response = try await client.execute(request, timeout: .seconds(10))
+        let text = String(buffer: try await response.body.collect(upTo: 4 * 1024 * 1024))
+        for cookie in response.headers["set-cookie"] {
+            let pair = cookie.split(separator: ";")[0].split(separator: "=", maxSplits: 1)
+            let value = pair.count > 1 ? String(pair[1]) : ""
+            if value.isEmpty || cookie.contains("Max-Age=0") { cookies[String(pair[0])] = nil } else { cookies[String(pair[0])] = value }
+        }
+        if let range = text.range(of: #"name="csrf" value=""#), let end = text[range.upperBound...].firstIndex(of: "\"") {
+            formToken = String(text[range.upperBound..<end])
+        }
+        return Page(status: Int(response.status.code), headers: response.headers, text: text)
+    }
+
+    private static func encoded(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~")))!
+    }
+}
