@@ -23,11 +23,9 @@ public enum TestPostgres {
     }
 
     /// Whether this run is CI, where a missing PostgreSQL is a failure, not a skip.
-    public static var isCI: Bool { !(ProcessInfo.processInfo.environment["CI"] ?? "").isEmpty }
+    public static var isCI: Bool { TestRequirement.isCI }
 
-    public struct Unavailable: Error, CustomStringConvertible {
-        public let description: String
-    }
+    public typealias Unavailable = TestRequirement.Unavailable
 
     /// The address of a new, empty schema on the server, as its only search path: what one test
     /// or one group of `serve` instances shares.

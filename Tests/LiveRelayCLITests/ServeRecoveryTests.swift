@@ -66,7 +66,9 @@ struct ServeRecoveryTests {
         #expect(missing.stderr.contains("data-dir: no database"))
         let scope = try await liverelay(["keys", "create", "--scope", "root", "--data-dir", dataDir])
         #expect(scope.status == 64)
-        #expect(scope.stderr.contains("scope: must be client, server or admin"))
+        #expect(scope.stderr.contains("scope: must be client, server, admin or viewer"))
+        let viewerForOneApp = try await liverelay(["keys", "create", "--scope", "viewer", "--app", "com.example.app", "--data-dir", dataDir])
+        #expect(viewerForOneApp.status == 64 && viewerForOneApp.stderr.contains("app: a viewer key reads every app"), "\(viewerForOneApp.stderr)")
         let clientForAll = try await liverelay(["keys", "create", "--scope", "client", "--data-dir", dataDir])
         #expect(clientForAll.status == 64 && clientForAll.stderr.contains("app: a client key is for one app"), "\(clientForAll.stderr)")
     }

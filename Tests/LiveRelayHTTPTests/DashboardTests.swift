@@ -17,7 +17,6 @@ struct DashboardTests {
     @Test func anAdminKeySignsInToACookieThatIsHttpOnlyStrictAndForTheDashboardOnly() async throws {
         try await withRelayHarness { relay in
             let browser = DashboardBrowser(relay)
-            defer { browser.close() }
             let first = try await browser.get("/dashboard/activities?state=active")
             #expect(first.status == 303)
             #expect(first.location == "/dashboard/sign-in?next=/dashboard/activities%3Fstate%3Dactive")
@@ -44,7 +43,6 @@ struct DashboardTests {
             let stolen = browser.cookies["liverelay_session"]
             #expect(try await browser.post("/dashboard/sign-out", [:]).status == 303)
             let other = DashboardBrowser(relay)
-            defer { other.close() }
             other.cookies["liverelay_session"] = stolen
             #expect(try await other.get("/dashboard").status == 303)
         }
@@ -53,7 +51,6 @@ struct DashboardTests {
     @Test func badSignInsAreRefusedWithTheReason() async throws {
         try await withRelayHarness { relay in
             let browser = DashboardBrowser(relay)
-            defer { browser.close() }
             let unknown = try await browser.signIn(key: "lr_admin_000000")
             #expect(unknown.status == 401)
             #expect(unknown.text.contains("the API key is unknown or revoked"))
@@ -81,7 +78,6 @@ struct DashboardTests {
             try await relay.addRegisteredDevice("iphone-1")
             #expect(try await relay.post("/v1/activities/order-7/start", startBody(key: "order-7")).status == 201)
             let browser = DashboardBrowser(relay)
-            defer { browser.close() }
             #expect(try await browser.signIn(key: try #require(relay.keys[.admin])).status == 303)
             let change = ["app": harnessApp, "key": "order-7", "event": "update", "contentState": #"{"status": "late", "etaMinutes": 50}"#]
 
@@ -104,7 +100,6 @@ struct DashboardTests {
             try await relay.addRegisteredDevice("iphone-1")
             #expect(try await relay.post("/v1/activities/order-8/start", startBody(key: "order-8")).status == 201)
             let browser = DashboardBrowser(relay)
-            defer { browser.close() }
             _ = try await browser.signIn(key: try #require(relay.keys[.admin]))
             let broken = try await browser.post(
                 "/dashboard/activity/change", ["app": harnessApp, "key": "order-8", "event": "update", "contentState": #"{"status": "#])
@@ -126,10 +121,17 @@ struct DashboardTests {
         try await withRelayHarness { relay in
             try await relay.addRegisteredDevice("iphone-1")
             #expect(try await relay.post("/v1/activities/order-9/start", startBody(key: "order-9")).status == 201)
-            let viewer = try await relay.relay.createAPIKey(name: "support", scope: .viewer)
+            // A viewer key reads every app.
+            let forOneApp = try await relay.call(
+                .POST, "/v1/api-keys", .object([("name", .string("support")), ("scope", .string("viewer")), ("bundleID", .string(harnessApp))]),
+                scope: .admin)
+            #expect(forOneApp.status == 400)
+            #expect(forOneApp.json["error"]?["field"] == .string("bundleID"))
+            let made = try await relay.call(.POST, "/v1/api-keys", .object([("name", .string("support")), ("scope", .string("viewer"))]), scope: .admin)
+            #expect(made.status == 201)
+            let (viewerSecret, viewerID) = (try #require(made.json["secret"]?.stringValue), try #require(made.json["id"]?.stringValue))
             let browser = DashboardBrowser(relay)
-            defer { browser.close() }
-            #expect(try await browser.signIn(key: viewer.secret).status == 303)
+            #expect(try await browser.signIn(key: viewerSecret).status == 303)
             let page = try await browser.get(DashboardBrowser.activityPath("order-9"))
             #expect(page.status == 200)
             #expect(page.text.contains("order-9"))
@@ -141,7 +143,7 @@ struct DashboardTests {
             #expect(try await relay.store.activity(app: harnessApp, key: "order-9")?.state == .active)
 
             // Revoking the key signs its sessions out.
-            try await relay.relay.revokeAPIKey(id: viewer.record.id)
+            try await relay.relay.revokeAPIKey(id: viewerID)
             #expect(try await browser.get("/dashboard").status == 303)
         }
     }
@@ -155,7 +157,6 @@ struct DashboardTests {
             body.set("contentState", .object([("status", .string("<script>alert(2)</script>")), ("etaMinutes", .integer(5))]))
             #expect(try await relay.post("/v1/activities/\(encoded)/start", body).status == 201)
             let browser = DashboardBrowser(relay)
-            defer { browser.close() }
             _ = try await browser.signIn(key: try #require(relay.keys[.admin]))
             for path in ["/dashboard/activities", DashboardBrowser.activityPath(key)] {
                 let page = try await browser.get(path)
@@ -203,7 +204,6 @@ struct DashboardTests {
             #expect(try await relay.call(.POST, "/v1/activities/order-1/end", .object([]), secret: viewer.secret).status == 403)
 
             let browser = DashboardBrowser(relay)
-            defer { browser.close() }
             _ = try await browser.signIn(key: try #require(relay.keys[.admin]))
             let active = try await browser.get("/dashboard/activities?state=active")
             #expect(active.text.contains("order-5") && !active.text.contains(">order-2<"))
@@ -224,13 +224,12 @@ final class DashboardBrowser: @unchecked Sendable {
     }
 
     let relay: RelayHarness
-    private let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
+    /// Shared by every test's browser, and never shut down, as `HTTPClient.shared`.
+    private static let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
     var cookies: [String: String] = [:]
     private var formToken: String?
 
     init(_ relay: RelayHarness) { self.relay = relay }
-
-    func close() { try? client.syncShutdown() }
 
     static func activityPath(_ key: String) -> String {
         "/dashboard/activity?app=\(harnessApp)&key=" + key.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
@@ -271,7 +270,7 @@ final class DashboardBrowser: @unchecked Sendable {
             request.headers.add(name: "content-type", value: "application/x-www-form-urlencoded")
             request.body = .bytes(ByteBuffer(string: body))
         }
-        let response = try await client.execute(request, timeout: .seconds(10))
+        let response = try await Self.client.execute(request, timeout: .seconds(10))
         let text = String(buffer: try await response.body.collect(upTo: 4 * 1024 * 1024))
         for cookie in response.headers["set-cookie"] {
             let pair = cookie.split(separator: ";")[0].split(separator: "=", maxSplits: 1)

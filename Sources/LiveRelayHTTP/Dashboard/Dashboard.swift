@@ -38,7 +38,7 @@ struct Dashboard: Sendable {
         signedIn.post("/activity/change") { request, context in try await change(request, context) }
         signedIn.post("/schedule/cancel") { request, context in try await cancelSchedule(request, context) }
         signedIn.post("/sign-out") { request, context in try await signOut(request, context) }
-        signedIn.get("/events") { _, _ in events() }
+        signedIn.get("/events") { request, _ in events(since: Self.revisionShown(request)) }
     }
 
     // MARK: Signing in and out
@@ -82,14 +82,14 @@ struct Dashboard: Sendable {
     // MARK: Pages
 
     private func overview(_ context: RelayRequestContext) async throws -> Response {
-        let viewer = try context.dashboardViewer()
+        let viewer = try context.dashboardViewer(relay)
         return Self.html(DashboardPages.overview(
             counts: try await relay.store.counts(), deliveries: try await relay.deliveryCounts(),
             failures: try await relay.deliveries(DeliveryQuery(status: .failed, limit: 500)), viewer: viewer))
     }
 
     private func activities(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
-        let viewer = try context.dashboardViewer()
+        let viewer = try context.dashboardViewer(relay)
         let size = 50
         var query = try ActivityQuery(uri: request.uri, bundleID: nil, limit: size)
         query.limit = size + 1
@@ -103,7 +103,7 @@ struct Dashboard: Sendable {
     }
 
     private func activity(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
-        let viewer = try context.dashboardViewer()
+        let viewer = try context.dashboardViewer(relay)
         let parameters = request.uri.queryParameters
         guard let app = parameters["app"].map(String.init), let key = parameters["key"].map(String.init) else {
             throw APIError.invalid("key", "name the activity: ?app=<bundle id>&key=<key>")
@@ -175,7 +175,7 @@ struct Dashboard: Sendable {
         _ request: Request, _ context: RelayRequestContext, changing: Bool = false
     ) async throws -> (DashboardForm, DashboardViewer) {
         var request = request
-        let viewer = try context.dashboardViewer()
+        let viewer = try context.dashboardViewer(relay)
         let form = try await DashboardForm.read(&request, context)
         guard let sent = form["csrf"], Self.same(sent, viewer.formToken) else {
             throw APIError(.forbidden, code: "form_token", message: "the form's token is missing or not this session's: load the page again", field: "csrf")
@@ -188,31 +188,38 @@ struct Dashboard: Sendable {
 
     // MARK: Live updates
 
-    /// Server-sent events: `changed` whenever this process changed what the store holds (at most
-    /// twice a second), and every 5 s on a store other instances share, whose changes it cannot see.
-    private func events() -> Response {
+    /// The revision the browser's page shows: the last event's id when the browser reconnects,
+    /// else the page's own (`?since=`).
+    private static func revisionShown(_ request: Request) -> UInt64? {
+        let lastEvent = request.headers[HTTPField.Name("Last-Event-ID")!]
+        return (lastEvent ?? request.uri.queryParameters["since"].map(String.init)).flatMap { UInt64($0) }
+    }
+
+    /// Server-sent events: `changed` (its id the revision) whenever this process changed what the
+    /// store holds since the page's revision, at most twice a second; and every 5 s on a store
+    /// other instances share, whose changes it cannot see.
+    private func events(since shown: UInt64?) -> Response {
         let relay = relay
         let sharesStore = relay.store is any InstanceSharedStore
         let headers: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-store"]
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
             let tick = Duration.milliseconds(250)
-            var seen = relay.revision
+            var seen = shown ?? relay.revision
             var quietTicks = 0
             try await writer.write(ByteBuffer(string: "retry: 2000\n: listening\n\n"))
             let end = ContinuousClock.now + Self.eventsLifetime
             while ContinuousClock.now < end, !Task.isCancelled, !Task.isShuttingDownGracefully {
-                try await Task.sleep(for: tick)
-                quietTicks += 1
                 let revision = relay.revision
                 if revision != seen || (sharesStore && quietTicks >= 20) {
                     seen = revision
                     quietTicks = 0
-                    try await writer.write(ByteBuffer(string: "event: changed\ndata: \(revision)\n\n"))
-                    try await Task.sleep(for: tick)
+                    try await writer.write(ByteBuffer(string: "id: \(revision)\nevent: changed\ndata: \(revision)\n\n"))
                 } else if quietTicks >= 60 {
                     quietTicks = 0
                     try await writer.write(ByteBuffer(string: ": still here\n\n"))
                 }
+                try await Task.sleep(for: tick)
+                quietTicks += 1
             }
             try await writer.finish(nil)
         })
@@ -290,7 +297,7 @@ struct DashboardSessionMiddleware: RouterMiddleware {
         } catch {
             // A refusal as a page, in the dashboard's frame; what the API would answer decides the status.
             let answer = APIError(describing: RelayError.asAPIError(error), request: request, context: context)
-            let viewer = try? context.dashboardViewer()
+            let viewer = try? context.dashboardViewer(relay)
             return Dashboard.html(
                 DashboardPages.error(status: Int(answer.status.code), message: answer.description, viewer: viewer), status: answer.status)
         }
@@ -298,12 +305,14 @@ struct DashboardSessionMiddleware: RouterMiddleware {
 }
 
 extension RelayRequestContext {
-    /// Who is signed in, on a route behind `DashboardSessionMiddleware`.
-    func dashboardViewer() throws -> DashboardViewer {
+    /// Who is signed in, on a route behind `DashboardSessionMiddleware`, and the revision of the
+    /// store now: taken before the page reads the store, so that a change made while it renders
+    /// still reaches it.
+    func dashboardViewer(_ relay: RelayService) throws -> DashboardViewer {
         guard let key = apiKey, let formToken = dashboardFormToken else {
             throw APIError(.unauthorized, code: "unauthorized", message: "sign in first")
         }
-        return DashboardViewer(key: key, formToken: formToken)
+        return DashboardViewer(key: key, formToken: formToken, revision: relay.revision)
     }
 }
 

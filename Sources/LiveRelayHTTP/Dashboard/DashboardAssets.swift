@@ -19,7 +19,7 @@ enum DashboardAssets {
         .columns { display: grid; grid-template-columns: 1fr 1fr; gap: 16px; }
         .stats { display: grid; grid-template-columns: repeat(auto-fill, minmax(170px, 1fr)); gap: 12px; }
         .stat { background: var(--panel); border: 1px solid var(--line); border-radius: 12px; padding: 12px 16px; display: flex; flex-direction: column; gap: 4px; }
-        .stat span { color: var(--muted); font-size: 13px; } .stat strong { font-size: 24px; } .stat small { font-size: 13px; color: var(--muted); font-weight: 400; }
+        .stat span { color: var(--muted); font-size: 13px; } .stat .badge { align-self: flex-start; } .stat strong { font-size: 24px; } .stat small { font-size: 13px; color: var(--muted); font-weight: 400; }
         table { width: 100%; border-collapse: collapse; background: var(--panel); border: 1px solid var(--line); border-radius: 12px; overflow: hidden; }
         th, td { text-align: left; padding: 7px 12px; border-bottom: 1px solid #ececf0; vertical-align: top; }
         th { font-size: 12px; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); background: #fafafc; }
@@ -36,6 +36,9 @@ enum DashboardAssets {
         .crumbs { margin: 0; color: var(--muted); }
         .timeline { list-style: none; padding: 0; margin: 0; display: flex; flex-direction: column; gap: 12px; }
         .request-head { margin-bottom: 6px; }
+        .timeline table { table-layout: fixed; } .timeline td { overflow-wrap: anywhere; }
+        .timeline th:nth-child(1) { width: 20%; } .timeline th:nth-child(2) { width: 11%; } .timeline th:nth-child(3) { width: 9%; }
+        .timeline th:nth-child(4) { width: 22%; } .timeline th:nth-child(5) { width: 22%; }
         form.filters { display: flex; flex-wrap: wrap; gap: 12px; align-items: end; margin-bottom: 16px; }
         label { display: flex; flex-direction: column; gap: 4px; font-size: 13px; color: var(--muted); }
         input, select, textarea { font: inherit; color: var(--ink); padding: 6px 8px; border: 1px solid var(--line); border-radius: 8px; background: #fff; }
@@ -75,7 +78,7 @@ enum DashboardAssets {
             }
           }
           if (!document.querySelector("[data-live]")) return;
-          const events = new EventSource("/dashboard/events");
+          const events = new EventSource("/dashboard/events?since=" + encodeURIComponent(document.body.dataset.revision || ""));
           events.addEventListener("changed", refresh);
           events.addEventListener("open", () => { document.body.dataset.live = "on"; });
         })();

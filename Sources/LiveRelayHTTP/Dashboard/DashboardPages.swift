@@ -7,6 +7,8 @@ import LiveRelayStore
 struct DashboardViewer: Sendable {
     let key: APIKeyRecord
     let formToken: String
+    /// The service's revision when the page began reading the store: its live updates start there.
+    let revision: UInt64
 
     /// Viewers read; only the operator changes things.
     var mayChange: Bool { key.scope == .admin }
@@ -46,7 +48,7 @@ enum DashboardPages {
             <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
             <title>\(title) · LiveRelay</title>
             <link rel="stylesheet" href="/dashboard/assets/dashboard.css"><script src="/dashboard/assets/dashboard.js" defer></script>
-            </head><body>
+            </head><body data-revision="\(viewer?.revision ?? 0)">
             <header class="bar"><a class="brand" href="/dashboard">LiveRelay</a>\(viewer == nil ? HTML.empty : HTML("<nav>\(navigation)</nav>"))\(who)</header>
             <main>\(content)</main>
             </body></html>

@@ -1,0 +1,196 @@
+import AsyncHTTPClient
+import Foundation
+import LiveActivityKit
+import NIOCore
+import NIOHTTP1
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real browser for the tests: headless Chromium driven by `chromedriver` over the W3C WebDriver
+/// protocol (JSON over HTTP), as Selenium drives it. Debian's `chromium` and `chromium-driver`;
+/// where they are missing, `availability` says so, and CI fails on it (as with `TestPostgres`).
+public final class Browser: Sendable {
+    public static let driverPath = ProcessInfo.processInfo.environment["LIVERELAY_CHROMEDRIVER"] ?? "/usr/bin/chromedriver"
+    public static let chromiumPath = ProcessInfo.processInfo.environment["LIVERELAY_CHROMIUM"] ?? "/usr/bin/chromium"
+
+    /// Whether there is a browser to drive, or why not.
+    public static var availability: Result<Void, Unavailable> {
+        for path in [driverPath, chromiumPath] where !FileManager.default.isExecutableFile(atPath: path) {
+            return .failure(Unavailable(description: "\(path) is missing (Debian: apt-get install chromium chromium-driver)"))
+        }
+        return .success(())
+    }
+
+    public static var isAvailable: Bool { (try? availability.get()) != nil }
+
+    public static var skipNote: String {
+        guard case .failure(let reason) = availability else { return "" }
+        return "SKIPPED: the dashboard was NOT tested in a browser: \(reason)"
+    }
+
+    public typealias Unavailable = TestRequirement.Unavailable
+
+    /// What the browser answered with an error.
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    private let driver: ChildProcess
+    private let base: String
+    private let session: String
+
+    private init(driver: ChildProcess, base: String, session: String) {
+        self.driver = driver
+        self.base = base
+        self.session = session
+    }
+
+    /// Starts `chromedriver` and a headless Chromium of `width` × `height` CSS pixels, runs `body`
+    /// with it, and closes both whatever happens.
+    public static func with<Value: Sendable>(
+        width: Int = 1280, height: Int = 900, _ body: (Browser) async throws -> Value
+    ) async throws -> Value {
+        try availability.get()
+        let port = try freePort()
+        let driver = try ChildProcess.start(driverPath, ["--port=\(port)"], environment: ["HOME": NSTemporaryDirectory()], output: .null)
+        let base = "http://127.0.0.1:\(port)"
+        let client = HTTPClient.shared
+        do {
+            // chromedriver listens a moment after it starts.
+            try await eventually(every: .milliseconds(50)) {
+                (try? await client.execute(HTTPClientRequest(url: base + "/status"), timeout: .seconds(2)).status) == .ok
+            }
+            let capabilities = JSONValue.object([
+                ("capabilities", .object([("alwaysMatch", .object([
+                    ("browserName", .string("chrome")),
+                    ("goog:chromeOptions", .object([
+                        ("binary", .string(chromiumPath)),
+                        ("args", .array([
+                            "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=\(width),\(height)",
+                            "--force-device-scale-factor=1", "--hide-scrollbars", "--lang=en-US",
+                        ].map(JSONValue.string))),
+                    ])),
+                ]))])),
+            ])
+            let created = try await call(client, .POST, base + "/session", capabilities)
+            guard let session = created["sessionId"]?.stringValue else { throw Failure(description: "no session in \(created.serializedString)") }
+            let browser = Browser(driver: driver, base: base, session: session)
+            do {
+                let value = try await body(browser)
+                await browser.quit()
+                return value
+            } catch {
+                await browser.quit()
+                throw error
+            }
+        } catch {
+            driver.send(SIGKILL)
+            _ = await driver.exitCode()
+            throw error
+        }
+    }
+
+    private func quit() async {
+        _ = try? await command(.DELETE, "")
+        // The session's end closed Chromium; chromedriver itself does not exit on SIGTERM.
+        driver.send(SIGKILL)
+        _ = await driver.exitCode()
+    }
+
+    // MARK: Commands
+
+    public func open(_ url: String) async throws { _ = try await command(.POST, "/url", .object([("url", .string(url))])) }
+
+    public func currentURL() async throws -> String { try await command(.GET, "/url").stringValue ?? "" }
+
+    /// The first element `selector` (CSS) finds, or nil.
+    public func element(_ selector: String) async throws -> Element? {
+        do {
+            let found = try await command(.POST, "/element", .object([("using", .string("css selector")), ("value", .string(selector))]))
+            return found.objectMembers?.first.flatMap { $0.value.stringValue }.map { Element(browser: self, id: $0) }
+        } catch let failure as Failure where failure.description.hasPrefix("no such element") {
+            return nil
+        }
+    }
+
+    /// The element `selector` finds, once it exists (within the deadline of `eventually`).
+    public func waitFor(_ selector: String, timeout: Duration = .seconds(10)) async throws -> Element {
+        let start = ContinuousClock.now
+        while true {
+            if let found = try await element(selector) { return found }
+            guard ContinuousClock.now - start < timeout else { throw Failure(description: "nothing matched \(selector) within \(timeout)") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    /// The page's visible text.
+    public func text(_ selector: String = "body") async throws -> String { try await waitFor(selector).text() }
+
+    /// Runs `script` in the page and gives its result.
+    @discardableResult
+    public func run(_ script: String) async throws -> JSONValue {
+        try await command(.POST, "/execute/sync", .object([("script", .string(script)), ("args", .array([]))]))
+    }
+
+    /// A PNG of the viewport, written to `path` (folders made as needed).
+    public func screenshot(to path: String) async throws {
+        guard let encoded = try await command(.GET, "/screenshot").stringValue, let png = Data(base64Encoded: encoded) else {
+            throw Failure(description: "the screenshot was not base64")
+        }
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try png.write(to: URL(fileURLWithPath: path))
+    }
+
+    public struct Element: Sendable {
+        let browser: Browser
+        let id: String
+
+        public func click() async throws { _ = try await browser.command(.POST, "/element/\(id)/click", .object([])) }
+        public func type(_ text: String) async throws {
+            _ = try await browser.command(.POST, "/element/\(id)/value", .object([("text", .string(text))]))
+        }
+        public func clear() async throws { _ = try await browser.command(.POST, "/element/\(id)/clear", .object([])) }
+        public func text() async throws -> String { try await browser.command(.GET, "/element/\(id)/text").stringValue ?? "" }
+    }
+
+    // MARK: The protocol
+
+    fileprivate func command(_ method: HTTPMethod, _ path: String, _ body: JSONValue? = nil) async throws -> JSONValue {
+        try await Self.call(HTTPClient.shared, method, base + "/session/\(session)" + path, body)
+    }
+
+    private static func call(_ client: HTTPClient, _ method: HTTPMethod, _ url: String, _ body: JSONValue? = nil) async throws -> JSONValue {
+        var request = HTTPClientRequest(url: url)
+        request.method = method
+        if let body {
+            request.headers.add(name: "content-type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: body.serialized))
+        }
+        let response = try await client.execute(request, timeout: .seconds(30))
+        let answer = try JSONValue(parsing: Array(buffer: try await response.body.collect(upTo: 32 * 1024 * 1024)))
+        let value = answer["value"] ?? .null
+        guard response.status == .ok else {
+            throw Failure(description: "\(value["error"]?.stringValue ?? "error"): \(value["message"]?.stringValue ?? value.serializedString)")
+        }
+        return value
+    }
+
+    /// A port free now, for a program that cannot be told to pick one.
+    private static func freePort() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw Failure(description: "socket: \(errno)") }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
+        }
+        guard bound else { throw Failure(description: "bind: \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}

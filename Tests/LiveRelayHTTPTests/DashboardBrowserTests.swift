@@ -1,0 +1,81 @@
+import APNs
+import APNsEmulator
+import Foundation
+import LiveActivityKit
+import LiveRelayStore
+import LiveRelayTesting
+import SimulatedDevices
+import Testing
+
+/// The dashboard in a real browser (headless Chromium through chromedriver): what a person sees
+/// and does. Screenshots go to `.build/dashboard-screenshots/` for a person to look at.
+@Suite(.timeLimit(.minutes(3)))
+struct DashboardBrowserTests {
+    static let screenshots = FileManager.default.currentDirectoryPath + "/.build/dashboard-screenshots"
+
+    @Test(.enabled(if: Browser.isAvailable || TestRequirement.isCI, Comment(rawValue: Browser.skipNote)))
+    func aPersonSignsInAndWatchesAnActivityStartUpdateAndFailLive() async throws {
+        try await withRelayHarness { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            try await Browser.with { browser in
+                // A wrong key is refused on the sign-in page the dashboard sent the person to.
+                try await browser.open(relay.baseURL + "/dashboard/activities")
+                try await browser.waitFor("input[name=key]").type("lr_admin_not-a-key")
+                try await browser.waitFor("form button").click()
+                try await eventually { try await browser.text(".notice").contains("the API key is unknown or revoked") }
+
+                // The admin key signs in, and the person lands where they were going.
+                try await browser.waitFor("input[name=key]").type(try #require(relay.keys[.admin]))
+                try await browser.waitFor("form button").click()
+                try await eventually { try await browser.text("h1") == "Activities" }
+                #expect(try await browser.text("main").contains("No activity matches."))
+
+                // An activity started through the API is in the list, with its content.
+                #expect(try await relay.post("/v1/activities/order-42/start", startBody(key: "order-42")).status == 201)
+                try await relay.dispatch()
+                try await relay.waitForToken("order-42", device: "iphone-1")
+                try await browser.open(relay.baseURL + "/dashboard/activities")
+                try await browser.waitFor("a[href*='key=order-42']").click()
+                try await eventually { try await browser.text("h1").hasPrefix("order-42") }
+                #expect(try await browser.text("#activity-content").contains("\"preparing\""))
+                #expect(try await browser.text("#activity-tokens").contains("iphone-1"))
+                #expect(try await browser.text("#activity-timeline").contains("start accepted"))
+                try await eventually { try await browser.run("return document.body.dataset.live || ''") == .string("on") }
+                try await browser.screenshot(to: Self.screenshots + "/activity-started.png")
+
+                // An update through the API shows without reloading, within 2 seconds of being sent.
+                try await browser.run("window.notReloaded = true")
+                let update = try await relay.post("/v1/activities/order-42/update", .object([("contentState", content("on the way", 10))]))
+                #expect(update.status == 200)
+                try await relay.dispatch()
+                let sent = ContinuousClock.now
+                try await eventually { try await browser.text("#activity-content").contains("\"on the way\"") }
+                let shownAfter = ContinuousClock.now - sent
+                #expect(shownAfter < .seconds(2), "the update showed after \(shownAfter)")
+                #expect(try await browser.run("return window.notReloaded === true") == .bool(true))
+                #expect(try await browser.text("#activity-timeline").contains("update accepted"))
+
+                // APNs refuses the next push: the timeline shows the failure and its reason, live.
+                _ = relay.emulator.faults.add(EmulatorFault(EmulatorFault.respond(.badExpirationDate)))
+                let textarea = try await browser.waitFor("textarea[name=contentState]")
+                try await textarea.clear()
+                try await textarea.type(#"{"status": "delivered", "etaMinutes": 0}"#)
+                try await browser.waitFor("button[value=update]").click()
+                try await relay.eventually {
+                    try await relay.store.deliveries(DeliveryQuery(key: "order-42")).contains { $0.status == .queued }
+                }
+                try await relay.dispatch()
+                try await eventually { try await browser.text("#activity-timeline").contains("BadExpirationDate") }
+                #expect(try await browser.text("#activity-tokens").contains("400 BadExpirationDate"))
+                try await browser.screenshot(to: Self.screenshots + "/activity-failed.png")
+                try await browser.run("document.getElementById('activity-timeline').scrollIntoView()")
+                try await browser.screenshot(to: Self.screenshots + "/activity-timeline.png")
+
+                try await browser.open(relay.baseURL + "/dashboard")
+                try await eventually { try await browser.text("h1") == "Overview" }
+                #expect(try await browser.text("#overview-counts").contains("BadExpirationDate"))
+                try await browser.screenshot(to: Self.screenshots + "/overview.png")
+            }
+        }
+    }
+}
