@@ -112,7 +112,6 @@ let package = Package(
             dependencies: [
                 "LiveRelay", "LiveRelayStore", "JSONAPI", "LiveActivityKit", "APNs",
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

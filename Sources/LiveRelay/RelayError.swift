@@ -41,6 +41,8 @@ public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
         /// The same idempotency key was committed by a concurrent request.
         public static let idempotencyConflict = Code(rawValue: "idempotency_conflict")
         public static let scheduleNotPending = Code(rawValue: "schedule_not_pending")
+        /// A push that is not a failure, or whose target is gone, or that a newer push replaced.
+        public static let notRetryable = Code(rawValue: "not_retryable")
         public static let lastAdminKey = Code(rawValue: "last_admin_key")
         public static let apnsUnavailable = Code(rawValue: "apns_unavailable")
         public static let apnsRefused = Code(rawValue: "apns_refused")

@@ -574,6 +574,22 @@ public final class RelayService: Sendable {
         try await store.deliveries(query)
     }
 
+    /// Sends a failed push again: the same payload to the same target, queued beside the failure
+    /// (`DeliveryRetry`). `app`: the only app the caller may act for, if bound to one.
+    public func retryDelivery(id: Int64, app: String?) async throws -> DeliveryRecord {
+        switch try await store.retryDelivery(id: id, app: app, at: now()) {
+        case .retried(let delivery):
+            noteChange()
+            outboxSignal.queued()
+            logger.info("failed push retried", metadata: ["delivery": "\(id)", "retry": "\(delivery.id)"])
+            return delivery
+        case .refused(let refusal):
+            throw RelayError(.conflict, .notRetryable, message: refusal.description, field: "id")
+        case .notFound:
+            throw RelayError.notFound("id", "no push \(id)")
+        }
+    }
+
     /// How many deliveries the outbox holds in each state.
     public func deliveryCounts() async throws -> [DeliveryStatus: Int] {
         try await store.deliveryCounts()

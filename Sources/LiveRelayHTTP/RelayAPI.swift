@@ -125,6 +125,12 @@ public struct RelayAPI: Sendable {
             Self.json(RelayView.json(try await relay.describe(app: try await app(request, context), key: try activityKey(context))))
         }
         server.get("/deliveries") { request, context in try await deliveries(request, context) }
+        server.post("/deliveries/{id}/retry") { request, context in
+            let text = try context.parameters.require("id")
+            guard let id = Int64(text) else { throw APIError.invalid("id", "must be a delivery id") }
+            let retry = try await relay.retryDelivery(id: id, app: try Self.appFilter(request, context))
+            return Self.json(RelayView.json(retry), status: .created)
+        }
         server.get("/schedules") { request, context in
             let key = request.uri.queryParameters["key"].map(String.init)
             let schedules = try await relay.schedules(app: try Self.appFilter(request, context), key: key)
@@ -150,7 +156,7 @@ public struct RelayAPI: Sendable {
         }
         let reading = router.group("/v1").add(middleware: guarded(.server, .admin, .viewer))
         reading.get("/activities") { request, context in
-            let query = try ActivityQuery(uri: request.uri, bundleID: try Self.appFilter(request, context), limit: 50)
+            let query = try ActivityQuery(parameters: request.queryDictionary(), bundleID: try Self.appFilter(request, context), limit: 50)
             let page = try await relay.activities(query)
             var members: [(String, JSONValue)] = [("activities", .array(page.map(RelayView.json)))]
             if page.count == query.limit, let last = page.last { members.append(("after", .string(ActivityCursor(after: last).token))) }
@@ -272,24 +278,7 @@ public struct RelayAPI: Sendable {
     }
 
     private func deliveries(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
-        let query = request.uri.queryParameters
-        var filter = DeliveryQuery()
-        filter.bundleID = try Self.appFilter(request, context)
-        filter.key = query["key"].map(String.init)
-        if let status = query["status"] {
-            guard let value = DeliveryStatus(rawValue: String(status)) else {
-                throw APIError.invalid("status", "must be one of \(DeliveryStatus.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-            filter.status = value
-        }
-        if let before = query["before"] {
-            guard let id = Int64(before) else { throw APIError.invalid("before", "must be a delivery id") }
-            filter.before = id
-        }
-        if let limit = query["limit"] {
-            guard let value = Int(limit), (1...1000).contains(value) else { throw APIError.invalid("limit", "must be 1 to 1000") }
-            filter.limit = value
-        }
+        let filter = try DeliveryQuery(parameters: request.queryDictionary(), bundleID: try Self.appFilter(request, context))
         let page = try await relay.deliveries(filter)
         var members: [(String, JSONValue)] = [("deliveries", .array(page.map(RelayView.json)))]
         if page.count == filter.limit, let last = page.last { members.append(("before", .integer(last.id))) }

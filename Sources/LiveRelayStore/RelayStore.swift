@@ -100,6 +100,9 @@ public protocol RelayStore: Sendable {
     /// When the next queued delivery is due, if any.
     func nextDueDate() async throws -> Date?
     func deliveries(_ query: DeliveryQuery) async throws -> [DeliveryRecord]
+    /// Queues a failed push of the app (nil: any app) again beside it, unless `DeliveryRetry.refusal`
+    /// says no (in the same transaction, so that two retries at once make one push).
+    func retryDelivery(id: Int64, app: String?, at now: Date) async throws -> DeliveryRetry.Outcome
     func deliveryCounts() async throws -> [DeliveryStatus: Int]
 
     // MARK: Keys and tokens

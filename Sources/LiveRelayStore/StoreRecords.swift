@@ -578,14 +578,19 @@ public struct DeliveryQuery: Sendable, Hashable {
     public var bundleID: String?
     public var key: String?
     public var status: DeliveryStatus?
+    /// Only those APNs answered with this reason (`BadDeviceToken`), or that the outbox gave it.
+    public var reason: String?
     /// Only deliveries with a smaller id (the page before).
     public var before: Int64?
     public var limit: Int
 
-    public init(bundleID: String? = nil, key: String? = nil, status: DeliveryStatus? = nil, before: Int64? = nil, limit: Int = 100) {
+    public init(
+        bundleID: String? = nil, key: String? = nil, status: DeliveryStatus? = nil, reason: String? = nil, before: Int64? = nil, limit: Int = 100
+    ) {
         self.bundleID = bundleID
         self.key = key
         self.status = status
+        self.reason = reason
         self.before = before
         self.limit = limit
     }

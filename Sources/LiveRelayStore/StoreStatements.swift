@@ -108,6 +108,43 @@ enum StoreStatements {
         FROM activity_tokens WHERE bundle_id = ? AND key = ? AND state = 'live' ORDER BY device_id
         """
 
+    // MARK: Retrying a failed push
+
+    static let retryCandidate = "SELECT \(DeliveryRecord.columns) FROM deliveries WHERE id = ?"
+
+    /// What the target's liveness is read from, by kind (`DeliveryRetry.targetState`).
+    static func retryTarget(_ target: DeliveryTarget, app: String, key: String) -> SQLStatement {
+        switch target {
+        case .activityToken(let device, let token):
+            SQLStatement(
+                text: "SELECT state, state_reason FROM activity_tokens WHERE bundle_id = ? AND key = ? AND device_id = ? AND token = ?",
+                arguments: [.text(app), .text(key), .text(device), .text(token)])
+        case .pushToStartToken(let device, let token):
+            SQLStatement(
+                text: "SELECT dead_reason FROM push_to_start_tokens WHERE bundle_id = ? AND device_id = ? AND token = ?",
+                arguments: [.text(app), .text(device), .text(token)])
+        case .channel(let id):
+            SQLStatement(text: "SELECT deleted_at FROM channels WHERE channel_id = ?", arguments: [.text(id)])
+        }
+    }
+
+    /// A later push of the key to the same target that was not given up: queued, on its way or sent.
+    static let newerPush = """
+        SELECT id FROM deliveries
+        WHERE bundle_id = ? AND key = ? AND target = ? AND COALESCE(device_id, '') = ? AND COALESCE(channel_id, '') = ? AND id > ?
+            AND status IN ('queued', 'sending', 'sent')
+        ORDER BY id LIMIT 1
+        """
+
+    /// The push again, as it was but queued and due at once: (reason, due, now, id).
+    static let retry = """
+        INSERT INTO deliveries (\(newDeliveryColumns))
+        SELECT key, event, target, device_id, token, channel_id, payload_id, priority, ?, expiration, timestamp, request_id,
+            'queued', 0, ?, ?, environment, bundle_id
+        FROM deliveries WHERE id = ?
+        RETURNING \(DeliveryRecord.columns)
+        """
+
     // MARK: The dashboard
 
     /// A page of activities, newest first (then by app and key, so that the order is total).

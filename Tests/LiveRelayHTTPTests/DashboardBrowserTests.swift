@@ -68,6 +68,16 @@ struct DashboardBrowserTests {
                 try await eventually { try await browser.text("#activity-timeline").contains("BadExpirationDate") }
                 #expect(try await browser.text("#activity-tokens").contains("400 BadExpirationDate"))
                 try await browser.screenshot(to: Self.screenshots + "/activity-failed.png")
+
+                // The person retries it from the timeline: the same push goes again, and arrives.
+                try await browser.waitFor("#activity-timeline form[action='/dashboard/deliveries/retry'] button").click()
+                try await relay.eventually {
+                    try await relay.store.deliveries(DeliveryQuery(key: "order-42")).contains { $0.status == .queued }
+                }
+                try await relay.dispatch()
+                try await eventually { try await browser.text("#activity-timeline").contains("retry of push") }
+                try await eventually { try await browser.text("#activity-tokens").contains("200") }
+                #expect(try relay.activity(on: "iphone-1")?.content.state == content("delivered", 0))
                 try await browser.run("document.getElementById('activity-timeline').scrollIntoView()")
                 try await browser.screenshot(to: Self.screenshots + "/activity-timeline.png")
 

@@ -1,3 +1,4 @@
+import APNs
 import APNsEmulator
 import AsyncHTTPClient
 import Foundation
@@ -207,6 +208,54 @@ struct DashboardTests {
             _ = try await browser.signIn(key: try #require(relay.keys[.admin]))
             let active = try await browser.get("/dashboard/activities?state=active")
             #expect(active.text.contains("order-5") && !active.text.contains(">order-2<"))
+        }
+    }
+}
+
+extension DashboardTests {
+    @Test func aFailedPushIsRetriedOnceThroughTheAPIOrTheDashboard() async throws {
+        try await withRelayHarness { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            #expect(try await relay.post("/v1/activities/order-5/start", startBody(key: "order-5")).status == 201)
+            try await relay.dispatch()
+            try await relay.waitForToken("order-5", device: "iphone-1")
+            _ = relay.emulator.faults.add(EmulatorFault(EmulatorFault.respond(.badExpirationDate)))
+            #expect(try await relay.post("/v1/activities/order-5/update", .object([("contentState", content("late", 40))])).status == 200)
+            try await relay.dispatch()
+            let failed = try #require(try await relay.store.deliveries(DeliveryQuery(key: "order-5", status: .failed)).first)
+
+            let listed = try await relay.call(.GET, "/v1/deliveries?status=failed&reason=BadExpirationDate")
+            #expect(listed.json["deliveries"]?.arrayElements?.map { $0["id"] } == [.integer(failed.id)])
+            #expect(try await relay.call(.GET, "/v1/deliveries?reason=").status == 400)
+            #expect(try await relay.call(.POST, "/v1/deliveries/\(failed.id)/retry", scope: .client).status == 403)
+            #expect(try await relay.call(.POST, "/v1/deliveries/abc/retry").status == 400)
+            #expect(try await relay.call(.POST, "/v1/deliveries/999999/retry").status == 404)
+
+            // In the dashboard the failure has a Retry button for the operator, none for a viewer.
+            let browser = DashboardBrowser(relay)
+            _ = try await browser.signIn(key: try #require(relay.keys[.admin]))
+            let page = try await browser.get("/dashboard/deliveries?status=failed&reason=&key=")
+            #expect(page.status == 200)
+            #expect(page.text.contains("BadExpirationDate") && page.text.contains(#"name="id" value="\#(failed.id)""#))
+            let retried = try await browser.post("/dashboard/deliveries/retry", ["id": String(failed.id)])
+            #expect(retried.status == 303)
+            let again = try await browser.post("/dashboard/deliveries/retry", ["id": String(failed.id)])
+            #expect(again.status == 409)
+            #expect(again.text.contains("Push \(failed.id) was not retried: push"))
+            let api = try await relay.call(.POST, "/v1/deliveries/\(failed.id)/retry")
+            #expect(api.status == 409)
+            #expect(api.json["error"]?["code"] == .string("not_retryable"))
+            #expect(api.json["error"]?["field"] == .string("id"))
+
+            try await relay.dispatch()
+            let pushes = try await relay.store.deliveries(DeliveryQuery(key: "order-5"))
+            #expect(pushes.filter { $0.requestID == failed.requestID }.map(\.status) == [.sent, .failed])
+            #expect(try relay.activity(on: "iphone-1")?.content.state == content("late", 40))
+
+            let viewer = try await relay.relay.createAPIKey(name: "support", scope: .viewer)
+            let watching = DashboardBrowser(relay)
+            _ = try await watching.signIn(key: viewer.secret)
+            #expect(!(try await watching.get("/dashboard/deliveries?status=failed").text.contains("/dashboard/deliveries/retry")))
         }
     }
 }

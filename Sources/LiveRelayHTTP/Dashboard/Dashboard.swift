@@ -37,6 +37,8 @@ struct Dashboard: Sendable {
         signedIn.get("/activity") { request, context in try await activity(request, context) }
         signedIn.post("/activity/change") { request, context in try await change(request, context) }
         signedIn.post("/schedule/cancel") { request, context in try await cancelSchedule(request, context) }
+        signedIn.get("/deliveries") { request, context in try await deliveries(request, context) }
+        signedIn.post("/deliveries/retry") { request, context in try await retry(request, context) }
         signedIn.post("/sign-out") { request, context in try await signOut(request, context) }
         signedIn.get("/events") { request, _ in events(since: Self.revisionShown(request)) }
     }
@@ -91,7 +93,7 @@ struct Dashboard: Sendable {
     private func activities(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
         let viewer = try context.dashboardViewer(relay)
         let size = 50
-        var query = try ActivityQuery(uri: request.uri, bundleID: nil, limit: size)
+        var query = try ActivityQuery(parameters: request.queryDictionary(droppingEmpty: true), bundleID: nil, limit: size)
         query.limit = size + 1
         var page = try await relay.activities(query)
         let next = page.count > size ? ActivityCursor(after: page[size - 1]).token : nil
@@ -117,7 +119,34 @@ struct Dashboard: Sendable {
         return DashboardPages.activity(description, deliveries: deliveries, viewer: viewer, refused: refused)
     }
 
+    private func deliveries(_ request: Request, _ context: RelayRequestContext, notice: String? = nil) async throws -> Response {
+        let viewer = try context.dashboardViewer(relay)
+        let size = 100
+        var query = try DeliveryQuery(parameters: request.queryDictionary(droppingEmpty: true), bundleID: nil, limit: size)
+        query.limit = size + 1
+        var page = try await relay.deliveries(query)
+        let next = page.count > size ? page[size - 1].id : nil
+        page = Array(page.prefix(size))
+        return Self.html(DashboardPages.deliveries(page, filter: query, next: next, viewer: viewer, notice: notice))
+    }
+
     // MARK: Forms that change things
+
+    /// Sends a failed push again; back to where the button was, or the refusal on the deliveries page.
+    private func retry(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
+        let (form, viewer) = try await checkedForm(request, context, changing: true)
+        guard let text = form["id"], let id = Int64(text) else { throw APIError.invalid("id", "must be a delivery id") }
+        do {
+            let retried = try await relay.retryDelivery(id: id, app: nil)
+            let back = request.headers[.referer].flatMap(Self.refererPath) ?? DashboardPages.activityPath(app: retried.bundleID, key: retried.key)
+            return Self.redirect(back)
+        } catch let error as RelayError where error.code == .notRetryable {
+            let page = try await relay.deliveries(DeliveryQuery(limit: 100))
+            return Self.html(
+                DashboardPages.deliveries(page, filter: DeliveryQuery(), next: nil, viewer: viewer, notice: "Push \(id) was not retried: \(error.message)"),
+                status: .conflict)
+        }
+    }
 
     /// Updates or ends an activity as `POST /v1/activities/{key}/update` or `/end` would, with the
     /// same rules; a refusal shows the form again with what was typed and the reason.
@@ -252,6 +281,12 @@ struct Dashboard: Sendable {
 
     static func cookie(_ name: String, _ value: String, maxAge: Int) -> Cookie {
         Cookie(name: name, value: value, maxAge: maxAge, path: "/dashboard", httpOnly: true, sameSite: .strict)
+    }
+
+    /// The dashboard path of a `Referer` from this server.
+    static func refererPath(_ referer: String) -> String? {
+        guard let url = URL(string: referer), url.path.hasPrefix("/dashboard") else { return nil }
+        return localPath(url.query.map { url.path + "?" + $0 } ?? url.path)
     }
 
     /// Where to go after signing in: a dashboard path of this server, never another site.

@@ -37,8 +37,9 @@ enum DashboardAssets {
         .timeline { list-style: none; padding: 0; margin: 0; display: flex; flex-direction: column; gap: 12px; }
         .request-head { margin-bottom: 6px; }
         .timeline table { table-layout: fixed; } .timeline td { overflow-wrap: anywhere; }
-        .timeline th:nth-child(1) { width: 20%; } .timeline th:nth-child(2) { width: 11%; } .timeline th:nth-child(3) { width: 9%; }
-        .timeline th:nth-child(4) { width: 22%; } .timeline th:nth-child(5) { width: 22%; }
+        .timeline th:nth-child(1) { width: 15%; } .timeline th:nth-child(2) { width: 15%; } .timeline th:nth-child(3) { width: 8%; }
+        .timeline th:nth-child(4) { width: 17%; } .timeline th:nth-child(5) { width: 19%; } .timeline th:nth-child(6) { width: 18%; }
+        td time { white-space: nowrap; }
         form.filters { display: flex; flex-wrap: wrap; gap: 12px; align-items: end; margin-bottom: 16px; }
         label { display: flex; flex-direction: column; gap: 4px; font-size: 13px; color: var(--muted); }
         input, select, textarea { font: inherit; color: var(--ink); padding: 6px 8px; border: 1px solid var(--line); border-radius: 8px; background: #fff; }
@@ -46,6 +47,7 @@ enum DashboardAssets {
         button { font: inherit; padding: 6px 14px; border-radius: 8px; border: 1px solid var(--accent); background: var(--accent); color: #fff; cursor: pointer; }
         button.quiet { background: transparent; border-color: #8e8e93; color: inherit; padding: 3px 10px; }
         button.danger { background: #fff; color: var(--red); border-color: var(--red); }
+        form.inline { display: inline; margin: 0; }
         .narrow form { display: flex; flex-direction: column; gap: 12px; }
         .notice { padding: 8px 12px; border-radius: 8px; } .notice.error { background: #ffebe9; color: var(--red); }
         .pages { margin-top: 12px; }

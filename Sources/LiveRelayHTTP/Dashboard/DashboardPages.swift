@@ -23,11 +23,13 @@ enum DashboardPages {
     enum Section: String, CaseIterable {
         case overview = "Overview"
         case activities = "Activities"
+        case deliveries = "Deliveries"
 
         var path: String {
             switch self {
             case .overview: "/dashboard"
             case .activities: "/dashboard/activities"
+            case .deliveries: "/dashboard/deliveries"
             }
         }
     }
@@ -200,7 +202,7 @@ enum DashboardPages {
             \(description.tokens.isEmpty ? HTML("<p class=\"empty\">No activity token yet: the key's pushes go to its channel, or no device has reported one.</p>") : HTML("<table><thead><tr><th>Device</th><th>Environment</th><th>State</th><th>Token</th><th>Last APNs answer</th></tr></thead><tbody>\(tokens)</tbody></table>"))
             </section>
             \(viewer.mayChange && activity.state == .active ? changeForms(activity, viewer: viewer, refused: refused) : .empty)
-            <section data-live id="activity-timeline"><h2>Timeline</h2>\(timeline(deliveries))</section>
+            <section data-live id="activity-timeline"><h2>Timeline</h2>\(timeline(deliveries, viewer: viewer))</section>
             <section data-live id="activity-schedules"><h2>Schedules</h2>\(schedules(description.schedules, viewer: viewer))</section>
             """)
     }
@@ -222,7 +224,7 @@ enum DashboardPages {
 
     /// Every push of the key, newest request first: when it was accepted, with which priority and
     /// why, and each delivery's way through the outbox and APNs' answer.
-    static func timeline(_ deliveries: [DeliveryRecord]) -> HTML {
+    static func timeline(_ deliveries: [DeliveryRecord], viewer: DashboardViewer) -> HTML {
         guard !deliveries.isEmpty else { return "<p class=\"empty\">No push yet.</p>" }
         var order: [String] = []
         var requests: [String: [DeliveryRecord]] = [:]
@@ -235,21 +237,76 @@ enum DashboardPages {
             let first = pushes[0]
             let rows = pushes.html { delivery in
                 """
-                <tr><td>\(target(delivery.target))</td><td><span class="badge \(delivery.status.rawValue)">\(delivery.status.rawValue)</span></td>
+                <tr><td>\(target(delivery.target))</td><td><span class="badge \(delivery.status.rawValue)">\(delivery.status.rawValue)</span>\(delivery.priorityReason == first.priorityReason ? HTML.empty : HTML(" <span class=\"muted\">\(delivery.priorityReason)</span>"))</td>
                 <td class="number">\(delivery.attempts)</td>
                 <td>\(delivery.apnsStatus.map { String($0) } ?? "")\(delivery.apnsReason.map { HTML(" <span class=\"reason\">\($0)</span>") } ?? .empty)</td>
-                <td><code>\(delivery.apnsID ?? "")</code></td><td>\(delivery.finishedAt.map(time) ?? .empty)</td></tr>
+                <td><code>\(delivery.apnsID ?? "")</code></td><td>\(delivery.finishedAt.map(time) ?? .empty)</td>
+                <td>\(retriedLater(delivery, in: deliveries) ? HTML.empty : retryButton(delivery, viewer: viewer))</td></tr>
                 """
             }
             return """
                 <li class="request"><div class="request-head"><strong>\(first.event)</strong> accepted \(time(first.createdAt))
                 · priority \(first.priority) <span class="muted">(\(first.priorityReason))</span> · timestamp \(first.timestamp)
                 · <code>\(requestID)</code></div>
-                <table><thead><tr><th>To</th><th>Status</th><th class="number">Attempts</th><th>APNs answer</th><th>apns-id</th><th>Finished</th></tr></thead>
+                <table><thead><tr><th>To</th><th>Status</th><th class="number">Attempts</th><th>APNs answer</th><th>apns-id</th><th>Finished</th><th></th></tr></thead>
                 <tbody>\(rows)</tbody></table></li>
                 """
         }
         return "<ol class=\"timeline\">\(items)</ol>"
+    }
+
+    /// Whether a later push to the same target is on its way or arrived: the server would refuse to
+    /// send this one again.
+    private static func retriedLater(_ delivery: DeliveryRecord, in deliveries: [DeliveryRecord]) -> Bool {
+        deliveries.contains { DeliveryRetry.isNewer($0, than: delivery) }
+    }
+
+    /// Sends a failed push again, for the operator; the server says whether it may.
+    static func retryButton(_ delivery: DeliveryRecord, viewer: DashboardViewer) -> HTML {
+        guard viewer.mayChange, delivery.status == .failed else { return .empty }
+        return """
+            <form method="post" action="/dashboard/deliveries/retry" class="inline">\(formToken(viewer))
+            <input type="hidden" name="id" value="\(delivery.id)"><button class="quiet">Retry</button></form>
+            """
+    }
+
+    // MARK: Deliveries
+
+    static func deliveries(_ page: [DeliveryRecord], filter: DeliveryQuery, next: Int64?, viewer: DashboardViewer, notice message: String? = nil) -> HTML {
+        func option(_ value: String, _ label: String, selected: Bool) -> HTML {
+            "<option value=\"\(value)\"\(selected ? HTML(" selected") : .empty)>\(label)</option>"
+        }
+        let statusOptions = option("", "any status", selected: filter.status == nil)
+            + DeliveryStatus.allCases.html { option($0.rawValue, $0.rawValue, selected: filter.status == $0) }
+        let rows = page.html { delivery in
+            """
+            <tr><td class="number">\(delivery.id)</td>
+            <td><a href="\(activityPath(app: delivery.bundleID, key: delivery.key))">\(delivery.key)</a></td><td>\(delivery.event)</td>
+            <td>\(target(delivery.target))</td><td><span class="badge \(delivery.status.rawValue)">\(delivery.status.rawValue)</span></td>
+            <td class="number">\(delivery.attempts)</td>
+            <td>\(delivery.apnsStatus.map { String($0) } ?? "")\(delivery.apnsReason.map { HTML(" <span class=\"reason\">\($0)</span>") } ?? .empty)</td>
+            <td>\(time(delivery.createdAt))</td><td>\(retryButton(delivery, viewer: viewer))</td></tr>
+            """
+        }
+        let table: HTML =
+            page.isEmpty
+            ? "<p class=\"empty\">No push matches.</p>"
+            : """
+                <table class="deliveries"><thead><tr><th class="number">Push</th><th>Key</th><th>Event</th><th>To</th><th>Status</th>
+                <th class="number">Attempts</th><th>APNs answer</th><th>Accepted</th><th></th></tr></thead><tbody>\(rows)</tbody></table>
+                """
+        let more: HTML = next.map { "<p class=\"pages\"><a rel=\"next\" href=\"/dashboard/deliveries?\(filter.parameters(before: $0))\">Older</a></p>" } ?? .empty
+        return Self.page("Deliveries", section: .deliveries, viewer: viewer, """
+            <h1>Deliveries</h1>
+            \(notice(message))
+            <form class="filters" method="get" action="/dashboard/deliveries">
+            <label>Status <select name="status">\(statusOptions)</select></label>
+            <label>APNs reason <input name="reason" value="\(filter.reason ?? "")" placeholder="BadDeviceToken"></label>
+            <label>Key <input name="key" value="\(filter.key ?? "")"></label>
+            <button>Filter</button>
+            </form>
+            <div data-live id="delivery-list">\(table)\(more)</div>
+            """)
     }
 
     private static func schedules(_ schedules: [ScheduleRecord], viewer: DashboardViewer) -> HTML {

@@ -477,15 +477,36 @@ public final class PostgresStore: InstanceSharedStore {
                 """
                 SELECT \(DeliveryRecord.columns) FROM deliveries
                 WHERE (?::text IS NULL OR bundle_id = ?) AND (?::text IS NULL OR key = ?) AND (?::text IS NULL OR status = ?)
-                    AND (?::bigint IS NULL OR id < ?)
+                    AND (?::bigint IS NULL OR id < ?) AND (?::text IS NULL OR apns_reason = ?)
                 ORDER BY id DESC LIMIT ?
                 """,
                 [
                     .text(query.bundleID), .text(query.bundleID), .text(query.key), .text(query.key), .text(query.status?.rawValue),
-                    .text(query.status?.rawValue), .integer(query.before), .integer(query.before), .integer(Int64(query.limit)),
+                    .text(query.status?.rawValue), .integer(query.before), .integer(query.before), .text(query.reason), .text(query.reason),
+                    .integer(Int64(query.limit)),
                 ]
             ).map(DeliveryRow.init(row:))
             return try await Self.withPayloads(db, rows)
+        }
+    }
+
+    public func retryDelivery(id: Int64, app: String?, at now: Date) async throws -> DeliveryRetry.Outcome {
+        try await transaction { db in
+            guard let failed = try await db.rows(StoreStatements.retryCandidate + " FOR UPDATE", [.integer(id)]).first.map(DeliveryRow.init(row:))?.record,
+                app == nil || failed.bundleID == app
+            else { return .notFound }
+            let check = StoreStatements.retryTarget(failed.target, app: failed.bundleID, key: failed.key)
+            let target = DeliveryRetry.targetState(failed.target, row: try await db.rows(check.text, check.arguments).first)
+            let (kind, deviceID, _, channelID) = failed.target.columns
+            let newer = try await db.rows(
+                StoreStatements.newerPush, [.text(failed.bundleID), .text(failed.key), .text(kind), .text(deviceID ?? ""), .text(channelID ?? ""), .integer(id)]
+            ).first?.integer(0)
+            if let refusal = DeliveryRetry.refusal(status: failed.status, target: target, newerPush: newer) { return .refused(refusal) }
+            let rows = try await db.rows(StoreStatements.retry, [.text("retry of push \(id)"), .seconds(now), .seconds(now), .integer(id)])
+                .map(DeliveryRow.init(row:))
+            try await db.run("SELECT pg_notify(?, '')", [.text(Self.outboxChannel)])
+            guard let retried = try await Self.withPayloads(db, rows).first else { return .notFound }
+            return .retried(retried)
         }
     }
 

@@ -450,14 +450,32 @@ public final class SQLiteStore: RelayStore {
                 """
                 SELECT \(DeliveryRecord.columns) FROM deliveries
                 WHERE (? IS NULL OR bundle_id = ?) AND (? IS NULL OR key = ?) AND (? IS NULL OR status = ?) AND (? IS NULL OR id < ?)
+                    AND (? IS NULL OR apns_reason = ?)
                 ORDER BY id DESC LIMIT ?
                 """,
                 [
                     query.bundleID, query.bundleID, query.key, query.key, query.status?.rawValue, query.status?.rawValue, query.before,
-                    query.before, query.limit,
+                    query.before, query.reason, query.reason, query.limit,
                 ],
                 as: DeliveryRow.init(row:))
             return try Self.withPayloads(db, rows)
+        }
+    }
+
+    public func retryDelivery(id: Int64, app: String?, at now: Date) async throws -> DeliveryRetry.Outcome {
+        try await write { db in
+            guard let failed = try db.fetchOne(StoreStatements.retryCandidate, [id], as: DeliveryRow.init(row:))?.record,
+                app == nil || failed.bundleID == app
+            else { return .notFound }
+            let check = StoreStatements.retryTarget(failed.target, app: failed.bundleID, key: failed.key)
+            let target = DeliveryRetry.targetState(failed.target, row: try Row.fetchOne(db, sql: check.text, arguments: check.sqliteArguments))
+            let (kind, deviceID, _, channelID) = failed.target.columns
+            let newer = try db.fetchOne(
+                StoreStatements.newerPush, [failed.bundleID, failed.key, kind, deviceID ?? "", channelID ?? "", id]) { try $0.integer(0) } ?? nil
+            if let refusal = DeliveryRetry.refusal(status: failed.status, target: target, newerPush: newer) { return .refused(refusal) }
+            let rows = try db.fetchAll(StoreStatements.retry, ["retry of push \(id)", now.seconds, now.seconds, id], as: DeliveryRow.init(row:))
+            guard let retried = try Self.withPayloads(db, rows).first else { return .notFound }
+            return .retried(retried)
         }
     }
 

@@ -1,9 +1,20 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import HummingbirdCore
 import JSONAPI
 import LiveRelayStore
+
+extension Request {
+    /// The query's parameters by name (the first of each), without the empty ones when asked: a
+    /// form leaves its unset fields empty.
+    func queryDictionary(droppingEmpty: Bool = false) -> [String: String] {
+        var parameters: [String: String] = [:]
+        for (name, value) in uri.queryParameters where !(droppingEmpty && value.isEmpty) && parameters[String(name)] == nil {
+            parameters[String(name)] = String(value)
+        }
+        return parameters
+    }
+}
 
 /// How the API and the dashboard name a page of activities in a query string: `app`, `state`,
 /// `attributesType`, `keyContains`, `after` (a cursor this server gave) and `limit`.
@@ -12,9 +23,8 @@ extension ActivityQuery {
 
     /// `bundleID` is the app the caller is bound to or named (nil: every app); `limit` applies
     /// when the query gives none.
-    init(uri: URI, bundleID: String?, limit: Int) throws {
-        let parameters = uri.queryParameters
-        func value(_ name: Substring) -> String? { parameters[name].map(String.init).flatMap { $0.isEmpty ? nil : $0 } }
+    init(parameters: [String: String], bundleID: String?, limit: Int) throws {
+        func value(_ name: String) -> String? { parameters[name].flatMap { $0.isEmpty ? nil : $0 } }
         self.init(bundleID: bundleID ?? value("app"), attributesType: value("attributesType"), keyContains: value("keyContains"), limit: limit)
         if let state = value("state") {
             guard let known = ActivityKeyState(rawValue: state) else { throw APIError.invalid("state", "must be active or ended") }
@@ -37,6 +47,47 @@ extension ActivityQuery {
         if let attributesType { items.append(("attributesType", attributesType)) }
         if let keyContains { items.append(("keyContains", keyContains)) }
         if let after { items.append(("after", after)) }
+        return QueryString.make(items)
+    }
+}
+
+/// How the API and the dashboard name a page of deliveries: `app`, `key`, `status`, `reason`,
+/// `before` (a delivery id: the page after it, newest first) and `limit`.
+extension DeliveryQuery {
+    static let largestPage = 1000
+
+    init(parameters: [String: String], bundleID: String?, limit: Int = 100) throws {
+        self.init(bundleID: bundleID ?? parameters["app"], key: parameters["key"], limit: limit)
+        if let status = parameters["status"] {
+            guard let value = DeliveryStatus(rawValue: status) else {
+                throw APIError.invalid("status", "must be one of \(DeliveryStatus.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            self.status = value
+        }
+        if let reason = parameters["reason"] {
+            guard !reason.isEmpty else { throw APIError.invalid("reason", "must be an APNs reason, not empty") }
+            self.reason = reason
+        }
+        if let before = parameters["before"] {
+            guard let id = Int64(before) else { throw APIError.invalid("before", "must be a delivery id") }
+            self.before = id
+        }
+        if let text = parameters["limit"] {
+            guard let value = Int(text), (1...Self.largestPage).contains(value) else {
+                throw APIError.invalid("limit", "must be 1 to \(Self.largestPage)")
+            }
+            self.limit = value
+        }
+    }
+
+    /// The query string of this filter (without `limit`), with `before` when given.
+    func parameters(before: Int64? = nil) -> String {
+        var items: [(String, String)] = []
+        if let bundleID { items.append(("app", bundleID)) }
+        if let key { items.append(("key", key)) }
+        if let status { items.append(("status", status.rawValue)) }
+        if let reason { items.append(("reason", reason)) }
+        if let before { items.append(("before", String(before))) }
         return QueryString.make(items)
     }
 }
