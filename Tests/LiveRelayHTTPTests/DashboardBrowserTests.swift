@@ -85,6 +85,11 @@ struct DashboardBrowserTests {
                 try await eventually { try await browser.text("h1") == "Overview" }
                 #expect(try await browser.text("#overview-counts").contains("BadExpirationDate"))
                 try await browser.screenshot(to: Self.screenshots + "/overview.png")
+                for (page, heading) in [("deliveries", "Deliveries"), ("channels", "Channels"), ("api-keys", "API keys")] {
+                    try await browser.open(relay.baseURL + "/dashboard/" + page)
+                    try await eventually { try await browser.text("h1") == heading }
+                    try await browser.screenshot(to: Self.screenshots + "/\(page).png")
+                }
             }
         }
     }

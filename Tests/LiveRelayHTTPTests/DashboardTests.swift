@@ -260,6 +260,58 @@ extension DashboardTests {
     }
 }
 
+extension DashboardTests {
+    @Test func theOperatorMakesAKeySeesItsSecretOnceAndRevokesIt() async throws {
+        try await withRelayHarness { relay in
+            let browser = DashboardBrowser(relay)
+            _ = try await browser.signIn(key: try #require(relay.keys[.admin]))
+            let made = try await browser.post("/dashboard/api-keys", ["name": "support desk", "scope": "viewer", "bundleID": ""])
+            #expect(made.status == 201)
+            let secret = try #require(made.text.firstMatch(of: /id="new-secret">(lr_viewer_[0-9a-f]+)</)?.1).description
+            let key = try #require(try await relay.relay.apiKeys().first { $0.name == "support desk" })
+            #expect(key.scope == .viewer && key.bundleID == nil)
+            // The list never shows a secret.
+            #expect(!(try await browser.get("/dashboard/api-keys").text.contains(secret)))
+
+            let refused = try await browser.post("/dashboard/api-keys", ["name": "x", "scope": "viewer", "bundleID": harnessApp])
+            #expect(refused.status == 400)
+            #expect(refused.text.contains("No key was made: bundleID: a viewer key reads every app"))
+            #expect(try await browser.post("/dashboard/api-keys", ["name": "x", "scope": "root"]).status == 400)
+
+            let support = DashboardBrowser(relay)
+            #expect(try await support.signIn(key: secret).status == 303)
+            #expect(try await support.get("/dashboard/api-keys").status == 200)
+            #expect(try await support.post("/dashboard/api-keys", ["name": "mine", "scope": "admin"]).status == 403)
+
+            #expect(try await browser.post("/dashboard/api-keys/revoke", ["id": key.id]).status == 303)
+            #expect(try await support.get("/dashboard").status == 303)
+            let adminID = try #require(try await relay.relay.apiKeys().first { $0.scope == .admin }?.id)
+            let last = try await browser.post("/dashboard/api-keys/revoke", ["id": adminID])
+            #expect(last.status == 409)
+            #expect(last.text.contains("is the last live admin key"))
+        }
+    }
+
+    @Test func channelsShowTheirUseOfApplesAllowanceAndAreDeletedByTheOperator() async throws {
+        try await withRelayHarness { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            let started = try await relay.post(
+                "/v1/activities/match-1/start", startBody(key: "match-1", extra: [("channel", .object([("storagePolicy", .integer(1))]))]))
+            #expect(started.status == 201)
+            let channelID = try #require(started.json["channelID"]?.stringValue)
+            let browser = DashboardBrowser(relay)
+            _ = try await browser.signIn(key: try #require(relay.keys[.admin]))
+            let page = try await browser.get("/dashboard/channels")
+            #expect(page.text.contains(channelID) && page.text.contains("1 <small>of 10,000</small>"))
+            #expect(try await browser.post("/dashboard/channels/delete", ["id": channelID]).status == 303)
+            #expect(try await relay.store.channel(id: channelID)?.deletedAt != nil)
+            let gone = try await browser.post("/dashboard/channels/delete", ["id": channelID])
+            #expect(gone.status == 404)
+            #expect(gone.text.contains("was not deleted: no live channel"))
+        }
+    }
+}
+
 /// A browser without JavaScript: keeps cookies, follows no redirect, posts forms with the form
 /// token of the page it last loaded.
 final class DashboardBrowser: @unchecked Sendable {

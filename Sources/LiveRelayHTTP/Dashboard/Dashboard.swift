@@ -39,6 +39,13 @@ struct Dashboard: Sendable {
         signedIn.post("/schedule/cancel") { request, context in try await cancelSchedule(request, context) }
         signedIn.get("/deliveries") { request, context in try await deliveries(request, context) }
         signedIn.post("/deliveries/retry") { request, context in try await retry(request, context) }
+        signedIn.get("/channels") { _, context in
+            Self.html(DashboardPages.channels(try await relay.channels(), viewer: try context.dashboardViewer(relay)))
+        }
+        signedIn.post("/channels/delete") { request, context in try await deleteChannel(request, context) }
+        signedIn.get("/api-keys") { _, context in try await apiKeys(context) }
+        signedIn.post("/api-keys") { request, context in try await createAPIKey(request, context) }
+        signedIn.post("/api-keys/revoke") { request, context in try await revokeAPIKey(request, context) }
         signedIn.post("/sign-out") { request, context in try await signOut(request, context) }
         signedIn.get("/events") { request, _ in events(since: Self.revisionShown(request)) }
     }
@@ -131,6 +138,57 @@ struct Dashboard: Sendable {
     }
 
     // MARK: Forms that change things
+
+    private func apiKeys(
+        _ context: RelayRequestContext, made: DashboardPages.MadeKey? = nil, notice: String? = nil, status: HTTPResponse.Status = .ok
+    ) async throws -> Response {
+        let viewer = try context.dashboardViewer(relay)
+        return Self.html(
+            DashboardPages.apiKeys(try await relay.apiKeys(), apps: try await relay.apps().map(\.bundleID), viewer: viewer, made: made, notice: notice),
+            status: status)
+    }
+
+    /// Makes a key as `POST /v1/api-keys` does, and shows its secret on the page it answers with
+    /// (never in a redirect's address).
+    private func createAPIKey(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
+        let (form, _) = try await checkedForm(request, context, changing: true)
+        do {
+            let name = (form["name"] ?? "").trimmingCharacters(in: .whitespaces)
+            guard !name.isEmpty, name.count <= 200 else { throw RelayError(.invalid, .invalidValue, message: "must be 1 to 200 characters", field: "name") }
+            guard let scope = form["scope"].flatMap(APIKeyScope.init(rawValue:)) else {
+                throw RelayError(.invalid, .invalidValue, message: "must be client, server, admin or viewer", field: "scope")
+            }
+            let app = form["bundleID"].flatMap { $0.isEmpty ? nil : $0 }
+            let (record, secret) = try await relay.createAPIKey(name: name, scope: scope, app: app)
+            return try await apiKeys(context, made: DashboardPages.MadeKey(record: record, secret: secret), status: .created)
+        } catch let error as RelayError {
+            return try await apiKeys(context, notice: "No key was made: \(error.description)", status: error.kind.httpStatus)
+        }
+    }
+
+    private func revokeAPIKey(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
+        let (form, _) = try await checkedForm(request, context, changing: true)
+        guard let id = form["id"] else { throw APIError.invalid("id", "the form names no key") }
+        do {
+            try await relay.revokeAPIKey(id: id)
+            return Self.redirect("/dashboard/api-keys")
+        } catch let error as RelayError {
+            return try await apiKeys(context, notice: "\(id) was not revoked: \(error.message)", status: error.kind.httpStatus)
+        }
+    }
+
+    private func deleteChannel(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
+        let (form, viewer) = try await checkedForm(request, context, changing: true)
+        guard let id = form["id"] else { throw APIError.invalid("id", "the form names no channel") }
+        do {
+            try await relay.deleteChannel(id)
+            return Self.redirect("/dashboard/channels")
+        } catch let error as RelayError {
+            return Self.html(
+                DashboardPages.channels(try await relay.channels(), viewer: viewer, notice: "\(id) was not deleted: \(error.message)"),
+                status: error.kind.httpStatus)
+        }
+    }
 
     /// Sends a failed push again; back to where the button was, or the refusal on the deliveries page.
     private func retry(_ request: Request, _ context: RelayRequestContext) async throws -> Response {

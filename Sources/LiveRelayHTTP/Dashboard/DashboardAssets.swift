@@ -15,7 +15,7 @@ enum DashboardAssets {
         main { max-width: 1180px; margin: 0 auto; padding: 20px 24px 48px; }
         h1 { font-size: 26px; margin: 8px 0 16px; } h2 { font-size: 17px; margin: 24px 0 10px; } h2 small { color: var(--muted); font-weight: 400; }
         .card { background: var(--panel); border: 1px solid var(--line); border-radius: 12px; padding: 16px 20px; }
-        .card h2 { margin-top: 0; } .narrow { max-width: 440px; margin: 48px auto; }
+        .card h2 { margin-top: 0; } [data-live] + section.card { margin-top: 16px; } .narrow { max-width: 440px; margin: 48px auto; }
         .columns { display: grid; grid-template-columns: 1fr 1fr; gap: 16px; }
         .stats { display: grid; grid-template-columns: repeat(auto-fill, minmax(170px, 1fr)); gap: 12px; }
         .stat { background: var(--panel); border: 1px solid var(--line); border-radius: 12px; padding: 12px 16px; display: flex; flex-direction: column; gap: 4px; }
@@ -51,6 +51,7 @@ enum DashboardAssets {
         .narrow form { display: flex; flex-direction: column; gap: 12px; }
         .notice { padding: 8px 12px; border-radius: 8px; } .notice.error { background: #ffebe9; color: var(--red); }
         .pages { margin-top: 12px; }
+        .secret { border-color: var(--green); margin-bottom: 16px; } .secret pre { font-size: 15px; user-select: all; }
         section { margin-bottom: 8px; }
         @media (max-width: 800px) { .columns { grid-template-columns: 1fr; } }
         """
