@@ -264,6 +264,7 @@ public final class Dispatcher: Service {
             logger.warning("push failed", metadata: Self.metadata(delivery, status, reason))
         }
         relay.metrics.count("liverelay_pushes_total", ["event": delivery.event, "result": result])
+        relay.metrics.countPush(result: result, at: relay.now())
     }
 
     private static func metadata(_ delivery: DeliveryRecord, _ status: Int?, _ reason: String) -> Logger.Metadata {

@@ -6,8 +6,27 @@ import Synchronization
 /// never a token, key or device id.
 public final class RelayMetrics: Sendable {
     private let counters = Mutex<[String: [String: Int]]>([:])
+    /// Pushes answered in each of the last hour's minutes (by minute since 1970), by result.
+    private let minutes = Mutex<[Int64: [String: Int]]>([:])
+    static let minutesKept: Int64 = 60
 
     public init() {}
+
+    /// Counts a push answered at `date` with `result` (`sent`, `retry`, `failed`, `token_dead`).
+    func countPush(result: String, at date: Date) {
+        let minute = Int64((date.timeIntervalSince1970 / 60).rounded(.down))
+        minutes.withLock { minutes in
+            minutes[minute, default: [:]][result, default: 0] += 1
+            if minutes.count > Self.minutesKept { minutes = minutes.filter { $0.key > minute - Self.minutesKept } }
+        }
+    }
+
+    /// This process's pushes per minute by result, for the `count` minutes up to `date`'s, oldest first.
+    public func pushesPerMinute(upTo date: Date, count: Int) -> [(minute: Date, results: [String: Int])] {
+        let last = Int64((date.timeIntervalSince1970 / 60).rounded(.down))
+        let kept = minutes.withLock { $0 }
+        return (last - Int64(count) + 1...last).map { minute in (Date(timeIntervalSince1970: Double(minute) * 60), kept[minute] ?? [:]) }
+    }
 
     func count(_ name: String, _ labels: [String: String], by amount: Int = 1) {
         let series = labels.sorted { $0.key < $1.key }.map { "\($0.key)=\"\($0.value)\"" }.joined(separator: ",")

@@ -94,7 +94,8 @@ struct Dashboard: Sendable {
         let viewer = try context.dashboardViewer(relay)
         return Self.html(DashboardPages.overview(
             counts: try await relay.store.counts(), deliveries: try await relay.deliveryCounts(),
-            failures: try await relay.deliveries(DeliveryQuery(status: .failed, limit: 500)), viewer: viewer))
+            failures: try await relay.deliveries(DeliveryQuery(status: .failed, limit: 500)),
+            pushesPerMinute: relay.metrics.pushesPerMinute(upTo: relay.currentDate, count: 30), viewer: viewer))
     }
 
     private func activities(_ request: Request, _ context: RelayRequestContext) async throws -> Response {

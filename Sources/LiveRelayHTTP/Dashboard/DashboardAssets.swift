@@ -1,7 +1,9 @@
 /// The dashboard's style sheet and script, inside the binary: no CDN, no build step. The pages
 /// read fully without the script; it only keeps them current.
 enum DashboardAssets {
-    static let styleSheet = """
+    static let styleSheet = baseStyle + stride(from: 5, through: 100, by: 5).map { ".h\($0) { height: \($0)%; }" }.joined(separator: " ") + "\n"
+
+    private static let baseStyle = """
         :root { --ink: #1d1d1f; --muted: #6e6e73; --line: #d2d2d7; --panel: #fff; --page: #f5f5f7; --accent: #0a66d8;
           --green: #1a7f37; --red: #c62828; --amber: #9a6700; --grey: #57606a; font-family: -apple-system, "Segoe UI", system-ui, sans-serif; }
         * { box-sizing: border-box; }
@@ -51,6 +53,12 @@ enum DashboardAssets {
         .narrow form { display: flex; flex-direction: column; gap: 12px; }
         .notice { padding: 8px 12px; border-radius: 8px; } .notice.error { background: #ffebe9; color: var(--red); }
         .pages { margin-top: 12px; }
+        .chart { display: flex; align-items: flex-end; gap: 3px; height: 120px; padding: 8px 12px; background: var(--panel); border: 1px solid var(--line); border-radius: 12px; }
+        .chart .minute { flex: 1; min-width: 0; height: 100%; display: flex; flex-direction: column; justify-content: flex-end; background: #f5f5f7; border-radius: 3px; }
+        .part { display: block; width: 100%; } .part, .swatch { background: var(--grey); } .part.sent, .swatch.sent { background: #34a853; } .part.retry, .swatch.retry { background: #e3b341; }
+        .part.failed, .swatch.failed { background: #d93025; } .part.token_dead, .swatch.token_dead { background: #7b1fa2; }
+        .swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 4px; }
+        .legend { display: flex; gap: 16px; font-size: 13px; margin: 6px 0 0; }
         .secret { border-color: var(--green); margin-bottom: 16px; } .secret pre { font-size: 15px; user-select: all; }
         section { margin-bottom: 8px; }
         @media (max-width: 800px) { .columns { grid-template-columns: 1fr; } }

@@ -88,7 +88,34 @@ enum DashboardPages {
 
     // MARK: Overview
 
-    static func overview(counts: StoreCounts, deliveries: [DeliveryStatus: Int], failures: [DeliveryRecord], viewer: DashboardViewer) -> HTML {
+    /// The results a push's answer can have, in the order the chart stacks them.
+    static let pushResults = ["sent", "retry", "failed", "token_dead"]
+
+    /// Pushes per minute as stacked bars, scaled to the busiest minute; CSS alone.
+    static func pushChart(_ minutes: [(minute: Date, results: [String: Int])]) -> HTML {
+        let busiest = max(1, minutes.map { $0.results.values.reduce(0, +) }.max() ?? 0)
+        let bars = minutes.html { minute in
+            let total = minute.results.values.reduce(0, +)
+            let parts = pushResults.reversed().html { result in
+                let count = minute.results[result] ?? 0
+                guard count > 0 else { return .empty }
+                // In steps of 5% (classes, not a style attribute, which the page's policy forbids).
+                let step = max(1, (count * 20 + busiest - 1) / busiest) * 5
+                return "<span class=\"part \(result) h\(step)\"></span>"
+            }
+            let label = ISO8601DateFormatter().string(from: minute.minute)
+            return "<div class=\"minute\" title=\"\(label): \(total) pushes\">\(parts)</div>"
+        }
+        var totals: [String: Int] = [:]
+        for minute in minutes { totals.merge(minute.results, uniquingKeysWith: +) }
+        let legend = pushResults.html { "<span><i class=\"swatch \($0)\"></i>\($0.replacingOccurrences(of: "_", with: " ")) \(totals[$0] ?? 0)</span>" }
+        return "<div class=\"chart\" role=\"img\" aria-label=\"pushes per minute\">\(bars)</div><p class=\"legend\">\(legend) <span class=\"muted\">(busiest minute: \(busiest))</span></p>"
+    }
+
+    static func overview(
+        counts: StoreCounts, deliveries: [DeliveryStatus: Int], failures: [DeliveryRecord],
+        pushesPerMinute: [(minute: Date, results: [String: Int])], viewer: DashboardViewer
+    ) -> HTML {
         let statuses = DeliveryStatus.allCases.html { status in
             "<div class=\"stat\"><span class=\"badge \(status.rawValue)\">\(status.rawValue)</span><strong>\(deliveries[status] ?? 0)</strong></div>"
         }
@@ -108,6 +135,8 @@ enum DashboardPages {
             </section>
             <h2>Deliveries</h2>
             <section class="stats">\(statuses)</section>
+            <h2>Pushes per minute <small>(answered by APNs, the last \(pushesPerMinute.count) minutes, this instance)</small></h2>
+            \(pushChart(pushesPerMinute))
             <h2>Failures by APNs reason <small>(the latest \(failures.count))</small></h2>
             \(reasons.isEmpty ? HTML("<p class=\"empty\">No push has failed.</p>") : HTML("<table><thead><tr><th>Reason</th><th class=\"number\">Pushes</th></tr></thead><tbody>\(reasonRows)</tbody></table>"))
             </div>

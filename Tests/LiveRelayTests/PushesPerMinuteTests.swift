@@ -1,0 +1,28 @@
+import Foundation
+import Testing
+
+@testable import LiveRelay
+
+/// The overview's chart: pushes counted in the minute their answer came, for the last hour.
+@Suite struct PushesPerMinuteTests {
+    let t0 = Date(timeIntervalSince1970: 1_800_000_000)  // a minute's start
+
+    @Test func pushesAreCountedInTheirMinuteByResultOldestFirst() {
+        let metrics = RelayMetrics()
+        metrics.countPush(result: "sent", at: t0 + 1)
+        metrics.countPush(result: "sent", at: t0 + 59.9)
+        metrics.countPush(result: "failed", at: t0 + 60)
+        let minutes = metrics.pushesPerMinute(upTo: t0 + 61, count: 3)
+        #expect(minutes.map(\.minute) == [t0 - 60, t0, t0 + 60])
+        #expect(minutes.map(\.results) == [[:], ["sent": 2], ["failed": 1]])
+    }
+
+    @Test func onlyTheLastHourIsKept() {
+        let metrics = RelayMetrics()
+        metrics.countPush(result: "sent", at: t0)
+        for minute in 1...60 { metrics.countPush(result: "retry", at: t0 + Double(minute) * 60) }
+        let hour = metrics.pushesPerMinute(upTo: t0 + 60 * 60, count: 61)
+        #expect(hour.first?.results == [:])
+        #expect(hour.dropFirst().allSatisfy { $0.results == ["retry": 1] })
+    }
+}
