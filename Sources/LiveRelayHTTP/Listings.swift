@@ -26,6 +26,10 @@ extension ActivityQuery {
     init(parameters: [String: String], bundleID: String?, limit: Int) throws {
         func value(_ name: String) -> String? { parameters[name].flatMap { $0.isEmpty ? nil : $0 } }
         self.init(bundleID: bundleID ?? value("app"), attributesType: value("attributesType"), keyContains: value("keyContains"), limit: limit)
+        // What no key can hold (`RelayService.checkKey`), and PostgreSQL's text cannot.
+        if let text = keyContains, text.unicodeScalars.count > 200 || text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            throw APIError.invalid("keyContains", "must be at most 200 characters without control characters")
+        }
         if let state = value("state") {
             guard let known = ActivityKeyState(rawValue: state) else { throw APIError.invalid("state", "must be active or ended") }
             self.state = known
