@@ -39,6 +39,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.30.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        // The drawn iPhones' regions, from a template per attributes type.
+        .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
         // Hummingbird's request and response types, which our middleware names.
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
@@ -68,11 +70,22 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // What the dashboard and the emulator's devices page share: escaped markup, the live-page
+        // script and events, the style sheet, and the simulated iPhones drawn.
+        .target(
+            name: "WebPages",
+            dependencies: [
+                "LiveActivityKit", "SimulatedDevices", "JSONAPI", .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         // Apple's side on loopback: an HTTP/2 + TLS server speaking the APNs provider API.
         .target(
             name: "APNsEmulator",
             dependencies: [
-                "LiveActivityKit", "APNs", "SimulatedDevices", "JSONAPI",
+                "LiveActivityKit", "APNs", "SimulatedDevices", "JSONAPI", "WebPages",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -110,7 +123,7 @@ let package = Package(
         .target(
             name: "LiveRelayHTTP",
             dependencies: [
-                "LiveRelay", "LiveRelayStore", "JSONAPI", "LiveActivityKit", "APNs",
+                "LiveRelay", "LiveRelayStore", "JSONAPI", "LiveActivityKit", "APNs", "WebPages", "SimulatedDevices",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -124,7 +137,7 @@ let package = Package(
         .target(
             name: "LiveRelayTesting",
             dependencies: [
-                "LiveActivityKit", "APNs", "APNsEmulator", "LiveRelay", "LiveRelayHTTP", "LiveRelayStore", "SimulatedDevices",
+                "LiveActivityKit", "APNs", "APNsEmulator", "LiveRelay", "LiveRelayHTTP", "LiveRelayStore", "SimulatedDevices", "WebPages",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -155,7 +168,7 @@ let package = Package(
             name: "liverelay",
             dependencies: [
                 "LiveActivityKit", "APNs", "APNsEmulator", "SimulatedDevices", "LiveRelay", "LiveRelayHTTP", "LiveRelayStore", "JSONAPI",
-                "LiveRelayBenchmarks",
+                "LiveRelayBenchmarks", "WebPages",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -166,6 +179,8 @@ let package = Package(
         ),
         .testTarget(name: "LiveActivityKitTests", dependencies: ["LiveActivityKit", "LiveRelayTesting"]),
         .testTarget(name: "SimulatedDevicesTests", dependencies: ["SimulatedDevices", "LiveActivityKit"]),
+        // The drawn devices and their templates, without a server.
+        .testTarget(name: "WebPagesTests", dependencies: ["WebPages", "SimulatedDevices", "LiveActivityKit"]),
         .testTarget(
             name: "APNsTests",
             dependencies: [

@@ -8,6 +8,7 @@ import LiveRelay
 import LiveRelayStore
 import Logging
 import NIOCore
+import WebPages
 
 /// How the HTTP API guards itself.
 public struct RelayAPIConfiguration: Sendable {
@@ -21,11 +22,14 @@ public struct RelayAPIConfiguration: Sendable {
     public var burst: Double
     /// Idle connections (and request heads) 60 s, bodies 30 s.
     public var timeouts: HTTPTimeouts
+    /// The built-in emulator's simulated devices, drawn on the dashboard's devices page.
+    public var devices: DeviceGallery?
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, maximumBodySize: Int = 64 * 1024, requestsPerSecond: Double = 500, burst: Double = 1000,
-        timeouts: HTTPTimeouts = .init()
+        timeouts: HTTPTimeouts = .init(), devices: DeviceGallery? = nil
     ) {
+        self.devices = devices
         self.host = host
         self.port = port
         self.maximumBodySize = maximumBodySize
@@ -209,7 +213,7 @@ public struct RelayAPI: Sendable {
             try await relay.deleteChannel(id)
             return Self.json(.object([("channelID", .string(id)), ("deleted", .bool(true))]))
         }
-        Dashboard(relay: relay).add(to: router)
+        Dashboard(relay: relay, devices: configuration.devices).add(to: router)
         routes.fill(from: router)
         return router
     }

@@ -125,8 +125,18 @@ public final class Browser: Sendable {
         }
     }
 
-    /// The page's visible text.
-    public func text(_ selector: String = "body") async throws -> String { try await waitFor(selector).text() }
+    /// The visible text of what `selector` finds, once it exists: read in one step, so that a live
+    /// section swapped in the meantime cannot leave a stale element behind.
+    public func text(_ selector: String = "body", timeout: Duration = .seconds(10)) async throws -> String {
+        let start = ContinuousClock.now
+        let script = "const found = document.querySelector(arguments[0]); return found === null ? null : found.innerText;"
+        while true {
+            let read = try await command(.POST, "/execute/sync", .object([("script", .string(script)), ("args", .array([.string(selector)]))]))
+            if let text = read.stringValue { return text }
+            guard ContinuousClock.now - start < timeout else { throw Failure(description: "nothing matched \(selector) within \(timeout)") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
 
     /// Runs `script` in the page and gives its result.
     @discardableResult

@@ -11,6 +11,7 @@ import NIOCore
 import NIOHTTP1
 import ServiceLifecycle
 import SimulatedDevices
+import WebPages
 
 /// A LiveRelay server on loopback (SQLite in a temporary directory, the HTTP API on port 0)
 /// sending to an in-process emulator's sandbox and production environments, on the emulator's
@@ -156,7 +157,8 @@ public func withRelayHarness(
             endpoints: emulator.clientEnvironments(caFile: caFile).filter { environments.contains($0.key) },
             now: emulator.clock.function)
         var configuration = RelayConfiguration()
-        var api = RelayAPIConfiguration(port: 0)
+        // The emulator's devices drawn on the dashboard, as `serve` does with its built-in one.
+        var api = RelayAPIConfiguration(port: 0, devices: DeviceGallery(fleet: emulator.devices))
         configure(&configuration, &api)
         var logger = logs?.logger() ?? Logger(label: "liverelay.tests")
         if logs == nil { logger.logLevel = .critical }

@@ -38,12 +38,21 @@ public struct PresentedActivity: Sendable, Hashable {
     public var activityID: String
     public var bundleID: String
     public var attributesType: String
+    public var attributes: JSONValue
     public var state: ActivityState
     /// `context.isStale` in the widget.
     public var isStale: Bool
     public var relevanceScore: Double
     public var content: JSONValue
     public var startDate: Date
+
+    public init(
+        activityID: String, bundleID: String, attributesType: String, attributes: JSONValue, state: ActivityState, isStale: Bool,
+        relevanceScore: Double, content: JSONValue, startDate: Date
+    ) {
+        (self.activityID, self.bundleID, self.attributesType, self.attributes, self.state) = (activityID, bundleID, attributesType, attributes, state)
+        (self.isStale, self.relevanceScore, self.content, self.startDate) = (isStale, relevanceScore, content, startDate)
+    }
 }
 
 /// An alert being shown, and the activity it belongs to.
@@ -97,7 +106,8 @@ extension SimulatedDevice {
 extension PresentedActivity {
     init(_ activity: SimulatedActivity, at now: Date) {
         self.init(
-            activityID: activity.id, bundleID: activity.bundleID, attributesType: activity.attributesType, state: activity.state,
+            activityID: activity.id, bundleID: activity.bundleID, attributesType: activity.attributesType, attributes: activity.attributes,
+            state: activity.state,
             isStale: activity.content.staleDate.map { $0 <= now } == true, relevanceScore: activity.content.relevanceScore, content: activity.content.state,
             startDate: activity.lifecycle.startDate)
     }

@@ -2,6 +2,7 @@ import APNs
 import ArgumentParser
 import Foundation
 import LiveActivityKit
+import WebPages
 
 /// Exit statuses, chosen from sysexits(3) so scripts can tell the cases apart.
 enum ExitStatus: Int32, CaseIterable {
@@ -320,5 +321,16 @@ func checked<T>(_ body: () throws -> T) throws -> T {
         throw ValidationError(error.description)
     } catch let error as LiveActivityValidationError {
         throw ValidationError(error.description)
+    }
+}
+
+extension ActivityTemplates {
+    /// `--templates`: a folder that cannot be used stops the command, naming the file and the rule.
+    static func read(_ folder: String) throws -> ActivityTemplates {
+        do {
+            return try ActivityTemplates(folder: folder)
+        } catch {
+            throw ValidationError("templates: \(error)")
+        }
     }
 }

@@ -5,6 +5,7 @@ import LiveActivityKit
 import Logging
 import ServiceLifecycle
 import UnixSignals
+import WebPages
 
 struct Emulator: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -40,6 +41,8 @@ struct Emulator: AsyncParsableCommand {
     var streamLimit: Int = 1000
     @Flag(help: "Accept apns-priority 1 on Live Activity device pushes.") var allowPriority1 = false
     @Option(help: "Requests the journal keeps (the oldest go first); its counts cover every request.") var journalCapacity: Int = 10_000
+    @Option(help: ArgumentHelp("A folder of Mustache templates, <AttributesType>/<region>.mustache, that fill the drawn devices' regions (the control port's page).", valueName: "path"))
+    var templates: String?
 
     func validate() throws {
         let ports = [
@@ -82,6 +85,7 @@ struct Emulator: AsyncParsableCommand {
                 tokens.append(try parse(line.trimmingCharacters(in: .whitespaces), "tokens-file line \(number + 1)"))
             }
         }
+        let drawing = try templates.map(ActivityTemplates.read) ?? ActivityTemplates()
         let registry = EmulatorRegistry()
         switch (keyFile, keyID, teamID) {
         case (nil, nil, nil): break
@@ -110,7 +114,7 @@ struct Emulator: AsyncParsableCommand {
         let ca = URL(fileURLWithPath: caFile).standardizedFileURL.path
         var logger = Logger(label: "liverelay.emulator")
         logger.logLevel = .warning
-        let control = emulator.controlApplication(port: controlPort, logger: logger) { [host] controlPort in
+        let control = emulator.controlApplication(port: controlPort, templates: drawing, logger: logger) { [host] controlPort in
             // Unbuffered, so that a parent process reading a pipe sees it at once.
             let (sandbox, production) = (emulator.ports(.sandbox), emulator.ports(.production))
             FileHandle.standardOutput.write(Data("""
@@ -120,6 +124,7 @@ struct Emulator: AsyncParsableCommand {
                 production pushes:             https://\(host):\(production.push)
                 production channel management: https://\(host):\(production.channelManagement)
                 control API:                   http://\(host):\(controlPort)  (/emulator, /keys, /tokens, /journal, /faults, /devices, /events, /clock)
+                simulated devices, drawn:      http://\(host):\(controlPort)/
                 CA certificate:                \(ca)
                 try: liverelay push update --environment custom --host \(host) --port \(sandbox.push) --management-port \(sandbox.channelManagement) --ca-file \(ca) --key-file <p8> --key-id <id> --team-id <id> --bundle-id <bundle> --token <hex> --content-state '{}'
 

@@ -12,6 +12,7 @@ import Logging
 import ServiceLifecycle
 import SimulatedDevices
 import UnixSignals
+import WebPages
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -46,6 +47,8 @@ struct Serve: AsyncParsableCommand {
     var claimLease: Double = DispatchPolicy().lease
     @Option(help: ArgumentHelp("Pushes this instance keeps in flight to APNs at most.", valueName: "count"))
     var maxInFlight: Int = DispatchPolicy().concurrency
+    @Option(help: ArgumentHelp("A folder of Mustache templates, <AttributesType>/<region>.mustache, that fill the drawn simulated iPhones' regions (the built-in emulator's, on the dashboard's devices page).", valueName: "path"))
+    var templates: String?
     @OptionGroup(title: "APNs (omit for the built-in emulator)") var connection: ConnectionOptions
 
     func validate() throws {
@@ -99,9 +102,11 @@ struct Serve: AsyncParsableCommand {
             let demo = try await DemoApple.start(caFile: directory.emulatorCA)
             (emulator, apns, apps) = (demo.emulator, demo.apns, [demo.app])
         } else {
+            guard templates == nil else { throw ValidationError("templates: they draw the built-in emulator's devices, and with APNs credentials there is none") }
             apns = APNsRoutes(endpoints: try connection.servedEnvironments())
             emulator = nil
         }
+        let drawing = try DemoApple.templates(adding: templates.map(ActivityTemplates.read))
         let bundleID = apps[0].bundleID
 
         var budgetPolicy = file?.budget ?? BudgetPolicy()
@@ -113,7 +118,9 @@ struct Serve: AsyncParsableCommand {
             store: store, configuration: RelayConfiguration(
                 budget: budgetPolicy,
                 dispatch: DispatchPolicy(concurrency: maxInFlight, lease: claimLease, requestTimeout: .milliseconds(Int(connection.timeout * 1000)))),
-            api: RelayAPIConfiguration(host: httpHost, port: httpPort, timeouts: timeouts), apns: apns, logger: logger)
+            api: RelayAPIConfiguration(
+                host: httpHost, port: httpPort, timeouts: timeouts, devices: emulator.map { DeviceGallery(fleet: $0.devices, templates: drawing) }),
+            apns: apns, logger: logger)
         for app in apps { _ = try await server.relay.registerApp(app) }
         // A database of the release before apps held one app's data: it is this one's when one is named.
         if apps.count == 1 { try await server.relay.adoptUnnamedData(bundleID: bundleID.value) }
@@ -139,7 +146,7 @@ struct Serve: AsyncParsableCommand {
         }.map { .init(service: $0) }
         if let emulator {
             services.append(.init(service: emulator))
-            services.append(.init(service: emulator.controlApplication(port: 0, timeouts: timeouts, logger: logger) { port in
+            services.append(.init(service: emulator.controlApplication(port: 0, timeouts: timeouts, templates: drawing, logger: logger) { port in
                 await announce.controlRunning(port: port)
             }))
         }
@@ -166,6 +173,31 @@ enum DemoApple {
         emulator.registry.register(EmulatorKey(keyID: app.keyID, teamID: app.teamID, publicKey: key.publicKey))
         return (emulator, APNsRoutes(endpoints: emulator.clientEnvironments(caFile: caFile), now: emulator.clock.function), app)
     }
+
+    /// What draws the demo's attributes type on the simulated iPhones, and the templates of
+    /// `folder` (whose own DeliveryAttributes, if any, win).
+    static func templates(adding folder: ActivityTemplates?) throws -> ActivityTemplates {
+        var templates = folder ?? ActivityTemplates()
+        guard !templates.attributesTypes.contains(attributesType.name) else { return templates }
+        for (region, text) in demoTemplates { try templates.add(text, for: region, of: attributesType.name) }
+        return templates
+    }
+
+    /// The demo delivery's regions: the order, its status and how many minutes until it arrives.
+    static let demoTemplates: [(TemplateRegion, String)] = [
+        (.lockScreen, """
+            <div class="tpl-row"><span class="tpl-small">Order {{attributes.orderNumber}}</span><span class="app-icon">D</span></div>
+            <div class="tpl-row"><span class="tpl-big">{{state.status}}</span>{{^isEnded}}<span class="tpl-big">{{state.etaMinutes}} min</span>{{/isEnded}}</div>
+            <div class="tpl-small">{{#isEnded}}This order is over.{{/isEnded}}{{^isEnded}}{{#isStale}}Waiting for news of the courier{{/isStale}}{{^isStale}}Estimated arrival{{/isStale}}{{/isEnded}}</div>
+            """),
+        (.compactLeading, "<span class=\"app-icon\">D</span>"),
+        (.compactTrailing, "{{state.etaMinutes}} min"),
+        (.minimal, "{{state.etaMinutes}}′"),
+        (.expandedLeading, "<span class=\"app-icon\">D</span> Order {{attributes.orderNumber}}"),
+        (.expandedCenter, "{{state.status}}"),
+        (.expandedTrailing, "<span class=\"tpl-big\">{{state.etaMinutes}} min</span>"),
+        (.expandedBottom, "<div class=\"tpl-small\">Order {{attributes.orderNumber}}: {{state.status}}, arriving in {{state.etaMinutes}} minutes</div>"),
+    ]
 
     /// Installs the demo app, reporting to `url` with `clientKey`: its push-to-start token goes to the server at once.
     static func installApp(on emulator: APNsEmulator, reportingTo url: String, clientKey: String) throws {
@@ -235,7 +267,7 @@ actor Announcement {
                 text += """
                     APNs:               built-in emulator (sandbox and production); control API http://\(host):\(controlPort)
                     demo device:        \(DemoApple.deviceID), app \(DemoApple.bundleID.value) (a development build: sandbox tokens), attributes type \(DemoApple.attributesType.name); its push-to-start token is reported to the server
-                    watch it:           curl -s http://\(host):\(controlPort)/devices/\(DemoApple.deviceID)/presentation
+                    watch it:           \(api)/dashboard/devices (drawn), or curl -s http://\(host):\(controlPort)/devices/\(DemoApple.deviceID)/presentation
 
                     """
             } catch {

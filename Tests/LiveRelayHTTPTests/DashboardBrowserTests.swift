@@ -13,6 +13,12 @@ import Testing
 struct DashboardBrowserTests {
     static let screenshots = FileManager.default.currentDirectoryPath + "/.build/dashboard-screenshots"
 
+    /// Types `key` into the sign-in page the browser is on, and sends it.
+    static func signIn(_ browser: Browser, key: String) async throws {
+        try await browser.waitFor("input[name=key]").type(key)
+        try await browser.waitFor("form button").click()
+    }
+
     @Test(.enabled(if: Browser.isAvailable || TestRequirement.isCI, Comment(rawValue: Browser.skipNote)))
     func aPersonSignsInAndWatchesAnActivityStartUpdateAndFailLive() async throws {
         try await withRelayHarness { relay in
@@ -20,13 +26,11 @@ struct DashboardBrowserTests {
             try await Browser.with { browser in
                 // A wrong key is refused on the sign-in page the dashboard sent the person to.
                 try await browser.open(relay.baseURL + "/dashboard/activities")
-                try await browser.waitFor("input[name=key]").type("lr_admin_not-a-key")
-                try await browser.waitFor("form button").click()
+                try await Self.signIn(browser, key: "lr_admin_not-a-key")
                 try await eventually { try await browser.text(".notice").contains("the API key is unknown or revoked") }
 
                 // The admin key signs in, and the person lands where they were going.
-                try await browser.waitFor("input[name=key]").type(try #require(relay.keys[.admin]))
-                try await browser.waitFor("form button").click()
+                try await Self.signIn(browser, key: try #require(relay.keys[.admin]))
                 try await eventually { try await browser.text("h1") == "Activities" }
                 #expect(try await browser.text("main").contains("No activity matches."))
 
@@ -93,4 +97,52 @@ struct DashboardBrowserTests {
             }
         }
     }
+
+    @Test(.enabled(if: Browser.isAvailable || TestRequirement.isCI, Comment(rawValue: Browser.skipNote)))
+    func aPersonWatchesTheDrawnIPhoneFollowEveryPushAndPressesItsButtons() async throws {
+        try await withRelayHarness { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            try await Browser.with { browser in
+                try await browser.open(relay.baseURL + "/dashboard/devices")
+                try await Self.signIn(browser, key: try #require(relay.keys[.admin]))
+                try await eventually { try await browser.text("h1") == "Devices" }
+                let lockScreen = "#device-iphone-1 [data-region=lock-screen]"
+                #expect(try await browser.text(lockScreen).contains("No Live Activities"))
+                try await eventually { try await browser.run("return document.body.dataset.live || ''") == .string("on") }
+                try await browser.run("window.notReloaded = true")
+
+                // Started through the API: on the Lock Screen within 2 seconds, without reloading.
+                #expect(try await relay.post("/v1/activities/order-42/start", startBody(key: "order-42")).status == 201)
+                try await relay.dispatch()
+                var sent = ContinuousClock.now
+                try await eventually { try await browser.text(lockScreen).contains("preparing") }
+                #expect(ContinuousClock.now - sent < .seconds(2), "the start showed after \(ContinuousClock.now - sent)")
+                try await relay.waitForToken("order-42", device: "iphone-1")
+
+                // Updated: the new content within 2 seconds.
+                #expect(try await relay.post("/v1/activities/order-42/update", .object([("contentState", content("on the way", 10))])).status == 200)
+                try await relay.dispatch()
+                sent = ContinuousClock.now
+                try await eventually { try await browser.text(lockScreen).contains("on the way") }
+                #expect(ContinuousClock.now - sent < .seconds(2), "the update showed after \(ContinuousClock.now - sent)")
+                #expect(try await browser.run("return window.notReloaded === true") == .bool(true))
+                try await browser.screenshot(to: Self.screenshots + "/devices-lock-screen.png")
+
+                // The person unlocks: the Dynamic Island holds the activity.
+                try await browser.waitFor("#device-iphone-1 form input[value=unlock] ~ button").click()
+                try await eventually { try await browser.run("return document.querySelector('[data-island=compact], [data-island=expanded]') !== null") == .bool(true) }
+                #expect(try !relay.emulator.devices.device("iphone-1").isLocked)
+                try await browser.screenshot(to: Self.screenshots + "/devices-dynamic-island.png")
+
+                // Eight hours later the activity has ended (spec §8.3) and looks it.
+                try await browser.waitFor("#device-iphone-1 form input[value='28800'] ~ button").click()
+                try await eventually {
+                    try await browser.run("return document.querySelector('#device-iphone-1 article.activity.ended .tag.ended') !== null") == .bool(true)
+                }
+                #expect(try relay.activity(on: "iphone-1")?.state == .ended)
+                try await browser.screenshot(to: Self.screenshots + "/devices-ended.png")
+            }
+        }
+    }
 }
+

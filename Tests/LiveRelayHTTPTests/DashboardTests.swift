@@ -4,6 +4,7 @@ import AsyncHTTPClient
 import Foundation
 import LiveActivityKit
 import LiveRelay
+import LiveRelayHTTP
 import LiveRelayStore
 import LiveRelayTesting
 import NIOCore
@@ -149,6 +150,58 @@ struct DashboardTests {
         }
     }
 
+    @Test func theDevicesPageDrawsTheEmulatorsIPhonesAndOnlyAnAdminPressesTheirButtons() async throws {
+        try await withRelayHarness { relay in
+            try await relay.startActivity("order-11", on: ["iphone-1"])
+            let admin = DashboardBrowser(relay)
+            _ = try await admin.signIn(key: try #require(relay.keys[.admin]))
+            let page = try await admin.get("/dashboard/devices")
+            #expect(page.status == 200)
+            #expect(page.text.contains("<a href=\"/dashboard/devices\" aria-current=\"page\">Devices</a>"))
+            #expect(page.text.contains("id=\"device-iphone-1\" data-live"))
+            let lockScreen = try #require(page.text.range(of: "data-region=\"lock-screen\""))
+            #expect(page.text[lockScreen.upperBound...].contains("<dd>preparing</dd>"), "the activity on the Lock Screen")
+            #expect(page.text.contains("data-events=\"/dashboard/events?devices=all&amp;since="))
+
+            // A button without the session's form token changes nothing; with it, the person acts.
+            let forged = try await admin.post("/dashboard/devices/act", ["device": "iphone-1", "action": "unlock"], formToken: .none)
+            #expect(forged.status == 403)
+            #expect(try relay.emulator.devices.device("iphone-1").isLocked)
+            let unlocked = try await admin.post("/dashboard/devices/act", ["device": "iphone-1", "action": "unlock"])
+            #expect(unlocked.status == 303)
+            #expect(unlocked.location == "/dashboard/devices")
+            #expect(try !relay.emulator.devices.device("iphone-1").isLocked)
+            // The start's alert still expands the island; once its time has passed, the island is compact.
+            #expect(try await admin.get("/dashboard/devices").text.contains("data-island=\"expanded\""))
+            try await relay.advance(by: relay.emulator.devices.settings.alertPresentationDuration)
+            #expect(try await admin.get("/dashboard/devices").text.contains("data-island=\"compact\""))
+            let unknown = try await admin.post("/dashboard/devices/act", ["device": "ipad-9", "action": "lock"])
+            #expect(unknown.status == 404)
+            #expect(unknown.text.contains("no device with id ipad-9"))
+
+            // A viewer sees the devices and has no buttons.
+            let made = try await relay.call(.POST, "/v1/api-keys", .object([("name", .string("support")), ("scope", .string("viewer"))]), scope: .admin)
+            let viewer = DashboardBrowser(relay)
+            _ = try await viewer.signIn(key: try #require(made.json["secret"]?.stringValue))
+            let watched = try await viewer.get("/dashboard/devices")
+            #expect(watched.status == 200 && watched.text.contains("id=\"device-iphone-1\""))
+            #expect(!watched.text.contains("/dashboard/devices/act"))
+            let pressed = try await viewer.post("/dashboard/devices/act", ["device": "iphone-1", "action": "lock"])
+            #expect(pressed.status == 403)
+            #expect(try !relay.emulator.devices.device("iphone-1").isLocked)
+        }
+    }
+
+    @Test func withoutSimulatedDevicesThereIsNoDevicesPage() async throws {
+        try await withRelayHarness(configure: { _, api in api.devices = nil }) { relay in
+            let browser = DashboardBrowser(relay)
+            _ = try await browser.signIn(key: try #require(relay.keys[.admin]))
+            #expect(try await browser.get("/dashboard").text.contains("Overview"))
+            #expect(!(try await browser.get("/dashboard").text.contains("/dashboard/devices")))
+            #expect(try await browser.get("/dashboard/devices").status == 404)
+        }
+    }
+
     @Test func whatTheStoreHoldsIsShownAsTextNeverAsMarkup() async throws {
         try await withRelayHarness { relay in
             try await relay.addRegisteredDevice("iphone-1")
@@ -218,10 +271,7 @@ struct DashboardTests {
 extension DashboardTests {
     @Test func aFailedPushIsRetriedOnceThroughTheAPIOrTheDashboard() async throws {
         try await withRelayHarness { relay in
-            try await relay.addRegisteredDevice("iphone-1")
-            #expect(try await relay.post("/v1/activities/order-5/start", startBody(key: "order-5")).status == 201)
-            try await relay.dispatch()
-            try await relay.waitForToken("order-5", device: "iphone-1")
+            try await relay.startActivity("order-5", on: ["iphone-1"])
             _ = relay.emulator.faults.add(EmulatorFault(EmulatorFault.respond(.badExpirationDate)))
             #expect(try await relay.post("/v1/activities/order-5/update", .object([("contentState", content("late", 40))])).status == 200)
             try await relay.dispatch()

@@ -44,13 +44,8 @@ extension EmulatorControlAPI {
         router.patch("/devices/{id}") { request, context in
             let id = try deviceID(context)
             let body = try await request.decodeJSON(DeviceStateBody.self, context: context)
-            let online = body.online, locked = body.locked
-            try fleet.withDevice(id) { device, now in
-                var events: [DeviceEvent] = []
-                if let locked { events += device.setLocked(locked, at: now) }
-                if let online { events += device.setOnline(online, at: now) }
-                return ((), events)
-            }
+            if let locked = body.locked { try fleet.perform(locked ? .lock : .unlock, on: id) }
+            if let online = body.online { try fleet.perform(online ? .goOnline : .goOffline, on: id) }
             return try deviceView(id)
         }
         router.get("/devices/{id}/presentation") { _, context in
@@ -196,7 +191,7 @@ extension EmulatorControlAPI {
         router.post("/devices/{id}/activities/{activityID}/dismiss") { _, context in
             let (id, activityID) = try activityPath(context)
             let view = try activityView(id, activityID)
-            try fleet.withDevice(id) { device, now in ((), device.dismissByPerson(activityID: activityID, at: now)) }
+            try fleet.perform(.dismiss(activityID: activityID), on: id)
             return (try? activityView(id, activityID)) ?? view.dismissed
         }
         router.get("/events") { request, _ in

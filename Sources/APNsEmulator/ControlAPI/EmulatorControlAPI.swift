@@ -6,6 +6,7 @@ import HTTPTypes
 import Hummingbird
 import LiveActivityKit
 import Logging
+import WebPages
 
 /// The emulator's JSON control API, on its own port: register keys and tokens, read the journal,
 /// script faults. Apple has no such API; it is how tests and people drive and watch the emulator.
@@ -25,15 +26,22 @@ import Logging
 ///     GET    /faults
 ///     DELETE /faults, /faults/{id}
 ///
-/// and the simulated devices' routes (DeviceControlAPI.swift).
+/// and the simulated devices' routes (DeviceControlAPI.swift) and page (DevicesPage.swift).
 public struct EmulatorControlAPI: Sendable {
     public let emulator: APNsEmulator
     /// How long a request body may take to arrive (`HTTPTimeouts.body`).
     public let bodyTimeout: Duration
+    /// What fills the drawn devices' regions.
+    public let templates: ActivityTemplates
+    /// Carried by the devices page's forms.
+    let formToken: String
 
-    public init(emulator: APNsEmulator, bodyTimeout: Duration = HTTPTimeouts().body) {
+    public init(emulator: APNsEmulator, bodyTimeout: Duration = HTTPTimeouts().body, templates: ActivityTemplates = .init()) {
         self.emulator = emulator
         self.bodyTimeout = bodyTimeout
+        self.templates = templates
+        var generator = SystemRandomNumberGenerator()
+        formToken = (0..<2).map { _ in String(generator.next(), radix: 16) }.joined()
     }
 
     public func router() -> Router<ControlRequestContext> {
@@ -86,6 +94,7 @@ public struct EmulatorControlAPI: Sendable {
             return HTTPResponse.Status.noContent
         }
         addDeviceRoutes(to: router)
+        addDevicesPage(to: router)
         return router
     }
 
@@ -256,11 +265,11 @@ extension APNsEmulator {
     /// The control API as an application listening on the emulator's host; `onRunning` gets the
     /// port it is bound to (0 picks a free one).
     public func controlApplication(
-        port: Int = 0, timeouts: HTTPTimeouts = .init(), logger: Logger = Logger(label: "liverelay.emulator.control"),
-        onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        port: Int = 0, timeouts: HTTPTimeouts = .init(), templates: ActivityTemplates = .init(),
+        logger: Logger = Logger(label: "liverelay.emulator.control"), onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         Application(
-            router: EmulatorControlAPI(emulator: self, bodyTimeout: timeouts.body).router(),
+            router: EmulatorControlAPI(emulator: self, bodyTimeout: timeouts.body, templates: templates).router(),
             server: timeouts.server,
             configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: port), serverName: nil),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },

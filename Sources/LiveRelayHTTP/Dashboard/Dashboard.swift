@@ -8,6 +8,8 @@ import LiveRelay
 import LiveRelayStore
 import NIOCore
 import ServiceLifecycle
+import SimulatedDevices
+import WebPages
 
 /// The dashboard at `/dashboard`: pages rendered here from the store, for a person signed in with
 /// an admin or viewer key. Every page reads and every form works without JavaScript; with it,
@@ -18,20 +20,20 @@ import ServiceLifecycle
 /// sign-in form, before there is a session, a token that must match a cookie of its own.
 struct Dashboard: Sendable {
     let relay: RelayService
+    /// The built-in emulator's simulated iPhones, drawn on the devices page; `nil` without one.
+    let devices: DeviceGallery?
 
     static let sessionCookie = "liverelay_session"
     static let signInCookie = "liverelay_sign_in"
-    /// An events stream ends after this and the browser opens another, so none outlives its need.
-    static let eventsLifetime = Duration.seconds(600)
 
     func add(to router: Router<RelayRequestContext>) {
         let open = router.group("/dashboard")
-        open.get("/assets/dashboard.css") { _, _ in Self.asset(DashboardAssets.styleSheet, type: "text/css; charset=utf-8") }
-        open.get("/assets/dashboard.js") { _, _ in Self.asset(DashboardAssets.script, type: "text/javascript; charset=utf-8") }
+        open.get("/assets/dashboard.css") { _, _ in LivePage.asset(PageStyle.sheet, type: "text/css; charset=utf-8") }
+        open.get("/assets/dashboard.js") { _, _ in LivePage.asset(LivePage.script, type: "text/javascript; charset=utf-8") }
         open.get("/sign-in") { request, _ in Self.signInPage(next: Self.localPath(request.uri.queryParameters["next"].map(String.init))) }
         open.post("/sign-in") { request, context in try await signIn(request, context) }
 
-        let signedIn = router.group("/dashboard").add(middleware: DashboardSessionMiddleware(relay: relay))
+        let signedIn = router.group("/dashboard").add(middleware: DashboardSessionMiddleware(relay: relay, hasDevices: devices != nil))
         signedIn.get { _, context in try await overview(context) }
         signedIn.get("/activities") { request, context in try await activities(request, context) }
         signedIn.get("/activity") { request, context in try await activity(request, context) }
@@ -40,28 +42,36 @@ struct Dashboard: Sendable {
         signedIn.get("/deliveries") { request, context in try await deliveries(request, context) }
         signedIn.post("/deliveries/retry") { request, context in try await retry(request, context) }
         signedIn.get("/channels") { _, context in
-            Self.html(DashboardPages.channels(try await relay.channels(), viewer: try context.dashboardViewer(relay)))
+            LivePage.html(DashboardPages.channels(try await relay.channels(), viewer: try viewer(context)))
         }
         signedIn.post("/channels/delete") { request, context in try await deleteChannel(request, context) }
         signedIn.get("/api-keys") { _, context in try await apiKeys(context) }
         signedIn.post("/api-keys") { request, context in try await createAPIKey(request, context) }
         signedIn.post("/api-keys/revoke") { request, context in try await revokeAPIKey(request, context) }
         signedIn.post("/sign-out") { request, context in try await signOut(request, context) }
-        signedIn.get("/events") { request, _ in events(since: Self.revisionShown(request)) }
+        signedIn.get("/events") { request, _ in events(request) }
+        if let devices {
+            signedIn.get("/devices") { request, context in try await devicesPage(devices, request, context) }
+            signedIn.post("/devices/act") { request, context in try await act(devices, request, context) }
+        }
+    }
+
+    private func viewer(_ context: RelayRequestContext) throws -> DashboardViewer {
+        try context.dashboardViewer(relay, hasDevices: devices != nil)
     }
 
     // MARK: Signing in and out
 
     private static func signInPage(next: String, error: String? = nil, status: HTTPResponse.Status = .ok) -> Response {
         let token = randomToken()
-        var response = html(DashboardPages.signIn(formToken: token, next: next, error: error), status: status)
+        var response = LivePage.html(DashboardPages.signIn(formToken: token, next: next, error: error), status: status)
         response.setCookie(cookie(signInCookie, token, maxAge: 3600))
         return response
     }
 
     private func signIn(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
         var request = request
-        let form = try await DashboardForm.read(&request, context)
+        let form = try await FormFields.read(&request, context)
         let next = Self.localPath(form["next"])
         guard let sent = form["csrf"], let expected = request.cookies[Self.signInCookie]?.value, Self.same(sent, expected) else {
             return Self.signInPage(next: next, error: "This form had run out or came from elsewhere: sign in again.", status: .forbidden)
@@ -71,7 +81,7 @@ struct Dashboard: Sendable {
         }
         do {
             let signedIn = try await relay.signIn(secret: secret)
-            var response = Self.redirect(next)
+            var response = LivePage.redirect(next)
             response.setCookie(Self.cookie(Self.sessionCookie, signedIn.cookie, maxAge: Int(RelayService.dashboardSessionLifetime)))
             response.setCookie(Self.cookie(Self.signInCookie, "", maxAge: 0))
             return response
@@ -83,7 +93,7 @@ struct Dashboard: Sendable {
     private func signOut(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
         _ = try await checkedForm(request, context)
         if let cookie = request.cookies[Self.sessionCookie]?.value { try await relay.signOut(cookie: cookie) }
-        var response = Self.redirect("/dashboard/sign-in")
+        var response = LivePage.redirect("/dashboard/sign-in")
         response.setCookie(Self.cookie(Self.sessionCookie, "", maxAge: 0))
         return response
     }
@@ -91,15 +101,15 @@ struct Dashboard: Sendable {
     // MARK: Pages
 
     private func overview(_ context: RelayRequestContext) async throws -> Response {
-        let viewer = try context.dashboardViewer(relay)
-        return Self.html(DashboardPages.overview(
+        let viewer = try viewer(context)
+        return LivePage.html(DashboardPages.overview(
             counts: try await relay.store.counts(), deliveries: try await relay.deliveryCounts(),
             failures: try await relay.deliveries(DeliveryQuery(status: .failed, limit: 500)),
             pushesPerMinute: relay.metrics.pushesPerMinute(upTo: relay.currentDate, count: 30), viewer: viewer))
     }
 
     private func activities(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
-        let viewer = try context.dashboardViewer(relay)
+        let viewer = try viewer(context)
         let size = 50
         var query = try ActivityQuery(parameters: request.queryDictionary(droppingEmpty: true), bundleID: nil, limit: size)
         query.limit = size + 1
@@ -107,18 +117,18 @@ struct Dashboard: Sendable {
         let next = page.count > size ? ActivityCursor(after: page[size - 1]).token : nil
         page = Array(page.prefix(size))
         let contracts = try await relay.contracts(app: nil)
-        return Self.html(DashboardPages.activities(
+        return LivePage.html(DashboardPages.activities(
             page, next: next, filter: query, apps: try await relay.apps().map(\.bundleID),
             types: Array(Set(contracts.map(\.attributesType) + page.map(\.attributesType))).sorted(), viewer: viewer))
     }
 
     private func activity(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
-        let viewer = try context.dashboardViewer(relay)
+        let viewer = try viewer(context)
         let parameters = request.uri.queryParameters
         guard let app = parameters["app"].map(String.init), let key = parameters["key"].map(String.init) else {
             throw APIError.invalid("key", "name the activity: ?app=<bundle id>&key=<key>")
         }
-        return Self.html(try await activityPage(app: app, key: key, viewer: viewer))
+        return LivePage.html(try await activityPage(app: app, key: key, viewer: viewer))
     }
 
     private func activityPage(app: String, key: String, viewer: DashboardViewer, refused: DashboardPages.RefusedChange? = nil) async throws -> HTML {
@@ -128,14 +138,14 @@ struct Dashboard: Sendable {
     }
 
     private func deliveries(_ request: Request, _ context: RelayRequestContext, notice: String? = nil) async throws -> Response {
-        let viewer = try context.dashboardViewer(relay)
+        let viewer = try viewer(context)
         let size = 100
         var query = try DeliveryQuery(parameters: request.queryDictionary(droppingEmpty: true), bundleID: nil, limit: size)
         query.limit = size + 1
         var page = try await relay.deliveries(query)
         let next = page.count > size ? page[size - 1].id : nil
         page = Array(page.prefix(size))
-        return Self.html(DashboardPages.deliveries(page, filter: query, next: next, viewer: viewer, notice: notice))
+        return LivePage.html(DashboardPages.deliveries(page, filter: query, next: next, viewer: viewer, notice: notice))
     }
 
     // MARK: Forms that change things
@@ -143,8 +153,8 @@ struct Dashboard: Sendable {
     private func apiKeys(
         _ context: RelayRequestContext, made: DashboardPages.MadeKey? = nil, notice: String? = nil, status: HTTPResponse.Status = .ok
     ) async throws -> Response {
-        let viewer = try context.dashboardViewer(relay)
-        return Self.html(
+        let viewer = try viewer(context)
+        return LivePage.html(
             DashboardPages.apiKeys(try await relay.apiKeys(), apps: try await relay.apps().map(\.bundleID), viewer: viewer, made: made, notice: notice),
             status: status)
     }
@@ -172,7 +182,7 @@ struct Dashboard: Sendable {
         guard let id = form["id"] else { throw APIError.invalid("id", "the form names no key") }
         do {
             try await relay.revokeAPIKey(id: id)
-            return Self.redirect("/dashboard/api-keys")
+            return LivePage.redirect("/dashboard/api-keys")
         } catch let error as RelayError {
             return try await apiKeys(context, notice: "\(id) was not revoked: \(error.message)", status: error.kind.httpStatus)
         }
@@ -183,9 +193,9 @@ struct Dashboard: Sendable {
         guard let id = form["id"] else { throw APIError.invalid("id", "the form names no channel") }
         do {
             try await relay.deleteChannel(id)
-            return Self.redirect("/dashboard/channels")
+            return LivePage.redirect("/dashboard/channels")
         } catch let error as RelayError {
-            return Self.html(
+            return LivePage.html(
                 DashboardPages.channels(try await relay.channels(), viewer: viewer, notice: "\(id) was not deleted: \(error.message)"),
                 status: error.kind.httpStatus)
         }
@@ -198,10 +208,10 @@ struct Dashboard: Sendable {
         do {
             let retried = try await relay.retryDelivery(id: id, app: nil)
             let back = request.headers[.referer].flatMap(Self.refererPath) ?? DashboardPages.activityPath(app: retried.bundleID, key: retried.key)
-            return Self.redirect(back)
+            return LivePage.redirect(back)
         } catch let error as RelayError where error.code == .notRetryable {
             let page = try await relay.deliveries(DeliveryQuery(limit: 100))
-            return Self.html(
+            return LivePage.html(
                 DashboardPages.deliveries(page, filter: DeliveryQuery(), next: nil, viewer: viewer, notice: "Push \(id) was not retried: \(error.message)"),
                 status: .conflict)
         }
@@ -232,7 +242,7 @@ struct Dashboard: Sendable {
                 body.append(("alert", .object([("title", .string(typed.alertTitle)), ("body", .string(typed.alertBody))])))
             }
             _ = try await relay.change(app: app, key: key, ChangeRequest(event: event, json: .object(body)), idempotency: nil)
-            return Self.redirect(DashboardPages.activityPath(app: app, key: key))
+            return LivePage.redirect(DashboardPages.activityPath(app: app, key: key))
         } catch let error as JSONFieldError {
             return try await refusedChange(typed, error.description, status: .badRequest, app: app, key: key, viewer: viewer)
         } catch let error as LiveActivityValidationError {
@@ -247,24 +257,24 @@ struct Dashboard: Sendable {
     ) async throws -> Response {
         var refused = typed
         refused.message = message
-        return Self.html(try await activityPage(app: app, key: key, viewer: viewer, refused: refused), status: status)
+        return LivePage.html(try await activityPage(app: app, key: key, viewer: viewer, refused: refused), status: status)
     }
 
     private func cancelSchedule(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
         let (form, _) = try await checkedForm(request, context, changing: true)
         guard let id = form["id"] else { throw APIError.invalid("id", "the form names no schedule") }
         let schedule = try await relay.cancelSchedule(id: id)
-        return Self.redirect(DashboardPages.activityPath(app: schedule.bundleID, key: schedule.key))
+        return LivePage.redirect(DashboardPages.activityPath(app: schedule.bundleID, key: schedule.key))
     }
 
     /// The form of a signed-in person, once its form token matches the session's; a form that
     /// changes something also needs an admin key.
     private func checkedForm(
         _ request: Request, _ context: RelayRequestContext, changing: Bool = false
-    ) async throws -> (DashboardForm, DashboardViewer) {
+    ) async throws -> (FormFields, DashboardViewer) {
         var request = request
-        let viewer = try context.dashboardViewer(relay)
-        let form = try await DashboardForm.read(&request, context)
+        let viewer = try viewer(context)
+        let form = try await FormFields.read(&request, context)
         guard let sent = form["csrf"], Self.same(sent, viewer.formToken) else {
             throw APIError(.forbidden, code: "form_token", message: "the form's token is missing or not this session's: load the page again", field: "csrf")
         }
@@ -276,67 +286,42 @@ struct Dashboard: Sendable {
 
     // MARK: Live updates
 
-    /// The revision the browser's page shows: the last event's id when the browser reconnects,
-    /// else the page's own (`?since=`).
-    private static func revisionShown(_ request: Request) -> UInt64? {
-        let lastEvent = request.headers[HTTPField.Name("Last-Event-ID")!]
-        return (lastEvent ?? request.uri.queryParameters["since"].map(String.init)).flatMap { UInt64($0) }
+    /// `changed` whenever this process changed what the store holds since the page's revision; on
+    /// the devices page (`?devices=`) also whenever the drawn devices change; and every 5 s on a
+    /// store other instances share, whose changes this process cannot see.
+    private func events(_ request: Request) -> Response {
+        let relay = relay
+        let drawn = request.uri.queryParameters["devices"].map(String.init)
+        let devices = drawn == nil ? nil : devices
+        let only = drawn.flatMap { $0 == "all" ? nil : $0 }
+        return LivePage.events(shown: LivePage.shown(request), forcedEvery: relay.store is any InstanceSharedStore ? .seconds(5) : nil) {
+            devices.map { "\(relay.revision).\($0.shows(only: only))" } ?? "\(relay.revision)"
+        }
     }
 
-    /// Server-sent events: `changed` (its id the revision) whenever this process changed what the
-    /// store holds since the page's revision, at most twice a second; and every 5 s on a store
-    /// other instances share, whose changes it cannot see.
-    private func events(since shown: UInt64?) -> Response {
-        let relay = relay
-        let sharesStore = relay.store is any InstanceSharedStore
-        let headers: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-store"]
-        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
-            let tick = Duration.milliseconds(250)
-            var seen = shown ?? relay.revision
-            var quietTicks = 0
-            try await writer.write(ByteBuffer(string: "retry: 2000\n: listening\n\n"))
-            let end = ContinuousClock.now + Self.eventsLifetime
-            while ContinuousClock.now < end, !Task.isCancelled, !Task.isShuttingDownGracefully {
-                let revision = relay.revision
-                if revision != seen || (sharesStore && quietTicks >= 20) {
-                    seen = revision
-                    quietTicks = 0
-                    try await writer.write(ByteBuffer(string: "id: \(revision)\nevent: changed\ndata: \(revision)\n\n"))
-                } else if quietTicks >= 60 {
-                    quietTicks = 0
-                    try await writer.write(ByteBuffer(string: ": still here\n\n"))
-                }
-                try await Task.sleep(for: tick)
-                quietTicks += 1
-            }
-            try await writer.finish(nil)
-        })
+    // MARK: The simulated devices
+
+    private func devicesPage(_ devices: DeviceGallery, _ request: Request, _ context: RelayRequestContext) async throws -> Response {
+        let viewer = try viewer(context)
+        let only = request.uri.queryParameters["device"].map(String.init)
+        let controls = viewer.mayChange ? PersonControls(action: "/dashboard/devices/act", hiddenFields: [("csrf", viewer.formToken)]) : nil
+        let (drawn, shows) = devices.draw(only: only, controls: controls)
+        let events = "/dashboard/events?" + QueryString.make([("devices", only ?? "all"), ("since", "\(viewer.revision).\(shows)")])
+        return LivePage.html(DashboardPages.devices(drawn, viewer: viewer, events: events))
+    }
+
+    /// A drawn iPhone's button: what the person did, then back to the page it was pressed on.
+    private func act(_ devices: DeviceGallery, _ request: Request, _ context: RelayRequestContext) async throws -> Response {
+        let (form, _) = try await checkedForm(request, context, changing: true)
+        do {
+            _ = try devices.perform(form)
+        } catch let error as DeviceFleet.FleetError {
+            throw APIError.notFound("device", error.description)
+        }
+        return LivePage.redirect(request.headers[.referer].flatMap(Self.refererPath) ?? "/dashboard/devices")
     }
 
     // MARK: Responses
-
-    /// What every dashboard page says about itself: no framing, scripts and styles of this origin
-    /// only, never cached.
-    static func html(_ page: HTML, status: HTTPResponse.Status = .ok) -> Response {
-        Response(
-            status: status,
-            headers: [
-                .contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
-                .contentSecurityPolicy: "default-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
-                HTTPField.Name("X-Content-Type-Options")!: "nosniff", HTTPField.Name("Referrer-Policy")!: "same-origin",
-            ],
-            body: ResponseBody(byteBuffer: ByteBuffer(string: page.description)))
-    }
-
-    static func redirect(_ path: String) -> Response {
-        Response(status: .seeOther, headers: [.location: path, .cacheControl: "no-store"])
-    }
-
-    private static func asset(_ text: String, type: String) -> Response {
-        Response(
-            status: .ok, headers: [.contentType: type, .cacheControl: "no-cache", HTTPField.Name("X-Content-Type-Options")!: "nosniff"],
-            body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
-    }
 
     static func cookie(_ name: String, _ value: String, maxAge: Int) -> Cookie {
         Cookie(name: name, value: value, maxAge: maxAge, path: "/dashboard", httpOnly: true, sameSite: .strict)
@@ -373,15 +358,17 @@ struct DashboardSessionMiddleware: RouterMiddleware {
     typealias Context = RelayRequestContext
     let relay: RelayService
 
+    let hasDevices: Bool
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let cookie = request.cookies[Dashboard.sessionCookie]?.value, !cookie.isEmpty,
             let (session, key) = try await relay.dashboardSession(cookie: cookie)
         else {
             guard request.method == .get, request.uri.path != "/dashboard/events" else {
-                return Dashboard.html(DashboardPages.error(status: 401, message: "Sign in first.", viewer: nil), status: .unauthorized)
+                return LivePage.html(DashboardPages.error(status: 401, message: "Sign in first.", viewer: nil), status: .unauthorized)
             }
             let back = request.uri.query.map { request.uri.path + "?" + $0 } ?? request.uri.path
-            return Dashboard.redirect("/dashboard/sign-in?" + QueryString.make([("next", back)]))
+            return LivePage.redirect("/dashboard/sign-in?" + QueryString.make([("next", back)]))
         }
         var context = context
         context.apiKey = key
@@ -391,8 +378,8 @@ struct DashboardSessionMiddleware: RouterMiddleware {
         } catch {
             // A refusal as a page, in the dashboard's frame; what the API would answer decides the status.
             let answer = APIError(describing: RelayError.asAPIError(error), request: request, context: context)
-            let viewer = try? context.dashboardViewer(relay)
-            return Dashboard.html(
+            let viewer = try? context.dashboardViewer(relay, hasDevices: hasDevices)
+            return LivePage.html(
                 DashboardPages.error(status: Int(answer.status.code), message: answer.description, viewer: viewer), status: answer.status)
         }
     }
@@ -402,36 +389,10 @@ extension RelayRequestContext {
     /// Who is signed in, on a route behind `DashboardSessionMiddleware`, and the revision of the
     /// store now: taken before the page reads the store, so that a change made while it renders
     /// still reaches it.
-    func dashboardViewer(_ relay: RelayService) throws -> DashboardViewer {
+    func dashboardViewer(_ relay: RelayService, hasDevices: Bool) throws -> DashboardViewer {
         guard let key = apiKey, let formToken = dashboardFormToken else {
             throw APIError(.unauthorized, code: "unauthorized", message: "sign in first")
         }
-        return DashboardViewer(key: key, formToken: formToken, revision: relay.revision)
-    }
-}
-
-/// An `application/x-www-form-urlencoded` body, as browsers send forms.
-struct DashboardForm: Sendable {
-    private var fields: [String: String] = [:]
-
-    subscript(_ name: String) -> String? { fields[name] }
-
-    static func read(_ request: inout Request, _ context: RelayRequestContext) async throws -> DashboardForm {
-        let buffer = try await request.collectBody(upTo: context.maxUploadSize)
-        return try DashboardForm(encoded: String(buffer: buffer))
-    }
-
-    init(encoded: String) throws {
-        for pair in encoded.split(separator: "&", omittingEmptySubsequences: true) {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            func decoded(_ part: Substring) throws -> String {
-                guard let text = part.replacingOccurrences(of: "+", with: " ").removingPercentEncoding else {
-                    throw APIError.invalid("form", "is not URL-encoded")
-                }
-                return text
-            }
-            let name = try decoded(parts[0])
-            if fields[name] == nil { fields[name] = try decoded(parts.count > 1 ? parts[1] : "") }
-        }
+        return DashboardViewer(key: key, formToken: formToken, revision: relay.revision, hasDevices: hasDevices)
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import LiveActivityKit
 import LiveRelay
 import LiveRelayStore
+import WebPages
 
 /// What a page needs to know of who is looking at it.
 struct DashboardViewer: Sendable {
@@ -9,6 +10,8 @@ struct DashboardViewer: Sendable {
     let formToken: String
     /// The service's revision when the page began reading the store: its live updates start there.
     let revision: UInt64
+    /// Whether the built-in emulator's devices are there to draw.
+    let hasDevices: Bool
 
     /// Viewers read; only the operator changes things.
     var mayChange: Bool { key.scope == .admin }
@@ -26,6 +29,7 @@ enum DashboardPages {
         case deliveries = "Deliveries"
         case channels = "Channels"
         case keys = "API keys"
+        case devices = "Devices"
 
         var path: String {
             switch self {
@@ -34,12 +38,14 @@ enum DashboardPages {
             case .deliveries: "/dashboard/deliveries"
             case .channels: "/dashboard/channels"
             case .keys: "/dashboard/api-keys"
+            case .devices: "/dashboard/devices"
             }
         }
     }
 
-    static func page(_ title: String, section: Section?, viewer: DashboardViewer?, _ content: HTML) -> HTML {
-        let navigation = Section.allCases.html { item in
+    /// A page in the dashboard's frame; its live sections follow `events` (by default, the store's changes).
+    static func page(_ title: String, section: Section?, viewer: DashboardViewer?, events: String? = nil, _ content: HTML) -> HTML {
+        let navigation = Section.allCases.filter { $0 != .devices || viewer?.hasDevices == true }.html { item in
             "<a href=\"\(item.path)\"\(item == section ? HTML(" aria-current=\"page\"") : .empty)>\(item.rawValue)</a>"
         }
         let who: HTML =
@@ -54,7 +60,7 @@ enum DashboardPages {
             <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
             <title>\(title) · LiveRelay</title>
             <link rel="stylesheet" href="/dashboard/assets/dashboard.css"><script src="/dashboard/assets/dashboard.js" defer></script>
-            </head><body data-revision="\(viewer?.revision ?? 0)">
+            </head><body\(viewer.map { (viewer: DashboardViewer) -> HTML in " data-events=\"\(events ?? "/dashboard/events?since=\(viewer.revision)")\"" } ?? .empty)>
             <header class="bar"><a class="brand" href="/dashboard">LiveRelay</a>\(viewer == nil ? HTML.empty : HTML("<nav>\(navigation)</nav>"))\(who)</header>
             <main>\(content)</main>
             </body></html>
@@ -449,6 +455,17 @@ enum DashboardPages {
         return "<table><thead><tr><th>Schedule</th><th>Action</th><th>Due</th><th>State</th><th></th></tr></thead><tbody>\(rows)</tbody></table>"
     }
 
+    // MARK: Devices
+
+    /// The built-in emulator's iPhones as their owners see them now, with the person's buttons for an admin.
+    static func devices(_ drawn: HTML, viewer: DashboardViewer, events: String) -> HTML {
+        page("Devices", section: .devices, viewer: viewer, events: events, """
+            <h1>Devices</h1>
+            <p class="muted devices-note">The built-in emulator's simulated iPhones, as the person holding each sees it now: the Lock Screen when locked, the Dynamic Island (or a banner) when not, StandBy and the Watch. A template per attributes type fills each region (<code>serve --templates</code>); without one, the fields are listed.\(viewer.mayChange ? HTML(" The buttons do what the person would.") : .empty)</p>
+            \(drawn)
+            """)
+    }
+
     // MARK: Errors
 
     static func error(status: Int, message: String, viewer: DashboardViewer?) -> HTML {
@@ -501,8 +518,4 @@ enum DashboardPages {
             return value.serializedString
         }
     }
-}
-
-extension HTML {
-    static func + (lhs: HTML, rhs: HTML) -> HTML { HTML([lhs, rhs]) }
 }

@@ -1,0 +1,119 @@
+import Foundation
+import LiveActivityKit
+import Mustache
+import SimulatedDevices
+
+/// The places a Live Activity's widget fills (seed 000): the Lock Screen presentation (also the
+/// banner and StandBy), the compact and minimal Dynamic Island, and the four expanded regions.
+public enum TemplateRegion: String, Sendable, CaseIterable {
+    case lockScreen, compactLeading, compactTrailing, minimal, expandedLeading, expandedTrailing, expandedCenter, expandedBottom
+}
+
+/// What fills each region of each attributes type, in Mustache, over the activity's
+/// `attributes` and content-state (`state`), `isStale`, `isEnded`, `relevanceScore`, `app` and
+/// `attributesType`. A region without a template is drawn by the generic layout.
+///
+/// From a folder: `<folder>/<AttributesType>/<region>.mustache`; files directly in the folder are
+/// partials (`{{> name}}`). Every value a template inserts is escaped: templates that could insert
+/// markup unescaped (`{{{…}}}`, `{{&…}}`) or switch escaping off (`{{%…}}`, `{{=…=}}`) are refused.
+public struct ActivityTemplates: Sendable {
+    private var library = MustacheLibrary()
+    /// Which regions have a template, by attributes type.
+    private var regions: [String: Set<TemplateRegion>] = [:]
+
+    public init() {}
+
+    /// A template that cannot be used, and why, naming its file.
+    public struct LoadError: Error, CustomStringConvertible {
+        public var file: String
+        public var reason: String
+        public var description: String { "\(file): \(reason)" }
+    }
+
+    /// Reads every template under `folder`.
+    public init(folder: String) throws(LoadError) {
+        let manager = FileManager.default
+        var isFolder: ObjCBool = false
+        guard manager.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue else {
+            throw LoadError(file: folder, reason: "is not a folder of templates (<AttributesType>/<region>.mustache)")
+        }
+        let files = (manager.enumerator(atPath: folder)?.allObjects as? [String] ?? []).filter { $0.hasSuffix(".mustache") }.sorted()
+        for file in files {
+            let path = (folder as NSString).appendingPathComponent(file)
+            guard let data = manager.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+                throw LoadError(file: path, reason: "cannot be read as UTF-8 text")
+            }
+            let parts = String(file.dropLast(".mustache".count)).split(separator: "/").map(String.init)
+            switch parts.count {
+            case 1: try addPartial(named: parts[0], text, file: path)
+            case 2:
+                guard let region = TemplateRegion(rawValue: parts[1]) else {
+                    throw LoadError(
+                        file: path, reason: "\(parts[1]) is not a region; the regions are \(TemplateRegion.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                try add(text, for: region, of: parts[0], file: path)
+            default:
+                throw LoadError(file: path, reason: "templates are <AttributesType>/<region>.mustache, partials <name>.mustache; nothing deeper")
+            }
+        }
+    }
+
+    /// Adds the template of one region of one attributes type.
+    public mutating func add(_ text: String, for region: TemplateRegion, of attributesType: String, file: String? = nil) throws(LoadError) {
+        let template = try Self.parse(text, file: file ?? "\(attributesType)/\(region.rawValue).mustache")
+        library.register(template, named: Self.name(region, of: attributesType))
+        regions[attributesType, default: []].insert(region)
+    }
+
+    /// Adds a partial that templates include with `{{> name}}`.
+    public mutating func addPartial(named name: String, _ text: String, file: String? = nil) throws(LoadError) {
+        library.register(try Self.parse(text, file: file ?? "\(name).mustache"), named: name)
+    }
+
+    public var attributesTypes: [String] { regions.keys.sorted() }
+
+    /// The region of `activity` drawn by its type's template, or `nil` when it has none.
+    public func render(_ region: TemplateRegion, of activity: PresentedActivity) -> HTML? {
+        guard regions[activity.attributesType]?.contains(region) == true,
+            let text = library.render(Self.context(of: activity), withTemplate: Self.name(region, of: activity.attributesType))
+        else { return nil }
+        return HTML(markup: text)
+    }
+
+    private static func name(_ region: TemplateRegion, of type: String) -> String { "\(type)/\(region.rawValue)" }
+
+    private static func parse(_ text: String, file: String) throws(LoadError) -> MustacheTemplate {
+        for (tag, what) in [("{{{", "inserts a value unescaped"), ("{{&", "inserts a value unescaped"), ("{{%", "changes how values are escaped"),
+                            ("{{=", "changes the delimiters")] where text.contains(tag) {
+            throw LoadError(file: file, reason: "\(tag)…}} \(what); every value a template inserts is escaped")
+        }
+        do {
+            return try MustacheTemplate(string: text)
+        } catch let error as MustacheTemplate.ParserError {
+            throw LoadError(file: file, reason: "line \(error.context.lineNumber), column \(error.context.columnNumber): \(error.error)")
+        } catch {
+            throw LoadError(file: file, reason: "\(error)")
+        }
+    }
+
+    /// What a template sees.
+    static func context(of activity: PresentedActivity) -> [String: Any] {
+        [
+            "attributes": mustacheValue(activity.attributes), "state": mustacheValue(activity.content), "isStale": activity.isStale,
+            "isEnded": activity.state == .ended, "relevanceScore": activity.relevanceScore, "app": activity.bundleID,
+            "attributesType": activity.attributesType,
+        ]
+    }
+
+    /// JSON as Mustache walks it: objects as dictionaries, numbers as written.
+    static func mustacheValue(_ value: JSONValue) -> Any {
+        switch value {
+        case .null: Optional<String>.none as Any
+        case .bool(let flag): flag
+        case .number(let literal): literal
+        case .string(let text): text
+        case .array(let elements): elements.map(mustacheValue)
+        case .object(let members): Dictionary(members.map { ($0.key, mustacheValue($0.value)) }, uniquingKeysWith: { first, _ in first })
+        }
+    }
+}

@@ -1,0 +1,266 @@
+import Foundation
+import LiveActivityKit
+import SimulatedDevices
+
+/// One simulated device as the page draws it: what the person sees and what they may change.
+/// Equal snapshots draw the same markup, so a page changes exactly when its snapshots do.
+public struct DrawnDevice: Sendable, Hashable {
+    public var id: String
+    public var model: DeviceModel
+    public var isOnline: Bool
+    public var apps: [App]
+    public var presentation: DevicePresentation
+    /// The clock as the status bar shows it (to the minute).
+    public var clock: String
+
+    public struct App: Sendable, Hashable {
+        public var bundleID: String
+        public var liveActivitiesEnabled: Bool
+    }
+
+    public init(_ device: SimulatedDevice, at now: Date) {
+        id = device.id
+        model = device.model
+        isOnline = device.isOnline
+        apps = device.apps.values.sorted { $0.bundleID < $1.bundleID }.map { App(bundleID: $0.bundleID, liveActivitiesEnabled: $0.liveActivitiesEnabled) }
+        presentation = device.presentation(at: now)
+        clock = Self.clockFormat.string(from: now)
+    }
+
+    private static let clockFormat: DateFormatter = {
+        let format = DateFormatter()
+        format.locale = Locale(identifier: "en_US_POSIX")
+        format.timeZone = TimeZone(identifier: "UTC")
+        format.dateFormat = "HH:mm"
+        return format
+    }()
+}
+
+extension DeviceFleet {
+    /// The first `limit` devices by id, drawn as they are now (time applied), and how many there are.
+    public func drawn(limit: Int, only id: String? = nil) -> (devices: [DrawnDevice], total: Int) {
+        let ids = deviceIDs.filter { id == nil || $0 == id }
+        let devices = ids.prefix(limit).compactMap { id in try? withDevice(id) { device, now in (DrawnDevice(device, at: now), []) } }
+        return (devices, ids.count)
+    }
+}
+
+/// Where a device's buttons send the person's actions, and the hidden fields each form carries
+/// (the form token).
+public struct PersonControls: Sendable {
+    public var action: String
+    public var hiddenFields: [(name: String, value: String)]
+
+    public init(action: String, hiddenFields: [(name: String, value: String)]) {
+        (self.action, self.hiddenFields) = (action, hiddenFields)
+    }
+}
+
+/// The simulated iPhones as markup: a phone (Lock Screen when locked; the Dynamic Island, or the
+/// banner of a device without one, when unlocked), StandBy, and the paired Watch's Smart Stack,
+/// each region filled by the attributes type's template or by a generic layout of its fields.
+public enum DeviceDrawing {
+    /// One device, its views side by side, and the person's buttons when `controls` is given.
+    /// The section's id makes it a live section of the page.
+    public static func device(_ device: DrawnDevice, templates: ActivityTemplates, controls: PersonControls?) -> HTML {
+        let shown = device.presentation
+        let modelName: String = switch device.model {
+        case .iPhoneWithDynamicIsland: "iPhone with Dynamic Island"
+        case .iPhone: "iPhone without Dynamic Island"
+        case .iPad: "iPad"
+        }
+        let facts = [modelName, shown.isLocked ? "locked" : "unlocked", device.isOnline ? "online" : "offline"]
+            + device.apps.map { "\($0.bundleID): Live Activities \($0.liveActivitiesEnabled ? "on" : "off")" }
+        return """
+            <section class="device card" id="device-\(device.id)" data-live data-device="\(device.id)">
+            <h2>\(device.id) <small>\(facts.joined(separator: " · "))</small></h2>
+            <div class="device-views">\(phone(device, templates: templates))\(device.model == .iPad ? HTML.empty : standBy(shown, templates: templates))\(watch(shown, templates: templates))</div>
+            \(controls.map { buttons(device, $0) } ?? .empty)
+            </section>
+            """
+    }
+
+    // MARK: The phone
+
+    static func phone(_ device: DrawnDevice, templates: ActivityTemplates) -> HTML {
+        let shown = device.presentation
+        let kind = device.model.hasDynamicIsland ? "island" : "classic"
+        let status: HTML = """
+            <div class="status"><span>\(shown.isLocked ? "" : device.clock)</span><span>\(device.isOnline ? "5G" : "No Service")</span></div>
+            """
+        let screen: HTML
+        if shown.isLocked {
+            let cards = shown.lockScreen.html { lockScreenCard($0, templates: templates, alert: alert(of: $0, in: shown)) }
+            screen = """
+                <div class="lock-clock"><span class="lock-icon" aria-hidden="true"></span><strong>\(device.clock)</strong></div>
+                <div class="lock-list" data-region="lock-screen">\(shown.lockScreen.isEmpty ? HTML("<p class=\"nothing\">No Live Activities</p>") : cards)</div>
+                """
+        } else {
+            let banner = shown.banner.flatMap { alert in shown.lockScreen.first { $0.activityID == alert.activityID }.map { (alert, $0) } }
+            screen = """
+                \(banner.map { "<div class=\"banner\" data-region=\"banner\">\(lockScreenCard($0.1, templates: templates, alert: $0.0.alert))</div>" } ?? .empty)
+                <div class="home" aria-hidden="true">\((0..<12).html { _ in "<span></span>" })</div>
+                """
+        }
+        let island: HTML = device.model.hasDynamicIsland ? dynamicIsland(shown.isLocked ? .empty : shown.dynamicIsland ?? .empty, templates: templates) : .empty
+        return """
+            <figure class="phone \(kind)\(shown.isLocked ? " locked" : " unlocked")\(device.isOnline ? "" : " offline")">
+            <div class="screen">\(island)\(status)\(screen)</div>
+            <figcaption>\(shown.isLocked ? "Lock Screen" : device.model.hasDynamicIsland ? "Dynamic Island" : "Home Screen")</figcaption>
+            </figure>
+            """
+    }
+
+    /// The Dynamic Island; on the Lock Screen it stays empty, the activities being on the screen.
+    static func dynamicIsland(_ island: DevicePresentation.DynamicIsland, templates: ActivityTemplates) -> HTML {
+        switch island {
+        case .empty:
+            return "<div class=\"island-pill\" data-region=\"island\" data-island=\"empty\"></div>"
+        case .compact(let activity):
+            return """
+                <div class="island-pill compact\(classes(activity))" data-region="island" data-island="compact" data-activity="\(activity.activityID)">
+                <span class="leading">\(region(.compactLeading, of: activity, templates: templates))</span><span class="camera"></span><span class="trailing">\(region(.compactTrailing, of: activity, templates: templates))</span>
+                </div>
+                """
+        case .minimal(let attached, let detached):
+            return """
+                <div class="island-row" data-region="island" data-island="minimal">
+                <div class="island-pill minimal\(classes(attached))" data-activity="\(attached.activityID)"><span class="camera"></span><span class="trailing">\(region(.minimal, of: attached, templates: templates))</span></div>
+                <div class="island-bubble\(classes(detached))" data-activity="\(detached.activityID)">\(region(.minimal, of: detached, templates: templates))</div>
+                </div>
+                """
+        case .expanded(let activity, let alert):
+            return """
+                <div class="island-expanded\(classes(activity))" data-region="island" data-island="expanded" data-activity="\(activity.activityID)">
+                <div class="expanded-top"><div class="leading">\(region(.expandedLeading, of: activity, templates: templates))</div><div class="center">\(region(.expandedCenter, of: activity, templates: templates))</div><div class="trailing">\(region(.expandedTrailing, of: activity, templates: templates))</div></div>
+                <div class="bottom">\(region(.expandedBottom, of: activity, templates: templates))</div>
+                <div class="alert"><strong>\(alert.title)</strong> \(alert.body)</div>
+                </div>
+                """
+        }
+    }
+
+    static func lockScreenCard(_ activity: PresentedActivity, templates: ActivityTemplates, alert: ShownAlert?) -> HTML {
+        """
+        <article class="activity\(classes(activity))\(alert == nil ? "" : " alerting")" data-activity="\(activity.activityID)">
+        \(tag(activity))\(region(.lockScreen, of: activity, templates: templates))\(alert.map { "<p class=\"alert\"><strong>\($0.title)</strong> \($0.body)</p>" } ?? .empty)
+        </article>
+        """
+    }
+
+    // MARK: StandBy and the Watch
+
+    /// StandBy (landscape, charging): the most relevant activity's Lock Screen presentation scaled
+    /// to fill the screen, another app's minimal presentation above it (seed 000).
+    static func standBy(_ shown: DevicePresentation, templates: ActivityTemplates) -> HTML {
+        let main = shown.lockScreen.first
+        let other = main.flatMap { main in shown.lockScreen.first { $0.bundleID != main.bundleID && $0.state != .ended } }
+        return """
+            <figure class="standby" data-region="standby">
+            <div class="screen">\(other.map { "<div class=\"island-bubble\(classes($0))\">\(region(.minimal, of: $0, templates: templates))</div>" } ?? .empty)\(main.map { "<article class=\"activity\(classes($0))\" data-activity=\"\($0.activityID)\">\(tag($0))\(region(.lockScreen, of: $0, templates: templates))</article>" } ?? HTML("<p class=\"nothing\">No Live Activities</p>"))</div>
+            <figcaption>StandBy</figcaption>
+            </figure>
+            """
+    }
+
+    /// The Watch's Smart Stack: the most relevant activity's compact leading and trailing, and an alert.
+    static func watch(_ shown: DevicePresentation, templates: ActivityTemplates) -> HTML {
+        guard let watch = shown.watch else { return .empty }
+        let card: HTML = watch.smartStack.map { activity in
+            """
+            <div class="stack-card\(classes(activity))" data-activity="\(activity.activityID)">\(tag(activity))<span class="leading">\(region(.compactLeading, of: activity, templates: templates))</span><span class="trailing">\(region(.compactTrailing, of: activity, templates: templates))</span></div>
+            """
+        } ?? "<p class=\"nothing\">Smart Stack</p>"
+        let alert: HTML = watch.alert.map { "<div class=\"alert\"><strong>\($0.alert.title)</strong> \($0.alert.body)</div>" } ?? .empty
+        return """
+            <figure class="watch" data-region="watch"><div class="screen">\(alert)\(card)</div><figcaption>Watch Smart Stack</figcaption></figure>
+            """
+    }
+
+    // MARK: The person's buttons
+
+    static func buttons(_ device: DrawnDevice, _ controls: PersonControls) -> HTML {
+        func button(_ label: String, _ fields: [(String, String)], quiet: Bool = true) -> HTML {
+            let hidden = (controls.hiddenFields + [("device", device.id)] + fields).html { "<input type=\"hidden\" name=\"\($0.0)\" value=\"\($0.1)\">" }
+            return "<form method=\"post\" action=\"\(controls.action)\" class=\"inline\">\(hidden)<button\(quiet ? HTML(" class=\"quiet\"") : .empty)>\(label)</button></form>"
+        }
+        let shown = device.presentation
+        let dismiss = shown.lockScreen.html { activity in
+            button("Dismiss \(shortName(activity.bundleID)) \(activity.attributesType)", [("action", "dismiss"), ("activity", activity.activityID)])
+        }
+        let settings = device.apps.html { app in
+            button("Live Activities \(app.liveActivitiesEnabled ? "off" : "on") for \(shortName(app.bundleID))",
+                   [("action", "live-activities"), ("app", app.bundleID), ("enabled", app.liveActivitiesEnabled ? "false" : "true")])
+        }
+        let clock = [("+1 min", 60), ("+15 min", 900), ("+1 h", 3600), ("+4 h", 14_400), ("+8 h", 28_800)].html { label, seconds in
+            button(label, [("action", "advance-clock"), ("seconds", String(seconds))])
+        }
+        return """
+            <div class="person" aria-label="What the person does">
+            \(button(shown.isLocked ? "Unlock" : "Lock", [("action", shown.isLocked ? "unlock" : "lock")], quiet: false))\(button(device.isOnline ? "Go offline" : "Go online", [("action", device.isOnline ? "offline" : "online")]))\(settings)\(dismiss)
+            <span class="clock-buttons"><span class="muted">Advance the clock</span> \(clock)</span>
+            </div>
+            """
+    }
+
+    // MARK: Regions
+
+    /// A region from the type's template, or the generic layout of the activity's fields.
+    static func region(_ region: TemplateRegion, of activity: PresentedActivity, templates: ActivityTemplates) -> HTML {
+        if let drawn = templates.render(region, of: activity) { return drawn }
+        let app = shortName(activity.bundleID)
+        let first = scalars(activity.content).first.map { text($0.value, limit: 12) } ?? ""
+        switch region {
+        case .lockScreen, .expandedBottom:
+            let fields = (activity.content.objectMembers ?? []).html { "<dt>\($0.key)</dt><dd>\(text($0.value, limit: 80))</dd>" }
+            let heading: HTML = region == .lockScreen
+                ? "<header><span class=\"app-icon\">\(String(app.prefix(1)))</span><strong>\(app)</strong> <small>\(activity.attributesType)</small></header>" : .empty
+            return "<div class=\"generic\">\(heading)<dl>\(fields)</dl></div>"
+        case .compactLeading, .minimal: return "<span class=\"app-icon\">\(String(app.prefix(1)))</span>"
+        case .compactTrailing, .expandedTrailing: return "<span class=\"value\">\(first)</span>"
+        case .expandedLeading: return "<span class=\"app-icon\">\(String(app.prefix(1)))</span> \(app)"
+        case .expandedCenter: return "<span class=\"muted\">\(activity.attributesType)</span>"
+        }
+    }
+
+    private static func classes(_ activity: PresentedActivity) -> String {
+        (activity.isStale ? " stale" : "") + (activity.state == .ended ? " ended" : "")
+    }
+
+    /// What the widget cannot say itself: that its content is out of date, or over.
+    private static func tag(_ activity: PresentedActivity) -> HTML {
+        activity.state == .ended ? "<span class=\"tag ended\">Ended</span>" : activity.isStale ? "<span class=\"tag stale\">Stale</span>" : .empty
+    }
+
+    private static func alert(of activity: PresentedActivity, in shown: DevicePresentation) -> ShownAlert? {
+        if case .expanded(let expanded, let alert) = shown.dynamicIsland, expanded.activityID == activity.activityID { return alert }
+        if let banner = shown.banner, banner.activityID == activity.activityID { return banner.alert }
+        return nil
+    }
+
+    /// `com.example.liverelay.demo` → `Demo`.
+    static func shortName(_ bundleID: String) -> String {
+        let last = bundleID.split(separator: ".").last.map(String.init) ?? bundleID
+        return last.prefix(1).uppercased() + last.dropFirst()
+    }
+
+    private static func scalars(_ value: JSONValue) -> [(key: String, value: JSONValue)] {
+        (value.objectMembers ?? []).filter { member in
+            switch member.value {
+            case .string, .number, .bool: true
+            default: false
+            }
+        }
+    }
+
+    private static func text(_ value: JSONValue, limit: Int) -> String {
+        let whole: String = switch value {
+        case .string(let text): text
+        case .number(let literal): literal
+        case .bool(let flag): flag ? "yes" : "no"
+        case .null: "–"
+        case .array, .object: value.serializedString
+        }
+        return whole.count > limit ? whole.prefix(limit - 1) + "…" : whole
+    }
+}

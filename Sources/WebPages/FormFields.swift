@@ -1,0 +1,61 @@
+import Foundation
+import Hummingbird
+import JSONAPI
+import SimulatedDevices
+
+/// An `application/x-www-form-urlencoded` body, as browsers send forms; the first of a repeated
+/// name counts.
+public struct FormFields: Sendable {
+    private var fields: [String: String] = [:]
+
+    public subscript(_ name: String) -> String? { fields[name] }
+
+    public static func read(_ request: inout Request, _ context: some RequestContext) async throws -> FormFields {
+        let buffer = try await request.collectBody(upTo: context.maxUploadSize)
+        return try FormFields(encoded: String(buffer: buffer))
+    }
+
+    public init(encoded: String) throws {
+        for pair in encoded.split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            func decoded(_ part: Substring) throws -> String {
+                guard let text = part.replacingOccurrences(of: "+", with: " ").removingPercentEncoding else {
+                    throw APIError.invalid("form", "is not URL-encoded")
+                }
+                return text
+            }
+            let name = try decoded(parts[0])
+            if fields[name] == nil { fields[name] = try decoded(parts.count > 1 ? parts[1] : "") }
+        }
+    }
+
+    /// The device and the person's action a drawn iPhone's button sent.
+    public func personAction() throws -> (deviceID: String, action: PersonAction) {
+        guard let device = self["device"], !device.isEmpty else { throw APIError.invalid("device", "the form names no device") }
+        func required(_ name: String) throws -> String {
+            guard let value = self[name], !value.isEmpty else { throw APIError.invalid(name, "is required with action \(self["action"] ?? "")") }
+            return value
+        }
+        let action: PersonAction
+        switch self["action"] ?? "" {
+        case "lock": action = .lock
+        case "unlock": action = .unlock
+        case "offline": action = .goOffline
+        case "online": action = .goOnline
+        case "dismiss": action = .dismiss(activityID: try required("activity"))
+        case "live-activities":
+            let enabled = try required("enabled")
+            guard enabled == "true" || enabled == "false" else { throw APIError.invalid("enabled", "must be true or false, got \"\(enabled)\"") }
+            action = .setLiveActivities(bundleID: try required("app"), enabled: enabled == "true")
+        case "advance-clock":
+            let text = try required("seconds")
+            guard let seconds = TimeInterval(text), seconds > 0, seconds <= PersonAction.longestClockStep else {
+                throw APIError.invalid("seconds", "must be a number of seconds above 0 and at most \(Int(PersonAction.longestClockStep)), got \"\(text)\"")
+            }
+            action = .advanceClock(seconds: seconds)
+        case let other:
+            throw APIError.invalid("action", "must be lock, unlock, offline, online, dismiss, live-activities or advance-clock, got \"\(other)\"")
+        }
+        return (device, action)
+    }
+}

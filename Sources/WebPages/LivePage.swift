@@ -1,0 +1,103 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import ServiceLifecycle
+
+/// Pages that stay current without reloading: the page names its events stream and what it shows
+/// (`<body data-events="…">`); the stream says `changed` when that is no longer what the server
+/// would draw; the script then fetches the page again and swaps each `data-live` section that has
+/// an id, leaving forms being typed into as they are. Without JavaScript the pages read the same.
+public enum LivePage {
+    /// A stream ends after this and the browser opens another, so none outlives its need.
+    public static let streamLifetime = Duration.seconds(600)
+    static let tick = Duration.milliseconds(250)
+
+    /// What the page last showed: the last event's id when the browser reconnects, else `?since=`.
+    public static func shown(_ request: Request) -> String? {
+        request.headers[HTTPField.Name("Last-Event-ID")!] ?? request.uri.queryParameters["since"].map(String.init)
+    }
+
+    /// Server-sent events: `changed`, its id what `current()` says now, whenever that differs from
+    /// what the page shows (checked four times a second), and also every `forcedEvery` when set.
+    public static func events(shown: String?, forcedEvery: Duration? = nil, current: @escaping @Sendable () -> String) -> Response {
+        let headers: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-store"]
+        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+            let forcedTicks = forcedEvery.map { Int($0 / tick) }
+            var seen = shown ?? current()
+            var quietTicks = 0
+            try await writer.write(ByteBuffer(string: "retry: 2000\n: listening\n\n"))
+            let end = ContinuousClock.now + streamLifetime
+            while ContinuousClock.now < end, !Task.isCancelled, !Task.isShuttingDownGracefully {
+                let now = current()
+                if now != seen || forcedTicks.map({ quietTicks >= $0 }) == true {
+                    seen = now
+                    quietTicks = 0
+                    try await writer.write(ByteBuffer(string: "id: \(now)\nevent: changed\ndata: \(now)\n\n"))
+                } else if quietTicks >= 60 {
+                    quietTicks = 0
+                    try await writer.write(ByteBuffer(string: ": still here\n\n"))
+                }
+                try await Task.sleep(for: tick)
+                quietTicks += 1
+            }
+            try await writer.finish(nil)
+        })
+    }
+
+    /// The script every live page loads.
+    public static let script = """
+        "use strict";
+        (function () {
+          if (!window.EventSource || !document.body.dataset.events) return;
+          if (!document.querySelector("[data-live]")) return;
+          let fetching = false, again = false;
+          async function refresh() {
+            if (fetching) { again = true; return; }
+            fetching = true;
+            try {
+              const response = await fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } });
+              if (!response.ok) return;
+              const page = new DOMParser().parseFromString(await response.text(), "text/html");
+              for (const fresh of page.querySelectorAll("[data-live][id]")) {
+                const current = document.getElementById(fresh.id);
+                if (current && current.innerHTML !== fresh.innerHTML) current.innerHTML = fresh.innerHTML;
+              }
+              document.body.dataset.refreshed = String(Date.now());
+            } finally {
+              fetching = false;
+              if (again) { again = false; refresh(); }
+            }
+          }
+          const events = new EventSource(document.body.dataset.events);
+          events.addEventListener("changed", refresh);
+          events.addEventListener("open", () => { document.body.dataset.live = "on"; });
+        })();
+        """
+
+    /// What every page says about itself: no framing, scripts and styles of this origin only, never cached.
+    public static func html(_ page: HTML, status: HTTPResponse.Status = .ok) -> Response {
+        Response(
+            status: status,
+            headers: [
+                .contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
+                .contentSecurityPolicy: Self.contentSecurityPolicy,
+                HTTPField.Name("X-Content-Type-Options")!: "nosniff", HTTPField.Name("Referrer-Policy")!: "same-origin",
+            ],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: page.description)))
+    }
+
+    /// This origin only; `style` attributes (a device template's) are allowed, and cannot fetch
+    /// from elsewhere.
+    static let contentSecurityPolicy = "default-src 'self'; style-src-attr 'unsafe-inline'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
+
+    public static func asset(_ text: String, type: String) -> Response {
+        Response(
+            status: .ok, headers: [.contentType: type, .cacheControl: "no-cache", HTTPField.Name("X-Content-Type-Options")!: "nosniff"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    public static func redirect(_ path: String) -> Response {
+        Response(status: .seeOther, headers: [.location: path, .cacheControl: "no-store"])
+    }
+}
