@@ -44,6 +44,7 @@ struct ChangePlanner {
             event: request.event, timestamp: Date(timeIntervalSince1970: TimeInterval(timestamp)), contentState: contentState,
             staleDate: request.staleDate, dismissalPolicy: dismissal, relevanceScore: request.relevanceScore, alert: request.alert))
         var deliveries: [NewDelivery] = []
+        var budgetUse: BudgetUse?
         var fanOut: NewPush?
         let encoded: [UInt8]
         if !activity.channelIDs.isEmpty {
@@ -52,6 +53,7 @@ struct ChangePlanner {
             for channel in PushEnvironment.allCases.compactMap({ environment in snapshot.channels.first { $0.environment == environment } }) {
                 let decision = governor.decide(
                     request.priority, alerting: alerting, used: snapshot.priority10Counts[channel.channelID] ?? 0, frequentPushesEnabled: false)
+                budgetUse = Self.most(budgetUse, decision.budget)
                 // A No-Message-Stored channel takes only 0; a stored message lives at most the storage window.
                 let expiration = channel.storagePolicy == 0
                     ? 0 : (request.expiration.map(unixSeconds) ?? unixSeconds(acceptedAt + channelStorageWindow))
@@ -75,6 +77,7 @@ struct ChangePlanner {
                     let decision = governor.decide(
                         request.priority, alerting: alerting, used: snapshot.priority10Counts[token.deviceID] ?? 0,
                         frequentPushesEnabled: token.frequentPushesEnabled)
+                    budgetUse = Self.most(budgetUse, decision.budget)
                     deliveries.append(NewDelivery(
                         bundleID: activity.bundleID, key: key, event: action,
                         target: .activityToken(deviceID: token.deviceID, token: token.token), environment: token.environment, payloadIndex: 0,
@@ -101,10 +104,16 @@ struct ChangePlanner {
         if reached == 0 { warnings.append("the key has no live update token: no device receives this \(action)") }
         let acceptance = Acceptance(
             key: key, action: action, requestID: requestID, timestamp: timestamp, deliveries: reached, state: activity.state,
-            warnings: warnings)
+            warnings: warnings, budgetUse: budgetUse)
         let plan = ChangePlan(
             acceptedAt: acceptedAt, activity: activity, payloads: [encoded], deliveries: deliveries, fanOut: fanOut,
             channelDeleteAfter: channelDeleteAfter, response: answer(acceptance))
         return (plan, acceptance)
+    }
+
+    /// The larger share of a budget.
+    private static func most(_ a: BudgetUse?, _ b: BudgetUse?) -> BudgetUse? {
+        guard let a, let b else { return a ?? b }
+        return b.share > a.share ? b : a
     }
 }

@@ -7,6 +7,8 @@ struct PriorityGovernor {
     struct Decision: Equatable {
         let priority: Int
         let reason: String
+        /// How much of the target's hourly budget is spent with this push, when `auto` counted it.
+        var budget: BudgetUse? = nil
     }
 
     /// `used`: priority-10 pushes already queued or sent to this activity in the last hour.
@@ -17,8 +19,22 @@ struct PriorityGovernor {
         case .auto:
             if alerting { return Decision(priority: 10, reason: "alert") }
             let budget = frequentPushesEnabled ? policy.frequentPriority10PerHour : policy.priority10PerHour
-            if used < budget { return Decision(priority: 10, reason: "within budget (\(used + 1) of \(budget) an hour)") }
-            return Decision(priority: 5, reason: "over budget (\(budget) an hour)")
+            if used < budget {
+                return Decision(priority: 10, reason: "within budget (\(used + 1) of \(budget) an hour)", budget: BudgetUse(used: used + 1, limit: budget))
+            }
+            return Decision(priority: 5, reason: "over budget (\(budget) an hour)", budget: BudgetUse(used: used, limit: budget))
         }
     }
+}
+
+/// A target's priority-10 pushes in the last hour against its hourly budget.
+public struct BudgetUse: Sendable, Hashable {
+    public var used: Int
+    public var limit: Int
+
+    public init(used: Int, limit: Int) { (self.used, self.limit) = (used, limit) }
+
+    /// Three quarters spent or more: the next pushes may soon go at priority 5.
+    public var isNearLimit: Bool { used * 4 >= limit * 3 }
+    var share: Double { limit == 0 ? 1 : Double(used) / Double(limit) }
 }

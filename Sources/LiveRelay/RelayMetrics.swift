@@ -9,8 +9,34 @@ public final class RelayMetrics: Sendable {
     /// Pushes answered in each of the last hour's minutes (by minute since 1970), by result.
     private let minutes = Mutex<[Int64: [String: Int]]>([:])
     static let minutesKept: Int64 = 60
+    /// Keys whose last change spent three quarters of a target's priority-10 budget or more.
+    private let nearBudget = Mutex<[KeyNearBudget.Key: KeyNearBudget]>([:])
+    static let nearBudgetKept = 10_000
 
     public init() {}
+
+    /// Keeps a key whose change at `date` spent most of a budget, and forgets it once a change spends less.
+    func noteBudget(_ use: BudgetUse?, app: String, key: String, at date: Date) {
+        guard let use else { return }
+        let id = KeyNearBudget.Key(app: app, key: key)
+        nearBudget.withLock { kept in
+            guard use.isNearLimit else { kept[id] = nil; return }
+            kept[id] = KeyNearBudget(app: app, key: key, use: use, at: date)
+            if kept.count > Self.nearBudgetKept {
+                kept = kept.filter { $0.value.at > date - 3600 }
+                while kept.count > Self.nearBudgetKept, let oldest = kept.min(by: { $0.value.at < $1.value.at }) { kept[oldest.key] = nil }
+            }
+        }
+    }
+
+    /// The keys this process saw spend most of a target's budget in the hour before `date`, the
+    /// fullest first.
+    public func keysNearBudget(at date: Date, limit: Int) -> [KeyNearBudget] {
+        nearBudget.withLock { Array($0.values) }
+            .filter { $0.at > date - 3600 }
+            .sorted { ($0.use.share, $0.at) > ($1.use.share, $1.at) }
+            .prefix(limit).map { $0 }
+    }
 
     /// Counts a push answered at `date` with `result` (`sent`, `retry`, `failed`, `token_dead`).
     func countPush(result: String, at date: Date) {
@@ -57,4 +83,13 @@ public final class RelayMetrics: Sendable {
         for status in DeliveryStatus.allCases { text += "liverelay_deliveries{status=\"\(status.rawValue)\"} \(deliveries[status] ?? 0)\n" }
         return text
     }
+}
+
+/// A key that spent most of a device's or channel's hourly priority-10 budget, and when.
+public struct KeyNearBudget: Sendable, Hashable {
+    struct Key: Hashable { var app: String; var key: String }
+    public var app: String
+    public var key: String
+    public var use: BudgetUse
+    public var at: Date
 }

@@ -20,12 +20,16 @@ public struct Acceptance: Sendable, Hashable {
     /// What the sender should know although the request was accepted: that it reached no device,
     /// or that a date was probably meant in another unit.
     public var warnings: [String]
+    /// The most of one target's hourly priority-10 budget the request spent, when it spent any
+    /// (not answered; the dashboard's overview keeps it).
+    public var budgetUse: BudgetUse?
 
     public init(
         key: String, action: String, requestID: String, timestamp: Int64, deliveries: Int, state: ActivityKeyState,
         channelIDs: [PushEnvironment: String] = [:],
-        warnings: [String] = []
+        warnings: [String] = [], budgetUse: BudgetUse? = nil
     ) {
+        self.budgetUse = budgetUse
         self.key = key
         self.action = action
         self.requestID = requestID

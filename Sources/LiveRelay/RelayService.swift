@@ -386,6 +386,7 @@ public final class RelayService: Sendable {
                 try planner.plan(key: key, request, snapshot: snapshot, at: acceptedAt, requestID: requestID)
             }
             dispatch(accepted.claimed, action: request.event.rawValue)
+            metrics.noteBudget(accepted.outcome.budgetUse, app: app.bundleID, key: key, at: acceptedAt)
             return .accepted(accepted.outcome)
         } catch let error as StoreError {
             throw RelayError(error)

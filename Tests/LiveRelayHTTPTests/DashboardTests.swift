@@ -192,6 +192,21 @@ struct DashboardTests {
         }
     }
 
+    @Test func theOverviewListsKeysNearTheirPriority10Budget() async throws {
+        try await withRelayHarness(configure: { configuration, _ in configuration.budget.priority10PerHour = 4 }) { relay in
+            try await relay.startActivity("order-12", on: ["iphone-1"])
+            let browser = DashboardBrowser(relay)
+            _ = try await browser.signIn(key: try #require(relay.keys[.admin]))
+            for (eta, listed) in [(20, false), (15, false), (10, true)] {
+                #expect(try await relay.post("/v1/activities/order-12/update", .object([("contentState", content("on the way", eta))])).status == 200)
+                try await relay.dispatch()
+                let overview = try await browser.get("/dashboard")
+                #expect(overview.text.contains("order-12") == listed, "after the update with eta \(eta)")
+            }
+            #expect(try await browser.get("/dashboard").text.contains("<td class=\"number\">3 of 4</td>"))
+        }
+    }
+
     @Test func withoutSimulatedDevicesThereIsNoDevicesPage() async throws {
         try await withRelayHarness(configure: { _, api in api.devices = nil }) { relay in
             let browser = DashboardBrowser(relay)

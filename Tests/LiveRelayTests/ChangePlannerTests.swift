@@ -42,9 +42,10 @@ import Testing
     @Test func eachTokenHasItsOwnCount() throws {
         let snapshot = ChangeSnapshot(
             activity: activity(), liveTokens: [liveToken("a"), liveToken("b")], liveTokenCount: 2, priority10Counts: ["a": 12])
-        let (plan, _) = try ChangePlanner.standard.plan(Self.update(), snapshot)
+        let (plan, acceptance) = try ChangePlanner.standard.plan(Self.update(), snapshot)
         #expect(plan.deliveries.map(\.target) == [.activityToken(deviceID: "a", token: "tok-a"), .activityToken(deviceID: "b", token: "tok-b")])
         #expect(plan.deliveries.map(\.push.priority) == [5, 10])
+        #expect(acceptance.budgetUse == BudgetUse(used: 12, limit: 12), "the fullest budget of the request's targets")
     }
 
     /// One priority fits every token: the store writes the fan-out from its own rows.

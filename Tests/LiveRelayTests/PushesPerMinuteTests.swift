@@ -26,3 +26,22 @@ import Testing
         #expect(hour.dropFirst().allSatisfy { $0.results == ["retry": 1] })
     }
 }
+
+/// The overview's keys near their priority-10 budget: as each key's last change left them, for an hour.
+@Suite struct KeysNearBudgetTests {
+    let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+
+    @Test func aKeyIsListedWhileItsLastChangeSpentThreeQuartersAndForAnHour() {
+        let metrics = RelayMetrics()
+        metrics.noteBudget(BudgetUse(used: 8, limit: 12), app: "a.b", key: "half", at: t0)
+        metrics.noteBudget(BudgetUse(used: 9, limit: 12), app: "a.b", key: "near", at: t0)
+        metrics.noteBudget(BudgetUse(used: 12, limit: 12), app: "a.b", key: "spent", at: t0 + 1)
+        metrics.noteBudget(nil, app: "a.b", key: "spent", at: t0 + 2)
+        #expect(metrics.keysNearBudget(at: t0 + 10, limit: 10).map(\.key) == ["spent", "near"], "the fullest first")
+        #expect(metrics.keysNearBudget(at: t0 + 10, limit: 1).map(\.key) == ["spent"])
+        // A later change that spends less takes the key off; an hour later every key is gone.
+        metrics.noteBudget(BudgetUse(used: 2, limit: 12), app: "a.b", key: "near", at: t0 + 20)
+        #expect(metrics.keysNearBudget(at: t0 + 30, limit: 10).map(\.key) == ["spent"])
+        #expect(metrics.keysNearBudget(at: t0 + 3601, limit: 10).isEmpty)
+    }
+}

@@ -105,7 +105,8 @@ struct Dashboard: Sendable {
         return LivePage.html(DashboardPages.overview(
             counts: try await relay.store.counts(), deliveries: try await relay.deliveryCounts(),
             failures: try await relay.deliveries(DeliveryQuery(status: .failed, limit: 500)),
-            pushesPerMinute: relay.metrics.pushesPerMinute(upTo: relay.currentDate, count: 30), viewer: viewer))
+            pushesPerMinute: relay.metrics.pushesPerMinute(upTo: relay.currentDate, count: 30),
+            nearBudget: relay.metrics.keysNearBudget(at: relay.currentDate, limit: 20), viewer: viewer))
     }
 
     private func activities(_ request: Request, _ context: RelayRequestContext) async throws -> Response {

@@ -120,8 +120,13 @@ enum DashboardPages {
 
     static func overview(
         counts: StoreCounts, deliveries: [DeliveryStatus: Int], failures: [DeliveryRecord],
-        pushesPerMinute: [(minute: Date, results: [String: Int])], viewer: DashboardViewer
+        pushesPerMinute: [(minute: Date, results: [String: Int])], nearBudget: [KeyNearBudget], viewer: DashboardViewer
     ) -> HTML {
+        let budgetRows = nearBudget.html { near in
+            """
+            <tr><td><a href="\(activityPath(app: near.app, key: near.key))">\(near.key)</a></td><td>\(near.app)</td><td class="number">\(near.use.used) of \(near.use.limit)</td><td>\(time(near.at))</td></tr>
+            """
+        }
         let statuses = DeliveryStatus.allCases.html { status in
             "<div class=\"stat\"><span class=\"badge \(status.rawValue)\">\(status.rawValue)</span><strong>\(deliveries[status] ?? 0)</strong></div>"
         }
@@ -145,6 +150,8 @@ enum DashboardPages {
             \(pushChart(pushesPerMinute))
             <h2>Failures by APNs reason <small>(the latest \(failures.count))</small></h2>
             \(reasons.isEmpty ? HTML("<p class=\"empty\">No push has failed.</p>") : HTML("<table><thead><tr><th>Reason</th><th class=\"number\">Pushes</th></tr></thead><tbody>\(reasonRows)</tbody></table>"))
+            <h2>Keys near their priority-10 budget <small>(a device or channel at three quarters of its hourly budget or more at the key's last change, the last hour, this instance)</small></h2>
+            \(nearBudget.isEmpty ? HTML("<p class=\"empty\">No key is near its budget.</p>") : HTML("<table id=\"near-budget\"><thead><tr><th>Key</th><th>App</th><th class=\"number\">Priority 10 in the hour</th><th>Last change</th></tr></thead><tbody>\(budgetRows)</tbody></table>"))
             </div>
             """)
     }
