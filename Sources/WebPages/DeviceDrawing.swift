@@ -37,9 +37,10 @@ public struct DrawnDevice: Sendable, Hashable {
 }
 
 extension DeviceFleet {
-    /// The first `limit` devices by id, drawn as they are now (time applied), and how many there are.
-    public func drawn(limit: Int, only id: String? = nil) -> (devices: [DrawnDevice], total: Int) {
-        let ids = deviceIDs.filter { id == nil || $0 == id }
+    /// The first `limit` devices by id (of `only`, when given), drawn as they are now (time
+    /// applied), and how many there are.
+    public func drawn(limit: Int, only: [String]? = nil) -> (devices: [DrawnDevice], total: Int) {
+        let ids = only.map { $0.filter(contains) } ?? deviceIDs
         let devices = ids.prefix(limit).compactMap { id in try? withDevice(id) { device, now in (DrawnDevice(device, at: now), []) } }
         return (devices, ids.count)
     }
@@ -78,6 +79,11 @@ public enum DeviceDrawing {
             \(controls.map { buttons(device, $0) } ?? .empty)
             </section>
             """
+    }
+
+    /// The phone alone, as the person sees it now (beside an activity's timeline).
+    public static func phoneAlone(_ device: DrawnDevice, templates: ActivityTemplates) -> HTML {
+        "<div class=\"phone-alone\" id=\"phone-\(device.id)\" data-live><p class=\"muted\">\(device.id)</p>\(phone(device, templates: templates))</div>"
     }
 
     // MARK: The phone

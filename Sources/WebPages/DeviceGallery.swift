@@ -13,12 +13,13 @@ public struct DeviceGallery: Sendable {
         (self.fleet, self.templates) = (fleet, templates)
     }
 
-    /// The devices part of a page, and a token of what it shows (for `LivePage.events`).
-    public func draw(only deviceID: String?, controls: PersonControls?) -> (html: HTML, shows: String) {
-        let (devices, total) = fleet.drawn(limit: Self.pageLimit, only: deviceID)
+    /// The devices part of a page (every device, or those of `only`), and a token of what it
+    /// shows (for `LivePage.events`).
+    public func draw(only: [String]?, controls: PersonControls?) -> (html: HTML, shows: String) {
+        let (devices, total) = fleet.drawn(limit: Self.pageLimit, only: only)
         let note: HTML =
             if total == 0 {
-                deviceID == nil ? "<p class=\"empty\">No simulated devices.</p>" : "<p class=\"empty\">No device \(deviceID ?? "").</p>"
+                only == nil ? "<p class=\"empty\">No simulated devices.</p>" : "<p class=\"empty\">No device \((only ?? []).joined(separator: ", ")).</p>"
             } else if total > devices.count {
                 "<p class=\"muted\">The first \(devices.count) of \(total) devices, by id; add <code>?device=&lt;id&gt;</code> to draw another.</p>"
             } else { .empty }
@@ -26,9 +27,16 @@ public struct DeviceGallery: Sendable {
         return ("\(note)\(drawn)", Self.token(devices))
     }
 
-    /// What the devices part shows now, as a short token: equal when the page would be the same.
-    public func shows(only deviceID: String?) -> String {
-        Self.token(fleet.drawn(limit: Self.pageLimit, only: deviceID).devices)
+    /// The phones of `only` alone, as an activity's page shows those holding it, and a token of what they show.
+    public func phones(only: [String]) -> (html: HTML, shows: String) {
+        let devices = fleet.drawn(limit: Self.pageLimit, only: only).devices
+        return (devices.html { DeviceDrawing.phoneAlone($0, templates: templates) }, Self.token(devices))
+    }
+
+    /// What a page drawing every device, or those of `only`, shows now, as a short token: equal
+    /// when the page would be the same.
+    public func shows(only: [String]?) -> String {
+        Self.token(fleet.drawn(limit: Self.pageLimit, only: only).devices)
     }
 
     private static func token(_ devices: [DrawnDevice]) -> String {

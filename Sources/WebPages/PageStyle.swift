@@ -40,14 +40,14 @@ public enum PageStyle {
         .timeline { list-style: none; padding: 0; margin: 0; display: flex; flex-direction: column; gap: 12px; }
         .request-head { margin-bottom: 6px; }
         .timeline table { table-layout: fixed; } .timeline td { overflow-wrap: anywhere; }
-        .timeline th:nth-child(1) { width: 15%; } .timeline th:nth-child(2) { width: 15%; } .timeline th:nth-child(3) { width: 8%; }
-        .timeline th:nth-child(4) { width: 17%; } .timeline th:nth-child(5) { width: 19%; } .timeline th:nth-child(6) { width: 18%; }
+        .timeline th:nth-child(1) { width: 14%; } .timeline th:nth-child(2) { width: 12%; } .timeline th:nth-child(3) { width: 11%; }
+        .timeline th:nth-child(4) { width: 16%; } .timeline th:nth-child(5) { width: 18%; } .timeline th:nth-child(6) { width: 17%; }
         td time { white-space: nowrap; }
         form.filters { display: flex; flex-wrap: wrap; gap: 12px; align-items: end; margin-bottom: 16px; }
         label { display: flex; flex-direction: column; gap: 4px; font-size: 13px; color: var(--muted); }
         input, select, textarea { font: inherit; color: var(--ink); padding: 6px 8px; border: 1px solid var(--line); border-radius: 8px; background: #fff; }
         textarea { width: 100%; } .change label { margin-bottom: 10px; } .row { display: flex; gap: 12px; } .row label { flex: 1; }
-        button { font: inherit; padding: 6px 14px; border-radius: 8px; border: 1px solid var(--accent); background: var(--accent); color: #fff; cursor: pointer; }
+        button { font: inherit; white-space: nowrap; padding: 6px 14px; border-radius: 8px; border: 1px solid var(--accent); background: var(--accent); color: #fff; cursor: pointer; }
         button.quiet { background: transparent; border-color: #8e8e93; color: inherit; padding: 3px 10px; }
         button.danger { background: #fff; color: var(--red); border-color: var(--red); }
         form.inline { display: inline; margin: 0; }
@@ -119,7 +119,10 @@ public enum PageStyle {
         .watch .alert { background: #2c2c2e; border-radius: 10px; padding: 6px 8px; }
         .person { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; } .clock-buttons { display: inline-flex; flex-wrap: wrap; gap: 6px; align-items: center; }
         .devices-note { margin-top: 0; }
-        .tpl-row { display: flex; justify-content: space-between; align-items: center; gap: 8px; }
+        .activity-body.with-phones { display: grid; grid-template-columns: minmax(0, 1fr) auto; gap: 24px; align-items: start; }
+        .on-device { position: sticky; top: 12px; } .phone-alone > p { margin: 0 0 6px; font-size: 13px; }
+        @media (max-width: 900px) { .activity-body.with-phones { grid-template-columns: 1fr; } }
+        .tpl-row { display: flex; justify-content: space-between; align-items: center; gap: 8px; } .tpl-row > :last-child { white-space: nowrap; }
         .tpl-big { font-size: 19px; font-weight: 700; } .tpl-small { font-size: 12px; opacity: .75; }
         """
 }

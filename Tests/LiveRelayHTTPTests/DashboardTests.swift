@@ -162,6 +162,11 @@ struct DashboardTests {
             let lockScreen = try #require(page.text.range(of: "data-region=\"lock-screen\""))
             #expect(page.text[lockScreen.upperBound...].contains("<dd>preparing</dd>"), "the activity on the Lock Screen")
             #expect(page.text.contains("data-events=\"/dashboard/events?devices=all&amp;since="))
+            // The activity's page draws the phone that holds it beside its timeline, and follows that phone.
+            let activityPage = try await admin.get(DashboardBrowser.activityPath("order-11"))
+            #expect(activityPage.text.contains("<aside class=\"on-device\">"))
+            #expect(activityPage.text.contains("id=\"phone-iphone-1\" data-live"))
+            #expect(activityPage.text.contains("data-events=\"/dashboard/events?device=iphone-1&amp;since="))
 
             // A button without the session's form token changes nothing; with it, the person acts.
             let forged = try await admin.post("/dashboard/devices/act", ["device": "iphone-1", "action": "unlock"], formToken: .none)

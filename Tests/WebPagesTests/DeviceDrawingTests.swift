@@ -199,7 +199,7 @@ func status(_ text: String, eta: Int = 10) -> JSONValue { .object([("status", .s
         let started = gallery.shows(only: nil)
         #expect(started != before)
         f.clock.advance(by: 10)
-        #expect(gallery.shows(only: "phone") == gallery.shows(only: nil))
+        #expect(gallery.shows(only: ["phone"]) == gallery.shows(only: nil))
         f.clock.advance(by: 120)
         #expect(gallery.shows(only: nil) != started, "stale now")
         _ = id

@@ -21,13 +21,13 @@ extension EmulatorControlAPI {
         router.get("/assets/page.js") { _, _ in LivePage.asset(LivePage.script, type: "text/javascript; charset=utf-8") }
         router.get("/") { request, _ in
             let only = request.uri.queryParameters["device"].map(String.init)
-            let (drawn, shows) = gallery.draw(only: only, controls: PersonControls(action: "/person", hiddenFields: [("form", formToken)]))
+            let (drawn, shows) = gallery.draw(only: only.map { [$0] }, controls: PersonControls(action: "/person", hiddenFields: [("form", formToken)]))
             let events = "/page/events?" + [only.map { "device=\(Self.queryEscaped($0))&" } ?? "", "since=\(shows)"].joined()
             return LivePage.html(Self.page(drawn, events: events))
         }
         router.get("/page/events") { request, _ in
             let only = request.uri.queryParameters["device"].map(String.init)
-            return LivePage.events(shown: LivePage.shown(request)) { gallery.shows(only: only) }
+            return LivePage.events(shown: LivePage.shown(request)) { gallery.shows(only: only.map { [$0] }) }
         }
         router.post("/person") { request, context in
             var request = request

@@ -135,7 +135,16 @@ struct Dashboard: Sendable {
     private func activityPage(app: String, key: String, viewer: DashboardViewer, refused: DashboardPages.RefusedChange? = nil) async throws -> HTML {
         let description = try await relay.describe(app: app, key: key)
         let deliveries = try await relay.deliveries(DeliveryQuery(bundleID: app, key: key, limit: 200))
-        return DashboardPages.activity(description, deliveries: deliveries, viewer: viewer, refused: refused)
+        // With the built-in emulator, the phones that hold the activity, beside its timeline.
+        var phones: (html: HTML, shows: String)?
+        var held: [String] = []
+        if let devices {
+            held = Array(Set(description.tokens.map(\.deviceID)).filter(devices.fleet.contains).sorted().prefix(4))
+            if !held.isEmpty { phones = devices.phones(only: held) }
+        }
+        return DashboardPages.activity(
+            description, deliveries: deliveries, phones: phones?.html, viewer: viewer, refused: refused,
+            events: Self.eventsPath(viewer, devices: held.map { ("device", $0) }, shows: phones?.shows))
     }
 
     private func deliveries(_ request: Request, _ context: RelayRequestContext, notice: String? = nil) async throws -> Response {
@@ -288,26 +297,32 @@ struct Dashboard: Sendable {
     // MARK: Live updates
 
     /// `changed` whenever this process changed what the store holds since the page's revision; on
-    /// the devices page (`?devices=`) also whenever the drawn devices change; and every 5 s on a
-    /// store other instances share, whose changes this process cannot see.
+    /// a page that draws devices (`?devices=all` or `?device=<id>`…) also whenever they change; and
+    /// every 5 s on a store other instances share, whose changes this process cannot see.
     private func events(_ request: Request) -> Response {
         let relay = relay
-        let drawn = request.uri.queryParameters["devices"].map(String.init)
-        let devices = drawn == nil ? nil : devices
-        let only = drawn.flatMap { $0 == "all" ? nil : $0 }
+        let query = request.uri.queryParameters
+        let named = query.getAll("device")
+        let devices = query["devices"] == "all" || !named.isEmpty ? devices : nil
+        let only = named.isEmpty ? nil : named
         return LivePage.events(shown: LivePage.shown(request), forcedEvery: relay.store is any InstanceSharedStore ? .seconds(5) : nil) {
             devices.map { "\(relay.revision).\($0.shows(only: only))" } ?? "\(relay.revision)"
         }
+    }
+
+    /// The events a page follows: the store's changes, and those of the devices it draws.
+    private static func eventsPath(_ viewer: DashboardViewer, devices: [(String, String)], shows: String?) -> String {
+        "/dashboard/events?" + QueryString.make(devices + [("since", shows.map { "\(viewer.revision).\($0)" } ?? "\(viewer.revision)")])
     }
 
     // MARK: The simulated devices
 
     private func devicesPage(_ devices: DeviceGallery, _ request: Request, _ context: RelayRequestContext) async throws -> Response {
         let viewer = try viewer(context)
-        let only = request.uri.queryParameters["device"].map(String.init)
+        let only = request.uri.queryParameters["device"].map { [String($0)] }
         let controls = viewer.mayChange ? PersonControls(action: "/dashboard/devices/act", hiddenFields: [("csrf", viewer.formToken)]) : nil
         let (drawn, shows) = devices.draw(only: only, controls: controls)
-        let events = "/dashboard/events?" + QueryString.make([("devices", only ?? "all"), ("since", "\(viewer.revision).\(shows)")])
+        let events = Self.eventsPath(viewer, devices: only.map { $0.map { ("device", $0) } } ?? [("devices", "all")], shows: shows)
         return LivePage.html(DashboardPages.devices(drawn, viewer: viewer, events: events))
     }
 

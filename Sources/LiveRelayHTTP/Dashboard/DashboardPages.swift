@@ -212,8 +212,10 @@ enum DashboardPages {
         var message: String
     }
 
+    /// One activity; `phones`, the simulated devices that hold it, drawn beside its timeline.
     static func activity(
-        _ description: ActivityDescription, deliveries: [DeliveryRecord], viewer: DashboardViewer, refused: RefusedChange? = nil
+        _ description: ActivityDescription, deliveries: [DeliveryRecord], phones: HTML? = nil, viewer: DashboardViewer,
+        refused: RefusedChange? = nil, events: String? = nil
     ) -> HTML {
         let activity = description.activity
         let tokens = description.tokens.html { token in
@@ -237,19 +239,21 @@ enum DashboardPages {
             \(activity.channelIDs.sorted { $0.key.rawValue < $1.key.rawValue }.html { HTML("<dt>Channel (\($0.key.rawValue))</dt><dd><code>\($0.value)</code></dd>") })
             </dl>
             """
-        return page(activity.key, section: .activities, viewer: viewer, """
+        return page(activity.key, section: .activities, viewer: viewer, events: events, """
             <p class="crumbs"><a href="/dashboard/activities">Activities</a> / \(activity.bundleID)</p>
             <div data-live id="activity-head"><h1>\(activity.key) \(stateBadge(activity))</h1>\(facts)</div>
             <div class="columns" data-live id="activity-content">
             <section class="card"><h2>Content state</h2>\(json(activity.contentState))</section>
             <section class="card"><h2>Attributes</h2>\(json(activity.attributes))</section>
             </div>
+            <div class="\(phones == nil ? "activity-body" : "activity-body with-phones")"><div>
             <section data-live id="activity-tokens"><h2>Tokens</h2>
             \(description.tokens.isEmpty ? HTML("<p class=\"empty\">No activity token yet: the key's pushes go to its channel, or no device has reported one.</p>") : HTML("<table><thead><tr><th>Device</th><th>Environment</th><th>State</th><th>Token</th><th>Last APNs answer</th></tr></thead><tbody>\(tokens)</tbody></table>"))
             </section>
             \(viewer.mayChange && activity.state == .active ? changeForms(activity, viewer: viewer, refused: refused) : .empty)
             <section data-live id="activity-timeline"><h2>Timeline</h2>\(timeline(deliveries, viewer: viewer))</section>
             <section data-live id="activity-schedules"><h2>Schedules</h2>\(schedules(description.schedules, viewer: viewer))</section>
+            </div>\(phones.map { "<aside class=\"on-device\"><h2>On the device <small><a href=\"/dashboard/devices\">all devices</a></small></h2>\($0)</aside>" } ?? .empty)</div>
             """)
     }
 
