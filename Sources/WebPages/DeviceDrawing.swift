@@ -24,16 +24,15 @@ public struct DrawnDevice: Sendable, Hashable {
         isOnline = device.isOnline
         apps = device.apps.values.sorted { $0.bundleID < $1.bundleID }.map { App(bundleID: $0.bundleID, liveActivitiesEnabled: $0.liveActivitiesEnabled) }
         presentation = device.presentation(at: now)
-        clock = Self.clockFormat.string(from: now)
+        clock = Self.clock(at: now)
     }
 
-    private static let clockFormat: DateFormatter = {
-        let format = DateFormatter()
-        format.locale = Locale(identifier: "en_US_POSIX")
-        format.timeZone = TimeZone(identifier: "UTC")
-        format.dateFormat = "HH:mm"
-        return format
-    }()
+    /// `HH:mm` in UTC (the simulated devices have no time zone).
+    static func clock(at date: Date) -> String {
+        let minuteOfDay = (Int(date.timeIntervalSince1970.rounded(.down)) / 60) % (24 * 60)
+        let (hours, minutes) = ((minuteOfDay + 24 * 60) % (24 * 60)).quotientAndRemainder(dividingBy: 60)
+        return (hours < 10 ? "0" : "") + String(hours) + ":" + (minutes < 10 ? "0" : "") + String(minutes)
+    }
 }
 
 extension DeviceFleet {

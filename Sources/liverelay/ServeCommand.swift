@@ -86,6 +86,7 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         var connection = connection
         let file = try config.map(ServeConfigFile.init(path:))
+        let templateFolder = try templates.map(ActivityTemplates.read)
         file?.fill(&connection)
         let directory = DataDirectory(dataDir)
         try directory.prepare()
@@ -106,7 +107,7 @@ struct Serve: AsyncParsableCommand {
             apns = APNsRoutes(endpoints: try connection.servedEnvironments())
             emulator = nil
         }
-        let drawing = try DemoApple.templates(adding: templates.map(ActivityTemplates.read))
+        let drawing = try DemoApple.templates(adding: templateFolder)
         let bundleID = apps[0].bundleID
 
         var budgetPolicy = file?.budget ?? BudgetPolicy()

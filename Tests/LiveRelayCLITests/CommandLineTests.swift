@@ -196,6 +196,25 @@ let token = String(repeating: "ab", count: 80)
         #expect(none.status == 64 && none.stderr.contains("max-in-flight: must be 1 to 100000"), "\(none.stderr)")
     }
 
+    /// `--templates`: a template that could insert markup, or a file that is not a region, stops
+    /// `serve` and `emulator` before they start, naming the file and the rule.
+    @Test func templatesThatCannotBeUsedStopServeAndTheEmulator() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("templates-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try FileManager.default.createDirectory(atPath: folder + "/DeliveryAttributes", withIntermediateDirectories: true)
+        try "{{{state.status}}}".write(toFile: folder + "/DeliveryAttributes/lockScreen.mustache", atomically: true, encoding: .utf8)
+        let serve = try await liverelay(["serve", "--data-dir", folder + "/data", "--http-port", "0", "--templates", folder])
+        #expect(serve.status == 64, "\(serve.stderr)")
+        #expect(serve.stderr.contains("templates: \(folder)/DeliveryAttributes/lockScreen.mustache: {{{…}} inserts a value unescaped"), "\(serve.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: folder + "/data"), "nothing was started")
+        try FileManager.default.removeItem(atPath: folder + "/DeliveryAttributes/lockScreen.mustache")
+        try "x".write(toFile: folder + "/DeliveryAttributes/lockscreen.mustache", atomically: true, encoding: .utf8)
+        let emulator = try await liverelay(["emulator", "--templates", folder, "--ca-file", folder + "/ca.pem"])
+        #expect(emulator.status == 64 && emulator.stderr.contains("lockscreen is not a region"), "\(emulator.stderr)")
+        let missing = try await liverelay(["emulator", "--templates", folder + "/none", "--ca-file", folder + "/ca.pem"])
+        #expect(missing.status == 64 && missing.stderr.contains("is not a folder of templates"), "\(missing.stderr)")
+    }
+
     /// `liverelay emulator --tokens-file`: a line that is not a token is named by its number.
     @Test func theEmulatorsTokensFileNamesABadLine() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("tokens-\(UUID().uuidString).txt").path

@@ -62,6 +62,7 @@ func status(_ text: String, eta: Int = 10) -> JSONValue { .object([("status", .s
         let lowAt = try #require(page.range(of: "data-activity=\"\(low)\"", range: lockScreen.upperBound..<page.endIndex))
         #expect(highAt.lowerBound < lowAt.lowerBound, "the more relevant first")
         #expect(page.contains("<dt>status</dt><dd>high</dd>"), "without a template, the fields are listed")
+        #expect(page.contains("<strong>08:00</strong>"), "the Lock Screen's clock, in UTC")
     }
 
     @Test func unlockedTheIslandIsCompactForOneAppMinimalForTwoAndExpandedForAnAlert() throws {
