@@ -39,6 +39,8 @@ public final class APNsEmulator: Sendable {
         /// A connection without requests for this long is closed with GOAWAY `IdleTimeout`;
         /// `nil` keeps idle connections open (Apple gives no figure).
         public var idleTimeout: Duration?
+        /// How long each environment takes to answer a request (none: at once, as on loopback).
+        public var latency: [PushEnvironment: APNsLatency]
         /// How simulated devices behave where Apple publishes no numbers.
         public var devices: DeviceRuntimeSettings
         /// The wall clock; the emulator's own time is this plus what `clock.advance(by:)` added.
@@ -47,9 +49,10 @@ public final class APNsEmulator: Sendable {
         public init(
             environments: [PushEnvironment: EmulatorPorts] = [.sandbox: .init(), .production: .init()], host: String = "127.0.0.1",
             initialStreamLimit: Int = 1, authenticatedStreamLimit: Int = 1000, allowsPriority1ForLiveActivity: Bool = false,
-            journalCapacity: Int = 10_000, idleTimeout: Duration? = nil, devices: DeviceRuntimeSettings = .init(),
-            now: @escaping @Sendable () -> Date = { Date() }
+            journalCapacity: Int = 10_000, idleTimeout: Duration? = nil, latency: [PushEnvironment: APNsLatency] = [:],
+            devices: DeviceRuntimeSettings = .init(), now: @escaping @Sendable () -> Date = { Date() }
         ) {
+            self.latency = latency
             self.environments = environments
             self.host = host
             self.initialStreamLimit = initialStreamLimit
@@ -79,11 +82,18 @@ public final class APNsEmulator: Sendable {
     private struct Listeners: Sendable {
         var push: HTTP2TLSServer
         var channelManagement: HTTP2TLSServer
+        var latency: LatencySetting
         var ports: EmulatorPorts { EmulatorPorts(push: push.port, channelManagement: channelManagement.port) }
     }
 
     /// The environments played, sandbox first.
     public var environments: [PushEnvironment] { PushEnvironment.allCases.filter { listeners[$0] != nil } }
+
+    /// How long `environment` takes to answer now (both its listeners); it must be one the emulator plays.
+    public func latency(_ environment: PushEnvironment) -> LatencySetting {
+        guard let listeners = listeners[environment] else { preconditionFailure("the emulator does not play \(environment.rawValue)") }
+        return listeners.latency
+    }
 
     /// Where `environment` listens; it must be one the emulator plays.
     public func ports(_ environment: PushEnvironment) -> EmulatorPorts {
@@ -136,17 +146,20 @@ public final class APNsEmulator: Sendable {
         do {
             for environment in PushEnvironment.allCases {
                 guard let ports = configuration.environments[environment] else { continue }
+                let latency = LatencySetting(configuration.latency[environment] ?? .none)
                 func listen(_ service: APNsResponder.Service, port: Int) async throws -> HTTP2TLSServer {
                     let responder = APNsResponder(
                         service: service, environment: environment, settings: configuration, registry: registry, journal: journal,
                         faults: faults, devices: devices)
                     let server = try await HTTP2TLSServer.start(
-                        host: configuration.host, port: port, certificates: certificates, responder: responder, idle: idle, group: group)
+                        host: configuration.host, port: port, certificates: certificates, responder: responder, idle: idle,
+                        latency: latency, group: group)
                     started.append(server)
                     return server
                 }
                 let push = try await listen(.push, port: ports.push)
-                listeners[environment] = Listeners(push: push, channelManagement: try await listen(.channelManagement, port: ports.channelManagement))
+                listeners[environment] = Listeners(
+                    push: push, channelManagement: try await listen(.channelManagement, port: ports.channelManagement), latency: latency)
             }
         } catch {
             for server in started { await server.shutdown() }

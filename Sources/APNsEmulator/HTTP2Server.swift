@@ -41,6 +41,16 @@ extension ReceivedRequest {
     }
 }
 
+extension ServerAnswer {
+    /// The answer as APNs at a distance gives it: `delay` later (what never answers stays so).
+    func after(_ delay: TimeAmount) -> ServerAnswer {
+        switch self {
+        case .noAnswer, .closeConnection: self
+        default: .delayed(delay, self)
+        }
+    }
+}
+
 /// What the server does with one stream.
 public indirect enum ServerAnswer: Sendable {
     /// HEADERS (with END_STREAM when there is no body), then DATA if there is a body.
@@ -118,10 +128,11 @@ public final class HTTP2TLSServer: Sendable {
         self.channel = channel
     }
 
-    /// Listens on `host:port` (port 0 picks a free one; read `port` afterwards).
+    /// Listens on `host:port` (port 0 picks a free one; read `port` afterwards). Every answer is
+    /// written after `latency`'s delay at the time, each stream's on its own.
     public static func start(
         host: String = "127.0.0.1", port: Int = 0, certificates: EmulatorCertificates,
-        responder: some RequestResponder, idle: IdlePolicy? = nil,
+        responder: some RequestResponder, idle: IdlePolicy? = nil, latency: LatencySetting? = nil,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> HTTP2TLSServer {
         let sslContext = try NIOSSLContext(configuration: certificates.serverTLSConfiguration())
@@ -144,7 +155,7 @@ public final class HTTP2TLSServer: Sendable {
                             HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
                         ]))
                     try pipeline.addHandler(ServerStreamsHandler(
-                        connectionID: connectionID, responder: responder, connection: connection, idle: idle))
+                        connectionID: connectionID, responder: responder, connection: connection, idle: idle, latency: latency))
                 }
             }
             .bind(host: host, port: port)
@@ -176,6 +187,8 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
     private let responder: Responder
     private var connection: Responder.Connection
     private let idle: IdlePolicy?
+    private let latency: LatencySetting?
+    private var random = SystemRandomNumberGenerator()
     private var advertisedStreamLimit: Int
     private var partial: [HTTP2StreamID: ReceivedRequest] = [:]
     private var needsFlush = false
@@ -193,11 +206,12 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
     private var streamErrors: [any Error] = []
     private var streamsReset: [HTTP2StreamID] = []
 
-    init(connectionID: Int, responder: Responder, connection: Responder.Connection, idle: IdlePolicy?) {
+    init(connectionID: Int, responder: Responder, connection: Responder.Connection, idle: IdlePolicy?, latency: LatencySetting? = nil) {
         self.connectionID = connectionID
         self.responder = responder
         self.connection = connection
         self.idle = idle
+        self.latency = latency
         self.advertisedStreamLimit = connection.maxConcurrentStreams
     }
 
@@ -249,7 +263,8 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
     private func dispatch(_ streamID: HTTP2StreamID, context: ChannelHandlerContext) {
         guard let request = partial.removeValue(forKey: streamID) else { return }
         lastRequestTime = context.eventLoop.now
-        let answer = responder.answer(request, connection: &connection)
+        var answer = responder.answer(request, connection: &connection)
+        if let latency = latency?.latency, !latency.isZero { answer = answer.after(latency.sample(using: &random)) }
         if connection.maxConcurrentStreams != advertisedStreamLimit {
             advertisedStreamLimit = connection.maxConcurrentStreams
             let settings = HTTP2Frame.FramePayload.settings(.settings([HTTP2Setting(parameter: .maxConcurrentStreams, value: advertisedStreamLimit)]))

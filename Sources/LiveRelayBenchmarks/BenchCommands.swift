@@ -28,8 +28,12 @@ extension Bench {
         @Option(help: "Judge every request as the emulator does, accepting provider tokens of this .p8 key (else accept all).")
         var emulatorKeyFile: String?
         @Option(help: "With --emulator-key-file, also accept this many numbered tokens.") var tokens: Int = 0
+        @Option(help: "Answer every request this many milliseconds late: 100, or 40-120 drawn for each request.") var latency: String = "0"
+
+        func validate() throws { _ = try APNsLatency.option(latency, "latency") }
 
         func run() async throws {
+            let latency = try APNsLatency.option(latency, "latency")
             let certificates = try EmulatorCertificates.generate()
             try certificates.writeCertificateAuthority(to: caFile)
             let port: Int
@@ -44,13 +48,14 @@ extension Bench {
                     registry.register(EmulatorToken(hex: BenchFixture.token(index), bundleID: BenchFixture.bundle.value, environment: .sandbox))
                 }
                 let emulator = try await APNsEmulator.start(
-                    APNsEmulator.Configuration(environments: [.sandbox: EmulatorPorts(push: self.port)]), certificates: certificates,
-                    registry: registry)
+                    APNsEmulator.Configuration(environments: [.sandbox: EmulatorPorts(push: self.port)], latency: [.sandbox: latency]),
+                    certificates: certificates, registry: registry)
                 port = emulator.ports(.sandbox).push
                 stop = { await emulator.shutdown() }
                 accepted = { emulator.journal.counts["Success"] ?? 0 }
             } else {
-                let server = try await HTTP2TLSServer.start(port: self.port, certificates: certificates, responder: AcceptAllResponder())
+                let server = try await HTTP2TLSServer.start(
+                    port: self.port, certificates: certificates, responder: AcceptAllResponder(), latency: LatencySetting(latency))
                 port = server.port
                 stop = { await server.shutdown() }
             }
@@ -150,11 +155,14 @@ extension Bench {
         @Option(help: "Pushes sent before measuring (connection set-up, warm caches).") var warmup: Int = 5_000
         @Option(help: "The h2load binary (Debian: nghttp2-client).") var h2load: String = "h2load"
         @Flag(help: "Skip the h2load reference.") var skipH2load = false
+        @Option(help: "The endpoint answers this many milliseconds late, as APNs at a distance: 100, or 40-120 drawn for each request.")
+        var apnsLatency: String = "0"
 
         func validate() throws {
             guard pushes > 0, inFlight > 0, connections > 0, warmup >= 0 else {
                 throw ValidationError("pushes, in-flight and connections must be positive")
             }
+            _ = try APNsLatency.option(apnsLatency, "apns-latency")
         }
 
         func run() async throws {
@@ -163,9 +171,10 @@ extension Bench {
             defer { try? FileManager.default.removeItem(at: directory) }
             let caFile = directory.appendingPathComponent("ca.pem").path
 
-            let endpoint = try EndpointProcess.start(caFile: caFile)
+            let latency = try APNsLatency.option(apnsLatency, "apns-latency")
+            let endpoint = try EndpointProcess.start(caFile: caFile, arguments: ["--latency", latency.text])
             defer { endpoint.stop() }
-            print("endpoint: 127.0.0.1:\(endpoint.port) (pid \(endpoint.pid)), \(pushes) pushes, \(inFlight) in flight, \(connections) connection(s)")
+            print("endpoint: 127.0.0.1:\(endpoint.port) (pid \(endpoint.pid)), \(pushes) pushes, \(inFlight) in flight, \(connections) connection(s), APNs latency \(latency)")
 
             let key = try APNsSigningKey(privateKey: P256.Signing.PrivateKey(), keyID: BenchFixture.keyID, teamID: BenchFixture.teamID)
             let request = try BenchFixture.request()
@@ -408,5 +417,16 @@ private struct H2load {
             throw ValidationError("h2load did not get \(pushes) successes: \(requests)")
         }
         return rate
+    }
+}
+
+extension APNsLatency {
+    /// A command line's latency option, or a message naming it.
+    static func option(_ text: String, _ name: String) throws -> APNsLatency {
+        do throws(LatencyError) {
+            return try APNsLatency(parsing: text)
+        } catch {
+            throw ValidationError("\(name): \(error)")
+        }
     }
 }

@@ -1,4 +1,5 @@
 import APNs
+import APNsEmulator
 import ArgumentParser
 import AsyncHTTPClient
 import Crypto
@@ -43,6 +44,8 @@ extension Bench {
         @Option(help: ArgumentHelp("A PostgreSQL database for the servers (default: SQLite in the data directory).", valueName: "postgres://…"))
         var database: String?
         @Option(help: "`serve` instances on the database (more than one needs PostgreSQL).") var instances: Int = 1
+        @Option(help: "The emulator answers this many milliseconds late, as APNs at a distance: 100, or 40-120 drawn for each request.")
+        var apnsLatency: String = "0"
 
         func validate() throws {
             guard activities > 0, keys > 0, rate > 0, seconds > 0, inFlight > 0, fanOuts >= 0 else {
@@ -54,6 +57,7 @@ extension Bench {
             }
             guard (1...16).contains(instances) else { throw ValidationError("instances: must be 1 to 16, got \(instances)") }
             guard instances == 1 || database != nil else { throw ValidationError("instances: several need a shared --database postgres://…") }
+            _ = try APNsLatency.option(apnsLatency, "apns-latency")
         }
 
         private var isShared: Bool { database != nil }
@@ -68,10 +72,11 @@ extension Bench {
             let keyFile = directory.appendingPathComponent("key.p8").path
             try privateKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
             let caFile = directory.appendingPathComponent("ca.pem").path
+            let latency = try APNsLatency.option(apnsLatency, "apns-latency")
             let endpoint = try EndpointProcess.start(
-                caFile: caFile, arguments: ["--emulator-key-file", keyFile, "--tokens", String(activities + keys)])
+                caFile: caFile, arguments: ["--emulator-key-file", keyFile, "--tokens", String(activities + keys), "--latency", latency.text])
             defer { endpoint.stop() }
-            say("emulator (full validation): 127.0.0.1:\(endpoint.port), pid \(endpoint.pid)")
+            say("emulator (full validation): 127.0.0.1:\(endpoint.port), pid \(endpoint.pid), APNs latency \(latency)")
 
             let location = database.map(StoreLocation.init) ?? .sqlite(path: DataDirectory(dataDir).database)
             let store = try location.open()

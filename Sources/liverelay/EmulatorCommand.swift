@@ -43,6 +43,8 @@ struct Emulator: AsyncParsableCommand {
     @Option(help: "Requests the journal keeps (the oldest go first); its counts cover every request.") var journalCapacity: Int = 10_000
     @Option(help: ArgumentHelp("A folder of Mustache templates, <AttributesType>/<region>.mustache, that fill the drawn devices' regions (the control port's page).", valueName: "path"))
     var templates: String?
+    @Option(help: ArgumentHelp("Answer every request this many milliseconds late, as APNs at a distance does: 100, or 40-120 drawn for each request; for one environment, sandbox=… or production=… (repeatable; default 0).", valueName: "ms"))
+    var latency: [String] = []
 
     func validate() throws {
         let ports = [
@@ -53,6 +55,7 @@ struct Emulator: AsyncParsableCommand {
         where !(0...65535).contains(value) {
             throw ValidationError("\(name): must be 0 to 65535 (0: any free port), got \(value)")
         }
+        _ = try latencies()
         if let idleTimeout, !(1...86_400).contains(idleTimeout) {
             throw ValidationError("idle-timeout: must be 1 to 86400 seconds, got \(idleTimeout)")
         }
@@ -63,6 +66,28 @@ struct Emulator: AsyncParsableCommand {
         guard (1...10_000_000).contains(journalCapacity) else {
             throw ValidationError("journal-capacity: must be 1 to 10000000, got \(journalCapacity)")
         }
+    }
+
+    /// `--latency`: a figure for both environments, then any for one of them.
+    func latencies() throws -> [PushEnvironment: APNsLatency] {
+        var latencies: [PushEnvironment: APNsLatency] = [:]
+        for entry in latency.sorted(by: { !$0.contains("=") && $1.contains("=") }) {
+            let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
+            var environments = PushEnvironment.allCases
+            if parts.count == 2 {
+                guard let one = PushEnvironment(rawValue: parts[0]) else {
+                    throw ValidationError("latency: an environment is sandbox or production, got \"\(parts[0])\"")
+                }
+                environments = [one]
+            }
+            do throws(LatencyError) {
+                let value = try APNsLatency(parsing: parts.last ?? "")
+                for environment in environments { latencies[environment] = value }
+            } catch {
+                throw ValidationError("latency: \(error)")
+            }
+        }
+        return latencies
     }
 
     func run() async throws {
@@ -108,7 +133,7 @@ struct Emulator: AsyncParsableCommand {
                     .production: EmulatorPorts(push: productionPort, channelManagement: productionManagementPort),
                 ],
                 host: host, authenticatedStreamLimit: streamLimit, allowsPriority1ForLiveActivity: allowPriority1,
-                journalCapacity: journalCapacity, idleTimeout: idleTimeout.map { .seconds($0) }),
+                journalCapacity: journalCapacity, idleTimeout: idleTimeout.map { .seconds($0) }, latency: try latencies()),
             registry: registry)
         try emulator.certificates.writeCertificateAuthority(to: caFile)
         let ca = URL(fileURLWithPath: caFile).standardizedFileURL.path
@@ -123,7 +148,8 @@ struct Emulator: AsyncParsableCommand {
                 sandbox channel management:    https://\(host):\(sandbox.channelManagement)  (/1/apps/<bundle>/channels)
                 production pushes:             https://\(host):\(production.push)
                 production channel management: https://\(host):\(production.channelManagement)
-                control API:                   http://\(host):\(controlPort)  (/emulator, /keys, /tokens, /journal, /faults, /devices, /events, /clock)
+                control API:                   http://\(host):\(controlPort)  (/emulator, /keys, /tokens, /journal, /faults, /latency, /devices, /events, /clock)
+                APNs latency:                  sandbox \(emulator.latency(.sandbox).latency), production \(emulator.latency(.production).latency)
                 simulated devices, drawn:      http://\(host):\(controlPort)/
                 CA certificate:                \(ca)
                 try: liverelay push update --environment custom --host \(host) --port \(sandbox.push) --management-port \(sandbox.channelManagement) --ca-file \(ca) --key-file <p8> --key-id <id> --team-id <id> --bundle-id <bundle> --token <hex> --content-state '{}'

@@ -122,9 +122,11 @@ import Testing
         func answer(_ request: ReceivedRequest, connection: inout StreamLimit) -> ServerAnswer { decide(request) }
     }
 
-    func channel(idle: IdlePolicy? = nil, _ decide: @escaping @Sendable (ReceivedRequest) -> ServerAnswer) throws -> EmbeddedChannel {
+    func channel(
+        idle: IdlePolicy? = nil, latency: LatencySetting? = nil, _ decide: @escaping @Sendable (ReceivedRequest) -> ServerAnswer
+    ) throws -> EmbeddedChannel {
         let responder = ClosureResponder(decide: decide)
-        let handler = ServerStreamsHandler(connectionID: 1, responder: responder, connection: StreamLimit(100), idle: idle)
+        let handler = ServerStreamsHandler(connectionID: 1, responder: responder, connection: StreamLimit(100), idle: idle, latency: latency)
         let channel = EmbeddedChannel(handler: handler)
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
         return channel
@@ -178,6 +180,25 @@ import Testing
             return
         }
         #expect(headers.headers.first(name: ":status") == "200")
+    }
+
+    @Test func withLatencyEveryStreamIsAnsweredThatMuchLaterOnItsOwn() throws {
+        let latency = LatencySetting(APNsLatency(fixed: .milliseconds(100)))
+        let channel = try channel(latency: latency) { request in request.path == "/3/device/reset" ? .resetStream(.refusedStream) : Self.ok }
+        try request(1, channel: channel)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(60))
+        try request(3, path: "/3/device/reset", channel: channel)
+        #expect(try outbound(channel).isEmpty)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(40))
+        guard case .headers = try outbound(channel).first else { Issue.record("stream 1 after 100 ms"); return }
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(59))
+        #expect(try outbound(channel).isEmpty, "stream 3 came 60 ms later, so it is answered 60 ms later")
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
+        guard case .rstStream(.refusedStream) = try outbound(channel).first else { Issue.record("stream 3's reset after 100 ms"); return }
+        // Changed while running: from the next request on.
+        latency.latency = .none
+        try request(5, channel: channel)
+        #expect(try outbound(channel).count == 1)
     }
 
     @Test func anIdleConnectionGetsGoAwayIdleTimeout() throws {

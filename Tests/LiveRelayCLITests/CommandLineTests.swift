@@ -215,6 +215,18 @@ let token = String(repeating: "ab", count: 80)
         #expect(missing.status == 64 && missing.stderr.contains("is not a folder of templates"), "\(missing.stderr)")
     }
 
+    /// `emulator --latency`: milliseconds or a range, for both environments or one.
+    @Test func theEmulatorsLatencyIsCheckedBeforeItStarts() async throws {
+        let ca = FileManager.default.temporaryDirectory.appendingPathComponent("ca-\(UUID().uuidString).pem").path
+        let soon = try await liverelay(["emulator", "--latency", "soon", "--ca-file", ca])
+        #expect(soon.status == 64 && soon.stderr.contains("latency: must be milliseconds, as 100, or a range of them"), "\(soon.stderr)")
+        let moon = try await liverelay(["emulator", "--latency", "moon=5", "--ca-file", ca])
+        #expect(moon.status == 64 && moon.stderr.contains("latency: an environment is sandbox or production"), "\(moon.stderr)")
+        let backwards = try await liverelay(["emulator", "--latency", "production=120-40", "--ca-file", ca])
+        #expect(backwards.status == 64 && backwards.stderr.contains("from the smaller to the larger"), "\(backwards.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: ca), "nothing was started")
+    }
+
     /// `liverelay emulator --tokens-file`: a line that is not a token is named by its number.
     @Test func theEmulatorsTokensFileNamesABadLine() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("tokens-\(UUID().uuidString).txt").path

@@ -25,6 +25,8 @@ import WebPages
 ///     POST   /faults                      {action, reason?, status?, delayMilliseconds?, token? | bundleID?, skip?, count?, untilRemoved?}
 ///     GET    /faults
 ///     DELETE /faults, /faults/{id}
+///     GET    /latency                     each environment's, in milliseconds: {"sandbox": "0", "production": "40-120"}
+///     PUT    /latency                     {sandbox?, production?}: "100" or "40-120" (from now on, every answer)
 ///
 /// and the simulated devices' routes (DeviceControlAPI.swift) and page (DevicesPage.swift).
 public struct EmulatorControlAPI: Sendable {
@@ -93,12 +95,34 @@ public struct EmulatorControlAPI: Sendable {
             }
             return HTTPResponse.Status.noContent
         }
+        router.get("/latency") { _, _ in latencyView() }
+        router.put("/latency") { request, context in
+            let body = try await request.jsonObject(fields: PushEnvironment.allCases.map(\.rawValue), context: context)
+            var changes: [(LatencySetting, APNsLatency)] = []
+            for environment in PushEnvironment.allCases {
+                guard let text = try body.string(environment.rawValue) else { continue }
+                guard emulator.environments.contains(environment) else {
+                    throw APIError.invalid(environment.rawValue, "the emulator does not play \(environment.rawValue)")
+                }
+                do throws(LatencyError) {
+                    changes.append((emulator.latency(environment), try APNsLatency(parsing: text)))
+                } catch {
+                    throw APIError.invalid(environment.rawValue, error.description)
+                }
+            }
+            for (setting, latency) in changes { setting.latency = latency }
+            return latencyView()
+        }
         addDeviceRoutes(to: router)
         addDevicesPage(to: router)
         return router
     }
 
     // MARK: Handlers
+
+    private func latencyView() -> JSONResponse {
+        JSONResponse(.object(emulator.environments.map { ($0.rawValue, .string(emulator.latency($0).latency.text)) }))
+    }
 
     private func status() -> Status {
         Status(environments: Dictionary(uniqueKeysWithValues: emulator.environments.map { environment in

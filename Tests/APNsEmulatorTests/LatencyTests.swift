@@ -1,0 +1,71 @@
+import APNs
+import APNsEmulator
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import LiveActivityKit
+import LiveRelayTesting
+import NIOCore
+import Testing
+
+/// APNs at a distance: what `--latency` reads, and answers that come that much later, each
+/// stream on its own, per environment, changed through the control API.
+@Suite struct LatencyTests {
+    @Test(arguments: [("100", 100.0, 100.0), ("40-120", 40, 120), ("0", 0, 0), ("2.5", 2.5, 2.5), (" 10 - 20 ", 10, 20)])
+    func aLatencyIsMillisecondsOrARangeOfThem(text: String, lower: Double, upper: Double) throws {
+        let latency = try APNsLatency(parsing: text)
+        #expect(latency.lower == .microseconds(Int64(lower * 1000)) && latency.upper == .microseconds(Int64(upper * 1000)))
+        #expect(try APNsLatency(parsing: latency.text) == latency, "its text reads back")
+        var random = SystemRandomNumberGenerator()
+        for _ in 0..<100 {
+            let delay = latency.sample(using: &random).nanoseconds
+            #expect(delay >= Int64(lower * 1_000_000) && delay <= Int64(upper * 1_000_000))
+        }
+    }
+
+    @Test(arguments: ["", "-5", "120-40", "fast", "100ms", "1-2-3", "60001", "nan"])
+    func anythingElseIsRefusedWithTheRule(text: String) {
+        #expect(throws: LatencyError.self) { try APNsLatency(parsing: text) }
+    }
+
+    @Test func answersComeThatMuchLaterWithoutHoldingBackOtherStreamsOrTheOtherEnvironment() async throws {
+        let latency = Duration.milliseconds(300)
+        let configuration = APNsEmulator.Configuration(latency: [.sandbox: APNsLatency(fixed: latency)])
+        try await withEmulatorAndClient(configuration) { emulator, apns in
+            let bundle = try BundleID("com.example.latency")
+            let tokens = (0..<40).map { String(format: "%02x", $0) + String(repeating: "ab", count: 31) }
+            for token in tokens { emulator.registry.register(EmulatorToken(hex: token, bundleID: bundle.value, environment: .sandbox)) }
+            let payload = try LiveActivityPayload.update(content: ActivityContent(state: ["eta": 5], staleDate: nil), timestamp: Date())
+            // The first push raises the stream limit (1 until then); then 40 at once.
+            try await apns.send(payload, to: DeviceToken(tokens[0]), topic: bundle)
+            let start = ContinuousClock.now
+            let answered = try await withThrowingTaskGroup(of: Duration.self) { group in
+                for token in tokens {
+                    group.addTask {
+                        try await apns.send(payload, to: DeviceToken(token), topic: bundle)
+                        return ContinuousClock.now - start
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(answered.allSatisfy { $0 >= latency }, "none before the latency: \(answered.min()!)")
+            // One after another they would take 12 s; side by side, about one latency.
+            #expect(answered.max()! < .seconds(6), "the slowest after \(answered.max()!)")
+            #expect(emulator.journal.counts["Success"] == 41)
+            #expect(emulator.latency(.production).latency == .none, "production answers at once")
+
+            // The control API changes it from now on, and refuses a figure that is not one.
+            try await Application(router: EmulatorControlAPI(emulator: emulator).router()).test(.router) { client in
+                let refused = try await client.sendJSON(.put, "/latency", #"{"sandbox": "soon"}"#)
+                #expect(refused.status == 400 && refused.body?["error"]?["field"] == .string("sandbox"))
+                #expect(emulator.latency(.sandbox).latency == APNsLatency(fixed: latency))
+                let changed = try await client.sendJSON(.put, "/latency", #"{"sandbox": "0", "production": "40-120"}"#)
+                #expect(changed.status == 200 && changed.body == .object([("sandbox", .string("0")), ("production", .string("40-120"))]))
+            }
+            let quick = ContinuousClock.now
+            try await apns.send(payload, to: DeviceToken(tokens[1]), topic: bundle)
+            #expect(ContinuousClock.now - quick < latency, "at once again")
+        }
+    }
+}
