@@ -22,9 +22,13 @@ public final class RelayMetrics: Sendable {
         nearBudget.withLock { kept in
             guard use.isNearLimit else { kept[id] = nil; return }
             kept[id] = KeyNearBudget(app: app, key: key, use: use, at: date)
+            guard kept.count > Self.nearBudgetKept else { return }
+            // Full: forget what is over an hour old, and if that is not enough, the oldest tenth
+            // at once, so that a full map costs one sort per thousand changes, not a scan per change.
+            kept = kept.filter { $0.value.at > date - 3600 }
             if kept.count > Self.nearBudgetKept {
-                kept = kept.filter { $0.value.at > date - 3600 }
-                while kept.count > Self.nearBudgetKept, let oldest = kept.min(by: { $0.value.at < $1.value.at }) { kept[oldest.key] = nil }
+                let newest = kept.values.sorted { $0.at > $1.at }.prefix(Self.nearBudgetKept * 9 / 10)
+                kept = Dictionary(uniqueKeysWithValues: newest.map { (KeyNearBudget.Key(app: $0.app, key: $0.key), $0) })
             }
         }
     }

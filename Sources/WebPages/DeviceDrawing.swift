@@ -139,7 +139,7 @@ public enum DeviceDrawing {
                 <div class="island-expanded\(classes(activity))" data-region="island" data-island="expanded" data-activity="\(activity.activityID)">
                 <div class="expanded-top"><div class="leading">\(region(.expandedLeading, of: activity, templates: templates))</div><div class="center">\(region(.expandedCenter, of: activity, templates: templates))</div><div class="trailing">\(region(.expandedTrailing, of: activity, templates: templates))</div></div>
                 <div class="bottom">\(region(.expandedBottom, of: activity, templates: templates))</div>
-                <div class="alert"><strong>\(alert.title)</strong> \(alert.body)</div>
+                <div class="alert">\(text(of: alert))</div>
                 </div>
                 """
         }
@@ -148,7 +148,7 @@ public enum DeviceDrawing {
     static func lockScreenCard(_ activity: PresentedActivity, templates: ActivityTemplates, alert: ShownAlert?) -> HTML {
         """
         <article class="activity\(classes(activity))\(alert == nil ? "" : " alerting")" data-activity="\(activity.activityID)">
-        \(tag(activity))\(region(.lockScreen, of: activity, templates: templates))\(alert.map { "<p class=\"alert\"><strong>\($0.title)</strong> \($0.body)</p>" } ?? .empty)
+        \(tag(activity))\(region(.lockScreen, of: activity, templates: templates))\(alert.map { "<p class=\"alert\">\(text(of: $0))</p>" } ?? .empty)
         </article>
         """
     }
@@ -162,7 +162,7 @@ public enum DeviceDrawing {
         let other = main.flatMap { main in shown.lockScreen.first { $0.bundleID != main.bundleID && $0.state != .ended } }
         return """
             <figure class="standby" data-region="standby">
-            <div class="screen">\(other.map { "<div class=\"island-bubble\(classes($0))\">\(region(.minimal, of: $0, templates: templates))</div>" } ?? .empty)\(main.map { "<article class=\"activity\(classes($0))\" data-activity=\"\($0.activityID)\">\(tag($0))\(region(.lockScreen, of: $0, templates: templates))</article>" } ?? HTML("<p class=\"nothing\">No Live Activities</p>"))</div>
+            <div class="screen">\(other.map { "<div class=\"island-bubble\(classes($0))\">\(region(.minimal, of: $0, templates: templates))</div>" } ?? .empty)\(main.map { lockScreenCard($0, templates: templates, alert: nil) } ?? HTML("<p class=\"nothing\">No Live Activities</p>"))</div>
             <figcaption>StandBy</figcaption>
             </figure>
             """
@@ -176,7 +176,7 @@ public enum DeviceDrawing {
             <div class="stack-card\(classes(activity))" data-activity="\(activity.activityID)">\(tag(activity))<span class="leading">\(region(.compactLeading, of: activity, templates: templates))</span><span class="trailing">\(region(.compactTrailing, of: activity, templates: templates))</span></div>
             """
         } ?? "<p class=\"nothing\">Smart Stack</p>"
-        let alert: HTML = watch.alert.map { "<div class=\"alert\"><strong>\($0.alert.title)</strong> \($0.alert.body)</div>" } ?? .empty
+        let alert: HTML = watch.alert.map { "<div class=\"alert\">\(text(of: $0.alert))</div>" } ?? .empty
         return """
             <figure class="watch" data-region="watch"><div class="screen">\(alert)\(card)</div><figcaption>Watch Smart Stack</figcaption></figure>
             """
@@ -236,6 +236,9 @@ public enum DeviceDrawing {
     private static func tag(_ activity: PresentedActivity) -> HTML {
         activity.state == .ended ? "<span class=\"tag ended\">Ended</span>" : activity.isStale ? "<span class=\"tag stale\">Stale</span>" : .empty
     }
+
+    /// An alert as every view shows it: its title, then its body.
+    private static func text(of alert: ShownAlert) -> HTML { "<strong>\(alert.title)</strong> \(alert.body)" }
 
     private static func alert(of activity: PresentedActivity, in shown: DevicePresentation) -> ShownAlert? {
         if case .expanded(let expanded, let alert) = shown.dynamicIsland, expanded.activityID == activity.activityID { return alert }

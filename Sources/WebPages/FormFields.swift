@@ -10,6 +10,21 @@ public struct FormFields: Sendable {
 
     public subscript(_ name: String) -> String? { fields[name] }
 
+    /// Whether field `name` holds `expected`, compared in a time that does not depend on where
+    /// they differ (a form token).
+    public func has(_ name: String, equalTo expected: String) -> Bool {
+        guard let sent = fields[name] else { return false }
+        let (x, y) = (Array(sent.utf8), Array(expected.utf8))
+        guard x.count == y.count else { return false }
+        return zip(x, y).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+
+    /// A new form token: 128 random bits in hex.
+    public static func newToken() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<16).map { _ in String(format: "%02x", UInt8.random(in: .min ... .max, using: &generator)) }.joined()
+    }
+
     public static func read(_ request: inout Request, _ context: some RequestContext) async throws -> FormFields {
         let buffer = try await request.collectBody(upTo: context.maxUploadSize)
         return try FormFields(encoded: String(buffer: buffer))

@@ -15,7 +15,7 @@ public enum LivePage {
 
     /// What the page last showed: the last event's id when the browser reconnects, else `?since=`.
     public static func shown(_ request: Request) -> String? {
-        request.headers[HTTPField.Name("Last-Event-ID")!] ?? request.uri.queryParameters["since"].map(String.init)
+        request.headers[.lastEventID] ?? request.uri.queryParameters["since"].map(String.init)
     }
 
     /// Server-sent events: `changed`, its id what `current()` says now, whenever that differs from
@@ -100,4 +100,9 @@ public enum LivePage {
     public static func redirect(_ path: String) -> Response {
         Response(status: .seeOther, headers: [.location: path, .cacheControl: "no-store"])
     }
+}
+
+extension HTTPField.Name {
+    /// Where a reconnecting `EventSource` says which event it saw last.
+    public static let lastEventID = Self("Last-Event-ID")!
 }

@@ -27,6 +27,12 @@ func liverelay(_ arguments: [String], environment: [String: String] = [:], stdin
     try await run(liverelayExecutable, arguments, environment: environment, stdin: stdin)
 }
 
+/// Runs `liverelay` with `arguments` and expects it to stop as a usage error (exit 64) saying `message`.
+func expectUsageError(_ arguments: [String], _ message: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    let result = try await liverelay(arguments)
+    #expect(result.status == 64 && result.stderr.contains(message), "\(result.stderr)", sourceLocation: sourceLocation)
+}
+
 /// Runs `script` in `/bin/sh` with `$0` the `liverelay` executable: for arguments Foundation cannot pass.
 func liverelayFromShell(_ script: String) async throws -> CommandResult {
     try await run(URL(fileURLWithPath: "/bin/sh"), ["-c", script, liverelayExecutable.path])
@@ -186,14 +192,10 @@ let token = String(repeating: "ab", count: 80)
     @Test func serveRefusesALeaseShorterThanTwiceTheRequestTimeoutAndBadInFlightCounts() async throws {
         let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("lease-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: dataDir) }
-        let short = try await liverelay(["serve", "--data-dir", dataDir, "--http-port", "0", "--claim-lease", "20"])
-        #expect(short.status == 64 && short.stderr.contains("claim-lease: must be more than twice the APNs request timeout"), "\(short.stderr)")
-        let shortForTimeout = try await liverelay(["serve", "--data-dir", dataDir, "--http-port", "0", "--claim-lease", "30", "--timeout", "15"])
-        #expect(shortForTimeout.status == 64 && shortForTimeout.stderr.contains("claim-lease"), "\(shortForTimeout.stderr)")
-        let noTimeout = try await liverelay(["serve", "--data-dir", dataDir, "--http-port", "0", "--timeout", "0"])
-        #expect(noTimeout.status == 64 && noTimeout.stderr.contains("timeout: must be more than 0"), "\(noTimeout.stderr)")
-        let none = try await liverelay(["serve", "--data-dir", dataDir, "--http-port", "0", "--max-in-flight", "0"])
-        #expect(none.status == 64 && none.stderr.contains("max-in-flight: must be 1 to 100000"), "\(none.stderr)")
+        try await expectUsageError(["serve", "--data-dir", dataDir, "--http-port", "0", "--claim-lease", "20"], "claim-lease: must be more than twice the APNs request timeout")
+        try await expectUsageError(["serve", "--data-dir", dataDir, "--http-port", "0", "--claim-lease", "30", "--timeout", "15"], "claim-lease")
+        try await expectUsageError(["serve", "--data-dir", dataDir, "--http-port", "0", "--timeout", "0"], "timeout: must be more than 0")
+        try await expectUsageError(["serve", "--data-dir", dataDir, "--http-port", "0", "--max-in-flight", "0"], "max-in-flight: must be 1 to 100000")
     }
 
     /// `--templates`: a template that could insert markup, or a file that is not a region, stops
@@ -203,27 +205,22 @@ let token = String(repeating: "ab", count: 80)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         try FileManager.default.createDirectory(atPath: folder + "/DeliveryAttributes", withIntermediateDirectories: true)
         try "{{{state.status}}}".write(toFile: folder + "/DeliveryAttributes/lockScreen.mustache", atomically: true, encoding: .utf8)
-        let serve = try await liverelay(["serve", "--data-dir", folder + "/data", "--http-port", "0", "--templates", folder])
-        #expect(serve.status == 64, "\(serve.stderr)")
-        #expect(serve.stderr.contains("templates: \(folder)/DeliveryAttributes/lockScreen.mustache: {{{…}} inserts a value unescaped"), "\(serve.stderr)")
+        try await expectUsageError(
+            ["serve", "--data-dir", folder + "/data", "--http-port", "0", "--templates", folder],
+            "templates: \(folder)/DeliveryAttributes/lockScreen.mustache: {{{…}} inserts a value unescaped")
         #expect(!FileManager.default.fileExists(atPath: folder + "/data"), "nothing was started")
         try FileManager.default.removeItem(atPath: folder + "/DeliveryAttributes/lockScreen.mustache")
         try "x".write(toFile: folder + "/DeliveryAttributes/lockscreen.mustache", atomically: true, encoding: .utf8)
-        let emulator = try await liverelay(["emulator", "--templates", folder, "--ca-file", folder + "/ca.pem"])
-        #expect(emulator.status == 64 && emulator.stderr.contains("lockscreen is not a region"), "\(emulator.stderr)")
-        let missing = try await liverelay(["emulator", "--templates", folder + "/none", "--ca-file", folder + "/ca.pem"])
-        #expect(missing.status == 64 && missing.stderr.contains("is not a folder of templates"), "\(missing.stderr)")
+        try await expectUsageError(["emulator", "--templates", folder, "--ca-file", folder + "/ca.pem"], "lockscreen is not a region")
+        try await expectUsageError(["emulator", "--templates", folder + "/none", "--ca-file", folder + "/ca.pem"], "is not a folder of templates")
     }
 
     /// `emulator --latency`: milliseconds or a range, for both environments or one.
     @Test func theEmulatorsLatencyIsCheckedBeforeItStarts() async throws {
         let ca = FileManager.default.temporaryDirectory.appendingPathComponent("ca-\(UUID().uuidString).pem").path
-        let soon = try await liverelay(["emulator", "--latency", "soon", "--ca-file", ca])
-        #expect(soon.status == 64 && soon.stderr.contains("latency: must be milliseconds, as 100, or a range of them"), "\(soon.stderr)")
-        let moon = try await liverelay(["emulator", "--latency", "moon=5", "--ca-file", ca])
-        #expect(moon.status == 64 && moon.stderr.contains("latency: an environment is sandbox or production"), "\(moon.stderr)")
-        let backwards = try await liverelay(["emulator", "--latency", "production=120-40", "--ca-file", ca])
-        #expect(backwards.status == 64 && backwards.stderr.contains("from the smaller to the larger"), "\(backwards.stderr)")
+        try await expectUsageError(["emulator", "--latency", "soon", "--ca-file", ca], "latency: must be milliseconds, as 100, or a range of them")
+        try await expectUsageError(["emulator", "--latency", "moon=5", "--ca-file", ca], "latency: an environment is sandbox or production")
+        try await expectUsageError(["emulator", "--latency", "production=120-40", "--ca-file", ca], "from the smaller to the larger")
         #expect(!FileManager.default.fileExists(atPath: ca), "nothing was started")
     }
 
@@ -232,10 +229,8 @@ let token = String(repeating: "ab", count: 80)
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("tokens-\(UUID().uuidString).txt").path
         try "\(String(repeating: "ab", count: 32)):com.example.app\n\nnot-a-token:com.example.app\n".write(toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let bad = try await liverelay(["emulator", "--tokens-file", path, "--ca-file", path + ".pem"])
-        #expect(bad.status == 64 && bad.stderr.contains("tokens-file line 3: must be <hex>:<bundle id>"), "\(bad.stderr)")
-        let missing = try await liverelay(["emulator", "--tokens-file", path + ".nope", "--ca-file", path + ".pem"])
-        #expect(missing.status == 64 && missing.stderr.contains("tokens-file: cannot read"), "\(missing.stderr)")
+        try await expectUsageError(["emulator", "--tokens-file", path, "--ca-file", path + ".pem"], "tokens-file line 3: must be <hex>:<bundle id>")
+        try await expectUsageError(["emulator", "--tokens-file", path + ".nope", "--ca-file", path + ".pem"], "tokens-file: cannot read")
     }
 
     @Test func contentStateFromAFileAndFromStandardInput() async throws {

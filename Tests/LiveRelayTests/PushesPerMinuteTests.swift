@@ -44,4 +44,13 @@ import Testing
         #expect(metrics.keysNearBudget(at: t0 + 30, limit: 10).map(\.key) == ["spent"])
         #expect(metrics.keysNearBudget(at: t0 + 3601, limit: 10).isEmpty)
     }
+
+    @Test func aFullListForgetsItsOldestTenthAtOnce() {
+        let metrics = RelayMetrics()
+        let full = RelayMetrics.nearBudgetKept
+        for index in 0...full { metrics.noteBudget(BudgetUse(used: 12, limit: 12), app: "a.b", key: "k\(index)", at: t0 + Double(index) / 1000) }
+        let kept = metrics.keysNearBudget(at: t0 + 20, limit: full + 1)
+        #expect(kept.count == full * 9 / 10)
+        #expect(kept.contains { $0.key == "k\(full)" } && !kept.contains { $0.key == "k0" }, "the newest stay")
+    }
 }

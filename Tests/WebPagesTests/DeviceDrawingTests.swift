@@ -105,6 +105,18 @@ func status(_ text: String, eta: Int = 10) -> JSONValue { .object([("status", .s
         #expect(page.contains("data-region=\"standby\""))
     }
 
+    @Test func standByFillsTheScreenWithTheMostRelevantActivityAndShowsAnotherAppsMinimalAbove() throws {
+        let f = try DrawingFixture()
+        let delivery = try f.start(state: status("preparing"), relevance: 50)
+        let match = try f.start(DrawingFixture.otherApp, type: "MatchAttributes", state: .object([("home", .integer(2))]))
+        let page = try f.drawn()
+        let standBy = String(try #require(page.range(of: "data-region=\"standby\"").map { page[$0.upperBound...] }))
+        let main = try #require(standBy.range(of: "<article class=\"activity\" data-activity=\"\(delivery)\""))
+        let minimal = try #require(standBy.range(of: "<div class=\"island-bubble\"><span class=\"app-icon\">S</span></div>"))
+        #expect(minimal.lowerBound < main.lowerBound, "the other app's minimal above")
+        #expect(!standBy.contains("data-activity=\"\(match)\""), "only one Lock Screen presentation fills StandBy")
+    }
+
     @Test func staleAndEndedActivitiesLookStaleAndEnded() throws {
         let f = try DrawingFixture()
         let id = try f.start(state: status("preparing"), staleIn: 60)
@@ -203,6 +215,6 @@ func status(_ text: String, eta: Int = 10) -> JSONValue { .object([("status", .s
         #expect(gallery.shows(only: ["phone"]) == gallery.shows(only: nil))
         f.clock.advance(by: 120)
         #expect(gallery.shows(only: nil) != started, "stale now")
-        _ = id
+        #expect(try f.drawn().contains("<article class=\"activity stale\" data-activity=\"\(id)\""))
     }
 }

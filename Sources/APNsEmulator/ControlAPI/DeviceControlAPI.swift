@@ -5,6 +5,7 @@ import Hummingbird
 import LiveActivityKit
 import NIOCore
 import SimulatedDevices
+import WebPages
 
 /// The simulated iPhones in the control API: create devices and apps, act as the app and as the
 /// person, read state, presentations, the log and events, move the clock.
@@ -362,6 +363,3 @@ struct JSONResponse: ResponseGenerator {
 
 struct ClockView: ResponseEncodable { var now: Date }
 
-extension HTTPField.Name {
-    static let lastEventID = Self("Last-Event-ID")!
-}

@@ -32,7 +32,7 @@ extension EmulatorControlAPI {
         router.post("/person") { request, context in
             var request = request
             let form = try await FormFields.read(&request, context)
-            guard let sent = form["form"], sent == formToken else {
+            guard form.has("form", equalTo: formToken) else {
                 throw APIError(.forbidden, code: "form_token", message: "the form's token is missing or not this emulator's: load the page again", field: "form")
             }
             do {

@@ -42,8 +42,7 @@ public struct EmulatorControlAPI: Sendable {
         self.emulator = emulator
         self.bodyTimeout = bodyTimeout
         self.templates = templates
-        var generator = SystemRandomNumberGenerator()
-        formToken = (0..<2).map { _ in String(generator.next(), radix: 16) }.joined()
+        formToken = FormFields.newToken()
     }
 
     public func router() -> Router<ControlRequestContext> {

@@ -63,7 +63,7 @@ struct Dashboard: Sendable {
     // MARK: Signing in and out
 
     private static func signInPage(next: String, error: String? = nil, status: HTTPResponse.Status = .ok) -> Response {
-        let token = randomToken()
+        let token = FormFields.newToken()
         var response = LivePage.html(DashboardPages.signIn(formToken: token, next: next, error: error), status: status)
         response.setCookie(cookie(signInCookie, token, maxAge: 3600))
         return response
@@ -73,7 +73,7 @@ struct Dashboard: Sendable {
         var request = request
         let form = try await FormFields.read(&request, context)
         let next = Self.localPath(form["next"])
-        guard let sent = form["csrf"], let expected = request.cookies[Self.signInCookie]?.value, Self.same(sent, expected) else {
+        guard let expected = request.cookies[Self.signInCookie]?.value, form.has("csrf", equalTo: expected) else {
             return Self.signInPage(next: next, error: "This form had run out or came from elsewhere: sign in again.", status: .forbidden)
         }
         guard let secret = form["key"]?.trimmingCharacters(in: .whitespaces), !secret.isEmpty else {
@@ -285,7 +285,7 @@ struct Dashboard: Sendable {
         var request = request
         let viewer = try viewer(context)
         let form = try await FormFields.read(&request, context)
-        guard let sent = form["csrf"], Self.same(sent, viewer.formToken) else {
+        guard form.has("csrf", equalTo: viewer.formToken) else {
             throw APIError(.forbidden, code: "form_token", message: "the form's token is missing or not this session's: load the page again", field: "csrf")
         }
         if changing, !viewer.mayChange {
@@ -353,18 +353,6 @@ struct Dashboard: Sendable {
     static func localPath(_ requested: String?) -> String {
         guard let requested, requested.hasPrefix("/dashboard"), !requested.contains("//"), !requested.contains("\\") else { return "/dashboard" }
         return requested
-    }
-
-    static func randomToken() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<16).map { _ in String(format: "%02x", UInt8.random(in: .min ... .max, using: &generator)) }.joined()
-    }
-
-    /// Compares two tokens in a time that does not depend on where they differ.
-    static func same(_ a: String, _ b: String) -> Bool {
-        let (x, y) = (Array(a.utf8), Array(b.utf8))
-        guard x.count == y.count else { return false }
-        return zip(x, y).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
     }
 }
 
