@@ -15,15 +15,16 @@ public final class APNsClient: Sendable {
     public struct Configuration: Sendable {
         public var environment: APNsEnvironment
         public var signingKey: APNsSigningKey
-        /// HTTP/2 connections per host; each carries as many concurrent streams as APNs allows.
-        public var connectionsPerHost: Int
+        /// HTTP/2 connections per host: at least the lower bound once used, more as the load needs,
+        /// up to the upper (`ConnectionPlan`). Each carries as many concurrent streams as APNs allows.
+        public var connectionsPerHost: ClosedRange<Int>
         /// How long a request may take, connecting included, unless the call gives its own.
         public var requestTimeout: Duration
         /// The wall clock provider tokens are dated with.
         public var now: @Sendable () -> Date
 
         public init(
-            environment: APNsEnvironment, signingKey: APNsSigningKey, connectionsPerHost: Int = 1,
+            environment: APNsEnvironment, signingKey: APNsSigningKey, connectionsPerHost: ClosedRange<Int> = 1...1,
             requestTimeout: Duration = .seconds(10), now: @escaping @Sendable () -> Date = { Date() }
         ) {
             self.environment = environment
@@ -38,9 +39,9 @@ public final class APNsClient: Sendable {
     private let tokens: ProviderTokenCache
     let pushConnections: ConnectionPool
     private let managementConnections: ConnectionPool
-    /// With one push connection, an executor on its event loop: tasks that send many pushes run
-    /// cheapest there (`executorPreference:`), each request written and its answer read without
-    /// a thread hop.
+    /// With one event loop for the push connections (at most one connection, or a group of one
+    /// loop), an executor on it: tasks that send many pushes run cheapest there
+    /// (`executorPreference:`), each request written and its answer read without a thread hop.
     public let pushExecutor: (any TaskExecutor)?
     private let logger: Logger
 
@@ -51,12 +52,15 @@ public final class APNsClient: Sendable {
         self.configuration = configuration
         self.logger = logger
         tokens = ProviderTokenCache(key: configuration.signingKey, now: configuration.now)
-        let count = max(1, configuration.connectionsPerHost)
-        let pushLoop = count == 1 ? eventLoopGroup.next() : nil
+        let connections = configuration.connectionsPerHost
+        let pushLoop = connections.upperBound <= 1 || eventLoopGroup is any EventLoop ? eventLoopGroup.next() : nil
         pushExecutor = pushLoop.map(EventLoopTaskExecutor.init)
-        pushConnections = try ConnectionPool(endpoint: configuration.environment.push, size: count, group: pushLoop ?? eventLoopGroup)
-        managementConnections = try ConnectionPool(endpoint: configuration.environment.channelManagement, size: 1, group: eventLoopGroup)
+        pushConnections = try ConnectionPool(endpoint: configuration.environment.push, connections: connections, group: pushLoop ?? eventLoopGroup)
+        managementConnections = try ConnectionPool(endpoint: configuration.environment.channelManagement, connections: 1...1, group: eventLoopGroup)
     }
+
+    /// Push connections open or opening now.
+    public var pushConnectionCount: Int { pushConnections.count }
 
     /// Closes every connection; requests after this fail with `.shutdown`.
     public func shutdown() async {
@@ -147,8 +151,7 @@ public final class APNsClient: Sendable {
             let token = tokens.currentToken()
             let raw: APNsRawResponse
             do {
-                let connection = try await pool.connection(deadline: deadline)
-                raw = try await connection.send(
+                raw = try await pool.send(
                     headers: Self.headerBlock(request, authority: pool.endpoint.authority, token: token),
                     body: request.body.map { ByteBuffer(bytes: $0) }, deadline: deadline)
             } catch let error as APNsTransportError where error.code == .notProcessed && !retriedElsewhere {
@@ -208,28 +211,35 @@ public final class EventLoopTaskExecutor: TaskExecutor {
     }
 }
 
-/// The connections to one endpoint, opened lazily and used in turn.
+/// The connections to one endpoint: opened as the load needs them (`ConnectionPlan`), each given no
+/// more streams than APNs announces while another has room, and forgotten once they fail or APNs
+/// retires them.
 final class ConnectionPool: Sendable {
-    private enum Slot {
-        case empty
+    private enum Link {
         case connecting(EventLoopFuture<APNsConnection>)
         case ready(APNsConnection)
     }
 
+    private struct Entry {
+        var link: Link
+        let status: ConnectionStatus
+    }
+
     private struct State {
-        var slots: [Slot]
-        var next = 0
+        var entries: [Entry] = []
         var isShutDown = false
     }
 
     let endpoint: APNsEndpoint
     let group: any EventLoopGroup
+    let plan: ConnectionPlan
     private let sslContext: NIOSSLContext
-    private let state: Mutex<State>
+    private let state = Mutex(State())
 
-    init(endpoint: APNsEndpoint, size: Int, group: any EventLoopGroup) throws {
+    init(endpoint: APNsEndpoint, connections: ClosedRange<Int>, group: any EventLoopGroup) throws {
         self.endpoint = endpoint
         self.group = group
+        self.plan = ConnectionPlan(connections: max(1, connections.lowerBound)...max(1, connections.upperBound))
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.minimumTLSVersion = .tlsv12
         tls.applicationProtocols = ["h2"]
@@ -244,60 +254,88 @@ final class ConnectionPool: Sendable {
         } catch {
             throw APNsConfigurationError(field: "ca-file", message: "is not a usable PEM CA certificate: \(error)")
         }
-        state = Mutex(State(slots: Array(repeating: .empty, count: size)))
     }
 
+    /// Connections open or opening now.
+    var count: Int { state.withLock { $0.entries.count } }
+
+    /// Sends one request on the connection the plan chooses, counting its stream there until the
+    /// answer (or the failure) comes.
+    func send(headers: HPACKHeaders, body: ByteBuffer?, deadline: NIODeadline) async throws -> APNsRawResponse {
+        let connection = try await connection(deadline: deadline)
+        defer { connection.status.streamClosed() }
+        return try await connection.send(headers: headers, body: body, deadline: deadline)
+    }
+
+    /// A connection with one stream taken on it for the caller, who gives it back with
+    /// `status.streamClosed()`.
     func connection(deadline: NIODeadline) async throws -> APNsConnection {
         enum Answer {
             case ready(APNsConnection)
-            case pending(EventLoopFuture<APNsConnection>)
+            case pending(EventLoopFuture<APNsConnection>, ConnectionStatus)
         }
         let answer: Answer = try state.withLock { state in
             guard !state.isShutDown else { throw APNsTransportError(.shutdown, "the APNs client was shut down") }
-            let index = state.next
-            state.next = (state.next + 1) % state.slots.count
-            switch state.slots[index] {
-            case .ready(let connection) where connection.isUsable:
+            state.entries.removeAll { entry in
+                if case .ready(let connection) = entry.link { return !connection.isUsable }
+                return false
+            }
+            let choice = plan.choose(among: state.entries.map { entry in
+                if case .connecting = entry.link { return entry.status.planned(isConnecting: true) }
+                return entry.status.planned(isConnecting: false)
+            })
+            switch choice {
+            case .use(let index):
+                let entry = state.entries[index]
+                entry.status.streamTaken()
+                switch entry.link {
                 // Straight back: a future would cost a hop through an event loop per request.
-                return .ready(connection)
-            case .connecting(let future):
-                return .pending(future)
-            case .ready, .empty:
+                case .ready(let connection): return .ready(connection)
+                case .connecting(let future): return .pending(future, entry.status)
+                }
+            case .open:
+                let status = ConnectionStatus()
+                status.streamTaken()
                 let timeout = max(.milliseconds(1), deadline - .now())
-                let future = APNsConnection.connect(to: endpoint, sslContext: sslContext, group: group, timeout: timeout)
-                state.slots[index] = .connecting(future)
+                let future = APNsConnection.connect(to: endpoint, sslContext: sslContext, group: group, timeout: timeout, status: status)
+                state.entries.append(Entry(link: .connecting(future), status: status))
                 future.whenComplete { [weak self] result in
                     self?.state.withLock { state in
-                        guard case .connecting(let current) = state.slots[index], current === future else { return }
+                        guard let index = state.entries.firstIndex(where: { $0.status === status }) else { return }
                         switch result {
-                        case .success(let connection) where !state.isShutDown: state.slots[index] = .ready(connection)
+                        case .success(let connection) where !state.isShutDown: state.entries[index].link = .ready(connection)
                         case .success(let connection):
-                            state.slots[index] = .empty
+                            state.entries.remove(at: index)
                             connection.channel.close(promise: nil)
-                        case .failure: state.slots[index] = .empty
+                        case .failure: state.entries.remove(at: index)
                         }
                     }
                 }
-                return .pending(future)
+                return .pending(future, status)
             }
         }
         switch answer {
         case .ready(let connection): return connection
-        case .pending(let future): return try await future.get()
+        case .pending(let future, let status):
+            do {
+                return try await future.get()
+            } catch {
+                status.streamClosed()
+                throw error
+            }
         }
     }
 
     func shutdown() async {
-        let slots = state.withLock { state in
+        let entries = state.withLock { state in
             state.isShutDown = true
-            defer { state.slots = state.slots.map { _ in .empty } }
-            return state.slots
+            defer { state.entries.removeAll() }
+            return state.entries
         }
-        for slot in slots {
-            switch slot {
+        for entry in entries {
+            switch entry.link {
             case .ready(let connection): await connection.close()
             case .connecting(let future): if let connection = try? await future.get() { await connection.close() }
-            case .empty: break
             }
         }
     }

@@ -16,33 +16,52 @@ struct APNsStreamRequest: Sendable {
     var response: EventLoopPromise<APNsRawResponse>
 }
 
-/// Whether a connection should get new requests. Written on the event loop, read by the pool.
-final class ConnectionHealth: Sendable {
+/// What the pool knows of a connection (`ConnectionPlan.Connection`): written by its handler on
+/// the event loop and by the pool as it hands out and takes back streams; read by the pool.
+final class ConnectionStatus: Sendable {
     private let usable = Atomic<Bool>(true)
+    private let answered = Atomic<Bool>(false)
+    private let limit = Atomic<Int>(1)
+    private let open = Atomic<Int>(0)
+
     var isUsable: Bool { usable.load(ordering: .relaxed) }
+    /// No new requests: APNs sent GOAWAY, or the connection failed or ran out of stream ids.
     func retire() { usable.store(false, ordering: .relaxed) }
+
+    func announced(streamLimit: Int) { limit.store(streamLimit, ordering: .relaxed) }
+    func answerCame() { if !answered.load(ordering: .relaxed) { answered.store(true, ordering: .relaxed) } }
+
+    func streamTaken() { open.add(1, ordering: .relaxed) }
+    func streamClosed() { open.subtract(1, ordering: .relaxed) }
+
+    func planned(isConnecting: Bool) -> ConnectionPlan.Connection {
+        .init(
+            isConnecting: isConnecting, hasAnswered: answered.load(ordering: .relaxed),
+            openStreams: open.load(ordering: .relaxed), streamLimit: limit.load(ordering: .relaxed))
+    }
 }
 
 /// One HTTP/2 + TLS connection to APNs. Requests are multiplexed as streams written straight to
-/// `NIOHTTP2Handler` (no child channel per stream): the stream limit APNs advertises is honoured
-/// by NIO's concurrent-stream buffer, which queues streams beyond it.
+/// `NIOHTTP2Handler` (no child channel per stream). The pool hands a connection no more streams
+/// than APNs advertises while another has room (`ConnectionPlan`); what goes beyond waits in
+/// NIO's concurrent-stream buffer.
 final class APNsConnection: Sendable {
     let channel: any Channel
-    let health: ConnectionHealth
+    let status: ConnectionStatus
 
-    private init(channel: any Channel, health: ConnectionHealth) {
+    private init(channel: any Channel, status: ConnectionStatus) {
         self.channel = channel
-        self.health = health
+        self.status = status
     }
 
-    var isUsable: Bool { health.isUsable && channel.isActive }
+    var isUsable: Bool { status.isUsable && channel.isActive }
 
     /// Connects and completes once TLS is up with HTTP/2 agreed by ALPN, so that every failure to
     /// establish the connection (TCP, certificate, ALPN, or the deadline) is a `connectFailed`.
     static func connect(
-        to endpoint: APNsEndpoint, sslContext: NIOSSLContext, group: any EventLoopGroup, timeout: TimeAmount
+        to endpoint: APNsEndpoint, sslContext: NIOSSLContext, group: any EventLoopGroup, timeout: TimeAmount,
+        status: ConnectionStatus = ConnectionStatus()
     ) -> EventLoopFuture<APNsConnection> {
-        let health = ConnectionHealth()
         let loop = group.next()
         let ready = loop.makePromise(of: Void.self)
         let deadline = loop.scheduleTask(in: timeout) {
@@ -66,13 +85,13 @@ final class APNsConnection: Sendable {
                             HTTP2Setting(parameter: .maxConcurrentStreams, value: 1000),
                             HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
                         ]))
-                    try pipeline.addHandler(APNsStreamsHandler(health: health, ready: ready))
+                    try pipeline.addHandler(APNsStreamsHandler(status: status, ready: ready))
                 }
             }
             .connect(host: endpoint.host, port: endpoint.port)
             .flatMap { channel in
                 ready.futureResult
-                    .map { APNsConnection(channel: channel, health: health) }
+                    .map { APNsConnection(channel: channel, status: status) }
                     .flatMapErrorThrowing { error in
                         channel.close(promise: nil)
                         throw error
@@ -96,7 +115,7 @@ final class APNsConnection: Sendable {
     }
 
     func close() async {
-        health.retire()
+        status.retire()
         try? await channel.close()
     }
 }
@@ -119,7 +138,7 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
         var body: ByteBuffer?
     }
 
-    private let health: ConnectionHealth
+    private let status: ConnectionStatus
     /// Completed when TLS is up with HTTP/2, failed if the connection dies before.
     private let ready: EventLoopPromise<Void>
     private var nextStreamID = HTTP2StreamID(1)
@@ -129,8 +148,8 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
     /// Why the connection failed, given to requests that fail because of it.
     private var failure: (any Error)?
 
-    init(health: ConnectionHealth, ready: EventLoopPromise<Void>) {
-        self.health = health
+    init(status: ConnectionStatus, ready: EventLoopPromise<Void>) {
+        self.status = status
         self.ready = ready
     }
 
@@ -153,7 +172,7 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
         // Client streams are odd and increasing; stop well before the 2^31 limit.
         if streamID > HTTP2StreamID(Int32.max - 1000) {
             goingAway = true
-            health.retire()
+            status.retire()
         } else {
             nextStreamID = streamID.advanced(by: 2)
         }
@@ -225,14 +244,21 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
             fail(frame.streamID, APNsTransportError(.streamReset, "APNs reset the stream (\(code))"))
         case .goAway(let lastStreamID, let code, let debugData):
             goAway(lastStreamID: lastStreamID, code: code, debugData: debugData, context: context)
+        case .settings(.settings(let settings)):
+            // NIOHTTP2Handler acknowledges SETTINGS and holds streams beyond the limit; the pool
+            // needs the limit to spread requests and to know when to open another connection.
+            for setting in settings where setting.parameter == .maxConcurrentStreams {
+                status.announced(streamLimit: setting.value)
+            }
         default:
-            break  // SETTINGS, PING and WINDOW_UPDATE are answered by NIOHTTP2Handler.
+            break  // PING and WINDOW_UPDATE are answered by NIOHTTP2Handler.
         }
     }
 
     private func complete(_ streamID: HTTP2StreamID) {
         guard let stream = inFlight.removeValue(forKey: streamID) else { return }
         stream.timeout.cancel()
+        status.answerCame()
         guard let status = stream.status else {
             stream.response.fail(APNsTransportError(.invalidAnswer, "the answer had no :status"))
             return
@@ -259,7 +285,7 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
     /// elsewhere. The others finish; then the connection closes.
     private func goAway(lastStreamID: HTTP2StreamID, code: HTTP2ErrorCode, debugData: ByteBuffer?, context: ChannelHandlerContext) {
         goingAway = true
-        health.retire()
+        status.retire()
         var reason = "\(code)"
         if let debugData, let json = try? JSONValue(parsing: debugData.readableBytesView), let text = json["reason"]?.stringValue {
             reason = text
@@ -292,14 +318,14 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if failure == nil { failure = error }
         ready.fail(APNsTransportError(.connectFailed, "TLS with APNs failed: \(error)"))
-        health.retire()
+        status.retire()
         failAll(APNsTransportError(.connectionClosed, "connection failed: \(error)"))
         context.close(promise: nil)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
         ready.fail(APNsTransportError(.connectFailed, "the server closed the connection during set-up"))
-        health.retire()
+        status.retire()
         let why = failure.map { ": \($0)" } ?? ""
         failAll(APNsTransportError(.connectionClosed, "the connection closed with the request in flight\(why)"))
         context.fireChannelInactive()

@@ -8,7 +8,8 @@ import Synchronization
 
 /// How the relay reaches APNs: where each environment it serves is, and one client per
 /// (credentials, environment), made when an app first needs it, with its own connections (Apple
-/// serves the environments on other host names, and a connection is bound to one team's key).
+/// serves the environments on other host names, and a connection is bound to one team's key):
+/// one at first, more as the pushes in flight need, up to `maximumConnections`.
 /// Apps that share a key share its clients. Every client runs on one event loop, so the
 /// dispatcher's workers send through any of them without a thread hop.
 public final class APNsRoutes: Sendable {
@@ -23,14 +24,20 @@ public final class APNsRoutes: Sendable {
     private let now: @Sendable () -> Date
     private let eventLoop: any EventLoop
     private let clients = Mutex<[Route: APNsClient]>([:])
+    /// The most connections each client opens.
+    public let maximumConnections: Int
+
+    /// What `maximumConnections` may be set to.
+    public static let allowedConnections = 1...64
     /// Where the dispatcher's workers run cheapest: the clients' event loop.
     let pushExecutor: any TaskExecutor
 
     public init(
         endpoints: [PushEnvironment: APNsEnvironment], now: @escaping @Sendable () -> Date = { Date() },
-        eventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next()
+        maximumConnections: Int = 16, eventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next()
     ) {
         self.endpoints = endpoints
+        self.maximumConnections = maximumConnections
         self.now = now
         self.eventLoop = eventLoop
         self.pushExecutor = EventLoopTaskExecutor(eventLoop)
@@ -46,7 +53,9 @@ public final class APNsRoutes: Sendable {
         let route = Route(teamID: app.teamID, keyID: app.keyID, signingKey: app.signingKey, environment: environment)
         if let client = clients.withLock({ $0[route] }) { return client }
         let key = try APNsSigningKey(pem: app.signingKey, keyID: app.keyID, teamID: app.teamID)
-        let made = try APNsClient(configuration: .init(environment: endpoint, signingKey: key, now: now), eventLoopGroup: eventLoop)
+        let made = try APNsClient(
+            configuration: .init(environment: endpoint, signingKey: key, connectionsPerHost: 1...maximumConnections, now: now),
+            eventLoopGroup: eventLoop)
         let (client, spare) = clients.withLock { clients in
             if let existing = clients[route] { return (existing, Optional(made)) }
             clients[route] = made

@@ -6,8 +6,6 @@ struct DispatchLoop {
     struct Limits: Sendable, Hashable {
         /// Deliveries per claim; outcomes are recorded at once when half a batch piles up.
         var batchSize: Int
-        /// Claim again when fewer than this are queued for the workers.
-        var lowWater: Int
         /// How long an outcome may wait to be recorded with others.
         var recordingDelay: Duration
         /// Failed recordings in a row after which a stopping dispatcher gives up on its outcomes:
@@ -15,6 +13,12 @@ struct DispatchLoop {
         var recordingAttemptsWhileStopping = 5
         /// The longest the loop sleeps without being woken.
         var longestWait = Duration.seconds(1)
+
+        /// Claim again when fewer than this are queued for the workers: as many as may be in
+        /// flight, and half a batch more, so that workers never wait for a claim.
+        func lowWater(inFlight: Int) -> Int {
+            inFlight + batchSize / 2
+        }
     }
 
     /// What the loop sees of its send queue and of the world each time round.
@@ -22,6 +26,8 @@ struct DispatchLoop {
         var queued: Int
         var sending: Int
         var unrecorded: Int
+        /// How many may be in flight at once now (`InFlightSizing`).
+        var inFlightLimit: Int
         var now: ContinuousClock.Instant
         /// Shutting down (or cancelled): no more claims; finish once what is in flight is recorded.
         var stopping: Bool
@@ -133,7 +139,7 @@ struct DispatchLoop {
             oldestUnrecorded = nil
             step.record = true
         }
-        if !claiming, !snapshot.stopping, storeAvailable, snapshot.queued < limits.lowWater, claimAgain || queuedSinceLastClaim() {
+        if !claiming, !snapshot.stopping, storeAvailable, snapshot.queued < limits.lowWater(inFlight: snapshot.inFlightLimit), claimAgain || queuedSinceLastClaim() {
             claiming = true
             step.claim = true
         }

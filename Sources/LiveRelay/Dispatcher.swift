@@ -72,36 +72,41 @@ public final class Dispatcher: Service {
         try await pump(stopWhenIdle: true)
     }
 
-    /// The send loop. `concurrency` workers take claimed deliveries from a local queue and send
-    /// them (on the connection's event loop when the client has one connection); this loop only
-    /// refills the queue and records outcomes in batches, each in a side task, so the workers never
-    /// wait on the database and a large fan-out costs few transactions. When to do which is
-    /// `DispatchLoop`'s decision; this performs it. On graceful shutdown it stops claiming and lets
-    /// the pushes in flight finish, so that their outcomes are recorded; claimed pushes not started
-    /// yet wait for their lease to run out (or the next start).
+    /// The send loop. Workers take claimed deliveries from a local queue and send them, as many at
+    /// once as `InFlightSizing` says from the round trips and rates it measures (on the
+    /// connections' event loop, where a push is written and its answer read with no hop between
+    /// threads: that hop cost more than our HTTP/2 framing). This loop only starts workers as the
+    /// limit grows, refills the queue and records outcomes in batches, each in a side task, so the
+    /// workers never wait on the database and a large fan-out costs few transactions. When to do
+    /// which is `DispatchLoop`'s decision; this performs it. On graceful shutdown it stops claiming
+    /// and lets the pushes in flight finish, so that their outcomes are recorded; claimed pushes
+    /// not started yet wait for their lease to run out (or the next start).
     private func pump(stopWhenIdle: Bool) async throws {
         let inbox = DispatchInbox()
-        let work = SendQueue(wake: relay.outboxSignal)
-        var loop = DispatchLoop(
-            limits: .init(batchSize: policy.batchSize, lowWater: policy.concurrency + policy.batchSize / 2, recordingDelay: policy.recordingDelay),
-            stopWhenIdle: stopWhenIdle, now: .now)
+        let limits = DispatchLoop.Limits(batchSize: policy.batchSize, recordingDelay: policy.recordingDelay)
+        let work = SendQueue(
+            wake: relay.outboxSignal, limits: limits,
+            sizing: InFlightSizing(floor: policy.inFlight.lowerBound, ceiling: policy.inFlight.upperBound, now: .now))
+        var loop = DispatchLoop(limits: limits, stopWhenIdle: stopWhenIdle, now: .now)
         if !stopWhenIdle {
-            let room = policy.concurrency
-            relay.handOver.open(.init(hasRoom: { work.counts().queued < room }, take: { work.add($0) }))
+            relay.handOver.open(.init(hasRoom: { let counts = work.counts(); return counts.queued < counts.inFlightLimit }, take: { work.add($0) }))
         }
         try await withThrowingDiscardingTaskGroup { group in
-            // The workers run on the push connection's event loop: a push is written and its answer
-            // read there, with no hop between threads (that hop cost more than our HTTP/2 framing).
-            let (lowWater, policy) = (loop.limits.lowWater, policy)
-            for _ in 0..<policy.concurrency {
-                group.addTask(executorPreference: apns.pushExecutor) {
-                    while let delivery = await work.next(lowWater: lowWater) {
-                        // Claimed pushes wait here while the instance sends slower than it claims.
-                        guard policy.maySend(leasedUntil: delivery.nextAttemptAt, at: self.relay.now()) else {
-                            work.abandon(delivery)
-                            continue
+            var workers = 0
+            let policy = policy
+            func startWorkers(upTo limit: Int) {
+                while workers < limit {
+                    workers += 1
+                    group.addTask(executorPreference: apns.pushExecutor) {
+                        while let delivery = await work.next() {
+                            // Claimed pushes wait here while the instance sends slower than it claims.
+                            guard policy.maySend(leasedUntil: delivery.nextAttemptAt, at: self.relay.now()) else {
+                                work.abandon(delivery)
+                                continue
+                            }
+                            let (outcome, roundTrip) = await self.send(delivery)
+                            work.finished(delivery.id, outcome, roundTrip: roundTrip, at: .now)
                         }
-                        work.finished(delivery.id, await self.send(delivery), recordAt: policy.batchSize / 2)
                     }
                 }
             }
@@ -136,8 +141,11 @@ public final class Dispatcher: Service {
                     }
                 }
                 let counts = work.counts()
+                if !stopping { startWorkers(upTo: counts.inFlightLimit) }
                 let step = loop.next(
-                    .init(queued: counts.queued, sending: counts.sending, unrecorded: counts.unrecorded, now: .now, stopping: stopping),
+                    .init(
+                        queued: counts.queued, sending: counts.sending, unrecorded: counts.unrecorded,
+                        inFlightLimit: counts.inFlightLimit, now: .now, stopping: stopping),
                     queuedSinceLastClaim: relay.outboxSignal.takeQueued)
                 if step.record {
                     let (batch, abandoned) = work.takeOutcomes()
@@ -205,7 +213,8 @@ public final class Dispatcher: Service {
         relay.outboxSignal.queued()
     }
 
-    private func send(_ delivery: DeliveryRecord) async -> DeliveryOutcome {
+    /// Sends one push; `roundTrip`: how long APNs took to answer it, nil when it did not.
+    private func send(_ delivery: DeliveryRecord) async -> (outcome: DeliveryOutcome, roundTrip: Duration?) {
         let apns: APNsClient
         let topic: BundleID
         do {
@@ -219,13 +228,13 @@ public final class Dispatcher: Service {
                 ? DeliveryOutcome.failed(status: nil, reason: "\(error)", tokenIsDead: false)
                 : outcomes.outcome(ofNoAnswer: error, attempts: delivery.attempts + 1, at: relay.now())
             record(outcome, delivery)
-            return outcome
+            return (outcome, nil)
         }
         let request: APNsRequest
         switch delivery.target {
         case .pushToStartToken(_, let hex), .activityToken(_, let hex):
             guard let token = try? DeviceToken(hex) else {
-                return .failed(status: nil, reason: APNsReason.badDeviceToken.rawValue, tokenIsDead: true)
+                return (.failed(status: nil, reason: APNsReason.badDeviceToken.rawValue, tokenIsDead: true), nil)
             }
             let options = PushOptions(
                 priority: APNsPriority(rawValue: delivery.priority) ?? .immediate,
@@ -238,8 +247,11 @@ public final class Dispatcher: Service {
             request = .broadcast(encoded: delivery.payload, channelID: channelID, bundleID: topic, options: options)
         }
         let outcome: DeliveryOutcome
+        var roundTrip: Duration?
         do {
+            let started = ContinuousClock.now
             let answer = try await apns.execute(request, timeout: policy.requestTimeout)
+            roundTrip = .now - started
             if (200..<300).contains(answer.status) {
                 outcome = .sent(status: answer.status, apnsID: answer.header("apns-id") ?? answer.header("apns-request-id"))
             } else {
@@ -249,7 +261,7 @@ public final class Dispatcher: Service {
             outcome = outcomes.outcome(ofNoAnswer: error, attempts: delivery.attempts + 1, at: relay.now())
         }
         record(outcome, delivery)
-        return outcome
+        return (outcome, roundTrip)
     }
 
     private func record(_ outcome: DeliveryOutcome, _ delivery: DeliveryRecord) {

@@ -44,11 +44,12 @@ public struct BudgetPolicy: Sendable, Hashable {
 
 /// How the dispatcher sends.
 public struct DispatchPolicy: Sendable, Hashable {
-    /// Pushes in flight at once. Many streams on one HTTP/2 connection let both ends read and
-    /// write in large batches. APNs has been seen announcing 500 to 1,500 streams a connection;
-    /// the client queues what goes beyond the announced limit. (In `bench server`, a fan-out ran
-    /// at a median 92% of `bench client` with 800 in flight, 84% with 400.)
-    public var concurrency: Int
+    /// Pushes in flight at once: at least the lower bound, more as the round trip to APNs needs
+    /// (`InFlightSizing`), at most the upper (`serve --max-in-flight`). Many streams let both ends
+    /// read and write in large batches: on loopback a fan-out ran at a median 92% of `bench client`
+    /// with 800 in flight, 84% with 400. The APNs client opens connections as these need
+    /// (`ConnectionPlan`).
+    public var inFlight: ClosedRange<Int>
     /// Deliveries claimed per round trip to the store.
     public var batchSize: Int
     /// A request with at most this many pushes claims them itself, in the transaction that
@@ -69,11 +70,11 @@ public struct DispatchPolicy: Sendable, Hashable {
     public var recordingDelay: Duration
 
     public init(
-        concurrency: Int = 800, batchSize: Int = 1000, handOverLimit: Int = 100, lease: TimeInterval = 60, initialBackoff: TimeInterval = 1,
+        inFlight: ClosedRange<Int> = 800...10_000, batchSize: Int = 1000, handOverLimit: Int = 100, lease: TimeInterval = 60, initialBackoff: TimeInterval = 1,
         maximumBackoff: TimeInterval = 300, maximumAttempts: Int = 8, requestTimeout: Duration = .seconds(10),
         recordingDelay: Duration = .milliseconds(10)
     ) {
-        self.concurrency = concurrency
+        self.inFlight = inFlight
         self.batchSize = batchSize
         self.handOverLimit = handOverLimit
         self.lease = lease

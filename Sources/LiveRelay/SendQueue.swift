@@ -1,13 +1,15 @@
 import LiveRelayStore
 import Synchronization
 
-/// The claimed deliveries waiting for a worker, and the outcomes waiting to be recorded. Workers
-/// wake the dispatcher's loop only when it has something to do: the queue ran low, outcomes piled
-/// up (or the first came), or every worker fell idle.
+/// The claimed deliveries waiting for a worker, and the outcomes waiting to be recorded. It hands
+/// out no more deliveries at once than `InFlightSizing` allows, which learns from each push that
+/// finishes. Workers wake the dispatcher's loop only when it has something to do: the queue ran
+/// low, outcomes piled up (or the first came), or every worker fell idle.
 final class SendQueue: Sendable {
     typealias Outcome = (id: Int64, outcome: DeliveryOutcome)
 
     private struct State {
+        var sizing: InFlightSizing
         var queue: [DeliveryRecord] = []
         var head = 0
         var sending = 0
@@ -17,41 +19,61 @@ final class SendQueue: Sendable {
         var idleWorkers: [CheckedContinuation<DeliveryRecord?, Never>] = []
         var stopped = false
         var queued: Int { queue.count - head }
+
+        /// Hands queued deliveries to idle workers while the limit allows.
+        mutating func handOut() -> [(CheckedContinuation<DeliveryRecord?, Never>, DeliveryRecord)] {
+            var handedOut: [(CheckedContinuation<DeliveryRecord?, Never>, DeliveryRecord)] = []
+            while !idleWorkers.isEmpty, head < queue.count, sending < sizing.limit {
+                handedOut.append((idleWorkers.removeLast(), queue[head]))
+                head += 1
+                sending += 1
+            }
+            return handedOut
+        }
     }
 
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     private let wake: OutboxSignal
+    private let limits: DispatchLoop.Limits
 
-    init(wake: OutboxSignal) {
+    init(wake: OutboxSignal, limits: DispatchLoop.Limits, sizing: InFlightSizing) {
         self.wake = wake
+        self.limits = limits
+        self.state = Mutex(State(sizing: sizing))
     }
 
     /// The next delivery to send, or nil once stopped.
-    func next(lowWater: Int) async -> DeliveryRecord? {
+    func next() async -> DeliveryRecord? {
         await withCheckedContinuation { continuation in
-            // Resumed here with a delivery or nil, or later by `add` or `stop`, never twice.
+            // Resumed here with a delivery or nil, or later by `add`, `finished` or `stop`, never twice.
             let (answer, wakeLoop) = state.withLock { state -> (DeliveryRecord??, Bool) in
                 if state.stopped { return (.some(nil), false) }
-                guard state.head < state.queue.count else {
+                guard state.head < state.queue.count, state.sending < state.sizing.limit else {
                     state.idleWorkers.append(continuation)
                     return (nil, state.sending == 0)
                 }
                 let delivery = state.queue[state.head]
                 state.head += 1
                 state.sending += 1
-                return (delivery, state.queued == lowWater)
+                return (delivery, state.queued == limits.lowWater(inFlight: state.sizing.limit))
             }
             if wakeLoop { wake.signal() }
             if let answer { continuation.resume(returning: answer) }
         }
     }
 
-    func finished(_ id: Int64, _ outcome: DeliveryOutcome, recordAt: Int) {
-        let wakeLoop = state.withLock { state in
+    /// A worker sent a delivery at `now`; `roundTrip`: how long APNs took to answer, if it did.
+    func finished(_ id: Int64, _ outcome: DeliveryOutcome, roundTrip: Duration?, at now: ContinuousClock.Instant) {
+        let (wakeLoop, handedOut) = state.withLock { state in
             state.sending -= 1
             state.outcomes.append((id, outcome))
-            return state.outcomes.count == 1 || state.outcomes.count == recordAt || (state.sending == 0 && state.queued == 0)
+            let before = state.sizing.limit
+            state.sizing.finished(roundTrip: roundTrip, at: now)
+            let wakeLoop = state.outcomes.count == 1 || state.outcomes.count == limits.batchSize / 2
+                || (state.sending == 0 && state.queued == 0) || state.sizing.limit > before
+            return (wakeLoop, state.sizing.limit > before ? state.handOut() : [])
         }
+        for (worker, delivery) in handedOut { worker.resume(returning: delivery) }
         if wakeLoop { wake.signal() }
     }
 
@@ -70,13 +92,7 @@ final class SendQueue: Sendable {
             state.queue.removeFirst(state.head)
             state.head = 0
             state.queue += batch
-            var handedOut: [(CheckedContinuation<DeliveryRecord?, Never>, DeliveryRecord)] = []
-            while !state.idleWorkers.isEmpty, state.head < state.queue.count {
-                handedOut.append((state.idleWorkers.removeLast(), state.queue[state.head]))
-                state.head += 1
-                state.sending += 1
-            }
-            return handedOut
+            return state.handOut()
         }
         for (worker, delivery) in handedOut { worker.resume(returning: delivery) }
     }
@@ -91,9 +107,10 @@ final class SendQueue: Sendable {
         for worker in idle { worker.resume(returning: nil) }
     }
 
-    /// `unrecorded`: outcomes and abandoned deliveries, both for the store to hear of.
-    func counts() -> (queued: Int, sending: Int, unrecorded: Int) {
-        state.withLock { ($0.queued, $0.sending, $0.outcomes.count + $0.abandoned.count) }
+    /// `unrecorded`: outcomes and abandoned deliveries, both for the store to hear of;
+    /// `inFlightLimit`: how many may be sending at once now.
+    func counts() -> (queued: Int, sending: Int, unrecorded: Int, inFlightLimit: Int) {
+        state.withLock { ($0.queued, $0.sending, $0.outcomes.count + $0.abandoned.count, $0.sizing.limit) }
     }
 
     func takeOutcomes() -> (outcomes: [Outcome], abandoned: [DeliveryRecord]) {

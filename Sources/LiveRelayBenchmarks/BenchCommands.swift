@@ -192,7 +192,7 @@ extension Bench {
 
             let configuration = APNsClient.Configuration(
                 environment: .custom(host: "127.0.0.1", port: endpoint.port, channelManagementPort: endpoint.port, caFile: caFile),
-                signingKey: key, connectionsPerHost: connections, requestTimeout: .seconds(30))
+                signingKey: key, connectionsPerHost: connections...connections, requestTimeout: .seconds(30))
             let result = try await withAPNsClient(configuration: configuration) { client in
                 _ = try await sendPushes(client: client, count: warmup, inFlight: inFlight, request: request)
                 return try await sendPushes(client: client, count: pushes, inFlight: inFlight, request: request)

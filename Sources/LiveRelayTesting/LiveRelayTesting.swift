@@ -186,9 +186,10 @@ extension JSONValue {
 
 /// A running emulator, its CA written to a temporary file, and our client trusting its sandbox, signing
 /// with `key` (registered with the emulator unless `registerKey` is false) on the emulator's
-/// clock; all under a deadline, and shut down afterwards.
+/// clock, on `connections`; all under a deadline, and shut down afterwards.
 public func withEmulatorAndClient(
     _ configuration: APNsEmulator.Configuration = .init(), key: TestSigningKey = TestSigningKey(), registerKey: Bool = true,
+    connections: ClosedRange<Int> = 1...1,
     _ body: @escaping @Sendable (APNsEmulator, APNsClient) async throws -> Void
 ) async throws {
     try await withDeadline {
@@ -202,7 +203,8 @@ public func withEmulatorAndClient(
             try emulator.certificates.writeCertificateAuthority(to: caFile)
             // As long as the deadline: with every suite running at once, an answer may wait its turn.
             let client = APNsClient.Configuration(
-                environment: emulator.clientEnvironment(.sandbox, caFile: caFile), signingKey: key.signingKey, requestTimeout: .seconds(60),
+                environment: emulator.clientEnvironment(.sandbox, caFile: caFile), signingKey: key.signingKey, connectionsPerHost: connections,
+                requestTimeout: .seconds(60),
                 now: emulator.clock.function)
             try await withAPNsClient(configuration: client) { apns in try await body(emulator, apns) }
         } catch {

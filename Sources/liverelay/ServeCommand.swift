@@ -45,8 +45,10 @@ struct Serve: AsyncParsableCommand {
     var frequentBudget: Int?
     @Option(help: ArgumentHelp("How long a push claimed for sending waits for its sender's answer before any instance sends it again: how soon the others take over a dead instance's pushes.", valueName: "seconds"))
     var claimLease: Double = DispatchPolicy().lease
-    @Option(help: ArgumentHelp("Pushes this instance keeps in flight to APNs at most.", valueName: "count"))
-    var maxInFlight: Int = DispatchPolicy().concurrency
+    @Option(help: ArgumentHelp("Pushes this instance keeps in flight to APNs at most; below that, as many as the measured round trip needs.", valueName: "count"))
+    var maxInFlight: Int = DispatchPolicy().inFlight.upperBound
+    @Option(help: ArgumentHelp("HTTP/2 connections to APNs at most for each app key and environment; more open as the pushes in flight need.", valueName: "count"))
+    var apnsConnections: Int = 16
     @Option(help: ArgumentHelp("A folder of Mustache templates, <AttributesType>/<region>.mustache, that fill the drawn simulated iPhones' regions (the built-in emulator's, on the dashboard's devices page).", valueName: "path"))
     var templates: String?
     @OptionGroup(title: "APNs (omit for the built-in emulator)") var connection: ConnectionOptions
@@ -55,6 +57,9 @@ struct Serve: AsyncParsableCommand {
         guard (0...65535).contains(httpPort) else { throw ValidationError("http-port: must be 0 to 65535 (0: any free port)") }
         _ = try timeouts()
         guard (1...100_000).contains(maxInFlight) else { throw ValidationError("max-in-flight: must be 1 to 100000, got \(maxInFlight)") }
+        guard APNsRoutes.allowedConnections.contains(apnsConnections) else {
+            throw ValidationError("apns-connections: must be \(APNsRoutes.allowedConnections.lowerBound) to \(APNsRoutes.allowedConnections.upperBound), got \(apnsConnections)")
+        }
         guard (1...3600).contains(claimLease) else { throw ValidationError("claim-lease: must be 1 to 3600 seconds, got \(claimLease)") }
         guard connection.timeout > 0, connection.timeout <= 3600 else {
             throw ValidationError("timeout: must be more than 0 and at most 3600 seconds, got \(connection.timeout)")
@@ -100,11 +105,11 @@ struct Serve: AsyncParsableCommand {
         let emulator: APNsEmulator?
         let apns: APNsRoutes
         if apps.isEmpty {
-            let demo = try await DemoApple.start(caFile: directory.emulatorCA)
+            let demo = try await DemoApple.start(caFile: directory.emulatorCA, maximumConnections: apnsConnections)
             (emulator, apns, apps) = (demo.emulator, demo.apns, [demo.app])
         } else {
             guard templates == nil else { throw ValidationError("templates: they draw the built-in emulator's devices, and with APNs credentials there is none") }
-            apns = APNsRoutes(endpoints: try connection.servedEnvironments())
+            apns = APNsRoutes(endpoints: try connection.servedEnvironments(), maximumConnections: apnsConnections)
             emulator = nil
         }
         let drawing = try DemoApple.templates(adding: templateFolder)
@@ -118,7 +123,7 @@ struct Serve: AsyncParsableCommand {
         let server = try await RelayServer.open(
             store: store, configuration: RelayConfiguration(
                 budget: budgetPolicy,
-                dispatch: DispatchPolicy(concurrency: maxInFlight, lease: claimLease, requestTimeout: .milliseconds(Int(connection.timeout * 1000)))),
+                dispatch: DispatchPolicy(inFlight: min(DispatchPolicy().inFlight.lowerBound, maxInFlight)...maxInFlight, lease: claimLease, requestTimeout: .milliseconds(Int(connection.timeout * 1000)))),
             api: RelayAPIConfiguration(
                 host: httpHost, port: httpPort, timeouts: timeouts, devices: emulator.map { DeviceGallery(fleet: $0.devices, templates: drawing) }),
             apns: apns, logger: logger)
@@ -166,13 +171,14 @@ enum DemoApple {
         attributes: SwiftStruct("DeliveryAttributes", [.init("activityKey", .string), .init("orderNumber", .string)]),
         contentState: SwiftStruct("ContentState", [.init("status", .string), .init("etaMinutes", .int)]))
 
-    static func start(caFile: String) async throws -> (emulator: APNsEmulator, apns: APNsRoutes, app: AppRegistration) {
+    static func start(caFile: String, maximumConnections: Int) async throws -> (emulator: APNsEmulator, apns: APNsRoutes, app: AppRegistration) {
         let emulator = try await APNsEmulator.start()
         try emulator.certificates.writeCertificateAuthority(to: caFile)
         let key = P256.Signing.PrivateKey()
         let app = AppRegistration(bundleID: bundleID, teamID: "DEMOTEAM01", keyID: "DEMOKEY001", signingKey: key.pemRepresentation)
         emulator.registry.register(EmulatorKey(keyID: app.keyID, teamID: app.teamID, publicKey: key.publicKey))
-        return (emulator, APNsRoutes(endpoints: emulator.clientEnvironments(caFile: caFile), now: emulator.clock.function), app)
+        let apns = APNsRoutes(endpoints: emulator.clientEnvironments(caFile: caFile), now: emulator.clock.function, maximumConnections: maximumConnections)
+        return (emulator, apns, app)
     }
 
     /// What draws the demo's attributes type on the simulated iPhones, and the templates of

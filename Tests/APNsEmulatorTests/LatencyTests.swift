@@ -30,7 +30,7 @@ import Testing
     }
 
     @Test func answersComeThatMuchLaterWithoutHoldingBackOtherStreamsOrTheOtherEnvironment() async throws {
-        let latency = Duration.milliseconds(300)
+        let latency = Duration.milliseconds(600)
         let configuration = APNsEmulator.Configuration(latency: [.sandbox: APNsLatency(fixed: latency)])
         try await withEmulatorAndClient(configuration) { emulator, apns in
             let bundle = try BundleID("com.example.latency")
@@ -50,7 +50,7 @@ import Testing
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             #expect(answered.allSatisfy { $0 >= latency }, "none before the latency: \(answered.min()!)")
-            // One after another they would take 12 s; side by side, about one latency.
+            // One after another they would take 24 s; side by side, about one latency.
             #expect(answered.max()! < .seconds(6), "the slowest after \(answered.max()!)")
             #expect(emulator.journal.counts["Success"] == 41)
             #expect(emulator.latency(.production).latency == .none, "production answers at once")
@@ -66,6 +66,57 @@ import Testing
             let quick = ContinuousClock.now
             try await apns.send(payload, to: DeviceToken(tokens[1]), topic: bundle)
             #expect(ContinuousClock.now - quick < latency, "at once again")
+        }
+    }
+}
+
+/// At a distance, one connection's streams are not enough: the client opens as many as the load
+/// needs, and no more while APNs refuses its token.
+@Suite struct ConnectionsAtADistanceTests {
+    let bundle = try! BundleID("com.example.latency")
+    let payload = try! LiveActivityPayload.update(content: ActivityContent(state: ["eta": 5], staleDate: nil), timestamp: Date())
+
+    /// `workers` senders, each sending `rounds` pushes one after another, as the dispatcher does.
+    func sendSteadily(_ apns: APNsClient, workers: Int, rounds: Int, tokens: [String]) async throws -> [Int] {
+        try await withThrowingTaskGroup(of: [Int].self) { group in
+            for worker in 0..<workers {
+                group.addTask { [payload, bundle] in
+                    var statuses: [Int] = []
+                    for round in 0..<rounds {
+                        let token = try DeviceToken(tokens[(worker + round) % tokens.count])
+                        let answer = try await apns.execute(.liveActivity(payload, to: token, topic: bundle))
+                        statuses.append(answer.status)
+                    }
+                    return statuses
+                }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }
+        }
+    }
+
+    func registeredTokens(_ emulator: APNsEmulator) -> [String] {
+        let tokens = (0..<40).map { String(format: "%02x", $0) + String(repeating: "cd", count: 31) }
+        for token in tokens { emulator.registry.register(EmulatorToken(hex: token, bundleID: bundle.value, environment: .sandbox)) }
+        return tokens
+    }
+
+    @Test func fortyInFlightOnConnectionsOfTenStreamsOpenFourConnections() async throws {
+        let configuration = APNsEmulator.Configuration(authenticatedStreamLimit: 10, latency: [.sandbox: APNsLatency(fixed: .milliseconds(30))])
+        try await withEmulatorAndClient(configuration, connections: 1...8) { emulator, apns in
+            let statuses = try await sendSteadily(apns, workers: 40, rounds: 12, tokens: registeredTokens(emulator))
+            #expect(statuses.count == 480 && statuses.allSatisfy { $0 == 200 })
+            let connections = Set(emulator.journal.requests.map(\.connectionID))
+            #expect(connections.count == 4, "40 in flight at 10 streams a connection: \(connections.count) connections")
+            #expect(apns.pushConnectionCount == 4)
+        }
+    }
+
+    @Test func aRefusedTokenOpensNoMoreConnections() async throws {
+        let configuration = APNsEmulator.Configuration(authenticatedStreamLimit: 10, latency: [.sandbox: APNsLatency(fixed: .milliseconds(5))])
+        try await withEmulatorAndClient(configuration, registerKey: false, connections: 1...8) { emulator, apns in
+            let statuses = try await sendSteadily(apns, workers: 20, rounds: 3, tokens: registeredTokens(emulator))
+            #expect(statuses.count == 60 && statuses.allSatisfy { $0 == 403 })
+            #expect(Set(emulator.journal.requests.map(\.connectionID)).count == 1, "APNs held the connection to one stream")
         }
     }
 }

@@ -21,7 +21,7 @@ import Testing
         try await withDeadline(.seconds(60)) {
             let server = try await ScriptedAPNsServer.start(maxConcurrentStreams: maxConcurrentStreams)
             let configuration = APNsClient.Configuration(
-                environment: server.environment, signingKey: key.signingKey, connectionsPerHost: connections,
+                environment: server.environment, signingKey: key.signingKey, connectionsPerHost: connections...connections,
                 requestTimeout: timeout, now: clock.function)
             do {
                 try await withAPNsClient(configuration: configuration) { try await body($0, server) }

@@ -40,7 +40,7 @@ import Testing
         try channel.pipeline.syncOperations.addHandlers([
             FlushCoalescingHandler(),
             NIOHTTP2Handler(mode: .client, initialSettings: []),
-            APNsStreamsHandler(health: ConnectionHealth(), ready: ready),
+            APNsStreamsHandler(status: ConnectionStatus(), ready: ready),
         ])
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
         var responses: [EventLoopFuture<APNsRawResponse>] = []

@@ -16,7 +16,7 @@ import Testing
         try await withDeadline {
             let server = try await ScriptedAPNsServer.start(maxConcurrentStreams: 1000)
             let configuration = APNsClient.Configuration(
-                environment: server.environment, signingKey: TestSigningKey().signingKey, connectionsPerHost: connections)
+                environment: server.environment, signingKey: TestSigningKey().signingKey, connectionsPerHost: connections...connections)
             do {
                 try await withAPNsClient(configuration: configuration, body)
                 await server.shutdown()
@@ -39,6 +39,7 @@ import Testing
             #expect(try await sending.value == [true, true, true])
             // The connection itself lives on that loop, so the write needed no hop either.
             let connection = try await client.pushConnections.connection(deadline: .now() + .seconds(5))
+            connection.status.streamClosed()
             #expect(connection.channel.eventLoop === loop)
         }
     }

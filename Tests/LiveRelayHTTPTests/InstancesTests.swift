@@ -37,7 +37,7 @@ struct InstancesTests {
     /// goes out once, on a fresh claim.
     @Test func aPushLeftWaitingPastHalfItsLeaseIsGivenBackAndSentOnAFreshClaim() async throws {
         try await withRelayHarness(configure: { relay, _ in
-            relay.dispatch.concurrency = 1
+            relay.dispatch.inFlight = 1...1
             relay.dispatch.handOverLimit = 0
         }) { relay in
             try await relay.startActivity("match", on: ["iphone-1", "iphone-2"])

@@ -6,16 +6,17 @@ import Testing
 /// test moves.
 @Suite struct DispatchLoopTests {
     static let t0 = ContinuousClock.now
-    static let limits = DispatchLoop.Limits(batchSize: 100, lowWater: 60, recordingDelay: .milliseconds(10))
+    static let limits = DispatchLoop.Limits(batchSize: 100, recordingDelay: .milliseconds(10))
 
     static func loop(stopWhenIdle: Bool = false) -> DispatchLoop {
         DispatchLoop(limits: limits, stopWhenIdle: stopWhenIdle, now: t0)
     }
 
     static func seen(
-        queued: Int = 0, sending: Int = 0, unrecorded: Int = 0, at offset: Duration = .zero, stopping: Bool = false
+        queued: Int = 0, sending: Int = 0, unrecorded: Int = 0, inFlightLimit: Int = 10, at offset: Duration = .zero, stopping: Bool = false
     ) -> DispatchLoop.Snapshot {
-        .init(queued: queued, sending: sending, unrecorded: unrecorded, now: t0 + offset, stopping: stopping)
+        // Low water: 10 in flight and half a batch, 60.
+        .init(queued: queued, sending: sending, unrecorded: unrecorded, inFlightLimit: inFlightLimit, now: t0 + offset, stopping: stopping)
     }
 
     /// Counts how often the loop asks whether more was queued.
@@ -57,6 +58,7 @@ import Testing
         #expect(!loop.next(Self.seen(queued: 60), queuedSinceLastClaim: news.take).claim)
         #expect(news.asked == 0)
         #expect(news.queued)
+        #expect(loop.next(Self.seen(queued: 60, inFlightLimit: 11), queuedSinceLastClaim: news.take).claim, "more in flight, more queued")
     }
 
     @Test func outcomesWaitTheRecordingDelayUnlessHalfABatchPilesUp() {
