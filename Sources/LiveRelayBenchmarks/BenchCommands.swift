@@ -20,7 +20,7 @@ extension Bench {
     /// The endpoint under load, in its own process so that the client's CPU time is its own.
     struct Endpoint: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Serve an APNs endpoint (HTTP/2 + TLS) until standard input closes; a line \"accepted\" there is answered with how many pushes it accepted.",
+            abstract: "Serve an APNs endpoint (HTTP/2 + TLS) until standard input closes; a line \"accepted\" there is answered with how many pushes it accepted, a line \"latency 100\" changes the latency from then on.",
             shouldDisplay: false)
 
         @Option(help: "Port to listen on (0: any free port).") var port: Int = 0
@@ -34,6 +34,7 @@ extension Bench {
 
         func run() async throws {
             let latency = try APNsLatency.option(latency, "latency")
+            let setting: LatencySetting
             let certificates = try EmulatorCertificates.generate()
             try certificates.writeCertificateAuthority(to: caFile)
             let port: Int
@@ -51,11 +52,13 @@ extension Bench {
                     APNsEmulator.Configuration(environments: [.sandbox: EmulatorPorts(push: self.port)], latency: [.sandbox: latency]),
                     certificates: certificates, registry: registry)
                 port = emulator.ports(.sandbox).push
+                setting = emulator.latency(.sandbox)
                 stop = { await emulator.shutdown() }
                 accepted = { emulator.journal.counts["Success"] ?? 0 }
             } else {
+                setting = LatencySetting(latency)
                 let server = try await HTTP2TLSServer.start(
-                    port: self.port, certificates: certificates, responder: AcceptAllResponder(), latency: LatencySetting(latency))
+                    port: self.port, certificates: certificates, responder: AcceptAllResponder(), latency: setting)
                 port = server.port
                 stop = { await server.shutdown() }
             }
@@ -68,6 +71,10 @@ extension Bench {
             Thread.detachNewThread { [accepted] in
                 while let line = readLine() {
                     if line == "accepted" { FileHandle.standardOutput.write(Data("\(accepted())\n".utf8)) }
+                    if line.hasPrefix("latency "), let changed = try? APNsLatency(parsing: String(line.dropFirst(8))) {
+                        setting.latency = changed
+                        FileHandle.standardOutput.write(Data("latency \(changed.text)\n".utf8))
+                    }
                 }
                 closed.continuation.finish()
             }
@@ -355,19 +362,28 @@ struct EndpointProcess {
 
     /// How many pushes the endpoint has accepted since it started (with full validation only).
     func accepted() throws -> Int {
-        try input.fileHandleForWriting.write(contentsOf: Data("accepted\n".utf8))
-        // The answer is the next line that is a number (a log line may come first).
+        let count = try ask("accepted") { Int($0) }
+        guard count >= 0 else { throw ValidationError("the benchmark endpoint counts pushes only with full validation") }
+        return count
+    }
+
+    /// Answers from now on after `latency`; returns once the endpoint has said so.
+    func answer(after latency: APNsLatency) throws {
+        let said = "latency \(latency.text)"
+        _ = try ask(said) { $0 == said ? true : nil }
+    }
+
+    /// Writes `question` and returns the first line after it that `answer` reads (a log line may
+    /// come first).
+    private func ask<T>(_ question: String, _ answer: (String) -> T?) throws -> T {
+        try input.fileHandleForWriting.write(contentsOf: Data((question + "\n").utf8))
         while true {
             var line = Data()
             while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
                 line.append(byte)
             }
-            let text = String(decoding: line, as: UTF8.self)
-            if let count = Int(text) {
-                guard count >= 0 else { throw ValidationError("the benchmark endpoint counts pushes only with full validation") }
-                return count
-            }
-            guard !line.isEmpty else { throw ValidationError("the benchmark endpoint did not say how many pushes it accepted") }
+            if let answered = answer(String(decoding: line, as: UTF8.self)) { return answered }
+            guard !line.isEmpty else { throw ValidationError("the benchmark endpoint did not answer \"\(question)\"") }
         }
     }
 
