@@ -133,6 +133,7 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
     private struct InFlight {
         var response: EventLoopPromise<APNsRawResponse>
         var timeout: Scheduled<Void>
+        var written: NIODeadline
         var status: Int?
         var headers: [(name: String, value: String)] = []
         var body: ByteBuffer?
@@ -181,7 +182,7 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
         let timeout = loop.scheduleTask(deadline: request.deadline) { [self] in
             self.timedOut(streamID, context: context)
         }
-        inFlight[streamID] = InFlight(response: request.response, timeout: timeout)
+        inFlight[streamID] = InFlight(response: request.response, timeout: timeout, written: .now())
 
         let headersWritten = context.eventLoop.makePromise(of: Void.self)
         headersWritten.futureResult.assumeIsolated().whenFailure { [self] error in
@@ -263,7 +264,8 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
             stream.response.fail(APNsTransportError(.invalidAnswer, "the answer had no :status"))
             return
         }
-        stream.response.succeed(APNsRawResponse(status: status, headers: stream.headers, body: stream.body))
+        let roundTrip = Duration.nanoseconds((NIODeadline.now() - stream.written).nanoseconds)
+        stream.response.succeed(APNsRawResponse(status: status, headers: stream.headers, body: stream.body, roundTrip: roundTrip))
     }
 
     private func fail(_ streamID: HTTP2StreamID, _ error: any Error) {

@@ -8,11 +8,16 @@ public struct APNsRawResponse: Sendable {
     /// Regular headers (not pseudo-headers), names lowercase.
     public var headers: [(name: String, value: String)]
     public var body: ByteBuffer?
+    /// From the request's first frame handed to HTTP/2 to its answer read off the connection: the
+    /// distance to APNs and APNs' own time, without the waits in this process before and after
+    /// (nil for an answer not read off a connection).
+    public var roundTrip: Duration?
 
-    public init(status: Int, headers: [(name: String, value: String)], body: ByteBuffer?) {
+    public init(status: Int, headers: [(name: String, value: String)], body: ByteBuffer?, roundTrip: Duration? = nil) {
         self.status = status
         self.headers = headers
         self.body = body
+        self.roundTrip = roundTrip
     }
 
     public func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }

@@ -73,6 +73,9 @@ struct APNsResponder: RequestResponder {
         case .stall:
             verdict = Verdict.unanswered(nil)
             answer = .noAnswer
+        case .freeze(let duration):
+            verdict = judge(request, connection: &connection, now: now)
+            answer = .frozen(TimeAmount(duration), verdict.answer)
         case .shutdown:
             verdict = reply.reject(.shutdown)
             answer = .goAway(answer: verdict.answer, debugData: APNsError(status: 503, reason: .shutdown).body)

@@ -61,6 +61,9 @@ public indirect enum ServerAnswer: Sendable {
     case resetStream(HTTP2ErrorCode)
     /// The same answer, written after a delay.
     case delayed(TimeAmount, ServerAnswer)
+    /// The connection freezes for this long: this answer and every other it would write meanwhile
+    /// are held, then written together, as when a path congests or a server hangs and recovers.
+    case frozen(TimeAmount, ServerAnswer)
     /// Write `answer` (if any; the stream then counts as processed), then GOAWAY naming the last
     /// processed stream, with `debugData`, and close the connection. Later streams stay unanswered.
     case goAway(answer: ServerAnswer?, debugData: [UInt8])
@@ -197,6 +200,8 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
     private var lastProcessedStream = HTTP2StreamID.rootStream
     /// Set once GOAWAY is sent or the connection dropped: nothing more is read or written.
     private var isClosing = false
+    /// Answers are held until then (`ServerAnswer.frozen`).
+    private var frozenUntil: NIODeadline?
     private var idleCheck: Scheduled<Void>?
     private var lastRequestTime = NIODeadline.uptimeNanoseconds(0)
     /// Stream errors NIOHTTP2 reported, and the streams reset with an error code, since the last
@@ -276,6 +281,20 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
 
     private func perform(_ answer: ServerAnswer, on streamID: HTTP2StreamID, context: ChannelHandlerContext) {
         guard !isClosing else { return }
+        if case .frozen(let duration, let later) = answer {
+            frozenUntil = max(frozenUntil ?? context.eventLoop.now, context.eventLoop.now + duration)
+            perform(later, on: streamID, context: context)
+            return
+        }
+        if let frozenUntil, frozenUntil > context.eventLoop.now {
+            switch answer {
+            case .delayed: break  // looked at again when its time comes
+            default:
+                lastProcessedStream = max(lastProcessedStream, streamID)
+                later(answer, on: streamID, at: frozenUntil, context: context)
+                return
+            }
+        }
         switch answer {
         case .respond(let status, let headers, let body):
             lastProcessedStream = max(lastProcessedStream, streamID)
@@ -297,16 +316,13 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
         case .resetStream(let code):
             lastProcessedStream = max(lastProcessedStream, streamID)
             context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(code))), promise: nil)
-        case .delayed(let delay, let later):
+        case .delayed(let delay, let answer):
             // Counts as processed now: a GOAWAY sent meanwhile must not invite a retry of it.
             lastProcessedStream = max(lastProcessedStream, streamID)
-            let handler = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-            context.eventLoop.assumeIsolated().scheduleTask(in: delay) {
-                let (handler, context) = handler.value
-                handler.perform(later, on: streamID, context: context)
-                handler.flushIfNeeded(context: context)
-            }
+            later(answer, on: streamID, at: context.eventLoop.now + delay, context: context)
             return
+        case .frozen:
+            preconditionFailure("handled above")
         case .goAway(let answer, let debugData):
             if let answer { perform(answer, on: streamID, context: context) }
             goAway(debugData: debugData, context: context)
@@ -317,6 +333,16 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
             return
         }
         needsFlush = true
+    }
+
+    /// Performs `answer` at `deadline`, on its own timer, holding nothing else back.
+    private func later(_ answer: ServerAnswer, on streamID: HTTP2StreamID, at deadline: NIODeadline, context: ChannelHandlerContext) {
+        let handler = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) {
+            let (handler, context) = handler.value
+            handler.perform(answer, on: streamID, context: context)
+            handler.flushIfNeeded(context: context)
+        }
     }
 
     private func goAway(debugData: [UInt8], context: ChannelHandlerContext) {

@@ -66,6 +66,11 @@ public final class APNsRoutes: Sendable {
         return client
     }
 
+    /// Push connections open or opening now, of every client.
+    public var pushConnectionCount: Int {
+        clients.withLock { Array($0.values) }.reduce(0) { $0 + $1.pushConnectionCount }
+    }
+
     /// Closes every client's connections.
     public func shutdown() async {
         for client in clients.withLock({ Array($0.values) }) { await client.shutdown() }

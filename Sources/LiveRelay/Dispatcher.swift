@@ -98,14 +98,14 @@ public final class Dispatcher: Service {
                 while workers < limit {
                     workers += 1
                     group.addTask(executorPreference: apns.pushExecutor) {
-                        while let delivery = await work.next() {
+                        while let (delivery, sending) = await work.next() {
                             // Claimed pushes wait here while the instance sends slower than it claims.
                             guard policy.maySend(leasedUntil: delivery.nextAttemptAt, at: self.relay.now()) else {
-                                work.abandon(delivery)
+                                work.abandon(delivery, sending)
                                 continue
                             }
                             let (outcome, roundTrip) = await self.send(delivery)
-                            work.finished(delivery.id, outcome, roundTrip: roundTrip, at: .now)
+                            work.finished(delivery.id, outcome, sending, roundTrip: roundTrip, at: .now)
                         }
                     }
                 }
@@ -142,6 +142,7 @@ public final class Dispatcher: Service {
                 }
                 let counts = work.counts()
                 if !stopping { startWorkers(upTo: counts.inFlightLimit) }
+                relay.metrics.noteSending(work.sending())
                 let step = loop.next(
                     .init(
                         queued: counts.queued, sending: counts.sending, unrecorded: counts.unrecorded,
@@ -249,9 +250,8 @@ public final class Dispatcher: Service {
         let outcome: DeliveryOutcome
         var roundTrip: Duration?
         do {
-            let started = ContinuousClock.now
             let answer = try await apns.execute(request, timeout: policy.requestTimeout)
-            roundTrip = .now - started
+            roundTrip = answer.roundTrip
             if (200..<300).contains(answer.status) {
                 outcome = .sent(status: answer.status, apnsID: answer.header("apns-id") ?? answer.header("apns-request-id"))
             } else {

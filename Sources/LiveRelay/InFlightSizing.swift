@@ -5,13 +5,26 @@
 /// batching: an instance writes and reads in large batches only with many streams open, so it
 /// keeps at least `floor` in flight (800 measured best there). At a distance it keeps
 /// `floor + gain × R × T` in flight, where
-/// - T is the shortest round trip of the last 10 seconds: waiting in this process only makes
-///   round trips longer, so the shortest is the network's and APNs' own;
-/// - R is the fastest rate pushes finished at, over 100 ms, in the last 5 seconds: a slower rate
-///   means less was to be sent, not that less could be;
+/// - T is the shortest round trip of the latest quarter second that had an answer to a push sent
+///   in quiet: with no more than `floor` in flight, none of them sent with more, and none sent
+///   with more before its answer came. That is the start of a fan-out (until the limit first
+///   grows), and all along under light load. Each round trip is measured on its
+///   connection, from the request handed to HTTP/2 to its answer read
+///   (`APNsRawResponse.roundTrip`), which leaves out the wait for a worker's turn: all of a push's
+///   time when the CPU is the limit (800 in flight on loopback: 57 ms a push). It still holds the
+///   wait for the event loop to read the answer, which grows with what is in flight, and at the
+///   far end the wait behind what was sent before (the emulator, on the same cores, fell half a
+///   second behind at the end of a fan-out). Measured while either is large, T would raise the
+///   limit, which would raise T, up to the ceiling (seen: 10,000 in flight and a "round trip" of
+///   777 ms at 100 ms). The latest quarter second, not a longer minimum, so that a longer route
+///   counts from the next fan-out on;
+/// - R is the fastest rate pushes finished at, over half a second, in the last 5 seconds: a
+///   slower rate means less was to be sent, not that less could be. Over 100 ms, answers that
+///   come in bursts (a claimed batch sent at once comes back at once) read as 64,000 a second
+///   where 15,000 were sent, and the limit ran to the ceiling;
 /// - the gain of 2 covers round trips that vary (a mean up to twice the shortest) and lets the
-///   rate grow: while the limit holds the rate back, each 100 ms raises it, until the instance
-///   sends as fast as it can.
+///   rate grow: while the limit holds the rate back, each half second doubles what goes beyond
+///   the floor, until the instance sends as fast as it can.
 ///
 /// The limit never exceeds `ceiling` (`serve --max-in-flight`).
 struct InFlightSizing: Sendable {
@@ -21,10 +34,9 @@ struct InFlightSizing: Sendable {
     /// The limit now.
     private(set) var limit: Int
 
-    static let rateWindow = Duration.milliseconds(100)
+    static let rateWindow = Duration.milliseconds(500)
     static let rateKeptFor = Duration.seconds(5)
-    static let roundTripWindow = Duration.seconds(1)
-    static let roundTripKeptFor = Duration.seconds(10)
+    static let roundTripWindow = Duration.milliseconds(250)
 
     /// A measure over one window of time.
     private struct Window<Value: Sendable>: Sendable {
@@ -32,10 +44,28 @@ struct InFlightSizing: Sendable {
         var value: Value
     }
 
-    /// Pushes finished in each 100 ms window of the last 5 seconds, the current one last.
+    /// Pushes finished in each half-second window of the last 5 seconds, the current one last.
     private var finishedPerWindow: [Window<Int>]
-    /// The shortest round trip of each second of the last 10 that had an answer, the current one last.
-    private var shortestPerWindow: [Window<Duration>] = []
+    /// The shortest round trip of the latest quarter second with an answer to a push sent in quiet.
+    private var roundTrips: Window<Duration>?
+    /// Sending began after a pause, and no answer has measured the distance since: the limit stays
+    /// at the floor until one does, so that the first answers come in quiet.
+    private var measuring = true
+    /// Pushes sent with more than `floor` in flight and not finished.
+    private var crowdedInFlight = 0
+    /// Pushes sent with more than `floor` in flight, ever.
+    private var crowdedSent = 0
+    var crowdedSentSoFar: Int { crowdedSent }
+
+    /// How a push was sent, for what its answer says.
+    enum Sending: Sendable, Hashable {
+        /// With at most `floor` in flight, none of them crowded, when `crowdedSent` was this: its
+        /// round trip tells the distance if no crowded push followed it before its answer came.
+        case inQuiet(crowdedSent: Int)
+        case alongsideCrowded
+        /// With more than `floor` in flight.
+        case crowded
+    }
 
     init(floor: Int, ceiling: Int, now: ContinuousClock.Instant) {
         self.floor = min(floor, ceiling)
@@ -49,20 +79,38 @@ struct InFlightSizing: Sendable {
         Double(finishedPerWindow.dropLast().map(\.value).max() ?? 0) / Self.seconds(Self.rateWindow)
     }
 
-    /// The shortest round trip of the windows kept.
-    var shortestRoundTrip: Duration? {
-        shortestPerWindow.map(\.value).min()
+    /// T: the shortest round trip of the latest quarter second with one measured.
+    var shortestRoundTrip: Duration? { roundTrips?.value }
+
+    /// A push is sent with `inFlight` in flight, itself included.
+    mutating func sent(among inFlight: Int) -> Sending {
+        if inFlight == 1, !measuring {
+            // The first push after a pause: the distance may have changed meanwhile.
+            measuring = true
+            limit = floor
+        }
+        guard inFlight <= floor else {
+            crowdedInFlight += 1
+            crowdedSent += 1
+            return .crowded
+        }
+        return crowdedInFlight == 0 ? .inQuiet(crowdedSent: crowdedSent) : .alongsideCrowded
     }
 
-    /// A push finished at `now`; `roundTrip`: how long APNs took to answer it, nil when it did not
-    /// (a connection that failed at once says nothing of the distance).
-    mutating func finished(roundTrip: Duration?, at now: ContinuousClock.Instant) {
-        if let roundTrip {
-            if let current = shortestPerWindow.last, now - current.start < Self.roundTripWindow {
-                shortestPerWindow[shortestPerWindow.count - 1].value = min(current.value, roundTrip)
+    /// A push finished at `now`. `roundTrip`: how long APNs took to answer it, nil when it did not
+    /// (a connection that failed at once says nothing of the distance); `sending`: as `sent` said.
+    mutating func finished(_ sending: Sending, roundTrip: Duration?, at now: ContinuousClock.Instant) {
+        unsent(sending)
+        if let roundTrip, sending == .inQuiet(crowdedSent: crowdedSent) {
+            if let current = roundTrips, now - current.start < Self.roundTripWindow {
+                roundTrips?.value = min(current.value, roundTrip)
             } else {
-                shortestPerWindow.removeAll { now - $0.start >= Self.roundTripKeptFor }
-                shortestPerWindow.append(Window(start: now, value: roundTrip))
+                roundTrips = Window(start: now, value: roundTrip)
+            }
+            if measuring {
+                // Answers come back shortest first: this one is the distance.
+                measuring = false
+                limit = currentLimit
             }
         }
         let current = finishedPerWindow[finishedPerWindow.count - 1]
@@ -70,9 +118,19 @@ struct InFlightSizing: Sendable {
             // A window ends: the limit follows what the windows kept say.
             finishedPerWindow.removeAll { now - $0.start >= Self.rateKeptFor }
             finishedPerWindow.append(Window(start: now, value: 0))
-            limit = Self.limit(floor: floor, ceiling: ceiling, gain: gain, rate: fastestRate, roundTrip: shortestRoundTrip)
+            if !measuring { limit = currentLimit }
         }
         finishedPerWindow[finishedPerWindow.count - 1].value += 1
+    }
+
+    /// What the measures say now.
+    private var currentLimit: Int {
+        Self.limit(floor: floor, ceiling: ceiling, gain: gain, rate: fastestRate, roundTrip: shortestRoundTrip)
+    }
+
+    /// A push handed out was not sent after all (or has finished).
+    mutating func unsent(_ sending: Sending) {
+        if sending == .crowded { crowdedInFlight -= 1 }
     }
 
     static func limit(floor: Int, ceiling: Int, gain: Double, rate: Double, roundTrip: Duration?) -> Int {
@@ -84,3 +142,4 @@ struct InFlightSizing: Sendable {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }
+

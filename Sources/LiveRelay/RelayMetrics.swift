@@ -69,8 +69,22 @@ public final class RelayMetrics: Sendable {
         return counters.withLock { $0[name]?[series] ?? 0 }
     }
 
-    /// Counters, then gauges of what the store holds.
-    public func render(store: StoreCounts, deliveries: [DeliveryStatus: Int]) -> String {
+    /// How the dispatcher sends now: what it keeps in flight and why (`InFlightSizing`).
+    struct Sending: Sendable, Hashable {
+        var inFlightLimit = 0
+        var inFlight = 0
+        var shortestRoundTrip: Duration?
+    }
+
+    private let sending = Mutex(Sending())
+
+    func noteSending(_ now: Sending) {
+        sending.withLock { $0 = now }
+    }
+
+    /// Counters, then gauges of how pushes are sent (`apnsConnections`: open or opening now) and
+    /// of what the store holds.
+    public func render(store: StoreCounts, deliveries: [DeliveryStatus: Int], apnsConnections: Int) -> String {
         var text = ""
         for (name, series) in counters.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
             text += "# TYPE \(name) counter\n"
@@ -78,7 +92,11 @@ public final class RelayMetrics: Sendable {
                 text += labels.isEmpty ? "\(name) \(value)\n" : "\(name){\(labels)} \(value)\n"
             }
         }
+        let sending = sending.withLock { $0 }
+        let roundTrip = sending.shortestRoundTrip.map { Int($0.components.seconds * 1_000_000 + $0.components.attoseconds / 1_000_000_000_000) }
         let gauges: [(String, Int)] = [
+            ("liverelay_in_flight", sending.inFlight), ("liverelay_in_flight_limit", sending.inFlightLimit),
+            ("liverelay_apns_round_trip_shortest_microseconds", roundTrip ?? 0), ("liverelay_apns_connections", apnsConnections),
             ("liverelay_push_to_start_tokens", store.pushToStartTokens), ("liverelay_live_activity_tokens", store.liveActivityTokens),
             ("liverelay_active_keys", store.activeKeys), ("liverelay_channels", store.channels),
         ]

@@ -598,7 +598,8 @@ public final class RelayService: Sendable {
 
     /// The metrics in Prometheus' text format.
     public func renderMetrics() async throws -> String {
-        metrics.render(store: try await store.counts(), deliveries: try await store.deliveryCounts())
+        metrics.render(
+            store: try await store.counts(), deliveries: try await store.deliveryCounts(), apnsConnections: apns?.pushConnectionCount ?? 0)
     }
 }
 

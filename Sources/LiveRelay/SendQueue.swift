@@ -16,17 +16,22 @@ final class SendQueue: Sendable {
         var outcomes: [Outcome] = []
         /// Claimed pushes given up unsent (`DispatchPolicy.maySend`), to give back to the store.
         var abandoned: [DeliveryRecord] = []
-        var idleWorkers: [CheckedContinuation<DeliveryRecord?, Never>] = []
+        var idleWorkers: [CheckedContinuation<Handed?, Never>] = []
         var stopped = false
         var queued: Int { queue.count - head }
 
+        /// The next queued delivery, handed out.
+        mutating func take() -> Handed {
+            head += 1
+            sending += 1
+            return (queue[head - 1], sizing.sent(among: sending))
+        }
+
         /// Hands queued deliveries to idle workers while the limit allows.
-        mutating func handOut() -> [(CheckedContinuation<DeliveryRecord?, Never>, DeliveryRecord)] {
-            var handedOut: [(CheckedContinuation<DeliveryRecord?, Never>, DeliveryRecord)] = []
+        mutating func handOut() -> [(CheckedContinuation<Handed?, Never>, Handed)] {
+            var handedOut: [(CheckedContinuation<Handed?, Never>, Handed)] = []
             while !idleWorkers.isEmpty, head < queue.count, sending < sizing.limit {
-                handedOut.append((idleWorkers.removeLast(), queue[head]))
-                head += 1
-                sending += 1
+                handedOut.append((idleWorkers.removeLast(), take()))
             }
             return handedOut
         }
@@ -42,33 +47,36 @@ final class SendQueue: Sendable {
         self.state = Mutex(State(sizing: sizing))
     }
 
-    /// The next delivery to send, or nil once stopped.
-    func next() async -> DeliveryRecord? {
+    /// A delivery handed to a worker, and how it is sent (`InFlightSizing.sent`).
+    typealias Handed = (delivery: DeliveryRecord, sending: InFlightSizing.Sending)
+
+    /// The next delivery to send; nil once stopped.
+    func next() async -> Handed? {
         await withCheckedContinuation { continuation in
             // Resumed here with a delivery or nil, or later by `add`, `finished` or `stop`, never twice.
-            let (answer, wakeLoop) = state.withLock { state -> (DeliveryRecord??, Bool) in
+            let (answer, wakeLoop) = state.withLock { state -> (Handed??, Bool) in
                 if state.stopped { return (.some(nil), false) }
                 guard state.head < state.queue.count, state.sending < state.sizing.limit else {
                     state.idleWorkers.append(continuation)
                     return (nil, state.sending == 0)
                 }
-                let delivery = state.queue[state.head]
-                state.head += 1
-                state.sending += 1
-                return (delivery, state.queued == limits.lowWater(inFlight: state.sizing.limit))
+                return (state.take(), state.queued == limits.lowWater(inFlight: state.sizing.limit))
             }
             if wakeLoop { wake.signal() }
             if let answer { continuation.resume(returning: answer) }
         }
     }
 
-    /// A worker sent a delivery at `now`; `roundTrip`: how long APNs took to answer, if it did.
-    func finished(_ id: Int64, _ outcome: DeliveryOutcome, roundTrip: Duration?, at now: ContinuousClock.Instant) {
+    /// A worker sent a delivery, `sending` as `next` said, and it finished at `now`; `roundTrip`:
+    /// how long APNs took to answer, if it did.
+    func finished(
+        _ id: Int64, _ outcome: DeliveryOutcome, _ sending: InFlightSizing.Sending, roundTrip: Duration?, at now: ContinuousClock.Instant
+    ) {
         let (wakeLoop, handedOut) = state.withLock { state in
             state.sending -= 1
             state.outcomes.append((id, outcome))
             let before = state.sizing.limit
-            state.sizing.finished(roundTrip: roundTrip, at: now)
+            state.sizing.finished(sending, roundTrip: roundTrip, at: now)
             let wakeLoop = state.outcomes.count == 1 || state.outcomes.count == limits.batchSize / 2
                 || (state.sending == 0 && state.queued == 0) || state.sizing.limit > before
             return (wakeLoop, state.sizing.limit > before ? state.handOut() : [])
@@ -78,9 +86,10 @@ final class SendQueue: Sendable {
     }
 
     /// A worker gives up a delivery it took without sending it.
-    func abandon(_ delivery: DeliveryRecord) {
+    func abandon(_ delivery: DeliveryRecord, _ sending: InFlightSizing.Sending) {
         let wakeLoop = state.withLock { state in
             state.sending -= 1
+            state.sizing.unsent(sending)
             state.abandoned.append(delivery)
             return state.abandoned.count == 1 || (state.sending == 0 && state.queued == 0)
         }
@@ -88,7 +97,7 @@ final class SendQueue: Sendable {
     }
 
     func add(_ batch: [DeliveryRecord]) {
-        let handedOut = state.withLock { state -> [(CheckedContinuation<DeliveryRecord?, Never>, DeliveryRecord)] in
+        let handedOut = state.withLock { state -> [(CheckedContinuation<Handed?, Never>, Handed)] in
             state.queue.removeFirst(state.head)
             state.head = 0
             state.queue += batch
@@ -111,6 +120,11 @@ final class SendQueue: Sendable {
     /// `inFlightLimit`: how many may be sending at once now.
     func counts() -> (queued: Int, sending: Int, unrecorded: Int, inFlightLimit: Int) {
         state.withLock { ($0.queued, $0.sending, $0.outcomes.count + $0.abandoned.count, $0.sizing.limit) }
+    }
+
+    /// What the metrics say of sending now.
+    func sending() -> RelayMetrics.Sending {
+        state.withLock { .init(inFlightLimit: $0.sizing.limit, inFlight: $0.sending, shortestRoundTrip: $0.sizing.shortestRoundTrip) }
     }
 
     func takeOutcomes() -> (outcomes: [Outcome], abandoned: [DeliveryRecord]) {

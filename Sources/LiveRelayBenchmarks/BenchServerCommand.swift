@@ -173,7 +173,9 @@ extension Bench {
                 let far = try await measureFanOut(api: apis[0], outbox: outbox, endpoint: endpoint, round: 2 * round)
                 let share = far.rate / near.rate
                 shares.append(share)
+                let sending = try await apis[0].gauges(["liverelay_in_flight_limit", "liverelay_apns_connections", "liverelay_apns_round_trip_shortest_microseconds"])
                 say("fan-out \(round) of \(fanOuts), one update to \(activities) activities: at 0 ms \(String(format: "%.2f", near.seconds)) s, \(Int(near.rate)) pushes/s; at \(distance) \(String(format: "%.2f", far.seconds)) s, \(Int(far.rate)) pushes/s; share \(String(format: "%.0f", 100 * share))%")
+                say("  then: in flight at most \(sending[0]), \(sending[1]) APNs connection(s), shortest round trip \(String(format: "%.1f", Double(sending[2]) / 1000)) ms")
             }
             if distanceShare, fanOuts > 0 {
                 say("")
@@ -374,6 +376,20 @@ struct BenchAPI: Sendable {
         var status: Int
         var json: JSONValue
         var text: String
+    }
+
+    /// The values of gauges on `/metrics`, in order (0 when absent).
+    func gauges(_ names: [String]) async throws -> [Int] {
+        var request = HTTPClientRequest(url: baseURL + "/metrics")
+        request.headers.add(name: "authorization", value: "Bearer \(keys.admin)")
+        let response = try await http.execute(request, timeout: .seconds(30))
+        let text = String(buffer: try await response.body.collect(upTo: 4 * 1024 * 1024))
+        let values = Dictionary(text.split(separator: "\n").compactMap { line -> (String, Int)? in
+            let parts = line.split(separator: " ")
+            guard parts.count == 2, let value = Int(parts[1]) else { return nil }
+            return (String(parts[0]), value)
+        }, uniquingKeysWith: { first, _ in first })
+        return names.map { values[$0] ?? 0 }
     }
 
     func post(_ path: String, key: String, body: JSONValue) async throws -> Answer {

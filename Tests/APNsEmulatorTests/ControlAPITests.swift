@@ -154,6 +154,7 @@ import Testing
         .init(method: .post, uri: "/faults", body: #"{"action":"respond"}"#, status: 400, code: "missing", field: "reason"),
         .init(method: .post, uri: "/faults", body: #"{"action":"respond","reason":"Brand new"}"#, status: 400, code: "invalid_value", field: "status"),
         .init(method: .post, uri: "/faults", body: #"{"action":"delay"}"#, status: 400, code: "invalid_value", field: "delayMilliseconds"),
+        .init(method: .post, uri: "/faults", body: #"{"action":"freeze","delayMilliseconds":0}"#, status: 400, code: "invalid_value", field: "delayMilliseconds"),
         .init(method: .post, uri: "/faults", body: #"{"action":"reset","count":0}"#, status: 400, code: "invalid_value", field: "count"),
         .init(method: .post, uri: "/faults", body: #"{"action":"reset","token":"ab","bundleID":"com.x"}"#, status: 400, code: "invalid_value", field: "bundleID"),
         .init(method: .get, uri: "/journal?limit=-1", body: nil, status: 400, code: "invalid_value", field: "limit"),

@@ -182,6 +182,28 @@ import Testing
         #expect(headers.headers.first(name: ":status") == "200")
     }
 
+    @Test func aFrozenConnectionHoldsEveryAnswerUntilItThawsThenWritesThemAll() throws {
+        let latency = LatencySetting(APNsLatency(fixed: .milliseconds(100)))
+        let channel = try channel(latency: latency) { request in
+            request.path == "/3/device/freeze" ? .frozen(.seconds(5), Self.ok) : Self.ok
+        }
+        try request(1, channel: channel)
+        try request(3, path: "/3/device/freeze", channel: channel)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(100))
+        // Stream 1's answer was due as the freeze began; stream 3 froze the connection.
+        #expect(try outbound(channel).count == 1, "stream 1 answered before the freeze")
+        channel.embeddedEventLoop.advanceTime(by: .seconds(1))
+        try request(5, channel: channel)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(3900))
+        #expect(try outbound(channel).isEmpty, "nothing while frozen, stream 5's answer due meanwhile included")
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(100))
+        let thawed = try outbound(channel)
+        #expect(thawed.count == 2, "streams 3 and 5 together when it thaws, 5 s after stream 3's answer was due: \(thawed)")
+        try request(7, channel: channel)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(100))
+        #expect(try outbound(channel).count == 1, "then as before")
+    }
+
     @Test func withLatencyEveryStreamIsAnsweredThatMuchLaterOnItsOwn() throws {
         let latency = LatencySetting(APNsLatency(fixed: .milliseconds(100)))
         let channel = try channel(latency: latency) { request in request.path == "/3/device/reset" ? .resetStream(.refusedStream) : Self.ok }

@@ -7,103 +7,137 @@ import Testing
 @Suite struct InFlightSizingTests {
     static let t0 = ContinuousClock.now
 
-    /// Finishes `count` pushes evenly over `window` from `start`, each answered after `roundTrip`.
-    static func finish(
-        _ sizing: inout InFlightSizing, _ count: Int, over window: Duration = .milliseconds(100), from start: Duration,
-        roundTrip: Duration?
-    ) {
-        for index in 0..<count {
-            sizing.finished(roundTrip: roundTrip, at: t0 + start + window * (Double(index) / Double(count)))
-        }
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     /// An instance that can send `capacity` pushes a second, against APNs `roundTrip` away, with
-    /// work always waiting: each 100 ms it finishes what the limit lets through, at most its capacity.
-    static func run(_ sizing: inout InFlightSizing, capacity: Double, roundTrip: Duration, windows: Int, from start: Int = 0) {
-        let seconds = Double(roundTrip.components.attoseconds) / 1e18 + Double(roundTrip.components.seconds)
-        for window in start..<(start + windows) {
-            let rate = min(Double(sizing.limit) / seconds, capacity)
-            finish(&sizing, Int(rate / 10), from: .milliseconds(100 * window), roundTrip: roundTrip)
+    /// work always waiting, from `start` for `duration`: each push goes out as soon as the limit
+    /// and the capacity allow, and is answered `roundTrip` later. Returns when it stopped.
+    @discardableResult
+    static func run(
+        _ sizing: inout InFlightSizing, capacity: Double, roundTrip: Duration, for duration: Duration, from start: Duration = .zero
+    ) -> Duration {
+        let step = Duration.seconds(1 / capacity)
+        var inFlight: [(due: Duration, sending: InFlightSizing.Sending)] = []
+        var now = start
+        while now < start + duration {
+            // Answers due by now come back, shortest first.
+            while let first = inFlight.first, first.due <= now {
+                inFlight.removeFirst()
+                sizing.finished(first.sending, roundTrip: roundTrip, at: t0 + first.due)
+            }
+            if inFlight.count < sizing.limit {
+                let sending = sizing.sent(among: inFlight.count + 1)
+                inFlight.append((now + roundTrip, sending))
+                now += step
+            } else {
+                now = inFlight.first!.due
+            }
         }
+        for answer in inFlight { sizing.finished(answer.sending, roundTrip: roundTrip, at: t0 + answer.due) }
+        return now
     }
 
-    @Test func itStartsAtItsFloorAndStaysThereOnLoopback() {
-        var sizing = InFlightSizing(floor: 800, ceiling: 10_000, now: Self.t0)
+    static func sizing(floor: Int = 800, ceiling: Int = 100_000) -> InFlightSizing {
+        InFlightSizing(floor: floor, ceiling: ceiling, now: t0)
+    }
+
+    @Test func itStartsAtItsFloorAndStaysNearItOnLoopback() {
+        var sizing = Self.sizing()
         #expect(sizing.limit == 800)
-        Self.run(&sizing, capacity: 10_000, roundTrip: .microseconds(300), windows: 30)
+        Self.run(&sizing, capacity: 10_000, roundTrip: .microseconds(300), for: .seconds(3))
         // 800 + 2 × 10,000/s × 0.3 ms: what batching needs, and six more.
+        #expect(sizing.shortestRoundTrip == .microseconds(300))
         #expect(sizing.limit == 806)
     }
 
-    @Test func atADistanceItKeepsTheRoundTripsWorthInFlightOnTopOfItsFloor() {
-        var sizing = InFlightSizing(floor: 800, ceiling: 10_000, now: Self.t0)
-        Self.finish(&sizing, 800, from: .zero, roundTrip: .milliseconds(100))
-        Self.finish(&sizing, 1, from: .milliseconds(100), roundTrip: .milliseconds(100))
-        // 8,000 a second, 100 ms away: 800 + 2 × 800.
-        #expect(sizing.fastestRate == 8_000)
-        #expect(sizing.shortestRoundTrip == .milliseconds(100))
-        #expect(sizing.limit == 2_400)
-    }
-
     @Test(arguments: [Duration.milliseconds(20), .milliseconds(100), .milliseconds(300)])
-    func whileTheLimitHoldsTheRateBackItGrowsUntilTheInstanceSendsAsFastAsItCan(roundTrip: Duration) {
-        var sizing = InFlightSizing(floor: 800, ceiling: 100_000, now: Self.t0)
-        Self.run(&sizing, capacity: 10_000, roundTrip: roundTrip, windows: 20)
-        let seconds = Double(roundTrip.components.attoseconds) / 1e18
-        let settled = 800 + Int((2 * 10_000 * seconds).rounded(.up))
+    func atADistanceItGrowsUntilTheInstanceSendsAsFastAsItCan(roundTrip: Duration) {
+        var sizing = Self.sizing()
+        Self.run(&sizing, capacity: 10_000, roundTrip: roundTrip, for: .seconds(4))
+        // The floor, and twice the round trip's worth at the fastest rate.
+        let settled = 800 + Int((2 * 10_000 * Self.seconds(roundTrip)).rounded(.up))
+        #expect(sizing.shortestRoundTrip == roundTrip)
+        #expect(sizing.fastestRate == 10_000)
         #expect(sizing.limit == settled, "at \(roundTrip)")
-        #expect(Double(sizing.limit) / seconds >= 10_000, "the limit no longer holds the rate back")
-        // Within five windows (half a second) of a fan-out's start.
-        var quick = InFlightSizing(floor: 800, ceiling: 100_000, now: Self.t0)
-        Self.run(&quick, capacity: 10_000, roundTrip: roundTrip, windows: 6)
-        #expect(quick.limit == settled, "after 600 ms at \(roundTrip)")
+        #expect(Double(sizing.limit) / Self.seconds(roundTrip) > 10_000, "the limit no longer holds the rate back")
     }
 
     @Test func theLimitNeverPassesItsCeilingNorFallsBelowItsFloor() {
-        var sizing = InFlightSizing(floor: 800, ceiling: 3_000, now: Self.t0)
-        Self.run(&sizing, capacity: 10_000, roundTrip: .milliseconds(500), windows: 20)
+        var sizing = Self.sizing(ceiling: 3_000)
+        Self.run(&sizing, capacity: 10_000, roundTrip: .milliseconds(500), for: .seconds(5))
         #expect(sizing.limit == 3_000)
-        var one = InFlightSizing(floor: 800, ceiling: 1, now: Self.t0)
+        var one = Self.sizing(ceiling: 1)
         #expect(one.limit == 1)
-        Self.run(&one, capacity: 10_000, roundTrip: .milliseconds(100), windows: 5)
+        Self.run(&one, capacity: 10_000, roundTrip: .milliseconds(100), for: .seconds(2))
         #expect(one.limit == 1, "a ceiling below the floor is the limit")
     }
 
-    @Test func theShortestRoundTripCountsNotTheMeanSinceWaitingHereOnlyLengthensThem() {
-        var sizing = InFlightSizing(floor: 800, ceiling: 100_000, now: Self.t0)
-        for window in 0..<3 {
-            for index in 0..<500 {
-                let roundTrip = Duration.milliseconds(40 + (index * 7) % 81)  // 40 to 120 ms
-                sizing.finished(roundTrip: roundTrip, at: Self.t0 + .milliseconds(100 * window) + .microseconds(200 * index))
-            }
-        }
-        #expect(sizing.shortestRoundTrip == .milliseconds(40))
-        // 5,000 a second: 800 + 2 × 5,000 × 40 ms, which covers the 80 ms mean.
+    @Test func onlyAnswersToPushesSentInQuietMeasureTheDistance() {
+        var sizing = Self.sizing(floor: 10)
+        let quiet = (1...10).map { sizing.sent(among: $0) }
+        #expect(quiet.allSatisfy { if case .inQuiet = $0 { true } else { false } })
+        // An eleventh: crowded. While it is in flight, others are not sent in quiet.
+        let crowded = sizing.sent(among: 11)
+        #expect(crowded == .crowded)
+        #expect(sizing.sent(among: 5) == .alongsideCrowded)
+        // The ten quiet ones were followed by a crowded one before their answers: the event loop
+        // and the far end were busier than in quiet, so they measure nothing.
+        for sending in quiet { sizing.finished(sending, roundTrip: .milliseconds(90), at: Self.t0 + .milliseconds(90)) }
+        #expect(sizing.shortestRoundTrip == nil)
+        sizing.finished(crowded, roundTrip: .milliseconds(400), at: Self.t0 + .milliseconds(400))
+        sizing.finished(.alongsideCrowded, roundTrip: .milliseconds(400), at: Self.t0 + .milliseconds(400))
+        #expect(sizing.shortestRoundTrip == nil, "nor do the crowded")
+        // Quiet again.
+        let alone = sizing.sent(among: 1)
+        sizing.finished(alone, roundTrip: .milliseconds(100), at: Self.t0 + .milliseconds(500))
+        #expect(sizing.shortestRoundTrip == .milliseconds(100))
+    }
+
+    @Test func afterAPauseItMeasuresAgainAtItsFloorSoALongerRouteCountsFromTheNextFanOut() {
+        var sizing = Self.sizing()
+        let end = Self.run(&sizing, capacity: 10_000, roundTrip: .milliseconds(20), for: .seconds(3))
         #expect(sizing.limit == 1_200)
+        // The route to APNs grows longer while nothing is sent. The next fan-out's first push
+        // brings the limit back to the floor until an answer measures the new distance.
+        #expect(sizing.sent(among: 1) == .inQuiet(crowdedSent: sizing.crowdedSentSoFar))
+        #expect(sizing.limit == 800)
+        Self.run(&sizing, capacity: 10_000, roundTrip: .milliseconds(200), for: .seconds(2), from: end + .seconds(1))
+        #expect(sizing.shortestRoundTrip == .milliseconds(200))
+        #expect(sizing.limit == 4_800)
     }
 
     @Test func aPushWithoutAnAnswerCountsForTheRateNotTheRoundTrip() {
-        var sizing = InFlightSizing(floor: 800, ceiling: 100_000, now: Self.t0)
-        Self.finish(&sizing, 100, from: .zero, roundTrip: nil)
-        Self.finish(&sizing, 1, from: .milliseconds(100), roundTrip: .milliseconds(50))
+        var sizing = Self.sizing()
+        for index in 0..<500 {
+            let sending = sizing.sent(among: 1)
+            sizing.finished(sending, roundTrip: nil, at: Self.t0 + .milliseconds(index))
+        }
+        let sending = sizing.sent(among: 1)
+        sizing.finished(sending, roundTrip: .milliseconds(50), at: Self.t0 + .milliseconds(500))
         #expect(sizing.shortestRoundTrip == .milliseconds(50))
         #expect(sizing.fastestRate == 1_000)
     }
 
-    @Test func oldMeasuresAreForgottenARoundTripAfterTenSecondsARateAfterFive() {
-        var sizing = InFlightSizing(floor: 800, ceiling: 100_000, now: Self.t0)
-        Self.run(&sizing, capacity: 10_000, roundTrip: .milliseconds(20), windows: 10)
-        #expect(sizing.limit == 1_200)
-        // The route to APNs grows longer: 200 ms from second 1 on. Until the 20 ms answers are
-        // 10 s old, they stay the shortest.
-        Self.run(&sizing, capacity: 10_000, roundTrip: .milliseconds(200), windows: 80, from: 10)
-        #expect(sizing.shortestRoundTrip == .milliseconds(20))
-        Self.run(&sizing, capacity: 10_000, roundTrip: .milliseconds(200), windows: 30, from: 90)
-        #expect(sizing.shortestRoundTrip == .milliseconds(200))
-        #expect(sizing.limit == 4_800)
-        // Then little is sent: after five seconds the limit follows the lower rate.
-        for second in 12..<20 { Self.finish(&sizing, 10, over: .seconds(1), from: .seconds(second), roundTrip: .milliseconds(200)) }
-        #expect(sizing.fastestRate <= 100)
-        #expect(sizing.limit <= 840)
+    @Test func aFastRateIsForgottenAfterFiveSeconds() {
+        var sizing = Self.sizing()
+        let end = Self.run(&sizing, capacity: 10_000, roundTrip: .milliseconds(100), for: .seconds(3))
+        #expect(sizing.limit == 2_800)
+        // Then ten a second: the limit follows the lower rate once the fast one is 5 s old.
+        for tenth in 0..<80 {
+            let sending = sizing.sent(among: 1)
+            sizing.finished(sending, roundTrip: .milliseconds(100), at: Self.t0 + end + .milliseconds(100 * tenth))
+        }
+        #expect(sizing.fastestRate <= 20)
+        #expect(sizing.limit <= 810)
+    }
+
+    @Test func aPushGivenBackUnsentLeavesNoCrowdBehind() {
+        var sizing = Self.sizing(floor: 1)
+        _ = sizing.sent(among: 1)
+        let crowded = sizing.sent(among: 2)
+        sizing.unsent(crowded)
+        #expect(sizing.sent(among: 1) != .alongsideCrowded)
     }
 }

@@ -172,7 +172,7 @@ struct Journal: ResponseEncodable {
 
 struct FaultBody: APIRequestBody {
     static let fields = ["action", "reason", "status", "delayMilliseconds", "token", "bundleID", "skip", "count", "untilRemoved"]
-    /// `respond`, `delay`, `goaway`, `reset`, `stall` or `shutdown`.
+    /// `respond`, `delay`, `goaway`, `reset`, `stall`, `freeze` or `shutdown`.
     var action: String
     var reason: String?
     var status: Int?
@@ -202,7 +202,8 @@ struct FaultView: ResponseEncodable {
         action = Self.name(installed.fault.action)
         switch installed.fault.action {
         case .respond(let status, let reason): self.status = status; self.reason = reason.rawValue
-        case .delay(let delay): delayMilliseconds = delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000
+        case .delay(let delay), .freeze(let delay):
+            delayMilliseconds = delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000
         case .goAway(let reason): self.reason = reason.rawValue
         case .resetConnection, .stall: break
         case .shutdown: reason = APNsReason.shutdown.rawValue
@@ -224,6 +225,7 @@ struct FaultView: ResponseEncodable {
         case .goAway: "goaway"
         case .resetConnection: "reset"
         case .stall: "stall"
+        case .freeze: "freeze"
         case .shutdown: "shutdown"
         }
     }

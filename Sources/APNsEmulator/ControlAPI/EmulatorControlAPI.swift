@@ -235,17 +235,17 @@ public struct EmulatorControlAPI: Sendable {
                 throw APIError.invalid("status", "must be an HTTP error status (400–599); required for a reason APNs does not document")
             }
             action = .respond(status: status, reason: reason)
-        case "delay":
+        case "delay", "freeze":
             guard let milliseconds = body.delayMilliseconds, milliseconds > 0 else {
-                throw APIError.invalid("delayMilliseconds", "must be a positive number of milliseconds for action \"delay\"")
+                throw APIError.invalid("delayMilliseconds", "must be a positive number of milliseconds for action \"\(body.action)\"")
             }
-            action = .delay(.milliseconds(milliseconds))
+            action = body.action == "delay" ? .delay(.milliseconds(milliseconds)) : .freeze(.milliseconds(milliseconds))
         case "goaway": action = .goAway(reason: try reason(default: .shutdown))
         case "reset": action = .resetConnection
         case "stall": action = .stall
         case "shutdown": action = .shutdown
         default:
-            throw APIError.invalid("action", "must be respond, delay, goaway, reset, stall or shutdown, got \"\(body.action)\"")
+            throw APIError.invalid("action", "must be respond, delay, goaway, reset, stall, freeze or shutdown, got \"\(body.action)\"")
         }
         let skip = body.skip ?? 0
         guard skip >= 0 else { throw APIError.invalid("skip", "must be ≥ 0") }
