@@ -74,3 +74,22 @@ public final class LatencySetting: Sendable {
         set { value.withLock { $0 = newValue } }
     }
 }
+
+/// Draws latencies cheaply: SplitMix64, seeded once from the system. The system's generator asks
+/// the kernel for every number, which at thousands of answers a second cost the emulator more
+/// than the answers did.
+struct LatencyRandom: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64 = UInt64.random(in: .min ... .max)) {
+        state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var mixed = state
+        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
+        return mixed ^ (mixed >> 31)
+    }
+}

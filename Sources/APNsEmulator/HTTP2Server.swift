@@ -191,7 +191,7 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
     private var connection: Responder.Connection
     private let idle: IdlePolicy?
     private let latency: LatencySetting?
-    private var random = SystemRandomNumberGenerator()
+    private var random = LatencyRandom()
     private var advertisedStreamLimit: Int
     private var partial: [HTTP2StreamID: ReceivedRequest] = [:]
     private var needsFlush = false
@@ -202,6 +202,8 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
     private var isClosing = false
     /// Answers are held until then (`ServerAnswer.frozen`).
     private var frozenUntil: NIODeadline?
+    /// Answers waiting for their time, by the millisecond they are due (`later`).
+    private var waiting: [UInt64: [(HTTP2StreamID, ServerAnswer)]] = [:]
     private var idleCheck: Scheduled<Void>?
     private var lastRequestTime = NIODeadline.uptimeNanoseconds(0)
     /// Stream errors NIOHTTP2 reported, and the streams reset with an error code, since the last
@@ -335,12 +337,22 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
         needsFlush = true
     }
 
-    /// Performs `answer` at `deadline`, on its own timer, holding nothing else back.
+    /// Performs `answer` at `deadline` (rounded up to the millisecond), holding nothing else back.
+    /// Answers due in the same millisecond share one timer: with a latency, a timer for each
+    /// answer cost the emulator 8 to 18 µs more a push at 15,000 pushes a second.
     private func later(_ answer: ServerAnswer, on streamID: HTTP2StreamID, at deadline: NIODeadline, context: ChannelHandlerContext) {
+        let millisecond = (deadline.uptimeNanoseconds + 999_999) / 1_000_000
+        guard waiting[millisecond] == nil else {
+            waiting[millisecond]!.append((streamID, answer))
+            return
+        }
+        waiting[millisecond] = [(streamID, answer)]
         let handler = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) {
+        context.eventLoop.assumeIsolated().scheduleTask(deadline: .uptimeNanoseconds(millisecond * 1_000_000)) {
             let (handler, context) = handler.value
-            handler.perform(answer, on: streamID, context: context)
+            for (streamID, answer) in handler.waiting.removeValue(forKey: millisecond) ?? [] {
+                handler.perform(answer, on: streamID, context: context)
+            }
             handler.flushIfNeeded(context: context)
         }
     }

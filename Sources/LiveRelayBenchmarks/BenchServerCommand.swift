@@ -166,16 +166,27 @@ extension Bench {
             var before = firstReference
             var shares: [Double] = []
             let distance = try APNsLatency.option(apnsLatency, "apns-latency")
+            /// CPU µs per push of the first server and of the emulator during `body`.
+            func cpuPerPush(_ body: () async throws -> FanOut) async throws -> (FanOut, server: Double, emulator: Double) {
+                let before = (servers[0].cpuSeconds(), processCPUSeconds(endpoint.pid))
+                let fanOut = try await body()
+                let per = { (seconds: Double) in seconds * 1e6 / Double(activities) }
+                return (fanOut, per(servers[0].cpuSeconds() - before.0), per(processCPUSeconds(endpoint.pid) - before.1))
+            }
             for round in stride(from: 1, through: distanceShare ? fanOuts : 0, by: 1) {
                 try endpoint.answer(after: .none)
-                let near = try await measureFanOut(api: apis[0], outbox: outbox, endpoint: endpoint, round: 2 * round - 1)
+                let (near, nearServer, nearEmulator) = try await cpuPerPush {
+                    try await measureFanOut(api: apis[0], outbox: outbox, endpoint: endpoint, round: 2 * round - 1)
+                }
                 try endpoint.answer(after: distance)
-                let far = try await measureFanOut(api: apis[0], outbox: outbox, endpoint: endpoint, round: 2 * round)
+                let (far, farServer, farEmulator) = try await cpuPerPush {
+                    try await measureFanOut(api: apis[0], outbox: outbox, endpoint: endpoint, round: 2 * round)
+                }
                 let share = far.rate / near.rate
                 shares.append(share)
                 let sending = try await apis[0].gauges(["liverelay_in_flight_limit", "liverelay_apns_connections", "liverelay_apns_round_trip_shortest_microseconds"])
                 say("fan-out \(round) of \(fanOuts), one update to \(activities) activities: at 0 ms \(String(format: "%.2f", near.seconds)) s, \(Int(near.rate)) pushes/s; at \(distance) \(String(format: "%.2f", far.seconds)) s, \(Int(far.rate)) pushes/s; share \(String(format: "%.0f", 100 * share))%")
-                say("  then: in flight at most \(sending[0]), \(sending[1]) APNs connection(s), shortest round trip \(String(format: "%.1f", Double(sending[2]) / 1000)) ms")
+                say("  then: in flight at most \(sending[0]), \(sending[1]) APNs connection(s), shortest round trip \(String(format: "%.1f", Double(sending[2]) / 1000)) ms; CPU µs a push, server and emulator: at 0 ms \(Int(nearServer)) and \(Int(nearEmulator)), at \(distance) \(Int(farServer)) and \(Int(farEmulator))")
             }
             if distanceShare, fanOuts > 0 {
                 say("")
@@ -423,6 +434,9 @@ struct ServerProcess {
         return ServerProcess(process: process, baseURL: String(url))
     }
 
+    /// CPU time (user and system) the process has used, in seconds, from /proc.
+    func cpuSeconds() -> Double { processCPUSeconds(pid) }
+
     /// Resident memory now and at its peak, in MB, from /proc.
     func memory() -> (current: Int, peak: Int) {
         let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
@@ -438,4 +452,16 @@ struct ServerProcess {
         process.terminate()
         process.waitUntilExit()
     }
+}
+
+/// CPU time (user and system) process `pid` has used, in seconds: /proc/<pid>/stat's utime and
+/// stime, in clock ticks of 1/100 s.
+func processCPUSeconds(_ pid: Int32) -> Double {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let close = stat.lastIndex(of: ")")
+    else { return 0 }
+    // After the command name: state is field 3, utime 14 and stime 15.
+    let fields = stat[stat.index(after: close)...].split(separator: " ")
+    guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+    return (user + system) / 100
 }
