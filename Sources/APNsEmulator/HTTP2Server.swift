@@ -42,6 +42,17 @@ extension ReceivedRequest {
 }
 
 extension ServerAnswer {
+    /// Whether the stream counts as processed (a GOAWAY names it as such): all but a GOAWAY
+    /// without an answer of its own, and a dropped connection.
+    var processes: Bool {
+        switch self {
+        case .respond, .noAnswer, .resetStream: true
+        case .delayed(_, let answer), .frozen(_, let answer): answer.processes
+        case .goAway(let answer, _): answer != nil
+        case .closeConnection: false
+        }
+    }
+
     /// The answer as APNs at a distance gives it: `delay` later (what never answers stays so).
     func after(_ delay: TimeAmount) -> ServerAnswer {
         switch self {
@@ -200,6 +211,9 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
     private var lastProcessedStream = HTTP2StreamID.rootStream
     /// Set once GOAWAY is sent or the connection dropped: nothing more is read or written.
     private var isClosing = false
+    /// The GOAWAY sent: no new streams; the connection closes once the answers waiting are written.
+    private var goneAway: HTTP2Frame?
+    private var goingAway: Bool { goneAway != nil }
     /// Answers are held until then (`ServerAnswer.frozen`).
     private var frozenUntil: NIODeadline?
     /// Answers waiting for their time, by the millisecond they are due (`later`).
@@ -233,7 +247,7 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !isClosing else { return }
+        guard !isClosing, !goingAway else { return }
         let frame = unwrapInboundIn(data)
         if let update = receiveWindow.windowUpdate(after: frame) {
             context.write(wrapOutboundOut(update), promise: nil)
@@ -292,7 +306,7 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
             switch answer {
             case .delayed: break  // looked at again when its time comes
             default:
-                lastProcessedStream = max(lastProcessedStream, streamID)
+                if answer.processes { lastProcessedStream = max(lastProcessedStream, streamID) }
                 later(answer, on: streamID, at: frozenUntil, context: context)
                 return
             }
@@ -320,7 +334,7 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
             context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(code))), promise: nil)
         case .delayed(let delay, let answer):
             // Counts as processed now: a GOAWAY sent meanwhile must not invite a retry of it.
-            lastProcessedStream = max(lastProcessedStream, streamID)
+            if answer.processes { lastProcessedStream = max(lastProcessedStream, streamID) }
             later(answer, on: streamID, at: context.eventLoop.now + delay, context: context)
             return
         case .frozen:
@@ -354,17 +368,34 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
                 handler.perform(answer, on: streamID, context: context)
             }
             handler.flushIfNeeded(context: context)
+            handler.closeIfGoneAway(context: context)
         }
     }
 
+    /// GOAWAY naming the last stream processed; those are still answered (a latency or a delay
+    /// may hold their answers), later ones never. Then the connection closes.
     private func goAway(debugData: [UInt8], context: ChannelHandlerContext) {
-        guard !isClosing else { return }
-        isClosing = true
+        guard !isClosing, !goingAway else { return }
         let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(
             lastStreamID: lastProcessedStream, errorCode: .noError, opaqueData: ByteBuffer(bytes: debugData)))
-        let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { _ in channel.close(promise: nil) }
+        goneAway = frame
+        if waiting.isEmpty {
+            closeIfGoneAway(context: context)
+        } else {
+            context.write(wrapOutboundOut(frame), promise: nil)
+            needsFlush = true
+            flushIfNeeded(context: context)
+        }
+    }
+
+    /// Once gone away with nothing left to answer: GOAWAY (again, as RFC 9113 §6.8 allows), and
+    /// the connection closes when it is written, after everything before it.
+    private func closeIfGoneAway(context: ChannelHandlerContext) {
+        guard let goneAway, !isClosing, waiting.isEmpty else { return }
+        isClosing = true
         needsFlush = false
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(goneAway)).whenComplete { _ in channel.close(promise: nil) }
     }
 
     private func scheduleIdleCheck(context: ChannelHandlerContext) {

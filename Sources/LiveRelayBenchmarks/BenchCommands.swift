@@ -20,7 +20,7 @@ extension Bench {
     /// The endpoint under load, in its own process so that the client's CPU time is its own.
     struct Endpoint: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Serve an APNs endpoint (HTTP/2 + TLS) until standard input closes; a line \"accepted\" there is answered with how many pushes it accepted, a line \"latency 100\" changes the latency from then on.",
+            abstract: "Serve an APNs endpoint (HTTP/2 + TLS) until standard input closes; a line \"accepted\" there is answered with how many pushes it accepted, a line \"latency 100\" changes the latency from then on, a line \"fault goaway\", \"fault reset\" or \"fault freeze\" plays that fault on the next request (full validation only).",
             shouldDisplay: false)
 
         @Option(help: "Port to listen on (0: any free port).") var port: Int = 0
@@ -40,6 +40,7 @@ extension Bench {
             let port: Int
             let stop: @Sendable () async -> Void
             var accepted: @Sendable () -> Int = { -1 }
+            var faults: EmulatorFaults?
             if let emulatorKeyFile {
                 let registry = EmulatorRegistry()
                 registry.register(try EmulatorKey(
@@ -55,6 +56,7 @@ extension Bench {
                 setting = emulator.latency(.sandbox)
                 stop = { await emulator.shutdown() }
                 accepted = { emulator.journal.counts["Success"] ?? 0 }
+                faults = emulator.faults
             } else {
                 setting = LatencySetting(latency)
                 let server = try await HTTP2TLSServer.start(
@@ -68,9 +70,14 @@ extension Bench {
             // a count read here costs the servers measured nothing, where one read from their
             // database would.
             let closed = AsyncStream<Void>.makeStream()
-            Thread.detachNewThread { [accepted] in
+            Thread.detachNewThread { [accepted, faults] in
                 while let line = readLine() {
                     if line == "accepted" { FileHandle.standardOutput.write(Data("\(accepted())\n".utf8)) }
+                    if line == "faults", let faults { FileHandle.standardOutput.write(Data("faults \(faults.installed.count)\n".utf8)) }
+                    if line.hasPrefix("fault "), let faults, let fault = BenchFault(rawValue: String(line.dropFirst(6))) {
+                        _ = faults.add(EmulatorFault(fault.action))
+                        FileHandle.standardOutput.write(Data("\(line)\n".utf8))
+                    }
                     if line.hasPrefix("latency "), let changed = try? APNsLatency(parsing: String(line.dropFirst(8))) {
                         setting.latency = changed
                         FileHandle.standardOutput.write(Data("latency \(changed.text)\n".utf8))
@@ -373,6 +380,17 @@ struct EndpointProcess {
         _ = try ask(said) { $0 == said ? true : nil }
     }
 
+    /// Plays `fault` on the next request; returns once the endpoint has said so.
+    func play(_ fault: BenchFault) throws {
+        let said = "fault \(fault.rawValue)"
+        _ = try ask(said) { $0 == said ? true : nil }
+    }
+
+    /// How many faults played with `play` have not met their request yet.
+    func faultsInForce() throws -> Int {
+        try ask("faults") { $0.hasPrefix("faults ") ? Int($0.dropFirst(7)) : nil }
+    }
+
     /// Writes `question` and returns the first line after it that `answer` reads (a log line may
     /// come first).
     private func ask<T>(_ question: String, _ answer: (String) -> T?) throws -> T {
@@ -443,6 +461,24 @@ extension APNsLatency {
             return try APNsLatency(parsing: text)
         } catch {
             throw ValidationError("\(name): \(error)")
+        }
+    }
+}
+
+/// The faults `bench server --bad-day` plays in the middle of a fan-out.
+enum BenchFault: String, CaseIterable, Sendable {
+    /// GOAWAY: the connection's unprocessed streams are to be sent again elsewhere.
+    case goaway
+    /// The connection drops with its streams unanswered.
+    case reset
+    /// The connection holds every answer for 5 seconds.
+    case freeze
+
+    var action: EmulatorFault.Action {
+        switch self {
+        case .goaway: .goAway(reason: .shutdown)
+        case .reset: .resetConnection
+        case .freeze: .freeze(.seconds(5))
         }
     }
 }

@@ -51,6 +51,8 @@ extension Bench {
         var apnsLatency: String = "0"
         @Flag(help: "Measure each fan-out at 0 ms and then at --apns-latency, as a share of the first.")
         var distanceShare = false
+        @Flag(help: "With --distance-share: then one more fan-out at --apns-latency, with GOAWAY, a dropped connection and a connection frozen for 5 s in its middle.")
+        var badDay = false
 
         func validate() throws {
             guard activities > 0, keys > 0, rate > 0, seconds > 0, inFlight > 0, fanOuts >= 0 else {
@@ -64,6 +66,7 @@ extension Bench {
             guard instances == 1 || database != nil else { throw ValidationError("instances: several need a shared --database postgres://…") }
             let latency = try APNsLatency.option(apnsLatency, "apns-latency")
             guard !distanceShare || !latency.isZero else { throw ValidationError("distance-share: needs an --apns-latency other than 0") }
+            guard !badDay || (distanceShare && fanOuts > 0) else { throw ValidationError("bad-day: needs --distance-share and at least one fan-out") }
         }
 
         private var isShared: Bool { database != nil }
@@ -166,6 +169,7 @@ extension Bench {
             var before = firstReference
             var shares: [Double] = []
             let distance = try APNsLatency.option(apnsLatency, "apns-latency")
+            var farSeconds: [Double] = []
             /// CPU µs per push of the first server and of the emulator during `body`.
             func cpuPerPush(_ body: () async throws -> FanOut) async throws -> (FanOut, server: Double, emulator: Double) {
                 let before = (servers[0].cpuSeconds(), processCPUSeconds(endpoint.pid))
@@ -184,9 +188,20 @@ extension Bench {
                 }
                 let share = far.rate / near.rate
                 shares.append(share)
+                farSeconds.append(far.settledSeconds)
                 let sending = try await apis[0].gauges(["liverelay_in_flight_limit", "liverelay_apns_connections", "liverelay_apns_round_trip_shortest_microseconds"])
                 say("fan-out \(round) of \(fanOuts), one update to \(activities) activities: at 0 ms \(String(format: "%.2f", near.seconds)) s, \(Int(near.rate)) pushes/s; at \(distance) \(String(format: "%.2f", far.seconds)) s, \(Int(far.rate)) pushes/s; share \(String(format: "%.0f", 100 * share))%")
                 say("  then: in flight at most \(sending[0]), \(sending[1]) APNs connection(s), shortest round trip \(String(format: "%.1f", Double(sending[2]) / 1000)) ms; CPU µs a push, server and emulator: at 0 ms \(Int(nearServer)) and \(Int(nearEmulator)), at \(distance) \(Int(farServer)) and \(Int(farEmulator))")
+            }
+            if badDay {
+                // GOAWAY at 30% of the fan-out, a dropped connection at 50%, a freeze at 70%.
+                let undisturbed = farSeconds.sorted().percentile(0.5)
+                let faults: [(Double, BenchFault)] = [(0.3, .goaway), (0.5, .reset), (0.7, .freeze)]
+                let (bad, server, _) = try await cpuPerPush {
+                    try await measureFanOut(api: apis[0], outbox: outbox, endpoint: endpoint, round: 2 * fanOuts + 1, faults: faults)
+                }
+                say("bad day at \(distance), one update to \(activities) activities with GOAWAY at 30%, a dropped connection at 50%, a connection frozen 5 s at 70%: every push recorded sent after \(String(format: "%.2f", bad.settledSeconds)) s, \(String(format: "%.2f", bad.settledSeconds / undisturbed))× the undisturbed median \(String(format: "%.2f", undisturbed)) s  target ≤ 2×")
+                say("  every push recorded sent once; APNs accepted \(bad.acceptedTwice) of them twice (sent again after the connection dropped with them unanswered); faults not played: \(try endpoint.faultsInForce()); server CPU \(Int(server)) µs a push")
             }
             if distanceShare, fanOuts > 0 {
                 say("")
@@ -271,9 +286,19 @@ extension Bench {
             var seconds: Double
             var acceptSeconds: Double
             var rate: Double
+            /// Until every push was recorded sent (APNs judges a push as it comes, before its
+            /// answer, which a fault may hold back or lose).
+            var settledSeconds: Double
+            /// Pushes APNs accepted beyond one each.
+            var acceptedTwice: Int
         }
 
-        private func measureFanOut(api: BenchAPI, outbox: any RelayStore, endpoint: EndpointProcess, round: Int) async throws -> FanOut {
+        /// One update to every activity under the key; `faults` are played once that share of the
+        /// fan-out has been accepted.
+        private func measureFanOut(
+            api: BenchAPI, outbox: any RelayStore, endpoint: EndpointProcess, round: Int, faults: [(Double, BenchFault)] = []
+        ) async throws -> FanOut {
+            var faults = faults[...]
             let sentBefore = try await outbox.deliveryCounts()[.sent] ?? 0
             let acceptedBefore = try endpoint.accepted()
             let start = ContinuousClock.now
@@ -286,20 +311,28 @@ extension Bench {
             // Done when APNs has accepted them all, as the endpoint counts: asking the database
             // took a quarter of a core from PostgreSQL, whose outbox index is full of the fan-out's
             // dead entries until it is vacuumed.
-            while try endpoint.accepted() - acceptedBefore < activities {
+            while case let done = try endpoint.accepted() - acceptedBefore, done < activities {
+                if let (share, fault) = faults.first, Double(done) >= share * Double(activities) {
+                    try endpoint.play(fault)
+                    faults.removeFirst()
+                }
                 try await Task.sleep(for: .milliseconds(20))
             }
             let elapsed = (ContinuousClock.now - start).seconds
             // Then every push must have been recorded sent, once.
             while try await outbox.nextDueDate() != nil {
-                try await Task.sleep(for: .milliseconds(200))
+                try await Task.sleep(for: .milliseconds(100))
             }
+            let settled = (ContinuousClock.now - start).seconds
             let counts = try await outbox.deliveryCounts()
             let sent = (counts[.sent] ?? 0) - sentBefore
             guard sent == activities else {
                 throw ValidationError("\(sent) of \(activities) pushes were sent: \(counts)")
             }
-            return FanOut(seconds: elapsed, acceptSeconds: accepted.seconds, rate: Double(activities) / elapsed)
+            let acceptedTwice = try endpoint.accepted() - acceptedBefore - activities
+            return FanOut(
+                seconds: elapsed, acceptSeconds: accepted.seconds, rate: Double(activities) / elapsed, settledSeconds: settled,
+                acceptedTwice: acceptedTwice)
         }
 
         // MARK: Latency

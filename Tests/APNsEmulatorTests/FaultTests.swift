@@ -167,6 +167,50 @@ import Testing
         #expect(!channel.isActive, "the connection is closed after GOAWAY")
     }
 
+    @Test func afterGoAwayTheStreamsItCountsAsProcessedAreStillAnsweredThenTheConnectionCloses() throws {
+        let latency = LatencySetting(APNsLatency(fixed: .milliseconds(100)))
+        let channel = try channel(latency: latency) { request in
+            request.path == "/3/device/goaway" ? .goAway(answer: nil, debugData: Array(#"{"reason":"Shutdown"}"#.utf8)) : Self.ok
+        }
+        try request(1, channel: channel)
+        try request(3, path: "/3/device/goaway", channel: channel)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(100))
+        // Stream 3's GOAWAY came with the latency too; stream 1 was answered just before it.
+        try request(5, channel: channel)
+        var frames = try outbound(channel)
+        guard frames.count == 2, case .headers = frames[0], case .goAway(let last, _, _) = frames[1] else {
+            Issue.record("expected stream 1's answer, then GOAWAY, got \(frames)")
+            return
+        }
+        #expect(last == 1)
+        #expect(!channel.isActive, "nothing left to answer: closed")
+
+        // With an answer still to come, the connection waits for it.
+        let slow = try self.channel { request in
+            switch request.path {
+            case "/3/device/goaway": .goAway(answer: nil, debugData: [])
+            case "/3/device/slow": .delayed(.milliseconds(200), Self.ok)
+            default: Self.ok
+            }
+        }
+        try request(1, path: "/3/device/slow", channel: slow)
+        try request(3, path: "/3/device/goaway", channel: slow)
+        try request(5, channel: slow)
+        frames = try outbound(slow)
+        guard frames.count == 1, case .goAway(let named, _, _) = frames[0] else {
+            Issue.record("expected GOAWAY alone, got \(frames)")
+            return
+        }
+        #expect(named == 1 && slow.isActive, "stream 1 is processed, its answer still to come; stream 5 never")
+        slow.embeddedEventLoop.advanceTime(by: .milliseconds(200))
+        frames = try outbound(slow)
+        guard frames.count == 2, case .headers = frames[0], case .goAway = frames[1] else {
+            Issue.record("expected stream 1's answer, then GOAWAY again, got \(frames)")
+            return
+        }
+        #expect(!slow.isActive, "then it closes")
+    }
+
     @Test func aDelayedAnswerIsWrittenWhenItsTimeComes() throws {
         let channel = try channel { _ in .delayed(.seconds(5), Self.ok) }
         try request(1, channel: channel)
