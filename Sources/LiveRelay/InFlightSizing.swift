@@ -1,28 +1,24 @@
 /// How many pushes the dispatcher keeps in flight, from what it measures (`InFlightSizingTests`).
 ///
 /// To finish pushes at a rate R while each takes a round trip T to APNs, R × T of them must be in
-/// flight (Little's law). On loopback T is a fraction of a millisecond and what counts is the
-/// batching: an instance writes and reads in large batches only with many streams open, so it
-/// keeps at least `floor` in flight (800 measured best there). At a distance it keeps
-/// `floor + gain × R × T` in flight, where
+/// flight (Little's law). On loopback T is a fraction of a millisecond and what counts is batching:
+/// an instance writes and reads in large batches only with many streams open, so it keeps at
+/// least `floor` in flight (800 measured best there). At a distance it keeps
+/// `floor + gain × R × T`, where:
 /// - T is the shortest round trip of the latest quarter second that had an answer to a push sent
-///   in quiet: with no more than `floor` in flight, none of them sent with more, and none sent
-///   with more before its answer came. That is the start of a fan-out (until the limit first
-///   grows), and all along under light load. Each round trip is measured on its
-///   connection, from the request handed to HTTP/2 to its answer read
-///   (`APNsRawResponse.roundTrip`), which leaves out the wait for a worker's turn: all of a push's
-///   time when the CPU is the limit (800 in flight on loopback: 57 ms a push). It still holds the
-///   wait for the event loop to read the answer, which grows with what is in flight, and at the
-///   far end the wait behind what was sent before (the emulator, on the same cores, fell half a
-///   second behind at the end of a fan-out). Measured while either is large, T would raise the
-///   limit, which would raise T, up to the ceiling (seen: 10,000 in flight and a "round trip" of
-///   777 ms at 100 ms). The latest quarter second, not a longer minimum, so that a longer route
-///   counts from the next fan-out on;
+///   in quiet: with at most `floor` in flight, none of them crowded, and no crowded push sent
+///   before its answer came. After a pause the limit stays at the floor until such an answer
+///   comes, so every fan-out starts by measuring the distance, and light load measures it all
+///   along. A round trip is read on its connection (`APNsRawResponse.roundTrip`), which leaves
+///   out the wait for a worker's turn (all of a push's time when the CPU is the limit: 57 ms with
+///   800 in flight on loopback). It still holds the wait for the event loop to read the answer
+///   and, at the far end, the wait behind what was sent before, both of which grow with what is
+///   in flight: measured when crowded, T raised the limit, which raised T, up to the ceiling
+///   (10,000 in flight and a "round trip" of 777 ms at 100 ms).
 /// - R is the fastest rate pushes finished at, over half a second, in the last 5 seconds: a
 ///   slower rate means less was to be sent, not that less could be. Over 100 ms, answers that
-///   come in bursts (a claimed batch sent at once comes back at once) read as 64,000 a second
-///   where 15,000 were sent, and the limit ran to the ceiling;
-/// - the gain of 2 covers round trips that vary (a mean up to twice the shortest) and lets the
+///   come back in bursts read as 64,000 a second where 15,000 were sent.
+/// - The gain of 2 covers round trips that vary (a mean up to twice the shortest) and lets the
 ///   rate grow: while the limit holds the rate back, each half second doubles what goes beyond
 ///   the floor, until the instance sends as fast as it can.
 ///
@@ -44,8 +40,11 @@ struct InFlightSizing: Sendable {
         var value: Value
     }
 
-    /// Pushes finished in each half-second window of the last 5 seconds, the current one last.
-    private var finishedPerWindow: [Window<Int>]
+    /// The rate of each half-second window of the last 5 seconds: pushes finished over its length
+    /// (which ends at the first push past half a second).
+    private var rates: [Window<Double>] = []
+    /// The window going on, and the pushes finished in it.
+    private var current: Window<Int>
     /// The shortest round trip of the latest quarter second with an answer to a push sent in quiet.
     private var roundTrips: Window<Duration>?
     /// Sending began after a pause, and no answer has measured the distance since: the limit stays
@@ -71,12 +70,12 @@ struct InFlightSizing: Sendable {
         self.floor = min(floor, ceiling)
         self.ceiling = ceiling
         self.limit = min(floor, ceiling)
-        finishedPerWindow = [Window(start: now, value: 0)]
+        current = Window(start: now, value: 0)
     }
 
     /// The fastest rate of the finished windows kept, in pushes a second.
     var fastestRate: Double {
-        Double(finishedPerWindow.dropLast().map(\.value).max() ?? 0) / Self.seconds(Self.rateWindow)
+        rates.map(\.value).max() ?? 0
     }
 
     /// T: the shortest round trip of the latest quarter second with one measured.
@@ -113,14 +112,14 @@ struct InFlightSizing: Sendable {
                 limit = currentLimit
             }
         }
-        let current = finishedPerWindow[finishedPerWindow.count - 1]
         if now - current.start >= Self.rateWindow {
             // A window ends: the limit follows what the windows kept say.
-            finishedPerWindow.removeAll { now - $0.start >= Self.rateKeptFor }
-            finishedPerWindow.append(Window(start: now, value: 0))
+            rates.removeAll { now - $0.start >= Self.rateKeptFor }
+            rates.append(Window(start: current.start, value: Double(current.value) / Self.seconds(now - current.start)))
+            current = Window(start: now, value: 0)
             if !measuring { limit = currentLimit }
         }
-        finishedPerWindow[finishedPerWindow.count - 1].value += 1
+        current.value += 1
     }
 
     /// What the measures say now.

@@ -49,6 +49,7 @@ extension Bench {
         @Option(help: "`serve` instances on the database (more than one needs PostgreSQL).") var instances: Int = 1
         @Option(help: "The emulator answers this many milliseconds late, as APNs at a distance: 100, or 40-120 drawn for each request.")
         var apnsLatency: String = "0"
+        @Option(help: "`serve --max-in-flight` (default: serve's own).") var maxInFlight: Int?
         @Flag(help: "Measure each fan-out at 0 ms and then at --apns-latency, as a share of the first.")
         var distanceShare = false
         @Flag(help: "With --distance-share: then one more fan-out at --apns-latency, with GOAWAY, a dropped connection and a connection frozen for 5 s in its middle.")
@@ -136,7 +137,7 @@ extension Bench {
                     "serve", "--data-dir", instanceDir, "--http-port", "0", "--key-file", keyFile, "--key-id", BenchFixture.keyID,
                     "--team-id", BenchFixture.teamID, "--bundle-id", BenchFixture.bundle.value, "--environment", "custom",
                     "--host", "127.0.0.1", "--port", String(endpoint.port), "--management-port", String(endpoint.port), "--ca-file", caFile,
-                ] + (database.map { ["--database", $0] } ?? []))
+                ] + (database.map { ["--database", $0] } ?? []) + (maxInFlight.map { ["--max-in-flight", String($0)] } ?? []))
                 servers.append(server)
                 say("server \(index + 1): \(server.baseURL), pid \(server.pid); resident memory at start \(server.memory().current) MB")
             }

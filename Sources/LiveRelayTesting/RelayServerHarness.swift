@@ -139,13 +139,16 @@ public func eventually(every interval: Duration = .milliseconds(10), _ condition
 /// up), else only what is critical.
 public func withRelayHarness(
     environments: Set<PushEnvironment> = Set(PushEnvironment.allCases),
+    emulator configureEmulator: @escaping @Sendable (inout APNsEmulator.Configuration) -> Void = { _ in },
     configure: @escaping @Sendable (inout RelayConfiguration, inout RelayAPIConfiguration) -> Void = { _, _ in },
     logs: CapturedLogs? = nil, deadline: Duration = .seconds(60), _ body: @escaping @Sendable (RelayHarness) async throws -> Void
 ) async throws {
     try await withDeadline(deadline) {
         // Time stands still unless the test moves it: a slow machine must not change the outcome.
         let start = Date()
-        let emulator = try await APNsEmulator.start(.init(now: { start }))
+        var emulatorConfiguration = APNsEmulator.Configuration(now: { start })
+        configureEmulator(&emulatorConfiguration)
+        let emulator = try await APNsEmulator.start(emulatorConfiguration)
         let key = TestSigningKey()
         emulator.registry.register(EmulatorKey(keyID: key.signingKey.keyID, teamID: key.signingKey.teamID, publicKey: key.publicKey))
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-\(UUID().uuidString)")
