@@ -257,7 +257,14 @@ final class ConnectionPool: Sendable {
     }
 
     /// Connections open or opening now.
-    var count: Int { state.withLock { $0.entries.count } }
+    var count: Int {
+        state.withLock { state in
+            state.entries.count { entry in
+                if case .ready(let connection) = entry.link { return connection.isUsable }
+                return true
+            }
+        }
+    }
 
     /// Sends one request on the connection the plan chooses, counting its stream there until the
     /// answer (or the failure) comes.
@@ -280,7 +287,8 @@ final class ConnectionPool: Sendable {
                 if case .ready(let connection) = entry.link { return !connection.isUsable }
                 return false
             }
-            let choice = plan.choose(among: state.entries.map { entry in
+            // Lazily: an array per request would cost an allocation per push.
+            let choice = plan.choose(among: state.entries.lazy.map { entry in
                 if case .connecting = entry.link { return entry.status.planned(isConnecting: true) }
                 return entry.status.planned(isConnecting: false)
             })

@@ -260,12 +260,12 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
         guard let stream = inFlight.removeValue(forKey: streamID) else { return }
         stream.timeout.cancel()
         status.answerCame()
-        guard let status = stream.status else {
+        guard let code = stream.status else {
             stream.response.fail(APNsTransportError(.invalidAnswer, "the answer had no :status"))
             return
         }
         let roundTrip = Duration.nanoseconds((NIODeadline.now() - stream.written).nanoseconds)
-        stream.response.succeed(APNsRawResponse(status: status, headers: stream.headers, body: stream.body, roundTrip: roundTrip))
+        stream.response.succeed(APNsRawResponse(status: code, headers: stream.headers, body: stream.body, roundTrip: roundTrip))
     }
 
     private func fail(_ streamID: HTTP2StreamID, _ error: any Error) {

@@ -28,7 +28,7 @@ struct ConnectionPlan: Sendable, Hashable {
     /// The pool keeps at least this many connections once used, and opens at most this many.
     var connections: ClosedRange<Int>
 
-    func choose(among open: [Connection]) -> Choice {
+    func choose(among open: some Collection<Connection>) -> Choice {
         if open.count < connections.lowerBound { return .open }
         var roomiest: (index: Int, room: Int)?
         var leastOver: (index: Int, over: Int)?
