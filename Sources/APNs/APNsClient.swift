@@ -280,6 +280,7 @@ final class ConnectionPool: Sendable {
         enum Answer {
             case ready(APNsConnection)
             case pending(EventLoopFuture<APNsConnection>, ConnectionStatus)
+            case opening(EventLoopFuture<APNsConnection>, ConnectionStatus)
         }
         let answer: Answer = try state.withLock { state in
             guard !state.isShutDown else { throw APNsTransportError(.shutdown, "the APNs client was shut down") }
@@ -307,30 +308,39 @@ final class ConnectionPool: Sendable {
                 let timeout = max(.milliseconds(1), deadline - .now())
                 let future = APNsConnection.connect(to: endpoint, sslContext: sslContext, group: group, timeout: timeout, status: status)
                 state.entries.append(Entry(link: .connecting(future), status: status))
-                future.whenComplete { [weak self] result in
-                    self?.state.withLock { state in
-                        guard let index = state.entries.firstIndex(where: { $0.status === status }) else { return }
-                        switch result {
-                        case .success(let connection) where !state.isShutDown: state.entries[index].link = .ready(connection)
-                        case .success(let connection):
-                            state.entries.remove(at: index)
-                            connection.channel.close(promise: nil)
-                        case .failure: state.entries.remove(at: index)
-                        }
-                    }
-                }
-                return .pending(future, status)
+                return .opening(future, status)
             }
         }
         switch answer {
         case .ready(let connection): return connection
-        case .pending(let future, let status):
-            do {
-                return try await future.get()
-            } catch {
-                status.streamClosed()
-                throw error
+        case .opening(let future, let status):
+            // Outside the lock: NIO runs the callback of a future already complete at once when
+            // on its event loop, as the dispatcher's workers are, and it takes the lock.
+            future.whenComplete { [weak self] result in
+                self?.state.withLock { state in
+                    guard let index = state.entries.firstIndex(where: { $0.status === status }) else { return }
+                    switch result {
+                    case .success(let connection) where !state.isShutDown: state.entries[index].link = .ready(connection)
+                    case .success(let connection):
+                        state.entries.remove(at: index)
+                        connection.channel.close(promise: nil)
+                    case .failure: state.entries.remove(at: index)
+                    }
+                }
             }
+            return try await Self.connected(future, status)
+        case .pending(let future, let status):
+            return try await Self.connected(future, status)
+        }
+    }
+
+    /// The connection once made; the stream taken on it is given back if it is not.
+    private static func connected(_ future: EventLoopFuture<APNsConnection>, _ status: ConnectionStatus) async throws -> APNsConnection {
+        do {
+            return try await future.get()
+        } catch {
+            status.streamClosed()
+            throw error
         }
     }
 

@@ -54,7 +54,6 @@ struct InFlightSizing: Sendable {
     private var crowdedInFlight = 0
     /// Pushes sent with more than `floor` in flight, ever.
     private var crowdedSent = 0
-    var crowdedSentSoFar: Int { crowdedSent }
 
     /// How a push was sent, for what its answer says.
     enum Sending: Sendable, Hashable {

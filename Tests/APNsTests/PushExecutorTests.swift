@@ -3,6 +3,7 @@ import Foundation
 import LiveActivityKit
 import LiveRelayTesting
 import NIOCore
+import NIOPosix
 import Testing
 
 /// Tasks that send many pushes can run on the push connection's event loop: no thread hop per push.
@@ -41,6 +42,35 @@ import Testing
             let connection = try await client.pushConnections.connection(deadline: .now() + .seconds(5))
             connection.status.streamClosed()
             #expect(connection.channel.eventLoop === loop)
+        }
+    }
+
+    /// A refused connection fails the push sent from its own event loop, and the pool forgets it:
+    /// the next push tries a new one.
+    @Test func aConnectionRefusedOnTheWorkersOwnLoopFailsThePushAndTheNextTriesAgain() async throws {
+        try await withDeadline(.seconds(20)) { [payload, bundle] in
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+            let closed = try await ServerBootstrap(group: group).bind(host: "127.0.0.1", port: 0).get()
+            let port = try #require(closed.localAddress?.port)
+            try await closed.close()
+            let configuration = APNsClient.Configuration(
+                environment: .custom(host: "127.0.0.1", port: port, channelManagementPort: port, caFile: nil),
+                signingKey: TestSigningKey().signingKey, connectionsPerHost: 1...4)
+            let client = try APNsClient(configuration: configuration, eventLoopGroup: group.next())
+            let executor = try #require(client.pushExecutor)
+            for _ in 0..<3 {
+                let failure = await Task(executorPreference: executor) {
+                    try await client.send(payload, to: liveActivityToken(), topic: bundle)
+                }.result
+                guard case .failure(let error as APNsTransportError) = failure else {
+                    Issue.record("expected a transport error, got \(failure)")
+                    break
+                }
+                #expect(error.code == .connectFailed)
+                #expect(client.pushConnectionCount == 0, "the refused connection is forgotten")
+            }
+            await client.shutdown()
+            try await group.shutdownGracefully()
         }
     }
 

@@ -101,7 +101,10 @@ import Testing
         #expect(sizing.limit == 1_200)
         // The route to APNs grows longer while nothing is sent. The next fan-out's first push
         // brings the limit back to the floor until an answer measures the new distance.
-        #expect(sizing.sent(among: 1) == .inQuiet(crowdedSent: sizing.crowdedSentSoFar))
+        guard case .inQuiet = sizing.sent(among: 1) else {
+            Issue.record("the first push after a pause goes in quiet")
+            return
+        }
         #expect(sizing.limit == 800)
         Self.run(&sizing, capacity: 10_000, roundTrip: .milliseconds(200), for: .seconds(2), from: end + .seconds(1))
         #expect(sizing.shortestRoundTrip == .milliseconds(200))
