@@ -32,13 +32,14 @@ struct ConnectionPlan: Sendable, Hashable {
         if open.count < connections.lowerBound { return .open }
         var roomiest: (index: Int, room: Int)?
         var leastOver: (index: Int, over: Int)?
+        var allSettled = true
         for (index, connection) in open.enumerated() {
             let room = (connection.isConnecting ? 0 : connection.streamLimit) - connection.openStreams
             if room > 0, room > roomiest?.room ?? 0 { roomiest = (index, room) }
             if -room < leastOver?.over ?? .max { leastOver = (index, -room) }
+            allSettled = allSettled && !connection.isConnecting && connection.hasAnswered && connection.streamLimit > 1
         }
         if let roomiest { return .use(roomiest.index) }
-        let allSettled = open.allSatisfy { !$0.isConnecting && $0.hasAnswered && $0.streamLimit > 1 }
         if open.count < connections.upperBound, allSettled { return .open }
         guard let leastOver else { return .open }
         return .use(leastOver.index)

@@ -299,14 +299,10 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
 
     private func perform(_ answer: ServerAnswer, on streamID: HTTP2StreamID, context: ChannelHandlerContext) {
         guard !isClosing else { return }
-        if case .frozen(let duration, let later) = answer {
-            frozenUntil = max(frozenUntil ?? context.eventLoop.now, context.eventLoop.now + duration)
-            perform(later, on: streamID, context: context)
-            return
-        }
         if let frozenUntil, frozenUntil > context.eventLoop.now {
             switch answer {
             case .delayed: break  // looked at again when its time comes
+            case .frozen: break  // freezes on for longer
             default:
                 if answer.processes { lastProcessedStream = max(lastProcessedStream, streamID) }
                 later(answer, on: streamID, at: frozenUntil, context: context)
@@ -339,8 +335,10 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
             if answer.processes { lastProcessedStream = max(lastProcessedStream, streamID) }
             later(answer, on: streamID, at: context.eventLoop.now + delay, context: context)
             return
-        case .frozen:
-            preconditionFailure("handled above")
+        case .frozen(let duration, let later):
+            frozenUntil = max(frozenUntil ?? context.eventLoop.now, context.eventLoop.now + duration)
+            perform(later, on: streamID, context: context)
+            return
         case .goAway(let answer, let debugData):
             if let answer { perform(answer, on: streamID, context: context) }
             goAway(debugData: debugData, context: context)

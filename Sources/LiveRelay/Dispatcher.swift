@@ -142,7 +142,8 @@ public final class Dispatcher: Service {
                 }
                 let counts = work.counts()
                 if !stopping { startWorkers(upTo: counts.inFlightLimit) }
-                relay.metrics.noteSending(work.sending())
+                relay.metrics.noteSending(
+                    .init(inFlightLimit: counts.inFlightLimit, inFlight: counts.sending, shortestRoundTrip: counts.shortestRoundTrip))
                 let step = loop.next(
                     .init(
                         queued: counts.queued, sending: counts.sending, unrecorded: counts.unrecorded,

@@ -82,6 +82,15 @@ public final class RelayMetrics: Sendable {
         sending.withLock { $0 = now }
     }
 
+    /// The series without labels of a rendered text, by name (benchmarks and tests read gauges).
+    public static func unlabelledValues(in text: String) -> [String: Int] {
+        Dictionary(text.split(separator: "\n").compactMap { line -> (String, Int)? in
+            let parts = line.split(separator: " ")
+            guard parts.count == 2, !parts[0].hasPrefix("#"), let value = Int(parts[1]) else { return nil }
+            return (String(parts[0]), value)
+        }, uniquingKeysWith: { first, _ in first })
+    }
+
     /// Counters, then gauges of how pushes are sent (`apnsConnections`: open or opening now) and
     /// of what the store holds.
     public func render(store: StoreCounts, deliveries: [DeliveryStatus: Int], apnsConnections: Int) -> String {

@@ -117,14 +117,11 @@ final class SendQueue: Sendable {
     }
 
     /// `unrecorded`: outcomes and abandoned deliveries, both for the store to hear of;
-    /// `inFlightLimit`: how many may be sending at once now.
-    func counts() -> (queued: Int, sending: Int, unrecorded: Int, inFlightLimit: Int) {
-        state.withLock { ($0.queued, $0.sending, $0.outcomes.count + $0.abandoned.count, $0.sizing.limit) }
-    }
-
-    /// What the metrics say of sending now.
-    func sending() -> RelayMetrics.Sending {
-        state.withLock { .init(inFlightLimit: $0.sizing.limit, inFlight: $0.sending, shortestRoundTrip: $0.sizing.shortestRoundTrip) }
+    /// `inFlightLimit`: how many may be sending at once now, from `shortestRoundTrip` and the rate.
+    func counts() -> (queued: Int, sending: Int, unrecorded: Int, inFlightLimit: Int, shortestRoundTrip: Duration?) {
+        state.withLock {
+            ($0.queued, $0.sending, $0.outcomes.count + $0.abandoned.count, $0.sizing.limit, $0.sizing.shortestRoundTrip)
+        }
     }
 
     func takeOutcomes() -> (outcomes: [Outcome], abandoned: [DeliveryRecord]) {

@@ -428,12 +428,7 @@ struct BenchAPI: Sendable {
         var request = HTTPClientRequest(url: baseURL + "/metrics")
         request.headers.add(name: "authorization", value: "Bearer \(keys.admin)")
         let response = try await http.execute(request, timeout: .seconds(30))
-        let text = String(buffer: try await response.body.collect(upTo: 4 * 1024 * 1024))
-        let values = Dictionary(text.split(separator: "\n").compactMap { line -> (String, Int)? in
-            let parts = line.split(separator: " ")
-            guard parts.count == 2, let value = Int(parts[1]) else { return nil }
-            return (String(parts[0]), value)
-        }, uniquingKeysWith: { first, _ in first })
+        let values = RelayMetrics.unlabelledValues(in: String(buffer: try await response.body.collect(upTo: 4 * 1024 * 1024)))
         return names.map { values[$0] ?? 0 }
     }
 

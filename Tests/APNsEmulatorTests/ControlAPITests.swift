@@ -89,6 +89,19 @@ import Testing
         }
     }
 
+    @Test func aFreezeScriptedThroughTheAPIHoldsTheConnectionsAnswersThatLong() async throws {
+        try await withControlAPI { client, _, apns, key in
+            try await registerKeyAndToken(client, key)
+            try await push(apns)
+            let created = try await send(client, .post, "/faults", #"{"action":"freeze","delayMilliseconds":400}"#)
+            #expect(created.status == 201)
+            #expect(created.body?["action"] == .string("freeze") && created.body?["delayMilliseconds"] == .number("400"))
+            let start = ContinuousClock.now
+            try await push(apns)
+            #expect(ContinuousClock.now - start >= .milliseconds(400), "answered once the connection thawed")
+        }
+    }
+
     @Test func faultsScriptedThroughTheAPIReachTheClient() async throws {
         try await withControlAPI { client, _, apns, key in
             try await registerKeyAndToken(client, key)
