@@ -106,7 +106,7 @@ struct ChangePlanner {
             key: key, action: action, requestID: requestID, timestamp: timestamp, deliveries: reached, state: activity.state,
             warnings: warnings, budgetUse: budgetUse)
         let plan = ChangePlan(
-            acceptedAt: acceptedAt, activity: activity, payloads: [encoded], deliveries: deliveries, fanOut: fanOut,
+            acceptedAt: acceptedAt, activity: activity, payload: encoded, deliveries: deliveries, fanOut: fanOut,
             channelDeleteAfter: channelDeleteAfter, response: answer(acceptance))
         return (plan, acceptance)
     }

@@ -548,7 +548,8 @@ public struct ChangePlan: Sendable {
     /// The key after the change: the store writes its content and, when it ended, its lifecycle
     /// fields (state, end date and reason, dismissal date); a change never alters the rest.
     public var activity: ActivityRecord
-    public var payloads: [[UInt8]]
+    /// The one payload every push of the change carries (each push's `payloadIndex` is 0).
+    public var payload: [UInt8]
     public var deliveries: [NewDelivery]
     /// Besides `deliveries`, one push like this to each of the key's live update tokens: the
     /// store writes them from its own rows, so a fan-out to a million tokens never passes
@@ -559,12 +560,12 @@ public struct ChangePlan: Sendable {
     public var response: StoredResponse
 
     public init(
-        acceptedAt: Date, activity: ActivityRecord, payloads: [[UInt8]], deliveries: [NewDelivery] = [], fanOut: NewPush? = nil,
+        acceptedAt: Date, activity: ActivityRecord, payload: [UInt8], deliveries: [NewDelivery] = [], fanOut: NewPush? = nil,
         channelDeleteAfter: Date? = nil, response: StoredResponse
     ) {
         self.acceptedAt = acceptedAt
         self.activity = activity
-        self.payloads = payloads
+        self.payload = payload
         self.deliveries = deliveries
         self.fanOut = fanOut
         self.channelDeleteAfter = channelDeleteAfter

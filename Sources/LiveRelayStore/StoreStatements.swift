@@ -102,11 +102,16 @@ enum StoreStatements {
 
     /// A push to each live token of a key, in the order a per-token plan would have listed them:
     /// (event, payload, priority, reason, expiration, timestamp, request, status, due, now, app, key).
-    static let fanOut = """
-        INSERT INTO deliveries (\(newDeliveryColumns))
-        SELECT key, ?, 'activity', device_id, token, NULL, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, environment, bundle_id
-        FROM activity_tokens WHERE bundle_id = ? AND key = ? AND state = 'live' ORDER BY device_id
+    static let fanOut = "INSERT INTO deliveries (\(newDeliveryColumns)) " + fanOutRows(payload: "?")
+
+    /// The rows `fanOut` inserts, `payload` being the SQL of the payload's id and `condition` one
+    /// more (with its arguments after the key's).
+    static func fanOutRows(payload: String, and condition: String = "1 = 1") -> String {
         """
+        SELECT key, ?, 'activity', device_id, token, NULL, \(payload), ?, ?, ?, ?, ?, ?, 0, ?, ?, environment, bundle_id
+        FROM activity_tokens WHERE bundle_id = ? AND key = ? AND state = 'live' AND \(condition) ORDER BY device_id
+        """
+    }
 
     // MARK: Retrying a failed push
 

@@ -131,7 +131,7 @@ extension RelayStore {
                     timestamp: activity.lastTimestamp, requestID: "\(event)-\(body)")
                 : nil
             let plan = ChangePlan(
-                acceptedAt: at, activity: activity, payloads: [Array(body.utf8)],
+                acceptedAt: at, activity: activity, payload: Array(body.utf8),
                 deliveries: targets.map {
                     NewDelivery(
                         bundleID: app, key: key, event: event, target: $0.0, environment: $0.1, payloadIndex: 0, priority: priority, priorityReason: "requested",
@@ -453,6 +453,18 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         ])
         let claimed = try await store.claimDeliveries(dueBy: t0 + 3, limit: 10, leaseUntil: t0 + 60)
         #expect(claimed.map { "\(String(decoding: $0.payload, as: UTF8.self)) \($0.environment.rawValue)" } == ["u2 sandbox", "u2 production"])
+    }
+
+    /// An end with one priority for all (an alert, or priority 5) is the store's own fan-out: it
+    /// goes to the tokens that were live before the end ended them.
+    @Test(arguments: StoreKind.allCases) func anEndWrittenAsAFanOutReachesEveryTokenItEnds(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        try await store.saveActivityToken(activityToken("order-1", "iphone-1"), attributesType: deliveryType)
+        try await store.saveActivityToken(activityToken("order-1", "iphone-2"), attributesType: deliveryType)
+        let snapshot = try await store.change("order-1", event: "end", body: "done", at: t0 + 10, priority: 5, countingBudget: false)
+        #expect(snapshot.liveTokenCount == 2)
+        #expect(try await store.statuses(key: "order-1") == ["done→iphone-1": .queued, "done→iphone-2": .queued])
+        #expect(try await store.activityTokens(app: testApp, key: "order-1").map(\.state) == [.ended, .ended])
     }
 
     @Test(arguments: StoreKind.allCases) func aKeyWithAChannelInEachEnvironmentSeesBothAndItsEndSchedulesBothDeletions(kind: StoreKind) async throws {

@@ -74,7 +74,7 @@ import Testing
         #expect(plan.deliveries.map(\.push.priority) == [5])
         #expect(acceptance.deliveries == 1)
         // A broadcast payload has no token-only fields.
-        #expect(try aps(plan.payloads[0])["event"] == .string("update"))
+        #expect(try aps(plan.payload)["event"] == .string("update"))
     }
 
     @Test func aKeyWithAChannelInEachEnvironmentBroadcastsOnEachWithItsOwnBudget() throws {
@@ -119,7 +119,7 @@ import Testing
         let (plan, acceptance) = try ChangePlanner.standard.plan(Self.update(), ChangeSnapshot(activity: later, liveTokenCount: 1))
         #expect(acceptance.timestamp == 1_800_000_501)
         #expect(plan.activity.lastTimestamp == 1_800_000_501)
-        #expect(try aps(plan.payloads[0])["timestamp"] == .integer(1_800_000_501))
+        #expect(try aps(plan.payload)["timestamp"] == .integer(1_800_000_501))
         let (_, now) = try ChangePlanner.standard.plan(Self.update(), ChangeSnapshot(activity: activity(), liveTokenCount: 1))
         #expect(now.timestamp == 1_800_000_000)
     }
@@ -151,7 +151,7 @@ import Testing
         #expect(plan.activity.contentState == content("preparing"))
         #expect(plan.channelDeleteAfter == t0 + endCase.channelDeletedAfter)
         #expect(acceptance.state == .ended)
-        let ended = try aps(plan.payloads[0])
+        let ended = try aps(plan.payload)
         #expect(ended["event"] == .string("end"))
         #expect(ended["dismissal-date"] == .integer(1_800_000_900))
     }
@@ -159,7 +159,7 @@ import Testing
     @Test func aDismissalDateNotInTheFutureDismissesAtOnce() throws {
         let end = ChangeRequest(event: .end, contentState: content("delivered"), dismissalDate: t0 - 5)
         let (plan, _) = try ChangePlanner.standard.plan(end, ChangeSnapshot(activity: activity(), liveTokenCount: 1))
-        let ended = try aps(plan.payloads[0])
+        let ended = try aps(plan.payload)
         #expect(ended["dismissal-date"] != nil)
         #expect(ended["dismissal-date"]?.doubleValue ?? .infinity <= 1_800_000_000)
     }

@@ -192,7 +192,7 @@ public enum OutboxRules {
     private static func superseded(by deliveries: [NewDelivery], fanOut: NewPush?, at now: Date) -> [DeliveryMove] {
         var keys: [DeliverySelection] = [], channels: [DeliverySelection] = []
         func supersedeKey(app: String, key: String) {
-            let selection = DeliverySelection(bundleID: app, key: key, targets: [.activity], events: ["update", "end"])
+            let selection = supersedingKey(app: app, key: key, at: now).selection
             if !keys.contains(selection) { keys.append(selection) }
         }
         if let fanOut { supersedeKey(app: fanOut.bundleID, key: fanOut.key) }
@@ -206,6 +206,12 @@ public enum OutboxRules {
             }
         }
         return (keys + channels).map { DeliveryMove(.supersede, $0, at: now) }
+    }
+
+    /// What a change of a key does to the key's queued updates and ends to update tokens: the
+    /// move a PostgreSQL change writes within its own statement.
+    static func supersedingKey(app: String, key: String, at now: Date) -> DeliveryMove {
+        DeliveryMove(.supersede, DeliverySelection(bundleID: app, key: key, targets: [.activity], events: ["update", "end"]), at: now)
     }
 
     /// Push-to-starts (of `selection`) whose device has reported an activity under their key: the

@@ -305,52 +305,28 @@ public final class PostgresStore: InstanceSharedStore {
 
     private static func keyExists(_ key: String) -> StoreError { StoreError(.keyExists, "activity key \"\(key)\" already exists") }
 
+    /// A change of one key costs a statement to read it and one to write it. Each statement costs
+    /// PostgreSQL and postgres-nio far more than its work on one key does, so the common change
+    /// takes no transaction: it is written only if the key's row is still the version it was
+    /// planned from (optimistic). One that must be written with more (an idempotency key, a
+    /// schedule, an end's tokens and channels, other outbox decisions), or that another write
+    /// came before, is planned again in a transaction that holds the key's row.
     public func acceptChange<Outcome: Sendable>(
         app: String, key: String, budgetWindowStart: Date?, context: WriteContext, plan: @Sendable (ChangeSnapshot) throws -> (ChangePlan, Outcome)
     ) async throws -> Accepted<Outcome> {
-        try await transaction { db in
+        let change = KeyChange(app: app, key: key, budgetWindowStart: budgetWindowStart, handOver: context.handOver)
+        if context.idempotency == nil && context.scheduleID == nil,
+            let written = try await connection({ try await change.write($0, locked: false, plan: plan) })
+        {
+            return written.accepted
+        }
+        return try await transaction { db in
             // Locked: the next change of this key waits for this one and plans from what it wrote.
-            let activity = try await Self.activity(db, app: app, key: key, locked: true)
-            var tokens: [ActivityTokenRecord] = []
-            var tokenCount = 0
-            var counts: [String: Int] = [:]
-            if activity != nil, let budgetWindowStart {
-                tokens = try await db.rows(PreparedStatements.LiveTokens.self, [.text(app), .text(key)]).map(ActivityTokenRecord.init(row:))
-                tokenCount = tokens.count
-                for row in try await db.rows(PreparedStatements.Priority10Counts.self, [.text(app), .text(key), .seconds(budgetWindowStart)]) {
-                    counts[row.string(0)] = row.int(1) ?? 0
-                }
-            } else if activity != nil {
-                tokenCount = try await db.rows(PreparedStatements.LiveTokenCount.self, [.text(app), .text(key)]).first?.int(0) ?? 0
+            guard let written = try await change.write(db, locked: true, plan: plan) else {
+                throw PostgresStoreInconsistency("the row of key \"\(key)\" changed while this transaction held it")
             }
-            let channels = activity == nil || activity!.channelIDs.isEmpty ? [] : try await db.rows(
-                PreparedStatements.ChannelsOfKey.self, [.text(app), .text(key)]
-            ).map(ChannelRecord.init(row:))
-            let (planned, outcome) = try plan(
-                ChangeSnapshot(activity: activity, liveTokens: tokens, liveTokenCount: tokenCount, priority10Counts: counts, channels: channels))
-            let changed = planned.activity
-            try await db.rows(
-                PreparedStatements.ChangeActivity.self,
-                [
-                    .text(changed.contentState?.serializedString), .seconds(changed.staleDate), .real(changed.relevanceScore),
-                    .integer(changed.lastTimestamp), .text(changed.state.rawValue), .seconds(changed.endedAt), .text(changed.endReason),
-                    .seconds(changed.dismissalDate), .text(changed.bundleID), .text(changed.key),
-                ])
-            if changed.state == .ended {
-                try await db.run(
-                    StoreStatements.endKeyTokens,
-                    [.text(app), .text(key)])
-                if let deleteAfter = planned.channelDeleteAfter {
-                    try await db.run(
-                        StoreStatements.deleteKeyChannelsAfter,
-                        [.seconds(deleteAfter), .text(app), .text(key)])
-                }
-            }
-            let claimed = try await Self.enqueue(
-                db, payloads: planned.payloads, deliveries: planned.deliveries, fanOut: planned.fanOut.map { ($0, tokenCount) },
-                at: planned.acceptedAt, handOver: context.handOver)
-            try await Self.record(db, context: context, response: planned.response, at: planned.acceptedAt)
-            return Accepted(outcome: outcome, claimed: claimed)
+            try await Self.record(db, context: context, response: written.response, at: written.acceptedAt)
+            return written.accepted
         }
     }
 
@@ -882,8 +858,12 @@ extension PostgresStore {
 
 extension PostgresConnection {
     /// Carries out what the outbox's rules decide after `trigger`.
-    fileprivate func carryOut(_ trigger: OutboxTrigger, at now: Date) async throws {
-        for decision in OutboxRules.decisions(after: trigger, at: now) {
+    func carryOut(_ trigger: OutboxTrigger, at now: Date) async throws {
+        try await carryOut(OutboxRules.decisions(after: trigger, at: now))
+    }
+
+    func carryOut(_ decisions: [OutboxDecision]) async throws {
+        for decision in decisions {
             switch decision {
             case .move(let move): try await rows(OutboxStatements.move(move))
             case .killToken(let token): try await rows(OutboxStatements.kill(token))
@@ -891,17 +871,17 @@ extension PostgresConnection {
         }
     }
 
-    fileprivate func run(_ sql: String, _ arguments: [SQLArgument] = []) async throws {
+    func run(_ sql: String, _ arguments: [SQLArgument] = []) async throws {
         try await rows(SQLStatement(text: sql, arguments: arguments))
     }
 
     @discardableResult
-    fileprivate func rows(_ sql: any PreparedSQL.Type, _ arguments: [SQLArgument]) async throws -> [PostgresRandomAccessRow] {
+    func rows(_ sql: any PreparedSQL.Type, _ arguments: [SQLArgument]) async throws -> [PostgresRandomAccessRow] {
         try await rows(sql, bindings: arguments.postgresBindings)
     }
 
     @discardableResult
-    fileprivate func rows(_ sql: any PreparedSQL.Type, bindings: PostgresBindings) async throws -> [PostgresRandomAccessRow] {
+    func rows(_ sql: any PreparedSQL.Type, bindings: PostgresBindings) async throws -> [PostgresRandomAccessRow] {
         func run<SQL: PreparedSQL>(_: SQL.Type) async throws -> [PostgresRandomAccessRow] {
             var rows: [PostgresRandomAccessRow] = []
             for try await row in try await execute(Prepared<SQL>(bindings: bindings), logger: PostgresStore.quiet) { rows.append(row) }
@@ -910,12 +890,12 @@ extension PostgresConnection {
         return try await run(sql)
     }
 
-    fileprivate func rows(_ sql: String, _ arguments: [SQLArgument] = []) async throws -> [PostgresRandomAccessRow] {
+    func rows(_ sql: String, _ arguments: [SQLArgument] = []) async throws -> [PostgresRandomAccessRow] {
         try await rows(SQLStatement(text: sql, arguments: arguments))
     }
 
     @discardableResult
-    fileprivate func rows(_ statement: SQLStatement) async throws -> [PostgresRandomAccessRow] {
+    func rows(_ statement: SQLStatement) async throws -> [PostgresRandomAccessRow] {
         try await query(statement.postgresQuery, logger: PostgresStore.quiet).collect().map { $0.makeRandomAccess() }
     }
 
@@ -1011,9 +991,15 @@ struct PostgresURL: CustomStringConvertible {
             }
             configuration = .init(host: host, port: port, username: user, password: password, database: database, tls: tls)
         }
-        configuration.options.additionalStartupParameters = options.map { [("options", $0)] } ?? []
+        configuration.options.additionalStartupParameters = Self.planOnce + (options.map { [("options", $0)] } ?? [])
         return configuration
     }
+
+    /// The store's statements are prepared once per connection (`PreparedStatements`), and each is
+    /// planned once too: left to choose, PostgreSQL planned a change's read and write again at
+    /// every run (their generic plans look dearer to it than they are), which took a fifth of
+    /// its CPU under `bench server`'s single-key updates.
+    static let planOnce = [("plan_cache_mode", "force_generic_plan")]
 
     /// Connects once, outside the pool: a server that is not there, or refuses us, fails now with
     /// its reason, where the pool would go on trying.

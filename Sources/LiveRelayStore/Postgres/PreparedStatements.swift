@@ -1,3 +1,5 @@
+import Foundation
+import LiveActivityKit
 import PostgresNIO
 
 /// A statement PostgreSQL parses once per connection and then only runs with new values. The
@@ -15,8 +17,9 @@ protocol PreparedSQL {
 }
 
 extension PreparedSQL {
-    /// Short and unique: PostgreSQL cuts names at 63 bytes.
-    static var name: String { "liverelay_\(String(describing: Self.self))" }
+    /// Short and unique: PostgreSQL cuts names at 63 bytes. (`_typeName` is cached by the
+    /// runtime; `String(describing:)` took 1.5% of the server's CPU, asked at every execution.)
+    static var name: String { "liverelay_" + _typeName(Self.self, qualified: false) }
 }
 
 /// `SQL` with its values; postgres-nio prepares it on a connection the first time it runs there.
@@ -56,24 +59,91 @@ enum PreparedStatements {
     enum Begin: PreparedSQL { static let sql = "BEGIN" }
     enum Commit: PreparedSQL { static let sql = "COMMIT" }
 
-    enum ActivityForUpdate: PreparedSQL {
-        static let sql = SQLStatement.numbering("SELECT \(ActivityRecord.columns) FROM activities WHERE bundle_id = ? AND key = ? FOR UPDATE")
-    }
     enum Activity: PreparedSQL {
         static let sql = SQLStatement.numbering("SELECT \(ActivityRecord.columns) FROM activities WHERE bundle_id = ? AND key = ?")
     }
+    enum ActivityForUpdate: PreparedSQL {
+        static let sql = SQLStatement.numbering("SELECT \(ActivityRecord.columns) FROM activities WHERE bundle_id = ? AND key = ? FOR UPDATE")
+    }
     enum ActivityChannels: PreparedSQL { static let sql = SQLStatement.numbering(StoreStatements.activityChannels) }
-    enum LiveTokens: PreparedSQL { static let sql = SQLStatement.numbering(StoreStatements.liveTokens) }
-    enum LiveTokenCount: PreparedSQL { static let sql = SQLStatement.numbering(StoreStatements.liveTokenCount) }
-    enum Priority10Counts: PreparedSQL { static let sql = SQLStatement.numbering(StoreStatements.priority10Counts) }
     enum ChannelsOfKey: PreparedSQL { static let sql = SQLStatement.numbering(StoreStatements.channelsOfKeyRecords) }
 
-    enum ChangeActivity: PreparedSQL {
-        static let sql = SQLStatement.numbering(
+    /// What a change reads of its key, in one statement (`ChangeSnapshot`): the key (columns
+    /// 0–12), its channels (13, 14: environments and ids), how many live tokens it has (15) and,
+    /// when the change counts the budget (the first argument), the live tokens themselves (16–22,
+    /// arrays in device order; 18 says where `activity_id` is NULL) and the priority-10 counts by
+    /// device or channel (23, 24); then the version of the key's row (25: `xmin`, which every
+    /// write of the row changes). Arguments: counting, app, key, window start, app, key.
+    /// `LockedChangeSnapshotRead` also locks the key's row until the transaction ends.
+    enum ChangeSnapshotRead: PreparedSQL { static let sql = changeSnapshotRead(locking: false) }
+    enum LockedChangeSnapshotRead: PreparedSQL { static let sql = changeSnapshotRead(locking: true) }
+
+    private static func changeSnapshotRead(locking: Bool) -> String {
+        func tokenArray(_ value: String, _ name: String) -> String {
+            "COALESCE(array_agg(\(value) ORDER BY device_id) FILTER (WHERE budget.counting), '{}') AS \(name)"
+        }
+        return SQLStatement.numbering(
             """
-            UPDATE activities SET content_state = ?, stale_date = ?, relevance_score = ?, last_timestamp = ?,
-                state = ?, ended_at = ?, end_reason = ?, dismissal_date = ?
-            WHERE bundle_id = ? AND key = ?
+            SELECT \(ActivityRecord.columns), c.environments, c.ids, t.live, t.device_ids, t.activity_ids, t.no_activity_ids, t.tokens,
+                t.frequent, t.registered, t.token_environments, p.targets, p.counts, a.xmin::text
+            FROM (SELECT ?::boolean AS counting) budget, activities a,
+            LATERAL (
+                SELECT COALESCE(array_agg(environment ORDER BY environment), '{}') AS environments,
+                    COALESCE(array_agg(channel_id ORDER BY environment), '{}') AS ids
+                FROM activity_channels WHERE bundle_id = a.bundle_id AND key = a.key) c,
+            LATERAL (
+                SELECT COUNT(*) AS live,
+                    \(tokenArray("device_id", "device_ids")), \(tokenArray("COALESCE(activity_id, '')", "activity_ids")),
+                    \(tokenArray("activity_id IS NULL", "no_activity_ids")), \(tokenArray("token", "tokens")),
+                    \(tokenArray("frequent_pushes", "frequent")), \(tokenArray("registered_at", "registered")),
+                    \(tokenArray("environment", "token_environments"))
+                FROM activity_tokens WHERE bundle_id = a.bundle_id AND key = a.key AND state = 'live') t,
+            LATERAL (
+                SELECT COALESCE(array_agg(x.target), '{}') AS targets, COALESCE(array_agg(x.n), '{}') AS counts
+                FROM (\(StoreStatements.priority10Counts)) AS x (target, n) WHERE budget.counting) p
+            WHERE a.bundle_id = ? AND a.key = ?\(locking ? " FOR UPDATE OF a" : "")
+            """)
+    }
+
+    /// What a change writes, in one statement, when the key's row is still the version its plan
+    /// was made from: the key's new content, its payload, the supersede of the key's queued
+    /// updates (when the outbox's rules decide exactly that), the listed pushes (as JSON records,
+    /// `ListedDelivery`) and the fan-out. Queued, the pushes wake the other instances
+    /// (`pg_notify`); handed over, they come back claimed (columns 0–22, NULL when there are none).
+    /// The last column counts the rows changed: 0 when another write came first, and nothing
+    /// was written. Arguments, in order: the key's 8 new values, app, key, version; the payload,
+    /// whether anything is sent; the supersede's time, app, key, whether it applies; status,
+    /// due, now and the JSON of the listed; the fan-out's event, priority, reason, expiration,
+    /// timestamp, request, status, due, now, app, key, whether there is one; queued, the channel
+    /// to notify.
+    enum QueuedChange: PreparedSQL { static let sql = changeWrite(handedOver: false) }
+    enum HandedOverChange: PreparedSQL { static let sql = changeWrite(handedOver: true) }
+
+    private static func changeWrite(handedOver: Bool) -> String {
+        let returning = handedOver ? " RETURNING \(DeliveryRecord.columns)" : ""
+        let supersede = OutboxStatements.move(OutboxRules.supersedingKey(app: "", key: "", at: .distantPast)).text
+        let written = "(SELECT COUNT(*) FROM changed)"
+        return SQLStatement.numbering(
+            """
+            WITH changed AS (
+                UPDATE activities SET content_state = ?, stale_date = ?, relevance_score = ?, last_timestamp = ?,
+                    state = ?, ended_at = ?, end_reason = ?, dismissal_date = ?
+                WHERE bundle_id = ? AND key = ? AND xmin::text = ?
+                RETURNING 1),
+            payload AS (INSERT INTO payloads (body) SELECT ? WHERE ? AND EXISTS (SELECT 1 FROM changed) RETURNING id),
+            superseded AS (\(supersede) AND ? AND EXISTS (SELECT 1 FROM changed)),
+            listed AS (
+                INSERT INTO deliveries (\(StoreStatements.newDeliveryColumns))
+                SELECT d.key, d.event, d.target, d.device_id, d.token, d.channel_id, payload.id, d.priority, d.priority_reason,
+                    d.expiration, d.timestamp, d.request_id, ?, 0, ?, ?, d.environment, d.bundle_id
+                FROM payload, ROWS FROM (json_to_recordset(?::json) AS (\(ListedDelivery.columns))) WITH ORDINALITY AS d
+                ORDER BY d.ordinality\(returning)),
+            fanned AS (
+                INSERT INTO deliveries (\(StoreStatements.newDeliveryColumns))
+                \(StoreStatements.fanOutRows(payload: "(SELECT id FROM payload)", and: "?"))\(returning))
+            \(handedOver
+                ? "SELECT pushes.*, \(written) FROM (SELECT 1) one LEFT JOIN (SELECT * FROM listed UNION ALL SELECT * FROM fanned) pushes ON true"
+                : "SELECT \(written), (SELECT pg_notify(?, '') FROM payload)")
             """)
     }
 
@@ -121,4 +191,33 @@ enum PreparedStatements {
     enum NextDue: PreparedSQL {
         static let sql = "SELECT MIN(next_attempt_at) FROM deliveries WHERE \(OutboxStatements.statusCondition(.claim))"
     }
+}
+
+/// A listed push of a change as `QueuedChange` and `HandedOverChange` read it: one record of a
+/// JSON array (`json_to_recordset`), so that one statement writes any number, NULLs included.
+enum ListedDelivery {
+    /// The record's fields and their types, in the order `json(_:)` writes them.
+    static let columns = fields.map { "\($0.name) \($0.type)" }.joined(separator: ", ")
+
+    static func json(_ deliveries: [NewDelivery]) -> String {
+        JSONValue.array(deliveries.map { delivery in .object(fields.map { ($0.name, $0.value(delivery)) }) }).serializedString
+    }
+
+    private static let fields: [(name: String, type: String, value: @Sendable (NewDelivery) -> JSONValue)] = [
+        ("key", "text", { .string($0.push.key) }),
+        ("event", "text", { .string($0.push.event) }),
+        ("target", "text", { .string($0.target.columns.0) }),
+        ("device_id", "text", { text($0.target.columns.1) }),
+        ("token", "text", { text($0.target.columns.2) }),
+        ("channel_id", "text", { text($0.target.columns.3) }),
+        ("priority", "bigint", { .number(String($0.push.priority)) }),
+        ("priority_reason", "text", { .string($0.push.priorityReason) }),
+        ("expiration", "bigint", { $0.push.expiration.map { .number(String($0)) } ?? .null }),
+        ("timestamp", "bigint", { .number(String($0.push.timestamp)) }),
+        ("request_id", "text", { .string($0.push.requestID) }),
+        ("environment", "text", { .string($0.environment.rawValue) }),
+        ("bundle_id", "text", { .string($0.push.bundleID) }),
+    ]
+
+    private static func text(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
 }

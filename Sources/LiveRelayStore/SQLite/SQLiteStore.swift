@@ -287,6 +287,10 @@ public final class SQLiteStore: RelayStore {
             let (planned, outcome) = try plan(
                 ChangeSnapshot(activity: activity, liveTokens: tokens, liveTokenCount: tokenCount, priority10Counts: counts, channels: channels))
             try Self.updateChanged(db, activity: planned.activity)
+            // Written before an end ends the tokens: its fan-out goes to those live until now.
+            let claimed = try Self.enqueue(
+                db, payloads: [planned.payload], deliveries: planned.deliveries, fanOut: planned.fanOut.map { ($0, tokenCount) },
+                at: planned.acceptedAt, handOver: context.handOver)
             if planned.activity.state == .ended {
                 try db.run(
                     StoreStatements.endKeyTokens,
@@ -297,9 +301,6 @@ public final class SQLiteStore: RelayStore {
                         [deleteAfter.seconds, app, key])
                 }
             }
-            let claimed = try Self.enqueue(
-                db, payloads: planned.payloads, deliveries: planned.deliveries, fanOut: planned.fanOut.map { ($0, tokenCount) },
-                at: planned.acceptedAt, handOver: context.handOver)
             try Self.record(db, context: context, response: planned.response, at: planned.acceptedAt)
             return Accepted(outcome: outcome, claimed: claimed)
         }

@@ -1,0 +1,115 @@
+import Foundation
+import LiveActivityKit
+import PostgresNIO
+
+/// An update or end of one key on PostgreSQL: one statement reads what its plan needs
+/// (`ChangeSnapshotRead`), one writes what the plan decided (`QueuedChange`, `HandedOverChange`).
+struct KeyChange {
+    let app: String
+    let key: String
+    let budgetWindowStart: Date?
+    let handOver: HandOver?
+
+    /// A change written, with the answer to keep with it and when it was accepted.
+    struct Written<Outcome: Sendable>: Sendable {
+        var accepted: Accepted<Outcome>
+        var response: StoredResponse
+        var acceptedAt: Date
+    }
+
+    /// Reads, plans and writes the change; nil when it was not written, unlocked, because the
+    /// key's row changed since it was read or the plan needs more than one statement writes.
+    func write<Outcome: Sendable>(
+        _ db: PostgresConnection, locked: Bool, plan: (ChangeSnapshot) throws -> (ChangePlan, Outcome)
+    ) async throws -> Written<Outcome>? {
+        var (snapshot, version) = try await read(db, locked: locked)
+        if let activity = snapshot.activity, !activity.channelIDs.isEmpty {
+            snapshot.channels = try await db.rows(PreparedStatements.ChannelsOfKey.self, [.text(app), .text(key)]).map(ChannelRecord.init(row:))
+        }
+        let (planned, outcome) = try plan(snapshot)
+        let at = planned.acceptedAt
+        let ends = planned.activity.state == .ended
+        let decisions = OutboxRules.decisions(after: .accepted(deliveries: planned.deliveries, fanOut: planned.fanOut), at: at)
+        let keySupersede = OutboxRules.supersedingKey(app: app, key: key, at: at)
+        let supersedesInStatement = decisions == [.move(keySupersede)]
+        if !locked && (ends || !(supersedesInStatement || decisions.isEmpty)) { return nil }
+        if !supersedesInStatement { try await db.carryOut(decisions) }
+
+        let entry = OutboxRules.entry(
+            count: planned.deliveries.count + (planned.fanOut == nil ? 0 : snapshot.liveTokenCount), handOver: handOver, at: at)
+        let handedOver = entry.status != .queued
+        let changed = planned.activity
+        let fanOut = planned.fanOut
+        var arguments: [SQLArgument] = [
+            .text(changed.contentState?.serializedString), .seconds(changed.staleDate), .real(changed.relevanceScore),
+            .integer(changed.lastTimestamp), .text(changed.state.rawValue), .seconds(changed.endedAt), .text(changed.endReason),
+            .seconds(changed.dismissalDate), .text(app), .text(key), .text(version),
+            .bytes(planned.payload), .bool(!planned.deliveries.isEmpty || fanOut != nil),
+        ]
+        arguments += OutboxStatements.move(keySupersede).arguments + [.bool(supersedesInStatement)]
+        arguments += [.text(entry.status.rawValue), .seconds(entry.due), .seconds(at), .text(ListedDelivery.json(planned.deliveries))]
+        arguments += [
+            .text(fanOut?.event), .integer(fanOut.map { Int64($0.priority) }), .text(fanOut?.priorityReason), .integer(fanOut?.expiration),
+            .integer(fanOut?.timestamp), .text(fanOut?.requestID), .text(entry.status.rawValue), .seconds(entry.due), .seconds(at),
+            .text(app), .text(key), .bool(fanOut != nil),
+        ]
+        var claimed: [DeliveryRecord] = []
+        if handedOver {
+            let rows = try await db.rows(PreparedStatements.HandedOverChange.self, arguments)
+            guard rows.first?.integer(23) == 1 else { return nil }
+            claimed = rows.filter { $0.integer(0) != nil }.map { row in
+                var record = DeliveryRow(row: row).record
+                record.payload = planned.payload
+                return record
+            }.sorted { $0.id < $1.id }
+        } else {
+            let rows = try await db.rows(PreparedStatements.QueuedChange.self, arguments + [.text(PostgresStore.outboxChannel)])
+            guard rows.first?.integer(0) == 1 else { return nil }
+        }
+        // After the change's pushes are written: an end's fan-out goes to the tokens live until now.
+        if ends {
+            try await db.run(StoreStatements.endKeyTokens, [.text(app), .text(key)])
+            if let deleteAfter = planned.channelDeleteAfter {
+                try await db.run(StoreStatements.deleteKeyChannelsAfter, [.seconds(deleteAfter), .text(app), .text(key)])
+            }
+        }
+        return Written(accepted: Accepted(outcome: outcome, claimed: claimed), response: planned.response, acceptedAt: at)
+    }
+
+    /// The key as its plan sees it, and the version of its row.
+    private func read(_ db: PostgresConnection, locked: Bool) async throws -> (ChangeSnapshot, version: String) {
+        // Not counting, the counts' window starts after every push there is.
+        let arguments: [SQLArgument] = [
+            .bool(budgetWindowStart != nil), .text(app), .text(key), .real(budgetWindowStart?.timeIntervalSince1970 ?? .greatestFiniteMagnitude),
+            .text(app), .text(key),
+        ]
+        let statement: any PreparedSQL.Type = locked ? PreparedStatements.LockedChangeSnapshotRead.self : PreparedStatements.ChangeSnapshotRead.self
+        guard let row = try await db.rows(statement, arguments).first else { return (ChangeSnapshot(activity: nil), "") }
+        var activity = ActivityRecord(row: row)
+        for (environment, id) in zip(try row[13].decode([String].self), try row[14].decode([String].self)) {
+            activity.channelIDs[PushEnvironment(rawValue: environment) ?? .sandbox] = id
+        }
+        let devices = try row[16].decode([String].self), activityIDs = try row[17].decode([String].self)
+        let noActivityID = try row[18].decode([Bool].self), tokens = try row[19].decode([String].self)
+        let frequent = try row[20].decode([Bool].self), registered = try row[21].decode([Double].self)
+        let environments = try row[22].decode([String].self)
+        let liveTokens = devices.indices.map { index in
+            ActivityTokenRecord(
+                bundleID: app, key: key, deviceID: devices[index], activityID: noActivityID[index] ? nil : activityIDs[index],
+                token: tokens[index], frequentPushesEnabled: frequent[index],
+                environment: PushEnvironment(rawValue: environments[index]) ?? .sandbox,
+                registeredAt: Date(timeIntervalSince1970: registered[index]), state: .live, stateReason: nil)
+        }
+        let counts = Dictionary(
+            zip(try row[23].decode([String].self), try row[24].decode([Int64].self).map(Int.init)), uniquingKeysWith: { $0 + $1 })
+        let snapshot = ChangeSnapshot(activity: activity, liveTokens: liveTokens, liveTokenCount: row.int(15) ?? 0, priority10Counts: counts)
+        return (snapshot, row.string(25))
+    }
+}
+
+/// What the store's own rules say cannot happen, happened: the request fails without writing.
+struct PostgresStoreInconsistency: Error, CustomStringConvertible {
+    let description: String
+
+    init(_ description: String) { self.description = description }
+}
