@@ -214,6 +214,8 @@ extension Bench {
                 let share = fanOut.rate / ((before + after) / 2)
                 shares.append(share)
                 say("fan-out \(round) of \(fanOuts), one update to \(activities) activities: \(String(format: "%.2f", fanOut.seconds)) s, \(Int(fanOut.rate)) pushes/s (accepted in \(String(format: "%.0f", fanOut.acceptSeconds * 1000)) ms); bench client after: \(Int(after)) pushes/s; share \(String(format: "%.0f", 100 * share))%")
+                let sending = try await apis[0].gauges(["liverelay_in_flight_limit", "liverelay_apns_connections", "liverelay_apns_round_trip_shortest_microseconds"])
+                say("  then: in flight at most \(sending[0]), \(sending[1]) APNs connection(s), shortest round trip \(String(format: "%.1f", Double(sending[2]) / 1000)) ms; server 1 resident memory \(servers[0].memory().current) MB")
                 before = after
             }
             if !distanceShare, fanOuts > 0 {
@@ -377,6 +379,7 @@ extension Bench {
             let warmup = rate
             let total = warmup + rate * seconds
             let interval = 1.0 / Double(rate)
+            let clients = try apis.map { try BenchLoadClient(baseURL: $0.baseURL) }
             let start = ContinuousClock.now
             let results = await withTaskGroup(of: (latency: Double, lag: Double, status: Int)?.self) { group in
                 for index in 0..<total {
@@ -386,8 +389,9 @@ extension Bench {
                         let sent = ContinuousClock.now
                         let key = "order-\(index % keyCount)"
                         let body = JSONValue.object([("contentState", .object([("status", .string("step \(index)")), ("etaMinutes", .integer(index % 60))]))])
-                        let answer = try? await apis[index % apis.count].post("/v1/activities/\(key)/update", key: spread[index % spread.count], body: body)
-                        return index < warmup ? nil : ((ContinuousClock.now - due).seconds, (sent - due).seconds, answer.map { Int($0.status) } ?? 0)
+                        let status = try? await clients[index % clients.count].post(
+                            "/v1/activities/\(key)/update", bearer: spread[index % spread.count], body: body.serialized)
+                        return index < warmup ? nil : ((ContinuousClock.now - due).seconds, (sent - due).seconds, status ?? 0)
                     }
                 }
                 var results: [(latency: Double, lag: Double, status: Int)] = []
@@ -395,6 +399,7 @@ extension Bench {
                 return results
             }
             let elapsed = (ContinuousClock.now - start).seconds
+            for client in clients { await client.close() }
             let sorted = results.map(\.latency).sorted()
             let lags = results.map(\.lag).sorted()
             return Latency(

@@ -63,9 +63,15 @@ import Testing
                 let changed = try await client.sendJSON(.put, "/latency", #"{"sandbox": "0", "production": "40-120"}"#)
                 #expect(changed.status == 200 && changed.body == .object([("sandbox", .string("0")), ("production", .string("40-120"))]))
             }
-            let quick = ContinuousClock.now
-            try await apns.send(payload, to: DeviceToken(tokens[1]), topic: bundle)
-            #expect(ContinuousClock.now - quick < latency, "at once again")
+            // The quickest of three in a row: a busy machine (the whole suite on two cores) once
+            // took 690 ms over one push; with the latency still in force, each would take 600 ms.
+            var quickest = Duration.seconds(60)
+            for token in tokens[1...3] {
+                let quick = ContinuousClock.now
+                try await apns.send(payload, to: DeviceToken(token), topic: bundle)
+                quickest = min(quickest, ContinuousClock.now - quick)
+            }
+            #expect(quickest < latency, "at once again")
         }
     }
 }
