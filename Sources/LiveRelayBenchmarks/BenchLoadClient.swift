@@ -4,31 +4,53 @@ import NIOPosix
 import Synchronization
 
 /// The load generator of `bench server`'s latency run: HTTP/1.1 POSTs on kept-alive connections,
-/// one request at a time on each, a connection opened whenever none is free. It does nothing
-/// else, because it shares the machine with what it measures: AsyncHTTPClient spent 0.3 ms of CPU
-/// a request (tracing, redirects, its pool's tasks), a third of a core at 1,000 requests/s.
+/// one request at a time on each, at most `connections` of them (as many as AsyncHTTPClient was
+/// allowed; a request waits for one when all are busy, and its wait counts in its latency). It
+/// does nothing else, because it shares the machine with what it measures: AsyncHTTPClient spent
+/// 0.3 ms of CPU a request (tracing, redirects, its pool's tasks), a third of a core at 1,000
+/// requests/s.
 final class BenchLoadClient: Sendable {
     private let host: String
     private let port: Int
-    private let idle = Mutex<[any Channel]>([])
+    private let connections: Int
+    private let pool = Mutex(Pool())
+
+    private struct Pool {
+        var idle: [any Channel] = []
+        var open = 0
+        var waiting: [CheckedContinuation<Lease, any Error>] = []
+    }
+
+    private enum Lease {
+        case channel(any Channel)
+        case connect
+    }
 
     /// `baseURL` as `http://host:port`.
-    init(baseURL: String) throws {
+    init(baseURL: String, connections: Int = 64) throws {
         let address = baseURL.replacing("http://", with: "").split(separator: ":")
         guard address.count == 2, let port = Int(address[1]) else { throw BenchLoadClientError("not an http://host:port address: \(baseURL)") }
-        (host, self.port) = (String(address[0]), port)
+        (host, self.port, self.connections) = (String(address[0]), port, connections)
     }
 
     /// The answer's status, or an error when the connection failed.
     func post(_ path: String, bearer: String, body: [UInt8]) async throws -> Int {
         let channel: any Channel
-        if let free = idle.withLock({ $0.popLast() }) { channel = free } else { channel = try await connect() }
+        switch try await lease() {
+        case .channel(let free): channel = free
+        case .connect:
+            do { channel = try await connect() } catch {
+                giveBack(nil)
+                throw error
+            }
+        }
         let answer = channel.eventLoop.makePromise(of: Int.self)
-        var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: path)
-        head.headers.add(name: "host", value: "\(host):\(port)")
-        head.headers.add(name: "authorization", value: "Bearer \(bearer)")
-        head.headers.add(name: "content-type", value: "application/json")
-        head.headers.add(name: "content-length", value: String(body.count))
+        let head = HTTPRequestHead(
+            version: .http1_1, method: .POST, uri: path,
+            headers: [
+                "host": "\(host):\(port)", "authorization": "Bearer \(bearer)", "content-type": "application/json",
+                "content-length": String(body.count),
+            ])
         let buffer = channel.allocator.buffer(bytes: body)
         channel.eventLoop.execute {
             do {
@@ -42,16 +64,48 @@ final class BenchLoadClient: Sendable {
         }
         do {
             let status = try await answer.futureResult.get()
-            idle.withLock { $0.append(channel) }
+            giveBack(channel)
             return status
         } catch {
             try? await channel.close()
+            giveBack(nil)
             throw error
         }
     }
 
     func close() async {
-        for channel in idle.withLock({ channels in defer { channels = [] }; return channels }) { try? await channel.close() }
+        for channel in pool.withLock({ pool in defer { pool.idle = [] }; return pool.idle }) { try? await channel.close() }
+    }
+
+    /// A free connection, or the right to open one, or a wait for either.
+    private func lease() async throws -> Lease {
+        try await withCheckedThrowingContinuation { waiter in
+            let now: Lease? = pool.withLock { pool in
+                if let free = pool.idle.popLast() { return .channel(free) }
+                if pool.open < connections {
+                    pool.open += 1
+                    return .connect
+                }
+                pool.waiting.append(waiter)
+                return nil
+            }
+            if let now { waiter.resume(returning: now) }
+        }
+    }
+
+    /// A connection done with its request, or (nil) one that failed or never opened: the next
+    /// waiter takes it, or the right to open another.
+    private func giveBack(_ channel: (any Channel)?) {
+        let (waiter, lease): (CheckedContinuation<Lease, any Error>?, Lease) = pool.withLock { pool in
+            let waiter = pool.waiting.isEmpty ? nil : pool.waiting.removeFirst()
+            if let channel {
+                if waiter == nil { pool.idle.append(channel) }
+                return (waiter, .channel(channel))
+            }
+            if waiter == nil { pool.open -= 1 }
+            return (waiter, .connect)
+        }
+        waiter?.resume(returning: lease)
     }
 
     private func connect() async throws -> any Channel {

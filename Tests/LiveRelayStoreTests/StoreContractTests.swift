@@ -370,7 +370,9 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         let store = try await kind.make().store
         try await store.registerActivity("match", on: ["iphone-1", "iphone-2"])
         _ = try await store.endActivityToken(app: testApp, key: "match", deviceID: "iphone-2", state: .ended, at: t0)
-        try await store.saveActivityToken(activityToken("match", "iphone-3"), attributesType: deliveryType)
+        var third = activityToken("match", "iphone-3", environment: .production, at: t0 + 1.25)
+        (third.activityID, third.frequentPushesEnabled) = ("activity-3", true)
+        try await store.saveActivityToken(third, attributesType: deliveryType)
         try await store.change("match", body: "u1", at: t0 + 10, priority: 10)
         try await store.sendEverythingDue(at: t0 + 10)
         try await store.change("match", body: "u2", at: t0 + 20, priority: 5)
@@ -381,6 +383,13 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         // u1 (sent) and u4 (queued) count; u2 went at 5; u3 was never sent.
         let snapshot = try await store.change("match", body: "u5", at: t0 + 50, priority: 5)
         #expect(snapshot.liveTokens.map(\.deviceID) == ["iphone-1", "iphone-3"])
+        // Each as it was registered (iphone-1 without an activity id), without its last result.
+        let registered = try await store.activityTokens(app: testApp, key: "match").filter { $0.state == .live }.map { token in
+            var token = token
+            (token.lastStatus, token.lastReason, token.lastDeliveryAt) = (nil, nil, nil)
+            return token
+        }
+        #expect(snapshot.liveTokens == registered && registered.map(\.activityID) == [nil, "activity-3"])
         #expect(snapshot.priority10Counts == ["iphone-1": 1 + 1, "iphone-3": 1 + 1])
         #expect(snapshot.activity?.lastTimestamp == Int64(t0.timeIntervalSince1970) + 40)
         // A plan with a fixed priority asks for no counts, and gets none: only the number of live
