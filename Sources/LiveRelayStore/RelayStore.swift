@@ -59,7 +59,8 @@ public protocol RelayStore: Sendable {
     /// Updates or ends a key: stores the plan made from the key, its live tokens and their
     /// priority-10 counts since `budgetWindowStart`. When that is nil, the plan gives every push
     /// one priority: the snapshot then holds only the number of live tokens, and the plan's
-    /// `fanOut` goes to each. The change supersedes the key's pushes still queued.
+    /// `fanOut` goes to each. The change supersedes the key's pushes still queued. `plan` must be
+    /// pure: a store may call it again when the key changed before the plan could be written.
     ///
     /// Both return the outcome the plan gave with it (what the service answers).
     ///

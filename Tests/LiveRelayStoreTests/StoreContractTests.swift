@@ -642,14 +642,18 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
 
     /// Changes of one key from two writers are planned one after the other, each from what the
     /// one before wrote: none is lost, and the timestamps only grow.
-    @Test(arguments: StoreKind.allCases) func twoWritersChangingOneKeyPlanOneAfterTheOther(kind: StoreKind) async throws {
+    /// Planned token by token (counting the budget) or written as the store's own fan-out.
+    @Test(arguments: StoreKind.allCases, [true, false])
+    func twoWritersChangingOneKeyPlanOneAfterTheOther(kind: StoreKind, countingBudget: Bool) async throws {
         let subject = try await kind.make()
         let (one, two) = (subject.store, try subject.reopen())
         try await one.saveActivityToken(activityToken("match", "iphone-1"), attributesType: deliveryType)
         let seen = try await withThrowingTaskGroup(of: Int64.self) { group in
             for index in 0..<8 {
                 let store = index.isMultiple(of: 2) ? one : two
-                group.addTask { try await store.change("match", body: "u\(index)", at: t0).activity!.lastTimestamp }
+                group.addTask {
+                    try await store.change("match", body: "u\(index)", at: t0, countingBudget: countingBudget).activity!.lastTimestamp
+                }
             }
             return try await group.reduce(into: [Int64]()) { $0.append($1) }
         }

@@ -12,8 +12,9 @@ import Synchronization
 ///
 /// - A claim takes due pushes `FOR UPDATE SKIP LOCKED`: two instances claiming at once get
 ///   different pushes, neither waits for the other.
-/// - A change locks its key's row first (`FOR UPDATE`), so the changes of one key are planned one
-///   after the other, each from what the previous one wrote.
+/// - A change writes its key only if the key's row is still the version it planned from, or
+///   else plans again holding the row (`FOR UPDATE`), so the changes of one key are applied one
+///   after the other, each from what the previous one wrote (`KeyChange`).
 /// - Ids come from `RETURNING`, never from "every row above the highest id", which only holds
 ///   with one writer.
 /// - A unique key taken by a concurrent writer (a start's activity key, an idempotency key) is

@@ -119,6 +119,9 @@ enum PreparedStatements {
     enum QueuedChange: PreparedSQL { static let sql = changeWrite(handedOver: false) }
     enum HandedOverChange: PreparedSQL { static let sql = changeWrite(handedOver: true) }
 
+    /// Each push-writing `INSERT … SELECT` takes its values straight in its own select list: a
+    /// parameter there gets its column's type, where one in a nested `SELECT` or a `UNION` would be
+    /// typed text (so the fan-out's condition goes in its `WHERE`, not around it).
     private static func changeWrite(handedOver: Bool) -> String {
         let returning = handedOver ? " RETURNING \(DeliveryRecord.columns)" : ""
         let supersede = OutboxStatements.move(OutboxRules.supersedingKey(app: "", key: "", at: .distantPast)).text
@@ -140,7 +143,7 @@ enum PreparedStatements {
                 ORDER BY d.ordinality\(returning)),
             fanned AS (
                 INSERT INTO deliveries (\(StoreStatements.newDeliveryColumns))
-                \(StoreStatements.fanOutRows(payload: "(SELECT id FROM payload)", and: "?"))\(returning))
+                \(StoreStatements.fanOutRows(payload: "(SELECT id FROM payload)", and: "? AND EXISTS (SELECT 1 FROM payload)"))\(returning))
             \(handedOver
                 ? "SELECT pushes.*, \(written) FROM (SELECT 1) one LEFT JOIN (SELECT * FROM listed UNION ALL SELECT * FROM fanned) pushes ON true"
                 : "SELECT \(written), (SELECT pg_notify(?, '') FROM payload)")
