@@ -24,6 +24,9 @@ struct KeyChange {
     ) async throws -> Written<Outcome>? {
         var (snapshot, version) = try await read(db, locked: locked)
         if let activity = snapshot.activity, !activity.channelIDs.isEmpty {
+            // Its broadcasts supersede their channels' queued pushes, decisions the write does not
+            // carry out itself: such a change is made holding the key.
+            guard locked else { return nil }
             snapshot.channels = try await db.rows(PreparedStatements.ChannelsOfKey.self, [.text(app), .text(key)]).map(ChannelRecord.init(row:))
         }
         let (planned, outcome) = try plan(snapshot)
