@@ -746,22 +746,20 @@ extension PostgresStore {
     /// Rows per INSERT of planned deliveries: 18 values each, well under PostgreSQL's 65,535.
     private static let insertBatch = 500
 
-    /// Writes the pushes of an accepted request, each payload once, after carrying out what the
+    /// Writes the pushes of an accepted start, each payload once, after carrying out what the
     /// outbox's rules say they make pointless: queued, or claimed for the dispatcher (and
-    /// returned) when a hand-over allows as many. `fanOut` is a push to each live token of its
-    /// key, of which there are `count`.
+    /// returned) when a hand-over allows as many. (A change writes its own: `KeyChange`.)
     private static func enqueue(
-        _ db: PostgresConnection, payloads: [[UInt8]], deliveries: [NewDelivery], fanOut: (push: NewPush, count: Int)? = nil, at: Date,
-        handOver: HandOver?
+        _ db: PostgresConnection, payloads: [[UInt8]], deliveries: [NewDelivery], at: Date, handOver: HandOver?
     ) async throws -> [DeliveryRecord] {
-        guard !deliveries.isEmpty || fanOut != nil else { return [] }
+        guard !deliveries.isEmpty else { return [] }
         var payloadIDs: [Int64] = []
         for payload in payloads {
             let id = try await db.rows(PreparedStatements.InsertPayload.self, [.bytes(payload)]).first?.integer(0)
             payloadIDs.append(id ?? 0)
         }
-        try await db.carryOut(.accepted(deliveries: deliveries, fanOut: fanOut?.push), at: at)
-        let entry = OutboxRules.entry(count: deliveries.count + (fanOut?.count ?? 0), handOver: handOver, at: at)
+        try await db.carryOut(.accepted(deliveries: deliveries, fanOut: nil), at: at)
+        let entry = OutboxRules.entry(count: deliveries.count, handOver: handOver, at: at)
         let handedOver = entry.status != .queued
         let returning = handedOver ? " RETURNING \(DeliveryRecord.columns)" : ""
         let fixed: [SQLArgument] = [.text(entry.status.rawValue), .seconds(entry.due), .seconds(at)]
@@ -793,16 +791,6 @@ extension PostgresStore {
         if !handedOver {
             // The other instances help send them (the dispatcher here is told in-process).
             try await db.run("SELECT pg_notify(?, '')", [.text(outboxChannel)])
-        }
-        if let push = fanOut?.push {
-            rows += try await db.rows(
-                StoreStatements.fanOut + returning,
-                [
-                    .text(push.event), .integer(payloadIDs[push.payloadIndex]), .integer(Int64(push.priority)), .text(push.priorityReason),
-                    .integer(push.expiration), .integer(push.timestamp), .text(push.requestID), fixed[0], fixed[1], fixed[2],
-                    .text(push.bundleID), .text(push.key),
-                ]
-            ).map(DeliveryRow.init(row:))
         }
         guard handedOver else { return [] }
         let payloadsByID = Dictionary(uniqueKeysWithValues: zip(payloadIDs, payloads))
