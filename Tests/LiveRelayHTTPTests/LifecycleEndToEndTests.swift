@@ -92,6 +92,28 @@ struct LifecycleEndToEndTests {
         }
     }
 
+    /// An end with an alert has one priority for every push, so the store writes it to each live
+    /// token itself: it must still reach the devices whose tokens the end ends.
+    @Test func anEndWithAnAlertReachesEveryDevice() async throws {
+        try await withRelayHarness { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            try await relay.addRegisteredDevice("iphone-2")
+            #expect(try await relay.post("/v1/activities/order-42/start", startBody(key: "order-42")).status == 201)
+            try await relay.dispatch()
+            for device in ["iphone-1", "iphone-2"] { try await relay.waitForToken("order-42", device: device) }
+
+            let end = try await relay.post("/v1/activities/order-42/end", .object([
+                ("contentState", content("delivered", 0)), ("alert", json(#"{"title": "Delivered", "body": "Enjoy"}"#)),
+            ]))
+            #expect(end.status == 200 && end.json["deliveries"] == .integer(2))
+            try await relay.dispatch()
+            for device in ["iphone-1", "iphone-2"] {
+                let ended = try #require(try relay.activity(on: device))
+                #expect(ended.state == .ended && ended.content.state == content("delivered", 0), "on \(device)")
+            }
+        }
+    }
+
     @Test func everyPushOfARequestCarriesItsTimestampAndTheNextOneIsNewer() async throws {
         try await withRelayHarness { relay in
             try await relay.startActivity("k", on: ["iphone-1"])
