@@ -140,4 +140,3 @@ struct InFlightSizing: Sendable {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }
-

@@ -190,9 +190,9 @@ extension Bench {
                 let share = far.rate / near.rate
                 shares.append(share)
                 farSeconds.append(far.settledSeconds)
-                let sending = try await apis[0].gauges(["liverelay_in_flight_limit", "liverelay_apns_connections", "liverelay_apns_round_trip_shortest_microseconds"])
+                let sending = try await apis[0].sending()
                 say("fan-out \(round) of \(fanOuts), one update to \(activities) activities: at 0 ms \(String(format: "%.2f", near.seconds)) s, \(Int(near.rate)) pushes/s; at \(distance) \(String(format: "%.2f", far.seconds)) s, \(Int(far.rate)) pushes/s; share \(String(format: "%.0f", 100 * share))%")
-                say("  then: in flight at most \(sending[0]), \(sending[1]) APNs connection(s), shortest round trip \(String(format: "%.1f", Double(sending[2]) / 1000)) ms; CPU µs a push, server and emulator: at 0 ms \(Int(nearServer)) and \(Int(nearEmulator)), at \(distance) \(Int(farServer)) and \(Int(farEmulator))")
+                say("  then: \(sending); CPU µs a push, server and emulator: at 0 ms \(Int(nearServer)) and \(Int(nearEmulator)), at \(distance) \(Int(farServer)) and \(Int(farEmulator))")
             }
             if badDay {
                 // GOAWAY at 30% of the fan-out, a dropped connection at 50%, a freeze at 70%.
@@ -214,8 +214,7 @@ extension Bench {
                 let share = fanOut.rate / ((before + after) / 2)
                 shares.append(share)
                 say("fan-out \(round) of \(fanOuts), one update to \(activities) activities: \(String(format: "%.2f", fanOut.seconds)) s, \(Int(fanOut.rate)) pushes/s (accepted in \(String(format: "%.0f", fanOut.acceptSeconds * 1000)) ms); bench client after: \(Int(after)) pushes/s; share \(String(format: "%.0f", 100 * share))%")
-                let sending = try await apis[0].gauges(["liverelay_in_flight_limit", "liverelay_apns_connections", "liverelay_apns_round_trip_shortest_microseconds"])
-                say("  then: in flight at most \(sending[0]), \(sending[1]) APNs connection(s), shortest round trip \(String(format: "%.1f", Double(sending[2]) / 1000)) ms; server 1 resident memory \(servers[0].memory().current) MB")
+                say("  then: \(try await apis[0].sending()); server 1 resident memory \(servers[0].memory().current) MB")
                 before = after
             }
             if !distanceShare, fanOuts > 0 {
@@ -428,13 +427,16 @@ struct BenchAPI: Sendable {
         var text: String
     }
 
-    /// The values of gauges on `/metrics`, in order (0 when absent).
-    func gauges(_ names: [String]) async throws -> [Int] {
+    /// How the server sends now, from its gauges on `/metrics` (0 when absent): its in-flight
+    /// limit, its APNs connections and the shortest round trip it measured.
+    func sending() async throws -> String {
         var request = HTTPClientRequest(url: baseURL + "/metrics")
         request.headers.add(name: "authorization", value: "Bearer \(keys.admin)")
         let response = try await http.execute(request, timeout: .seconds(30))
         let values = RelayMetrics.unlabelledValues(in: String(buffer: try await response.body.collect(upTo: 4 * 1024 * 1024)))
-        return names.map { values[$0] ?? 0 }
+        let roundTrip = Double(values["liverelay_apns_round_trip_shortest_microseconds"] ?? 0) / 1000
+        return "in flight at most \(values["liverelay_in_flight_limit"] ?? 0), \(values["liverelay_apns_connections"] ?? 0) APNs connection(s), "
+            + "shortest round trip \(String(format: "%.1f", roundTrip)) ms"
     }
 
     func post(_ path: String, key: String, body: JSONValue) async throws -> Answer {
