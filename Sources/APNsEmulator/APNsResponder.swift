@@ -117,8 +117,7 @@ struct APNsResponder: RequestResponder {
         if let expiration = request.header("apns-expiration"), Int64(expiration) == nil || expiration.hasPrefix("-") {
             return reply.reject(.badExpirationDate)
         }
-        guard (try? DeviceToken(token)) != nil else { return reply.reject(.badDeviceToken) }
-        guard let known = registry.token(token), known.environment == environment else {
+        guard let parsed = try? DeviceToken(token), let known = registry.token(parsed), known.environment == environment else {
             return reply.reject(.badDeviceToken)
         }
         switch known.state {
@@ -164,14 +163,19 @@ struct APNsResponder: RequestResponder {
 
     /// A bundle id (letters, digits, hyphens, dot-separated parts), optionally with a push-type suffix.
     static func isWellFormed(topic: String) -> Bool {
-        topic.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).allSatisfy { part in
-            !part.isEmpty && part.allSatisfy { byte in
-                switch byte {
-                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"): true
-                default: false
-                }
+        var partLength = 0
+        for byte in topic.utf8 {
+            switch byte {
+            case UInt8(ascii: "."):
+                guard partLength > 0 else { return false }
+                partLength = 0
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"):
+                partLength += 1
+            default:
+                return false
             }
         }
+        return partLength > 0
     }
 
     /// The push types Apple documents for `apns-push-type`.
@@ -280,8 +284,12 @@ struct APNsResponder: RequestResponder {
 
     /// Whether a header was sent twice (HTTP/2 allows split `cookie` headers; APNs takes none).
     private func repeatsAHeader(_ request: ReceivedRequest) -> Bool {
-        var seen = Set<String>()
-        return request.headers.contains { !seen.insert($0.name).inserted && $0.name != "cookie" }
+        // Each against those after it: a request has about ten headers, fewer compares than a
+        // set's hashing and allocation for every push.
+        let names = request.headers.lazy.map(\.name)
+        return names.indices.contains { index in
+            names[index] != "cookie" && names[names.index(after: index)...].contains(names[index])
+        }
     }
 }
 
@@ -310,7 +318,7 @@ private struct Reply {
     let idHeader: String
     var id: String?
 
-    private var idValue: String { id ?? UUID().uuidString.lowercased() }
+    private var idValue: String { id ?? GeneratedUUID.string() }
 
     /// The reason's documented status and `{"reason": …}` body (for 410 with the `timestamp`),
     /// with the id header.
@@ -322,7 +330,7 @@ private struct Reply {
     /// Success of a push: HEADERS only, with the id and (in the sandbox, and for broadcasts) `apns-unique-id`.
     func accept(uniqueID: Bool) -> Verdict {
         var headers = [(name: idHeader, value: idValue)]
-        if uniqueID { headers.append(("apns-unique-id", UUID().uuidString.lowercased())) }
+        if uniqueID { headers.append(("apns-unique-id", GeneratedUUID.string())) }
         return Verdict(status: 200, reason: nil, headers: headers, body: nil)
     }
 

@@ -64,7 +64,7 @@ public final class EmulatorJournal: Sendable {
         _ request: ReceivedRequest, _ environment: PushEnvironment, status: Int?, reason: APNsReason?, fault: EmulatorFault.Action?, streamError: String?, at time: Date
     ) {
         let headers = request.headers.map { header in
-            header.name == "authorization" ? (header.name, "bearer <provider token elided>") : header
+            header.name == "authorization" ? (name: header.name, value: "bearer <provider token elided>") : header
         }
         var entry = RecordedRequest(
             sequence: 0, time: time, environment: environment, connectionID: request.connectionID, method: request.method, path: request.path,

@@ -123,6 +123,9 @@ public final class EmulatorRegistry: Sendable {
     func key(_ keyID: String) -> EmulatorKey? { state.withLock { $0.keys[keyID] } }
     public func token(_ hex: String) -> EmulatorToken? { state.withLock { $0.tokens[hex.lowercased()] } }
 
+    /// The registered token, looked up as it is (a `DeviceToken` is lowercase already).
+    func token(_ token: DeviceToken) -> EmulatorToken? { state.withLock { $0.tokens[token.hex] } }
+
     /// Every registered key, by key id.
     public var keys: [EmulatorKey] { state.withLock { $0.keys.values.sorted { $0.keyID < $1.keyID } } }
 

@@ -513,7 +513,7 @@ public struct AcceptAllResponder: RequestResponder {
 
     public func answer(_ request: ReceivedRequest) -> ServerAnswer {
         let idHeader = request.path.hasPrefix("/4/") ? "apns-request-id" : "apns-id"
-        let id = request.header(idHeader) ?? UUID().uuidString.lowercased()
-        return .respond(status: 200, headers: [(idHeader, id), ("apns-unique-id", UUID().uuidString.lowercased())], body: nil)
+        let id = request.header(idHeader) ?? GeneratedUUID.string()
+        return .respond(status: 200, headers: [(idHeader, id), ("apns-unique-id", GeneratedUUID.string())], body: nil)
     }
 }

@@ -24,11 +24,7 @@ struct ProviderTokenSession {
         authorization: String?, bundleID: String, environment: PushEnvironment, now: Date,
         registry: EmulatorRegistry, topicRejection: APNsReason
     ) -> APNsReason? {
-        guard let authorization, authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
-            return .missingProviderToken
-        }
-        let token = authorization.dropFirst(7).trimmingCharacters(in: .whitespaces)
-        guard !token.isEmpty else { return .missingProviderToken }
+        guard let authorization, let token = Self.bearerToken(authorization) else { return .missingProviderToken }
 
         let check: VerifiedProviderToken
         if let verified, verified.token == token {
@@ -56,5 +52,21 @@ struct ProviderTokenSession {
         verified = (token, check)
         if pinnedKey == nil { pinnedKey = check.key }
         return nil
+    }
+
+    /// The token of `bearer <token>` (the scheme in any case), without the spaces and tabs HTTP
+    /// allows around it; nil when there is none. Read as bytes: this runs for every push, and
+    /// Foundation's trimming took a sixth of the emulator's time.
+    private static let scheme = Array("bearer ".utf8)
+
+    static func bearerToken(_ authorization: String) -> String? {
+        let bytes = authorization.utf8
+        guard bytes.count > scheme.count,
+              zip(bytes, scheme).allSatisfy({ byte, expected in byte == expected || (expected != UInt8(ascii: " ") && byte | 0x20 == expected) })
+        else { return nil }
+        let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        let token = bytes.dropFirst(scheme.count).drop(while: isBlank)
+        guard let last = token.lastIndex(where: { !isBlank($0) }) else { return nil }
+        return String(Substring(token[...last]))
     }
 }

@@ -97,4 +97,18 @@ import Testing
         let t = token(teamKey, at: start)
         #expect(check(&session, t.dropLast(4) + "AAAA", at: start) == .invalidProviderToken, "a wrong signature")
     }
+
+    @Test func theBearerTokenIsReadInAnyCaseWithoutTheBlanksHTTPAllowsAroundIt() {
+        #expect(ProviderTokenSession.bearerToken("bearer abc.def") == "abc.def")
+        #expect(ProviderTokenSession.bearerToken("Bearer abc") == "abc")
+        #expect(ProviderTokenSession.bearerToken("BEARER abc") == "abc")
+        #expect(ProviderTokenSession.bearerToken("bearer  \tabc \t ") == "abc")
+        #expect(ProviderTokenSession.bearerToken("bearer a b") == "a b", "blanks inside are the token's (and fail its check)")
+        for header in ["", "bearer", "bearer ", "bearer \t ", "bearer\tabc", "bearerabc", "beare abc", "bearer\u{0}abc", "basic abc", "bëarer abc"] {
+            #expect(ProviderTokenSession.bearerToken(header) == nil, "\(header.debugDescription)")
+        }
+        var session = ProviderTokenSession()
+        #expect(session.authenticate(authorization: "Bearer  \(token(teamKey, at: start)) ", bundleID: "com.example.app",
+                                     environment: .sandbox, now: start, registry: registry, topicRejection: .topicDisallowed) == nil)
+    }
 }

@@ -125,6 +125,13 @@ func answer(_ responder: APNsResponder, _ request: ReceivedRequest) -> Answer {
         #expect(generated.header("apns-id").flatMap(UUID.init(uuidString:)) != nil)
     }
 
+    @Test func aTokenIsTheRegisteredOneInEitherCaseAndTwoCookiesAreNoDuplicate() {
+        let upper = answer(f.push, f.deviceRequest { $0.path = "/3/device/\(f.token.uppercased())" })
+        #expect(upper.status == 200, "\(upper.reason ?? "")")
+        let cookies = answer(f.push, f.deviceRequest { $0.headers += [("cookie", "a=1"), ("cookie", "b=2")] })
+        #expect(cookies.status == 200, "HTTP/2 may split cookie into several fields: \(cookies.reason ?? "")")
+    }
+
     @Test func productionSendsNoUniqueID() {
         let production = Fixture(environment: .production)
         let reply = answer(production.push, production.deviceRequest { $0.path = "/3/device/\(production.productionToken)" })
@@ -141,6 +148,7 @@ func answer(_ responder: APNsResponder, _ request: ReceivedRequest) -> Answer {
 
     static let cases: [Case] = [
         Case(status: 400, reason: "DuplicateHeaders") { r, _ in r.headers.append(("apns-priority", "5")) },
+        Case(status: 400, reason: "DuplicateHeaders") { r, _ in r.headers.insert(r.headers[r.headers.count - 1], at: 0) },
         Case(status: 400, reason: "BadMessageId") { r, _ in r.set("apns-id", "not-a-uuid") },
         Case(status: 405, reason: "MethodNotAllowed") { r, _ in r.method = "GET" },
         Case(status: 404, reason: "BadPath") { r, f in r.path = "/2/device/\(f.token)" },
@@ -148,6 +156,9 @@ func answer(_ responder: APNsResponder, _ request: ReceivedRequest) -> Answer {
         Case(status: 400, reason: "MissingTopic") { r, _ in r.set("apns-topic", nil) },
         Case(status: 400, reason: "BadTopic") { r, f in r.set("apns-topic", "\(f.bundle) .push-type.liveactivity") },
         Case(status: 400, reason: "BadTopic") { r, _ in r.set("apns-topic", "com..example") },
+        Case(status: 400, reason: "BadTopic") { r, _ in r.set("apns-topic", ".com.example") },
+        Case(status: 400, reason: "BadTopic") { r, _ in r.set("apns-topic", "com.example.") },
+        Case(status: 400, reason: "BadTopic") { r, _ in r.set("apns-topic", "com.exämple") },
         Case(status: 400, reason: "BadCollapseId") { r, _ in r.set("apns-collapse-id", String(repeating: "c", count: 65)) },
         Case(status: 400, reason: "BadPriority") { r, _ in r.set("apns-priority", "7") },
         Case(status: 400, reason: "BadPriority") { r, _ in r.set("apns-priority", "1") },
