@@ -141,8 +141,10 @@ public final class APNsClient: Sendable {
 
     /// Sends `request` with a provider token and returns APNs' answer, whatever its status. On
     /// `ExpiredProviderToken` it makes a new token and retries once; a request APNs did not
-    /// process (GOAWAY, a closing connection) is retried once on another connection.
+    /// process (GOAWAY, a closing connection) is retried once on another connection. A request
+    /// HTTP/2 would call malformed is not sent: its `malformation` is thrown.
     public func execute(_ request: APNsRequest, timeout: Duration? = nil) async throws -> APNsRawResponse {
+        if let malformation = request.malformation { throw malformation }
         let deadline = NIODeadline.now() + TimeAmount(timeout ?? configuration.requestTimeout)
         let pool = request.service == .push ? pushConnections : managementConnections
         var tokenRefreshed = false
@@ -182,10 +184,10 @@ public final class APNsClient: Sendable {
 
 /// Runs `body` with a client and shuts it down afterwards, also when `body` throws.
 public func withAPNsClient<Result: Sendable>(
-    configuration: APNsClient.Configuration, logger: Logger = Logger(label: "liverelay.apns"),
-    _ body: (APNsClient) async throws -> Result
+    configuration: APNsClient.Configuration, eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+    logger: Logger = Logger(label: "liverelay.apns"), _ body: (APNsClient) async throws -> Result
 ) async throws -> Result {
-    let client = try APNsClient(configuration: configuration, logger: logger)
+    let client = try APNsClient(configuration: configuration, eventLoopGroup: eventLoopGroup, logger: logger)
     do {
         let result = try await body(client)
         await client.shutdown()

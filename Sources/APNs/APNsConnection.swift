@@ -84,7 +84,10 @@ final class APNsConnection: Sendable {
                             HTTP2Setting(parameter: .enablePush, value: 0),
                             HTTP2Setting(parameter: .maxConcurrentStreams, value: 1000),
                             HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
-                        ]))
+                        ],
+                        // Requests are checked once by the client (`APNsRequest.malformation`);
+                        // an answer is read for its status, headers and body only.
+                        headerBlockValidation: .disabled, contentLengthValidation: .disabled))
                     try pipeline.addHandler(APNsStreamsHandler(status: status, ready: ready))
                 }
             }
@@ -132,7 +135,7 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
 
     private struct InFlight {
         var response: EventLoopPromise<APNsRawResponse>
-        var timeout: Scheduled<Void>
+        var deadline: NIODeadline
         var written: NIODeadline
         var status: Int?
         var headers: [(name: String, value: String)] = []
@@ -146,6 +149,9 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
     private var inFlight: [HTTP2StreamID: InFlight] = [:]
     private var goingAway = false
     private var receiveWindow = ConnectionReceiveWindow()
+    /// One timer for the connection, due at the earliest deadline in flight (or earlier): a
+    /// timer per stream cost a scheduling and a cancellation of NIO's task heap per push.
+    private var deadlineCheck: (due: NIODeadline, task: Scheduled<Void>)?
     /// Why the connection failed, given to requests that fail because of it.
     private var failure: (any Error)?
 
@@ -178,11 +184,8 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
             nextStreamID = streamID.advanced(by: 2)
         }
 
-        let loop = context.eventLoop.assumeIsolated()
-        let timeout = loop.scheduleTask(deadline: request.deadline) { [self] in
-            self.timedOut(streamID, context: context)
-        }
-        inFlight[streamID] = InFlight(response: request.response, timeout: timeout, written: .now())
+        inFlight[streamID] = InFlight(response: request.response, deadline: request.deadline, written: .now())
+        if deadlineCheck.map({ request.deadline < $0.due }) ?? true { checkDeadlines(at: request.deadline, context: context) }
 
         let headersWritten = context.eventLoop.makePromise(of: Void.self)
         headersWritten.futureResult.assumeIsolated().whenFailure { [self] error in
@@ -200,6 +203,27 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
         // Flushed one by one so that NIOHTTP2 sends the DATA frames in stream order;
         // `FlushCoalescingHandler` makes one socket flush of them.
         context.flush()
+    }
+
+    /// Fails the streams whose deadline has passed at `due`, then looks again at the earliest
+    /// deadline left. Answered streams leave the timer as it is: when it fires early, it only
+    /// moves on to the next deadline.
+    private func checkDeadlines(at due: NIODeadline, context: ChannelHandlerContext) {
+        deadlineCheck?.task.cancel()
+        let task = context.eventLoop.assumeIsolated().scheduleTask(deadline: due) { [self] in
+            deadlineCheck = nil
+            let now = NIODeadline.now()
+            var next: NIODeadline?
+            for (streamID, stream) in inFlight {
+                if stream.deadline <= now {
+                    timedOut(streamID, context: context)
+                } else if next.map({ stream.deadline < $0 }) ?? true {
+                    next = stream.deadline
+                }
+            }
+            if let next { checkDeadlines(at: next, context: context) }
+        }
+        deadlineCheck = (due, task)
     }
 
     private func timedOut(_ streamID: HTTP2StreamID, context: ChannelHandlerContext) {
@@ -258,7 +282,6 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
 
     private func complete(_ streamID: HTTP2StreamID) {
         guard let stream = inFlight.removeValue(forKey: streamID) else { return }
-        stream.timeout.cancel()
         status.answerCame()
         guard let code = stream.status else {
             stream.response.fail(APNsTransportError(.invalidAnswer, "the answer had no :status"))
@@ -270,17 +293,15 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
 
     private func fail(_ streamID: HTTP2StreamID, _ error: any Error) {
         guard let stream = inFlight.removeValue(forKey: streamID) else { return }
-        stream.timeout.cancel()
         stream.response.fail(error)
     }
 
     private func failAll(_ error: any Error) {
         let streams = inFlight
         inFlight.removeAll()
-        for stream in streams.values {
-            stream.timeout.cancel()
-            stream.response.fail(error)
-        }
+        deadlineCheck?.task.cancel()
+        deadlineCheck = nil
+        for stream in streams.values { stream.response.fail(error) }
     }
 
     /// APNs will take no stream above `lastStreamID`: those were not processed and may be retried

@@ -14,7 +14,7 @@ final class FlushCoalescingHandler: ChannelOutboundHandler {
     typealias OutboundIn = IOData
     typealias OutboundOut = IOData
 
-    static let flushEvery = 200
+    static let flushEvery = 32
 
     private var unflushed = 0
     private var flushScheduled = false

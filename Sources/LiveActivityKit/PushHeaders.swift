@@ -150,8 +150,16 @@ public struct BundleID: Sendable, Hashable, CustomStringConvertible {
                 field: "bundle-id", code: .invalidValue,
                 message: "must be the plain bundle id; \"\(Self.liveActivityTopicSuffix)\" is added for you (give \"\(value.dropLast(Self.liveActivityTopicSuffix.count))\")")
         }
-        let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_")
-        guard value.unicodeScalars.allSatisfy(allowed.contains) else {
+        // Bytes, not a `CharacterSet`: Foundation builds one's bitmap at every call, and the
+        // dispatcher reads the bundle id of every push it sends.
+        let isAllowed = { (byte: UInt8) in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "_"): true
+            default: false
+            }
+        }
+        guard value.utf8.allSatisfy(isAllowed) else {
             throw LiveActivityValidationError(
                 field: "bundle-id", code: .invalidValue,
                 message: "may contain only letters, digits, '.', '-' and '_', got \"\(value)\"")

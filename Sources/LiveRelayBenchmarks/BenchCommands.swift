@@ -3,6 +3,7 @@ import APNsEmulator
 import ArgumentParser
 import Crypto
 import Foundation
+import NIOPosix
 import LiveActivityKit
 import Synchronization
 
@@ -207,7 +208,9 @@ extension Bench {
             let configuration = APNsClient.Configuration(
                 environment: .custom(host: "127.0.0.1", port: endpoint.port, channelManagementPort: endpoint.port, caFile: caFile),
                 signingKey: key, connectionsPerHost: connections...connections, requestTimeout: .seconds(30))
-            let result = try await withAPNsClient(configuration: configuration) { client in
+            // One event loop for every connection, as `serve` runs each client (`APNsRoutes`).
+            let loop = MultiThreadedEventLoopGroup.singleton.next()
+            let result = try await withAPNsClient(configuration: configuration, eventLoopGroup: loop) { client in
                 _ = try await sendPushes(client: client, count: warmup, inFlight: inFlight, request: request)
                 return try await sendPushes(client: client, count: pushes, inFlight: inFlight, request: request)
             }
@@ -252,7 +255,7 @@ func sendPushes(client: APNsClient, count: Int, inFlight: Int, request: APNsRequ
     let start = ContinuousClock.now
     let (latencies, failures) = try await withThrowingTaskGroup(of: ([Double], Int).self) { group in
         for _ in 0..<inFlight {
-            group.addTask {
+            group.addTask(executorPreference: client.pushExecutor) {
                 var latencies: [Double] = []
                 latencies.reserveCapacity(count / inFlight + 1)
                 var failures = 0

@@ -172,6 +172,52 @@ import Testing
         }
     }
 
+    @Test func aShorterDeadlineWrittenAfterALongerOneEndsFirst() async throws {
+        try await withClient { [payload, bundle] client, server in
+            try await client.send(payload, to: liveActivityToken(), topic: bundle)
+            server.setFallback { _ in .noAnswer }
+            // The connection's one timer is due at the first deadline; the second, earlier one
+            // must bring it forward, and the first must still end after the second has.
+            let started = ContinuousClock.now
+            async let long: Duration = {
+                await #expect(throws: APNsTransportError.self) {
+                    try await client.send(payload, to: liveActivityToken(1), topic: bundle, timeout: .seconds(3))
+                }
+                return ContinuousClock.now - started
+            }()
+            try await eventually { server.received.count == 2 }
+            let short = await #expect(throws: APNsTransportError.self) {
+                try await client.send(payload, to: liveActivityToken(2), topic: bundle, timeout: .milliseconds(200))
+            }
+            let shortEnded = ContinuousClock.now - started
+            #expect(short?.code == .deadlineExceeded)
+            #expect(shortEnded < .seconds(2), "the short deadline waited for the long one: \(shortEnded)")
+            let longEnded = await long
+            #expect(longEnded >= .seconds(3), "\(longEnded)")
+        }
+    }
+
+    @Test func aMalformedRequestIsRefusedBeforeItIsSent() async throws {
+        try await withClient { client, server in
+            let body = Array(#"{"aps":{}}"#.utf8)
+            let cases: [(APNsRequest, String)] = [
+                (APNsRequest(service: .push, method: .post, path: "/3/device/ab", headers: [.init("Apns-Topic", "x")], body: body), "Apns-Topic"),
+                (APNsRequest(service: .push, method: .post, path: "/3/device/ab", headers: [.init(":status", "200")], body: body), ":status"),
+                (APNsRequest(service: .push, method: .post, path: "/3/device/ab", headers: [.init("apns-topic", "x\r\ny: z")], body: body), "apns-topic"),
+                (APNsRequest(service: .push, method: .post, path: "/3/device/ab", headers: [.init("apns-topic", " x")], body: body), "apns-topic"),
+                (APNsRequest(service: .push, method: .post, path: "/3/device/a b", headers: [], body: body), ":path"),
+                (APNsRequest(service: .push, method: .post, path: "3/device/ab", headers: [], body: body), ":path"),
+            ]
+            for (request, field) in cases {
+                let error = await #expect(throws: LiveActivityValidationError.self) { try await client.execute(request) }
+                #expect(error?.field == field)
+            }
+            #expect(server.received.isEmpty)
+            let wellFormed = APNsRequest(service: .push, method: .post, path: "/3/device/ab", headers: [.init("x-custom_header.1", "a b")], body: body)
+            #expect(wellFormed.malformation == nil)
+        }
+    }
+
     @Test func aResetStreamIsReported() async throws {
         try await withClient { [payload, bundle] client, server in
             server.enqueue(.resetStream(.refusedStream))

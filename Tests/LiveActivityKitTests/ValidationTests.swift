@@ -155,6 +155,14 @@ import Testing
         #expect(throws: LiveActivityValidationError.self) { try BundleID("com.example/app") }
     }
 
+    @Test func aBundleIDHoldsLettersDigitsDotsHyphensAndUnderscoresOnly() throws {
+        #expect(try BundleID("com.Example-1.my_app").value == "com.Example-1.my_app")
+        for bad in ["com.exämple.app", "com example", "com.example.app\n", "com.example:app", "com.example.app\u{0}", "ｃom.example"] {
+            let error = #expect(throws: LiveActivityValidationError.self, "\(bad.debugDescription)") { try BundleID(bad) }
+            #expect(error?.message.contains("may contain only letters, digits") == true)
+        }
+    }
+
     @Test func apnsIDIsACanonicalUUID() throws {
         #expect(try APNsMessageID("123E4567-E89B-12D3-A456-426614174000").description == "123e4567-e89b-12d3-a456-426614174000")
         #expect(throws: LiveActivityValidationError.self) { try APNsMessageID("123e4567e89b12d3a456426614174000") }
