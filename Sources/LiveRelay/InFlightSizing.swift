@@ -6,15 +6,19 @@
 /// least `floor` in flight (800 measured best there). At a distance it keeps
 /// `floor + gain × R × T`, where:
 /// - T is the shortest round trip of the latest quarter second that had an answer to a push sent
-///   in quiet: with at most `floor` in flight, none of them crowded, and no crowded push sent
-///   before its answer came. After a pause the limit stays at the floor until such an answer
-///   comes, so every fan-out starts by measuring the distance, and light load measures it all
+///   in quiet: with at most `quiet` (32) in flight, and no push sent with more before its answer
+///   came. After a pause the limit is `quiet` until such an answer comes, so every fan-out starts
+///   by measuring the distance (one round trip at a low rate), and light load measures it all
 ///   along. A round trip is read on its connection (`APNsRawResponse.roundTrip`), which leaves
 ///   out the wait for a worker's turn (all of a push's time when the CPU is the limit: 57 ms with
 ///   800 in flight on loopback). It still holds the wait for the event loop to read the answer
 ///   and, at the far end, the wait behind what was sent before, both of which grow with what is
-///   in flight: measured when crowded, T raised the limit, which raised T, up to the ceiling
-///   (10,000 in flight and a "round trip" of 777 ms at 100 ms).
+///   in flight. By Little's law that wait is about what is in flight over the rate, which looks
+///   just like distance: measured with up to the floor in flight, a far end busy on loopback
+///   read as 40 ms away, so the limit rose to three or four times the floor, for no more speed
+///   (memory only, in workers and buffers). Measured with few in flight, T is the distance; when
+///   crowded, T raised the limit, which raised T, up to the ceiling (10,000 in flight and a
+///   "round trip" of 777 ms at 100 ms).
 /// - R is the fastest rate pushes finished at, over half a second, in the last 5 seconds: a
 ///   slower rate means less was to be sent, not that less could be. Over 100 ms, answers that
 ///   come back in bursts read as 64,000 a second where 15,000 were sent.
@@ -27,6 +31,8 @@ struct InFlightSizing: Sendable {
     var floor: Int
     var ceiling: Int
     var gain = 2.0
+    /// At most this many in flight, a push's round trip measures the distance (`floor` if lower).
+    static let quietInFlight = 32
     /// The limit now.
     private(set) var limit: Int
 
@@ -48,29 +54,33 @@ struct InFlightSizing: Sendable {
     /// The shortest round trip of the latest quarter second with an answer to a push sent in quiet.
     private var roundTrips: Window<Duration>?
     /// Sending began after a pause, and no answer has measured the distance since: the limit stays
-    /// at the floor until one does, so that the first answers come in quiet.
+    /// at `quiet` until one does, so that the first answers come in quiet.
     private var measuring = true
-    /// Pushes sent with more than `floor` in flight and not finished.
+    /// Pushes sent with more than `quiet` in flight and not finished.
     private var crowdedInFlight = 0
-    /// Pushes sent with more than `floor` in flight, ever.
+    /// Pushes sent with more than `quiet` in flight, ever.
     private var crowdedSent = 0
 
     /// How a push was sent, for what its answer says.
     enum Sending: Sendable, Hashable {
-        /// With at most `floor` in flight, none of them crowded, when `crowdedSent` was this: its
+        /// With at most `quiet` in flight, none of them crowded, when `crowdedSent` was this: its
         /// round trip tells the distance if no crowded push followed it before its answer came.
         case inQuiet(crowdedSent: Int)
         case alongsideCrowded
-        /// With more than `floor` in flight.
+        /// With more than `quiet` in flight.
         case crowded
     }
 
     init(floor: Int, ceiling: Int, now: ContinuousClock.Instant) {
         self.floor = min(floor, ceiling)
         self.ceiling = ceiling
-        self.limit = min(floor, ceiling)
+        self.limit = min(floor, ceiling, Self.quietInFlight)
         current = Window(start: now, value: 0)
     }
+
+    /// What is in flight while the distance is measured: few enough that the far end's queue
+    /// adds little to the round trip.
+    var quiet: Int { min(floor, Self.quietInFlight) }
 
     /// The fastest rate of the finished windows kept, in pushes a second.
     var fastestRate: Double {
@@ -85,9 +95,9 @@ struct InFlightSizing: Sendable {
         if inFlight == 1, !measuring {
             // The first push after a pause: the distance may have changed meanwhile.
             measuring = true
-            limit = floor
+            limit = quiet
         }
-        guard inFlight <= floor else {
+        guard inFlight <= quiet else {
             crowdedInFlight += 1
             crowdedSent += 1
             return .crowded

@@ -13,29 +13,34 @@ import Testing
 
     /// An instance that can send `capacity` pushes a second, against APNs `roundTrip` away, with
     /// work always waiting, from `start` for `duration`: each push goes out as soon as the limit
-    /// and the capacity allow, and is answered `roundTrip` later. Returns when it stopped.
+    /// and the capacity allow, and is answered `roundTrip` later, or, when the far end can answer
+    /// only `farEndRate` a second, once it has answered those sent before. Returns when it stopped.
     @discardableResult
     static func run(
-        _ sizing: inout InFlightSizing, capacity: Double, roundTrip: Duration, for duration: Duration, from start: Duration = .zero
+        _ sizing: inout InFlightSizing, capacity: Double, roundTrip: Duration, farEndRate: Double? = nil,
+        for duration: Duration, from start: Duration = .zero
     ) -> Duration {
         let step = Duration.seconds(1 / capacity)
-        var inFlight: [(due: Duration, sending: InFlightSizing.Sending)] = []
+        var inFlight: [(sent: Duration, due: Duration, sending: InFlightSizing.Sending)] = []
+        var lastDue = start
         var now = start
         while now < start + duration {
             // Answers due by now come back, shortest first.
             while let first = inFlight.first, first.due <= now {
                 inFlight.removeFirst()
-                sizing.finished(first.sending, roundTrip: roundTrip, at: t0 + first.due)
+                sizing.finished(first.sending, roundTrip: first.due - first.sent, at: t0 + first.due)
             }
             if inFlight.count < sizing.limit {
                 let sending = sizing.sent(among: inFlight.count + 1)
-                inFlight.append((now + roundTrip, sending))
+                let due = max(now + roundTrip, farEndRate.map { lastDue + .seconds(1 / $0) } ?? .zero)
+                lastDue = due
+                inFlight.append((now, due, sending))
                 now += step
             } else {
                 now = inFlight.first!.due
             }
         }
-        for answer in inFlight { sizing.finished(answer.sending, roundTrip: roundTrip, at: t0 + answer.due) }
+        for answer in inFlight { sizing.finished(answer.sending, roundTrip: answer.due - answer.sent, at: t0 + answer.due) }
         return now
     }
 
@@ -43,9 +48,9 @@ import Testing
         InFlightSizing(floor: floor, ceiling: ceiling, now: t0)
     }
 
-    @Test func itStartsAtItsFloorAndStaysNearItOnLoopback() {
+    @Test func itMeasuresInQuietThenStaysNearItsFloorOnLoopback() {
         var sizing = Self.sizing()
-        #expect(sizing.limit == 800)
+        #expect(sizing.limit == 32, "the first answers measure the distance with few in flight")
         Self.run(&sizing, capacity: 10_000, roundTrip: .microseconds(300), for: .seconds(3))
         // 800 + 2 × 10,000/s × 0.3 ms: what batching needs, and six more.
         #expect(sizing.shortestRoundTrip == .microseconds(300))
@@ -62,6 +67,24 @@ import Testing
         #expect(sizing.fastestRate == 10_000)
         #expect(sizing.limit == settled, "at \(roundTrip)")
         #expect(Double(sizing.limit) / Self.seconds(roundTrip) > 10_000, "the limit no longer holds the rate back")
+    }
+
+    @Test func aFarEndThatIsBusyIsNotReadAsDistance() {
+        // On loopback, the far end answers 20,000 a second, the instance could send 30,000: with
+        // 800 in flight each push waits 40 ms behind the others there. That wait grows with what
+        // is in flight; taken for distance, it would raise the limit and with it the wait.
+        var sizing = Self.sizing()
+        Self.run(&sizing, capacity: 30_000, roundTrip: .microseconds(300), farEndRate: 20_000, for: .seconds(3))
+        #expect(sizing.fastestRate > 19_000)
+        #expect(sizing.shortestRoundTrip.map { $0 < .milliseconds(2) } == true, "\(String(describing: sizing.shortestRoundTrip))")
+        #expect(sizing.limit < 900, "\(sizing.limit)")
+        // The same far end 100 ms away: the distance is measured, and the limit lets the instance
+        // send as fast as the far end answers.
+        var far = Self.sizing()
+        Self.run(&far, capacity: 30_000, roundTrip: .milliseconds(100), farEndRate: 20_000, for: .seconds(4))
+        #expect(far.shortestRoundTrip.map { $0 >= .milliseconds(100) && $0 < .milliseconds(102) } == true)
+        #expect(far.fastestRate > 19_000)
+        #expect(Double(far.limit) / 0.1 > 20_000, "\(far.limit)")
     }
 
     @Test func theLimitNeverPassesItsCeilingNorFallsBelowItsFloor() {
@@ -95,17 +118,17 @@ import Testing
         #expect(sizing.shortestRoundTrip == .milliseconds(100))
     }
 
-    @Test func afterAPauseItMeasuresAgainAtItsFloorSoALongerRouteCountsFromTheNextFanOut() {
+    @Test func afterAPauseItMeasuresAgainInQuietSoALongerRouteCountsFromTheNextFanOut() {
         var sizing = Self.sizing()
         let end = Self.run(&sizing, capacity: 10_000, roundTrip: .milliseconds(20), for: .seconds(3))
         #expect(sizing.limit == 1_200)
         // The route to APNs grows longer while nothing is sent. The next fan-out's first push
-        // brings the limit back to the floor until an answer measures the new distance.
+        // brings the limit down to a quiet few until an answer measures the new distance.
         guard case .inQuiet = sizing.sent(among: 1) else {
             Issue.record("the first push after a pause goes in quiet")
             return
         }
-        #expect(sizing.limit == 800)
+        #expect(sizing.limit == 32)
         Self.run(&sizing, capacity: 10_000, roundTrip: .milliseconds(200), for: .seconds(2), from: end + .seconds(1))
         #expect(sizing.shortestRoundTrip == .milliseconds(200))
         #expect(sizing.limit == 4_800)
