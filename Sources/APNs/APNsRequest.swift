@@ -207,7 +207,6 @@ extension APNsRequest {
     /// its bytes, instead of `NIOHTTP2Handler` checking every header block it encodes (a tenth of
     /// the client's time per push).
     public var malformation: LiveActivityValidationError? {
-        let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
         guard path.utf8.first == UInt8(ascii: "/"), path.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             return LiveActivityValidationError(
                 field: ":path", code: .invalidValue, message: "must start with / and hold only visible ASCII characters, got \(path.debugDescription)")
@@ -218,9 +217,14 @@ extension APNsRequest {
                     field: header.name, code: .invalidValue,
                     message: "is not a header name HTTP/2 allows: lowercase letters, digits and !#$%&'*+-.^_`|~ only")
             }
+            if Self.isConnectionSpecific(header) {
+                return LiveActivityValidationError(
+                    field: header.name, code: .notAllowed,
+                    message: "is a connection-specific header, which HTTP/2 does not carry (te only as \"trailers\")")
+            }
             let value = header.value.utf8
             guard !value.contains(where: { $0 == 0 || $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "\n") }),
-                  !(value.first.map(isBlank) ?? false), !(value.last.map(isBlank) ?? false)
+                  !(value.first?.isHTTPBlank ?? false), !(value.last?.isHTTPBlank ?? false)
             else {
                 return LiveActivityValidationError(
                     field: header.name, code: .invalidValue,
@@ -228,6 +232,15 @@ extension APNsRequest {
             }
         }
         return nil
+    }
+
+    /// RFC 9113 §8.2.2: HTTP/1.1's hop-by-hop headers have no place in HTTP/2.
+    private static func isConnectionSpecific(_ header: Header) -> Bool {
+        switch header.name {
+        case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade": true
+        case "te": header.value != "trailers"
+        default: false
+        }
     }
 
     /// RFC 9110's `tchar`, upper-case letters excluded (HTTP/2 field names are lowercase).
@@ -240,4 +253,9 @@ extension APNsRequest {
         default: false
         }
     }
+}
+
+extension UInt8 {
+    /// A space or a tab: the optional whitespace HTTP allows around a field value (RFC 9110 §5.6.3).
+    package var isHTTPBlank: Bool { self == UInt8(ascii: " ") || self == UInt8(ascii: "\t") }
 }

@@ -54,19 +54,18 @@ struct ProviderTokenSession {
         return nil
     }
 
+    private static let scheme = Array("bearer ".utf8)
+
     /// The token of `bearer <token>` (the scheme in any case), without the spaces and tabs HTTP
     /// allows around it; nil when there is none. Read as bytes: this runs for every push, and
     /// Foundation's trimming took a sixth of the emulator's time.
-    private static let scheme = Array("bearer ".utf8)
-
     static func bearerToken(_ authorization: String) -> String? {
         let bytes = authorization.utf8
         guard bytes.count > scheme.count,
               zip(bytes, scheme).allSatisfy({ byte, expected in byte == expected || (expected != UInt8(ascii: " ") && byte | 0x20 == expected) })
         else { return nil }
-        let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
-        let token = bytes.dropFirst(scheme.count).drop(while: isBlank)
-        guard let last = token.lastIndex(where: { !isBlank($0) }) else { return nil }
+        let token = bytes.dropFirst(scheme.count).drop(while: \.isHTTPBlank)
+        guard let last = token.lastIndex(where: { !$0.isHTTPBlank }) else { return nil }
         return String(Substring(token[...last]))
     }
 }

@@ -3,8 +3,8 @@ import APNsEmulator
 import ArgumentParser
 import Crypto
 import Foundation
-import NIOPosix
 import LiveActivityKit
+import NIOPosix
 import Synchronization
 
 /// `liverelay bench`: every figure the README quotes, each measured against a reference in the

@@ -207,13 +207,16 @@ import Testing
                 (APNsRequest(service: .push, method: .post, path: "/3/device/ab", headers: [.init("apns-topic", " x")], body: body), "apns-topic"),
                 (APNsRequest(service: .push, method: .post, path: "/3/device/a b", headers: [], body: body), ":path"),
                 (APNsRequest(service: .push, method: .post, path: "3/device/ab", headers: [], body: body), ":path"),
+                (APNsRequest(service: .push, method: .post, path: "/3/device/ab", headers: [.init("connection", "close")], body: body), "connection"),
+                (APNsRequest(service: .push, method: .post, path: "/3/device/ab", headers: [.init("te", "gzip")], body: body), "te"),
             ]
             for (request, field) in cases {
                 let error = await #expect(throws: LiveActivityValidationError.self) { try await client.execute(request) }
                 #expect(error?.field == field)
             }
             #expect(server.received.isEmpty)
-            let wellFormed = APNsRequest(service: .push, method: .post, path: "/3/device/ab", headers: [.init("x-custom_header.1", "a b")], body: body)
+            let wellFormed = APNsRequest(
+                service: .push, method: .post, path: "/3/device/ab", headers: [.init("x-custom_header.1", "a b"), .init("te", "trailers")], body: body)
             #expect(wellFormed.malformation == nil)
         }
     }
