@@ -48,9 +48,9 @@ import Testing
         InFlightSizing(floor: floor, ceiling: ceiling, now: t0)
     }
 
-    @Test func itMeasuresInQuietThenStaysNearItsFloorOnLoopback() {
+    @Test func itStartsAtItsFloorAndStaysNearItOnLoopback() {
         var sizing = Self.sizing()
-        #expect(sizing.limit == 32, "the first answers measure the distance with few in flight")
+        #expect(sizing.limit == 800)
         Self.run(&sizing, capacity: 10_000, roundTrip: .microseconds(300), for: .seconds(3))
         // 800 + 2 × 10,000/s × 0.3 ms: what batching needs, and six more.
         #expect(sizing.shortestRoundTrip == .microseconds(300))
@@ -99,22 +99,37 @@ import Testing
 
     @Test func onlyAnswersToPushesSentInQuietMeasureTheDistance() {
         var sizing = Self.sizing(floor: 10)
+        // The first push, alone, measures the distance: 100 ms.
+        let first = sizing.sent(among: 1)
+        sizing.finished(first, roundTrip: .milliseconds(100), at: Self.t0)
         let quiet = (1...10).map { sizing.sent(among: $0) }
         #expect(quiet.allSatisfy { if case .inQuiet = $0 { true } else { false } })
         // An eleventh: crowded. While it is in flight, others are not sent in quiet.
         let crowded = sizing.sent(among: 11)
         #expect(crowded == .crowded)
         #expect(sizing.sent(among: 5) == .alongsideCrowded)
-        // The ten quiet ones were followed by a crowded one before their answers: the event loop
-        // and the far end were busier than in quiet, so they measure nothing.
-        for sending in quiet { sizing.finished(sending, roundTrip: .milliseconds(90), at: Self.t0 + .milliseconds(90)) }
-        #expect(sizing.shortestRoundTrip == nil)
-        sizing.finished(crowded, roundTrip: .milliseconds(400), at: Self.t0 + .milliseconds(400))
-        sizing.finished(.alongsideCrowded, roundTrip: .milliseconds(400), at: Self.t0 + .milliseconds(400))
-        #expect(sizing.shortestRoundTrip == nil, "nor do the crowded")
+        // The quiet ones but the first (sent alone: it begins a measure) were followed by a crowded
+        // one before their answers: the event loop and the far end were busier than in quiet, so
+        // they measure nothing.
+        sizing.finished(quiet[0], roundTrip: .milliseconds(100), at: Self.t0 + .milliseconds(90))
+        for sending in quiet.dropFirst() { sizing.finished(sending, roundTrip: .milliseconds(90), at: Self.t0 + .milliseconds(90)) }
+        #expect(sizing.shortestRoundTrip == .milliseconds(100))
+        sizing.finished(crowded, roundTrip: .milliseconds(40), at: Self.t0 + .milliseconds(400))
+        sizing.finished(.alongsideCrowded, roundTrip: .milliseconds(40), at: Self.t0 + .milliseconds(400))
+        #expect(sizing.shortestRoundTrip == .milliseconds(100), "nor do the crowded")
         // Quiet again.
         let alone = sizing.sent(among: 1)
-        sizing.finished(alone, roundTrip: .milliseconds(100), at: Self.t0 + .milliseconds(500))
+        sizing.finished(alone, roundTrip: .milliseconds(95), at: Self.t0 + .milliseconds(500))
+        #expect(sizing.shortestRoundTrip == .milliseconds(95))
+    }
+
+    @Test func afterAPauseTheFirstAnswerMeasuresEvenWithACrowdSentAfterIt() {
+        // A fan-out begins: its first pushes go out in quiet, hundreds follow before any answer.
+        // The first answer is to the first push, which met no queue at the far end: the distance.
+        var sizing = Self.sizing()
+        let first = sizing.sent(among: 1)
+        for count in 2...800 { _ = sizing.sent(among: count) }
+        sizing.finished(first, roundTrip: .milliseconds(100), at: Self.t0 + .milliseconds(100))
         #expect(sizing.shortestRoundTrip == .milliseconds(100))
     }
 
@@ -123,15 +138,30 @@ import Testing
         let end = Self.run(&sizing, capacity: 10_000, roundTrip: .milliseconds(20), for: .seconds(3))
         #expect(sizing.limit == 1_200)
         // The route to APNs grows longer while nothing is sent. The next fan-out's first push
-        // brings the limit down to a quiet few until an answer measures the new distance.
+        // measures it: the first answer to a push sent in quiet is the new distance.
         guard case .inQuiet = sizing.sent(among: 1) else {
             Issue.record("the first push after a pause goes in quiet")
             return
         }
-        #expect(sizing.limit == 32)
+        #expect(sizing.limit == 800, "at the floor until then")
         Self.run(&sizing, capacity: 10_000, roundTrip: .milliseconds(200), for: .seconds(2), from: end + .seconds(1))
         #expect(sizing.shortestRoundTrip == .milliseconds(200))
         #expect(sizing.limit == 4_800)
+    }
+
+    @Test func pushesSentAloneUnderSteadyLoadKeepTheLimitAtItsFloorAtLeast() {
+        var sizing = Self.sizing()
+        // A thousand single pushes a second, each answered 2 ms later: each goes out alone and
+        // measures the distance again, but the limit never falls below the floor (below it,
+        // pushes would wait behind it).
+        var lowest = Int.max
+        for index in 0..<2_000 {
+            let sending = sizing.sent(among: 1)
+            lowest = min(lowest, sizing.limit)
+            sizing.finished(sending, roundTrip: .milliseconds(2), at: Self.t0 + .milliseconds(index + 2))
+        }
+        #expect(lowest >= 800)
+        #expect(sizing.shortestRoundTrip == .milliseconds(2))
     }
 
     @Test func aPushWithoutAnAnswerCountsForTheRateNotTheRoundTrip() {
