@@ -8,12 +8,13 @@ import NIOSSL
 import NIOTLS
 import Synchronization
 
-/// A request handed to a connection: header block, body, deadline, and where its answer goes.
+/// A request handed to a connection: header block, body, deadline, and where its answer goes
+/// (called exactly once, by the streams handler).
 struct APNsStreamRequest: Sendable {
     var headers: HPACKHeaders
     var body: ByteBuffer?
     var deadline: NIODeadline
-    var response: EventLoopPromise<APNsRawResponse>
+    var answer: @Sendable (Result<APNsRawResponse, any Error>) -> Void
 }
 
 /// What the pool knows of a connection (`ConnectionPlan.Connection`): written by its handler on
@@ -48,10 +49,12 @@ final class ConnectionStatus: Sendable {
 final class APNsConnection: Sendable {
     let channel: any Channel
     let status: ConnectionStatus
+    private let streams: NIOLoopBound<APNsStreamsHandler>
 
-    private init(channel: any Channel, status: ConnectionStatus) {
+    private init(channel: any Channel, status: ConnectionStatus, streams: NIOLoopBound<APNsStreamsHandler>) {
         self.channel = channel
         self.status = status
+        self.streams = streams
     }
 
     var isUsable: Bool { status.isUsable && channel.isActive }
@@ -74,7 +77,7 @@ final class APNsConnection: Sendable {
             .connectTimeout(timeout)
             .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                channel.eventLoop.makeCompletedFuture { () throws -> Void in
                     let pipeline = channel.pipeline.syncOperations
                     try pipeline.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: serverName))
                     try pipeline.addHandler(FlushCoalescingHandler())
@@ -94,7 +97,10 @@ final class APNsConnection: Sendable {
             .connect(host: endpoint.host, port: endpoint.port)
             .flatMap { channel in
                 ready.futureResult
-                    .map { APNsConnection(channel: channel, status: status) }
+                    .flatMapThrowing {
+                        let streams = try channel.pipeline.syncOperations.handler(type: APNsStreamsHandler.self)
+                        return APNsConnection(channel: channel, status: status, streams: NIOLoopBound(streams, eventLoop: channel.eventLoop))
+                    }
                     .flatMapErrorThrowing { error in
                         channel.close(promise: nil)
                         throw error
@@ -107,14 +113,19 @@ final class APNsConnection: Sendable {
             }
     }
 
+    /// Hands the request straight to the streams handler, on the event loop (without a hop when
+    /// the task already runs there), and awaits the answer as a continuation: no write through the
+    /// pipeline, and none of the two promises per push that it took.
     func send(headers: HPACKHeaders, body: ByteBuffer?, deadline: NIODeadline) async throws -> APNsRawResponse {
-        let response = channel.eventLoop.makePromise(of: APNsRawResponse.self)
-        let written = channel.eventLoop.makePromise(of: Void.self)
-        written.futureResult.whenFailure { error in
-            response.fail(APNsTransportError(.notProcessed, "the connection closed before the request was written: \(error)"))
+        let loop = channel.eventLoop
+        return try await withUnsafeThrowingContinuation { task in
+            let request = APNsStreamRequest(headers: headers, body: body, deadline: deadline, answer: { task.resume(with: $0) })
+            if loop.inEventLoop {
+                streams.value.send(request)
+            } else {
+                loop.execute { self.streams.value.send(request) }
+            }
         }
-        channel.write(APNsStreamRequest(headers: headers, body: body, deadline: deadline, response: response), promise: written)
-        return try await response.futureResult.get()
     }
 
     func close() async {
@@ -130,11 +141,11 @@ private func isIPAddress(_ host: String) -> Bool {
 /// Turns requests into HTTP/2 streams and frames back into answers, on the event loop.
 final class APNsStreamsHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTP2Frame
-    typealias OutboundIn = APNsStreamRequest
+    typealias OutboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
 
     private struct InFlight {
-        var response: EventLoopPromise<APNsRawResponse>
+        var answer: @Sendable (Result<APNsRawResponse, any Error>) -> Void
         var deadline: NIODeadline
         var written: NIODeadline
         var status: Int?
@@ -154,25 +165,36 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
     private var deadlineCheck: (due: NIODeadline, task: Scheduled<Void>)?
     /// Why the connection failed, given to requests that fail because of it.
     private var failure: (any Error)?
+    /// The handler's place in the pipeline, while it is in one: requests come from
+    /// `APNsConnection.send`, not through the pipeline.
+    private var context: ChannelHandlerContext?
 
     init(status: ConnectionStatus, ready: EventLoopPromise<Void>) {
         self.status = status
         self.ready = ready
     }
 
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
     // MARK: Outbound
 
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        let request = unwrapOutboundIn(data)
-        promise?.succeed()
+    /// Opens a stream for `request`, on the event loop.
+    func send(_ request: APNsStreamRequest) {
+        let now = NIODeadline.now()
         // The caller has given up and may retry: sending now could deliver the push twice.
-        guard request.deadline > .now() else {
-            request.response.fail(APNsTransportError(.deadlineExceeded, "the deadline passed before the request could be sent"))
+        guard request.deadline > now else {
+            request.answer(.failure(APNsTransportError(.deadlineExceeded, "the deadline passed before the request could be sent")))
             return
         }
-        guard !goingAway, context.channel.isActive else {
+        guard !goingAway, let context, context.channel.isActive else {
             let why = failure.map { ": \($0)" } ?? ""
-            request.response.fail(APNsTransportError(.notProcessed, "the connection is closing\(why)"))
+            request.answer(.failure(APNsTransportError(.notProcessed, "the connection is closing\(why)")))
             return
         }
         let streamID = nextStreamID
@@ -184,7 +206,7 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
             nextStreamID = streamID.advanced(by: 2)
         }
 
-        inFlight[streamID] = InFlight(response: request.response, deadline: request.deadline, written: .now())
+        inFlight[streamID] = InFlight(answer: request.answer, deadline: request.deadline, written: now)
         if deadlineCheck.map({ request.deadline < $0.due }) ?? true { checkDeadlines(at: request.deadline, context: context) }
 
         let headersWritten = context.eventLoop.makePromise(of: Void.self)
@@ -228,7 +250,7 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
 
     private func timedOut(_ streamID: HTTP2StreamID, context: ChannelHandlerContext) {
         guard let stream = inFlight.removeValue(forKey: streamID) else { return }
-        stream.response.fail(APNsTransportError(.deadlineExceeded, "no answer from APNs before the deadline"))
+        stream.answer(.failure(APNsTransportError(.deadlineExceeded, "no answer from APNs before the deadline")))
         guard context.channel.isActive else { return }
         context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(.cancel))), promise: nil)
     }
@@ -284,16 +306,16 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
         guard let stream = inFlight.removeValue(forKey: streamID) else { return }
         status.answerCame()
         guard let code = stream.status else {
-            stream.response.fail(APNsTransportError(.invalidAnswer, "the answer had no :status"))
+            stream.answer(.failure(APNsTransportError(.invalidAnswer, "the answer had no :status")))
             return
         }
         let roundTrip = Duration.nanoseconds((NIODeadline.now() - stream.written).nanoseconds)
-        stream.response.succeed(APNsRawResponse(status: code, headers: stream.headers, body: stream.body, roundTrip: roundTrip))
+        stream.answer(.success(APNsRawResponse(status: code, headers: stream.headers, body: stream.body, roundTrip: roundTrip)))
     }
 
     private func fail(_ streamID: HTTP2StreamID, _ error: any Error) {
         guard let stream = inFlight.removeValue(forKey: streamID) else { return }
-        stream.response.fail(error)
+        stream.answer(.failure(error))
     }
 
     private func failAll(_ error: any Error) {
@@ -301,7 +323,7 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
         inFlight.removeAll()
         deadlineCheck?.task.cancel()
         deadlineCheck = nil
-        for stream in streams.values { stream.response.fail(error) }
+        for stream in streams.values { stream.answer(.failure(error)) }
     }
 
     /// APNs will take no stream above `lastStreamID`: those were not processed and may be retried

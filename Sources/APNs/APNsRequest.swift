@@ -207,12 +207,12 @@ extension APNsRequest {
     /// its bytes, instead of `NIOHTTP2Handler` checking every header block it encodes (a tenth of
     /// the client's time per push).
     public var malformation: LiveActivityValidationError? {
-        guard path.utf8.first == UInt8(ascii: "/"), path.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+        guard path.utf8.first == UInt8(ascii: "/"), path.allBytes({ $0 > 0x20 && $0 < 0x7F }) else {
             return LiveActivityValidationError(
                 field: ":path", code: .invalidValue, message: "must start with / and hold only visible ASCII characters, got \(path.debugDescription)")
         }
         for header in headers {
-            guard !header.name.isEmpty, header.name.utf8.allSatisfy(Self.isLowercaseTokenCharacter) else {
+            guard !header.name.isEmpty, header.name.allBytes(Self.isLowercaseTokenCharacter) else {
                 return LiveActivityValidationError(
                     field: header.name, code: .invalidValue,
                     message: "is not a header name HTTP/2 allows: lowercase letters, digits and !#$%&'*+-.^_`|~ only")
@@ -223,7 +223,7 @@ extension APNsRequest {
                     message: "is a connection-specific header, which HTTP/2 does not carry (te only as \"trailers\")")
             }
             let value = header.value.utf8
-            guard !value.contains(where: { $0 == 0 || $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "\n") }),
+            guard header.value.allBytes({ $0 != 0 && $0 != UInt8(ascii: "\r") && $0 != UInt8(ascii: "\n") }),
                   !(value.first?.isHTTPBlank ?? false), !(value.last?.isHTTPBlank ?? false)
             else {
                 return LiveActivityValidationError(
@@ -252,6 +252,14 @@ extension APNsRequest {
              UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"): true
         default: false
         }
+    }
+}
+
+extension String {
+    /// Whether every UTF-8 byte passes `rule`: over the string's contiguous storage when it has
+    /// some, without the `UTF8View` iterator's work per byte.
+    fileprivate func allBytes(_ rule: (UInt8) -> Bool) -> Bool {
+        utf8.withContiguousStorageIfAvailable { $0.allSatisfy(rule) } ?? utf8.allSatisfy(rule)
     }
 }
 

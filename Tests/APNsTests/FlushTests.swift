@@ -3,31 +3,42 @@ import NIOCore
 import NIOEmbedded
 import NIOHPACK
 import NIOHTTP2
+import Synchronization
 import Testing
 
 @Suite struct FlushTests {
     /// Flushes of one event-loop tick reach the socket as one, but never more than `flushEvery`
-    /// wait: otherwise both ends take turns at whole batches of hundreds.
+    /// wait: otherwise both ends take turns at whole batches of hundreds. What was written between
+    /// two flushes goes down as one buffer, so that TLS seals it as one record.
     @Test func flushesOfOneTickAreCoalescedButAtMostFlushEveryAtATime() throws {
         let channel = EmbeddedChannel(handler: FlushCoalescingHandler())
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
+        var written: [EventLoopFuture<Void>] = []
         func writeAndFlush(_ count: Int) {
-            for _ in 0..<count { channel.writeAndFlush(ByteBuffer(bytes: [1]), promise: nil) }
+            for _ in 0..<count {
+                let promise = channel.eventLoop.makePromise(of: Void.self)
+                written.append(promise.futureResult)
+                channel.write(ByteBuffer(bytes: [1]), promise: promise)
+                channel.write(ByteBuffer(bytes: [2, 3]), promise: nil)
+                channel.flush()
+            }
         }
-        func flushedWrites() throws -> Int {
-            var writes = 0
-            while try channel.readOutbound(as: ByteBuffer.self) != nil { writes += 1 }
-            return writes
+        /// The size of each buffer that reached the socket.
+        func flushedWrites() throws -> [Int] {
+            var sizes: [Int] = []
+            while let buffer = try channel.readOutbound(as: ByteBuffer.self) { sizes.append(buffer.readableBytes) }
+            return sizes
         }
 
         writeAndFlush(FlushCoalescingHandler.flushEvery - 1)
-        #expect(try flushedWrites() == 0)  // waiting for the end of the tick
+        #expect(try flushedWrites() == [])  // waiting for the end of the tick
         writeAndFlush(1)
-        #expect(try flushedWrites() == FlushCoalescingHandler.flushEvery)
+        #expect(try flushedWrites() == [3 * FlushCoalescingHandler.flushEvery])
         writeAndFlush(10)
-        #expect(try flushedWrites() == 0)
+        #expect(try flushedWrites() == [])
         channel.embeddedEventLoop.run()  // the end of the tick
-        #expect(try flushedWrites() == 10)
+        #expect(try flushedWrites() == [3 * 10])
+        #expect(written.allSatisfy { (try? $0.wait()) != nil })  // every write's promise, with its buffer's
         _ = try channel.finish()
     }
 
@@ -37,20 +48,19 @@ import Testing
     @Test func dataFramesOfOneTickLeaveInStreamOrder() throws {
         let channel = EmbeddedChannel()
         let ready = channel.eventLoop.makePromise(of: Void.self)
+        let streams = APNsStreamsHandler(status: ConnectionStatus(), ready: ready)
         try channel.pipeline.syncOperations.addHandlers([
             FlushCoalescingHandler(),
             NIOHTTP2Handler(mode: .client, initialSettings: []),
-            APNsStreamsHandler(status: ConnectionStatus(), ready: ready),
+            streams,
         ])
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
-        var responses: [EventLoopFuture<APNsRawResponse>] = []
+        let answers = Mutex(0)
         for _ in 0..<50 {
-            let response = channel.eventLoop.makePromise(of: APNsRawResponse.self)
-            responses.append(response.futureResult)
-            let request = APNsStreamRequest(
+            streams.send(APNsStreamRequest(
                 headers: HPACKHeaders([(":method", "POST"), (":scheme", "https"), (":authority", "apns"), (":path", "/3/device/ab")]),
-                body: ByteBuffer(string: #"{"aps":{}}"#), deadline: .now() + .seconds(10), response: response)
-            channel.write(request, promise: nil)
+                body: ByteBuffer(string: #"{"aps":{}}"#), deadline: .now() + .seconds(10),
+                answer: { _ in answers.withLock { $0 += 1 } }))
         }
         channel.embeddedEventLoop.run()
 
@@ -71,6 +81,6 @@ import Testing
 
         ready.fail(CancellationError())
         _ = try? channel.finish()
-        for response in responses { _ = try? response.wait() }
+        #expect(answers.withLock { $0 } == 50)  // each failed once, as the connection closed
     }
 }
