@@ -2,7 +2,6 @@ import Foundation
 import LiveActivityKit
 import Logging
 import NIOCore
-import NIOHPACK
 import NIOPosix
 import NIOSSL
 import Synchronization
@@ -154,7 +153,7 @@ public final class APNsClient: Sendable {
             let raw: APNsRawResponse
             do {
                 raw = try await pool.send(
-                    headers: Self.headerBlock(request, authority: pool.endpoint.authority, token: token),
+                    headers: request.headerFields(authority: pool.endpoint.authority, authorization: token),
                     body: request.body.map { ByteBuffer(bytes: $0) }, deadline: deadline)
             } catch let error as APNsTransportError where error.code == .notProcessed && !retriedElsewhere {
                 retriedElsewhere = true
@@ -169,16 +168,6 @@ public final class APNsClient: Sendable {
             }
             return raw
         }
-    }
-
-    private static func headerBlock(_ request: APNsRequest, authority: String, token: String) -> HPACKHeaders {
-        var headers = HPACKHeaders()
-        let fields = request.headerFields(authority: authority, authorization: token)
-        headers.reserveCapacity(fields.count)
-        for field in fields {
-            headers.add(name: field.name, value: field.value, indexing: field.indexable ? .indexable : .nonIndexable)
-        }
-        return headers
     }
 }
 
@@ -270,7 +259,7 @@ final class ConnectionPool: Sendable {
 
     /// Sends one request on the connection the plan chooses, counting its stream there until the
     /// answer (or the failure) comes.
-    func send(headers: HPACKHeaders, body: ByteBuffer?, deadline: NIODeadline) async throws -> APNsRawResponse {
+    func send(headers: [APNsRequest.Header], body: ByteBuffer?, deadline: NIODeadline) async throws -> APNsRawResponse {
         let connection = try await connection(deadline: deadline)
         defer { connection.status.streamClosed() }
         return try await connection.send(headers: headers, body: body, deadline: deadline)

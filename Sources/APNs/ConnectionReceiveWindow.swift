@@ -1,11 +1,8 @@
-import NIOCore
-import NIOHTTP2
-
-/// The connection-level receive window of an HTTP/2 endpoint that handles frames itself.
-/// `NIOHTTP2Handler` leaves WINDOW_UPDATE to its stream multiplexer; without one, the peer
-/// stalls once 65,535 bytes of DATA have arrived. This grows the window to `targetSize` on the
-/// first frame and gives the consumed bytes back whenever half of it has been used.
-/// (Stream windows need nothing: one push is at most 5 KB and each stream starts a fresh window.)
+/// The connection-level receive window of an HTTP/2 endpoint that handles frames itself: the
+/// client's streams handler, and the emulator's server (`NIOHTTP2Handler` leaves this to a stream
+/// multiplexer, which it has not). Without it the peer stalls once 65,535 bytes of DATA arrived.
+/// This grows the window to `targetSize` at once and gives the consumed bytes back whenever half
+/// of it has been used.
 package struct ConnectionReceiveWindow {
     package static let targetSize = 1 << 24
     private static let initialSize = 65_535
@@ -15,22 +12,19 @@ package struct ConnectionReceiveWindow {
 
     package init() {}
 
-    /// The WINDOW_UPDATE to send for this inbound frame, if any.
-    package mutating func windowUpdate(after frame: HTTP2Frame) -> HTTP2Frame? {
+    /// The connection's WINDOW_UPDATE increment to send after receiving a frame that carried
+    /// `flowControlledBytes` (a DATA frame's whole payload, padding included; 0 for any other).
+    package mutating func increment(receiving flowControlledBytes: Int) -> Int? {
         var increment = 0
         if !grown {
             grown = true
             increment += Self.targetSize - Self.initialSize
         }
-        if case .data(let data) = frame.payload {
-            // Flow control counts the padding and its length byte too.
-            consumed += data.data.readableBytes + (data.paddingBytes.map { $0 + 1 } ?? 0)
-            if consumed >= Self.targetSize / 2 {
-                increment += consumed
-                consumed = 0
-            }
+        consumed += flowControlledBytes
+        if consumed >= Self.targetSize / 2 {
+            increment += consumed
+            consumed = 0
         }
-        guard increment > 0 else { return nil }
-        return HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))
+        return increment > 0 ? increment : nil
     }
 }

@@ -69,6 +69,16 @@ public struct EmulatorCertificates: Sendable {
         try Data(certificateAuthorityPEM.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
     }
 
+    /// Writes the server's certificate and key as PEM, for another server to present them (the
+    /// client's tests against nghttpd).
+    package func writeServerIdentity(certificateTo certificatePath: String, keyTo keyPath: String) throws {
+        let base64 = Data(serverCertificateDER).base64EncodedString(options: .lineLength64Characters)
+            .replacingOccurrences(of: "\r\n", with: "\n")
+        let certificate = "-----BEGIN CERTIFICATE-----\n\(base64)\n-----END CERTIFICATE-----\n"
+        try Data(certificate.utf8).write(to: URL(fileURLWithPath: certificatePath), options: .atomic)
+        try Data(serverKeyPEM.utf8).write(to: URL(fileURLWithPath: keyPath), options: .atomic)
+    }
+
     /// A server TLS configuration presenting this certificate and offering HTTP/2 by ALPN.
     func serverTLSConfiguration() throws -> TLSConfiguration {
         var tls = TLSConfiguration.makeServerConfiguration(

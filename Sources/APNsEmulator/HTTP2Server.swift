@@ -517,3 +517,15 @@ public struct AcceptAllResponder: RequestResponder {
         return .respond(status: 200, headers: [(idHeader, id), ("apns-unique-id", GeneratedUUID.string())], body: nil)
     }
 }
+
+extension ConnectionReceiveWindow {
+    /// The WINDOW_UPDATE to send for this inbound frame, if any.
+    mutating func windowUpdate(after frame: HTTP2Frame) -> HTTP2Frame? {
+        var bytes = 0
+        if case .data(let data) = frame.payload {
+            // Flow control counts the padding and its length byte too.
+            bytes = data.data.readableBytes + (data.paddingBytes.map { $0 + 1 } ?? 0)
+        }
+        return increment(receiving: bytes).map { HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: $0)) }
+    }
+}

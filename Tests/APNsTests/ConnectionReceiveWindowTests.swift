@@ -1,4 +1,5 @@
 @testable import APNs
+@testable import APNsEmulator
 import NIOCore
 import NIOHTTP2
 import Testing
