@@ -53,7 +53,12 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
     private var failure: (any Error)?
 
     // What the peer announced (SETTINGS) and allows (WINDOW_UPDATE).
-    private var peerStreamLimit = Int.max
+    /// One stream until the peer's first SETTINGS frame says how many (APNs announces one until a
+    /// request with a valid provider token is accepted), then what it announced, unlimited if
+    /// nothing (§6.5.2). Requests sent beyond a limit not yet read made the emulator end the
+    /// connection with PROTOCOL_ERROR.
+    private var peerStreamLimit = 1
+    private var peerSettingsRead = false
     private var peerInitialWindow = HTTP2Wire.defaultWindowSize
     private var peerMaxFrameSize = HTTP2Wire.defaultMaxFrameSize
     private var connectionSendWindow = HTTP2Wire.defaultWindowSize
@@ -430,6 +435,10 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
             return
         }
         guard header.length % 6 == 0 else { throw .init(.frameSizeError, "SETTINGS of \(header.length) bytes") }
+        if !peerSettingsRead {
+            peerSettingsRead = true
+            peerStreamLimit = .max
+        }
         var payload = payload
         while let identifier = payload.readInteger(as: UInt16.self), let value = payload.readInteger(as: UInt32.self) {
             switch HTTP2Wire.Setting(rawValue: identifier) {

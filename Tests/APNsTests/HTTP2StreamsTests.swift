@@ -99,11 +99,13 @@ import Testing
         var serverDecoder = HPACKDecoder(allocator: ByteBufferAllocator(), maxDynamicTableSize: 4_096, maxHeaderListSize: 1 << 20)
         var sent = 0
 
-        init() throws {
+        /// `serverSettings`: the server's first SETTINGS frame, if it has come.
+        init(serverSettings: [(HTTP2Wire.Setting, UInt32)]? = []) throws {
             ready = channel.eventLoop.makePromise()
             handler = APNsStreamsHandler(status: ConnectionStatus(), ready: ready)
             try channel.pipeline.syncOperations.addHandler(handler)
             try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
+            if let serverSettings { try settings(serverSettings) }
         }
 
         /// Sends a request; its answer is kept under the stream id it will have (1, 3, 5, …).
@@ -176,7 +178,7 @@ import Testing
     func u32(_ value: UInt32) -> [UInt8] { withUnsafeBytes(of: value.bigEndian, Array.init) }
 
     @Test func theConnectionStartsWithThePrefaceSettingsAndALargerWindow() throws {
-        let connection = try Connection()
+        let connection = try Connection(serverSettings: nil)
         defer { connection.finish() }
         var bytes = ByteBuffer()
         while var chunk = try connection.channel.readOutbound(as: ByteBuffer.self) { bytes.writeBuffer(&chunk) }
@@ -190,7 +192,7 @@ import Testing
     }
 
     @Test func settingsAreAcknowledgedAndStreamsBeyondTheLimitWaitForOneToClose() throws {
-        let connection = try Connection()
+        let connection = try Connection(serverSettings: nil)
         defer { connection.finish() }
         _ = try connection.written()
         try connection.settings([(.maxConcurrentStreams, 1)])
@@ -231,6 +233,20 @@ import Testing
         let last = try connection.written().filter { $0.header.type == 0 }
         #expect(last.map(\.header.length) == [5])
         #expect(last.first?.header.has(HTTP2Wire.Flag.endStream) == true)
+    }
+
+    /// Until the server's first SETTINGS frame, one stream: APNs announces one until it accepts a
+    /// provider token. A SETTINGS frame without a limit means none.
+    @Test func beforeTheServersSettingsOneStreamOpens() throws {
+        let connection = try Connection(serverSettings: nil)
+        defer { connection.finish() }
+        _ = try connection.written()
+        for _ in 0..<3 { connection.send() }
+        connection.channel.embeddedEventLoop.run()
+        #expect(try connection.written().map(\.header.streamID) == [1, 1])
+        try connection.settings([(.initialWindowSize, 70_000)])
+        connection.channel.embeddedEventLoop.run()
+        #expect(try connection.written().map(\.header.streamID) == [0, 3, 3, 5, 5])  // the acknowledgement, then both
     }
 
     @Test func pingIsAnsweredWithItsPayload() throws {
