@@ -173,9 +173,8 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
         let length = output.writerIndex - start - HTTP2Wire.frameHeaderSize
         let flags = endStream ? HTTP2Wire.Flag.endStream : 0
         if length <= peerMaxFrameSize {
-            var header = ByteBuffer()
-            HTTP2Wire.writeFrameHeader(length: length, type: .headers, flags: flags | HTTP2Wire.Flag.endHeaders, streamID: streamID, to: &header)
-            output.setBuffer(header, at: start)
+            HTTP2Wire.setFrameHeader(
+                length: length, type: .headers, flags: flags | HTTP2Wire.Flag.endHeaders, streamID: streamID, at: start, in: &output)
             return
         }
         var block = output.getSlice(at: start + HTTP2Wire.frameHeaderSize, length: length)!
@@ -454,7 +453,7 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
                 }
                 let change = Int(value) - peerInitialWindow
                 peerInitialWindow = Int(value)
-                for streamID in streams.keys { streams[streamID]!.sendWindow += change }
+                for index in streams.values.indices { streams.values[index].sendWindow += change }
             case .maxFrameSize:
                 guard (HTTP2Wire.defaultMaxFrameSize...16_777_215).contains(Int(value)) else {
                     throw .init(.protocolError, "a maximum frame size of \(value)")

@@ -87,9 +87,16 @@ enum HTTP2Wire {
     }
 
     static func writeFrameHeader(length: Int, type: FrameType, flags: UInt8 = 0, streamID: UInt32, to bytes: inout ByteBuffer) {
-        bytes.writeInteger(UInt32(length) << 8 | UInt32(type.rawValue))
-        bytes.writeInteger(flags)
-        bytes.writeInteger(streamID)
+        let index = bytes.writerIndex
+        bytes.writeRepeatingByte(0, count: frameHeaderSize)
+        setFrameHeader(length: length, type: type, flags: flags, streamID: streamID, at: index, in: &bytes)
+    }
+
+    /// Fills in the header of a frame whose payload was written after nine reserved bytes.
+    static func setFrameHeader(length: Int, type: FrameType, flags: UInt8, streamID: UInt32, at index: Int, in bytes: inout ByteBuffer) {
+        bytes.setInteger(UInt32(length) << 8 | UInt32(type.rawValue), at: index)
+        bytes.setInteger(flags, at: index + 4)
+        bytes.setInteger(streamID, at: index + 5)
     }
 
     static func writeSettings(_ settings: [(Setting, UInt32)], to bytes: inout ByteBuffer) {
