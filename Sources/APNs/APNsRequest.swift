@@ -203,9 +203,9 @@ extension APNsRequest {
 
 extension APNsRequest {
     /// Why HTTP/2 would call this request malformed (RFC 9113 §8.2.1), APNs then resetting its
-    /// stream; nil when it is well formed. The client checks this itself, once per request over
-    /// its bytes, instead of `NIOHTTP2Handler` checking every header block it encodes (a tenth of
-    /// the client's time per push).
+    /// stream; nil when it is well formed. The client checks this once per request, over its
+    /// bytes, before its own HTTP/2 encodes it (`NIOHTTP2Handler`'s check of every header block
+    /// took a tenth of the client's time per push).
     public var malformation: LiveActivityValidationError? {
         guard path.utf8.first == UInt8(ascii: "/"), path.allBytes({ $0 > 0x20 && $0 < 0x7F }) else {
             return LiveActivityValidationError(

@@ -6,7 +6,7 @@
 /// another is opened, up to the most allowed, but only if each open one has answered and carries
 /// more than one stream: one stream means APNs has not accepted the token yet (or no longer
 /// does), and more connections would only fail the same way. Otherwise the request waits on the
-/// connection that is least over its limit, in NIOHTTP2's stream buffer, until a stream closes.
+/// connection that is least over its limit, in its streams handler, until a stream closes.
 struct ConnectionPlan: Sendable, Hashable {
     /// What the pool knows of one connection.
     struct Connection: Sendable, Hashable {
