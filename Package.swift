@@ -149,7 +149,12 @@ let package = Package(
         ),
         // libFuzzer over everything that reads untrusted JSON; without it, a replayer of the corpus
         // in Fuzz/corpus (README: fuzzing).
-        .executableTarget(name: "LiveRelayFuzz", dependencies: ["LiveActivityKit", "LiveRelay", "LiveRelayHTTP", "JSONAPI"]),
+        .executableTarget(
+            name: "LiveRelayFuzz",
+            dependencies: [
+                "LiveActivityKit", "LiveRelay", "LiveRelayHTTP", "JSONAPI", "APNs",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]),
         // `liverelay bench`: the benchmarks, run by the command line in child processes of it.
         .target(
             name: "LiveRelayBenchmarks",

@@ -8,20 +8,32 @@ import Synchronization
 
 /// A request handed to a connection: header fields, body, deadline, and where its answer goes
 /// (called exactly once, by the streams handler).
-struct APNsStreamRequest: Sendable {
+package struct APNsStreamRequest: Sendable {
     var headers: [APNsRequest.Header]
     var body: ByteBuffer?
     var deadline: NIODeadline
     var answer: @Sendable (Result<APNsRawResponse, any Error>) -> Void
+
+    package init(
+        headers: [APNsRequest.Header], body: ByteBuffer?, deadline: NIODeadline,
+        answer: @escaping @Sendable (Result<APNsRawResponse, any Error>) -> Void
+    ) {
+        self.headers = headers
+        self.body = body
+        self.deadline = deadline
+        self.answer = answer
+    }
 }
 
 /// What the pool knows of a connection (`ConnectionPlan.Connection`): written by its handler on
 /// the event loop and by the pool as it hands out and takes back streams; read by the pool.
-final class ConnectionStatus: Sendable {
+package final class ConnectionStatus: Sendable {
     private let usable = Atomic<Bool>(true)
     private let answered = Atomic<Bool>(false)
     private let limit = Atomic<Int>(1)
     private let open = Atomic<Int>(0)
+
+    package init() {}
 
     var isUsable: Bool { usable.load(ordering: .relaxed) }
     /// No new requests: APNs sent GOAWAY, or the connection failed or ran out of stream ids.

@@ -14,10 +14,10 @@ import NIOTLS
 /// Frames are written to one buffer, which goes to TLS every `flushEvery` requests and at the end
 /// of each event-loop tick: one TLS record and one system call for many requests, no delay when
 /// idle, and never so many waiting that both ends take turns at whole batches.
-final class APNsStreamsHandler: ChannelDuplexHandler {
-    typealias InboundIn = ByteBuffer
-    typealias OutboundIn = ByteBuffer
-    typealias OutboundOut = ByteBuffer
+package final class APNsStreamsHandler: ChannelDuplexHandler {
+    package typealias InboundIn = ByteBuffer
+    package typealias OutboundIn = ByteBuffer
+    package typealias OutboundOut = ByteBuffer
 
     static let flushEvery = 32
     /// The window each stream starts with for answers (SETTINGS_INITIAL_WINDOW_SIZE).
@@ -80,22 +80,22 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
     /// timer per stream cost a scheduling and a cancellation of NIO's task heap per push.
     private var deadlineCheck: (due: NIODeadline, task: Scheduled<Void>)?
 
-    init(status: ConnectionStatus, ready: EventLoopPromise<Void>) {
+    package init(status: ConnectionStatus, ready: EventLoopPromise<Void>) {
         self.status = status
         self.ready = ready
     }
 
-    func handlerAdded(context: ChannelHandlerContext) {
+    package func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         output = context.channel.allocator.buffer(capacity: 16_384)
         if context.channel.isActive { start(context: context) }
     }
 
-    func handlerRemoved(context: ChannelHandlerContext) {
+    package func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
     }
 
-    func channelActive(context: ChannelHandlerContext) {
+    package func channelActive(context: ChannelHandlerContext) {
         start(context: context)
         context.fireChannelActive()
     }
@@ -119,7 +119,7 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
 
     /// Opens a stream for `request`, on the event loop, or keeps it until the peer's stream limit
     /// lets it open.
-    func send(_ request: APNsStreamRequest) {
+    package func send(_ request: APNsStreamRequest) {
         // The caller has given up and may retry: sending now could deliver the push twice.
         guard request.deadline > .now() else {
             request.answer(.failure(APNsTransportError(.deadlineExceeded, "the deadline passed before the request could be sent")))
@@ -290,7 +290,7 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
 
     // MARK: Frames read
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var bytes = unwrapInboundIn(data)
         if unread != nil {
             unread!.writeBuffer(&bytes)
@@ -315,7 +315,7 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
         }
     }
 
-    func channelReadComplete(context: ChannelHandlerContext) {
+    package func channelReadComplete(context: ChannelHandlerContext) {
         if output.readableBytes > 0 { flushNow(context: context) }
         if goingAway, streams.isEmpty, context.channel.isActive { context.close(promise: nil) }
         context.fireChannelReadComplete()
@@ -569,7 +569,7 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
 
     // MARK: The connection's life
 
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+    package func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         // Requests are written only once `ready` succeeds, so a failure here has none in flight.
         if case TLSUserEvent.handshakeCompleted(let negotiated) = event {
             if negotiated == "h2" {
@@ -582,7 +582,7 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
         context.fireUserInboundEventTriggered(event)
     }
 
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+    package func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if failure == nil { failure = error }
         ready.fail(APNsTransportError(.connectFailed, "TLS with APNs failed: \(error)"))
         status.retire()
@@ -590,7 +590,7 @@ final class APNsStreamsHandler: ChannelDuplexHandler {
         context.close(promise: nil)
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
+    package func channelInactive(context: ChannelHandlerContext) {
         ready.fail(APNsTransportError(.connectFailed, "the server closed the connection during set-up"))
         status.retire()
         let why = failure.map { ": \($0)" } ?? ""

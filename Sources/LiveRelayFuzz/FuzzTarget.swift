@@ -6,9 +6,15 @@ import LiveRelayHTTP
 
 /// One fuzz input through everything that reads untrusted JSON: the JSON value parser, the APNs
 /// payload reader and its validation for both destinations, and every request body the API reads.
-/// Refusals are the expected outcome; only a crash (or a sanitizer report) is a finding.
+/// An input whose first byte has its high bit set (never JSON) goes instead, as an APNs server's
+/// bytes, through the client's HTTP/2 (`fuzzServerBytes`, slower an input). Refusals
+/// are the expected outcome; only a crash (or a sanitizer report) is a finding.
 func fuzzOneInput(_ bytes: UnsafeRawBufferPointer) {
     let input = Array(bytes)
+    if let first = input.first, first >= 0x80 {
+        fuzzServerBytes(input)
+        return
+    }
     if let payload = try? LiveActivityPayload(parsing: input) {
         _ = try? payload.encoded(for: .device)
         _ = try? payload.encoded(for: .broadcast)
