@@ -118,13 +118,9 @@ package final class APNsStreamsHandler: ChannelDuplexHandler {
     // MARK: Requests
 
     /// Opens a stream for `request`, on the event loop, or keeps it until the peer's stream limit
-    /// lets it open.
+    /// lets it open. Time is the event loop's (`EventLoop.now`), which tests can move.
     package func send(_ request: APNsStreamRequest) {
-        // The caller has given up and may retry: sending now could deliver the push twice.
-        guard request.deadline > .now() else {
-            request.answer(.failure(APNsTransportError(.deadlineExceeded, "the deadline passed before the request could be sent")))
-            return
-        }
+        guard !hasExpired(request, now: context?.eventLoop.now ?? .now()) else { return }
         guard !goingAway, let context, context.channel.isActive else {
             let why = failure.map { ": \($0)" } ?? ""
             request.answer(.failure(APNsTransportError(.notProcessed, "the connection is closing\(why)")))
@@ -149,7 +145,8 @@ package final class APNsStreamsHandler: ChannelDuplexHandler {
         }
         let body = request.body.flatMap { $0.readableBytes > 0 ? $0 : nil }
         writeHeaders(request.headers, streamID: streamID, endStream: body == nil)
-        streams[streamID] = Stream(answer: request.answer, deadline: request.deadline, written: .now(), sendWindow: peerInitialWindow)
+        streams[streamID] = Stream(
+            answer: request.answer, deadline: request.deadline, written: context.eventLoop.now, sendWindow: peerInitialWindow)
         if let body {
             if blockedData.isEmpty {
                 writeData(streamID: streamID, body)
@@ -192,10 +189,8 @@ package final class APNsStreamsHandler: ChannelDuplexHandler {
     }
 
     /// Writes as much of `data` as both windows allow, and keeps the rest in `blockedData`.
-    /// Returns whether all of it was written.
-    @discardableResult
-    private func writeData(streamID: UInt32, _ data: ByteBuffer) -> Bool {
-        guard var stream = streams[streamID] else { return true }  // reset meanwhile: nothing to send
+    private func writeData(streamID: UInt32, _ data: ByteBuffer) {
+        guard var stream = streams[streamID] else { return }  // reset meanwhile: nothing to send
         var data = data
         while data.readableBytes > 0 {
             let size = min(data.readableBytes, connectionSendWindow, stream.sendWindow, peerMaxFrameSize)
@@ -208,11 +203,7 @@ package final class APNsStreamsHandler: ChannelDuplexHandler {
             stream.sendWindow -= size
         }
         streams[streamID] = stream
-        guard data.readableBytes == 0 else {
-            blockedData.append((streamID, data))
-            return false
-        }
-        return true
+        if data.readableBytes > 0 { blockedData.append((streamID, data)) }
     }
 
     /// Sends the bodies that waited for window, oldest first, as far as the windows now allow.
@@ -249,34 +240,31 @@ package final class APNsStreamsHandler: ChannelDuplexHandler {
 
     // MARK: Deadlines
 
-    /// Fails the requests whose deadline has passed at `due`, then looks again at the earliest
-    /// deadline left. Answered streams leave the timer as it is: when it fires early, it only
-    /// moves on to the next deadline.
+    /// Fails the requests whose deadline has passed at `due`, waiting or in flight, then looks
+    /// again at the earliest deadline left. Answered streams leave the timer as it is: when it
+    /// fires early, it only moves on to the next deadline.
     private func checkDeadlines(at due: NIODeadline, context: ChannelHandlerContext) {
         deadlineCheck?.task.cancel()
         let task = context.eventLoop.assumeIsolated().scheduleTask(deadline: due) { [self] in
             deadlineCheck = nil
-            let now = NIODeadline.now()
-            var next: NIODeadline?
-            for (streamID, stream) in streams {
-                if stream.deadline <= now {
-                    timedOut(streamID, context: context)
-                } else if next.map({ stream.deadline < $0 }) ?? true {
-                    next = stream.deadline
-                }
+            let now = context.eventLoop.now
+            // The waiting first: a stream that times out lets the next of them open.
+            waiting = CircularBuffer(waiting.filter { !hasExpired($0, now: now) })
+            for (streamID, stream) in streams where stream.deadline <= now {
+                timedOut(streamID, context: context)
             }
-            let stillWaiting = waiting.filter { request in
-                guard request.deadline <= now else {
-                    if next.map({ request.deadline < $0 }) ?? true { next = request.deadline }
-                    return true
-                }
-                request.answer(.failure(APNsTransportError(.deadlineExceeded, "the deadline passed before the request could be sent")))
-                return false
-            }
-            waiting = CircularBuffer(stillWaiting)
+            let next = [streams.values.lazy.map(\.deadline).min(), waiting.lazy.map(\.deadline).min()].compactMap { $0 }.min()
             if let next { checkDeadlines(at: next, context: context) }
         }
         deadlineCheck = (due, task)
+    }
+
+    /// Whether `request`'s deadline has passed before it was sent; if so it is answered so. The
+    /// caller has given up and may retry: sending it now could deliver the push twice.
+    private func hasExpired(_ request: APNsStreamRequest, now: NIODeadline) -> Bool {
+        guard request.deadline <= now else { return false }
+        request.answer(.failure(APNsTransportError(.deadlineExceeded, "the deadline passed before the request could be sent")))
+        return true
     }
 
     private func timedOut(_ streamID: UInt32, context: ChannelHandlerContext) {
@@ -501,7 +489,7 @@ package final class APNsStreamsHandler: ChannelDuplexHandler {
             stream.answer(.failure(APNsTransportError(.invalidAnswer, "the answer had no :status")))
             return
         }
-        let roundTrip = Duration.nanoseconds((NIODeadline.now() - stream.written).nanoseconds)
+        let roundTrip = Duration.nanoseconds((context.eventLoop.now - stream.written).nanoseconds)
         stream.answer(.success(APNsRawResponse(status: code, headers: stream.headers, body: stream.body, roundTrip: roundTrip)))
     }
 
@@ -517,7 +505,7 @@ package final class APNsStreamsHandler: ChannelDuplexHandler {
 
     private func openWaiting(context: ChannelHandlerContext) {
         while streams.count < peerStreamLimit, !goingAway, let request = waiting.popFirst() {
-            open(request, context: context)
+            if !hasExpired(request, now: context.eventLoop.now) { open(request, context: context) }
         }
     }
 

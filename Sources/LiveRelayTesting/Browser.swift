@@ -53,7 +53,7 @@ public final class Browser: Sendable {
         width: Int = 1280, height: Int = 900, _ body: (Browser) async throws -> Value
     ) async throws -> Value {
         try availability.get()
-        let port = try freePort()
+        let port = try freeLoopbackPort()
         let driver = try ChildProcess.start(driverPath, ["--port=\(port)"], environment: ["HOME": NSTemporaryDirectory()], output: .null)
         let base = "http://127.0.0.1:\(port)"
         let client = HTTPClient.shared
@@ -185,22 +185,5 @@ public final class Browser: Sendable {
             throw Failure(description: "\(value["error"]?.stringValue ?? "error"): \(value["message"]?.stringValue ?? value.serializedString)")
         }
         return value
-    }
-
-    /// A port free now, for a program that cannot be told to pick one.
-    private static func freePort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw Failure(description: "socket: \(errno)") }
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
-        }
-        guard bound else { throw Failure(description: "bind: \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

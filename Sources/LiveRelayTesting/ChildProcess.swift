@@ -132,3 +132,20 @@ public struct SpawnFailed: Error, CustomStringConvertible {
     public var code: Int32
     public var description: String { "cannot start \(executable): \(String(cString: strerror(code)))" }
 }
+
+/// A loopback port free now, for a program that cannot be told to pick one (chromedriver, nghttpd).
+public func freeLoopbackPort() throws -> Int {
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard descriptor >= 0 else { throw TestRequirement.Unavailable(description: "socket: \(String(cString: strerror(errno)))") }
+    defer { close(descriptor) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
+    }
+    guard bound else { throw TestRequirement.Unavailable(description: "no free loopback port: \(String(cString: strerror(errno)))") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}

@@ -1,5 +1,5 @@
 import APNs
-@testable import APNsEmulator
+import APNsEmulator
 import Foundation
 import LiveRelayTesting
 import NIOCore
@@ -28,7 +28,7 @@ enum Nghttpd {
         let certificates = try EmulatorCertificates.generate()
         try certificates.writeCertificateAuthority(to: "\(directory)/ca.pem")
         try certificates.writeServerIdentity(certificateTo: "\(directory)/server.pem", keyTo: "\(directory)/key.pem")
-        let port = try freePort()
+        let port = try freeLoopbackPort()
         let server = try ChildProcess.start(
             Nghttpd.path,
             ["--echo-upload", "-a", "127.0.0.1", "-m", "20", "-w", "14", "-c", "256", "-d", directory,
@@ -40,10 +40,15 @@ enum Nghttpd {
         }
 
         try await withDeadline(.seconds(60)) {
-            try await waitForListener(port: port)
+            // nghttpd is starting: it says nothing when it listens.
+            try await eventually {
+                guard let probe = try? await RawTCPConnection.connect(port: port) else { return false }
+                await probe.close()
+                return true
+            }
             let configuration = APNsClient.Configuration(
                 environment: .custom(host: "127.0.0.1", port: port, channelManagementPort: port, caFile: "\(directory)/ca.pem"),
-                signingKey: TestSigningKey(keyID: String(repeating: "K", count: 10)).signingKey, connectionsPerHost: 1...1,
+                signingKey: TestSigningKey().signingKey, connectionsPerHost: 1...1,
                 requestTimeout: .seconds(30))
             let sizes = [0, 17, 1_000, 16_383, 16_384, 40_000, 70_000]
             try await withAPNsClient(configuration: configuration) { client in
@@ -67,37 +72,6 @@ enum Nghttpd {
                     try await group.waitForAll()
                 }
             }
-        }
-    }
-
-    /// A port nobody listens on now.
-    private func freePort() throws -> Int {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(socket) }
-        var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                bind(socket, address, length) == 0 && getsockname(socket, address, &length) == 0
-            }
-        }
-        guard bound else { throw TestRequirement.Unavailable(description: "no free port: \(String(cString: strerror(errno)))") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    /// Returns once something accepts TCP connections on `port`.
-    private func waitForListener(port: Int) async throws {
-        while true {
-            let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in(
-                sin_family: sa_family_t(AF_INET), sin_port: UInt16(port).bigEndian, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")),
-                sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
-            let connected = withUnsafePointer(to: &address) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-            }
-            close(socket)
-            if connected { return }
-            try await Task.sleep(for: .milliseconds(20))  // nghttpd is starting: a real process, polled
         }
     }
 }

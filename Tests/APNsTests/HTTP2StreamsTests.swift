@@ -109,7 +109,11 @@ import Testing
         }
 
         /// Sends a request; its answer is kept under the stream id it will have (1, 3, 5, …).
-        func send(body: [UInt8] = Array(#"{"aps":{}}"#.utf8), path: String = "/3/device/ab", extra: [APNsRequest.Header] = []) {
+        /// `timeout`: from the embedded event loop's time, which the test moves.
+        func send(
+            body: [UInt8] = Array(#"{"aps":{}}"#.utf8), path: String = "/3/device/ab", extra: [APNsRequest.Header] = [],
+            timeout: TimeAmount = .seconds(60)
+        ) {
             let streamID = UInt32(2 * sent + 1)
             sent += 1
             handler.send(APNsStreamRequest(
@@ -117,7 +121,7 @@ import Testing
                     .init(":method", "POST"), .init(":scheme", "https"), .init(":authority", "apns"),
                     .init(":path", path, indexable: false),
                 ] + extra,
-                body: body.isEmpty ? nil : ByteBuffer(bytes: body), deadline: .now() + .seconds(60),
+                body: body.isEmpty ? nil : ByteBuffer(bytes: body), deadline: channel.eventLoop.now + timeout,
                 answer: { [answers] result in answers.byStream.withLock { $0[streamID] = result } }))
         }
 
@@ -335,6 +339,24 @@ import Testing
                              connection.headerBlock([(":status", "200")]))
         #expect(connection.status(1) == 200)
         #expect(!connection.channel.isActive)  // closed once its last stream ended
+    }
+
+    /// A request that waits for a stream ends at its deadline without being sent (the caller has
+    /// given up and may send it again); the streams open meanwhile go on to theirs.
+    @Test func aRequestWaitingForAStreamEndsUnsentAtItsDeadline() throws {
+        let connection = try Connection(serverSettings: [(.maxConcurrentStreams, 1)])
+        defer { connection.finish() }
+        connection.send(timeout: .seconds(10))
+        connection.send(timeout: .seconds(1))  // waits behind the first
+        connection.channel.embeddedEventLoop.run()
+        _ = try connection.written()
+        connection.channel.embeddedEventLoop.advanceTime(by: .seconds(2))
+        #expect(connection.error(3)?.code == .deadlineExceeded)
+        #expect(connection.answer(1) == nil)
+        #expect(try connection.written().isEmpty)  // stream 3 was never opened
+        connection.channel.embeddedEventLoop.advanceTime(by: .seconds(9))
+        #expect(connection.error(1)?.code == .deadlineExceeded)
+        #expect(try connection.written().map(\.header.type) == [HTTP2Wire.FrameType.rstStream.rawValue])
     }
 
     @Test func aResetStreamFailsWithItsCode() throws {
