@@ -19,17 +19,23 @@ public final class APNsClient: Sendable {
         public var connectionsPerHost: ClosedRange<Int>
         /// How long a request may take, connecting included, unless the call gives its own.
         public var requestTimeout: Duration
+        /// How long a connection with requests in flight may send nothing before it is PINGed, and
+        /// the PING go unanswered before the connection is taken for dead and its requests fail as
+        /// `connectionClosed`; at least 10 of the connection's round trips (`ConnectionLiveness`).
+        public var connectionPatience: Duration
         /// The wall clock provider tokens are dated with.
         public var now: @Sendable () -> Date
 
         public init(
             environment: APNsEnvironment, signingKey: APNsSigningKey, connectionsPerHost: ClosedRange<Int> = 1...1,
-            requestTimeout: Duration = .seconds(10), now: @escaping @Sendable () -> Date = { Date() }
+            requestTimeout: Duration = .seconds(10), connectionPatience: Duration = .seconds(1),
+            now: @escaping @Sendable () -> Date = { Date() }
         ) {
             self.environment = environment
             self.signingKey = signingKey
             self.connectionsPerHost = connectionsPerHost
             self.requestTimeout = requestTimeout
+            self.connectionPatience = connectionPatience
             self.now = now
         }
     }
@@ -54,8 +60,11 @@ public final class APNsClient: Sendable {
         let connections = configuration.connectionsPerHost
         let pushLoop = connections.upperBound <= 1 || eventLoopGroup is any EventLoop ? eventLoopGroup.next() : nil
         pushExecutor = pushLoop.map(EventLoopTaskExecutor.init)
-        pushConnections = try ConnectionPool(endpoint: configuration.environment.push, connections: connections, group: pushLoop ?? eventLoopGroup)
-        managementConnections = try ConnectionPool(endpoint: configuration.environment.channelManagement, connections: 1...1, group: eventLoopGroup)
+        let patience = TimeAmount(configuration.connectionPatience)
+        pushConnections = try ConnectionPool(
+            endpoint: configuration.environment.push, connections: connections, patience: patience, group: pushLoop ?? eventLoopGroup)
+        managementConnections = try ConnectionPool(
+            endpoint: configuration.environment.channelManagement, connections: 1...1, patience: patience, group: eventLoopGroup)
     }
 
     /// Push connections open or opening now.
@@ -224,12 +233,15 @@ final class ConnectionPool: Sendable {
     let endpoint: APNsEndpoint
     let group: any EventLoopGroup
     let plan: ConnectionPlan
+    /// `APNsClient.Configuration.connectionPatience`.
+    let patience: TimeAmount
     private let sslContext: NIOSSLContext
     private let state = Mutex(State())
 
-    init(endpoint: APNsEndpoint, connections: ClosedRange<Int>, group: any EventLoopGroup) throws {
+    init(endpoint: APNsEndpoint, connections: ClosedRange<Int>, patience: TimeAmount, group: any EventLoopGroup) throws {
         self.endpoint = endpoint
         self.group = group
+        self.patience = patience
         self.plan = ConnectionPlan(connections: max(1, connections.lowerBound)...max(1, connections.upperBound))
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.minimumTLSVersion = .tlsv12
@@ -297,7 +309,8 @@ final class ConnectionPool: Sendable {
                 let status = ConnectionStatus()
                 status.streamTaken()
                 let timeout = max(.milliseconds(1), deadline - .now())
-                let future = APNsConnection.connect(to: endpoint, sslContext: sslContext, group: group, timeout: timeout, status: status)
+                let future = APNsConnection.connect(
+                    to: endpoint, sslContext: sslContext, group: group, timeout: timeout, patience: patience, status: status)
                 state.entries.append(Entry(link: .connecting(future), status: status))
                 return .opening(future, status)
             }

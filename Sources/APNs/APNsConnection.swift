@@ -72,7 +72,7 @@ final class APNsConnection: Sendable {
     /// establish the connection (TCP, certificate, ALPN, or the deadline) is a `connectFailed`.
     static func connect(
         to endpoint: APNsEndpoint, sslContext: NIOSSLContext, group: any EventLoopGroup, timeout: TimeAmount,
-        status: ConnectionStatus = ConnectionStatus()
+        patience: TimeAmount, status: ConnectionStatus = ConnectionStatus()
     ) -> EventLoopFuture<APNsConnection> {
         let loop = group.next()
         let ready = loop.makePromise(of: Void.self)
@@ -89,7 +89,7 @@ final class APNsConnection: Sendable {
                 channel.eventLoop.makeCompletedFuture { () throws -> Void in
                     let pipeline = channel.pipeline.syncOperations
                     try pipeline.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: serverName))
-                    try pipeline.addHandler(APNsStreamsHandler(status: status, ready: ready))
+                    try pipeline.addHandler(APNsStreamsHandler(status: status, ready: ready, patience: patience))
                 }
             }
             .connect(host: endpoint.host, port: endpoint.port)

@@ -14,6 +14,10 @@ import NIOTLS
 /// Frames are written to one buffer, which goes to TLS every `flushEvery` requests and at the end
 /// of each event-loop tick: one TLS record and one system call for many requests, no delay when
 /// idle, and never so many waiting that both ends take turns at whole batches.
+///
+/// A connection that owes answers and stays silent is PINGed, and taken for dead when the PING
+/// goes unanswered too (`ConnectionLiveness`): its requests fail as `connectionClosed` then,
+/// not at their deadline.
 package final class APNsStreamsHandler: ChannelDuplexHandler {
     package typealias InboundIn = ByteBuffer
     package typealias OutboundIn = ByteBuffer
@@ -80,9 +84,18 @@ package final class APNsStreamsHandler: ChannelDuplexHandler {
     /// timer per stream cost a scheduling and a cancellation of NIO's task heap per push.
     private var deadlineCheck: (due: NIODeadline, task: Scheduled<Void>)?
 
-    package init(status: ConnectionStatus, ready: EventLoopPromise<Void>) {
+    private var liveness: ConnectionLiveness
+    private var livenessCheck: Scheduled<Void>?
+    private var pingsSent: UInt64 = 0
+    /// When the connection started, for the round trip its TLS handshake took.
+    private var startedAt: NIODeadline?
+
+    /// `patience`: how long the connection may owe answers in silence before it is PINGed, and
+    /// the PING go unanswered before it is taken for dead, at the least (`ConnectionLiveness`).
+    package init(status: ConnectionStatus, ready: EventLoopPromise<Void>, patience: TimeAmount = ConnectionLiveness.defaultPatience) {
         self.status = status
         self.ready = ready
+        self.liveness = ConnectionLiveness(minimumPatience: patience, now: .uptimeNanoseconds(0))
     }
 
     package func handlerAdded(context: ChannelHandlerContext) {
@@ -103,6 +116,7 @@ package final class APNsStreamsHandler: ChannelDuplexHandler {
     /// The connection preface (§3.4): the client's magic, its SETTINGS, and a connection window
     /// grown to `ConnectionReceiveWindow.targetSize`. TLS holds them until its handshake is done.
     private func start(context: ChannelHandlerContext) {
+        startedAt = context.eventLoop.now
         output.writeStaticString(HTTP2Wire.clientPreface)
         HTTP2Wire.writeSettings([
             (.enablePush, 0),
@@ -120,12 +134,12 @@ package final class APNsStreamsHandler: ChannelDuplexHandler {
     /// Opens a stream for `request`, on the event loop, or keeps it until the peer's stream limit
     /// lets it open. Time is the event loop's (`EventLoop.now`), which tests can move.
     package func send(_ request: APNsStreamRequest) {
-        guard !hasExpired(request, now: context?.eventLoop.now ?? .now()) else { return }
         guard !goingAway, let context, context.channel.isActive else {
             let why = failure.map { ": \($0)" } ?? ""
             request.answer(.failure(APNsTransportError(.notProcessed, "the connection is closing\(why)")))
             return
         }
+        guard !hasExpired(request, now: context.eventLoop.now) else { return }
         if deadlineCheck.map({ request.deadline < $0.due }) ?? true { checkDeadlines(at: request.deadline, context: context) }
         guard streams.count < peerStreamLimit, waiting.isEmpty else {
             waiting.append(request)
@@ -145,8 +159,12 @@ package final class APNsStreamsHandler: ChannelDuplexHandler {
         }
         let body = request.body.flatMap { $0.readableBytes > 0 ? $0 : nil }
         writeHeaders(request.headers, streamID: streamID, endStream: body == nil)
-        streams[streamID] = Stream(
-            answer: request.answer, deadline: request.deadline, written: context.eventLoop.now, sendWindow: peerInitialWindow)
+        let now = context.eventLoop.now
+        if streams.isEmpty {
+            let firstCheck = liveness.owesAnswers(from: now)
+            if livenessCheck == nil { checkLiveness(at: firstCheck, context: context) }
+        }
+        streams[streamID] = Stream(answer: request.answer, deadline: request.deadline, written: now, sendWindow: peerInitialWindow)
         if let body {
             if blockedData.isEmpty {
                 writeData(streamID: streamID, body)
@@ -276,9 +294,41 @@ package final class APNsStreamsHandler: ChannelDuplexHandler {
         scheduleFlush(context: context)
     }
 
+    // MARK: Liveness
+
+    private func checkLiveness(at due: NIODeadline, context: ChannelHandlerContext) {
+        livenessCheck = context.eventLoop.assumeIsolated().scheduleTask(deadline: due) { [self] in
+            livenessCheck = nil
+            switch liveness.check(at: context.eventLoop.now, owesAnswers: !streams.isEmpty) {
+            case .stop:
+                break
+            case .checkAt(let next):
+                checkLiveness(at: next, context: context)
+            case .ping(let next):
+                pingsSent += 1
+                HTTP2Wire.writeFrameHeader(length: 8, type: .ping, streamID: 0, to: &output)
+                output.writeInteger(pingsSent)
+                flushNow(context: context)
+                checkLiveness(at: next, context: context)
+            case .dead(let silence):
+                let error = APNsTransportError(
+                    .connectionClosed,
+                    "APNs sent nothing for \(silence.nanoseconds / 1_000_000) ms with requests in flight, nor answered a PING: the connection was taken for dead")
+                failure = error
+                status.retire()
+                goingAway = true
+                HTTP2Wire.writeGoAway(lastStreamID: 0, code: .noError, to: &output)
+                flushNow(context: context)
+                failAll(error)
+                context.close(promise: nil)
+            }
+        }
+    }
+
     // MARK: Frames read
 
     package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        liveness.heard(at: context.eventLoop.now)
         var bytes = unwrapInboundIn(data)
         if unread != nil {
             unread!.writeBuffer(&bytes)
@@ -489,7 +539,9 @@ package final class APNsStreamsHandler: ChannelDuplexHandler {
             stream.answer(.failure(APNsTransportError(.invalidAnswer, "the answer had no :status")))
             return
         }
-        let roundTrip = Duration.nanoseconds((context.eventLoop.now - stream.written).nanoseconds)
+        let took = context.eventLoop.now - stream.written
+        liveness.measured(answer: took)
+        let roundTrip = Duration.nanoseconds(took.nanoseconds)
         stream.answer(.success(APNsRawResponse(status: code, headers: stream.headers, body: stream.body, roundTrip: roundTrip)))
     }
 
@@ -517,6 +569,8 @@ package final class APNsStreamsHandler: ChannelDuplexHandler {
         blockedData.removeAll()
         deadlineCheck?.task.cancel()
         deadlineCheck = nil
+        livenessCheck?.cancel()
+        livenessCheck = nil
         for stream in open.values { stream.answer(.failure(error)) }
         for request in notSent {
             request.answer(.failure(APNsTransportError(.notProcessed, "the connection closed before the request was sent")))
@@ -560,6 +614,7 @@ package final class APNsStreamsHandler: ChannelDuplexHandler {
     package func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         // Requests are written only once `ready` succeeds, so a failure here has none in flight.
         if case TLSUserEvent.handshakeCompleted(let negotiated) = event {
+            if let startedAt { liveness.measured(handshake: context.eventLoop.now - startedAt) }
             if negotiated == "h2" {
                 ready.succeed()
             } else {

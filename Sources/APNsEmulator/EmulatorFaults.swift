@@ -28,9 +28,9 @@ public struct EmulatorFault: Sendable, Hashable {
         /// Leave the request unjudged and unanswered, its stream open, as a hung server does:
         /// the push never reaches the device and the client learns nothing until it gives up.
         case stall
-        /// Judge the request, then freeze its connection for this long: its answer and every other
-        /// the connection would write meanwhile are held, then written together, as when a path
-        /// congests or a server hangs and recovers.
+        /// Judge the request, then freeze its connection for this long: its answer and everything
+        /// else the connection would write meanwhile, PING acknowledgements included, are held,
+        /// then written together, as when a path congests or a server hangs and recovers.
         case freeze(Duration)
         /// `503 Shutdown`, then GOAWAY with the same reason, as a server going down does.
         case shutdown

@@ -72,8 +72,9 @@ public indirect enum ServerAnswer: Sendable {
     case resetStream(HTTP2ErrorCode)
     /// The same answer, written after a delay.
     case delayed(TimeAmount, ServerAnswer)
-    /// The connection freezes for this long: this answer and every other it would write meanwhile
-    /// are held, then written together, as when a path congests or a server hangs and recovers.
+    /// The connection freezes for this long: this answer and everything else it would write
+    /// meanwhile are held (`OutputFreeze`), then written together, as when a path congests or a
+    /// server hangs and recovers.
     case frozen(TimeAmount, ServerAnswer)
     /// Write `answer` (if any; the stream then counts as processed), then GOAWAY naming the last
     /// processed stream, with `debugData`, and close the connection once the answers of processed
@@ -161,7 +162,9 @@ public final class HTTP2TLSServer: Sendable {
                 let connection = responder.makeConnection(id: connectionID)
                 return channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
+                    let freeze = OutputFreeze()
                     try pipeline.addHandler(NIOSSLServerHandler(context: sslContext))
+                    try pipeline.addHandler(freeze)
                     try pipeline.addHandler(NIOHTTP2Handler(
                         mode: .server,
                         initialSettings: [
@@ -170,7 +173,8 @@ public final class HTTP2TLSServer: Sendable {
                             HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
                         ]))
                     try pipeline.addHandler(ServerStreamsHandler(
-                        connectionID: connectionID, responder: responder, connection: connection, idle: idle, latency: latency))
+                        connectionID: connectionID, responder: responder, connection: connection, freeze: freeze, idle: idle,
+                        latency: latency))
                 }
             }
             .bind(host: host, port: port)
@@ -216,8 +220,8 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
     /// The GOAWAY sent: no new streams; the connection closes once the answers waiting are written.
     private var goneAway: HTTP2Frame?
     private var goingAway: Bool { goneAway != nil }
-    /// Answers are held until then (`ServerAnswer.frozen`).
-    private var frozenUntil: NIODeadline?
+    /// Holds everything the connection writes while it is frozen (`ServerAnswer.frozen`).
+    private let freeze: OutputFreeze
     /// Answers waiting for their time, by the millisecond they are due (`later`).
     private var waiting: [UInt64: [(HTTP2StreamID, ServerAnswer)]] = [:]
     private var idleCheck: Scheduled<Void>?
@@ -229,10 +233,14 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
     private var streamErrors: [any Error] = []
     private var streamsReset: [HTTP2StreamID] = []
 
-    init(connectionID: Int, responder: Responder, connection: Responder.Connection, idle: IdlePolicy?, latency: LatencySetting? = nil) {
+    init(
+        connectionID: Int, responder: Responder, connection: Responder.Connection, freeze: OutputFreeze, idle: IdlePolicy?,
+        latency: LatencySetting? = nil
+    ) {
         self.connectionID = connectionID
         self.responder = responder
         self.connection = connection
+        self.freeze = freeze
         self.idle = idle
         self.latency = latency
         self.advertisedStreamLimit = connection.maxConcurrentStreams
@@ -299,16 +307,6 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
 
     private func perform(_ answer: ServerAnswer, on streamID: HTTP2StreamID, context: ChannelHandlerContext) {
         guard !isClosing else { return }
-        if let frozenUntil, frozenUntil > context.eventLoop.now {
-            switch answer {
-            case .delayed: break  // looked at again when its time comes
-            case .frozen: break  // freezes on for longer
-            default:
-                if answer.processes { lastProcessedStream = max(lastProcessedStream, streamID) }
-                later(answer, on: streamID, at: frozenUntil, context: context)
-                return
-            }
-        }
         switch answer {
         case .respond(let status, let headers, let body):
             lastProcessedStream = max(lastProcessedStream, streamID)
@@ -335,9 +333,9 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
             if answer.processes { lastProcessedStream = max(lastProcessedStream, streamID) }
             later(answer, on: streamID, at: context.eventLoop.now + delay, context: context)
             return
-        case .frozen(let duration, let later):
-            frozenUntil = max(frozenUntil ?? context.eventLoop.now, context.eventLoop.now + duration)
-            perform(later, on: streamID, context: context)
+        case .frozen(let duration, let answer):
+            freeze.freeze(for: duration)
+            perform(answer, on: streamID, context: context)
             return
         case .goAway(let answer, let debugData):
             if let answer { perform(answer, on: streamID, context: context) }

@@ -192,7 +192,7 @@ extension Bench {
                 farSeconds.append(far.settledSeconds)
                 let sending = try await apis[0].sending()
                 say("fan-out \(round) of \(fanOuts), one update to \(activities) activities: at 0 ms \(String(format: "%.2f", near.seconds)) s, \(Int(near.rate)) pushes/s; at \(distance) \(String(format: "%.2f", far.seconds)) s, \(Int(far.rate)) pushes/s; share \(String(format: "%.0f", 100 * share))%")
-                say("  then: \(sending); CPU µs a push, server and emulator: at 0 ms \(Int(nearServer)) and \(Int(nearEmulator)), at \(distance) \(Int(farServer)) and \(Int(farEmulator))")
+                say("  then: \(sending); CPU µs a push, server and emulator: at 0 ms \(Int(nearServer)) and \(Int(nearEmulator)), at \(distance) \(Int(farServer)) and \(Int(farEmulator)); accepted twice: \(near.acceptedTwice) and \(far.acceptedTwice)")
             }
             if badDay {
                 // GOAWAY at 30% of the fan-out, a dropped connection at 50%, a freeze at 70%.
@@ -202,7 +202,8 @@ extension Bench {
                     try await measureFanOut(api: apis[0], outbox: outbox, endpoint: endpoint, round: 2 * fanOuts + 1, faults: faults)
                 }
                 say("bad day at \(distance), one update to \(activities) activities with GOAWAY at 30%, a dropped connection at 50%, a connection frozen 5 s at 70%: every push recorded sent after \(String(format: "%.2f", bad.settledSeconds)) s, \(String(format: "%.2f", bad.settledSeconds / undisturbed))× the undisturbed median \(String(format: "%.2f", undisturbed)) s  target ≤ 2×")
-                say("  every push recorded sent once; APNs accepted \(bad.acceptedTwice) of them twice (sent again after the connection dropped with them unanswered); faults not played: \(try endpoint.faultsInForce()); server CPU \(Int(server)) µs a push")
+                say("  every push recorded sent once; APNs accepted \(bad.acceptedTwice) of them twice (sent again after their connection dropped or was taken for dead with them unanswered); faults not played: \(try endpoint.faultsInForce()); server CPU \(Int(server)) µs a push")
+                say("  faults played at \(bad.faultsPlayedAt.map { String(format: "%.2f s", $0) }.joined(separator: ", ")); APNs had accepted as many pushes as the fan-out has at \(String(format: "%.2f", bad.seconds)) s")
             }
             if distanceShare, fanOuts > 0 {
                 say("")
@@ -293,6 +294,8 @@ extension Bench {
             var settledSeconds: Double
             /// Pushes APNs accepted beyond one each.
             var acceptedTwice: Int
+            /// When each fault was played, from the start.
+            var faultsPlayedAt: [Double] = []
         }
 
         /// One update to every activity under the key; `faults` are played once that share of the
@@ -301,6 +304,7 @@ extension Bench {
             api: BenchAPI, outbox: any RelayStore, endpoint: EndpointProcess, round: Int, faults: [(Double, BenchFault)] = []
         ) async throws -> FanOut {
             var faults = faults[...]
+            var faultsPlayedAt: [Double] = []
             let sentBefore = try await outbox.deliveryCounts()[.sent] ?? 0
             let acceptedBefore = try endpoint.accepted()
             let start = ContinuousClock.now
@@ -317,6 +321,7 @@ extension Bench {
                 if let (share, fault) = faults.first, Double(done) >= share * Double(activities) {
                     try endpoint.play(fault)
                     faults.removeFirst()
+                    faultsPlayedAt.append((ContinuousClock.now - start).seconds)
                 }
                 try await Task.sleep(for: .milliseconds(20))
             }
@@ -334,7 +339,7 @@ extension Bench {
             let acceptedTwice = try endpoint.accepted() - acceptedBefore - activities
             return FanOut(
                 seconds: elapsed, acceptSeconds: accepted.seconds, rate: Double(activities) / elapsed, settledSeconds: settled,
-                acceptedTwice: acceptedTwice)
+                acceptedTwice: acceptedTwice, faultsPlayedAt: faultsPlayedAt)
         }
 
         // MARK: Latency

@@ -126,8 +126,10 @@ import Testing
         idle: IdlePolicy? = nil, latency: LatencySetting? = nil, _ decide: @escaping @Sendable (ReceivedRequest) -> ServerAnswer
     ) throws -> EmbeddedChannel {
         let responder = ClosureResponder(decide: decide)
-        let handler = ServerStreamsHandler(connectionID: 1, responder: responder, connection: StreamLimit(100), idle: idle, latency: latency)
-        let channel = EmbeddedChannel(handler: handler)
+        let freeze = OutputFreeze()
+        let handler = ServerStreamsHandler(
+            connectionID: 1, responder: responder, connection: StreamLimit(100), freeze: freeze, idle: idle, latency: latency)
+        let channel = EmbeddedChannel(handlers: [freeze, handler])
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
         return channel
     }

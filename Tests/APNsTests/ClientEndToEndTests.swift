@@ -3,6 +3,7 @@ import APNsEmulator
 import Foundation
 import LiveActivityKit
 import LiveRelayTesting
+import NIOCore
 import NIOHTTP2
 import Testing
 
@@ -15,14 +16,14 @@ import Testing
 
     func withClient(
         clock: ManualClock = ManualClock(), key: TestSigningKey = TestSigningKey(), timeout: Duration = .seconds(30),
-        maxConcurrentStreams: Int = 1000, connections: Int = 1,
+        maxConcurrentStreams: Int = 1000, connections: Int = 1, patience: Duration = .seconds(1),
         _ body: @escaping @Sendable (APNsClient, ScriptedAPNsServer) async throws -> Void
     ) async throws {
         try await withDeadline(.seconds(60)) {
             let server = try await ScriptedAPNsServer.start(maxConcurrentStreams: maxConcurrentStreams)
             let configuration = APNsClient.Configuration(
                 environment: server.environment, signingKey: key.signingKey, connectionsPerHost: connections...connections,
-                requestTimeout: timeout, now: clock.function)
+                requestTimeout: timeout, connectionPatience: patience, now: clock.function)
             do {
                 try await withAPNsClient(configuration: configuration) { try await body($0, server) }
                 await server.shutdown()
@@ -169,6 +170,32 @@ import Testing
             // The connection is still good for the next push.
             let next = try await client.send(payload, to: liveActivityToken(), topic: bundle)
             #expect(next.status == 200)
+        }
+    }
+
+    /// A frozen server holds its PING acknowledgements too (`OutputFreeze`), as a dead path does:
+    /// the push fails once a PING goes unanswered, long before its deadline or the thaw, and the
+    /// next push goes on a new connection. A server that only leaves a push unanswered still
+    /// answers PINGs: that push waits for its deadline on a connection kept.
+    @Test func aConnectionThatAnswersNothingNotEvenAPingIsTakenForDead() async throws {
+        try await withClient(patience: .milliseconds(200)) { [payload, bundle] client, server in
+            try await client.send(payload, to: liveActivityToken(), topic: bundle)
+            server.enqueue(.frozen(.seconds(30), .respond(status: 200, headers: [], body: nil)))
+            let started = ContinuousClock.now
+            let error = await #expect(throws: APNsTransportError.self) {
+                try await client.send(payload, to: liveActivityToken(1), topic: bundle, timeout: .seconds(20))
+            }
+            #expect(error?.code == .connectionClosed && error?.message.contains("PING") == true, "\(String(describing: error))")
+            #expect(ContinuousClock.now - started < .seconds(5), "taken for dead after 2 × 200 ms: \(ContinuousClock.now - started)")
+            try await client.send(payload, to: liveActivityToken(2), topic: bundle)
+            #expect(Set(server.received.map(\.connectionID)).count == 2, "the next push on a new connection")
+
+            server.setFallback { _ in .noAnswer }
+            let unanswered = await #expect(throws: APNsTransportError.self) {
+                try await client.send(payload, to: liveActivityToken(3), topic: bundle, timeout: .seconds(1))
+            }
+            #expect(unanswered?.code == .deadlineExceeded, "PINGs answered: alive, however slow the push")
+            #expect(Set(server.received.map(\.connectionID)).count == 2)
         }
     }
 

@@ -99,10 +99,11 @@ import Testing
         var serverDecoder = HPACKDecoder(allocator: ByteBufferAllocator(), maxDynamicTableSize: 4_096, maxHeaderListSize: 1 << 20)
         var sent = 0
 
-        /// `serverSettings`: the server's first SETTINGS frame, if it has come.
-        init(serverSettings: [(HTTP2Wire.Setting, UInt32)]? = []) throws {
+        /// `serverSettings`: the server's first SETTINGS frame, if it has come. `patience`: an hour
+        /// unless the test is about liveness, so that moving the time does not PING.
+        init(serverSettings: [(HTTP2Wire.Setting, UInt32)]? = [], patience: TimeAmount = .hours(1)) throws {
             ready = channel.eventLoop.makePromise()
-            handler = APNsStreamsHandler(status: ConnectionStatus(), ready: ready)
+            handler = APNsStreamsHandler(status: ConnectionStatus(), ready: ready, patience: patience)
             try channel.pipeline.syncOperations.addHandler(handler)
             try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
             if let serverSettings { try settings(serverSettings) }
@@ -357,6 +358,49 @@ import Testing
         connection.channel.embeddedEventLoop.advanceTime(by: .seconds(9))
         #expect(connection.error(1)?.code == .deadlineExceeded)
         #expect(try connection.written().map(\.header.type) == [HTTP2Wire.FrameType.rstStream.rawValue])
+    }
+
+    @Test func aConnectionSilentWithRequestsInFlightIsPingedThenTakenForDeadWithThem() throws {
+        let connection = try Connection(patience: .seconds(1))
+        defer { connection.finish() }
+        connection.send()
+        connection.send()
+        connection.channel.embeddedEventLoop.run()
+        _ = try connection.written()
+        connection.channel.embeddedEventLoop.advanceTime(by: .milliseconds(999))
+        #expect(try connection.written().isEmpty)
+        connection.channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
+        let ping = try connection.written()
+        #expect(ping.map(\.header.type) == [HTTP2Wire.FrameType.ping.rawValue] && ping.first?.header.flags == 0)
+        #expect(ping.first?.payload.readableBytes == 8)
+        connection.channel.embeddedEventLoop.advanceTime(by: .milliseconds(999))
+        #expect(connection.answer(1) == nil && connection.channel.isActive)
+        connection.channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
+        #expect(connection.error(1)?.code == .connectionClosed && connection.error(3)?.code == .connectionClosed)
+        #expect(connection.error(1)?.message.contains("PING") == true)
+        #expect(try connection.written().map(\.header.type) == [HTTP2Wire.FrameType.goAway.rawValue])
+        #expect(!connection.channel.isActive)
+        connection.send()
+        #expect(connection.error(5)?.code == .notProcessed, "nothing more is sent on it")
+    }
+
+    @Test func aPingAnsweredKeepsTheConnectionAndItsRequestsAndAnIdleOneIsNotPinged() throws {
+        let connection = try Connection(patience: .seconds(1))
+        defer { connection.finish() }
+        connection.send()
+        connection.channel.embeddedEventLoop.run()
+        _ = try connection.written()
+        connection.channel.embeddedEventLoop.advanceTime(by: .seconds(1))
+        let ping = try #require(try connection.written().first)
+        try connection.frame(.ping, flags: HTTP2Wire.Flag.ack, stream: 0, Array(ping.payload.readableBytesView))
+        connection.channel.embeddedEventLoop.advanceTime(by: .milliseconds(1500))
+        #expect(connection.answer(1) == nil && connection.channel.isActive, "a slow answer on a live connection waits")
+        #expect(try connection.written().map(\.header.type) == [HTTP2Wire.FrameType.ping.rawValue], "silent again: another PING")
+        try connection.frame(.headers, flags: HTTP2Wire.Flag.endHeaders | HTTP2Wire.Flag.endStream, stream: 1, connection.headerBlock([(":status", "200")]))
+        #expect(connection.status(1) == 200)
+        connection.channel.embeddedEventLoop.advanceTime(by: .seconds(60))
+        #expect(try connection.written().isEmpty, "no PING while nothing is owed")
+        #expect(connection.channel.isActive)
     }
 
     @Test func aResetStreamFailsWithItsCode() throws {
