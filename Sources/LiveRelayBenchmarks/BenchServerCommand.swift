@@ -172,19 +172,25 @@ extension Bench {
             let distance = try APNsLatency.option(apnsLatency, "apns-latency")
             var farSeconds: [Double] = []
             /// CPU µs per push of the first server and of the emulator during `body`.
-            func cpuPerPush(_ body: () async throws -> FanOut) async throws -> (FanOut, server: Double, emulator: Double) {
-                let before = (servers[0].cpuSeconds(), processCPUSeconds(endpoint.pid))
+            /// The fan-out, and the CPU µs a push of the servers (all instances), the emulator, and
+            /// PostgreSQL's processes on this machine (0 on SQLite).
+            func cpuPerPush(_ body: () async throws -> FanOut) async throws -> (FanOut, server: Double, emulator: Double, database: Double) {
+                let serverSeconds = { servers.map { $0.cpuSeconds() }.reduce(0, +) }
+                let before = (serverSeconds(), processCPUSeconds(endpoint.pid), postgresCPUSeconds())
                 let fanOut = try await body()
                 let per = { (seconds: Double) in seconds * 1e6 / Double(activities) }
-                return (fanOut, per(servers[0].cpuSeconds() - before.0), per(processCPUSeconds(endpoint.pid) - before.1))
+                return (
+                    fanOut, per(serverSeconds() - before.0), per(processCPUSeconds(endpoint.pid) - before.1),
+                    per(postgresCPUSeconds() - before.2)
+                )
             }
             for round in stride(from: 1, through: distanceShare ? fanOuts : 0, by: 1) {
                 try endpoint.answer(after: .none)
-                let (near, nearServer, nearEmulator) = try await cpuPerPush {
+                let (near, nearServer, nearEmulator, _) = try await cpuPerPush {
                     try await measureFanOut(api: apis[0], outbox: outbox, endpoint: endpoint, round: 2 * round - 1)
                 }
                 try endpoint.answer(after: distance)
-                let (far, farServer, farEmulator) = try await cpuPerPush {
+                let (far, farServer, farEmulator, _) = try await cpuPerPush {
                     try await measureFanOut(api: apis[0], outbox: outbox, endpoint: endpoint, round: 2 * round)
                 }
                 let share = far.rate / near.rate
@@ -198,7 +204,7 @@ extension Bench {
                 // GOAWAY at 30% of the fan-out, a dropped connection at 50%, a freeze at 70%.
                 let undisturbed = farSeconds.sorted().percentile(0.5)
                 let faults: [(Double, BenchFault)] = [(0.3, .goaway), (0.5, .reset), (0.7, .freeze)]
-                let (bad, server, _) = try await cpuPerPush {
+                let (bad, server, _, _) = try await cpuPerPush {
                     try await measureFanOut(api: apis[0], outbox: outbox, endpoint: endpoint, round: 2 * fanOuts + 1, faults: faults)
                 }
                 say("bad day at \(distance), one update to \(activities) activities with GOAWAY at 30%, a dropped connection at 50%, a connection frozen 5 s at 70%: every push recorded sent after \(String(format: "%.2f", bad.settledSeconds)) s, \(String(format: "%.2f", bad.settledSeconds / undisturbed))× the undisturbed median \(String(format: "%.2f", undisturbed)) s  target ≤ 2×")
@@ -210,12 +216,15 @@ extension Bench {
                 say("fan-out at \(distance) vs at 0 ms, \(engine): median \(String(format: "%.0f", 100 * shares.sorted().percentile(0.5)))% of \(fanOuts) (\(shares.map { String(format: "%.0f%%", 100 * $0) }.joined(separator: ", ")))  target ≥ 90%")
             }
             for round in stride(from: 1, through: distanceShare ? 0 : fanOuts, by: 1) {
-                let fanOut = try await measureFanOut(api: apis[0], outbox: outbox, endpoint: endpoint, round: round)
+                let (fanOut, serverCPU, emulatorCPU, databaseCPU) = try await cpuPerPush {
+                    try await measureFanOut(api: apis[0], outbox: outbox, endpoint: endpoint, round: round)
+                }
                 let after = try await reference()
                 let share = fanOut.rate / ((before + after) / 2)
                 shares.append(share)
                 say("fan-out \(round) of \(fanOuts), one update to \(activities) activities: \(String(format: "%.2f", fanOut.seconds)) s, \(Int(fanOut.rate)) pushes/s (accepted in \(String(format: "%.0f", fanOut.acceptSeconds * 1000)) ms); bench client after: \(Int(after)) pushes/s; share \(String(format: "%.0f", 100 * share))%")
                 say("  then: \(try await apis[0].sending()); server 1 resident memory \(servers[0].memory().current) MB")
+                say("  CPU µs a push: server\(servers.count > 1 ? "s" : "") \(Int(serverCPU)), emulator \(Int(emulatorCPU))" + (isShared ? ", PostgreSQL \(Int(databaseCPU)) (its processes on this machine)" : ""))
                 before = after
             }
             if !distanceShare, fanOuts > 0 {
@@ -492,6 +501,17 @@ struct ServerProcess {
     func stop() {
         process.terminate()
         process.waitUntilExit()
+    }
+}
+
+/// CPU time every PostgreSQL process on this machine has used, in seconds (those /proc names
+/// `postgres`): the database's part of a fan-out when it runs here. Processes that end meanwhile
+/// (an autovacuum worker) take theirs with them, so this is a floor.
+func postgresCPUSeconds() -> Double {
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+    return entries.compactMap(Int32.init).reduce(0) { total, pid in
+        let name = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) ?? ""
+        return name.hasPrefix("postgres") ? total + processCPUSeconds(pid) : total
     }
 }
 
