@@ -335,7 +335,7 @@ public final class RelayService: Sendable {
         let channels = channelIDs
         let payloads = try StartPlanner.payloads(request, channelIDs: channels, at: acceptedAt)
         let planner = StartPlanner(environments: environments, governor: governor, answer: answerKept)
-        let requestID = UUID().uuidString.lowercased()
+        let requestID = GeneratedUUID.string()
         var context = context
         context.handOver = handOver.offer(at: acceptedAt, policy: configuration.dispatch)
         do {
@@ -376,7 +376,7 @@ public final class RelayService: Sendable {
         let acceptedAt = now()
         let planner = ChangePlanner(
             governor: governor, channelStorageWindow: configuration.channelStorageWindow, answer: answerKept, contracts: contracts)
-        let requestID = UUID().uuidString.lowercased()
+        let requestID = GeneratedUUID.string()
         var context = context
         context.handOver = handOver.offer(at: acceptedAt, policy: configuration.dispatch)
         do {

@@ -233,10 +233,16 @@ extension Bench {
             }
 
             // 2. Latency of single-key updates at a fixed rate.
+            let cpuBefore = (servers.map { $0.cpuSeconds() }.reduce(0, +), postgresCPUSeconds())
             let latency = try await measureLatency(apis: apis)
+            // Its one second of warm-up included, as the CPU was spent on it too.
+            let requests = Double(rate * (seconds + 1))
+            let serverCPU = (servers.map { $0.cpuSeconds() }.reduce(0, +) - cpuBefore.0) * 1e6 / requests
+            let databaseCPU = (postgresCPUSeconds() - cpuBefore.1) * 1e6 / requests
             say("")
             say("single-key updates at \(rate)/s for \(seconds) s (\(latency.count) requests, open loop, \(engine)): p50 \(String(format: "%.2f", latency.p50 * 1000)) ms, p99 \(String(format: "%.2f", latency.p99 * 1000)) ms, max \(String(format: "%.1f", latency.max * 1000)) ms  target p99 \(targets.p99)")
             say("  achieved \(Int(latency.achievedRate)) requests/s; answers other than 200: \(latency.failureSummary); of which the sender's own lag: p50 \(String(format: "%.2f", latency.senderLagP50 * 1000)) ms, p99 \(String(format: "%.2f", latency.senderLagP99 * 1000)) ms")
+            say("  CPU µs a request: server\(servers.count > 1 ? "s" : "") \(Int(serverCPU))" + (isShared ? ", PostgreSQL \(Int(databaseCPU)) (its processes on this machine)" : ""))
 
             // 3. Memory.
             say("")

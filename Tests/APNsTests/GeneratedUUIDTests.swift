@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import APNsEmulator
+@testable import APNs
 
 @Suite struct GeneratedUUIDTests {
     @Test func aGeneratedIDIsALowercaseVersion4UUID() throws {
