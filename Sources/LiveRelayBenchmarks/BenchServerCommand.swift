@@ -171,7 +171,6 @@ extension Bench {
             var shares: [Double] = []
             let distance = try APNsLatency.option(apnsLatency, "apns-latency")
             var farSeconds: [Double] = []
-            /// CPU µs per push of the first server and of the emulator during `body`.
             /// The fan-out, and the CPU µs a push of the servers (all instances), the emulator, and
             /// PostgreSQL's processes on this machine (0 on SQLite).
             func cpuPerPush(_ body: () async throws -> FanOut) async throws -> (FanOut, server: Double, emulator: Double, database: Double) {
