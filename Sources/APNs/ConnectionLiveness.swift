@@ -3,8 +3,9 @@ import NIOCore
 /// Whether a connection that owes answers is still alive: its one decision, as a value
 /// (`ConnectionLivenessTests`). A connection can die without a word (a NAT forgets it, a path goes
 /// black, a server hangs), and its pushes would wait for their deadline, and a fan-out with them.
-/// Apple advises checking a connection's health with an HTTP/2 PING, which APNs' HTTP/2 layer
-/// answers however slow its push service is. So: when answers are owed and nothing has been read
+/// Apple advises checking a connection's health with an HTTP/2 PING, which a server answers in
+/// its HTTP/2 framing, apart from the requests' own work (NIOHTTP2 and nghttp2 do; Apple does
+/// not say how APNs does). So: when answers are owed and nothing has been read
 /// for `patience`, a PING; when nothing has been read `patience` after it either, the connection
 /// is taken for dead. `patience` is at least `minimumPatience` and at least 10 of the
 /// connection's round trips, so that a far path is given its time and a PING that comes back is
