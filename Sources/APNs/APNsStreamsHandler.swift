@@ -311,16 +311,11 @@ package final class APNsStreamsHandler: ChannelDuplexHandler {
                 flushNow(context: context)
                 checkLiveness(at: next, context: context)
             case .dead(let silence):
-                let error = APNsTransportError(
-                    .connectionClosed,
-                    "APNs sent nothing for \(silence.nanoseconds / 1_000_000) ms with requests in flight, nor answered a PING: the connection was taken for dead")
-                failure = error
-                status.retire()
-                goingAway = true
-                HTTP2Wire.writeGoAway(lastStreamID: 0, code: .noError, to: &output)
-                flushNow(context: context)
-                failAll(error)
-                context.close(promise: nil)
+                end(
+                    APNsTransportError(
+                        .connectionClosed,
+                        "APNs sent nothing for \(silence.nanoseconds / 1_000_000) ms with requests in flight, nor answered a PING: the connection was taken for dead"),
+                    goAway: .noError, context: context)
             }
         }
     }
@@ -600,12 +595,19 @@ package final class APNsStreamsHandler: ChannelDuplexHandler {
 
     /// The peer broke the protocol: GOAWAY with the code, and the connection closes (§5.4.1).
     private func connectionError(_ error: HTTP2Wire.ConnectionError, context: ChannelHandlerContext) {
+        end(APNsTransportError(.connectionClosed, "APNs broke HTTP/2: \(error)"), goAway: error.code, context: context)
+    }
+
+    /// Ends the connection from this side: nothing more is read or sent, GOAWAY with `code`, every
+    /// request still here fails with `error` (those not sent yet as not processed), and it closes.
+    private func end(_ error: APNsTransportError, goAway code: HTTP2Wire.ErrorCode, context: ChannelHandlerContext) {
         unread = nil
-        failure = APNsTransportError(.connectionClosed, "APNs broke HTTP/2: \(error)")
+        failure = error
+        goingAway = true
         status.retire()
-        HTTP2Wire.writeGoAway(lastStreamID: 0, code: error.code, to: &output)
+        HTTP2Wire.writeGoAway(lastStreamID: 0, code: code, to: &output)
         flushNow(context: context)
-        failAll(failure!)
+        failAll(error)
         context.close(promise: nil)
     }
 

@@ -171,10 +171,11 @@ extension Bench {
             var shares: [Double] = []
             let distance = try APNsLatency.option(apnsLatency, "apns-latency")
             var farSeconds: [Double] = []
+            /// CPU seconds of every `serve` instance.
+            let serverSeconds = { servers.map { $0.cpuSeconds() }.reduce(0, +) }
             /// The fan-out, and the CPU µs a push of the servers (all instances), the emulator, and
             /// PostgreSQL's processes on this machine (0 on SQLite).
             func cpuPerPush(_ body: () async throws -> FanOut) async throws -> (FanOut, server: Double, emulator: Double, database: Double) {
-                let serverSeconds = { servers.map { $0.cpuSeconds() }.reduce(0, +) }
                 let before = (serverSeconds(), processCPUSeconds(endpoint.pid), postgresCPUSeconds())
                 let fanOut = try await body()
                 let per = { (seconds: Double) in seconds * 1e6 / Double(activities) }
@@ -232,11 +233,11 @@ extension Bench {
             }
 
             // 2. Latency of single-key updates at a fixed rate.
-            let cpuBefore = (servers.map { $0.cpuSeconds() }.reduce(0, +), postgresCPUSeconds())
+            let cpuBefore = (serverSeconds(), postgresCPUSeconds())
             let latency = try await measureLatency(apis: apis)
             // Its one second of warm-up included, as the CPU was spent on it too.
             let requests = Double(rate * (seconds + 1))
-            let serverCPU = (servers.map { $0.cpuSeconds() }.reduce(0, +) - cpuBefore.0) * 1e6 / requests
+            let serverCPU = (serverSeconds() - cpuBefore.0) * 1e6 / requests
             let databaseCPU = (postgresCPUSeconds() - cpuBefore.1) * 1e6 / requests
             say("")
             say("single-key updates at \(rate)/s for \(seconds) s (\(latency.count) requests, open loop, \(engine)): p50 \(String(format: "%.2f", latency.p50 * 1000)) ms, p99 \(String(format: "%.2f", latency.p99 * 1000)) ms, max \(String(format: "%.1f", latency.max * 1000)) ms  target p99 \(targets.p99)")

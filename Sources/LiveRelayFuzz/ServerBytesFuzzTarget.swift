@@ -4,9 +4,10 @@ import NIOEmbedded
 import Synchronization
 
 /// What an APNs server sends is untrusted input too: one fuzz input as the bytes of a server
-/// through the client's HTTP/2 (`APNsStreamsHandler`), after three requests and before a fourth.
-/// Whatever came, the client must not crash, and every request it was given must be answered
-/// exactly once by the time the connection is gone.
+/// through the client's HTTP/2 (`APNsStreamsHandler`), after three requests and before a fourth,
+/// then two seconds of silence (a PING, and the end of a connection that owes answers). Whatever
+/// came, the client must not crash, and every request it was given must be answered exactly once
+/// by the time the connection is gone.
 func fuzzServerBytes(_ input: [UInt8]) {
     let channel = EmbeddedChannel()
     let ready = channel.eventLoop.makePromise(of: Void.self)
@@ -20,7 +21,7 @@ func fuzzServerBytes(_ input: [UInt8]) {
                 .init(":method", "POST"), .init(":scheme", "https"), .init(":authority", "api.push.apple.com"),
                 .init(":path", "/3/device/abcd", indexable: false), .init("apns-push-type", "liveactivity"),
             ],
-            body: bodySize > 0 ? ByteBuffer(repeating: 1, count: bodySize) : nil, deadline: .now() + .seconds(60),
+            body: bodySize > 0 ? ByteBuffer(repeating: 1, count: bodySize) : nil, deadline: channel.eventLoop.now + .seconds(60),
             answer: { _ in answers.count.add(1, ordering: .relaxed) }))
     }
     for size in [0, 100, 2_000] { send(bodySize: size) }
@@ -34,6 +35,8 @@ func fuzzServerBytes(_ input: [UInt8]) {
         channel.embeddedEventLoop.run()
     }
     send(bodySize: 10)
+    channel.embeddedEventLoop.advanceTime(by: .seconds(1))
+    channel.embeddedEventLoop.advanceTime(by: .seconds(1))
     ready.fail(CancellationError())
     _ = try? channel.finish()
     precondition(answers.count.load(ordering: .relaxed) == 4, "\(answers.count.load(ordering: .relaxed)) answers to 4 requests")
