@@ -39,6 +39,8 @@ extension Bench {
         @Option(help: "Keys for the latency run, one token each.") var keys: Int = 1_000
         @Option(help: "Updates per second in the latency run.") var rate: Int = 1_000
         @Option(help: "Seconds of the latency run (after one second of warm-up).") var seconds: Int = 10
+        @Option(help: ArgumentHelp("Write each request of the latency run, warm-up included, as a CSV line: when it was due (seconds from the start), its latency, how late it was sent, its status (0: no answer). Stalls show as runs of slow requests.", valueName: "file"))
+        var latencyLog: String?
         @Option(help: "Pushes in flight for the `bench client` reference.") var inFlight: Int = 100
         @Option(help: "Fan-outs measured, each between two runs of the reference; the median share is the result (0: latency and memory only).")
         var fanOuts: Int = 3
@@ -394,37 +396,28 @@ extension Bench {
                 }
                 serverKeys.append(secret)
             }
-            let spread = serverKeys, keyCount = keys
             let warmup = rate
-            let total = warmup + rate * seconds
-            let interval = 1.0 / Double(rate)
-            let clients = try apis.map { try BenchLoadClient(baseURL: $0.baseURL) }
-            let start = ContinuousClock.now
-            let results = await withTaskGroup(of: (latency: Double, lag: Double, status: Int)?.self) { group in
-                for index in 0..<total {
-                    let due = start + .seconds(Double(index) * interval)
-                    try? await Task.sleep(until: due, clock: .continuous)
-                    group.addTask {
-                        let sent = ContinuousClock.now
-                        let key = "order-\(index % keyCount)"
-                        let body = JSONValue.object([("contentState", .object([("status", .string("step \(index)")), ("etaMinutes", .integer(index % 60))]))])
-                        let status = try? await clients[index % clients.count].post(
-                            "/v1/activities/\(key)/update", bearer: spread[index % spread.count], body: body.serialized)
-                        return index < warmup ? nil : ((ContinuousClock.now - due).seconds, (sent - due).seconds, status ?? 0)
-                    }
-                }
-                var results: [(latency: Double, lag: Double, status: Int)] = []
-                for await result in group { if let result { results.append(result) } }
-                return results
+            let requests = (0..<(warmup + rate * seconds)).map { index in
+                let body = JSONValue.object([("contentState", .object([("status", .string("step \(index)")), ("etaMinutes", .integer(index % 60))]))])
+                return BenchLoadClient.Request(
+                    server: index % apis.count, path: "/v1/activities/order-\(index % keys)/update", bearer: serverKeys[index % serverKeys.count],
+                    body: body.serialized)
             }
-            let elapsed = (ContinuousClock.now - start).seconds
-            for client in clients { await client.close() }
+            let (outcomes, elapsed) = try await BenchLoadClient(baseURLs: apis.map(\.baseURL)).run(requests, rate: rate)
+            if let latencyLog {
+                let lines = outcomes.enumerated().map { index, outcome in
+                    "\(Double(index) / Double(rate)),\(outcome.latency),\(outcome.lag),\(outcome.status)"
+                }
+                try (["due_seconds,latency_seconds,sender_lag_seconds,status"] + lines).joined(separator: "\n").write(
+                    toFile: latencyLog, atomically: true, encoding: .utf8)
+            }
+            let results = outcomes.dropFirst(warmup)
             let sorted = results.map(\.latency).sorted()
             let lags = results.map(\.lag).sorted()
             return Latency(
                 count: results.count, p50: sorted.percentile(0.50), p99: sorted.percentile(0.99), max: sorted.last ?? 0,
                 senderLagP50: lags.percentile(0.50), senderLagP99: lags.percentile(0.99),
-                achievedRate: Double(total) / elapsed,
+                achievedRate: Double(requests.count) / elapsed,
                 failures: Dictionary(results.filter { $0.status != 200 }.map { ($0.status, 1) }, uniquingKeysWith: +))
         }
     }
