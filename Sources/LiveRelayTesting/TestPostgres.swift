@@ -39,12 +39,18 @@ public enum TestPostgres {
 
     /// Runs one statement with `psql`.
     public static func psql(_ url: String, _ sql: String) throws {
+        _ = try psqlOutput(url, sql)
+    }
+
+    /// Runs statements (`;`-separated, in one session) with `psql`; what they printed, rows as
+    /// unaligned lines.
+    public static func psqlOutput(_ url: String, _ sql: String) throws -> String {
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-psql-\(UUID().uuidString).log").path
         defer { try? FileManager.default.removeItem(atPath: log) }
-        let status = shell("\(quoted(LocalServer.tool("psql"))) -X -q -v ON_ERROR_STOP=1 -d \(quoted(url)) -c \(quoted(sql)) > \(quoted(log)) 2>&1")
-        guard status == 0 else {
-            throw Unavailable(description: "psql \(sql): \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "exit \(status)")")
-        }
+        let status = shell("\(quoted(LocalServer.tool("psql"))) -X -q -A -t -v ON_ERROR_STOP=1 -d \(quoted(url)) -c \(quoted(sql)) > \(quoted(log)) 2>&1")
+        let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        guard status == 0 else { throw Unavailable(description: "psql \(sql): \(output.isEmpty ? "exit \(status)" : output)") }
+        return output
     }
 
     /// Runs a shell command and waits for it; its exit status. (Not with Foundation's `Process`,

@@ -233,11 +233,20 @@ import Testing
         #expect(statement.arguments == [.seconds(t0), .text("why"), .text("app"), .text("k")])
     }
 
+    /// Its statuses are bound, as for every lookup by id (`PostgresPlanTests` says why).
     @Test func anAnswerIsRecordedOnlyWhileClaimed() {
         let statement = OutboxStatements.answer(id: 7, .retry(at: t0 + 5, status: nil, reason: "no answer"), at: t0)
-        #expect(statement.text.contains("WHERE id = ? AND status = 'sending' RETURNING"))
+        #expect(statement.text.contains("WHERE id = ? AND status IN (?) RETURNING"))
         #expect(statement.text.hasPrefix("UPDATE deliveries SET status = 'queued', attempts = attempts + 1"))
-        #expect(statement.arguments == [.seconds(t0), .integer(nil), .text("no answer"), .seconds(t0 + 5), .integer(7)])
+        #expect(statement.arguments == [.seconds(t0), .integer(nil), .text("no answer"), .seconds(t0 + 5), .integer(7), .text("sending")])
+    }
+
+    /// A move of deliveries picked by id binds the statuses it moves from; picked by key, it writes
+    /// them, so that the partial indexes on queued rows serve it.
+    @Test func aMoveByIDBindsItsStatuses() {
+        let statement = OutboxStatements.move(DeliveryMove(.release, DeliverySelection(ids: [3, 8], dueBy: t0), at: t0))
+        #expect(statement.text.hasSuffix("WHERE status IN (?) AND id IN (?, ?) AND next_attempt_at <= ?"), "\(statement.text)")
+        #expect(statement.arguments == [.seconds(t0), .text("sending"), .integer(3), .integer(8), .seconds(t0)])
     }
 
     @Test func postgresGetsNumberedParameters() {

@@ -75,9 +75,10 @@ enum OutboxStatements {
             set += ", finished_at = ?"
             arguments = [.seconds(now), status(code.map(Int64.init)), .text(reason), .seconds(now)]
         }
+        let (statuses, statusArguments) = statusCondition(amongIDs: event)
         return SQLStatement(
-            text: "UPDATE deliveries SET \(set) WHERE id = ? AND \(statusCondition(event)) RETURNING bundle_id, key, target, device_id, token, channel_id",
-            arguments: arguments + [.integer(id)])
+            text: "UPDATE deliveries SET \(set) WHERE id = ? AND \(statuses) RETURNING bundle_id, key, target, device_id, token, channel_id",
+            arguments: arguments + [.integer(id)] + statusArguments)
     }
 
     /// The delivery an `answer` statement returned.
@@ -105,12 +106,33 @@ enum OutboxStatements {
         list("status", event.sources.map(\.rawValue))
     }
 
+    /// The deliveries an event applies to, among rows looked up by id: the statuses bound, not
+    /// written. Written, they let PostgreSQL prove that the partial index on claimable statuses
+    /// (`deliveries_due`, by due time and then id) may serve the lookup; believing it small (it
+    /// is nearly empty between fan-outs, when statistics are taken), it then read all of it for
+    /// each batch or answer: 100,000 entries while a fan-out was in flight, 46 ms to record 100
+    /// pushes sent and 6.5 ms for one answer, instead of 2 ms and 0.08 ms by primary key. Bound,
+    /// only the primary key can find them.
+    static func statusCondition(amongIDs event: DeliveryEvent, column: String = "status") -> (text: String, arguments: [SQLArgument]) {
+        let statuses = sourceStatuses(event)
+        return ("\(column) IN (\(Array(repeating: "?", count: statuses.count).joined(separator: ", ")))", statuses.map { .text($0) })
+    }
+
+    /// The statuses an event moves deliveries from.
+    static func sourceStatuses(_ event: DeliveryEvent) -> [String] { event.sources.map(\.rawValue) }
+
     /// The deliveries that count against a key's priority-10 budget.
     static let budgetCondition = list("status", DeliveryStatus.allCases.filter(\.countsTowardBudget).map(\.rawValue))
 
     private static func where_(_ selection: DeliverySelection, event: DeliveryEvent) -> (String, [SQLArgument]) {
-        var conditions = [statusCondition(event)]
-        var arguments: [SQLArgument] = []
+        var conditions: [String]
+        var arguments: [SQLArgument]
+        if selection.ids != nil {
+            let (statuses, statusArguments) = statusCondition(amongIDs: event)
+            (conditions, arguments) = ([statuses], statusArguments)
+        } else {
+            (conditions, arguments) = ([statusCondition(event)], [])
+        }
         for (column, value) in [
             ("bundle_id", selection.bundleID), ("key", selection.key), ("device_id", selection.deviceID), ("token", selection.token),
             ("channel_id", selection.channelID),

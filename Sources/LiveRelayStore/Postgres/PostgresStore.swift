@@ -440,6 +440,7 @@ public final class PostgresStore: InstanceSharedStore {
             binds.append(sent.ids)
             binds.append(sent.statuses)
             binds.append(sent.apnsIDs)
+            binds.append(OutboxStatements.sourceStatuses(.sent))
             try await db.rows(PreparedStatements.RecordSent.self, bindings: binds)
         }
     }

@@ -182,12 +182,13 @@ enum PreparedStatements {
     enum Payloads: PreparedSQL { static let sql = "SELECT id, body FROM payloads WHERE id = ANY($1::bigint[])" }
 
     /// Every sent push of a recording, its values as arrays (an empty apns-id is none).
+    /// The statuses it moves from are bound (`$5`), as `OutboxStatements.statusCondition(amongIDs:)` says why.
     enum RecordSent: PreparedSQL {
         static let sql = """
             UPDATE deliveries d SET status = '\(DeliveryEvent.sent.destination.rawValue)', attempts = d.attempts + 1,
                 finished_at = $1, attempted_at = $1, apns_status = o.status, apns_id = NULLIF(o.apns_id, ''), apns_reason = NULL
             FROM unnest($2::bigint[], $3::bigint[], $4::text[]) AS o (id, status, apns_id)
-            WHERE d.id = o.id AND d.\(OutboxStatements.statusCondition(.sent))
+            WHERE d.id = o.id AND d.status = ANY($5::text[])
             """
     }
 

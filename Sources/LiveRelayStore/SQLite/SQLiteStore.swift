@@ -402,15 +402,17 @@ public final class SQLiteStore: RelayStore {
     private static let batchSizes = [256, 32, 4, 1]
 
     /// Sent pushes, `rows` at a time: (id, status, apns-id) each. One statement per few hundred
-    /// pushes instead of one each, which was most of the cost of recording a fan-out.
+    /// pushes instead of one each, which was most of the cost of recording a fan-out. The statuses
+    /// it moves from come last, bound (`OutboxStatements.statusCondition(amongIDs:)`).
     private static let recordSent = Dictionary(uniqueKeysWithValues: batchSizes.map { rows in
         (rows, """
         UPDATE deliveries SET status = '\(DeliveryEvent.sent.destination.rawValue)', attempts = attempts + 1, finished_at = ?,
             attempted_at = ?, apns_status = o.column2, apns_id = o.column3, apns_reason = NULL
         FROM (VALUES \(repeatElement("(?, ?, ?)", count: rows).joined(separator: ", "))) AS o
-        WHERE deliveries.id = o.column1 AND deliveries.\(OutboxStatements.statusCondition(.sent))
+        WHERE deliveries.id = o.column1 AND \(OutboxStatements.statusCondition(amongIDs: .sent, column: "deliveries.status").text)
         """)
     })
+    private static let recordSentStatuses = OutboxStatements.sourceStatuses(.sent)
 
     public func recordOutcomes(_ outcomes: [(id: Int64, outcome: DeliveryOutcome)], at: Date) async throws {
         guard !outcomes.isEmpty else { return }
@@ -434,6 +436,7 @@ public final class SQLiteStore: RelayStore {
                 var arguments: [(any DatabaseValueConvertible)?] = [now, now]
                 arguments.reserveCapacity(2 + 3 * batch.count)
                 for push in batch { arguments += [push.id, push.status, push.apnsID] }
+                arguments += Self.recordSentStatuses.map { $0 }
                 try db.run(Self.recordSent[batch.count]!, StatementArguments(arguments))
             }
         }
