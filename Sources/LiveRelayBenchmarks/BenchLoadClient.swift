@@ -70,7 +70,6 @@ private final class OpenLoop: @unchecked Sendable {
     private var open: [Int]
     /// Requests due but waiting for a connection to their server, oldest first.
     private var waiting: [[Int]]
-    private var channels: [ObjectIdentifier: any Channel] = [:]
 
     init(requests: [BenchLoadClient.Request], interval: TimeAmount, servers: [(host: String, port: Int)], limit: Int, loop: any EventLoop) {
         self.requests = requests
@@ -190,7 +189,10 @@ private final class OpenLoop: @unchecked Sendable {
     }
 
     private func free(_ channel: any Channel, server: Int) {
-        if waiting[server].isEmpty {
+        if answered == requests.count {
+            // One that connected for a request another connection took, after the last answer.
+            channel.close(promise: nil)
+        } else if waiting[server].isEmpty {
             idle[server].append(channel)
         } else {
             write(waiting[server].removeFirst(), on: channel)

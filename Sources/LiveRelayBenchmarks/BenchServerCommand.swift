@@ -70,6 +70,10 @@ extension Bench {
             let latency = try APNsLatency.option(apnsLatency, "apns-latency")
             guard !distanceShare || !latency.isZero else { throw ValidationError("distance-share: needs an --apns-latency other than 0") }
             guard !badDay || (distanceShare && fanOuts > 0) else { throw ValidationError("bad-day: needs --distance-share and at least one fan-out") }
+            // Found out now rather than after the run.
+            if let latencyLog, !FileManager.default.createFile(atPath: latencyLog, contents: nil) {
+                throw ValidationError("latency-log: cannot write \(latencyLog)")
+            }
         }
 
         private var isShared: Bool { database != nil }
