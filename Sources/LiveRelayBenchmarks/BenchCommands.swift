@@ -4,6 +4,7 @@ import ArgumentParser
 import Crypto
 import Foundation
 import LiveActivityKit
+import LiveRelayStore
 import NIOPosix
 import Synchronization
 
@@ -15,6 +16,13 @@ public struct Bench: AsyncParsableCommand {
         subcommands: [Client.self, Emulator.self, Devices.self, Server.self, Outbox.self, Endpoint.self])
 
     public init() {}
+
+    /// A bench's `--database` is a PostgreSQL address: the SQLite it measures otherwise is its own.
+    static func requirePostgres(_ database: String?, sqliteIs own: String) throws {
+        if let database, case .sqlite = StoreLocation(database) {
+            throw ValidationError("database: must be a postgres:// address; SQLite is \(own)")
+        }
+    }
 }
 
 extension Bench {
@@ -95,11 +103,12 @@ extension Bench {
         static let configuration = CommandConfiguration(
             abstract: "Load the APNs emulator with h2load: accept-all against full validation, one and four connections.",
             discussion: """
-                Starts each endpoint in its own process and sends the same Live Activity update with h2load
-                (100 streams per connection), alternating the two modes for --rounds rounds. Full validation
-                checks headers, token, topic and provider token (ES256, verified once per connection) and
-                journals every request. Targets: ≥ 15,000 pushes/s on one connection with full validation, and
-                ≥ 80% of accept-all there.
+                Starts each endpoint in its own process and sends the same Live Activity update
+                with h2load (100 streams per connection), alternating the two modes for
+                --rounds rounds. Full validation checks headers, token, topic and provider
+                token (ES256, verified once per connection) and journals every request.
+                Targets: ≥ 15,000 pushes/s on one connection with full validation, and ≥ 80% of
+                accept-all there.
                 Needs h2load (Debian: nghttp2-client).
                 """)
 
@@ -160,9 +169,10 @@ extension Bench {
         static let configuration = CommandConfiguration(
             abstract: "Send update pushes to a local accept-all endpoint in another process; compare with h2load on the same endpoint.",
             discussion: """
-                Reports pushes/s, client CPU µs per push (user + system time of this process), p50/p99 latency and
-                peak RSS; then h2load's rate for the same headers and body, measured just before and just after,
-                and our rate as a fraction of their mean. Targets: ≥ 90% of h2load, ≤ 25 µs CPU per push.
+                Reports pushes/s, client CPU µs per push (user + system time of this process),
+                p50/p99 latency and peak RSS; then h2load's rate for the same headers and body,
+                measured just before and just after, and our rate as a fraction of their mean.
+                Targets: ≥ 90% of h2load, ≤ 25 µs CPU per push.
                 """)
 
         @Option(help: "Pushes to send in the measured run.") var pushes: Int = 100_000
@@ -307,6 +317,28 @@ enum BenchFixture {
     /// The `index`th of the numbered tokens a benchmark registers in bulk.
     static func token(_ index: Int) -> String {
         String(repeating: "5b", count: 72) + hex16(index)
+    }
+
+    /// The update tokens under "match" that a fan-out is sent to.
+    static func fanOutTokens(_ count: Int, registeredAt: Date) -> [ActivityTokenRecord] {
+        (0..<count).map { index in
+            ActivityTokenRecord(
+                bundleID: bundle.value, key: "match", deviceID: "fan-\(index)", token: token(index), frequentPushesEnabled: false,
+                environment: .sandbox, registeredAt: registeredAt)
+        }
+    }
+
+    /// Registers tokens through the store, the way the registration routes do. PostgreSQL takes
+    /// them in bulk (`importTokens`), as a transaction each would take most of an hour for a million.
+    static func register(
+        _ store: any RelayStore, activityTokens: [ActivityTokenRecord], attributesType: String, pushToStart: [PushToStartTokenRecord] = []
+    ) async throws {
+        if let postgres = store as? PostgresStore {
+            try await postgres.importTokens(activityTokens: activityTokens, attributesType: attributesType, pushToStart: pushToStart)
+            return
+        }
+        for token in activityTokens { try await store.saveActivityToken(token, attributesType: attributesType) }
+        for token in pushToStart { try await store.savePushToStartToken(token) }
     }
 
     /// `index` as 16 hexadecimal digits.

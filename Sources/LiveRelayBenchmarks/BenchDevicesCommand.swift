@@ -9,10 +9,11 @@ extension Bench {
         static let configuration = CommandConfiguration(
             abstract: "Measure simulated devices: memory with one active activity each, and pushes applied per second.",
             discussion: """
-                Creates the devices (one app, one activity with an update token each) and reports the resident \
-                memory they added. Then sends rounds of update pushes, one per device per round, as the emulator \
-                hands them over (payload bytes parsed, then delivered through the fleet), and reports pushes \
-                applied per second next to a reference measured in the same run: parsing the same payloads alone.
+                Creates the devices (one app, one activity with an update token each) and
+                reports the resident memory they added. Then sends rounds of update pushes, one
+                per device per round, as the emulator hands them over (payload bytes parsed,
+                then delivered through the fleet), and reports pushes applied per second next
+                to a reference measured in the same run: parsing the same payloads alone.
                 """)
 
         @Option(help: "Simulated devices.") var devices: Int = 100_000

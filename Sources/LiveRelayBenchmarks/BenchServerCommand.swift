@@ -16,22 +16,29 @@ extension Bench {
         static let configuration = CommandConfiguration(
             abstract: "Load `liverelay serve` (a child process) against the emulator (another): fan-out, latency, memory.",
             discussion: """
-                Seeds a fresh data directory with --tokens registered tokens (--activities update tokens under one key,
-                --keys keys of one token each, the rest push-to-start tokens), starts the emulator with full validation
-                and `liverelay serve` on that data, then measures:
-                  1. one update fanned out to every activity under the key, until APNs has accepted every push, as
-                     pushes/s and as a fraction of `bench client` (our APNs client alone, same emulator, same count),
-                     measured just before and just after; --fan-outs times, the median fraction being the result
-                     (single runs vary a lot on a shared machine); target ≥ 70% on SQLite, ≥ 60% on PostgreSQL;
-                  2. single-key updates sent open-loop at --rate requests/s, latency from the scheduled send time to
-                     the answer; target p99 ≤ 10 ms on SQLite, ≤ 15 ms on PostgreSQL;
-                  3. each server's resident memory with the tokens registered, after both runs; target ≤ 150 MB.
-                With --distance-share and --apns-latency, each fan-out runs first with the emulator answering at once and
-                then after the latency, and its share is the second's pushes/s over the first's (target ≥ 90%: the
-                latency hidden by concurrency); `bench client` is not run.
-                With --database postgres://…, the servers share that PostgreSQL database (empty, or seeded by an
-                earlier run with the same counts) and --instances of them run: the fan-out is accepted by the first
-                and sent by all, the single-key updates go to each in turn.
+                Seeds a fresh data directory with --tokens registered tokens (--activities
+                update tokens under one key, --keys keys of one token each, the rest
+                push-to-start tokens), starts the emulator with full validation and
+                `liverelay serve` on that data, then measures:
+                  1. one update fanned out to every activity under the key, until APNs has
+                     accepted every push, as pushes/s and as a fraction of `bench client` (our
+                     APNs client alone, same emulator, same count), measured just before and
+                     just after; --fan-outs times, the median fraction being the result (single
+                     runs vary a lot on a shared machine); target ≥ 70% on SQLite, ≥ 60% on
+                     PostgreSQL;
+                  2. single-key updates sent open-loop at --rate requests/s, latency from the
+                     scheduled send time to the answer; target p99 ≤ 10 ms on SQLite, ≤ 15 ms
+                     on PostgreSQL;
+                  3. each server's resident memory with the tokens registered, after both runs;
+                     target ≤ 150 MB.
+                With --distance-share and --apns-latency, each fan-out runs first with the
+                emulator answering at once and then after the latency, and its share is the
+                second's pushes/s over the first's (target ≥ 90%: the latency hidden by
+                concurrency); `bench client` is not run.
+                With --database postgres://…, the servers share that PostgreSQL database
+                (empty, or seeded by an earlier run with the same counts) and --instances of
+                them run: the fan-out is accepted by the first and sent by all, the single-key
+                updates go to each in turn.
                 """)
 
         @Option(help: "Activities under the fanned-out key.") var activities: Int = 100_000
@@ -62,9 +69,7 @@ extension Bench {
                 throw ValidationError("activities, keys, rate, seconds and in-flight must be positive, fan-outs not negative")
             }
             guard tokens >= activities + keys else { throw ValidationError("--tokens must be at least --activities + --keys") }
-            if let database, case .sqlite = StoreLocation(database) {
-                throw ValidationError("database: must be a postgres:// address; SQLite is the data directory's own")
-            }
+            try Bench.requirePostgres(database, sqliteIs: "the data directory's own")
             guard (1...16).contains(instances) else { throw ValidationError("instances: must be 1 to 16, got \(instances)") }
             guard instances == 1 || database != nil else { throw ValidationError("instances: several need a shared --database postgres://…") }
             let latency = try APNsLatency.option(apnsLatency, "apns-latency")
@@ -273,16 +278,10 @@ extension Bench {
             return true
         }
 
-        /// Registers the tokens through the store, the way the registration routes do, before the
-        /// server starts: registering a million through HTTP would measure the seeding, not the server.
-        /// PostgreSQL takes them in bulk (`importTokens`), as a transaction each would take most of an hour.
+        /// Registers the tokens before the server starts: registering a million through HTTP would
+        /// measure the seeding, not the server.
         private func seed(_ store: any RelayStore) async throws {
             let now = Date()
-            let fanOut = (0..<activities).map { index in
-                ActivityTokenRecord(
-                    bundleID: BenchFixture.bundle.value, key: "match", deviceID: "fan-\(index)", token: BenchFixture.token(index),
-                    frequentPushesEnabled: false, environment: .sandbox, registeredAt: now)
-            }
             let singles = (0..<keys).map { index in
                 ActivityTokenRecord(
                     bundleID: BenchFixture.bundle.value, key: "order-\(index)", deviceID: "phone-\(index)",
@@ -294,14 +293,8 @@ extension Bench {
                     token: String(repeating: "0", count: 144) + BenchFixture.hex16(index),
                     frequentPushesEnabled: false, environment: .sandbox, updatedAt: now)
             }
-            if let postgres = store as? PostgresStore {
-                try await postgres.importTokens(activityTokens: fanOut, attributesType: "ScoreAttributes", pushToStart: [])
-                try await postgres.importTokens(activityTokens: singles, attributesType: "DeliveryAttributes", pushToStart: idle)
-                return
-            }
-            for token in fanOut { try await store.saveActivityToken(token, attributesType: "ScoreAttributes") }
-            for token in singles { try await store.saveActivityToken(token, attributesType: "DeliveryAttributes") }
-            for token in idle { try await store.savePushToStartToken(token) }
+            try await BenchFixture.register(store, activityTokens: BenchFixture.fanOutTokens(activities, registeredAt: now), attributesType: "ScoreAttributes")
+            try await BenchFixture.register(store, activityTokens: singles, attributesType: "DeliveryAttributes", pushToStart: idle)
         }
 
         // MARK: Fan-out

@@ -10,6 +10,9 @@ struct SQLStatement: Sendable, Hashable {
     /// every value, reasons included, is an argument.
     var numbered: String { Self.numbering(text) }
 
+    /// `count` parameters, comma-separated: a list's or a row's values.
+    static func marks(_ count: Int) -> String { Array(repeating: "?", count: count).joined(separator: ", ") }
+
     static func numbering(_ text: String) -> String {
         var result = ""
         result.reserveCapacity(text.utf8.count + 16)
@@ -103,7 +106,7 @@ enum OutboxStatements {
 
     /// The deliveries an event applies to.
     static func statusCondition(_ event: DeliveryEvent) -> String {
-        list("status", event.sources.map(\.rawValue))
+        list("status", sourceStatuses(event))
     }
 
     /// The deliveries an event applies to, among rows looked up by id: the statuses bound, not
@@ -115,7 +118,7 @@ enum OutboxStatements {
     /// only the primary key can find them.
     static func statusCondition(amongIDs event: DeliveryEvent, column: String = "status") -> (text: String, arguments: [SQLArgument]) {
         let statuses = sourceStatuses(event)
-        return ("\(column) IN (\(Array(repeating: "?", count: statuses.count).joined(separator: ", ")))", statuses.map { .text($0) })
+        return ("\(column) IN (\(SQLStatement.marks(statuses.count)))", statuses.map { .text($0) })
     }
 
     /// The statuses an event moves deliveries from.
@@ -125,14 +128,9 @@ enum OutboxStatements {
     static let budgetCondition = list("status", DeliveryStatus.allCases.filter(\.countsTowardBudget).map(\.rawValue))
 
     private static func where_(_ selection: DeliverySelection, event: DeliveryEvent) -> (String, [SQLArgument]) {
-        var conditions: [String]
-        var arguments: [SQLArgument]
-        if selection.ids != nil {
-            let (statuses, statusArguments) = statusCondition(amongIDs: event)
-            (conditions, arguments) = ([statuses], statusArguments)
-        } else {
-            (conditions, arguments) = ([statusCondition(event)], [])
-        }
+        let (statuses, statusArguments) = selection.ids == nil ? (statusCondition(event), []) : statusCondition(amongIDs: event)
+        var conditions = [statuses]
+        var arguments = statusArguments
         for (column, value) in [
             ("bundle_id", selection.bundleID), ("key", selection.key), ("device_id", selection.deviceID), ("token", selection.token),
             ("channel_id", selection.channelID),
@@ -142,7 +140,7 @@ enum OutboxStatements {
             arguments.append(.text(value))
         }
         if let ids = selection.ids {
-            conditions.append("id IN (\(Array(repeating: "?", count: ids.count).joined(separator: ", ")))")
+            conditions.append("id IN (\(SQLStatement.marks(ids.count)))")
             arguments += ids.map { .integer($0) }
         }
         if let dueBy = selection.dueBy {

@@ -236,7 +236,7 @@ public final class PostgresStore: InstanceSharedStore {
             let created = ActivityRecord(
                 bundleID: token.bundleID, key: token.key, attributesType: attributesType, startedAt: token.registeredAt, lastTimestamp: 0)
             try await db.run(
-                "INSERT INTO activities (\(ActivityRecord.columns)) VALUES (\(Self.marks(13))) ON CONFLICT (bundle_id, key) DO NOTHING",
+                "INSERT INTO activities (\(ActivityRecord.columns)) VALUES (\(SQLStatement.marks(13))) ON CONFLICT (bundle_id, key) DO NOTHING",
                 Self.arguments(created))
             guard let activity = try await Self.activity(db, app: token.bundleID, key: token.key, locked: true) else {
                 throw StoreError(.keyEnded, "activity key \"\(token.key)\" is gone")
@@ -700,8 +700,6 @@ extension PostgresStore {
         return activity
     }
 
-    private static func marks(_ count: Int) -> String { Array(repeating: "?", count: count).joined(separator: ", ") }
-
     private static func arguments(_ activity: ActivityRecord) -> [SQLArgument] {
         [
             .text(activity.key), .text(activity.attributesType), .text(activity.attributes?.serializedString), .text(activity.state.rawValue),
@@ -712,7 +710,7 @@ extension PostgresStore {
     }
 
     private static func insert(_ db: PostgresConnection, activity: ActivityRecord) async throws {
-        try await db.run("INSERT INTO activities (\(ActivityRecord.columns)) VALUES (\(marks(13)))", arguments(activity))
+        try await db.run("INSERT INTO activities (\(ActivityRecord.columns)) VALUES (\(SQLStatement.marks(13)))", arguments(activity))
         for (environment, channelID) in activity.channelIDs {
             try await db.run(
                 StoreStatements.insertActivityChannel,
@@ -784,7 +782,7 @@ extension PostgresStore {
                 rows += try await db.rows(insert, arguments).map(DeliveryRow.init(row:))
                 continue
             }
-            let values = repeatElement("(\(marks(18)))", count: batch.count).joined(separator: ", ")
+            let values = repeatElement("(\(SQLStatement.marks(18)))", count: batch.count).joined(separator: ", ")
             rows += try await db.rows(
                 "INSERT INTO deliveries (\(StoreStatements.newDeliveryColumns)) VALUES \(values)\(returning)", arguments
             ).map(DeliveryRow.init(row:))

@@ -156,7 +156,7 @@ enum PreparedStatements {
     enum InsertDelivery: PreparedSQL { static let sql = oneDelivery }
     enum InsertClaimedDelivery: PreparedSQL { static let sql = oneDelivery + " RETURNING \(DeliveryRecord.columns)" }
     private static let oneDelivery = SQLStatement.numbering(
-        "INSERT INTO deliveries (\(StoreStatements.newDeliveryColumns)) VALUES (\(Array(repeating: "?", count: 18).joined(separator: ", ")))")
+        "INSERT INTO deliveries (\(StoreStatements.newDeliveryColumns)) VALUES (\(SQLStatement.marks(18)))")
 
     enum TakeRequest: PreparedSQL {
         private static let refill = "LEAST(?, b.tokens + GREATEST(0, ? - b.at) * ?)"

@@ -698,7 +698,7 @@ extension SQLiteStore {
         case .devices(let ids), .users(let ids):
             guard !ids.isEmpty else { return [] }
             let column = if case .devices = audience { "device_id" } else { "user_id" }
-            let marks = Array(repeating: "?", count: ids.count).joined(separator: ", ")
+            let marks = SQLStatement.marks(ids.count)
             var arguments: StatementArguments = [app, attributesType]
             _ = arguments.append(contentsOf: StatementArguments(ids))
             // A statement for this many ids only: compiled here, not kept in the cache.
