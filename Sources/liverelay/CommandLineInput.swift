@@ -20,11 +20,11 @@ enum ExitStatus: Int32, CaseIterable {
         case .fixRequest: "APNs refused the request or the credentials: fix them before retrying"
         case .dropToken: "APNs says the token or channel is no longer valid: stop sending to it"
         case .retryWithBackoff: "APNs is unavailable: retry later with back-off"
-        case .retryLater: "throttled, provider token problem, or no answer (deadline, connection): retry after a delay"
+        case .retryLater: "throttled, a provider token problem, or no answer: retry after a delay"
         }
     }
 
-    static let helpText: String = "Exit status:\n" + allCases.map { "  \($0.rawValue)  \($0.meaning)" }.joined(separator: "\n")
+    static let helpText: String = "Exit status:\n" + allCases.map { String(format: "  %2d  ", $0.rawValue) + $0.meaning }.joined(separator: "\n")
 
     init(_ advice: APNsRetryAdvice) {
         switch advice {

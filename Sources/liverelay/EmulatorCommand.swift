@@ -11,13 +11,15 @@ struct Emulator: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run Apple's push service on loopback: HTTP/2 + TLS, provider tokens, every documented error.",
         discussion: """
-            Both environments at once, disjoint as Apple's: sandbox and production each have a port for device and
-            broadcast pushes and one for channel management, and a token of one is refused by the other. The CA that signs
-            the server certificate is written to --ca-file; give it to clients (liverelay --ca-file,
-            curl --cacert). Register the key that signs your provider tokens with --key-file/--key-id/--team-id,
-            and the tokens to accept with --token <hex>:<bundle id>[:production] (simulated devices will issue them later),
-            or register both through the control API (curl http://<host>:<control port>/emulator to start).
-            Stops on SIGINT or SIGTERM.
+            Both environments at once, disjoint as Apple's: sandbox and production each
+            have a port for device and broadcast pushes and one for channel management, and
+            a token of one is refused by the other. The CA that signs the server
+            certificate is written to --ca-file; give it to clients (liverelay --ca-file,
+            curl --cacert). Register the key that signs your provider tokens with
+            --key-file/--key-id/--team-id, and the tokens to accept with --token
+            <hex>:<bundle id>[:production] (simulated devices will issue them later), or
+            register both through the control API (to start:
+            curl http://<host>:<control port>/emulator). Stops on SIGINT or SIGTERM.
             """)
 
     @Option(help: "Address to listen on.") var host: String = "127.0.0.1"

@@ -38,8 +38,9 @@ struct Keys: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Make an API key in a server's data directory, without the server: how access is recovered.",
             discussion: """
-                Writes the key straight into the server's database (<data-dir>/liverelay.sqlite, or --database; the
-                server may be running) and prints its secret, once: only its hash is kept.
+                Writes the key straight into the server's database
+                (<data-dir>/liverelay.sqlite, or --database; the server may be running) and
+                prints its secret, once: only its hash is kept.
                 """)
 
         @Option(help: ArgumentHelp("client, server, admin or viewer (reads the dashboard and the API's listings).", valueName: "scope")) var scope: String

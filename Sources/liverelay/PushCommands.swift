@@ -7,8 +7,10 @@ struct Push: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Send a Live Activity push: start, update or end by token, or a broadcast to a channel.",
         discussion: """
-            JSON arguments (--content-state, --attributes, --payload) take literal JSON, @file, or - for stdin.
-            Dates (--stale-date, --dismissal-date, --expiration, --timestamp) take ISO-8601, UNIX seconds, or +15m / +2h / +1d.
+            JSON arguments (--content-state, --attributes, --payload) take literal JSON,
+            @file, or - for stdin.
+            Dates (--stale-date, --dismissal-date, --expiration, --timestamp) take
+            ISO-8601, UNIX seconds, or +15m / +2h / +1d.
 
             \(ExitStatus.helpText)
             """,

@@ -18,14 +18,17 @@ struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the LiveRelay server: the HTTP API, the durable outbox and its dispatcher, on SQLite or PostgreSQL.",
         discussion: """
-            Without APNs credentials it runs Apple's side in-process: the emulator (sandbox and production) and
-            one simulated iPhone (demo-iphone) whose app reports its tokens to this server, so the whole
-            lifecycle runs without an Apple account. With credentials (--key-file/--key-id/--team-id/--bundle-id,
-            the LIVERELAY_APNS_* environment variables, or a --config file) it sends to real APNs: each token to
-            the environment it was registered with, sandbox or production, unless --environment names one.
+            Without APNs credentials it runs Apple's side in-process: the emulator (sandbox
+            and production) and one simulated iPhone (demo-iphone) whose app reports its
+            tokens to this server, so the whole lifecycle runs without an Apple account.
+            With credentials (--key-file/--key-id/--team-id/--bundle-id, the
+            LIVERELAY_APNS_* environment variables, or a --config file) it sends to real
+            APNs: each token to the environment it was registered with, sandbox or
+            production, unless --environment names one.
 
-            The first start makes an admin, a server and a client API key, prints them once and keeps them in
-            <data-dir>/initial-keys.json (readable by you only). Stops gracefully on SIGINT or SIGTERM.
+            The first start makes an admin, a server and a client API key, prints them once
+            and keeps them in <data-dir>/initial-keys.json (readable by you only). Stops
+            gracefully on SIGINT or SIGTERM.
             """)
 
     @Option(help: ArgumentHelp("Where the SQLite database (unless --database names another), the initial keys and the emulator's CA live.", valueName: "path"))

@@ -27,10 +27,12 @@ func liverelay(_ arguments: [String], environment: [String: String] = [:], stdin
     try await run(liverelayExecutable, arguments, environment: environment, stdin: stdin)
 }
 
-/// Runs `liverelay` with `arguments` and expects it to stop as a usage error (exit 64) saying `message`.
+/// Runs `liverelay` with `arguments` and expects it to stop as a usage error (exit 64) saying
+/// `message`, then the usage of the command that ran, however late the error was found.
 func expectUsageError(_ arguments: [String], _ message: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
     let result = try await liverelay(arguments)
     #expect(result.status == 64 && result.stderr.contains(message), "\(result.stderr)", sourceLocation: sourceLocation)
+    #expect(result.stderr.contains("\nUsage: liverelay \(arguments[0]) "), "\(result.stderr)", sourceLocation: sourceLocation)
 }
 
 /// Runs `script` in `/bin/sh` with `$0` the `liverelay` executable: for arguments Foundation cannot pass.
@@ -223,6 +225,16 @@ let token = String(repeating: "ab", count: 80)
         try await expectUsageError(["emulator", "--latency", "moon=5", "--ca-file", ca], "latency: an environment is sandbox or production")
         try await expectUsageError(["emulator", "--latency", "production=120-40", "--ca-file", ca], "from the smaller to the larger")
         #expect(!FileManager.default.fileExists(atPath: ca), "nothing was started")
+    }
+
+    /// The benchmarks refuse what they could not measure before they seed or start anything.
+    @Test func benchOptionsAreCheckedBeforeTheRun() async throws {
+        let missing = FileManager.default.temporaryDirectory.appendingPathComponent("none-\(UUID().uuidString)").path
+        try await expectUsageError(["bench", "outbox", "--database", missing + "/x.sqlite"], "database: must be a postgres:// address; SQLite is a temporary file")
+        try await expectUsageError(["bench", "outbox", "--rounds", "0"], "activities and rounds must be positive")
+        try await expectUsageError(["bench", "server", "--database", "x.sqlite"], "database: must be a postgres:// address; SQLite is the data directory's own")
+        try await expectUsageError(["bench", "server", "--latency-log", missing + "/latency.csv"], "latency-log: cannot write \(missing)/latency.csv")
+        #expect(!FileManager.default.fileExists(atPath: missing), "nothing was started")
     }
 
     /// `liverelay emulator --tokens-file`: a line that is not a token is named by its number.
