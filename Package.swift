@@ -186,7 +186,7 @@ let package = Package(
         .testTarget(name: "LiveActivityKitTests", dependencies: ["LiveActivityKit", "LiveRelayTesting"]),
         .testTarget(name: "SimulatedDevicesTests", dependencies: ["SimulatedDevices", "LiveActivityKit"]),
         // The drawn devices and their templates, without a server.
-        .testTarget(name: "WebPagesTests", dependencies: ["WebPages", "SimulatedDevices", "LiveActivityKit"]),
+        .testTarget(name: "WebPagesTests", dependencies: ["WebPages", "SimulatedDevices", "LiveActivityKit", "LiveRelayTesting"]),
         .testTarget(
             name: "APNsTests",
             dependencies: [

@@ -23,6 +23,13 @@ public struct Bench: AsyncParsableCommand {
             throw ValidationError("database: must be a postgres:// address; SQLite is \(own)")
         }
     }
+
+    /// A new folder for a run's files (keys, certificates, SQLite), which the run removes.
+    static func scratchFolder() throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder
+    }
 }
 
 extension Bench {
@@ -122,8 +129,7 @@ extension Bench {
         }
 
         func run() async throws {
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-bench-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let directory = try Bench.scratchFolder()
             defer { try? FileManager.default.removeItem(at: directory) }
             let privateKey = P256.Signing.PrivateKey()
             let keyFile = directory.appendingPathComponent("key.p8").path
@@ -192,8 +198,7 @@ extension Bench {
         }
 
         func run() async throws {
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-bench-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let directory = try Bench.scratchFolder()
             defer { try? FileManager.default.removeItem(at: directory) }
             let caFile = directory.appendingPathComponent("ca.pem").path
 

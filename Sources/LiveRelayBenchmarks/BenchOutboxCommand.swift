@@ -37,8 +37,7 @@ extension Bench {
         }
 
         func run() async throws {
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-bench-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let directory = try Bench.scratchFolder()
             defer { try? FileManager.default.removeItem(at: directory) }
             let location = StoreLocation(database ?? directory.appendingPathComponent("liverelay.sqlite").path)
             let store = try location.open()

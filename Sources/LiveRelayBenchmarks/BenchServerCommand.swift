@@ -84,11 +84,10 @@ extension Bench {
         private var isShared: Bool { database != nil }
 
         func run() async throws {
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-bench-\(UUID().uuidString)")
-            let dataDir = self.dataDir ?? directory.appendingPathComponent("data").path
-            try FileManager.default.createDirectory(atPath: directory.path, withIntermediateDirectories: true)
-            try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
+            let directory = try Bench.scratchFolder()
             defer { try? FileManager.default.removeItem(at: directory) }
+            let dataDir = self.dataDir ?? directory.appendingPathComponent("data").path
+            try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
             let privateKey = P256.Signing.PrivateKey()
             let keyFile = directory.appendingPathComponent("key.p8").path
             try privateKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)

@@ -54,7 +54,10 @@ public final class Browser: Sendable {
     ) async throws -> Value {
         try availability.get()
         let port = try freeLoopbackPort()
-        let driver = try ChildProcess.start(driverPath, ["--port=\(port)"], environment: ["HOME": NSTemporaryDirectory()], output: .null)
+        // Chromium's profile and scratch files go with the tests' own. Its singleton socket is in
+        // TMPDIR, and a socket's path must fit in 107 bytes: the short root, not a folder in it.
+        let driver = try ChildProcess.start(
+            driverPath, ["--port=\(port)"], environment: ["HOME": try TestFiles.folder("chromium"), "TMPDIR": TestFiles.root], output: .null)
         let base = "http://127.0.0.1:\(port)"
         let client = HTTPClient.shared
         do {

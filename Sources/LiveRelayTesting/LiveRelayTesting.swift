@@ -117,8 +117,7 @@ public final class ScriptedAPNsServer: Sendable {
 
     public static func start(maxConcurrentStreams: Int = 1000) async throws -> ScriptedAPNsServer {
         let certificates = try EmulatorCertificates.generate()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-test-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = URL(fileURLWithPath: try TestFiles.folder("test"))
         let caFile = directory.appendingPathComponent("ca.pem").path
         try certificates.writeCertificateAuthority(to: caFile)
         let recorder = Recorder(streamLimit: maxConcurrentStreams)
@@ -197,7 +196,7 @@ public func withEmulatorAndClient(
         if registerKey {
             emulator.registry.register(EmulatorKey(keyID: key.signingKey.keyID, teamID: key.signingKey.teamID, publicKey: key.publicKey))
         }
-        let caFile = FileManager.default.temporaryDirectory.appendingPathComponent("emulator-ca-\(UUID().uuidString).pem").path
+        let caFile = TestFiles.path("emulator-ca", pathExtension: "pem")
         defer { try? FileManager.default.removeItem(atPath: caFile) }
         do {
             try emulator.certificates.writeCertificateAuthority(to: caFile)

@@ -151,8 +151,7 @@ public func withRelayHarness(
         let emulator = try await APNsEmulator.start(emulatorConfiguration)
         let key = TestSigningKey()
         emulator.registry.register(EmulatorKey(keyID: key.signingKey.keyID, teamID: key.signingKey.teamID, publicKey: key.publicKey))
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = URL(fileURLWithPath: try TestFiles.folder("relay"))
         defer { try? FileManager.default.removeItem(at: directory) }
         let caFile = directory.appendingPathComponent("ca.pem").path
         try emulator.certificates.writeCertificateAuthority(to: caFile)

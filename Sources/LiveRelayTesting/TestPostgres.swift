@@ -45,7 +45,7 @@ public enum TestPostgres {
     /// Runs statements (`;`-separated, in one session) with `psql`; what they printed, rows as
     /// unaligned lines.
     public static func psqlOutput(_ url: String, _ sql: String) throws -> String {
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-psql-\(UUID().uuidString).log").path
+        let log = TestFiles.path("psql", pathExtension: "log")
         defer { try? FileManager.default.removeItem(atPath: log) }
         let status = shell("\(quoted(LocalServer.tool("psql"))) -X -q -A -t -v ON_ERROR_STOP=1 -d \(quoted(url)) -c \(quoted(sql)) > \(quoted(log)) 2>&1")
         let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
@@ -110,15 +110,16 @@ public enum TestPostgres {
             } catch {
                 throw Unavailable(description: "could not prepare \(folder): \(error)")
             }
-            stopAtExit(binaries: binaries, data: data, asRoot: getuid() == 0)
+            stopAtExit(binaries: binaries, folder: folder, asRoot: getuid() == 0)
             return "postgres://postgres@/postgres?host=\(folder)&port=\(port)"
         }
 
         nonisolated(unsafe) private static var stop: String = ""
 
-        private static func stopAtExit(binaries: String, data: String, asRoot: Bool) {
-            let command = "\(binaries)/pg_ctl -D \(data) -m immediate stop > /dev/null 2>&1"
-            stop = asRoot ? "su postgres -s /bin/sh -c \(TestPostgres.quoted(command))" : command
+        /// Stops the server when the process exits, and removes its cluster (about 140 MB).
+        private static func stopAtExit(binaries: String, folder: String, asRoot: Bool) {
+            let command = "\(binaries)/pg_ctl -D \(folder)/data -m immediate stop > /dev/null 2>&1"
+            stop = (asRoot ? "su postgres -s /bin/sh -c \(TestPostgres.quoted(command))" : command) + "; rm -rf \(TestPostgres.quoted(folder))"
             atexit { _ = TestPostgres.shell(TestPostgres.LocalServer.stop) }
         }
     }

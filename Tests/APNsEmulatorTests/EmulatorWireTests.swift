@@ -22,7 +22,7 @@ import Testing
             let key = TestSigningKey()
             emulator.registry.register(EmulatorKey(keyID: key.signingKey.keyID, teamID: key.signingKey.teamID, publicKey: key.publicKey))
             emulator.registry.register(EmulatorToken(hex: token, bundleID: bundle, environment: .sandbox))
-            let caFile = FileManager.default.temporaryDirectory.appendingPathComponent("emulator-ca-\(UUID().uuidString).pem").path
+            let caFile = TestFiles.path("emulator-ca", pathExtension: "pem")
             try emulator.certificates.writeCertificateAuthority(to: caFile)
             do {
                 try await body(emulator, key, caFile)

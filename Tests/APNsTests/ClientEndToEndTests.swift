@@ -267,7 +267,7 @@ import Testing
     @Test func anUntrustedServerFailsToConnect() async throws {
         try await withDeadline(.seconds(60)) {
             let server = try await ScriptedAPNsServer.start()
-            let otherCA = FileManager.default.temporaryDirectory.appendingPathComponent("other-ca-\(UUID().uuidString).pem").path
+            let otherCA = TestFiles.path("other-ca", pathExtension: "pem")
             try EmulatorCertificates.generate().writeCertificateAuthority(to: otherCA)
             let environment = APNsEnvironment.custom(host: "127.0.0.1", port: server.server.port, channelManagementPort: server.server.port, caFile: otherCA)
             let configuration = APNsClient.Configuration(environment: environment, signingKey: TestSigningKey().signingKey)

@@ -22,8 +22,7 @@ enum Nghttpd {
     /// requests wait for streams, bodies for window, and every block follows evictions.
     @Test(.enabled(if: Nghttpd.isAvailable || TestRequirement.isCI, Comment(rawValue: Nghttpd.skipNote)))
     func everyBodyComesBackWholeFromNghttpdThroughItsLimits() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-nghttpd-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try TestFiles.folder("nghttpd")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let certificates = try EmulatorCertificates.generate()
         try certificates.writeCertificateAuthority(to: "\(directory)/ca.pem")

@@ -35,7 +35,7 @@ func verifyProviderToken(_ token: String, with publicKey: P256.Signing.PublicKey
 
     @Test func keyIsReadFromAPKCS8PEMFile() throws {
         let key = P256.Signing.PrivateKey()
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("AuthKey_\(UUID().uuidString).p8").path
+        let path = TestFiles.path("AuthKey", pathExtension: "p8")
         try key.pemRepresentation.write(toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
         #expect(key.pemRepresentation.hasPrefix("-----BEGIN PRIVATE KEY-----"))

@@ -62,7 +62,7 @@ struct GeneratedKey {
     let keyID: String
 
     static func make() async throws -> GeneratedKey {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("AuthKey-\(UUID().uuidString).p8").path
+        let path = TestFiles.path("AuthKey", pathExtension: "p8")
         let result = try await liverelay(["keys", "generate", "--output", path])
         #expect(result.status == 0, "\(result.stderr)")
         let keyID = try #require(result.stdout.split(separator: "\n").first { $0.hasPrefix("key id: ") }?.dropFirst(8))
@@ -192,7 +192,7 @@ let token = String(repeating: "ab", count: 80)
     /// Serve's dispatch settings are checked before it starts: a claim must outlive the APNs
     /// request it covers, or another instance would send a push still in flight again.
     @Test func serveRefusesALeaseShorterThanTwiceTheRequestTimeoutAndBadInFlightCounts() async throws {
-        let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("lease-\(UUID().uuidString)").path
+        let dataDir = TestFiles.path("lease")
         defer { try? FileManager.default.removeItem(atPath: dataDir) }
         try await expectUsageError(["serve", "--data-dir", dataDir, "--http-port", "0", "--claim-lease", "20"], "claim-lease: must be more than twice the APNs request timeout")
         try await expectUsageError(["serve", "--data-dir", dataDir, "--http-port", "0", "--claim-lease", "30", "--timeout", "15"], "claim-lease")
@@ -204,7 +204,7 @@ let token = String(repeating: "ab", count: 80)
     /// `--templates`: a template that could insert markup, or a file that is not a region, stops
     /// `serve` and `emulator` before they start, naming the file and the rule.
     @Test func templatesThatCannotBeUsedStopServeAndTheEmulator() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("templates-\(UUID().uuidString)").path
+        let folder = TestFiles.path("templates")
         defer { try? FileManager.default.removeItem(atPath: folder) }
         try FileManager.default.createDirectory(atPath: folder + "/DeliveryAttributes", withIntermediateDirectories: true)
         try "{{{state.status}}}".write(toFile: folder + "/DeliveryAttributes/lockScreen.mustache", atomically: true, encoding: .utf8)
@@ -220,7 +220,7 @@ let token = String(repeating: "ab", count: 80)
 
     /// `emulator --latency`: milliseconds or a range, for both environments or one.
     @Test func theEmulatorsLatencyIsCheckedBeforeItStarts() async throws {
-        let ca = FileManager.default.temporaryDirectory.appendingPathComponent("ca-\(UUID().uuidString).pem").path
+        let ca = TestFiles.path("ca", pathExtension: "pem")
         try await expectUsageError(["emulator", "--latency", "soon", "--ca-file", ca], "latency: must be milliseconds, as 100, or a range of them")
         try await expectUsageError(["emulator", "--latency", "moon=5", "--ca-file", ca], "latency: an environment is sandbox or production")
         try await expectUsageError(["emulator", "--latency", "production=120-40", "--ca-file", ca], "from the smaller to the larger")
@@ -229,7 +229,7 @@ let token = String(repeating: "ab", count: 80)
 
     /// The benchmarks refuse what they could not measure before they seed or start anything.
     @Test func benchOptionsAreCheckedBeforeTheRun() async throws {
-        let missing = FileManager.default.temporaryDirectory.appendingPathComponent("none-\(UUID().uuidString)").path
+        let missing = TestFiles.path("none")
         try await expectUsageError(["bench", "outbox", "--database", missing + "/x.sqlite"], "database: must be a postgres:// address; SQLite is a temporary file")
         try await expectUsageError(["bench", "outbox", "--rounds", "0"], "activities and rounds must be positive")
         try await expectUsageError(["bench", "server", "--database", "x.sqlite"], "database: must be a postgres:// address; SQLite is the data directory's own")
@@ -239,7 +239,7 @@ let token = String(repeating: "ab", count: 80)
 
     /// `liverelay emulator --tokens-file`: a line that is not a token is named by its number.
     @Test func theEmulatorsTokensFileNamesABadLine() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("tokens-\(UUID().uuidString).txt").path
+        let path = TestFiles.path("tokens", pathExtension: "txt")
         try "\(String(repeating: "ab", count: 32)):com.example.app\n\nnot-a-token:com.example.app\n".write(toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
         try await expectUsageError(["emulator", "--tokens-file", path, "--ca-file", path + ".pem"], "tokens-file line 3: must be <hex>:<bundle id>")
@@ -247,7 +247,7 @@ let token = String(repeating: "ab", count: 80)
     }
 
     @Test func contentStateFromAFileAndFromStandardInput() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("state-\(UUID().uuidString).json").path
+        let path = TestFiles.path("state", pathExtension: "json")
         try #"{"fromFile":1.50}"#.write(toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
         let file = try await liverelay(["push", "update", "--token", token, "--bundle-id", "com.example.app", "--dry-run", "--content-state", "@\(path)"])
@@ -277,7 +277,7 @@ let token = String(repeating: "ab", count: 80)
     /// `--contract`: what the app's widget would not decode is refused before sending, in the
     /// words the iPhone logs when it drops such a push.
     @Test func aContractRefusesWhatTheWidgetWouldNotDecode() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("contract-\(UUID().uuidString).json").path
+        let path = TestFiles.path("contract", pathExtension: "json")
         try #"{"name": "DeliveryAttributes", "attributes": {"orderNumber": "Int"}, "contentState": {"status": "String", "etaMinutes": "Int"}}"#
             .write(toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -347,7 +347,7 @@ let token = String(repeating: "ab", count: 80)
 @Suite(.serialized) struct EmulatorCommandTests {
     @Test func aPushFromTheCommandLineSucceedsAgainstTheEmulator() async throws {
         let key = try await GeneratedKey.make()
-        let caFile = FileManager.default.temporaryDirectory.appendingPathComponent("ca-\(UUID().uuidString).pem").path
+        let caFile = TestFiles.path("ca", pathExtension: "pem")
         defer {
             try? FileManager.default.removeItem(atPath: key.path)
             try? FileManager.default.removeItem(atPath: caFile)

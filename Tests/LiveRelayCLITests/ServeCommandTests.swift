@@ -22,16 +22,10 @@ struct ServeCommandTests {
         .object([("status", .string(status)), ("etaMinutes", .integer(eta))])
     }
 
-    static func temporaryDirectory() throws -> String {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-serve-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url.path
-    }
-
     /// Apps declared in the config file are registered on start, each with its own key; the
     /// first start's client key is the first app's, and its server key serves every app.
     @Test func theConfigFilesAppsAreRegisteredWithTheirKeys() async throws {
-        let directory = try Self.temporaryDirectory()
+        let directory = try TestFiles.folder("serve")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var apps: [String] = []
         for (index, bundle) in ["com.example.delivery", "com.example.delivery.clip"].enumerated() {
@@ -70,7 +64,7 @@ struct ServeCommandTests {
     /// With no configuration: SQLite in the data directory, the emulator and the demo iPhone
     /// in-process, keys printed; the printed request starts an activity on the demo iPhone.
     @Test func withNoConfigurationItRunsTheDemoAndThePrintedStartReachesTheDemoIPhone() async throws {
-        let dataDir = try Self.temporaryDirectory()
+        let dataDir = try TestFiles.folder("serve")
         defer { try? FileManager.default.removeItem(atPath: dataDir) }
         try await withDeadline(.seconds(60)) {
             let server = try await ServeProcess.start(["serve", "--data-dir", dataDir, "--http-port", "0"])
@@ -113,7 +107,7 @@ struct ServeCommandTests {
     /// is in flight. Restarted on the same data directory, it delivers everything it had accepted,
     /// and every device ends on the latest update.
     @Test func aServerKilledInTheMiddleOfAFanOutLosesNothingAndDevicesEndOnTheLatestUpdate() async throws {
-        let directory = try Self.temporaryDirectory()
+        let directory = try TestFiles.folder("serve")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let devices = (1...20).map { "iphone-\($0)" }
         try await withDeadline(.seconds(120)) {
@@ -171,7 +165,7 @@ struct ServeCommandTests {
     /// not send the start again: a second start would put a second `order-1` activity on the Lock
     /// Screen, and the first would never be updated or ended.
     @Test func aStartWhoseAnswerWasLostToACrashIsNotSentAgainOnceTheDeviceReportedItsActivity() async throws {
-        let directory = try Self.temporaryDirectory()
+        let directory = try TestFiles.folder("serve")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try await withDeadline(.seconds(120)) {
             let setup = try await CrashSetup.start(in: directory, devices: ["iphone-1"])

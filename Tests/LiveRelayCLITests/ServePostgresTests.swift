@@ -13,7 +13,7 @@ struct ServePostgresTests {
     /// the same database, and what was accepted is still there after a restart.
     @Test func theDemoRunsOnPostgresAndItsDataOutlivesARestart() async throws {
         let database = try TestPostgres.freshDatabase()
-        let dataDir = try ServeCommandTests.temporaryDirectory()
+        let dataDir = try TestFiles.folder("serve")
         defer { try? FileManager.default.removeItem(atPath: dataDir) }
         try await withDeadline(.seconds(120)) {
             var server = try await ServeProcess.start(["serve", "--data-dir", dataDir, "--http-port", "0", "--database", database])
@@ -55,7 +55,7 @@ struct ServePostgresTests {
     /// A database address that does not read, and a server that is not there, stop `serve` at
     /// once with a message naming `database` (exit 64), before it serves anything.
     @Test func aBadOrUnreachableDatabaseIsNamed() async throws {
-        let dataDir = try ServeCommandTests.temporaryDirectory()
+        let dataDir = try TestFiles.folder("serve")
         defer { try? FileManager.default.removeItem(atPath: dataDir) }
         let badMode = try await liverelay(["serve", "--data-dir", dataDir, "--http-port", "0", "--database", "postgres://u@localhost/db?sslmode=sometimes"])
         #expect(badMode.status == 64 && badMode.stderr.contains("database: sslmode \"sometimes\""), "\(badMode.stderr)")

@@ -15,7 +15,7 @@ struct ServeRecoveryTests {
     }
 
     @Test func secretsArePrintedOnceFilesAreTheOwnersAndKeysCreateRecoversAccessOffline() async throws {
-        let directory = try ServeCommandTests.temporaryDirectory()
+        let directory = try TestFiles.folder("serve")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let dataDir = directory + "/data"
         try await withDeadline(.seconds(90)) {
@@ -61,7 +61,7 @@ struct ServeRecoveryTests {
     /// A missing database is found as the command runs, the scope's rules before: both are told
     /// with `keys create`'s usage.
     @Test func keysCreateRefusesAMissingDatabaseAndABadScope() async throws {
-        let dataDir = try ServeCommandTests.temporaryDirectory()
+        let dataDir = try TestFiles.folder("serve")
         defer { try? FileManager.default.removeItem(atPath: dataDir) }
         try await expectUsageError(["keys", "create", "--scope", "admin", "--data-dir", dataDir], "data-dir: no database")
         try await expectUsageError(["keys", "create", "--scope", "root", "--data-dir", dataDir], "scope: must be client, server, admin or viewer")
@@ -72,7 +72,7 @@ struct ServeRecoveryTests {
     /// Before dates were range-checked, a scheduled update with `"staleDate": 1e19` took the server
     /// down when due, and again on every restart.
     @Test func aServerStartedOnADatabaseHoldingAScheduleThatCannotRunStaysUp() async throws {
-        let directory = try ServeCommandTests.temporaryDirectory()
+        let directory = try TestFiles.folder("serve")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let dataDir = directory + "/data"
         try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
@@ -118,7 +118,7 @@ struct ServeRecoveryTests {
         (#"{"apps": [{"bundleID": "com.a", "keyfile": "k.p8"}]}"#, "apps[0].keyfile: is not a field of this request"),
     ])
     func aBadConfigFileExits64NamingTheField(config: String, message: String) async throws {
-        let directory = try ServeCommandTests.temporaryDirectory()
+        let directory = try TestFiles.folder("serve")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try config.write(toFile: directory + "/config.json", atomically: true, encoding: .utf8)
         let result = try await liverelay(["serve", "--data-dir", directory + "/data", "--http-port", "0", "--config", directory + "/config.json"])

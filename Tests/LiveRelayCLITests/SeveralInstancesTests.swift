@@ -85,7 +85,7 @@ struct SeveralInstancesTests {
     private func withTwoInstances(
         devices: Int, _ body: @escaping @Sendable (InstancesSetup, ServeProcess, ServeProcess, (admin: String, server: String, client: String)) async throws -> Void
     ) async throws {
-        let directory = try ServeCommandTests.temporaryDirectory()
+        let directory = try TestFiles.folder("serve")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try await withDeadline(.seconds(480)) {
             let setup = try await InstancesSetup.start(in: directory, devices: devices)

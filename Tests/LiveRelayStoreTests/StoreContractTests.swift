@@ -24,8 +24,7 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     func make() async throws -> StoreUnderTest {
         switch self {
         case .sqlite:
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-store-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let directory = URL(fileURLWithPath: try TestFiles.folder("store"))
             let path = directory.appendingPathComponent("relay.sqlite").path
             let store = try SQLiteStore(path: path)
             let applied = try await store.migrate()

@@ -35,7 +35,7 @@ import Testing
     }
 
     func store() throws -> SQLiteStore {
-        try SQLiteStore(path: FileManager.default.temporaryDirectory.appendingPathComponent("cache-\(UUID().uuidString).sqlite").path)
+        try SQLiteStore(path: TestFiles.path("cache", pathExtension: "sqlite"))
     }
 
     @Test func aValueIsReadOnceAndAgainAfterAChangeOrTheInterval() async throws {

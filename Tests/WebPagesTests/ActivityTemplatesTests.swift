@@ -1,5 +1,6 @@
 import Foundation
 import LiveActivityKit
+import LiveRelayTesting
 import SimulatedDevices
 import Testing
 import WebPages
@@ -8,7 +9,7 @@ import WebPages
 /// they could not be used safely, rendered over the activity.
 @Suite struct ActivityTemplatesTests {
     func folder(_ files: [String: String]) throws -> String {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("templates-\(UUID().uuidString)").path
+        let root = TestFiles.path("templates")
         for (path, text) in files {
             let file = (root as NSString).appendingPathComponent(path)
             try FileManager.default.createDirectory(atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
