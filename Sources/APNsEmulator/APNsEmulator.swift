@@ -197,7 +197,9 @@ extension APNsEmulator: Service {
     public func run() async throws {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.reporter.run() }
-            while !Task.isShuttingDownGracefully {
+            // Ends on cancellation too (another service failed to start): the cancelled sleep
+            // returns at once, and the loop would spin.
+            while !Task.isShuttingDownGracefully, !Task.isCancelled {
                 devices.advanceAll()
                 try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(1)) }
             }

@@ -151,7 +151,7 @@ public final class TokenReporter: Sendable {
             guard let activity = state.withLock({ $0.activities[activityID] }) else { return }
             path = "/v1/activities/\(Self.pathSegment(activity.key))/ended"
             body += [("activityID", .string(activityID)), ("state", .string(newState.rawValue)), ("cause", .string(cause.rawValue)),
-                     ("at", .string(ISO8601DateFormatter().string(from: at)))]
+                     ("at", .string(at.iso8601))]
             if newState == .dismissed { _ = state.withLock { $0.activities.removeValue(forKey: activityID) } }
         default:
             return

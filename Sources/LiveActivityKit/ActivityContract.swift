@@ -63,8 +63,18 @@ extension ActivityContract {
     }
 }
 
-/// The JSON form of Swift type schemas.
+/// The JSON form of Swift type schemas. Contracts come from clients (an app's client key registers
+/// them), so reading one is bounded: a type nests at most `maximumDepth` levels in all (structs,
+/// arrays, optionals, written as text or as objects) and a type written as text has at most
+/// `maximumNameLength` characters; both are refused before any work, and the text is read in one
+/// pass without copies or recursion.
 enum Schema {
+    /// Far deeper than any widget's state, and shallow enough that a contract's stored JSON stays
+    /// well inside the JSON reader's 512 levels.
+    static let maximumDepth = 32
+    /// `[[ClosedRange<Date>?]?]?` is 24.
+    static let maximumNameLength = 200
+
     static func join(_ path: String, _ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
 
     static func object(_ value: JSONValue, path: String, fields: [String]) throws(LiveActivityValidationError) -> [(key: String, value: JSONValue)] {
@@ -78,19 +88,21 @@ enum Schema {
         return members
     }
 
-    static func structure(_ value: JSONValue, name: String, path: String) throws(LiveActivityValidationError) -> SwiftStruct {
+    /// `depth`: the levels of types around this struct.
+    static func structure(_ value: JSONValue, name: String, path: String, depth: Int = 0) throws(LiveActivityValidationError) -> SwiftStruct {
         guard let members = value.objectMembers else {
             throw LiveActivityValidationError(field: path, code: .wrongType, message: "must be an object of field names to types, got \(value.typeName)")
         }
         var fields: [SwiftStruct.Field] = []
         for member in members {
-            fields.append(.init(member.key, try type(member.value, path: join(path, member.key))))
+            fields.append(.init(member.key, try type(member.value, path: join(path, member.key), depth: depth + 1)))
         }
         return SwiftStruct(name, fields)
     }
 
-    static func type(_ value: JSONValue, path: String) throws(LiveActivityValidationError) -> SwiftType {
-        if let text = value.stringValue { return try named(text, path: path) }
+    static func type(_ value: JSONValue, path: String, depth: Int) throws(LiveActivityValidationError) -> SwiftType {
+        try checkDepth(depth, path: path)
+        if let text = value.stringValue { return try named(text, path: path, depth: depth) }
         let members = try object(value, path: path, fields: ["enum", "fields", "name", "array", "optional"])
         func member(_ key: String) -> JSONValue? { members.first { $0.key == key }?.value }
         // One kind per type, so that no object reads as two; a name belongs to a nested struct.
@@ -110,30 +122,65 @@ enum Schema {
             guard name == nil || name?.stringValue != nil else {
                 throw LiveActivityValidationError(field: join(path, "name"), code: .wrongType, message: "must be a string, the struct's Swift name")
             }
-            return .structure(try structure(fields, name: name?.stringValue ?? "Nested", path: join(path, "fields")))
+            return .structure(try structure(fields, name: name?.stringValue ?? "Nested", path: join(path, "fields"), depth: depth))
         }
-        if let element = member("array") { return .array(try type(element, path: join(path, "array"))) }
-        if let wrapped = member("optional") { return .optional(try type(wrapped, path: join(path, "optional"))) }
+        if let element = member("array") { return .array(try type(element, path: join(path, "array"), depth: depth + 1)) }
+        if let wrapped = member("optional") { return .optional(try type(wrapped, path: join(path, "optional"), depth: depth + 1)) }
         throw LiveActivityValidationError(field: join(path, "enum"), code: .wrongType, message: "must be an array of raw values")
     }
 
-    private static func named(_ text: String, path: String) throws(LiveActivityValidationError) -> SwiftType {
-        let text = text.trimmingCharacters(in: .whitespaces)
-        if text.hasSuffix("?") { return .optional(try named(String(text.dropLast()), path: path)) }
-        if text.hasPrefix("["), text.hasSuffix("]") { return .array(try named(String(text.dropFirst().dropLast()), path: path)) }
-        switch text {
-        case "String": return .string
-        case "Int": return .int
-        case "Double": return .double
-        case "Bool": return .bool
-        case "Date": return .date
-        case "ClosedRange<Date>": return .closedRangeOfDate
-        case "URL": return .url
+    private static func checkDepth(_ depth: Int, path: String) throws(LiveActivityValidationError) {
+        guard depth <= maximumDepth else {
+            throw LiveActivityValidationError(field: path, code: .invalidValue, message: "nests types deeper than \(maximumDepth) levels")
+        }
+    }
+
+    /// A type written as text: a name wrapped in any number of `[…]` and `?`, read from both ends
+    /// of one slice (`[String]?` is an optional array of strings).
+    private static func named(_ text: String, path: String, depth: Int) throws(LiveActivityValidationError) -> SwiftType {
+        guard text.unicodeScalars.count <= maximumNameLength else {
+            throw LiveActivityValidationError(field: path, code: .invalidValue, message: "is longer than \(maximumNameLength) characters")
+        }
+        enum Wrapper { case optional, array }
+        var wrappers: [Wrapper] = []
+        var rest = text[...]
+        func trim() {
+            while let first = rest.first, first.isWhitespace, !first.isNewline { rest.removeFirst() }
+            while let last = rest.last, last.isWhitespace, !last.isNewline { rest.removeLast() }
+        }
+        trim()
+        while true {
+            if rest.last == "?" {
+                wrappers.append(.optional)
+                rest.removeLast()
+            } else if rest.first == "[", rest.last == "]", rest.count >= 2 {
+                wrappers.append(.array)
+                rest.removeFirst()
+                rest.removeLast()
+            } else {
+                break
+            }
+            try checkDepth(depth + wrappers.count, path: path)
+            trim()
+        }
+        var type: SwiftType
+        switch rest {
+        case "String": type = .string
+        case "Int": type = .int
+        case "Double": type = .double
+        case "Bool": type = .bool
+        case "Date": type = .date
+        case "ClosedRange<Date>": type = .closedRangeOfDate
+        case "URL": type = .url
         default:
             throw LiveActivityValidationError(
                 field: path, code: .invalidValue,
-                message: "unknown type \"\(text)\"; use String, Int, Double, Bool, Date, ClosedRange<Date>, URL, [T], T? or an object")
+                message: "unknown type \"\(rest)\"; use String, Int, Double, Bool, Date, ClosedRange<Date>, URL, [T], T? or an object")
         }
+        for wrapper in wrappers.reversed() {
+            type = wrapper == .optional ? .optional(type) : .array(type)
+        }
+        return type
     }
 
     static func json(_ type: SwiftType) -> JSONValue {

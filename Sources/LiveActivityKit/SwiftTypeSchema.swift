@@ -229,11 +229,11 @@ enum DateUnits {
             // As seconds since 2001, anything past 2048 is more likely UNIX seconds (or milliseconds).
             if number >= 1e11, number < 1e14 {
                 let date = Date(timeIntervalSince1970: number / 1000)
-                return "\(rule); \(literal) looks like UNIX milliseconds (\(ISO8601DateFormatter().string(from: date))): send \(Self.literal(date.timeIntervalSinceReferenceDate))"
+                return "\(rule); \(literal) looks like UNIX milliseconds (\(date.iso8601)): send \(Self.literal(date.timeIntervalSinceReferenceDate))"
             }
             if number >= 1.5e9, number < 1e11 {
                 let date = Date(timeIntervalSince1970: number)
-                return "\(rule); \(literal) looks like UNIX seconds (\(ISO8601DateFormatter().string(from: date))): send \(Self.literal(date.timeIntervalSinceReferenceDate))"
+                return "\(rule); \(literal) looks like UNIX seconds (\(date.iso8601)): send \(Self.literal(date.timeIntervalSinceReferenceDate))"
             }
             return nil
         default:

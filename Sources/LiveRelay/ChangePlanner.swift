@@ -14,7 +14,7 @@ struct ChangePlanner {
     /// The answer kept with the write (for its idempotency key or schedule).
     let answer: @Sendable (Acceptance) -> StoredResponse
     /// The app's contracts by attributes type: a key's content is checked against its type's.
-    let contracts: [String: ActivityContract]
+    let contracts: AppContracts
 
     /// Where the budget window starts when the request spends the priority-10 budget (`auto`
     /// without an alert), so the store reads each token's count; nil when one priority fits all.
@@ -29,14 +29,14 @@ struct ChangePlanner {
             throw RelayError.notFound("key", "no activity key \"\(key)\"; start it first")
         }
         guard activity.state == .active else {
-            let when = activity.endedAt.map { " at \(ISO8601DateFormatter().string(from: $0))" } ?? ""
+            let when = activity.endedAt.map { " at \($0.iso8601)" } ?? ""
             throw RelayError(
                 .conflict, .activityEnded, message: "activity key \"\(key)\" ended\(when) (\(activity.endReason ?? "ended")); start a new key")
         }
         guard let contentState = request.contentState ?? activity.contentState else {
             throw RelayError(.invalid, .missing, message: "is required: the key has no content to end with", field: "contentState")
         }
-        var warnings = try contracts[activity.attributesType].map { try ContractCheck.contentState(contentState, $0) } ?? []
+        var warnings = try contracts.contract(for: activity.attributesType).map { try ContractCheck.contentState(contentState, $0) } ?? []
         let timestamp = max(unixSeconds(acceptedAt), activity.lastTimestamp + 1)
         var dismissal = ActivityUIDismissalPolicy.default
         if request.event == .end, let date = request.dismissalDate { dismissal = date <= acceptedAt ? .immediate : .after(date) }

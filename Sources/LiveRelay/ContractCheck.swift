@@ -26,3 +26,24 @@ enum ContractCheck {
         found.map { "\(field).\($0.path): \($0.hint)" }
     }
 }
+
+/// An app's contracts by attributes type, as the store holds them. A stored contract that no
+/// longer reads (kept by a release that accepted what is refused now) is never left out silently:
+/// requests of its type are refused, naming why, until the app registers the contract again, so
+/// nothing is sent unchecked.
+struct AppContracts: Sendable {
+    var readable: [String: ActivityContract] = [:]
+    /// Why each unreadable contract does not read, by attributes type.
+    var unreadable: [String: String] = [:]
+
+    /// The contract `attributesType`'s requests are checked against; nil when none is registered.
+    func contract(for attributesType: String) throws(RelayError) -> ActivityContract? {
+        if let reason = unreadable[attributesType] {
+            throw RelayError(
+                .conflict, .contractUnreadable,
+                message: "the stored contract of \(attributesType) cannot be read (\(reason)): register it again with PUT /v1/contracts/\(attributesType)",
+                field: "attributesType")
+        }
+        return readable[attributesType]
+    }
+}

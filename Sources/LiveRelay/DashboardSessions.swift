@@ -17,8 +17,8 @@ extension RelayService {
     }
 
     /// Signs in with an API key's secret.
-    public func signIn(secret: String) async throws -> DashboardSignIn {
-        guard let key = try await authenticate(secret: secret) else {
+    public func signIn(secret: String, from source: String) async throws -> DashboardSignIn {
+        guard let key = try await authenticate(secret: secret, from: source, route: "dashboard") else {
             throw RelayError(.unauthorized, .unauthorized, message: "the API key is unknown or revoked", field: "key")
         }
         guard Self.dashboardScopes.contains(key.scope) else {

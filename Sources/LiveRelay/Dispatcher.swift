@@ -35,11 +35,12 @@ public final class Dispatcher: Service {
                 logger.log(backoff.succeeded(), who: "the dispatcher")
                 break
             } catch {
+                // Cancellation is how the service group stops this loop, never a store failure.
+                if Task.isCancelled { return }
                 let (wait, change) = backoff.failed()
                 logger.log(change, who: "the dispatcher", error: error)
                 relay.metrics.count("liverelay_store_failures_total", ["loop": "dispatcher"])
-                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: wait) }
-                if Task.isShuttingDownGracefully || Task.isCancelled { return }
+                guard await StoreBackoff.pause(for: wait) else { return }
             }
         }
         try await withThrowingDiscardingTaskGroup { group in
@@ -62,7 +63,7 @@ public final class Dispatcher: Service {
                 if Task.isCancelled { return }
                 let (wait, change) = backoff.failed()
                 logger.log(change, who: "the outbox listener", error: error)
-                try? await Task.sleep(for: wait)
+                guard await StoreBackoff.pause(for: wait) else { return }
             }
         }
     }

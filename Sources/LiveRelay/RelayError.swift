@@ -21,6 +21,8 @@ public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
         case unprocessable
         /// 502: APNs refused what the request needed (a channel).
         case upstream
+        /// 429: the caller must wait `retryAfter` seconds.
+        case throttled
     }
 
     /// Stable and machine-readable; the API's `code`.
@@ -48,18 +50,25 @@ public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let apnsRefused = Code(rawValue: "apns_refused")
         /// The app's widget would not decode the attributes or content state: the iPhone would drop the push.
         public static let doesNotDecode = Code(rawValue: "content_does_not_decode")
+        /// The app's stored contract for the type no longer reads: it must be registered again.
+        public static let contractUnreadable = Code(rawValue: "contract_unreadable")
+        /// Too many failed authentications from the caller's address.
+        public static let tooManyFailures = Code(rawValue: "too_many_failures")
     }
 
     public let kind: Kind
     public let code: Code
     public let message: String
     public let field: String?
+    /// Seconds to wait, for `.throttled`.
+    public let retryAfter: Int?
 
-    public init(_ kind: Kind, _ code: Code, message: String, field: String? = nil) {
+    public init(_ kind: Kind, _ code: Code, message: String, field: String? = nil, retryAfter: Int? = nil) {
         self.kind = kind
         self.code = code
         self.message = message
         self.field = field
+        self.retryAfter = retryAfter
     }
 
     public var description: String { field.map { "\($0): \(message)" } ?? message }

@@ -32,21 +32,13 @@ public final class RelayService: Sendable {
     private let appBook = StoreCache<[String: AppRecord]> { store in
         Dictionary(try await store.apps().map { ($0.bundleID, $0) }, uniquingKeysWith: { _, last in last })
     }
-    /// What each app's widget decodes, by bundle ID and attributes type: requests are checked against it.
-    private let contractBook = StoreCache<[String: [String: ActivityContract]]> { store in
-        var contracts: [String: [String: ActivityContract]] = [:]
-        for record in try await store.contracts() {
-            // Stored contracts were read when registered; one that no longer reads is left out.
-            if let contract = try? ActivityContract(json: record.contract, name: record.attributesType) {
-                contracts[record.bundleID, default: [:]][record.attributesType] = contract
-            }
-        }
-        return contracts
-    }
+    /// What each app's widget decodes, by bundle ID: requests are checked against it.
+    private let contractBook: StoreCache<[String: AppContracts]>
     /// Live keys recently looked up, by secret hash: most requests then skip a read. A revocation
     /// here clears it; one made by another process sharing the store takes effect within the TTL.
     private let keyCache = Mutex<[Data: (key: APIKeyRecord, until: ContinuousClock.Instant)]>([:])
     static let keyCacheTTL = Duration.seconds(5)
+    private let failures = Mutex(AuthenticationFailures())
     private let changes = Atomic<UInt64>(0)
 
     /// The service over `store`, migrated first.
@@ -72,6 +64,21 @@ public final class RelayService: Sendable {
         self.logger = logger
         self.metrics = RelayMetrics()
         self.governor = PriorityGovernor(policy: configuration.budget)
+        self.contractBook = StoreCache { [logger] store in
+            var contracts: [String: AppContracts] = [:]
+            for record in try await store.contracts() {
+                do throws(LiveActivityValidationError) {
+                    contracts[record.bundleID, default: AppContracts()].readable[record.attributesType] =
+                        try ActivityContract(json: record.contract, name: record.attributesType)
+                } catch {
+                    contracts[record.bundleID, default: AppContracts()].unreadable[record.attributesType] = error.description
+                    logger.error(
+                        "a stored contract cannot be read: its type's requests are refused until it is registered again",
+                        metadata: ["app": "\(record.bundleID)", "attributes.type": "\(record.attributesType)", "reason": "\(error)"])
+                }
+            }
+            return contracts
+        }
     }
 
     public var currentDate: Date { now() }
@@ -155,12 +162,34 @@ public final class RelayService: Sendable {
         return (record, secret)
     }
 
-    /// The live key with this secret.
-    public func authenticate(secret: String) async throws -> APIKeyRecord? {
+    /// The live key with this secret, presented from `source` (an address) through `route` (`api`,
+    /// `dashboard`). A source that keeps failing is refused for a while (`AuthenticationFailures`),
+    /// but for keys this process has seen live.
+    public func authenticate(secret: String, from source: String, route: String) async throws -> APIKeyRecord? {
         let hash = Self.hash(secret)
         let moment = ContinuousClock.now
-        if let cached = keyCache.withLock({ $0[hash] }), cached.until > moment { return cached.key }
-        guard let key = try await store.apiKey(secretHash: hash), key.revokedAt == nil else { return nil }
+        let cached = keyCache.withLock { $0[hash] }
+        if let cached, cached.until > moment { return cached.key }
+        let date = now()
+        // A key seen live before is looked up again (revoked since?) whatever its source did: a
+        // source shared by many (a proxy, a NAT) keeps its good keys.
+        if cached == nil, let wait = failures.withLock({ $0.refusal(for: source, at: date) }) {
+            metrics.count("liverelay_authentication_refused_total", ["route": route])
+            throw RelayError(
+                .throttled, .tooManyFailures, message: "too many failed authentications from this address; retry after \(wait) s",
+                retryAfter: wait)
+        }
+        guard let key = try await store.apiKey(secretHash: hash), key.revokedAt == nil else {
+            if cached != nil { keyCache.withLock { $0[hash] = nil } }  // revoked through another instance
+            metrics.count("liverelay_authentication_failures_total", ["route": route])
+            if let count = failures.withLock({ $0.failed(source, at: date) }) {
+                // Never the secret: the source and how often, enough to find and block it.
+                logger.warning(
+                    "authentication failed: an API key unknown or revoked",
+                    metadata: ["source": "\(source)", "route": "\(route)", "failures": "\(count)"])
+            }
+            return nil
+        }
         keyCache.withLock { cache in
             if cache.count >= 10_000 { cache.removeAll() }  // bounded: live keys are few
             cache[hash] = (key, moment + Self.keyCacheTTL)
@@ -291,8 +320,8 @@ public final class RelayService: Sendable {
         return record
     }
 
-    private func currentContracts(app bundleID: String) async throws -> [String: ActivityContract] {
-        try await contractBook.value(from: store)[bundleID] ?? [:]
+    private func currentContracts(app bundleID: String) async throws -> AppContracts {
+        try await contractBook.value(from: store)[bundleID] ?? AppContracts()
     }
 
     // MARK: Starting, updating, ending
@@ -307,7 +336,7 @@ public final class RelayService: Sendable {
     private func start(app: AppRecord, key: String, _ request: StartRequest, context: WriteContext) async throws -> AcceptedRequest {
         try Self.checkKey(key)
         // Checked before anything is written or created, and again when a schedule runs.
-        let warnings = try StartPlanner.check(request, against: try await currentContracts(app: app.bundleID)[request.attributesType])
+        let warnings = try StartPlanner.check(request, against: try await currentContracts(app: app.bundleID).contract(for: request.attributesType))
         if let at = request.at, at > now() {
             return try await schedule(app: app.bundleID, key: key, .start(request), at: at, context: context)
         }
@@ -367,7 +396,7 @@ public final class RelayService: Sendable {
         if let at = request.at, at > now() {
             // A key that exists already is checked against its type's contract now, not only when due.
             if let content = request.contentState, let activity = try await store.activity(app: app.bundleID, key: key),
-               let contract = contracts[activity.attributesType]
+               let contract = try contracts.contract(for: activity.attributesType)
             {
                 _ = try ContractCheck.contentState(content, contract)
             }

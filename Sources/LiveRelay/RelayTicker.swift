@@ -12,19 +12,20 @@ public struct RelayTicker: Service {
 
     public func run() async throws {
         var backoff = StoreBackoff(initial: interval, maximum: .seconds(30))
-        while !Task.isShuttingDownGracefully {
+        while !Task.isShuttingDownGracefully, !Task.isCancelled {
             var wait = interval
             do {
                 try await relay.tick()
                 relay.logger.log(backoff.succeeded(), who: "the ticker")
             } catch {
+                // Cancellation is how the service group stops this loop, never a store failure.
+                if Task.isCancelled { return }
                 let failed = backoff.failed()
                 wait = failed.wait
                 relay.logger.log(failed.change, who: "the ticker", error: error)
                 relay.metrics.count("liverelay_store_failures_total", ["loop": "ticker"])
             }
-            let pause = wait
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
+            guard await StoreBackoff.pause(for: wait) else { return }
         }
     }
 }

@@ -1,4 +1,5 @@
 import Logging
+import ServiceLifecycle
 
 /// How a loop that lives on the store behaves while the store fails (a full disk, a database that
 /// went away): each failure in a row doubles the wait before the next attempt, up to `maximum`,
@@ -28,6 +29,18 @@ package struct StoreBackoff: Sendable, Hashable {
         var wait = initial
         for _ in 1..<failuresInARow where wait < maximum { wait *= 2 }
         return (min(wait, maximum), failuresInARow == 1 ? .startedFailing : nil)
+    }
+
+    /// Waits `duration` between attempts; false, at once, when the loop must end instead: its task
+    /// was cancelled or the service group is shutting down. (A cancelled `Task.sleep` returns at
+    /// once, so a loop that ignored that would spin.)
+    package static func pause(for duration: Duration) async -> Bool {
+        do {
+            try await cancelWhenGracefulShutdown { try await Task.sleep(for: duration) }
+            return !Task.isShuttingDownGracefully && !Task.isCancelled
+        } catch {
+            return false
+        }
     }
 
     /// After an attempt that worked.

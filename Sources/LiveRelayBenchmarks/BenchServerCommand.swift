@@ -254,12 +254,37 @@ extension Bench {
             say("  achieved \(Int(latency.achievedRate)) requests/s; answers other than 200: \(latency.failureSummary); of which the sender's own lag: p50 \(String(format: "%.2f", latency.senderLagP50 * 1000)) ms, p99 \(String(format: "%.2f", latency.senderLagP99 * 1000)) ms")
             say("  CPU µs a request: server\(servers.count > 1 ? "s" : "") \(Int(serverCPU))" + (isShared ? ", PostgreSQL \(Int(databaseCPU)) (its processes on this machine)" : ""))
 
-            // 3. Memory.
+            // 3. A listing, one request at a time, against the cheapest answer in the same run.
+            let listing = try await measureListing(api: apis[0])
+            say("")
+            say("a page of 1,000 pushes (GET /v1/deliveries?limit=1000), \(listing.rounds) times, \(engine): median \(String(format: "%.2f", listing.page * 1000)) ms, \(String(format: "%.0f", listing.page / listing.health))× GET /v1/health (\(String(format: "%.2f", listing.health * 1000)) ms)  target median ≤ 5 ms")
+
+            // 4. Memory.
             say("")
             for (index, server) in servers.enumerated() {
                 let after = server.memory()
                 say("server \(index + 1) resident memory with \(tokens) registered tokens: \(after.current) MB now, \(after.peak) MB at peak (\(idle[index].current) MB at start)  target ≤ 150 MB")
             }
+        }
+
+        // MARK: Listing
+
+        /// The median seconds of a page of 1,000 pushes and of `/v1/health`, alternated.
+        private func measureListing(api: BenchAPI) async throws -> (page: Double, health: Double, rounds: Int) {
+            let rounds = 21
+            var page: [Double] = []
+            var health: [Double] = []
+            func seconds(_ path: String) async throws -> Double {
+                let start = ContinuousClock.now
+                let answer = try await api.get(path, key: api.keys.server)
+                guard answer.status == 200 else { throw ValidationError("GET \(path) answered \(answer.status): \(answer.text.prefix(200))") }
+                return (ContinuousClock.now - start).seconds
+            }
+            for _ in 0..<rounds {
+                page.append(try await seconds("/v1/deliveries?limit=1000"))
+                health.append(try await seconds("/v1/health"))
+            }
+            return (page.sorted().percentile(0.5), health.sorted().percentile(0.5), rounds)
         }
 
         // MARK: Seeding
@@ -449,13 +474,23 @@ struct BenchAPI: Sendable {
     }
 
     func post(_ path: String, key: String, body: JSONValue) async throws -> Answer {
+        try await call(.POST, path, key: key, body: body)
+    }
+
+    func get(_ path: String, key: String) async throws -> Answer {
+        try await call(.GET, path, key: key, body: nil)
+    }
+
+    private func call(_ method: HTTPMethod, _ path: String, key: String, body: JSONValue?) async throws -> Answer {
         var request = HTTPClientRequest(url: baseURL + path)
-        request.method = .POST
+        request.method = method
         request.headers.add(name: "authorization", value: "Bearer \(key)")
-        request.headers.add(name: "content-type", value: "application/json")
-        request.body = .bytes(ByteBuffer(bytes: body.serialized))
+        if let body {
+            request.headers.add(name: "content-type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: body.serialized))
+        }
         let response = try await http.execute(request, timeout: .seconds(30))
-        let bytes = try await response.body.collect(upTo: 1024 * 1024)
+        let bytes = try await response.body.collect(upTo: 16 * 1024 * 1024)
         let text = String(buffer: bytes)
         return Answer(status: Int(response.status.code), json: (try? JSONValue(parsing: text)) ?? .null, text: text)
     }

@@ -24,12 +24,16 @@ public struct RelayAPIConfiguration: Sendable {
     public var timeouts: HTTPTimeouts
     /// The built-in emulator's simulated devices, drawn on the dashboard's devices page.
     public var devices: DeviceGallery?
+    /// Where people reach the API and the dashboard, when that is not `host:port` (a proxy in
+    /// front of it); an `https://` address makes the dashboard's cookies `Secure`.
+    public var publicURL: String?
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, maximumBodySize: Int = 64 * 1024, requestsPerSecond: Double = 500, burst: Double = 1000,
-        timeouts: HTTPTimeouts = .init(), devices: DeviceGallery? = nil
+        timeouts: HTTPTimeouts = .init(), devices: DeviceGallery? = nil, publicURL: String? = nil
     ) {
         self.devices = devices
+        self.publicURL = publicURL
         self.host = host
         self.port = port
         self.maximumBodySize = maximumBodySize
@@ -47,8 +51,12 @@ public struct RelayRequestContext: RequestContext {
     var dashboardFormToken: String?
     var bodyLimit = 64 * 1024
 
+    /// The address the request came from, as failed authentications are counted by it.
+    let source: String
+
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
+        self.source = source.channel.remoteAddress?.ipAddress ?? "unknown"
     }
 
     public var maxUploadSize: Int { bodyLimit }
@@ -130,7 +138,7 @@ public struct RelayAPI: Sendable {
         }
         server.get("/deliveries") { request, context in try await deliveries(request, context) }
         server.post("/deliveries/{id}/retry") { request, context in
-            let text = try context.parameters.require("id")
+            let text = try Self.pathParameter("id", context)
             guard let id = Int64(text) else { throw APIError.invalid("id", "must be a delivery id") }
             let retry = try await relay.retryDelivery(id: id, app: try Self.appFilter(request, context))
             return Self.json(RelayView.json(retry), status: .created)
@@ -141,17 +149,17 @@ public struct RelayAPI: Sendable {
             return Self.json(.object([("schedules", .array(schedules.map(RelayView.json)))]))
         }
         server.get("/schedules/{id}") { _, context in
-            Self.json(RelayView.json(try await schedule(try context.parameters.require("id"), context)))
+            Self.json(RelayView.json(try await schedule(try Self.pathParameter("id", context), context)))
         }
         server.delete("/schedules/{id}") { _, context in
-            let id = try context.parameters.require("id")
+            let id = try Self.pathParameter("id", context)
             _ = try await schedule(id, context)
             return Self.json(RelayView.json(try await relay.cancelSchedule(id: id)))
         }
 
         // What an app's widget decodes: registered by the app (or the operator), read by the backend.
         router.group("/v1").add(middleware: guarded(.client, .admin)).put("/contracts/{attributesType}") { request, context in
-            let type = try context.parameters.require("attributesType")
+            let type = try Self.pathParameter("attributesType", context)
             var request = request
             let buffer = try await request.collectBody(upTo: context.maxUploadSize)
             let body = try ContractBody(json: try JSONBodyReader.parse(buffer.readableBytesView), attributesType: type)
@@ -171,7 +179,7 @@ public struct RelayAPI: Sendable {
             return Self.json(.object([("contracts", .array(contracts.map(RelayView.json)))]))
         }
         reading.get("/contracts/{attributesType}") { request, context in
-            let type = try context.parameters.require("attributesType")
+            let type = try Self.pathParameter("attributesType", context)
             return Self.json(RelayView.json(try await relay.contract(app: try await app(request, context), attributesType: type)))
         }
 
@@ -182,12 +190,12 @@ public struct RelayAPI: Sendable {
             return Self.json(.object([("apps", .array(try await relay.apps().map { RelayView.json($0, contracts: contracts) }))]))
         }
         admin.get("/apps/{bundleID}") { _, context in
-            let app = try await relay.app(try context.parameters.require("bundleID"), field: "bundleID")
+            let app = try await relay.app(try Self.pathParameter("bundleID", context), field: "bundleID")
             return Self.json(RelayView.json(app, contracts: try await relay.contracts(app: app.bundleID)))
         }
         admin.put("/apps/{bundleID}") { request, context in
             let body = try await request.decodeJSON(AppBody.self, context: context)
-            let app = try await relay.registerApp(try body.registration(bundleID: try context.parameters.require("bundleID")))
+            let app = try await relay.registerApp(try body.registration(bundleID: try Self.pathParameter("bundleID", context)))
             return Self.json(RelayView.json(app, contracts: try await relay.contracts(app: app.bundleID)))
         }
         admin.post("/api-keys") { request, context in
@@ -201,7 +209,7 @@ public struct RelayAPI: Sendable {
             Self.json(.object([("apiKeys", .array(try await relay.apiKeys().map(RelayView.json)))]))
         }
         admin.delete("/api-keys/{id}") { _, context in
-            let id = try context.parameters.require("id")
+            let id = try Self.pathParameter("id", context)
             try await relay.revokeAPIKey(id: id)
             return Self.json(.object([("id", .string(id)), ("revoked", .bool(true))]))
         }
@@ -209,11 +217,12 @@ public struct RelayAPI: Sendable {
             Self.json(.object([("channels", .array(try await relay.channels().map(RelayView.json)))]))
         }
         admin.delete("/channels/{id}") { _, context in
-            let id = try context.parameters.require("id")
+            let id = try Self.pathParameter("id", context)
             try await relay.deleteChannel(id)
             return Self.json(.object([("channelID", .string(id)), ("deleted", .bool(true))]))
         }
-        Dashboard(relay: relay, devices: configuration.devices).add(to: router)
+        Dashboard(relay: relay, devices: configuration.devices, secureCookies: configuration.publicURL?.lowercased().hasPrefix("https://") == true)
+            .add(to: router)
         routes.fill(from: router)
         return router
     }
@@ -328,7 +337,13 @@ public struct RelayAPI: Sendable {
     }
 
     private func activityKey(_ context: RelayRequestContext) throws -> String {
-        let raw = try context.parameters.require("key")
+        try Self.pathParameter("key", context)
+    }
+
+    /// A path parameter as the client meant it: percent-decoded (`%3Cx%3E` is `<x>`), as the
+    /// OpenAPI document's clients encode it.
+    static func pathParameter(_ name: String, _ context: RelayRequestContext) throws -> String {
+        let raw = try context.parameters.require(name)
         return raw.removingPercentEncoding ?? raw
     }
 

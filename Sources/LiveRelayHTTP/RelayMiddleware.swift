@@ -20,7 +20,13 @@ struct KeyMiddleware: RouterMiddleware {
             throw APIError(.unauthorized, code: "unauthorized", message: "needs Authorization: Bearer <API key> with the \(scopeNames) scope")
         }
         let secret = String(header.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
-        guard let key = try await relay.authenticate(secret: secret) else {
+        let key: APIKeyRecord?
+        do {
+            key = try await relay.authenticate(secret: secret, from: context.source, route: "api")
+        } catch let error as RelayError where error.kind == .throttled {
+            return try Self.tooManyRequests(code: error.code.rawValue, message: error.message, wait: error.retryAfter ?? 1, request, context)
+        }
+        guard let key else {
             throw APIError(.unauthorized, code: "unauthorized", message: "the API key is unknown or revoked")
         }
         guard scopes.contains(key.scope) else {
@@ -28,15 +34,18 @@ struct KeyMiddleware: RouterMiddleware {
                 .forbidden, code: "wrong_scope", message: "this route needs a \(scopeNames) key; \(key.id) is a \(key.scope.rawValue) key")
         }
         if let wait = try await limiter.take(key.id, at: relay.currentDate) {
-            var response = try APIError(
-                .tooManyRequests, code: "rate_limited", message: "more than the key's request rate; retry after \(wait) s"
-            ).response(from: request, context: context)
-            response.headers[.retryAfter] = String(wait)
-            return response
+            return try Self.tooManyRequests(code: "rate_limited", message: "more than the key's request rate; retry after \(wait) s", wait: wait, request, context)
         }
         var context = context
         context.apiKey = key
         return try await next(request, context)
+    }
+
+    /// `429` with `Retry-After`.
+    private static func tooManyRequests(code: String, message: String, wait: Int, _ request: Request, _ context: Context) throws -> Response {
+        var response = try APIError(.tooManyRequests, code: code, message: message).response(from: request, context: context)
+        response.headers[.retryAfter] = String(wait)
+        return response
     }
 
     private var scopeNames: String { scopes.map(\.rawValue).joined(separator: " or ") }
@@ -113,6 +122,7 @@ extension RelayError.Kind {
         case .unprocessable: .unprocessableContent
         case .forbidden: .forbidden
         case .upstream: .badGateway
+        case .throttled: .tooManyRequests
         }
     }
 }

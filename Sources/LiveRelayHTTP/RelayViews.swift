@@ -143,5 +143,5 @@ enum RelayView {
         return .object(members)
     }
 
-    static func date(_ date: Date) -> JSONValue { .string(ISO8601DateFormatter().string(from: date)) }
+    static func date(_ date: Date) -> JSONValue { .string(date.iso8601) }
 }

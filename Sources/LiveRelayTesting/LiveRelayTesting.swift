@@ -82,7 +82,6 @@ public final class ScriptedAPNsServer: Sendable {
     public let server: HTTP2TLSServer
     public let caFile: String
     private let recorder: Recorder
-    private let directory: URL
 
     private final class Recorder: RequestResponder {
         struct State {
@@ -108,21 +107,19 @@ public final class ScriptedAPNsServer: Sendable {
         }
     }
 
-    private init(server: HTTP2TLSServer, caFile: String, recorder: Recorder, directory: URL) {
+    private init(server: HTTP2TLSServer, caFile: String, recorder: Recorder) {
         self.server = server
         self.caFile = caFile
         self.recorder = recorder
-        self.directory = directory
     }
 
     public static func start(maxConcurrentStreams: Int = 1000) async throws -> ScriptedAPNsServer {
         let certificates = try EmulatorCertificates.generate()
-        let directory = URL(fileURLWithPath: try TestFiles.folder("test"))
-        let caFile = directory.appendingPathComponent("ca.pem").path
+        let caFile = TestFiles.path("scripted-ca", pathExtension: "pem")
         try certificates.writeCertificateAuthority(to: caFile)
         let recorder = Recorder(streamLimit: maxConcurrentStreams)
         let server = try await HTTP2TLSServer.start(certificates: certificates, responder: recorder)
-        return ScriptedAPNsServer(server: server, caFile: caFile, recorder: recorder, directory: directory)
+        return ScriptedAPNsServer(server: server, caFile: caFile, recorder: recorder)
     }
 
     /// The next requests get these answers, in order; then the fallback applies again.
@@ -145,7 +142,7 @@ public final class ScriptedAPNsServer: Sendable {
 
     public func shutdown() async {
         await server.shutdown()
-        try? FileManager.default.removeItem(at: directory)
+        try? FileManager.default.removeItem(atPath: caFile)
     }
 
     /// An APNs error answer: the status, `{"reason": …}` (plus `timestamp` in ms) and `apns-id`.

@@ -151,9 +151,10 @@ public func withRelayHarness(
         let emulator = try await APNsEmulator.start(emulatorConfiguration)
         let key = TestSigningKey()
         emulator.registry.register(EmulatorKey(keyID: key.signingKey.keyID, teamID: key.signingKey.teamID, publicKey: key.publicKey))
-        let directory = URL(fileURLWithPath: try TestFiles.folder("relay"))
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let caFile = directory.appendingPathComponent("ca.pem").path
+        // The CA file and the store, with SQLite's files beside it, removed together.
+        let directory = try TestFiles.folder("relay")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let caFile = directory + "/ca.pem"
         try emulator.certificates.writeCertificateAuthority(to: caFile)
         let apns = APNsRoutes(
             endpoints: emulator.clientEnvironments(caFile: caFile).filter { environments.contains($0.key) },
@@ -164,7 +165,7 @@ public func withRelayHarness(
         configure(&configuration, &api)
         var logger = logs?.logger() ?? Logger(label: "liverelay.tests")
         if logs == nil { logger.logLevel = .critical }
-        let store = try SQLiteStore(path: directory.appendingPathComponent("relay.sqlite").path)
+        let store = try SQLiteStore(path: directory + "/relay.sqlite")
         let server = try await RelayServer.open(
             store: store, configuration: configuration, api: api, apns: apns, now: emulator.clock.function, logger: logger)
         _ = try await server.relay.registerApp(key.app(RelayHarness.bundleID))

@@ -16,10 +16,18 @@ public enum TemplateRegion: String, Sendable, CaseIterable {
 /// From a folder: `<folder>/<AttributesType>/<region>.mustache`; files directly in the folder are
 /// partials (`{{> name}}`). Every value a template inserts is escaped: templates that could insert
 /// markup unescaped (`{{{…}}}`, `{{&…}}`) or switch escaping off (`{{%…}}`, `{{=…=}}`) are refused.
+/// Rendering is bounded: a template that includes itself, however indirectly, or partials nested
+/// deeper than `maximumPartialDepth` is refused as it is added, and so is a partial named by a
+/// value (`{{>*name}}`), which the pushed content could point anywhere.
 public struct ActivityTemplates: Sendable {
+    /// Partials within partials, at most.
+    public static let maximumPartialDepth = 8
+
     private var library = MustacheLibrary()
     /// Which regions have a template, by attributes type.
     private var regions: [String: Set<TemplateRegion>] = [:]
+    /// The partials each template includes, by the name it is registered under.
+    private var includes: [String: Set<String>] = [:]
 
     public init() {}
 
@@ -60,14 +68,66 @@ public struct ActivityTemplates: Sendable {
 
     /// Adds the template of one region of one attributes type.
     public mutating func add(_ text: String, for region: TemplateRegion, of attributesType: String, file: String? = nil) throws(LoadError) {
-        let template = try Self.parse(text, file: file ?? "\(attributesType)/\(region.rawValue).mustache")
-        library.register(template, named: Self.name(region, of: attributesType))
+        let name = Self.name(region, of: attributesType)
+        try register(text, named: name, file: file ?? "\(name).mustache")
         regions[attributesType, default: []].insert(region)
     }
 
     /// Adds a partial that templates include with `{{> name}}`.
     public mutating func addPartial(named name: String, _ text: String, file: String? = nil) throws(LoadError) {
-        library.register(try Self.parse(text, file: file ?? "\(name).mustache"), named: name)
+        try register(text, named: name, file: file ?? "\(name).mustache")
+    }
+
+    private mutating func register(_ text: String, named name: String, file: String) throws(LoadError) {
+        var includes = includes
+        includes[name] = try Self.partials(in: text, file: file)
+        let template = try Self.parse(text, file: file)
+        try Self.checkNesting(includes, file: file)
+        self.includes = includes
+        library.register(template, named: name)
+    }
+
+    /// The partials `text` includes (`{{> name}}`, and parents `{{< name}}…{{/name}}`).
+    private static func partials(in text: String, file: String) throws(LoadError) -> Set<String> {
+        var names: Set<String> = []
+        var rest = text[...]
+        while let tag = rest.range(of: "{{") {
+            rest = rest[tag.upperBound...]
+            guard let sigil = rest.first, sigil == ">" || sigil == "<" else { continue }
+            let name = rest.dropFirst().drop { $0.isWhitespace }.prefix { !$0.isWhitespace && $0 != "}" }
+            if name.hasPrefix("*") {
+                throw LoadError(file: file, reason: "{{\(sigil)\(name)}} names its partial by a value, which the pushed content could point anywhere; name the partial")
+            }
+            names.insert(String(name))
+        }
+        return names
+    }
+
+    /// Refuses partials that include themselves (the renderer would recurse until the stack ends)
+    /// or nest deeper than `maximumPartialDepth`, naming the chain.
+    private static func checkNesting(_ includes: [String: Set<String>], file: String) throws(LoadError) {
+        var heights: [String: Int] = [:]
+        var chain: [String] = []
+        func tooDeep(_ names: [String]) -> LoadError {
+            LoadError(file: file, reason: "nests partials deeper than \(maximumPartialDepth): \(names.joined(separator: " > "))")
+        }
+        /// The most partials within partials below `name`.
+        func height(_ name: String) throws(LoadError) -> Int {
+            if let start = chain.firstIndex(of: name) {
+                throw LoadError(file: file, reason: "includes itself: \((chain[start...] + [name]).joined(separator: " > "))")
+            }
+            if let known = heights[name] { return known }
+            guard let below = includes[name] else { return 0 }
+            chain.append(name)
+            guard chain.count <= maximumPartialDepth + 1 else { throw tooDeep(chain) }
+            var tallest = 0
+            for partial in below.sorted() { tallest = max(tallest, 1 + (try height(partial))) }
+            guard tallest <= maximumPartialDepth else { throw tooDeep(chain) }
+            chain.removeLast()
+            heights[name] = tallest
+            return tallest
+        }
+        for name in includes.keys.sorted() { _ = try height(name) }
     }
 
     public var attributesTypes: [String] { regions.keys.sorted() }

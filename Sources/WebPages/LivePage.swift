@@ -12,6 +12,8 @@ public enum LivePage {
     /// A stream ends after this and the browser opens another, so none outlives its need.
     public static let streamLifetime = Duration.seconds(600)
     static let tick = Duration.milliseconds(250)
+    /// Quiet ticks before a heartbeat: 5 s.
+    static let heartbeatTicks = 20
 
     /// What the page last showed: the last event's id when the browser reconnects, else `?since=`.
     public static func shown(_ request: Request) -> String? {
@@ -20,7 +22,12 @@ public enum LivePage {
 
     /// Server-sent events: `changed`, its id what `current()` says now, whenever that differs from
     /// what the page shows (checked four times a second), and also every `forcedEvery` when set.
-    public static func events(shown: String?, forcedEvery: Duration? = nil, current: @escaping @Sendable () -> String) -> Response {
+    /// A heartbeat comment goes out every 5 s of quiet; at each, and before each `changed`, the
+    /// stream ends once `stillAllowed` says no (a session signed out, its key revoked).
+    public static func events(
+        shown: String?, forcedEvery: Duration? = nil, stillAllowed: @escaping @Sendable () async -> Bool = { true },
+        current: @escaping @Sendable () -> String
+    ) -> Response {
         let headers: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-store"]
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
             let forcedTicks = forcedEvery.map { Int($0 / tick) }
@@ -31,10 +38,12 @@ public enum LivePage {
             while ContinuousClock.now < end, !Task.isCancelled, !Task.isShuttingDownGracefully {
                 let now = current()
                 if now != seen || forcedTicks.map({ quietTicks >= $0 }) == true {
+                    guard await stillAllowed() else { break }
                     seen = now
                     quietTicks = 0
                     try await writer.write(ByteBuffer(string: "id: \(now)\nevent: changed\ndata: \(now)\n\n"))
-                } else if quietTicks >= 60 {
+                } else if quietTicks >= heartbeatTicks {
+                    guard await stillAllowed() else { break }
                     quietTicks = 0
                     try await writer.write(ByteBuffer(string: ": still here\n\n"))
                 }

@@ -9,6 +9,8 @@ import LiveRelay
 import LiveRelayHTTP
 import LiveRelayStore
 import Logging
+import NIOCore
+import NIOPosix
 import ServiceLifecycle
 import SimulatedDevices
 import UnixSignals
@@ -36,6 +38,8 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOption
     @Option(help: "Address of the HTTP API.") var httpHost: String = "127.0.0.1"
     @Option(help: "Port of the HTTP API (0: any free port).") var httpPort: Int = 8080
+    @Option(help: ArgumentHelp("Where people reach the API and dashboard through a proxy in front of it; https://… makes the dashboard's cookies Secure (so does a proxy's X-Forwarded-Proto: https).", valueName: "url"))
+    var publicURL: String?
     @Option(help: ArgumentHelp("A JSON config file: {\"database\": \"postgres://…\", \"apns\": {keyFile, keyID, teamID, bundleID, environment}, \"apps\": [{bundleID, keyFile, keyID, teamID, contracts}], \"budget\": {…}, \"contracts\": [{name, attributes, contentState}] (the first app's)}.", valueName: "path"))
     var config: String?
     @Option(help: ArgumentHelp("Close an API connection with no request in progress after this long; a request's head must arrive within it too.", valueName: "seconds"))
@@ -58,6 +62,11 @@ struct Serve: AsyncParsableCommand {
 
     func validate() throws {
         guard (0...65535).contains(httpPort) else { throw ValidationError("http-port: must be 0 to 65535 (0: any free port)") }
+        if let publicURL {
+            guard let url = URL(string: publicURL), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false else {
+                throw ValidationError("public-url: must be an http:// or https:// address, got \(publicURL)")
+            }
+        }
         _ = try timeouts()
         guard (1...100_000).contains(maxInFlight) else { throw ValidationError("max-in-flight: must be 1 to 100000, got \(maxInFlight)") }
         guard APNsRoutes.allowedConnections.contains(apnsConnections) else {
@@ -92,6 +101,8 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // Before anything starts: a busy port is said in one line, not among the other services' stops.
+        try await Self.checkListenable(host: httpHost, port: httpPort)
         var connection = connection
         let file = try config.map(ServeConfigFile.init(path:))
         let templateFolder = try templates.map(ActivityTemplates.read)
@@ -128,7 +139,8 @@ struct Serve: AsyncParsableCommand {
                 budget: budgetPolicy,
                 dispatch: DispatchPolicy(inFlight: min(DispatchPolicy().inFlight.lowerBound, maxInFlight)...maxInFlight, lease: claimLease, requestTimeout: .milliseconds(Int(connection.timeout * 1000)))),
             api: RelayAPIConfiguration(
-                host: httpHost, port: httpPort, timeouts: timeouts, devices: emulator.map { DeviceGallery(fleet: $0.devices, templates: drawing) }),
+                host: httpHost, port: httpPort, timeouts: timeouts, devices: emulator.map { DeviceGallery(fleet: $0.devices, templates: drawing) },
+                publicURL: publicURL),
             apns: apns, logger: logger)
         for app in apps { _ = try await server.relay.registerApp(app) }
         // A database of the release before apps held one app's data: it is this one's when one is named.
@@ -159,7 +171,37 @@ struct Serve: AsyncParsableCommand {
                 await announce.controlRunning(port: port)
             }))
         }
-        try await ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)).run()
+        do {
+            try await ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)).run()
+        } catch let error as IOError where error.errnoCode == EADDRINUSE {
+            // Taken since the check: the other services were cancelled and have stopped.
+            throw StartFailure.portInUse(host: httpHost, port: httpPort)
+        }
+        logger.notice("stopped")
+    }
+
+    /// Fails at once, naming the cause, when the API cannot listen on `host:port`.
+    static func checkListenable(host: String, port: Int) async throws {
+        guard port != 0 else { return }
+        do {
+            let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .bind(host: host, port: port).get()
+            try await channel.close()
+        } catch let error as IOError where error.errnoCode == EADDRINUSE {
+            throw StartFailure.portInUse(host: host, port: port)
+        } catch {
+            throw StartFailure(description: "cannot listen on \(host):\(port) (--http-host, --http-port): \(error)")
+        }
+    }
+}
+
+/// Why `serve` could not start, in one line (printed as `Error: …`, exit 1).
+struct StartFailure: Error, CustomStringConvertible {
+    let description: String
+
+    static func portInUse(host: String, port: Int) -> StartFailure {
+        StartFailure(description: "port \(port) is in use on \(host): stop what listens there, or choose another --http-port")
     }
 }
 
@@ -260,10 +302,9 @@ actor Announcement {
     private func printIfReady() {
         guard let apiPort, emulator == nil || controlPort != nil else { return }
         let api = "http://\(host):\(apiPort)"
-        let server = madeKeys[.server] ?? "<server key>"
         let keys = madeKeys.isEmpty
             ? "made on the first start and kept in \(directory.initialKeys); `liverelay keys create` makes more"
-            : "admin \(madeKeys[.admin] ?? "-")  server \(server)  client \(madeKeys[.client] ?? "-")  (shown once; kept in \(directory.initialKeys))"
+            : "admin \(madeKeys[.admin] ?? "-")  server \(madeKeys[.server] ?? "-")  client \(madeKeys[.client] ?? "-")  (shown once; kept in \(directory.initialKeys))"
         var text = """
             LiveRelay server:   \(api)  (OpenAPI document: \(api)/openapi.json)
             dashboard:          \(api)/dashboard  (sign in with the admin key)
@@ -272,12 +313,14 @@ actor Announcement {
 
             """
         if let emulator, let controlPort, let client = demoClientKey {
+            // The control API asks for no key: it listens on the emulator's loopback host, whatever --http-host says.
+            let control = "http://\(emulator.configuration.host):\(controlPort)"
             do {
                 try DemoApple.installApp(on: emulator, reportingTo: api, clientKey: client)
                 text += """
-                    APNs:               built-in emulator (sandbox and production); control API http://\(host):\(controlPort)
+                    APNs:               built-in emulator (sandbox and production); control API \(control)
                     demo device:        \(DemoApple.deviceID), app \(DemoApple.bundleID.value) (a development build: sandbox tokens), attributes type \(DemoApple.attributesType.name); its push-to-start token is reported to the server
-                    watch it:           \(api)/dashboard/devices (drawn), or curl -s http://\(host):\(controlPort)/devices/\(DemoApple.deviceID)/presentation
+                    watch it:           \(api)/dashboard/devices (drawn), or curl -s \(control)/devices/\(DemoApple.deviceID)/presentation
 
                     """
             } catch {
@@ -286,11 +329,22 @@ actor Announcement {
         } else {
             text += "apps:               \(apps.joined(separator: ", ")) (the client key is \(apps[0])'s)\n"
         }
+        // The names the README's tours use, ready to paste; the secrets only when made now (later,
+        // read from the keys file).
+        var names = ["API=\(api)"]
+        if let emulator, let controlPort { names.append("E=http://\(emulator.configuration.host):\(controlPort)") }
+        for (name, scope) in [("S", APIKeyScope.server), ("C", .client), ("A", .admin)] {
+            names.append("\(name)=" + (madeKeys[scope] ?? "$(jq -r .\(scope.rawValue) \(directory.initialKeys))"))
+        }
+        // A key of its own on each start (from the time: no two starts share a second), since a
+        // key, once started, cannot be started again.
+        let key = "order-\(Int(Date().timeIntervalSince1970) % 100_000)"
         text += """
+            shell:              export \(names.joined(separator: " "))
             try:
-              curl -s -X POST \(api)/v1/activities/order-42/start -H 'Authorization: Bearer \(server)' -H 'content-type: application/json' \\
-                -d '{"attributesType": "DeliveryAttributes", "attributes": {"activityKey": "order-42", "orderNumber": "42"},
-                     "contentState": {"status": "preparing", "etaMinutes": 30}, "alert": {"title": "Order 42", "body": "Preparing your order"},
+              curl -s -X POST $API/v1/activities/\(key)/start -H "Authorization: Bearer $S" -H 'content-type: application/json' \\
+                -d '{"attributesType": "DeliveryAttributes", "attributes": {"activityKey": "\(key)", "orderNumber": "\(key.dropFirst(6))"},
+                     "contentState": {"status": "preparing", "etaMinutes": 30}, "alert": {"title": "Order \(key.dropFirst(6))", "body": "Preparing your order"},
                      "audience": {"everyone": true}}'
 
             """

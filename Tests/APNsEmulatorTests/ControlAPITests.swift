@@ -1,5 +1,6 @@
 import APNs
 @testable import APNsEmulator
+import AsyncHTTPClient
 import Crypto
 import Foundation
 import HTTPTypes
@@ -8,6 +9,7 @@ import HummingbirdTesting
 import LiveActivityKit
 import LiveRelayTesting
 import NIOCore
+import NIOHTTP1
 import Testing
 
 /// The control API through its real router, driving a real emulator that our client pushes to.
@@ -45,6 +47,56 @@ import Testing
         #expect(token.status == 201)
         #expect(token.body?["token"] == .string(self.token), "stored in lowercase hex")
         #expect(token.body?["state"] == .string("active"))
+    }
+
+    /// The port asks for no key, so what only a web page would send is refused: a write that is
+    /// not JSON (a cross-site form or `text/plain` fetch needs no preflight), another site's origin,
+    /// and a name other than loopback's (DNS rebinding would let a page read the journal).
+    @Test func requestsOnlyAWebPageWouldSendAreRefused() async throws {
+        try await withControlAPI { client, emulator, _, _ in
+            let fault = #"{"action":"respond","reason":"InternalServerError"}"#
+            for type in ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"] {
+                let refused = try await client.sendJSON(.post, "/faults", fault, headers: [.contentType: type])
+                #expect(refused.status == 415, "\(type)")
+                #expect(refused.body?["error"]?["field"] == .string("content-type"))
+            }
+            #expect(emulator.faults.installed.isEmpty, "no fault was injected")
+            for origin in ["https://evil.example", "null", "http://127.0.0.1.evil.example"] {
+                let refused = try await client.sendJSON(.post, "/faults", fault, headers: [.origin: origin])
+                #expect(refused.status == 403 && refused.body?["error"]?["field"] == .string("origin"), "\(origin)")
+            }
+            #expect(emulator.faults.installed.isEmpty)
+            let sameSite = try await client.sendJSON(.post, "/faults", fault, headers: [.origin: "http://127.0.0.1:4321"])
+            #expect(sameSite.status == 201)
+            // A bodiless write is no form; the page's own forms carry its token instead.
+            #expect(try await client.sendJSON(.delete, "/faults").status == 204)
+            let form = try await client.sendJSON(.post, "/person", "device=x&action=lock", headers: [.contentType: "application/x-www-form-urlencoded"])
+            #expect(form.status == 403 && form.body?["error"]?["field"] == .string("form"))
+        }
+    }
+
+    /// Over the wire, as a browser sends it: a page served from another name that resolves to
+    /// 127.0.0.1 (DNS rebinding) is refused; loopback names are served.
+    @Test func onlyLoopbackHostNamesAreServed() async throws {
+        try await withEmulatorAndClient(key: TestSigningKey(keyID: "CONTROLKEY", teamID: "TEAMCTRL12"), registerKey: false) { emulator, _ in
+            try await Application(router: EmulatorControlAPI(emulator: emulator).router()).test(.live) { client in
+                let port = try #require(client.port)
+                func status(host: String) async throws -> (Int, JSONValue?) {
+                    var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/journal")
+                    request.headers.replaceOrAdd(name: "Host", value: host)
+                    let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+                    let body = try await response.body.collect(upTo: 1 << 20)
+                    return (Int(response.status.code), try? JSONValue(parsing: body.readableBytesView))
+                }
+                for host in ["evil.example", "evil.example:\(port)", "127.0.0.1.nip.io", "128.0.0.1"] {
+                    let (code, body) = try await status(host: host)
+                    #expect(code == 403 && body?["error"]?["field"] == .string("host"), "\(host)")
+                }
+                for host in ["127.0.0.1:\(port)", "localhost", "LOCALHOST:\(port)", "[::1]:\(port)", "127.0.0.2"] {
+                    #expect(try await status(host: host).0 == 200, "\(host)")
+                }
+            }
+        }
     }
 
     @Test func keysAndTokensRegisteredThroughTheAPIAreHonouredOnTheWire() async throws {

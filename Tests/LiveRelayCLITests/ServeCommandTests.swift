@@ -83,11 +83,17 @@ struct ServeCommandTests {
             let store = try SQLiteStore(path: dataDir + "/liverelay.sqlite")
             try await eventually { try await store.pushToStartTokens(deviceID: "demo-iphone").count == 1 }
             let body = try #require(printed.components(separatedBy: "-d '").last?.components(separatedBy: "'").first)
-            let started = try await server.call(.POST, "/v1/activities/order-42/start", key: keys.server, body: JSONValue(parsing: body))
+            let path = try #require(printed.components(separatedBy: "$API").last?.split(separator: " ").first.map(String.init))
+            #expect(path.hasPrefix("/v1/activities/order-") && path.hasSuffix("/start"))
+            // Its names are set by the line printed to paste.
+            let shell = try #require(printed.split(separator: "\n").first { $0.hasPrefix("shell:") })
+            #expect(shell.contains("export API=\(server.baseURL) E=http://127.0.0.1:") && shell.contains(" S=\(keys.server) C=\(keys.client) A=\(keys.admin)"))
+            let started = try await server.call(.POST, path, key: keys.server, body: JSONValue(parsing: body))
             #expect(started.status == 201)
             #expect(started.json["deliveries"] == .integer(1))
+            let key = path.split(separator: "/")[2]
             try await eventually {
-                let answer = try await server.call(.GET, "/v1/activities/order-42", key: keys.server)
+                let answer = try await server.call(.GET, "/v1/activities/\(key)", key: keys.server)
                 return answer.json["tokens"]?.arrayElements?.first?["state"] == .string("live")
             }
             let watch = try #require(printed.split(separator: "\n").first { $0.hasPrefix("watch it:") }?.split(separator: " ").last)
@@ -95,11 +101,32 @@ struct ServeCommandTests {
             #expect(presentation["lockScreen"]?.arrayElements?.count == 1, "\(presentation)")
             // The demo app registered what its widget decodes: an update it would drop is refused.
             let wrong = try await server.call(
-                .POST, "/v1/activities/order-42/update", key: keys.server,
+                .POST, "/v1/activities/\(key)/update", key: keys.server,
                 body: JSONValue(parsing: #"{"contentState": {"status": "on the way", "etaMinutes": "ten"}}"#))
             #expect(wrong.status == 422)
             #expect(wrong.json["error"]?["field"] == .string("contentState.etaMinutes"))
             #expect(await server.stop() == 0)
+        }
+    }
+
+    /// A port already taken stops `serve` at once with one line naming it, and a failing exit: a
+    /// supervisor sees it fail instead of a process that runs and serves nothing. (Before, the
+    /// other services took their cancellation for a store failure and spun, deaf to SIGTERM.)
+    @Test func aBusyPortStopsServeAtOnceNamingThePort() async throws {
+        let directory = try TestFiles.folder("serve")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await withDeadline(.seconds(60)) {
+            let first = try await ServeProcess.start(["serve", "--data-dir", directory + "/first", "--http-port", "0"])
+            let port = try #require(first.baseURL.split(separator: ":").last.map(String.init))
+            let started = ContinuousClock.now
+            let second = try await liverelay(["serve", "--data-dir", directory + "/second", "--http-port", port])
+            #expect(ContinuousClock.now - started < .seconds(10))
+            #expect(second.status == 1)
+            let lines = second.stderr.split(separator: "\n")
+            #expect(lines.last == "Error: port \(port) is in use on 127.0.0.1: stop what listens there, or choose another --http-port", "\(second.stderr)")
+            #expect(!second.stdout.contains("LiveRelay server:"), "no address is announced that it does not serve")
+            #expect(try await first.call(.GET, "/v1/health", key: nil).status == 200)
+            #expect(await first.stop() == 0)
         }
     }
 

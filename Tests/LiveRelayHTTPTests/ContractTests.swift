@@ -10,6 +10,15 @@ import Testing
 /// An app's contract says what its widget decodes: the server refuses what would be dropped on
 /// the iPhone, in the iPhone's words, before anything is written.
 @Suite struct ContractTests {
+    /// A start of `key` for nobody, of `type` with no attributes.
+    static func start(of type: String, key: String, contentState: String) -> JSONValue {
+        var start = startBody(key: key, audience: json(#"{"devices": ["nobody"]}"#))
+        start.set("attributesType", .string(type))
+        start.set("attributes", json("{}"))
+        start.set("contentState", json(contentState))
+        return start
+    }
+
     @Test func theAppRegistersItsContractAndAnUpdateTheWidgetWouldDropIsRefusedWithTheFieldAndTheReason() async throws {
         try await withRelayHarness { relay in
             try await relay.startActivity("order-42", on: ["iphone-1"])
@@ -83,10 +92,7 @@ import Testing
                                   "driver": {"optional": {"fields": {"name": "String"}}}, "note": "String?"}}
                 """#)
             #expect(try await relay.call(.PUT, "/v1/contracts/Everything", contract, scope: .admin).status == 200)
-            var start = startBody(key: "k", audience: json(#"{"devices": ["nobody"]}"#))
-            start.set("attributesType", .string("Everything"))
-            start.set("attributes", json("{}"))
-            start.set("contentState", json("{}"))
+            let start = Self.start(of: "Everything", key: "k", contentState: "{}")
             #expect(try await relay.post("/v1/activities/k/start", start).status == 201)
             // Whatever the server says, the device says for the same JSON.
             let stored = try ActivityContract(json: contract.removing("bundleID"), name: "Everything")
@@ -104,10 +110,7 @@ import Testing
         try await withRelayHarness { relay in
             let contract = json(#"{"bundleID": "com.example.liverelay.tests", "attributes": {}, "contentState": {"arrives": "Date"}}"#)
             #expect(try await relay.call(.PUT, "/v1/contracts/Trip", contract, scope: .admin).status == 200)
-            var start = startBody(key: "trip", audience: json(#"{"devices": ["nobody"]}"#))
-            start.set("attributesType", .string("Trip"))
-            start.set("attributes", json("{}"))
-            start.set("contentState", json(#"{"arrives": 816948000}"#))
+            let start = Self.start(of: "Trip", key: "trip", contentState: #"{"arrives": 816948000}"#)
             let started = try await relay.post("/v1/activities/trip/start", start)
             #expect(started.status == 201)
             // It reached nobody: the answer says so.
@@ -153,6 +156,69 @@ import Testing
             #expect(try await relay.call(.PUT, "/v1/contracts/T", good, scope: .client).status == 200)
             #expect(try await relay.get("/v1/contracts/T").json["name"] == .string("T"))
             #expect(try await relay.get("/v1/contracts/Nope").status == 404)
+        }
+    }
+
+    /// Contracts come with a client key, which ships inside every app: a type string is read in one
+    /// pass, and one too long or too deep is refused at once, naming the field. 60,000 `?` once
+    /// took minutes of a core and then the server's stack.
+    @Test func aTypeTooLongOrTooDeepIsRefusedAtOnceNamingTheField() async throws {
+        try await withRelayHarness { relay in
+            func contract(_ attributes: String, _ contentState: String = #"{"s": "String"}"#) -> JSONValue {
+                json(#"{"bundleID": "com.example.liverelay.tests", "attributes": \#(attributes), "contentState": \#(contentState)}"#)
+            }
+            let clock = ContinuousClock()
+            let started = clock.now
+            for (attributes, field, rule) in [
+                (#"{"a": "String\#(String(repeating: "?", count: 60_000))"}"#, "attributes.a", "is longer than 200 characters"),
+                (#"{"a": "\#(String(repeating: "[", count: 32_000))String\#(String(repeating: "]", count: 32_000))"}"#, "attributes.a", "is longer than 200 characters"),
+                (#"{"a": "String\#(String(repeating: "?", count: 33))"}"#, "attributes.a", "nests types deeper than 32 levels"),
+                (#"{"a": "\#(String(repeating: "[", count: 20))String?\#(String(repeating: "]", count: 20))??????????????"}"#, "attributes.a", "nests types deeper than 32 levels"),
+                (String(repeating: #"{"a": {"fields": "#, count: 33) + "{}" + String(repeating: "}}", count: 33),
+                 "attributes" + String(repeating: ".a.fields", count: 32) + ".a", "nests types deeper than 32 levels"),
+                (#"{"a": "# + String(repeating: #"{"optional": "#, count: 33) + #""Int""# + String(repeating: "}", count: 34),
+                 "attributes.a" + String(repeating: ".optional", count: 32), "nests types deeper than 32 levels"),
+            ] {
+                let refused = try await relay.call(.PUT, "/v1/contracts/Poison", contract(attributes), scope: .client)
+                #expect(refused.status == 400, "\(attributes.prefix(60))")
+                #expect(refused.json["error"]?["field"] == .string(field), "\(attributes.prefix(60))")
+                #expect(refused.json["error"]?["message"] == .string(rule), "\(attributes.prefix(60))")
+            }
+            // Refused before any work: the two long ones took 95 s and 67 s of a core before (and
+            // the first then the stack); the six take a few seconds in a loaded debug run.
+            #expect(clock.now - started < .seconds(30))
+            #expect(try await relay.get("/v1/contracts/Poison").status == 404, "nothing was kept")
+
+            // 32 levels in all, the field's own among them, are allowed, kept with every type, and
+            // read back as registered.
+            let deepest = contract(
+                #"{"a": "\#(String(repeating: "[", count: 16))String\#(String(repeating: "?]", count: 15))]"}"#,
+                #"{"s": \#(String(repeating: #"{"optional": "#, count: 31))"Int"\#(String(repeating: "}", count: 31))}"#)
+            #expect(try await relay.call(.PUT, "/v1/contracts/Deep", deepest, scope: .client).status == 200)
+            let kept = try await relay.get("/v1/contracts/Deep")
+            let registered = try ActivityContract(json: deepest.removing("bundleID"), name: "Deep")
+            #expect(try ActivityContract(json: kept.json.removing("updatedAt").removing("bundleID")) == registered)
+        }
+    }
+
+    /// A contract kept by an older release that no longer reads is never dropped silently (its
+    /// requests would go unchecked): its type's requests are refused until it is registered again.
+    @Test func aStoredContractThatNoLongerReadsRefusesItsTypesRequests() async throws {
+        try await withRelayHarness { relay in
+            let tooDeep = json(#"{"attributes": {}, "contentState": {"s": \#(String(repeating: #"{"optional": "#, count: 40))"Int"\#(String(repeating: "}", count: 40))}}"#)
+            try await relay.store.saveContract(
+                ContractRecord(bundleID: harnessApp, attributesType: "Old", contract: tooDeep, updatedAt: relay.relay.currentDate))
+            let start = Self.start(of: "Old", key: "old-1", contentState: #"{"s": 1}"#)
+            let refused = try await relay.post("/v1/activities/old-1/start", start)
+            #expect(refused.status == 409)
+            #expect(refused.json["error"]?["code"] == .string("contract_unreadable"))
+            #expect(refused.json["error"]?["field"] == .string("attributesType"))
+            #expect(refused.json["error"]?["message"]?.stringValue?.contains("register it again with PUT /v1/contracts/Old") == true)
+            #expect(try await relay.store.activity(app: harnessApp, key: "old-1") == nil)
+
+            let again = json(#"{"bundleID": "com.example.liverelay.tests", "attributes": {}, "contentState": {"s": "Int?"}}"#)
+            #expect(try await relay.call(.PUT, "/v1/contracts/Old", again, scope: .client).status == 200)
+            #expect(try await relay.post("/v1/activities/old-1/start", start).status == 201)
         }
     }
 

@@ -50,6 +50,46 @@ struct DashboardTests {
         }
     }
 
+    /// A page's live stream ends soon after its session does (signed out here; a revoked key the
+    /// same), at its next heartbeat, instead of running on for its 600 s.
+    @Test(arguments: ["sign out", "revoke the key"])
+    func aLiveStreamEndsWithItsSession(ending: String) async throws {
+        try await withRelayHarness { relay in
+            let browser = DashboardBrowser(relay)
+            let admin = try await relay.relay.createAPIKey(name: "watcher", scope: .admin, app: nil)
+            _ = try await browser.signIn(key: admin.secret)
+            let stream = try await browser.open("/dashboard/events?since=0")
+            #expect(stream.status == .ok)
+            let started = ContinuousClock.now
+            let read = Task { try await stream.body.collect(upTo: 1 << 20) }
+            if ending == "sign out" {
+                #expect(try await browser.post("/dashboard/sign-out", [:]).status == 303)
+            } else {
+                try await relay.relay.revokeAPIKey(id: admin.record.id)
+            }
+            let text = String(buffer: try await withDeadline(.seconds(15)) { try await read.value })
+            #expect(ContinuousClock.now - started < .seconds(12))
+            #expect(text.hasPrefix("retry: 2000"))
+            // Reopened, as the browser would, it is refused.
+            #expect(try await browser.open("/dashboard/events?since=0").status == .unauthorized)
+        }
+    }
+
+    /// Behind a proxy that ends TLS the cookies are `Secure`: when the operator gives an https
+    /// public URL, or the proxy says the request came over https; on plain loopback they are not.
+    @Test(arguments: [(nil, nil, false), (nil, "https", true), (nil, "http", false), ("https://relay.example.com", nil, true)] as [(String?, String?, Bool)])
+    func cookiesAreSecureWhenPeopleComeOverTLS(publicURL: String?, forwardedProto: String?, secure: Bool) async throws {
+        try await withRelayHarness(configure: { _, api in api.publicURL = publicURL }) { relay in
+            let browser = DashboardBrowser(relay)
+            if let forwardedProto { browser.headers = [("x-forwarded-proto", forwardedProto)] }
+            let form = try await browser.get("/dashboard/sign-in")
+            let signedIn = try await browser.signIn(key: try #require(relay.keys[.admin]))
+            let cookies = form.setCookies + signedIn.setCookies
+            #expect(cookies.count == 3)
+            for cookie in cookies { #expect(cookie.contains("; Secure") == secure, "\(cookie)") }
+        }
+    }
+
     @Test func badSignInsAreRefusedWithTheReason() async throws {
         try await withRelayHarness { relay in
             let browser = DashboardBrowser(relay)
@@ -401,6 +441,8 @@ final class DashboardBrowser: @unchecked Sendable {
     /// Shared by every test's browser, and never shut down, as `HTTPClient.shared`.
     private static let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
     var cookies: [String: String] = [:]
+    /// Sent with every request (what a proxy in front would add).
+    var headers: [(String, String)] = []
     private var formToken: String?
 
     init(_ relay: RelayHarness) { self.relay = relay }
@@ -410,6 +452,13 @@ final class DashboardBrowser: @unchecked Sendable {
     }
 
     func get(_ path: String) async throws -> Page { try await send(.GET, path, body: nil) }
+
+    /// A streamed answer (server-sent events), its body to be read as it comes.
+    func open(_ path: String) async throws -> HTTPClientResponse {
+        var request = HTTPClientRequest(url: relay.baseURL + path)
+        if !cookies.isEmpty { request.headers.add(name: "cookie", value: cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")) }
+        return try await Self.client.execute(request, timeout: .seconds(60))
+    }
 
     enum FormToken { case lastPage, none, given(String) }
 
@@ -440,6 +489,7 @@ final class DashboardBrowser: @unchecked Sendable {
         var request = HTTPClientRequest(url: relay.baseURL + path)
         request.method = method
         if !cookies.isEmpty { request.headers.add(name: "cookie", value: cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")) }
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let body {
             request.headers.add(name: "content-type", value: "application/x-www-form-urlencoded")
             request.body = .bytes(ByteBuffer(string: body))

@@ -6,6 +6,7 @@ import LiveRelayStore
 import LiveRelayTesting
 import Logging
 import SimulatedDevices
+import Synchronization
 import Testing
 
 /// A store that fails (a full disk: SQLite refuses every write) costs requests a clean `500`, and
@@ -66,6 +67,39 @@ struct StoreFailureTests {
                 #expect(logs.lines(containing: "store failing").count == 1)
                 group.cancelAll()
             }
+        }
+    }
+
+    /// A loop that backs off ends when its task is cancelled (how a service group stops the others
+    /// when one fails to start, a busy port), at once and without a word of a store failure: a
+    /// cancelled sleep returns at once, and a loop that went on would spin and outlive SIGTERM.
+    @Test(arguments: [false, true])
+    func theTickerAndTheDispatcherEndWhenCancelledWhetherOrNotTheStoreFails(storeFails: Bool) async throws {
+        let logs = CapturedLogs()
+        try await withRelayHarness(logs: logs) { relay in
+            try await relay.store.setWritesFail(storeFails)
+            let loops: [(name: String, run: @Sendable () async throws -> Void)] = [
+                ("ticker", { try await RelayTicker(relay: relay.relay, interval: .milliseconds(20)).run() }),
+                ("dispatcher", { try await relay.server.dispatcher.run() }),
+            ]
+            for loop in loops {
+                let ended = Mutex(false)
+                let running = Task {
+                    try await loop.run()
+                    ended.withLock { $0 = true }
+                }
+                if storeFails {
+                    try await relay.eventually { relay.relay.metrics.value("liverelay_store_failures_total", ["loop": loop.name]) >= 2 }
+                } else {
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                let failuresBefore = logs.lines(containing: "store failing").count
+                running.cancel()
+                // Watched rather than awaited: a loop that spins would never let an await return.
+                try await withDeadline(.seconds(5)) { try await eventually { ended.withLock { $0 } } }
+                #expect(logs.lines(containing: "store failing").count == failuresBefore, "\(loop.name): cancellation is no store failure")
+            }
+            #expect(logs.lines(containing: "store failing").count == (storeFails ? 2 : 0))
         }
     }
 

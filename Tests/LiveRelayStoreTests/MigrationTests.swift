@@ -28,8 +28,7 @@ import Testing
     /// Writes the schema of the release before environments (migrations up to `0007-contracts`)
     /// and rows as that release wrote them: a server that sent to APNs production only.
     static func databaseOfTheReleaseBeforeEnvironments() throws -> String {
-        let directory = URL(fileURLWithPath: try TestFiles.folder("migration"))
-        let path = directory.appendingPathComponent("relay.sqlite").path
+        let path = TestFiles.path("migration", pathExtension: "sqlite")
         let queue = try migrated(path, upTo: "0008-environments")
         try queue.write { db in
             try db.execute(sql: """

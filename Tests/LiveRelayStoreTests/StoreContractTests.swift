@@ -24,8 +24,7 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     func make() async throws -> StoreUnderTest {
         switch self {
         case .sqlite:
-            let directory = URL(fileURLWithPath: try TestFiles.folder("store"))
-            let path = directory.appendingPathComponent("relay.sqlite").path
+            let path = TestFiles.path("store", pathExtension: "sqlite")
             let store = try SQLiteStore(path: path)
             let applied = try await store.migrate()
             return StoreUnderTest(store: store, firstMigrations: applied, reopen: { try SQLiteStore(path: path) })

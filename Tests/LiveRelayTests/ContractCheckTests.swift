@@ -11,7 +11,7 @@ import Testing
         attributesType: "DeliveryAttributes", attributes: SwiftStruct("DeliveryAttributes", [.init("orderNumber", .int)]),
         contentState: SwiftStruct("ContentState", [.init("status", .string), .init("arrives", .optional(.date))]))
     static let checked = ChangePlanner(
-        governor: budgetGovernor, channelStorageWindow: storageWindow, answer: keptAnswer, contracts: ["DeliveryAttributes": contract])
+        governor: budgetGovernor, channelStorageWindow: storageWindow, answer: keptAnswer, contracts: AppContracts(readable: ["DeliveryAttributes": contract]))
 
     @Test func anUpdateTheWidgetWouldNotDecodeIsRefusedWithTheFieldAndTheDecodersReason() {
         let update = ChangeRequest(event: .update, contentState: .object([("status", .integer(3))]))

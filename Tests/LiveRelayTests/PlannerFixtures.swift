@@ -63,7 +63,7 @@ extension StartPlanner {
 }
 
 extension ChangePlanner {
-    static let standard = ChangePlanner(governor: budgetGovernor, channelStorageWindow: storageWindow, answer: keptAnswer, contracts: [:])
+    static let standard = ChangePlanner(governor: budgetGovernor, channelStorageWindow: storageWindow, answer: keptAnswer, contracts: AppContracts())
 
     func plan(_ request: ChangeRequest, _ snapshot: ChangeSnapshot) throws -> (ChangePlan, Acceptance) {
         try plan(key: "order-42", request, snapshot: snapshot, at: t0, requestID: "req-2")

@@ -18,6 +18,19 @@ import WebPages
         return root
     }
 
+    /// A folder of `files` is refused, naming the file (its path ends so) and the rule.
+    func expectRefused(_ files: [String: String], file: String, rule: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let root = try folder(files)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        do {
+            _ = try ActivityTemplates(folder: root)
+            Issue.record("\(files) was accepted", sourceLocation: sourceLocation)
+        } catch {
+            #expect(error.file.hasSuffix(file), "\(error)", sourceLocation: sourceLocation)
+            #expect(error.reason.contains(rule), "\(error)", sourceLocation: sourceLocation)
+        }
+    }
+
     func activity(state: JSONValue, ended: Bool = false, stale: Bool = false) -> PresentedActivity {
         PresentedActivity(
             activityID: "A1", bundleID: "com.example.deliveries", attributesType: "DeliveryAttributes",
@@ -50,16 +63,37 @@ import WebPages
             ("DeliveryAttributes/deep/lockScreen.mustache", "x", "nothing deeper"),
         ]
         for (path, text, rule) in refused {
-            let root = try folder([path: text])
-            do {
-                _ = try ActivityTemplates(folder: root)
-                Issue.record("\(path) with \(text) was accepted")
-            } catch {
-                #expect(error.description.contains(path), "\(error)")
-                #expect(error.description.contains(rule), "\(error)")
-            }
+            try expectRefused([path: text], file: path, rule: rule)
         }
         #expect(throws: ActivityTemplates.LoadError.self) { try ActivityTemplates(folder: "/nonexistent/templates") }
+    }
+
+    /// A partial that includes itself once crashed the server (its stack) the first time a device
+    /// was drawn; one named by a value could be pointed anywhere by a push. Both are refused at
+    /// start, naming the file and the chain; partials nest at most `maximumPartialDepth` deep.
+    @Test func partialsThatIncludeThemselvesOrNestTooDeepOrAreNamedByAValueAreRefused() throws {
+        let chain = (0...ActivityTemplates.maximumPartialDepth).map { level in
+            ("p\(level).mustache", level == ActivityTemplates.maximumPartialDepth ? "end" : "{{> p\(level + 1)}}")
+        }
+        let refused: [([String: String], String, String)] = [
+            (["row.mustache": "<p>{{> row}}</p>", "DeliveryAttributes/lockScreen.mustache": "{{> row}}"], "row.mustache", "includes itself: row > row"),
+            (["DeliveryAttributes/lockScreen.mustache": "{{#state}}{{>  a }}{{/state}}", "a.mustache": "{{>b}}", "b.mustache": "{{> a}}"],
+             "b.mustache", "includes itself: a > b > a"),
+            (["DeliveryAttributes/lockScreen.mustache": "{{> base}}", "base.mustache": "{{<base}}{{$title}}x{{/title}}{{/base}}"],
+             "base.mustache", "includes itself: base > base"),
+            (["DeliveryAttributes/lockScreen.mustache": "{{>*state.status}}"], "lockScreen.mustache", "names its partial by a value"),
+            (["DeliveryAttributes/lockScreen.mustache": "{{<*state.status}}{{/state.status}}"], "lockScreen.mustache", "names its partial by a value"),
+            (Dictionary(uniqueKeysWithValues: chain + [("DeliveryAttributes/lockScreen.mustache", "{{> p0}}")]), "",
+             "nests partials deeper than \(ActivityTemplates.maximumPartialDepth)"),
+        ]
+        for (files, file, rule) in refused {
+            try expectRefused(files, file: file, rule: rule)
+        }
+        // As deep as allowed: drawn, every level.
+        let root = try folder(Dictionary(uniqueKeysWithValues: chain.dropFirst().map { $0 } + [("DeliveryAttributes/lockScreen.mustache", "{{> p1}}")]))
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let templates = try ActivityTemplates(folder: root)
+        #expect(templates.render(.lockScreen, of: activity(state: status("preparing", eta: 1)))?.description == "end")
     }
 
     @Test func aTemplateSeesWhetherTheActivityEnded() throws {

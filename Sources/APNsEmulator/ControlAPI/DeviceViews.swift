@@ -6,7 +6,7 @@ import SimulatedDevices
 /// exactly as the device holds them; dates are ISO 8601.
 enum PresentationJSON {
     static func date(_ date: Date?) -> JSONValue {
-        date.map { .string(ISO8601DateFormatter().string(from: $0)) } ?? .null
+        date.map { .string($0.iso8601) } ?? .null
     }
 
     static func json(_ activity: SimulatedActivity) -> JSONValue {

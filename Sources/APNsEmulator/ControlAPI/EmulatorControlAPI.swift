@@ -48,6 +48,7 @@ public struct EmulatorControlAPI: Sendable {
     public func router() -> Router<ControlRequestContext> {
         let router = Router(context: ControlRequestContext.self)
         router.add(middleware: APIErrorMiddleware())
+        router.add(middleware: LoopbackOnlyMiddleware(formRoutes: ["/person"]))
         router.add(middleware: BodyDeadlineMiddleware(timeout: bodyTimeout))
         router.get("/emulator") { _, _ in status() }
         router.post("/keys") { request, context in

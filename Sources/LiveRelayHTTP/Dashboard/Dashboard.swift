@@ -22,6 +22,9 @@ struct Dashboard: Sendable {
     let relay: RelayService
     /// The built-in emulator's simulated iPhones, drawn on the devices page; `nil` without one.
     let devices: DeviceGallery?
+    /// Whether the operator said people reach the dashboard over https (`--public-url https://…`):
+    /// its cookies are then `Secure`, as they are on any request a proxy says came over TLS.
+    let secureCookies: Bool
 
     static let sessionCookie = "liverelay_session"
     static let signInCookie = "liverelay_sign_in"
@@ -30,7 +33,9 @@ struct Dashboard: Sendable {
         let open = router.group("/dashboard")
         open.get("/assets/dashboard.css") { _, _ in LivePage.asset(PageStyle.sheet, type: "text/css; charset=utf-8") }
         open.get("/assets/dashboard.js") { _, _ in LivePage.asset(LivePage.script, type: "text/javascript; charset=utf-8") }
-        open.get("/sign-in") { request, _ in Self.signInPage(next: Self.localPath(request.uri.queryParameters["next"].map(String.init))) }
+        open.get("/sign-in") { request, _ in
+            signInPage(next: Self.localPath(request.uri.queryParameters["next"].map(String.init)), secure: isSecure(request))
+        }
         open.post("/sign-in") { request, context in try await signIn(request, context) }
 
         let signedIn = router.group("/dashboard").add(middleware: DashboardSessionMiddleware(relay: relay, hasDevices: devices != nil))
@@ -62,10 +67,10 @@ struct Dashboard: Sendable {
 
     // MARK: Signing in and out
 
-    private static func signInPage(next: String, error: String? = nil, status: HTTPResponse.Status = .ok) -> Response {
+    private func signInPage(next: String, error: String? = nil, status: HTTPResponse.Status = .ok, secure: Bool) -> Response {
         let token = FormFields.newToken()
         var response = LivePage.html(DashboardPages.signIn(formToken: token, next: next, error: error), status: status)
-        response.setCookie(cookie(signInCookie, token, maxAge: 3600))
+        response.setCookie(Self.cookie(Self.signInCookie, token, maxAge: 3600, secure: secure))
         return response
     }
 
@@ -73,20 +78,21 @@ struct Dashboard: Sendable {
         var request = request
         let form = try await FormFields.read(&request, context)
         let next = Self.localPath(form["next"])
+        let secure = isSecure(request)
         guard let expected = request.cookies[Self.signInCookie]?.value, form.has("csrf", equalTo: expected) else {
-            return Self.signInPage(next: next, error: "This form had run out or came from elsewhere: sign in again.", status: .forbidden)
+            return signInPage(next: next, error: "This form had run out or came from elsewhere: sign in again.", status: .forbidden, secure: secure)
         }
         guard let secret = form["key"]?.trimmingCharacters(in: .whitespaces), !secret.isEmpty else {
-            return Self.signInPage(next: next, error: "key: give an API key.", status: .badRequest)
+            return signInPage(next: next, error: "key: give an API key.", status: .badRequest, secure: secure)
         }
         do {
-            let signedIn = try await relay.signIn(secret: secret)
+            let signedIn = try await relay.signIn(secret: secret, from: context.source)
             var response = LivePage.redirect(next)
-            response.setCookie(Self.cookie(Self.sessionCookie, signedIn.cookie, maxAge: Int(RelayService.dashboardSessionLifetime)))
-            response.setCookie(Self.cookie(Self.signInCookie, "", maxAge: 0))
+            response.setCookie(Self.cookie(Self.sessionCookie, signedIn.cookie, maxAge: Int(RelayService.dashboardSessionLifetime), secure: secure))
+            response.setCookie(Self.cookie(Self.signInCookie, "", maxAge: 0, secure: secure))
             return response
         } catch let error as RelayError {
-            return Self.signInPage(next: next, error: error.message, status: error.kind == .forbidden ? .forbidden : .unauthorized)
+            return signInPage(next: next, error: error.message, status: error.kind.httpStatus, secure: secure)
         }
     }
 
@@ -94,7 +100,7 @@ struct Dashboard: Sendable {
         _ = try await checkedForm(request, context)
         if let cookie = request.cookies[Self.sessionCookie]?.value { try await relay.signOut(cookie: cookie) }
         var response = LivePage.redirect("/dashboard/sign-in")
-        response.setCookie(Self.cookie(Self.sessionCookie, "", maxAge: 0))
+        response.setCookie(Self.cookie(Self.sessionCookie, "", maxAge: 0, secure: isSecure(request)))
         return response
     }
 
@@ -305,7 +311,12 @@ struct Dashboard: Sendable {
         let named = query.getAll("device")
         let devices = query["devices"] == "all" || !named.isEmpty ? devices : nil
         let only = named.isEmpty ? nil : named
-        return LivePage.events(shown: LivePage.shown(request), forcedEvery: relay.store is any InstanceSharedStore ? .seconds(5) : nil) {
+        // The middleware let the stream open with a live session; it ends once the session does.
+        let cookie = request.cookies[Self.sessionCookie]?.value ?? ""
+        let stillSignedIn: @Sendable () async -> Bool = { (try? await relay.dashboardSession(cookie: cookie)) != nil }
+        return LivePage.events(
+            shown: LivePage.shown(request), forcedEvery: relay.store is any InstanceSharedStore ? .seconds(5) : nil, stillAllowed: stillSignedIn
+        ) {
             devices.map { "\(relay.revision).\($0.shows(only: only))" } ?? "\(relay.revision)"
         }
     }
@@ -339,8 +350,19 @@ struct Dashboard: Sendable {
 
     // MARK: Responses
 
-    static func cookie(_ name: String, _ value: String, maxAge: Int) -> Cookie {
-        Cookie(name: name, value: value, maxAge: maxAge, path: "/dashboard", httpOnly: true, sameSite: .strict)
+    static func cookie(_ name: String, _ value: String, maxAge: Int, secure: Bool) -> Cookie {
+        Cookie(name: name, value: value, maxAge: maxAge, path: "/dashboard", secure: secure, httpOnly: true, sameSite: .strict)
+    }
+
+    /// Whether the browser reached us over TLS: the operator said so, or the proxy in front says
+    /// so (`X-Forwarded-Proto: https`, `Forwarded: proto=https`). Believing a client that claims it
+    /// costs nothing: its cookies only become stricter.
+    private func isSecure(_ request: Request) -> Bool {
+        if secureCookies { return true }
+        if let proto = request.headers[HTTPField.Name("x-forwarded-proto")!], proto.split(separator: ",").first?.trimmingCharacters(in: .whitespaces).lowercased() == "https" {
+            return true
+        }
+        return request.headers[HTTPField.Name("forwarded")!]?.lowercased().contains("proto=https") == true
     }
 
     /// The dashboard path of a `Referer` from this server.

@@ -109,7 +109,7 @@ enum DashboardPages {
                 let step = max(1, (count * 20 + busiest - 1) / busiest) * 5
                 return "<span class=\"part \(result) h\(step)\"></span>"
             }
-            let label = ISO8601DateFormatter().string(from: minute.minute)
+            let label = minute.minute.iso8601
             return "<div class=\"minute\" title=\"\(label): \(total) pushes\">\(parts)</div>"
         }
         var totals: [String: Int] = [:]
@@ -500,7 +500,7 @@ enum DashboardPages {
     }
 
     static func time(_ date: Date) -> HTML {
-        let iso = ISO8601DateFormatter().string(from: date)
+        let iso = date.iso8601
         return "<time datetime=\"\(iso)\">\(iso.replacingOccurrences(of: "T", with: " ").replacingOccurrences(of: "Z", with: " UTC"))</time>"
     }
 
