@@ -1,0 +1,61 @@
+import Foundation
+import LiveRelayStore
+import LiveRelayTesting
+import Testing
+
+/// The README's tours run as written, in bash, against a fresh `liverelay serve`: every block
+/// marked `<!-- tour: runs in CI (ReadmeTourTests) -->`, in order, after the `shell:` line serve
+/// printed, with `swift run -c release liverelay` meaning the binary under test. Every request must
+/// succeed but those the README shows refused (a `# 422 …` line below the command), in order.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct ReadmeTourTests {
+    static let marker = "<!-- tour: runs in CI (ReadmeTourTests) -->"
+
+    /// The marked blocks of the README, in order.
+    static func tourBlocks() throws -> [String] {
+        let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("README.md")
+        let text = try String(contentsOf: readme, encoding: .utf8)
+        return text.components(separatedBy: marker + "\n```sh\n").dropFirst().compactMap { $0.components(separatedBy: "\n```").first }
+    }
+
+    @Test func theToursRunAsWritten() async throws {
+        let blocks = try Self.tourBlocks()
+        #expect(blocks.count >= 4, "the README's marked tours")
+        let directory = try TestFiles.folder("tour")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await withDeadline(.seconds(120)) {
+            let server = try await ServeProcess.start(["serve", "--data-dir", directory + "/data", "--http-port", "0"])
+            // As a person would, after the demo app has reported its push-to-start token.
+            let store = try SQLiteStore(path: directory + "/data/liverelay.sqlite")
+            try await eventually { try await store.pushToStartTokens(deviceID: "demo-iphone").count == 1 }
+            await store.close()
+            let shell = try #require(server.printed.split(separator: "\n").first { $0.hasPrefix("shell:") }?.dropFirst("shell:".count))
+            let statuses = directory + "/statuses"
+            let script = """
+                set -euo pipefail
+                # Each request's status, in order, beside its output.
+                curl() { local out; out=$(command curl -w '\\n%{http_code}' "$@"); printf '%s\\n' "${out%$'\\n'*}"; echo "${out##*$'\\n'}" >> \(statuses); }
+                swift() { [ "$1 $2 $3 $4" = "run -c release liverelay" ] || return 99; shift 4; \(liverelayExecutable.path) "$@"; }
+                \(shell)
+                \(blocks.joined(separator: "\n"))
+                """
+            try script.write(toFile: directory + "/tour.sh", atomically: true, encoding: .utf8)
+            let child = try ChildProcess.start(
+                "/bin/bash", [directory + "/tour.sh"], environment: ChildProcess.environment(dropping: "LIVERELAY_"), output: .pipe, errors: .pipe)
+            async let output = child.output?.readToEnd()
+            async let errors = child.errors?.readToEnd()
+            let (printed, complaints) = (try await output ?? Data(), try await errors ?? Data())
+            let status = await child.exitCode()
+            #expect(status == 0, "the tour stopped: \(String(decoding: complaints, as: UTF8.self))\n\(String(decoding: printed, as: UTF8.self))")
+            let answered = try String(contentsOfFile: statuses, encoding: .utf8).split(separator: "\n").map(String.init)
+            let shownRefused = blocks.joined(separator: "\n").split(separator: "\n").compactMap { line -> String? in
+                guard line.hasPrefix("# "), let code = line.dropFirst(2).split(separator: " ").first, code.count == 3, Int(code) != nil else { return nil }
+                return String(code)
+            }
+            #expect(answered.count >= 10, "\(answered)")
+            #expect(answered.filter { !$0.hasPrefix("2") } == shownRefused, "statuses in order: \(answered)")
+            #expect(await server.stop() == 0)
+        }
+    }
+}
