@@ -52,7 +52,7 @@ import Testing
 
     @Test func theReleaseBeforeEnvironmentsMigratesIntoTheEnvironmentItSentTo() async throws {
         let store = try SQLiteStore(path: try Self.databaseOfTheReleaseBeforeEnvironments())
-        #expect(try await store.migrate() == ["0008-environments", "0009-apps", "0010-leases", "0011-rate-buckets", "0012-dashboard"])
+        #expect(try await store.migrate() == ["0008-environments", "0009-apps", "0010-leases", "0011-rate-buckets", "0012-dashboard", "0013-key-statistics"])
         try await store.adoptUnnamedData(bundleID: Self.app)
         let match = try #require(try await store.activity(app: Self.app, key: "match-1"))
         #expect(match.channelIDs == [.production: "chan-1"])
@@ -95,7 +95,7 @@ extension MigrationTests {
 
     @Test func theReleaseBeforeAppsMigratesIntoTheOneAppItServedOnceTheServerNamesIt() async throws {
         let store = try SQLiteStore(path: try await Self.databaseOfTheReleaseBeforeApps())
-        #expect(try await store.migrate() == ["0009-apps", "0010-leases", "0011-rate-buckets", "0012-dashboard"])
+        #expect(try await store.migrate() == ["0009-apps", "0010-leases", "0011-rate-buckets", "0012-dashboard", "0013-key-statistics"])
         // Kept under no app until the server names the one it served.
         #expect(try await store.activity(app: Self.app, key: "order-1") == nil)
         #expect(try await store.adoptUnnamedData(bundleID: Self.app))

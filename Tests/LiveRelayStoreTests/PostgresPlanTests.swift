@@ -49,6 +49,56 @@ struct PostgresPlanTests {
         }
     }
 
+    /// The state `bench server` left: three fan-outs of 100,000 to one key, analyzed by autovacuum
+    /// then, and since then a thousand keys of a couple of pushes each. A single-key change reads
+    /// its key's priority-10 pushes of the last hour; with the plan made once for every key, the
+    /// statistics (one key holds every push) had PostgreSQL read the whole of `deliveries` for
+    /// each, 0.2 to 2 s, and single-key updates fell to ten a second.
+    @Test func aKeysPriority10CountReadsItsOwnPushesAfterALargeFanOut() async throws {
+        let url = try TestPostgres.freshDatabase()
+        let store = try PostgresStore(url: url)
+        try await store.migrate()
+        await store.close()
+        func pushes(_ key: String, _ range: ClosedRange<Int>) -> String {
+            """
+            INSERT INTO deliveries (key, event, target, device_id, token, payload_id, priority, priority_reason, timestamp,
+                request_id, status, attempts, next_attempt_at, created_at, environment, bundle_id)
+            SELECT \(key), 'update', 'activity', 'device-' || (i % 100000), 'token', (SELECT MIN(id) FROM payloads), 10, 'auto', 1,
+                'request', 'sent', 1, 0, i / 100, 'sandbox', 'app'
+            FROM generate_series(\(range.lowerBound), \(range.upperBound)) AS i;
+            """
+        }
+        try TestPostgres.psql(
+            url,
+            """
+            INSERT INTO payloads (body) VALUES ('\\x7b7d');
+            INSERT INTO activities (bundle_id, key, attributes_type, state, started_at, last_timestamp)
+            SELECT 'app', 'order-' || i, 'DeliveryAttributes', 'active', 0, 0 FROM generate_series(1, 1000) AS i;
+            INSERT INTO activity_tokens (bundle_id, key, device_id, token, frequent_pushes, registered_at, state, environment)
+            SELECT 'app', CASE WHEN i <= 100000 THEN 'match' ELSE 'order-' || (i - 100000) END, 'device-' || i, 'token', false, 0, 'live',
+                'sandbox'
+            FROM generate_series(1, 101000) AS i;
+            \(pushes("'match'", 1...300_000))
+            ANALYZE;
+            \(pushes("'order-' || (i % 1000 + 1)", 1...2_000))
+            """)
+        let plan = try TestPostgres.psqlOutput(
+            url,
+            """
+            SET plan_cache_mode = force_generic_plan;
+            PREPARE snapshot AS \(PreparedStatements.ChangeSnapshotRead.sql);
+            EXPLAIN EXECUTE snapshot(true, 'app', 'order-7', 0, 'app', 'order-7')
+            """)
+        // Found by their indexes, and expected to be few.
+        for table in ["deliveries", "activity_tokens"] {
+            let scan = try #require(plan.split(separator: "\n").first { $0.contains(" on \(table) ") }, "\(plan)")
+            #expect(scan.contains("Index Scan using"), "\(plan)")
+            let rows = scan.components(separatedBy: "rows=").last?.prefix { $0.isNumber }
+            #expect(Int(rows ?? "") ?? .max < 1_000, "\(scan)")
+        }
+        #expect(plan.contains("deliveries_priority10"), "\(plan)")
+    }
+
     /// `statement` as PostgreSQL runs it, and its arguments as literals for `EXECUTE`.
     private static func run(_ name: String, _ statement: SQLStatement) -> (name: String, sql: String, arguments: String) {
         (name, statement.numbered, statement.arguments.map(literal).joined(separator: ", "))

@@ -228,5 +228,8 @@ enum SQLiteMigrations {
             """,
             "CREATE INDEX activities_newest ON activities (started_at, bundle_id, key)",
         ]),
+        // PostgreSQL's statistics of keys (see its migration of this name); SQLite plans each
+        // statement by its indexes, with no statistics unless ANALYZE runs, which it never does.
+        StoreMigration(name: "0013-key-statistics", statements: []),
     ]
 }
