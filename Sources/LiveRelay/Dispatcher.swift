@@ -130,8 +130,11 @@ public final class Dispatcher: Service {
                         logger.log(loop.recorded(retries: retries), who: "the dispatcher")
                     case .failed(let error, let unrecorded):
                         let failure = loop.storeFailed(whileRecording: unrecorded != nil, stopping: stopping, at: .now)
-                        logger.log(failure.change, who: "the dispatcher", error: error)
-                        relay.metrics.count("liverelay_store_failures_total", ["loop": "dispatcher"])
+                        // Cancelled, the store's work was interrupted: that is no store failure.
+                        if !Task.isCancelled {
+                            logger.log(failure.change, who: "the dispatcher", error: error)
+                            relay.metrics.count("liverelay_store_failures_total", ["loop": "dispatcher"])
+                        }
                         if let unrecorded {
                             if failure.keepOutcomes {
                                 work.putBack(unrecorded)

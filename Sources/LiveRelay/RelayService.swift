@@ -118,6 +118,15 @@ public final class RelayService: Sendable {
         try await appBook.value(from: store).values.sorted { $0.bundleID < $1.bundleID }
     }
 
+    /// The apps that have an activity under `key`.
+    public func apps(holdingKey key: String) async throws -> [String] {
+        var holding: [String] = []
+        for app in try await apps() where try await store.activity(app: app.bundleID, key: key) != nil {
+            holding.append(app.bundleID)
+        }
+        return holding
+    }
+
     /// The app, or 404 naming `field`.
     public func app(_ bundleID: String, field: String = "app") async throws -> AppRecord {
         guard let app = try await appBook.value(from: store)[bundleID] else {

@@ -96,45 +96,51 @@ public struct RelayAPI: Sendable {
         router.group("/metrics").add(middleware: guarded(.admin)).get { _, _ in try await metrics() }
 
         // The app: its tokens and what the person did. A client key is for one app, which its
-        // bodies name.
+        // bodies may name.
         let client = router.group("/v1").add(middleware: guarded(.client))
         client.post("/push-to-start-tokens") { request, context in
-            let registration = try await request.decodeJSON(PushToStartBody.self, context: context).registration
-            try Self.check(context, mayActFor: registration.bundleID)
+            let body = try await request.decodeJSON(PushToStartBody.self, context: context)
+            var registration = body.registration
+            registration.bundleID = try Self.bodyApp(body.namedApp, context)
             try await relay.registerPushToStartToken(registration)
             return Self.json(.object([("registered", .bool(true))]), status: .created)
         }
         client.post("/activities/{key}/tokens") { request, context in
             let key = try activityKey(context)
-            let registration = try await request.decodeJSON(ActivityTokenBody.self, context: context).registration
-            try Self.check(context, mayActFor: registration.bundleID)
+            let body = try await request.decodeJSON(ActivityTokenBody.self, context: context)
+            var registration = body.registration
+            registration.bundleID = try Self.bodyApp(body.namedApp, context)
             let activity = try await relay.registerActivityToken(key: key, registration)
             return Self.json(.object([("key", .string(key)), ("state", .string(activity.state.rawValue))]), status: .created)
         }
         client.post("/activities/{key}/ended") { request, context in
-            let report = try await request.decodeJSON(EndedBody.self, context: context).report
-            try Self.check(context, mayActFor: report.bundleID)
+            let body = try await request.decodeJSON(EndedBody.self, context: context)
+            var report = body.report
+            report.bundleID = try Self.bodyApp(body.namedApp, context)
             return Self.json(.object([("recorded", .bool(try await relay.reportEnded(key: try activityKey(context), report)))]))
         }
 
         // The backend: an app's activities by key, deliveries, schedules.
         let server = router.group("/v1").add(middleware: guarded(.server))
         server.post("/activities/{key}/start") { request, context in
-            let (app, key) = (try await app(request, context), try activityKey(context))
+            let key = try activityKey(context)
+            let app = try await app(request, context)
             return try await idempotent(request, context, app: app) { json, claim in
                 try await relay.start(app: app, key: key, StartRequest(json: json), idempotency: claim)
             }
         }
         for event in [LiveActivityPayload.Event.update, .end] {
             server.post("/activities/{key}/\(event.rawValue)") { request, context in
-                let (app, key) = (try await app(request, context), try activityKey(context))
+                let key = try activityKey(context)
+                let app = try await app(request, context, key: key)
                 return try await idempotent(request, context, app: app) { json, claim in
                     try await relay.change(app: app, key: key, ChangeRequest(event: event, json: json), idempotency: claim)
                 }
             }
         }
         server.get("/activities/{key}") { request, context in
-            Self.json(RelayView.json(try await relay.describe(app: try await app(request, context), key: try activityKey(context))))
+            let key = try activityKey(context)
+            return Self.json(RelayView.json(try await relay.describe(app: try await app(request, context, key: key), key: key)))
         }
         server.get("/deliveries") { request, context in try await deliveries(request, context) }
         server.post("/deliveries/{id}/retry") { request, context in
@@ -163,8 +169,7 @@ public struct RelayAPI: Sendable {
             var request = request
             let buffer = try await request.collectBody(upTo: context.maxUploadSize)
             let body = try ContractBody(json: try JSONBodyReader.parse(buffer.readableBytesView), attributesType: type)
-            try Self.check(context, mayActFor: body.bundleID)
-            return Self.json(RelayView.json(try await relay.registerContract(body.contract, bundleID: body.bundleID)))
+            return Self.json(RelayView.json(try await relay.registerContract(body.contract, bundleID: try Self.bodyApp(body.namedApp, context))))
         }
         let reading = router.group("/v1").add(middleware: guarded(.server, .admin, .viewer))
         reading.get("/activities") { request, context in
@@ -253,19 +258,22 @@ public struct RelayAPI: Sendable {
     // MARK: Apps
 
     /// The app a request acts for: `app` in the query when given (a key for one app may name only
-    /// its own), else the key's app, else the server's only app.
-    private func app(_ request: Request, _ context: RelayRequestContext) async throws -> String {
+    /// its own), else the key's app, else the server's only app, else the only app that has an
+    /// activity under `key` (a request about an existing key is never ambiguous).
+    private func app(_ request: Request, _ context: RelayRequestContext, key: String? = nil) async throws -> String {
         if let named = try Self.appFilter(request, context) { return named }
         let apps = try await relay.apps()
-        guard apps.count == 1 else {
-            throw RelayError(
-                .invalid, .missing,
-                message: apps.isEmpty
-                    ? "no app is registered (PUT /v1/apps/{bundleID})"
-                    : "name the app (?app=<bundle id>): this key serves every app, and there are \(apps.count)",
-                field: "app")
+        if apps.count == 1 { return apps[0].bundleID }
+        if let key, apps.count > 1 {
+            let holding = try await relay.apps(holdingKey: key)
+            if holding.count == 1 { return holding[0] }
         }
-        return apps[0].bundleID
+        throw RelayError(
+            .invalid, .missing,
+            message: apps.isEmpty
+                ? "no app is registered (PUT /v1/apps/{bundleID})"
+                : "name the app (?app=<bundle id>): this key serves every app, and there are \(apps.count)",
+            field: "app")
     }
 
     /// The app a listing is narrowed to: the key's, or the one the query names (nil: every app).
@@ -275,6 +283,16 @@ public struct RelayAPI: Sendable {
         guard let bound = context.apiKey?.bundleID else { return named }
         try check(context, mayActFor: named ?? bound, field: "app")
         return bound
+    }
+
+    /// The app a body acts for: the one it names (a key for one app may name only its own), else
+    /// the key's.
+    private static func bodyApp(_ named: String?, _ context: RelayRequestContext) throws -> String {
+        guard let app = named ?? context.apiKey?.bundleID else {
+            throw RelayError(.invalid, .missing, message: "is required: this key serves every app", field: "bundleID")
+        }
+        try check(context, mayActFor: app)
+        return app
     }
 
     /// A key for one app acts only for it.

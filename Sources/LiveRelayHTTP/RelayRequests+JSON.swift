@@ -83,12 +83,15 @@ package struct PushToStartBody: APIRequestBody {
         case deviceID, bundleID, attributesType, token, frequentPushesEnabled, environment, userID
     }
 
-    let registration: PushToStartRegistration
+    /// Its app's bundle ID ("" when the body leaves it to the key's app: `RelayAPI.bodyApp`).
+    var registration: PushToStartRegistration
+    let namedApp: String?
 
     package init(from decoder: any Decoder) throws {
         let body = try decoder.container(keyedBy: CodingKeys.self)
+        namedApp = try body.nonEmptyString(.bundleID)
         registration = PushToStartRegistration(
-            deviceID: try body.requireNonEmptyString(.deviceID), bundleID: try body.requireNonEmptyString(.bundleID),
+            deviceID: try body.requireNonEmptyString(.deviceID), bundleID: namedApp ?? "",
             attributesType: try body.requireNonEmptyString(.attributesType), token: try body.deviceToken(.token),
             frequentPushesEnabled: try body.decodeIfPresent(Bool.self, forKey: .frequentPushesEnabled) ?? false,
             environment: try body.environment(.environment), userID: try body.decodeIfPresent(String.self, forKey: .userID))
@@ -102,12 +105,15 @@ package struct ActivityTokenBody: APIRequestBody {
         case deviceID, bundleID, activityID, attributesType, token, frequentPushesEnabled, environment
     }
 
-    let registration: ActivityTokenRegistration
+    /// Its app's bundle ID ("" when the body leaves it to the key's app: `RelayAPI.bodyApp`).
+    var registration: ActivityTokenRegistration
+    let namedApp: String?
 
     package init(from decoder: any Decoder) throws {
         let body = try decoder.container(keyedBy: CodingKeys.self)
+        namedApp = try body.nonEmptyString(.bundleID)
         registration = ActivityTokenRegistration(
-            deviceID: try body.requireNonEmptyString(.deviceID), bundleID: try body.requireNonEmptyString(.bundleID),
+            deviceID: try body.requireNonEmptyString(.deviceID), bundleID: namedApp ?? "",
             activityID: try body.decodeIfPresent(String.self, forKey: .activityID),
             attributesType: try body.requireNonEmptyString(.attributesType), token: try body.deviceToken(.token),
             frequentPushesEnabled: try body.decodeIfPresent(Bool.self, forKey: .frequentPushesEnabled) ?? false,
@@ -122,11 +128,14 @@ package struct EndedBody: APIRequestBody {
         case deviceID, bundleID, activityID, state, cause, at
     }
 
-    let report: EndedReport
+    /// Its app's bundle ID ("" when the body leaves it to the key's app: `RelayAPI.bodyApp`).
+    var report: EndedReport
+    let namedApp: String?
 
     package init(from decoder: any Decoder) throws {
         let body = try decoder.container(keyedBy: CodingKeys.self)
-        let deviceID = try body.requireNonEmptyString(.deviceID), bundleID = try body.requireNonEmptyString(.bundleID)
+        namedApp = try body.nonEmptyString(.bundleID)
+        let deviceID = try body.requireNonEmptyString(.deviceID), bundleID = namedApp ?? ""
         let activityID = try body.decodeIfPresent(String.self, forKey: .activityID)
         let state: ActivityTokenState
         switch try body.requireNonEmptyString(.state) {
@@ -143,12 +152,13 @@ package struct EndedBody: APIRequestBody {
 /// `PUT /v1/contracts/{attributesType}` (client or admin key): `{"bundleID", "attributes",
 /// "contentState"}`, the schemas in `ActivityContract`'s JSON form, whose field order counts.
 struct ContractBody {
-    var bundleID: String
+    /// Nil when the body leaves it to the key's app (`RelayAPI.bodyApp`).
+    var namedApp: String?
     var contract: ActivityContract
 
     init(json: JSONValue, attributesType: String) throws {
         let body = try JSONBodyReader(json, fields: ["bundleID"] + ActivityContract.fields)
-        bundleID = try body.requireString("bundleID")
+        namedApp = try body.string("bundleID")
         if let name = try body.string("name"), name != attributesType {
             throw JSONFieldError.invalid("name", "is \(name), but the path names \(attributesType)")
         }

@@ -30,14 +30,15 @@ public struct RelayServer: Sendable {
     }
 
     /// Makes the first keys when the store has none, and returns their secrets (shown once): an
-    /// admin key, a server key for every app, and a client key for `clientApp`. (A viewer key is
-    /// made when someone needs one.)
-    public func bootstrapKeys(clientApp: String) async throws -> [APIKeyScope: String] {
+    /// admin key, and a server and a client key for `firstApp`. A server key of one app keeps
+    /// working unchanged when apps are added; one for another app, or for every app, is made when
+    /// needed, as is a viewer key.
+    public func bootstrapKeys(firstApp: String) async throws -> [APIKeyScope: String] {
         guard try await relay.apiKeys().isEmpty else { return [:] }
         var secrets: [APIKeyScope: String] = [:]
         for scope in [APIKeyScope.admin, .server, .client] {
             secrets[scope] = try await relay.createAPIKey(
-                name: "initial \(scope.rawValue) key", scope: scope, app: scope == .client ? clientApp : nil).secret
+                name: "initial \(scope.rawValue) key", scope: scope, app: scope == .admin ? nil : firstApp).secret
         }
         return secrets
     }

@@ -169,7 +169,7 @@ public func withRelayHarness(
         let server = try await RelayServer.open(
             store: store, configuration: configuration, api: api, apns: apns, now: emulator.clock.function, logger: logger)
         _ = try await server.relay.registerApp(key.app(RelayHarness.bundleID))
-        let keys = try await server.bootstrapKeys(clientApp: RelayHarness.bundleID.value)
+        let keys = try await server.bootstrapKeys(firstApp: RelayHarness.bundleID.value)
         let port = AsyncStream.makeStream(of: Int.self)
         let application = server.api.application(logger: logger) { port.continuation.yield($0) }
         let group = ServiceGroup(configuration: .init(services: [.init(service: application)], logger: logger))

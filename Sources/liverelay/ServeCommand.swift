@@ -145,7 +145,7 @@ struct Serve: AsyncParsableCommand {
         for app in apps { _ = try await server.relay.registerApp(app) }
         // A database of the release before apps held one app's data: it is this one's when one is named.
         if apps.count == 1 { try await server.relay.adoptUnnamedData(bundleID: bundleID.value) }
-        let madeKeys = try await InitialKeys.makeIfNone(server: server, clientApp: bundleID.value, in: directory)
+        let madeKeys = try await InitialKeys.makeIfNone(server: server, firstApp: bundleID.value, in: directory)
         for contract in file?.contracts ?? [] {
             _ = try await server.relay.registerContract(contract, bundleID: bundleID.value)
         }
@@ -262,9 +262,9 @@ enum DemoApple {
 /// The first keys: made on the first start and kept in the data directory (0600), where later
 /// starts and the benchmarks read them; their secrets are printed only when they are made.
 enum InitialKeys {
-    /// The keys made now, when the store had none; empty on later starts. The client key is for `clientApp`.
-    static func makeIfNone(server: RelayServer, clientApp: String, in directory: DataDirectory) async throws -> [APIKeyScope: String] {
-        let made = try await server.bootstrapKeys(clientApp: clientApp)
+    /// The keys made now, when the store had none; empty on later starts. The server and client keys are `firstApp`'s.
+    static func makeIfNone(server: RelayServer, firstApp: String, in directory: DataDirectory) async throws -> [APIKeyScope: String] {
+        let made = try await server.bootstrapKeys(firstApp: firstApp)
         guard !made.isEmpty else { return [:] }
         let json = JSONValue.object(APIKeyScope.allCases.compactMap { scope in made[scope].map { (scope.rawValue, .string($0)) } })
         // The secrets exist nowhere else: a start that cannot keep them must not go on.
@@ -327,7 +327,7 @@ actor Announcement {
                 text += "demo device:        could not be installed: \(error)\n"
             }
         } else {
-            text += "apps:               \(apps.joined(separator: ", ")) (the client key is \(apps[0])'s)\n"
+            text += "apps:               \(apps.joined(separator: ", ")) (the server and client keys are \(apps[0])'s)\n"
         }
         // The names the README's tours use, ready to paste; the secrets only when made now (later,
         // read from the keys file).

@@ -23,7 +23,7 @@ struct ServeCommandTests {
     }
 
     /// Apps declared in the config file are registered on start, each with its own key; the
-    /// first start's client key is the first app's, and its server key serves every app.
+    /// first start's server and client keys are the first app's.
     @Test func theConfigFilesAppsAreRegisteredWithTheirKeys() async throws {
         let directory = try TestFiles.folder("serve")
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -49,14 +49,15 @@ struct ServeCommandTests {
             #expect(listed.json["apps"]?.arrayElements?.map { $0["attributeTypes"] } == [
                 .array([.string("Attributes0")]), .array([.string("Attributes1")]),
             ])
-            let clientKey = try await server.call(.GET, "/v1/api-keys", key: keys.admin).json["apiKeys"]?.arrayElements?
-                .first { $0["scope"] == .string("client") }
-            #expect(clientKey?["bundleID"] == .string("com.example.delivery"))
-            // The server key serves both apps, so a request names its app.
+            // The server key is the first app's, as the client key is: it acts for it unnamed.
+            let made = try await server.call(.GET, "/v1/api-keys", key: keys.admin).json["apiKeys"]?.arrayElements ?? []
+            for scope in ["server", "client"] {
+                #expect(made.first { $0["scope"] == .string(scope) }?["bundleID"] == .string("com.example.delivery"), "\(scope)")
+            }
             let unnamed = try await server.call(.GET, "/v1/activities/order-42", key: keys.server)
-            #expect(unnamed.status == 400 && unnamed.json["error"]?["field"] == .string("app"))
-            let named = try await server.call(.GET, "/v1/activities/order-42?app=com.example.delivery.clip", key: keys.server)
-            #expect(named.status == 404 && named.json["error"]?["field"] == .string("key"))
+            #expect(unnamed.status == 404 && unnamed.json["error"]?["field"] == .string("key"))
+            let other = try await server.call(.GET, "/v1/activities/order-42?app=com.example.delivery.clip", key: keys.server)
+            #expect(other.status == 403 && other.json["error"]?["code"] == .string("other_app"))
             #expect(await server.stop() == 0)
         }
     }
@@ -82,13 +83,12 @@ struct ServeCommandTests {
             // suggests, as printed, reaches the demo iPhone; its app then reports the update token.
             let store = try SQLiteStore(path: dataDir + "/liverelay.sqlite")
             try await eventually { try await store.pushToStartTokens(deviceID: "demo-iphone").count == 1 }
-            let body = try #require(printed.components(separatedBy: "-d '").last?.components(separatedBy: "'").first)
-            let path = try #require(printed.components(separatedBy: "$API").last?.split(separator: " ").first.map(String.init))
+            let (path, body) = try server.printedStart()
             #expect(path.hasPrefix("/v1/activities/order-") && path.hasSuffix("/start"))
             // Its names are set by the line printed to paste.
             let shell = try #require(printed.split(separator: "\n").first { $0.hasPrefix("shell:") })
             #expect(shell.contains("export API=\(server.baseURL) E=http://127.0.0.1:") && shell.contains(" S=\(keys.server) C=\(keys.client) A=\(keys.admin)"))
-            let started = try await server.call(.POST, path, key: keys.server, body: JSONValue(parsing: body))
+            let started = try await server.call(.POST, path, key: keys.server, body: body)
             #expect(started.status == 201)
             #expect(started.json["deliveries"] == .integer(1))
             let key = path.split(separator: "/")[2]

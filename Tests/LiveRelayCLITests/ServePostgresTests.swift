@@ -23,11 +23,12 @@ struct ServePostgresTests {
             let keys = try initialKeys(dataDir: dataDir)
             let store = try PostgresStore(url: database)
             try await eventually { try await store.pushToStartTokens(deviceID: "demo-iphone").count == 1 }
-            let body = try #require(server.printed.components(separatedBy: "-d '").last?.components(separatedBy: "'").first)
-            let started = try await server.call(.POST, "/v1/activities/order-42/start", key: keys.server, body: JSONValue(parsing: body))
+            let (path, body) = try server.printedStart()
+            let key = path.split(separator: "/")[2]
+            let started = try await server.call(.POST, path, key: keys.server, body: body)
             #expect(started.status == 201, "\(started.json)")
             try await eventually {
-                let answer = try await server.call(.GET, "/v1/activities/order-42", key: keys.server)
+                let answer = try await server.call(.GET, "/v1/activities/\(key)", key: keys.server)
                 return answer.json["tokens"]?.arrayElements?.first?["state"] == .string("live")
             }
             let watch = try #require(server.printed.split(separator: "\n").first { $0.hasPrefix("watch it:") }?.split(separator: " ").last)
@@ -41,10 +42,10 @@ struct ServePostgresTests {
 
             #expect(await server.stop() == 0)
             server = try await ServeProcess.start(["serve", "--data-dir", dataDir, "--http-port", "0", "--database", database])
-            let after = try await server.call(.GET, "/v1/activities/order-42", key: keys.server)
+            let after = try await server.call(.GET, "/v1/activities/\(key)", key: keys.server)
             #expect(after.status == 200 && after.json["state"] == .string("active"), "\(after.json)")
             let update = try await server.call(
-                .POST, "/v1/activities/order-42/update", key: keys.server,
+                .POST, "/v1/activities/\(key)/update", key: keys.server,
                 body: JSONValue(parsing: #"{"contentState": {"status": "on the way", "etaMinutes": 10}}"#))
             #expect(update.status == 200, "\(update.json)")
             #expect(await server.stop() == 0)

@@ -51,6 +51,15 @@ final class ServeProcess: Sendable {
         return ServeProcess(process: process, output: printed, baseURL: String(url))
     }
 
+    /// The start the announcement suggests: its path and its body, as printed.
+    func printedStart() throws -> (path: String, body: JSONValue) {
+        let text = printed
+        guard let path = text.components(separatedBy: "$API").last?.split(separator: " ").first,
+              let body = text.components(separatedBy: "-d '").last?.components(separatedBy: "'").first
+        else { throw ServeFailed(message: "no start to try in: \(text)") }
+        return (String(path), try JSONValue(parsing: body))
+    }
+
     /// SIGKILL: no graceful anything, as when the machine's OOM killer or a power cut strikes.
     func kill() async {
         process.send(SIGKILL)

@@ -1,6 +1,7 @@
 import APNsEmulator
 import Foundation
 import LiveActivityKit
+import LiveRelay
 import LiveRelayStore
 import LiveRelayTesting
 import NIOHTTP1
@@ -26,9 +27,11 @@ import Testing
                 return devPhone == 2 && fanPhone == 1
             }
 
-            // The same key in both apps: two activities, each on its app's devices.
+            // The same key in both apps: two activities, each on its app's devices, started by a
+            // backend that serves both.
+            let everyApp = try await relay.relay.createAPIKey(name: "backend of every app", scope: .server).secret
             for app in [harnessApp, Self.scores.value] {
-                let started = try await relay.post("/v1/activities/order-42/start?app=\(app)", startBody(key: "order-42"))
+                let started = try await relay.call(.POST, "/v1/activities/order-42/start?app=\(app)", startBody(key: "order-42"), scope: nil, secret: everyApp)
                 #expect(started.status == 201, "\(started.text)")
                 #expect(started.json["deliveries"] == .integer(2), "\(app)")
             }
@@ -36,7 +39,8 @@ import Testing
             for (device, app) in [("dev-phone", harnessApp), ("store-phone", harnessApp), ("dev-phone", Self.scores.value), ("fan-phone", Self.scores.value)] {
                 try await relay.waitForToken("order-42", device: device, app: app)
             }
-            let update = try await relay.post("/v1/activities/order-42/update?app=\(Self.scores.value)", .object([("contentState", content("2-1", 80))]))
+            let update = try await relay.call(
+                .POST, "/v1/activities/order-42/update?app=\(Self.scores.value)", .object([("contentState", content("2-1", 80))]), scope: nil, secret: everyApp)
             #expect(update.json["deliveries"] == .integer(2))
             try await relay.dispatch()
             let onDev = try relay.emulator.devices.device("dev-phone").activities.map { ($0.bundleID, $0.content.state) }
@@ -51,22 +55,41 @@ import Testing
             #expect(pairs == [
                 "\(harnessApp) sandbox", "\(harnessApp) production", "\(Self.scores.value) sandbox", "\(Self.scores.value) production",
             ])
-            let listed = try await relay.get("/v1/deliveries?app=\(Self.scores.value)")
+            let listed = try await relay.call(.GET, "/v1/deliveries?app=\(Self.scores.value)", scope: nil, secret: everyApp)
             #expect(listed.json["deliveries"]?.arrayElements?.allSatisfy { $0["bundleID"] == .string(Self.scores.value) } == true)
         }
     }
 
-    @Test func aKeyActsOnlyForItsAppAndAnAllAppsKeyMustNameOne() async throws {
+    /// Adding an app breaks nothing that worked: the first start's server key is the first app's.
+    /// A key for every app names the app of a new key, and need not for a key one app holds.
+    @Test func aKeyActsOnlyForItsAppAndAnAllAppsKeyNamesOneWhereTheKeyDoesNotTell() async throws {
         try await withRelayHarness { relay in
+            #expect(try await relay.post("/v1/activities/first/start", startBody(key: "first")).status == 201)
             let scoresClient = try await relay.addApp(Self.scores, key: TestSigningKey(keyID: "SCOREKEY01", teamID: "SCORETEAM1"))
-            // The harness's server key serves every app: with two, a request names its app.
-            let unnamed = try await relay.post("/v1/activities/k/start", startBody(key: "k"))
+            // The first start's server key goes on as before.
+            #expect(try await relay.post("/v1/activities/first/update", .object([("contentState", content("on the way", 10))])).status == 200)
+            #expect(try await relay.post("/v1/activities/second/start", startBody(key: "second")).status == 201)
+
+            let everyApp = try await relay.relay.createAPIKey(name: "backend of every app", scope: .server).secret
+            let unnamed = try await relay.call(.POST, "/v1/activities/k/start", startBody(key: "k"), scope: nil, secret: everyApp)
             #expect(unnamed.status == 400)
             #expect(unnamed.json["error"]?["field"] == .string("app"))
-            let unknown = try await relay.post("/v1/activities/k/start?app=com.example.nope", startBody(key: "k"))
+            let held = try await relay.call(
+                .POST, "/v1/activities/first/update", .object([("contentState", content("close", 2))]), scope: nil, secret: everyApp)
+            #expect(held.status == 200, "a key one app holds names its app: \(held.text)")
+            #expect(try await relay.call(.GET, "/v1/activities/first", scope: nil, secret: everyApp).status == 200)
+            let unknown = try await relay.call(.POST, "/v1/activities/k/start?app=com.example.nope", startBody(key: "k"), scope: nil, secret: everyApp)
             #expect(unknown.status == 404 && unknown.json["error"]?["field"] == .string("app"))
             let empty = try await relay.get("/v1/deliveries?app=")
             #expect(empty.status == 400 && empty.json["error"]?["field"] == .string("app"))
+
+            // A client key's bodies may leave its app out.
+            let ownToken = try await relay.call(
+                .POST, "/v1/push-to-start-tokens",
+                .object([("deviceID", .string("d")), ("attributesType", .string("T")), ("token", .string(String(repeating: "cd", count: 32)))]),
+                scope: nil, secret: scoresClient)
+            #expect(ownToken.status == 201)
+            #expect(try await relay.store.pushToStartTokens(deviceID: "d").map(\.bundleID) == [Self.scores.value])
 
             // A server key for one app acts for it without naming it, and for no other.
             let made = try await relay.post(
