@@ -5,24 +5,30 @@ import LiveRelayStore
 /// What an APNs answer means for a delivery: `410`, `BadDeviceToken`, `DeviceTokenNotForTopic`,
 /// `ExpiredToken` and `Unregistered` kill the token; what APNs advises retrying comes back later
 /// with exponential backoff, until `maximumAttempts`; the rest are dead letters.
-struct DeliveryOutcomeRules {
+public struct DeliveryOutcomeRules: Sendable {
     let policy: DispatchPolicy
 
     func outcome(of error: APNsError, attempts: Int, at now: Date) -> DeliveryOutcome {
         let reason = error.reason.rawValue
-        if error.status == 410 || error.reason == .badDeviceToken || error.reason == .deviceTokenNotForTopic
-            || error.reason == .expiredToken || error.reason == .unregistered
-        {
-            return .failed(status: error.status, reason: reason, tokenIsDead: true)
-        }
+        if Self.killsToken(error) { return .failed(status: error.status, reason: reason, tokenIsDead: true) }
         switch error.advice {
         case .retryWithBackoff, .retryAfterDelay, .refreshTokenAndRetry:
             return retryOrGiveUp(status: error.status, reason: reason, attempts: attempts, at: now)
-        case .dropToken:
-            return .failed(status: error.status, reason: reason, tokenIsDead: true)
-        case .fixRequest:
+        case .dropToken, .fixRequest:
             return .failed(status: error.status, reason: reason, tokenIsDead: false)
         }
+    }
+
+    static func killsToken(_ error: APNsError) -> Bool {
+        error.status == 410 || error.advice == .dropToken
+            || [.badDeviceToken, .deviceTokenNotForTopic, .expiredToken, .unregistered].contains(error.reason)
+    }
+
+    /// Whether a push that failed with this stored answer killed its token: nothing sent to the
+    /// token again can arrive, so it is not offered for a retry.
+    public static func killedToken(status: Int?, reason: String?) -> Bool {
+        guard let status else { return false }
+        return killsToken(APNsError(status: status, reason: APNsReason(reason ?? "")))
     }
 
     /// No answer came (a timeout, a lost connection): the push may not have arrived.

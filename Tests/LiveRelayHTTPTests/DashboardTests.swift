@@ -374,6 +374,33 @@ extension DashboardTests {
 }
 
 extension DashboardTests {
+    /// A button that could only be refused is not offered; what is offered instead says why.
+    @Test func noButtonIsOfferedThatCanOnlyFail() async throws {
+        try await withRelayHarness { relay in
+            try await relay.startActivity("order-6", on: ["iphone-1"])
+            _ = relay.emulator.faults.add(EmulatorFault(EmulatorFault.respond(.unregistered)))
+            #expect(try await relay.post("/v1/activities/order-6/update", .object([("contentState", content("late", 40))])).status == 200)
+            try await relay.dispatch()
+            let failed = try #require(try await relay.store.deliveries(DeliveryQuery(key: "order-6", status: .failed)).first)
+            #expect(try await relay.call(.POST, "/v1/deliveries/\(failed.id)/retry").status == 409, "the server refuses it")
+
+            let browser = DashboardBrowser(relay)
+            _ = try await browser.signIn(key: try #require(relay.keys[.admin]))
+            for path in ["/dashboard/deliveries?status=failed", DashboardBrowser.activityPath("order-6")] {
+                let page = try await browser.get(path)
+                #expect(!page.text.contains(#"name="id" value="\#(failed.id)""#), "\(path) offers a retry that can only fail")
+                #expect(page.text.contains("token gone: not retried"), "\(path)")
+            }
+            // The one admin key: no Revoke, and why; with a second, both may go.
+            let admin = try #require(try await relay.relay.apiKeys().first { $0.scope == .admin })
+            let keys = try await browser.get("/dashboard/api-keys")
+            #expect(!keys.text.contains(#"name="id" value="\#(admin.id)""#))
+            #expect(keys.text.contains("the last admin key: make another to revoke it"))
+            _ = try await relay.relay.createAPIKey(name: "second operator", scope: .admin)
+            #expect(try await browser.get("/dashboard/api-keys").text.contains(#"name="id" value="\#(admin.id)""#))
+        }
+    }
+
     @Test func theOperatorMakesAKeySeesItsSecretOnceAndRevokesIt() async throws {
         try await withRelayHarness { relay in
             let browser = DashboardBrowser(relay)

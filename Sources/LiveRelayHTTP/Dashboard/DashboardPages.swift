@@ -311,9 +311,13 @@ enum DashboardPages {
         deliveries.contains { DeliveryRetry.isNewer($0, than: delivery) }
     }
 
-    /// Sends a failed push again, for the operator; the server says whether it may.
+    /// Sends a failed push again, for the operator; the server says whether it may. A push whose
+    /// failure killed its token is not offered: the retry could only be refused.
     static func retryButton(_ delivery: DeliveryRecord, viewer: DashboardViewer) -> HTML {
         guard viewer.mayChange, delivery.status == .failed else { return .empty }
+        if DeliveryOutcomeRules.killedToken(status: delivery.apnsStatus, reason: delivery.apnsReason) {
+            return "<span class=\"muted\">token gone: not retried</span>"
+        }
         return """
             <form method="post" action="/dashboard/deliveries/retry" class="inline">\(formToken(viewer))
             <input type="hidden" name="id" value="\(delivery.id)"><button class="quiet">Retry</button></form>
@@ -408,13 +412,17 @@ enum DashboardPages {
     }
 
     static func apiKeys(_ keys: [APIKeyRecord], apps: [String], viewer: DashboardViewer, made: MadeKey? = nil, notice message: String? = nil) -> HTML {
+        // The last live admin key cannot be revoked (nothing could make a key then): not offered.
+        let liveAdmins = keys.filter { $0.scope == .admin && $0.revokedAt == nil }
         let rows = keys.sorted { ($0.revokedAt == nil ? 0 : 1, $0.createdAt) < ($1.revokedAt == nil ? 0 : 1, $1.createdAt) }.html { key in
             let revoke: HTML =
-                viewer.mayChange && key.revokedAt == nil
-                ? """
+                !viewer.mayChange || key.revokedAt != nil ? .empty
+                : liveAdmins.count == 1 && liveAdmins[0].id == key.id
+                ? "<span class=\"muted\">the last admin key: make another to revoke it</span>"
+                : """
                     <form method="post" action="/dashboard/api-keys/revoke" class="inline">\(formToken(viewer))
                     <input type="hidden" name="id" value="\(key.id)"><button class="quiet danger">Revoke</button></form>
-                    """ : .empty
+                    """
             let state: HTML = key.revokedAt.map { "<span class=\"badge\">revoked</span> \(time($0))" } ?? "<span class=\"badge live\">live</span>"
             return """
                 <tr><td><code>\(key.id)</code>\(key.id == viewer.key.id ? HTML(" <small class=\"muted\">(yours)</small>") : .empty)</td><td>\(key.name)</td>
