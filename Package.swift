@@ -94,6 +94,7 @@ let package = Package(
                 // Simulated apps report their tokens to a LiveRelay server over HTTP, as real apps do.
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ] + http2OverTLS
         ),
         // The server's storage: one protocol, SQLite (embedded default) and PostgreSQL behind it, the
@@ -166,6 +167,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import Logging
 import LiveActivityKit
 import NIOCore
 import NIOPosix
@@ -24,6 +25,12 @@ public struct EmulatorPorts: Sendable, Hashable {
 /// registered, and stay disjoint as Apple's are: a token or a channel of one is unknown to the other.
 public final class APNsEmulator: Sendable {
     public struct Configuration: Sendable {
+        public static var defaultLogger: Logger {
+            var logger = Logger(label: "liverelay.emulator")
+            logger.logLevel = .notice
+            return logger
+        }
+
         /// The environments played, and where each listens.
         public var environments: [PushEnvironment: EmulatorPorts]
         public var host: String
@@ -45,13 +52,18 @@ public final class APNsEmulator: Sendable {
         public var devices: DeviceRuntimeSettings
         /// The wall clock; the emulator's own time is this plus what `clock.advance(by:)` added.
         public var now: @Sendable () -> Date
+        /// Where each connection the emulator ends is told, with its reason (a connection error at
+        /// `warning`, a GOAWAY or a dropped connection at `info`); `notice` and up unless told.
+        public var logger: Logger
 
         public init(
             environments: [PushEnvironment: EmulatorPorts] = [.sandbox: .init(), .production: .init()], host: String = "127.0.0.1",
             initialStreamLimit: Int = 1, authenticatedStreamLimit: Int = 1000, allowsPriority1ForLiveActivity: Bool = false,
             journalCapacity: Int = 10_000, idleTimeout: Duration? = nil, latency: [PushEnvironment: APNsLatency] = [:],
-            devices: DeviceRuntimeSettings = .init(), now: @escaping @Sendable () -> Date = { Date() }
+            devices: DeviceRuntimeSettings = .init(), now: @escaping @Sendable () -> Date = { Date() },
+            logger: Logger = Self.defaultLogger
         ) {
+            self.logger = logger
             self.latency = latency
             self.environments = environments
             self.host = host
@@ -153,7 +165,7 @@ public final class APNsEmulator: Sendable {
                         faults: faults, devices: devices)
                     let server = try await HTTP2TLSServer.start(
                         host: configuration.host, port: port, certificates: certificates, responder: responder, idle: idle,
-                        latency: latency, group: group)
+                        latency: latency, group: group, logger: configuration.logger)
                     started.append(server)
                     return server
                 }

@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import Logging
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
@@ -149,7 +150,7 @@ public final class HTTP2TLSServer: Sendable {
     public static func start(
         host: String = "127.0.0.1", port: Int = 0, certificates: EmulatorCertificates,
         responder: some RequestResponder, idle: IdlePolicy? = nil, latency: LatencySetting? = nil,
-        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, logger: Logger = APNsEmulator.Configuration.defaultLogger
     ) async throws -> HTTP2TLSServer {
         let sslContext = try NIOSSLContext(configuration: certificates.serverTLSConfiguration())
         let connectionIDs = Atomic<Int>(0)
@@ -174,7 +175,7 @@ public final class HTTP2TLSServer: Sendable {
                         ]))
                     try pipeline.addHandler(ServerStreamsHandler(
                         connectionID: connectionID, responder: responder, connection: connection, freeze: freeze, idle: idle,
-                        latency: latency))
+                        latency: latency, logger: logger))
                 }
             }
             .bind(host: host, port: port)
@@ -232,11 +233,14 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
     /// come in the same read, in either order.
     private var streamErrors: [any Error] = []
     private var streamsReset: [HTTP2StreamID] = []
+    /// Each connection this end closes, and why.
+    private let logger: Logger
 
     init(
         connectionID: Int, responder: Responder, connection: Responder.Connection, freeze: OutputFreeze, idle: IdlePolicy?,
-        latency: LatencySetting? = nil
+        latency: LatencySetting? = nil, logger: Logger = APNsEmulator.Configuration.defaultLogger
     ) {
+        self.logger = logger
         self.connectionID = connectionID
         self.responder = responder
         self.connection = connection
@@ -343,6 +347,7 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
             return
         case .closeConnection:
             isClosing = true
+            logger.info("connection dropped: a fault", metadata: ["connection": "\(connectionID)"])
             context.close(promise: nil)
             return
         }
@@ -377,6 +382,9 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
         let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(
             lastStreamID: lastProcessedStream, errorCode: .noError, opaqueData: ByteBuffer(bytes: debugData)))
         goneAway = frame
+        logger.info(
+            "connection going away: GOAWAY NO_ERROR",
+            metadata: ["connection": "\(connectionID)", "last.stream": "\(lastProcessedStream)", "debug": "\(String(decoding: debugData, as: UTF8.self))"])
         if waiting.isEmpty {
             closeIfGoneAway(context: context)
         } else {
@@ -437,6 +445,7 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
         guard !isClosing else { return }
         guard Self.streamError(error) != nil else {
             // A connection error: NIOHTTP2 has written GOAWAY with its code; the connection ends.
+            logger.warning("connection ended: an HTTP/2 connection error", metadata: ["connection": "\(connectionID)", "error": "\(error)"])
             isClosing = true
             context.close(promise: nil)
             return

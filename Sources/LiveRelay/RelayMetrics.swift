@@ -91,12 +91,37 @@ public final class RelayMetrics: Sendable {
         }, uniquingKeysWith: { first, _ in first })
     }
 
+    /// What each series means, for its `# HELP` line: one place for every name this process exports.
+    static let help: [String: String] = [
+        "liverelay_pushes_total": "Pushes APNs answered, by event and result (sent, retry, failed, token_dead).",
+        "liverelay_requests_accepted_total": "Starts, updates and ends accepted, by action.",
+        "liverelay_registrations_total": "Tokens, reports and contracts the apps registered, by kind.",
+        "liverelay_activities_expired_total": "Activities ended by the 8-hour limit.",
+        "liverelay_claims_abandoned_total": "Claimed pushes given back unsent, due again at once.",
+        "liverelay_store_failures_total": "Failed attempts of a loop that lives on the store, by loop (dispatcher, ticker).",
+        "liverelay_authentication_failures_total": "API keys presented that are unknown or revoked, by route (api, dashboard).",
+        "liverelay_authentication_refused_total": "Authentications refused unexamined: their address had failed too often, by route.",
+        "liverelay_in_flight": "Pushes sent to APNs and not answered yet.",
+        "liverelay_in_flight_limit": "Pushes this instance keeps in flight at most now.",
+        "liverelay_apns_round_trip_shortest_microseconds": "The shortest APNs round trip measured.",
+        "liverelay_apns_connections": "HTTP/2 connections to APNs, open or opening.",
+        "liverelay_push_to_start_tokens": "Push-to-start tokens registered.",
+        "liverelay_live_activity_tokens": "Update tokens registered.",
+        "liverelay_active_keys": "Activity keys not ended.",
+        "liverelay_channels": "Broadcast channels not deleted.",
+        "liverelay_deliveries": "Pushes in the outbox and its history, by status.",
+    ]
+
+    private static func header(_ name: String, _ type: String) -> String {
+        "# HELP \(name) \(help[name] ?? name)\n# TYPE \(name) \(type)\n"
+    }
+
     /// Counters, then gauges of how pushes are sent (`apnsConnections`: open or opening now) and
     /// of what the store holds.
     public func render(store: StoreCounts, deliveries: [DeliveryStatus: Int], apnsConnections: Int) -> String {
         var text = ""
         for (name, series) in counters.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
-            text += "# TYPE \(name) counter\n"
+            text += Self.header(name, "counter")
             for (labels, value) in series.sorted(by: { $0.key < $1.key }) {
                 text += labels.isEmpty ? "\(name) \(value)\n" : "\(name){\(labels)} \(value)\n"
             }
@@ -109,8 +134,8 @@ public final class RelayMetrics: Sendable {
             ("liverelay_push_to_start_tokens", store.pushToStartTokens), ("liverelay_live_activity_tokens", store.liveActivityTokens),
             ("liverelay_active_keys", store.activeKeys), ("liverelay_channels", store.channels),
         ]
-        for (name, value) in gauges { text += "# TYPE \(name) gauge\n\(name) \(value)\n" }
-        text += "# TYPE liverelay_deliveries gauge\n"
+        for (name, value) in gauges { text += Self.header(name, "gauge") + "\(name) \(value)\n" }
+        text += Self.header("liverelay_deliveries", "gauge")
         for status in DeliveryStatus.allCases { text += "liverelay_deliveries{status=\"\(status.rawValue)\"} \(deliveries[status] ?? 0)\n" }
         return text
     }

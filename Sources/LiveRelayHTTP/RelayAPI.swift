@@ -24,6 +24,8 @@ public struct RelayAPIConfiguration: Sendable {
     public var timeouts: HTTPTimeouts
     /// The built-in emulator's simulated devices, drawn on the dashboard's devices page.
     public var devices: DeviceGallery?
+    /// Whether pushes go to the built-in emulator (whose devices are then drawn), not to Apple.
+    public var sendsToBuiltInEmulator: Bool { devices != nil }
     /// Where people reach the API and the dashboard, when that is not `host:port` (a proxy in
     /// front of it); an `https://` address makes the dashboard's cookies `Secure`.
     public var publicURL: String?
@@ -198,10 +200,17 @@ public struct RelayAPI: Sendable {
             let app = try await relay.app(try Self.pathParameter("bundleID", context), field: "bundleID")
             return Self.json(RelayView.json(app, contracts: try await relay.contracts(app: app.bundleID)))
         }
-        admin.put("/apps/{bundleID}") { request, context in
+        admin.put("/apps/{bundleID}") { [configuration] request, context in
             let body = try await request.decodeJSON(AppBody.self, context: context)
-            let app = try await relay.registerApp(try body.registration(bundleID: try Self.pathParameter("bundleID", context)))
-            return Self.json(RelayView.json(app, contracts: try await relay.contracts(app: app.bundleID)))
+            let registration = try body.registration(bundleID: try Self.pathParameter("bundleID", context))
+            let existed = try await relay.apps().contains { $0.bundleID == registration.bundleID.value }
+            let app = try await relay.registerApp(registration)
+            var json = RelayView.json(app, contracts: try await relay.contracts(app: app.bundleID))
+            if configuration.sendsToBuiltInEmulator {
+                json.set("warnings", .array([.string(
+                    "this server sends every app's pushes to its built-in emulator, not to Apple: start it with APNs credentials to reach iPhones")]))
+            }
+            return Self.json(json, status: existed ? .ok : .created)
         }
         admin.post("/api-keys") { request, context in
             let body = try await request.decodeJSON(APIKeyBody.self, context: context)

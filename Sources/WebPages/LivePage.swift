@@ -106,6 +106,14 @@ public enum LivePage {
             body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
     }
 
+    /// The pages' icon (a Live Activity's rounded card with a progress bar), served as
+    /// `/favicon.ico` too, where browsers look first.
+    public static let icon = """
+        <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect x="1" y="6" width="30" height="20" rx="6" fill="#1d1d1f"/>\
+        <rect x="6" y="18" width="20" height="3" rx="1.5" fill="#3a3a3c"/><rect x="6" y="18" width="13" height="3" rx="1.5" fill="#34c759"/>\
+        <circle cx="9" cy="12" r="2.5" fill="#f2f2f7"/></svg>
+        """
+
     public static func redirect(_ path: String) -> Response {
         Response(status: .seeOther, headers: [.location: path, .cacheControl: "no-store"])
     }

@@ -141,6 +141,13 @@ struct Emulator: AsyncParsableCommand {
         let ca = URL(fileURLWithPath: caFile).standardizedFileURL.path
         var logger = Logger(label: "liverelay.emulator")
         logger.logLevel = .warning
+        // The values given, placeholders only for those that were not.
+        let firstToken = tokens.first { $0.environment == .sandbox }
+        let tryArguments = [
+            "--key-file", keyFile.map { URL(fileURLWithPath: $0).standardizedFileURL.path } ?? "<p8>", "--key-id", keyID ?? "<key id>",
+            "--team-id", teamID ?? "<team id>", "--bundle-id", firstToken?.bundleID ?? "<bundle>", "--token", firstToken?.hex ?? "<hex>",
+            "--content-state", "'{}'",
+        ].joined(separator: " ")
         let control = emulator.controlApplication(port: controlPort, templates: drawing, logger: logger) { [host] controlPort in
             // Unbuffered, so that a parent process reading a pipe sees it at once.
             let (sandbox, production) = (emulator.ports(.sandbox), emulator.ports(.production))
@@ -154,7 +161,7 @@ struct Emulator: AsyncParsableCommand {
                 APNs latency:                  sandbox \(emulator.latency(.sandbox).latency), production \(emulator.latency(.production).latency)
                 simulated devices, drawn:      http://\(host):\(controlPort)/
                 CA certificate:                \(ca)
-                try: liverelay push update --environment custom --host \(host) --port \(sandbox.push) --management-port \(sandbox.channelManagement) --ca-file \(ca) --key-file <p8> --key-id <id> --team-id <id> --bundle-id <bundle> --token <hex> --content-state '{}'
+                try: liverelay push update --environment custom --host \(host) --port \(sandbox.push) --management-port \(sandbox.channelManagement) --ca-file \(ca) \(tryArguments)
 
                 """.utf8))
         }

@@ -368,6 +368,12 @@ let token = String(repeating: "ab", count: 80)
                           "--ca-file", caFile, "--key-file", key.path, "--key-id", key.keyID, "--team-id", "TEAMID1234",
                           "--bundle-id", "com.example.app"]
 
+        // The command it suggests has what it was given, and works as printed.
+        let tryLine = try #require(banner.text.split(separator: "\n").first { $0.hasPrefix("try: liverelay ") })
+        #expect(!tryLine.contains("<"), "a placeholder for a value given: \(tryLine)")
+        let tried = try await liverelayFromShell("\"$0\" " + tryLine.dropFirst("try: liverelay ".count))
+        #expect(tried.status == 0, "\(tryLine): \(tried.stderr)")
+
         let accepted = try await liverelay(["push", "update", "--token", token, "--content-state", #"{"level":1}"#] + connection)
         #expect(accepted.status == 0, "\(accepted.stderr)")
         #expect(accepted.stdout.contains("apns-unique-id: "))
@@ -392,7 +398,7 @@ let token = String(repeating: "ab", count: 80)
             try await URLSession.shared.data(from: URL(string: banner.control + "/journal/counts")!)
         }
         let counts = try JSONValue(parsing: Array(data))["counts"]
-        #expect(counts?.sortedKeys == .object([("BadDeviceToken", .number("2")), ("Success", .number("2"))]))
+        #expect(counts?.sortedKeys == .object([("BadDeviceToken", .number("2")), ("Success", .number("3"))]))
 
         // SIGTERM stops it gracefully.
         emulator.send(SIGTERM)

@@ -105,6 +105,12 @@ struct ServeCommandTests {
                 body: JSONValue(parsing: #"{"contentState": {"status": "on the way", "etaMinutes": "ten"}}"#))
             #expect(wrong.status == 422)
             #expect(wrong.json["error"]?["field"] == .string("contentState.etaMinutes"))
+            // An app added here sends to the emulator too, and the answer says so.
+            let added = try await server.call(.PUT, "/v1/apps/com.example.second", key: keys.admin, body: .object([
+                ("teamID", .string("TEAMID0002")), ("keyID", .string("KEYID00002")), ("signingKey", .string(P256.Signing.PrivateKey().pemRepresentation)),
+            ]))
+            #expect(added.status == 201)
+            #expect(added.json["warnings"]?[0]?.stringValue?.contains("built-in emulator") == true, "\(added.json)")
             #expect(await server.stop() == 0)
         }
     }

@@ -148,7 +148,10 @@ struct EmulatorBanner {
             await withCheckedContinuation { continuation in
                 Thread.detachNewThread {
                     var text = ""
-                    while !text.contains("try: "), let chunk = try? emulator.output?.read(upToCount: 1), !chunk.isEmpty {
+                    // Through the end of the last line, the command to try.
+                    while !(text.components(separatedBy: "try: ").dropFirst().first?.contains("\n") ?? false),
+                        let chunk = try? emulator.output?.read(upToCount: 1), !chunk.isEmpty
+                    {
                         text += String(decoding: chunk, as: UTF8.self)
                     }
                     continuation.resume(returning: text)

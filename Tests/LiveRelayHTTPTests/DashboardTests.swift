@@ -19,6 +19,13 @@ struct DashboardTests {
     @Test func anAdminKeySignsInToACookieThatIsHttpOnlyStrictAndForTheDashboardOnly() async throws {
         try await withRelayHarness { relay in
             let browser = DashboardBrowser(relay)
+            // A browser sent to the server itself lands on the dashboard, and finds an icon.
+            let root = try await browser.get("/")
+            #expect(root.status == 303 && root.location == "/dashboard")
+            for icon in ["/favicon.ico", "/dashboard/assets/icon.svg"] {
+                let answer = try await browser.get(icon)
+                #expect(answer.status == 200 && answer.header("content-type") == "image/svg+xml" && answer.text.hasPrefix("<svg"), "\(icon)")
+            }
             let first = try await browser.get("/dashboard/activities?state=active")
             #expect(first.status == 303)
             #expect(first.location == "/dashboard/sign-in?next=/dashboard/activities%3Fstate%3Dactive")

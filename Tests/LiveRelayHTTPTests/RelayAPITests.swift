@@ -319,6 +319,11 @@ struct RelayAPITests {
             let metrics = try await relay.get("/metrics", scope: .admin)
             #expect(metrics.text.contains(#"liverelay_pushes_total{event="start",result="sent"} 1"#))
             #expect(metrics.text.contains("liverelay_push_to_start_tokens 1"))
+            // Every series says what it is, as Prometheus' text format has it.
+            let types = metrics.text.split(separator: "\n").filter { $0.hasPrefix("# TYPE ") }
+            let helps = metrics.text.split(separator: "\n").filter { $0.hasPrefix("# HELP ") }
+            #expect(!types.isEmpty && helps.count == types.count)
+            #expect(helps.allSatisfy { $0.split(separator: " ").count > 3 }, "\(helps)")
             let document = try await relay.get("/openapi.json", scope: nil)
             #expect(document.json["openapi"] == .string("3.1.0"))
         }

@@ -19,6 +19,7 @@ extension EmulatorControlAPI {
         let formToken = self.formToken
         router.get("/assets/page.css") { _, _ in LivePage.asset(PageStyle.sheet, type: "text/css; charset=utf-8") }
         router.get("/assets/page.js") { _, _ in LivePage.asset(LivePage.script, type: "text/javascript; charset=utf-8") }
+        for path in ["/assets/icon.svg", "/favicon.ico"] { router.get(RouterPath(path)) { _, _ in LivePage.asset(LivePage.icon, type: "image/svg+xml") } }
         router.get("/") { request, _ in
             let only = request.uri.queryParameters["device"].map(String.init)
             let (drawn, shows) = gallery.draw(only: only.map { [$0] }, controls: PersonControls(action: "/person", hiddenFields: [("form", formToken)]))
@@ -53,7 +54,7 @@ extension EmulatorControlAPI {
         <!doctype html>
         <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
         <title>Simulated devices · LiveRelay emulator</title>
-        <link rel="stylesheet" href="/assets/page.css"><script src="/assets/page.js" defer></script>
+        <link rel="icon" href="/assets/icon.svg" type="image/svg+xml"><link rel="stylesheet" href="/assets/page.css"><script src="/assets/page.js" defer></script>
         </head><body data-events="\(events)">
         <header class="bar"><a class="brand" href="/">LiveRelay emulator</a><nav><a href="/" aria-current="page">Devices</a><a href="/emulator">Status (JSON)</a><a href="/journal">Journal (JSON)</a></nav></header>
         <main>

@@ -33,6 +33,10 @@ struct Dashboard: Sendable {
         let open = router.group("/dashboard")
         open.get("/assets/dashboard.css") { _, _ in LivePage.asset(PageStyle.sheet, type: "text/css; charset=utf-8") }
         open.get("/assets/dashboard.js") { _, _ in LivePage.asset(LivePage.script, type: "text/javascript; charset=utf-8") }
+        open.get("/assets/icon.svg") { _, _ in LivePage.asset(LivePage.icon, type: "image/svg+xml") }
+        // A browser sent to the server itself lands on the dashboard, and finds its icon.
+        router.get("/") { _, _ in LivePage.redirect("/dashboard") }
+        router.get("/favicon.ico") { _, _ in LivePage.asset(LivePage.icon, type: "image/svg+xml") }
         open.get("/sign-in") { request, _ in
             signInPage(next: Self.localPath(request.uri.queryParameters["next"].map(String.init)), secure: isSecure(request))
         }

@@ -59,7 +59,7 @@ enum DashboardPages {
             <!doctype html>
             <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
             <title>\(title) · LiveRelay</title>
-            <link rel="stylesheet" href="/dashboard/assets/dashboard.css"><script src="/dashboard/assets/dashboard.js" defer></script>
+            <link rel="icon" href="/dashboard/assets/icon.svg" type="image/svg+xml"><link rel="stylesheet" href="/dashboard/assets/dashboard.css"><script src="/dashboard/assets/dashboard.js" defer></script>
             </head><body\(viewer.map { (viewer: DashboardViewer) -> HTML in " data-events=\"\(events ?? "/dashboard/events?since=\(viewer.revision)")\"" } ?? .empty)>
             <header class="bar"><a class="brand" href="/dashboard">LiveRelay</a>\(viewer == nil ? HTML.empty : HTML("<nav>\(navigation)</nav>"))\(who)</header>
             <main>\(content)</main>
