@@ -40,11 +40,14 @@ public final class Browser: Sendable {
     private let driver: ChildProcess
     private let base: String
     private let session: String
+    /// The viewport's size in CSS pixels.
+    private let width: Int, height: Int
 
-    private init(driver: ChildProcess, base: String, session: String) {
+    private init(driver: ChildProcess, base: String, session: String, width: Int, height: Int) {
         self.driver = driver
         self.base = base
         self.session = session
+        (self.width, self.height) = (width, height)
     }
 
     /// Starts `chromedriver` and a headless Chromium of `width` × `height` CSS pixels, runs `body`
@@ -70,6 +73,7 @@ public final class Browser: Sendable {
                     ("browserName", .string("chrome")),
                     ("goog:chromeOptions", .object([
                         ("binary", .string(chromiumPath)),
+
                         ("args", .array([
                             "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=\(width),\(height)",
                             "--force-device-scale-factor=1", "--hide-scrollbars", "--lang=en-US",
@@ -79,8 +83,10 @@ public final class Browser: Sendable {
             ])
             let created = try await call(client, .POST, base + "/session", capabilities)
             guard let session = created["sessionId"]?.stringValue else { throw Failure(description: "no session in \(created.serializedString)") }
-            let browser = Browser(driver: driver, base: base, session: session)
+            let browser = Browser(driver: driver, base: base, session: session, width: width, height: height)
             do {
+                // A window is at least 500 px wide: the viewport's size is set as a device's.
+                try await browser.setViewport(height: height)
                 let value = try await body(browser)
                 await browser.quit()
                 return value
@@ -148,8 +154,25 @@ public final class Browser: Sendable {
     }
 
     /// A PNG of the viewport, written to `path` (folders made as needed).
-    public func screenshot(to path: String) async throws {
-        guard let encoded = try await command(.GET, "/screenshot").stringValue, let png = Data(base64Encoded: encoded) else {
+    /// The viewport as a device of this browser's width and `height` (Chrome DevTools' emulation).
+    private func setViewport(height: Int) async throws {
+        _ = try await command(.POST, "/goog/cdp/execute", .object([
+            ("cmd", .string("Emulation.setDeviceMetricsOverride")),
+            ("params", .object([
+                ("width", .integer(width)), ("height", .integer(height)), ("deviceScaleFactor", .integer(1)), ("mobile", .bool(width < 600)),
+            ])),
+        ]))
+    }
+
+    /// `fullPage`: the whole page's height, not only the viewport's (which grows for it, then
+    /// goes back).
+    public func screenshot(to path: String, fullPage: Bool = false) async throws {
+        if fullPage, let pageHeight = try await run("return document.documentElement.scrollHeight").doubleValue {
+            try await setViewport(height: max(height, Int(pageHeight)))
+        }
+        let shot = try await command(.GET, "/screenshot").stringValue
+        if fullPage { try await setViewport(height: height) }
+        guard let encoded = shot, let png = Data(base64Encoded: encoded) else {
             throw Failure(description: "the screenshot was not base64")
         }
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)

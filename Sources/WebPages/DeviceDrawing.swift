@@ -90,9 +90,12 @@ public enum DeviceDrawing {
     static func phone(_ device: DrawnDevice, templates: ActivityTemplates) -> HTML {
         let shown = device.presentation
         let kind = device.model.hasDynamicIsland ? "island" : "classic"
-        let status: HTML = """
-            <div class="status"><span>\(shown.isLocked ? "" : device.clock)</span><span>\(device.isOnline ? "5G" : "No Service")</span></div>
-            """
+        // Where iOS puts them: locked, "No Service" on the left, where the clock goes when
+        // unlocked; beside the island the right has room for a short word only.
+        let (left, right) = shown.isLocked
+            ? (device.isOnline ? "" : "No Service", device.isOnline ? "5G" : "")
+            : (device.clock, device.isOnline ? "5G" : "No Svc")
+        let status: HTML = "<div class=\"status\"><span>\(left)</span><span>\(right)</span></div>"
         let screen: HTML
         if shown.isLocked {
             let cards = shown.lockScreen.html { lockScreenCard($0, templates: templates, alert: alert(of: $0, in: shown)) }
@@ -190,8 +193,15 @@ public enum DeviceDrawing {
             return "<form method=\"post\" action=\"\(controls.action)\" class=\"inline\">\(hidden)<button\(quiet ? HTML(" class=\"quiet\"") : .empty)>\(label)</button></form>"
         }
         let shown = device.presentation
+        // Activities of one app and type are told apart by their first attribute, else their start.
+        func label(_ activity: PresentedActivity) -> String { "Dismiss \(shortName(activity.bundleID)) \(activity.attributesType)" }
         let dismiss = shown.lockScreen.html { activity in
-            button("Dismiss \(shortName(activity.bundleID)) \(activity.attributesType)", [("action", "dismiss"), ("activity", activity.activityID)])
+            var text = label(activity)
+            if shown.lockScreen.filter({ label($0) == text }).count > 1 {
+                let first = scalars(activity.attributes).first.map { $0.value.stringValue ?? $0.value.serializedString }
+                text += " (\(first ?? activity.startDate.iso8601))"
+            }
+            return button(text, [("action", "dismiss"), ("activity", activity.activityID)])
         }
         let settings = device.apps.html { app in
             button("Live Activities \(app.liveActivitiesEnabled ? "off" : "on") for \(shortName(app.bundleID))",

@@ -11,9 +11,9 @@ public enum PageStyle {
         body { margin: 0; background: var(--page); color: var(--ink); font-size: 15px; line-height: 1.45; }
         a { color: var(--accent); text-decoration: none; } a:hover { text-decoration: underline; }
         code, pre, textarea { font-family: ui-monospace, "SF Mono", Menlo, Consolas, monospace; font-size: 13px; }
-        .bar { display: flex; align-items: center; gap: 24px; padding: 10px 24px; background: #1d1d1f; color: #f5f5f7; }
+        .bar { display: flex; flex-wrap: wrap; align-items: center; gap: 8px 24px; padding: 10px 24px; background: #1d1d1f; color: #f5f5f7; }
         .bar a { color: #f5f5f7; } .brand { font-weight: 700; letter-spacing: .02em; }
-        .bar nav { display: flex; gap: 16px; flex: 1; } .bar nav a { opacity: .75; } .bar nav a[aria-current] { opacity: 1; font-weight: 600; }
+        .bar nav { display: flex; flex-wrap: wrap; gap: 6px 16px; flex: 1; } .bar nav a { opacity: .75; } .bar nav a[aria-current] { opacity: 1; font-weight: 600; }
         .who { display: flex; align-items: center; gap: 12px; margin-left: auto; } .who small { opacity: .7; } .who form { margin: 0; }
         main { max-width: 1180px; margin: 0 auto; padding: 20px 24px 48px; }
         h1 { font-size: 26px; margin: 8px 0 16px; } h2 { font-size: 17px; margin: 24px 0 10px; } h2 small { color: var(--muted); font-weight: 400; }
@@ -63,6 +63,18 @@ public enum PageStyle {
         .secret { border-color: var(--green); margin-bottom: 16px; } .secret pre { font-size: 15px; user-select: all; }
         section { margin-bottom: 8px; }
         @media (max-width: 800px) { .columns { grid-template-columns: 1fr; } }
+        code, .facts dd, .stat, .stat strong, .card h2 { overflow-wrap: anywhere; } .facts dd, .columns > * { min-width: 0; }
+        /* A phone: the navigation takes a row of its own under the brand and Sign out; a table
+           wider than the screen scrolls in its own box; rows of fields wrap. */
+        @media (max-width: 640px) {
+          .bar { padding: 10px 12px; gap: 8px 12px; } .bar nav { order: 3; flex-basis: 100%; } .who span { display: none; }
+          main { padding: 12px 12px 32px; } h1 { font-size: 22px; overflow-wrap: anywhere; }
+          table { display: block; overflow-x: auto; } .timeline table { table-layout: auto; } .badge { white-space: nowrap; }
+          td.content { max-width: 200px; }
+          .row { flex-wrap: wrap; } form.filters > * { flex: 1 1 140px; } input, select, textarea { max-width: 100%; }
+          .timeline th, .timeline td { padding: 6px; font-size: 13px; } .request-head { overflow-wrap: anywhere; }
+          .device-views { gap: 16px; justify-content: center; }
+        }
         """
 
     /// The simulated iPhones: a phone, StandBy and a Watch, drawn with boxes.
@@ -121,7 +133,7 @@ public enum PageStyle {
         .devices-note { margin-top: 0; }
         .activity-body.with-phones { display: grid; grid-template-columns: minmax(0, 1fr) auto; gap: 24px; align-items: start; }
         .on-device { position: sticky; top: 12px; } .phone-alone > p { margin: 0 0 6px; font-size: 13px; }
-        @media (max-width: 900px) { .activity-body.with-phones { grid-template-columns: 1fr; } }
+        @media (max-width: 900px) { .activity-body.with-phones { grid-template-columns: minmax(0, 1fr); } }
         .tpl-row { display: flex; justify-content: space-between; align-items: center; gap: 8px; } .tpl-row > :last-child { white-space: nowrap; }
         .tpl-big { font-size: 19px; font-weight: 700; } .tpl-small { font-size: 12px; opacity: .75; }
         """

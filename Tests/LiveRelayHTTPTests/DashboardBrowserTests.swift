@@ -2,6 +2,7 @@ import APNs
 import APNsEmulator
 import Foundation
 import LiveActivityKit
+import LiveRelay
 import LiveRelayStore
 import LiveRelayTesting
 import SimulatedDevices
@@ -95,6 +96,46 @@ struct DashboardBrowserTests {
                     try await browser.open(relay.baseURL + "/dashboard/" + page)
                     try await eventually { try await browser.text("h1") == heading }
                     try await browser.screenshot(to: Self.screenshots + "/\(page).png")
+                }
+            }
+        }
+    }
+
+    /// Every page at a phone's width (390 px) and a laptop's: nothing scrolls sideways, the whole
+    /// navigation and Sign out can be reached, and a screenshot of each is kept.
+    @Test(.enabled(if: Browser.isAvailable || TestRequirement.isCI, Comment(rawValue: Browser.skipNote)))
+    func everyPageFitsAPhoneAndALaptop() async throws {
+        try await withRelayHarness { relay in
+            try await relay.startActivity("order-1234567890-with-a-long-key", on: ["iphone-1"])
+            _ = relay.emulator.faults.add(EmulatorFault(EmulatorFault.respond(.badExpirationDate)))
+            _ = try await relay.post("/v1/activities/order-1234567890-with-a-long-key/update", .object([("contentState", content("late", 40))]))
+            try await relay.dispatch()
+            _ = try await relay.relay.createAPIKey(name: "support desk with a long name", scope: .viewer)
+            let pages = [
+                ("overview", "/dashboard"), ("activities", "/dashboard/activities"),
+                ("activity", DashboardBrowser.activityPath("order-1234567890-with-a-long-key")), ("deliveries", "/dashboard/deliveries"),
+                ("channels", "/dashboard/channels"), ("api-keys", "/dashboard/api-keys"), ("devices", "/dashboard/devices"),
+            ]
+            for (width, height, prefix) in [(390, 844, "phone-"), (1280, 900, "")] {
+                try await Browser.with(width: width, height: height) { browser in
+                    try await browser.open(relay.baseURL + "/dashboard")
+                    try await Self.signIn(browser, key: try #require(relay.keys[.admin]))
+                    try await eventually { try await browser.text("h1") == "Overview" }
+                    for (name, path) in pages {
+                        try await browser.open(relay.baseURL + path)
+                        try await eventually { try await browser.run("return document.readyState") == .string("complete") }
+                        let fit = try await browser.run("""
+                            const out = [...document.querySelectorAll('.bar a, .bar button')]
+                                .filter(e => e.getBoundingClientRect().right > \(width) + 1 || e.getBoundingClientRect().left < 0)
+                                .map(e => e.textContent);
+                            return [document.documentElement.scrollWidth, out.join(', ')];
+                            """)
+                        // A phone widens its layout to the page's content: the page must fit the device.
+                        let scrollWidth = fit[0]?.doubleValue ?? 0
+                        #expect(scrollWidth <= Double(width), "\(name) at \(width) px scrolls sideways: \(scrollWidth) px wide")
+                        #expect(fit[1] == .string(""), "\(name) at \(width) px: out of reach: \(fit[1]?.stringValue ?? "")")
+                        try await browser.screenshot(to: Self.screenshots + "/\(prefix)\(name).png", fullPage: true)
+                    }
                 }
             }
         }

@@ -146,6 +146,21 @@ func status(_ text: String, eta: Int = 10) -> JSONValue { .object([("status", .s
         #expect(!drawn.contains("<img"))
     }
 
+    /// Two activities of one app and type get buttons a person can tell apart; a phone without
+    /// service says so where the island leaves room.
+    @Test func theButtonsTellActivitiesApartAndNoServiceIsNotHiddenByTheIsland() throws {
+        let f = try DrawingFixture()
+        try f.start(order: "41", state: status("preparing"))
+        try f.start(order: "42", state: status("on the way"))
+        let page = try f.drawn(controls: PersonControls(action: "/act", hiddenFields: []))
+        #expect(page.contains(">Dismiss Deliveries DeliveryAttributes (41)</button>"))
+        #expect(page.contains(">Dismiss Deliveries DeliveryAttributes (42)</button>"))
+        try f.act(.goOffline)
+        #expect(try f.drawn().contains("<div class=\"status\"><span>No Service</span><span></span></div>"), "locked: on the left")
+        try f.act(.unlock)
+        #expect(try f.drawn().contains("<span>No Svc</span></div>"), "unlocked: beside the island, short")
+    }
+
     @Test func theButtonsCarryTheFormTokenAndNameWhatThePersonDoes() throws {
         let f = try DrawingFixture()
         let id = try f.start(state: status("preparing"))
