@@ -47,12 +47,21 @@ private func run(_ executable: URL, _ arguments: [String], environment: [String:
         let child = try ChildProcess.start(executable.path, arguments, environment: env, input: .pipe, output: .pipe, errors: .pipe)
         if let stdin { child.input?.write(Data(stdin.utf8)) }
         try child.input?.close()
-        // Read while it runs so a full pipe cannot block it.
-        async let stdout = child.output?.readToEnd()
-        async let stderr = child.errors?.readToEnd()
-        let output = (try await stdout) ?? Data(), errors = (try await stderr) ?? Data()
+        // Read while it runs so a full pipe cannot block it, each on a thread of its own: a
+        // blocking read on the cooperative pool (two threads here) stalls every other test.
+        async let stdout = readAll(child.output)
+        async let stderr = readAll(child.errors)
+        let output = await stdout, errors = await stderr
         let status = await child.exitCode()
         return CommandResult(status: status, stdout: String(decoding: output, as: UTF8.self), stderr: String(decoding: errors, as: UTF8.self))
+    }
+}
+
+/// Everything `handle` gives until its end, read on a thread outside the cooperative pool.
+func readAll(_ handle: FileHandle?) async -> Data {
+    guard let handle else { return Data() }
+    return await withCheckedContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(returning: (try? handle.readToEnd()) ?? Data()) }
     }
 }
 

@@ -32,7 +32,11 @@ struct ReadmeTourTests {
             await store.close()
             let shell = try #require(server.printed.split(separator: "\n").first { $0.hasPrefix("shell:") }?.dropFirst("shell:".count))
             let statuses = directory + "/statuses"
+            // Its output goes to files: a read of a pipe would block a thread of the cooperative
+            // pool (two on this machine) for the whole tour, and every other test with it.
+            let (outputFile, errorFile) = (directory + "/tour.out", directory + "/tour.err")
             let script = """
+                exec > \(outputFile) 2> \(errorFile)
                 set -euo pipefail
                 # Each request's status, in order, beside its output.
                 curl() { local out; out=$(command curl -w '\\n%{http_code}' "$@"); printf '%s\\n' "${out%$'\\n'*}"; echo "${out##*$'\\n'}" >> \(statuses); }
@@ -42,12 +46,10 @@ struct ReadmeTourTests {
                 """
             try script.write(toFile: directory + "/tour.sh", atomically: true, encoding: .utf8)
             let child = try ChildProcess.start(
-                "/bin/bash", [directory + "/tour.sh"], environment: ChildProcess.environment(dropping: "LIVERELAY_"), output: .pipe, errors: .pipe)
-            async let output = child.output?.readToEnd()
-            async let errors = child.errors?.readToEnd()
-            let (printed, complaints) = (try await output ?? Data(), try await errors ?? Data())
+                "/bin/bash", [directory + "/tour.sh"], environment: ChildProcess.environment(dropping: "LIVERELAY_"), output: .null)
             let status = await child.exitCode()
-            #expect(status == 0, "the tour stopped: \(String(decoding: complaints, as: UTF8.self))\n\(String(decoding: printed, as: UTF8.self))")
+            let (printed, complaints) = ((try? String(contentsOfFile: outputFile, encoding: .utf8)) ?? "", (try? String(contentsOfFile: errorFile, encoding: .utf8)) ?? "")
+            #expect(status == 0, "the tour stopped: \(complaints)\n\(printed)")
             let answered = try String(contentsOfFile: statuses, encoding: .utf8).split(separator: "\n").map(String.init)
             let shownRefused = blocks.joined(separator: "\n").split(separator: "\n").compactMap { line -> String? in
                 guard line.hasPrefix("# "), let code = line.dropFirst(2).split(separator: " ").first, code.count == 3, Int(code) != nil else { return nil }

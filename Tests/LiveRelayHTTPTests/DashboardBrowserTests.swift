@@ -10,7 +10,9 @@ import Testing
 
 /// The dashboard in a real browser (headless Chromium through chromedriver): what a person sees
 /// and does. Screenshots go to `.build/dashboard-screenshots/` for a person to look at.
-@Suite(.timeLimit(.minutes(3)))
+/// One browser at a time: three Chromiums beside the rest of the suite on two cores outlast the
+/// tests' deadlines.
+@Suite(.serialized, .timeLimit(.minutes(5)))
 struct DashboardBrowserTests {
     static let screenshots = FileManager.default.currentDirectoryPath + "/.build/dashboard-screenshots"
 
@@ -105,7 +107,7 @@ struct DashboardBrowserTests {
     /// navigation and Sign out can be reached, and a screenshot of each is kept.
     @Test(.enabled(if: Browser.isAvailable || TestRequirement.isCI, Comment(rawValue: Browser.skipNote)))
     func everyPageFitsAPhoneAndALaptop() async throws {
-        try await withRelayHarness { relay in
+        try await withRelayHarness(deadline: .seconds(150)) { relay in
             try await relay.startActivity("order-1234567890-with-a-long-key", on: ["iphone-1"])
             _ = relay.emulator.faults.add(EmulatorFault(EmulatorFault.respond(.badExpirationDate)))
             _ = try await relay.post("/v1/activities/order-1234567890-with-a-long-key/update", .object([("contentState", content("late", 40))]))
