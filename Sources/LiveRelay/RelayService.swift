@@ -96,7 +96,9 @@ public final class RelayService: Sendable {
     // MARK: Apps
 
     /// Registers an app, or replaces its credentials: its pushes are signed with them from now on.
-    public func registerApp(_ registration: AppRegistration) async throws -> AppRecord {
+    /// `isNew`: the server did not have the app before.
+    @discardableResult
+    public func registerApp(_ registration: AppRegistration) async throws -> (record: AppRecord, isNew: Bool) {
         do {
             _ = try APNsSigningKey(pem: registration.signingKey, keyID: registration.keyID, teamID: registration.teamID)
         } catch {
@@ -111,7 +113,7 @@ public final class RelayService: Sendable {
         try await store.saveApp(app)
         appBook.invalidate()
         logger.info("app registered", metadata: ["app": "\(app.bundleID)", "key.id": "\(app.keyID)"])
-        return app
+        return (app, existing == nil)
     }
 
     public func apps() async throws -> [AppRecord] {

@@ -53,12 +53,14 @@ public struct RelayRequestContext: RequestContext {
     var dashboardFormToken: String?
     var bodyLimit = 64 * 1024
 
-    /// The address the request came from, as failed authentications are counted by it.
-    let source: String
+    private let remoteAddress: SocketAddress?
+    /// The address the request came from, as failed authentications are counted by it (made
+    /// into text only when asked: most requests never are).
+    var source: String { remoteAddress?.ipAddress ?? "unknown" }
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
-        self.source = source.channel.remoteAddress?.ipAddress ?? "unknown"
+        remoteAddress = source.channel.remoteAddress
     }
 
     public var maxUploadSize: Int { bodyLimit }
@@ -202,15 +204,13 @@ public struct RelayAPI: Sendable {
         }
         admin.put("/apps/{bundleID}") { [configuration] request, context in
             let body = try await request.decodeJSON(AppBody.self, context: context)
-            let registration = try body.registration(bundleID: try Self.pathParameter("bundleID", context))
-            let existed = try await relay.apps().contains { $0.bundleID == registration.bundleID.value }
-            let app = try await relay.registerApp(registration)
+            let (app, isNew) = try await relay.registerApp(try body.registration(bundleID: try Self.pathParameter("bundleID", context)))
             var json = RelayView.json(app, contracts: try await relay.contracts(app: app.bundleID))
             if configuration.sendsToBuiltInEmulator {
                 json.set("warnings", .array([.string(
                     "this server sends every app's pushes to its built-in emulator, not to Apple: start it with APNs credentials to reach iPhones")]))
             }
-            return Self.json(json, status: existed ? .ok : .created)
+            return Self.json(json, status: isNew ? .created : .ok)
         }
         admin.post("/api-keys") { request, context in
             let body = try await request.decodeJSON(APIKeyBody.self, context: context)

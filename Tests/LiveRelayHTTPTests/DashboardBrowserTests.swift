@@ -108,10 +108,7 @@ struct DashboardBrowserTests {
     @Test(.enabled(if: Browser.isAvailable || TestRequirement.isCI, Comment(rawValue: Browser.skipNote)))
     func everyPageFitsAPhoneAndALaptop() async throws {
         try await withRelayHarness(deadline: .seconds(150)) { relay in
-            try await relay.startActivity("order-1234567890-with-a-long-key", on: ["iphone-1"])
-            _ = relay.emulator.faults.add(EmulatorFault(EmulatorFault.respond(.badExpirationDate)))
-            _ = try await relay.post("/v1/activities/order-1234567890-with-a-long-key/update", .object([("contentState", content("late", 40))]))
-            try await relay.dispatch()
+            _ = try await relay.failedUpdate("order-1234567890-with-a-long-key", answered: .badExpirationDate)
             _ = try await relay.relay.createAPIKey(name: "support desk with a long name", scope: .viewer)
             let pages = [
                 ("overview", "/dashboard"), ("activities", "/dashboard/activities"),

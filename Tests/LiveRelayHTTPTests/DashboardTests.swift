@@ -338,11 +338,7 @@ struct DashboardTests {
 extension DashboardTests {
     @Test func aFailedPushIsRetriedOnceThroughTheAPIOrTheDashboard() async throws {
         try await withRelayHarness { relay in
-            try await relay.startActivity("order-5", on: ["iphone-1"])
-            _ = relay.emulator.faults.add(EmulatorFault(EmulatorFault.respond(.badExpirationDate)))
-            #expect(try await relay.post("/v1/activities/order-5/update", .object([("contentState", content("late", 40))])).status == 200)
-            try await relay.dispatch()
-            let failed = try #require(try await relay.store.deliveries(DeliveryQuery(key: "order-5", status: .failed)).first)
+            let failed = try await relay.failedUpdate("order-5", answered: .badExpirationDate)
 
             let listed = try await relay.call(.GET, "/v1/deliveries?status=failed&reason=BadExpirationDate")
             #expect(listed.json["deliveries"]?.arrayElements?.map { $0["id"] } == [.integer(failed.id)])
@@ -384,11 +380,7 @@ extension DashboardTests {
     /// A button that could only be refused is not offered; what is offered instead says why.
     @Test func noButtonIsOfferedThatCanOnlyFail() async throws {
         try await withRelayHarness { relay in
-            try await relay.startActivity("order-6", on: ["iphone-1"])
-            _ = relay.emulator.faults.add(EmulatorFault(EmulatorFault.respond(.unregistered)))
-            #expect(try await relay.post("/v1/activities/order-6/update", .object([("contentState", content("late", 40))])).status == 200)
-            try await relay.dispatch()
-            let failed = try #require(try await relay.store.deliveries(DeliveryQuery(key: "order-6", status: .failed)).first)
+            let failed = try await relay.failedUpdate("order-6", answered: .unregistered)
             #expect(try await relay.call(.POST, "/v1/deliveries/\(failed.id)/retry").status == 409, "the server refuses it")
 
             let browser = DashboardBrowser(relay)

@@ -1,9 +1,11 @@
+import APNs
 import APNsEmulator
 import Foundation
 import LiveActivityKit
 import LiveRelayStore
 import LiveRelayTesting
 import SimulatedDevices
+import Testing
 
 /// The delivery example of Apple's talk: a key in the attributes, a status and an ETA in the content.
 let deliveryType = ActivityAttributesType(
@@ -49,6 +51,16 @@ extension RelayHarness {
         _ = try await post("/v1/activities/\(key)/start", startBody(key: key))
         try await dispatch()
         for device in devices { try await waitForToken(key, device: device) }
+    }
+
+    /// Starts `key` on iphone-1, then sends it an update APNs answers with `reason`: the failed
+    /// push, as the store keeps it.
+    func failedUpdate(_ key: String, answered reason: APNsReason) async throws -> DeliveryRecord {
+        try await startActivity(key, on: ["iphone-1"])
+        _ = emulator.faults.add(EmulatorFault(EmulatorFault.respond(reason)))
+        #expect(try await post("/v1/activities/\(key)/update", .object([("contentState", content("late", 40))])).status == 200)
+        try await dispatch()
+        return try #require(try await store.deliveries(DeliveryQuery(key: key, status: .failed)).first)
     }
 
     /// Lets the device issue the activity's update token (a second after the start, as on

@@ -26,6 +26,9 @@ struct Dashboard: Sendable {
     /// its cookies are then `Secure`, as they are on any request a proxy says came over TLS.
     let secureCookies: Bool
 
+    private static let forwardedProto = HTTPField.Name("x-forwarded-proto")!
+    private static let forwarded = HTTPField.Name("forwarded")!
+
     static let sessionCookie = "liverelay_session"
     static let signInCookie = "liverelay_sign_in"
 
@@ -363,10 +366,10 @@ struct Dashboard: Sendable {
     /// costs nothing: its cookies only become stricter.
     private func isSecure(_ request: Request) -> Bool {
         if secureCookies { return true }
-        if let proto = request.headers[HTTPField.Name("x-forwarded-proto")!], proto.split(separator: ",").first?.trimmingCharacters(in: .whitespaces).lowercased() == "https" {
+        if let proto = request.headers[Self.forwardedProto], proto.split(separator: ",").first?.trimmingCharacters(in: .whitespaces).lowercased() == "https" {
             return true
         }
-        return request.headers[HTTPField.Name("forwarded")!]?.lowercased().contains("proto=https") == true
+        return request.headers[Self.forwarded]?.lowercased().contains("proto=https") == true
     }
 
     /// The dashboard path of a `Referer` from this server.
