@@ -42,7 +42,7 @@ public enum PageStyle {
         .timeline table { table-layout: fixed; } .timeline td { overflow-wrap: anywhere; }
         .timeline th:nth-child(1) { width: 14%; } .timeline th:nth-child(2) { width: 12%; } .timeline th:nth-child(3) { width: 11%; }
         .timeline th:nth-child(4) { width: 16%; } .timeline th:nth-child(5) { width: 18%; } .timeline th:nth-child(6) { width: 17%; }
-        td time { white-space: nowrap; }
+        td time { white-space: nowrap; } .timeline td time { white-space: normal; }
         form.filters { display: flex; flex-wrap: wrap; gap: 12px; align-items: end; margin-bottom: 16px; }
         label { display: flex; flex-direction: column; gap: 4px; font-size: 13px; color: var(--muted); }
         input, select, textarea { font: inherit; color: var(--ink); padding: 6px 8px; border: 1px solid var(--line); border-radius: 8px; background: #fff; }
@@ -70,6 +70,7 @@ public enum PageStyle {
           .bar { padding: 10px 12px; gap: 8px 12px; } .bar nav { order: 3; flex-basis: 100%; } .who span { display: none; }
           main { padding: 12px 12px 32px; } h1 { font-size: 22px; overflow-wrap: anywhere; }
           table { display: block; overflow-x: auto; } .timeline table { table-layout: auto; } .badge { white-space: nowrap; }
+          .timeline th, .timeline td { width: auto !important; overflow-wrap: normal; white-space: nowrap; }
           td.content { max-width: 200px; }
           .row { flex-wrap: wrap; } form.filters > * { flex: 1 1 140px; } input, select, textarea { max-width: 100%; }
           .timeline th, .timeline td { padding: 6px; font-size: 13px; } .request-head { overflow-wrap: anywhere; }
