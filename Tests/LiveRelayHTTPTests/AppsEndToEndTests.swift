@@ -90,6 +90,13 @@ import Testing
                 scope: nil, secret: scoresClient)
             #expect(ownToken.status == 201)
             #expect(try await relay.store.pushToStartTokens(deviceID: "d").map(\.bundleID) == [Self.scores.value])
+            // null says the same, as the document allows.
+            let nullApp = try await relay.call(
+                .POST, "/v1/push-to-start-tokens",
+                .object([("deviceID", .string("e")), ("bundleID", .null), ("attributesType", .string("T")), ("token", .string(String(repeating: "ce", count: 32)))]),
+                scope: nil, secret: scoresClient)
+            #expect(nullApp.status == 201)
+            #expect(try await relay.store.pushToStartTokens(deviceID: "e").map(\.bundleID) == [Self.scores.value])
 
             // A server key for one app acts for it without naming it, and for no other.
             let made = try await relay.post(
