@@ -20,10 +20,7 @@ struct PostgresPlanTests {
             url,
             """
             INSERT INTO payloads (body) VALUES ('\\x7b7d');
-            INSERT INTO deliveries (key, event, target, device_id, token, payload_id, priority, priority_reason, timestamp,
-                request_id, status, attempts, next_attempt_at, created_at, environment, bundle_id)
-            SELECT 'match', 'update', 'activity', 'device-' || i, 'token-' || i, (SELECT MIN(id) FROM payloads), 5, 'auto', 1,
-                'request', 'sent', 1, 0, 0, 'sandbox', 'app' FROM generate_series(1, 3000) AS i;
+            \(Self.pushes(1...3_000, priority: 5, status: "sent"))
             ANALYZE deliveries;
             UPDATE deliveries SET status = 'sending', next_attempt_at = 100 WHERE id % 3 <> 0
             """)
@@ -59,15 +56,6 @@ struct PostgresPlanTests {
         let store = try PostgresStore(url: url)
         try await store.migrate()
         await store.close()
-        func pushes(_ key: String, _ range: ClosedRange<Int>) -> String {
-            """
-            INSERT INTO deliveries (key, event, target, device_id, token, payload_id, priority, priority_reason, timestamp,
-                request_id, status, attempts, next_attempt_at, created_at, environment, bundle_id)
-            SELECT \(key), 'update', 'activity', 'device-' || (i % 100000), 'token', (SELECT MIN(id) FROM payloads), 10, 'auto', 1,
-                'request', 'sent', 1, 0, i / 100, 'sandbox', 'app'
-            FROM generate_series(\(range.lowerBound), \(range.upperBound)) AS i;
-            """
-        }
         try TestPostgres.psql(
             url,
             """
@@ -78,9 +66,9 @@ struct PostgresPlanTests {
             SELECT 'app', CASE WHEN i <= 100000 THEN 'match' ELSE 'order-' || (i - 100000) END, 'device-' || i, 'token', false, 0, 'live',
                 'sandbox'
             FROM generate_series(1, 101000) AS i;
-            \(pushes("'match'", 1...300_000))
+            \(Self.pushes(1...300_000, status: "sent", createdAt: "i / 100"))
             ANALYZE;
-            \(pushes("'order-' || (i % 1000 + 1)", 1...2_000))
+            \(Self.pushes(1...2_000, key: "'order-' || (i % 1000 + 1)", status: "sent", createdAt: "i / 100"))
             """)
         let plan = try TestPostgres.psqlOutput(
             url,
@@ -97,6 +85,44 @@ struct PostgresPlanTests {
             #expect(Int(rows ?? "") ?? .max < 1_000, "\(scan)")
         }
         #expect(plan.contains("deliveries_priority10"), "\(plan)")
+    }
+
+    /// A fan-out queued after a connection planned the claim on an empty `deliveries` (a new
+    /// database's first fan-out): the plan made once ran the claim's locking sub-select again for
+    /// every row of the table, each run taking the next due pushes, so that one claim of 1,000
+    /// took all 10,000 in 15 s (with two instances, minutes: past the leases of what each held,
+    /// so pushes were sent twice). A claim takes at most its limit.
+    @Test func aClaimTakesAtMostItsLimitWhateverTheStatisticsSay() async throws {
+        let url = try TestPostgres.freshDatabase()
+        // One connection, whose plan of the claim is made at its first claim, on an empty table.
+        let store = try PostgresStore(url: url, maximumConnections: 1)
+        try await store.migrate()
+        let now = Date(timeIntervalSince1970: 50)
+        #expect(try await store.claimDeliveries(dueBy: now, limit: 1_000, leaseUntil: now + 30).isEmpty)
+        try TestPostgres.psql(
+            url,
+            """
+            INSERT INTO payloads (body) VALUES ('\\x7b7d');
+            \(Self.pushes(1...10_000, status: "queued"))
+            """)
+        let claimed = try await store.claimDeliveries(dueBy: now, limit: 1_000, leaseUntil: now + 30)
+        #expect(claimed.count == 1_000)
+        #expect(try await store.deliveryCounts() == [.sending: 1_000, .queued: 9_000])
+        await store.close()
+    }
+
+    /// Inserts pushes numbered `range` (`i`) as updates of one payload, the values given as SQL
+    /// expressions of `i`; the first payload must exist.
+    private static func pushes(
+        _ range: ClosedRange<Int>, key: String = "'match'", priority: Int = 10, status: String, createdAt: String = "0"
+    ) -> String {
+        """
+        INSERT INTO deliveries (key, event, target, device_id, token, payload_id, priority, priority_reason, timestamp,
+            request_id, status, attempts, next_attempt_at, created_at, environment, bundle_id)
+        SELECT \(key), 'update', 'activity', 'device-' || i, 'token-' || i, (SELECT MIN(id) FROM payloads), \(priority), 'auto', 1,
+            'request', '\(status)', \(status == "queued" ? 0 : 1), 0, \(createdAt), 'sandbox', 'app'
+        FROM generate_series(\(range.lowerBound), \(range.upperBound)) AS i;
+        """
     }
 
     /// `statement` as PostgreSQL runs it, and its arguments as literals for `EXECUTE`.

@@ -168,13 +168,16 @@ enum PreparedStatements {
             """)
     }
 
+    /// The due pushes are locked by a sub-select that runs once (`ARRAY(…)`, an init plan): as
+    /// `id IN (…)`, a plan made on an empty table ran it again for every row, each run locking
+    /// the next due pushes, and a claim took the whole outbox (`PostgresPlanTests`).
     enum Claim: PreparedSQL {
         static let sql = SQLStatement.numbering(
             """
             UPDATE deliveries SET status = '\(DeliveryEvent.claim.destination.rawValue)', next_attempt_at = ?
-            WHERE id IN (
+            WHERE id = ANY(ARRAY(
                 SELECT id FROM deliveries WHERE \(OutboxStatements.statusCondition(.claim)) AND next_attempt_at <= ?
-                ORDER BY next_attempt_at, id LIMIT ? FOR UPDATE SKIP LOCKED)
+                ORDER BY next_attempt_at, id LIMIT ? FOR UPDATE SKIP LOCKED))
             RETURNING \(DeliveryRecord.columns)
             """)
     }
