@@ -165,9 +165,7 @@ struct Emulator: AsyncParsableCommand {
 
                 """.utf8))
         }
-        let services = ServiceGroup(configuration: .init(
-            services: [.init(service: emulator), .init(service: control)],
-            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let services = ServiceGroup(configuration: .stoppedBySignals([.init(service: emulator), .init(service: control)], graceful: .seconds(5), logger: logger))
         try await services.run()
     }
 }

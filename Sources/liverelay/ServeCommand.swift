@@ -172,7 +172,9 @@ struct Serve: AsyncParsableCommand {
             }))
         }
         do {
-            try await ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)).run()
+            // In flight at a SIGTERM, a push has its request timeout to be answered and recorded.
+            let graceful = Duration.milliseconds(Int(connection.timeout * 1000)) + .seconds(5)
+            try await ServiceGroup(configuration: .stoppedBySignals(services, graceful: graceful, logger: logger)).run()
         } catch let error as IOError where error.errnoCode == EADDRINUSE {
             // Taken since the check: the other services were cancelled and have stopped.
             throw StartFailure.portInUse(host: httpHost, port: httpPort)

@@ -414,4 +414,47 @@ let token = String(repeating: "ab", count: 80)
         let status = try await withDeadline(.seconds(20)) { await emulator.exitCode() }
         #expect(status == 0)
     }
+
+    /// Interrupted (Ctrl-C), `bench server` stops the `serve` it started before it exits: none
+    /// is left running, holding its port and data.
+    @Test func anInterruptedBenchmarkStopsTheServersItStarted() async throws {
+        let bench = try ChildProcess.start(
+            liverelayExecutable.path, ["bench", "server", "--tokens", "50", "--activities", "20", "--keys", "5", "--fan-outs", "0", "--seconds", "60"],
+            environment: ChildProcess.environment(dropping: "LIVERELAY_"), output: .null)
+        let benchPID = bench.pid
+        // The endpoint, then the server under load.
+        let started = try await withDeadline(.seconds(120)) {
+            while true {
+                let children = Self.runningChildren(of: benchPID)
+                if children.count >= 2 { return children }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        bench.send(SIGINT)
+        let status = try await withDeadline(.seconds(20)) { await bench.exitCode() }
+        #expect(status == 128 + SIGINT)
+        // Within the time a server takes to stop gracefully (without this, one kept running until
+        // it next wrote to the pipe the benchmark had held).
+        try await withDeadline(.seconds(5)) {
+            try await eventually(every: .milliseconds(50)) { started.allSatisfy { Self.processState($0).map { $0.state == "Z" } ?? true } }
+        }
+    }
+
+    /// `pid`'s children that have not exited.
+    private static func runningChildren(of pid: pid_t) -> [pid_t] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { pid_t($0) }.filter { child in
+            guard let process = processState(child) else { return false }
+            return process.parent == pid && process.state != "Z"
+        }
+    }
+
+    /// A process's state letter ('Z': exited, not yet reaped) and its parent, from
+    /// `/proc/<pid>/stat` ("pid (name) state ppid …"); nil when there is no such process.
+    private static func processState(_ pid: pid_t) -> (state: Substring, parent: pid_t)? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let fields = stat.split(separator: ")").last?.split(separator: " "), fields.count > 1, let parent = pid_t(fields[1])
+        else { return nil }
+        return (fields[0], parent)
+    }
 }
