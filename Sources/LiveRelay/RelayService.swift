@@ -597,12 +597,12 @@ public final class RelayService: Sendable {
     /// An app's key, its tokens with their last delivery results, and its schedules.
     public func describe(app: String, key: String) async throws -> ActivityDescription {
         try Self.checkKey(key)
-        guard let activity = try await store.activity(app: app, key: key) else {
+        guard var activity = try await store.activity(app: app, key: key) else {
             throw RelayError.notFound("key", "no activity key \"\(key)\"")
         }
-        return ActivityDescription(
-            activity: activity, tokens: try await store.activityTokens(app: app, key: key),
-            schedules: try await store.schedules(app: app, key: key))
+        let tokens = try await store.activityTokens(app: app, key: key)
+        activity.devices = ActivityDevices(tokens: tokens)
+        return ActivityDescription(activity: activity, tokens: tokens, schedules: try await store.schedules(app: app, key: key))
     }
 
     /// A page of activities, newest first.

@@ -58,6 +58,14 @@ enum RelayView {
         if let ended = activity.endedAt { members.append(("endedAt", date(ended))) }
         if let reason = activity.endReason { members.append(("endReason", .string(reason))) }
         if let dismissal = activity.dismissalDate { members.append(("dismissalDate", date(dismissal))) }
+        if let devices = activity.devices {
+            members.append((
+                "devices",
+                .object([
+                    ("reach", .string(devices.reach.rawValue)), ("live", .integer(Int64(devices.live))), ("ended", .integer(Int64(devices.ended))),
+                    ("dismissed", .integer(Int64(devices.dismissed))), ("dead", .integer(Int64(devices.dead))),
+                ])))
+        }
         return members
     }
 

@@ -124,6 +124,8 @@ public struct ActivityRecord: Sendable, Hashable {
     public var dismissalDate: Date?
     /// The `timestamp` of the last accepted change, so that a later one is always newer.
     public var lastTimestamp: Int64
+    /// How its devices stand, by their update tokens: read with a listing (nil: not read).
+    public var devices: ActivityDevices?
 
     public init(
         bundleID: String, key: String, attributesType: String, attributes: JSONValue? = nil, state: ActivityKeyState = .active,
@@ -147,8 +149,46 @@ public struct ActivityRecord: Sendable, Hashable {
     }
 }
 
+/// A key's devices by the state of their update tokens: what the server knows of where the
+/// activity is shown. The key's own state is the backend's (it ended the key, or the 8 hours
+/// passed); its devices may have ended it before (the person dismissed it, the app or the system
+/// ended it), or never have reported it.
+public struct ActivityDevices: Sendable, Hashable {
+    public var live: Int
+    public var ended: Int
+    public var dismissed: Int
+    /// Tokens APNs refused for good.
+    public var dead: Int
+
+    public init(live: Int = 0, ended: Int = 0, dismissed: Int = 0, dead: Int = 0) {
+        (self.live, self.ended, self.dismissed, self.dead) = (live, ended, dismissed, dead)
+    }
+
+    public init(counts: [ActivityTokenState: Int]) {
+        self.init(live: counts[.live] ?? 0, ended: counts[.ended] ?? 0, dismissed: counts[.dismissed] ?? 0, dead: counts[.dead] ?? 0)
+    }
+
+    public init(tokens: [ActivityTokenRecord]) {
+        self.init(counts: Dictionary(tokens.map { ($0.state, 1) }, uniquingKeysWith: +))
+    }
+
+    public enum Reach: String, Sendable, Hashable {
+        /// At least one device shows it (its token is live).
+        case live
+        /// Devices reported it, and on every one it is over: ended, dismissed or its token dead.
+        case endedOnEveryDevice
+        /// No device has reported it (yet, or ever: a start that never arrived).
+        case noDevice
+    }
+
+    public var reach: Reach {
+        if live > 0 { return .live }
+        return ended + dismissed + dead > 0 ? .endedOnEveryDevice : .noDevice
+    }
+}
+
 /// The state of a device's update token under a key.
-public enum ActivityTokenState: String, Sendable, Hashable, Codable {
+public enum ActivityTokenState: String, Sendable, Hashable, Codable, CaseIterable {
     /// Pushed to on every update.
     case live
     /// The activity ended on the device.

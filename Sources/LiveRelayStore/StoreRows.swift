@@ -73,6 +73,18 @@ extension ActivityRecord {
             relevanceScore: row.real(6), startedAt: row.date(7)!, endedAt: row.date(8), endReason: row.text(9),
             dismissalDate: row.date(10), lastTimestamp: row.integer(11) ?? 0)
     }
+
+    /// The columns of a listing: a key's, then its devices by token state (`listed(row:)`).
+    static let listedColumns = columns + ", " + ActivityTokenState.allCases.map { state in
+        "(SELECT count(*) FROM activity_tokens t WHERE t.bundle_id = activities.bundle_id AND t.key = activities.key AND t.state = '\(state.rawValue)')"
+    }.joined(separator: ", ")
+
+    static func listed(row: some StoreRow) -> ActivityRecord {
+        var activity = ActivityRecord(row: row)
+        activity.devices = ActivityDevices(
+            counts: Dictionary(uniqueKeysWithValues: ActivityTokenState.allCases.enumerated().map { ($0.element, row.int(13 + $0.offset) ?? 0) }))
+        return activity
+    }
 }
 
 extension ActivityTokenRecord {

@@ -172,7 +172,7 @@ enum StoreStatements {
         let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         arguments.append(.integer(Int64(query.limit)))
         return SQLStatement(
-            text: "SELECT \(ActivityRecord.columns) FROM activities \(filter) ORDER BY started_at DESC, bundle_id DESC, key DESC LIMIT ?",
+            text: "SELECT \(ActivityRecord.listedColumns) FROM activities \(filter) ORDER BY started_at DESC, bundle_id DESC, key DESC LIMIT ?",
             arguments: arguments)
     }
 

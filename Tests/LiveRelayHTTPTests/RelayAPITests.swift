@@ -242,6 +242,38 @@ struct RelayAPITests {
         }
     }
 
+    /// The key's state is the backend's; beside it, what its devices reported: none yet, shown,
+    /// then ended on every device (here the person dismissed it) while the key stays active.
+    @Test func aKeyShowsWhatItsDevicesReported() async throws {
+        try await withRelayHarness { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            _ = try await relay.post("/v1/activities/k/start", startBody(key: "k"))
+            func devices() async throws -> (described: JSONValue?, listed: JSONValue?) {
+                let listing = try await relay.get("/v1/activities")
+                return (try await relay.get("/v1/activities/k").json["devices"], listing.json["activities"]?[0]?["devices"])
+            }
+            let none = try await devices()
+            #expect(none.described?["reach"] == .string("noDevice") && none.described == none.listed, "\(none)")
+
+            try await relay.dispatch()
+            try await relay.waitForToken("k", device: "iphone-1")
+            let shown = try await devices()
+            #expect(shown.described?["reach"] == .string("live") && shown.described?["live"] == .integer(1) && shown.described == shown.listed)
+
+            let activityID = try #require(try relay.activity(on: "iphone-1")?.id)
+            try relay.emulator.devices.perform(.dismiss(activityID: activityID), on: "iphone-1")
+            try await eventually { try await devices().described?["reach"] == .string("endedOnEveryDevice") }
+            let over = try await devices()
+            #expect(over.described?["dismissed"] == .integer(1) && over.described?["live"] == .integer(0) && over.described == over.listed)
+            #expect(try await relay.get("/v1/activities/k").json["state"] == .string("active"))
+
+            let browser = DashboardBrowser(relay)
+            _ = try await browser.signIn(key: try #require(relay.keys[.admin]))
+            #expect(try await browser.get("/dashboard/activities").text.contains("ended on every device: 1 dismissed by the person"))
+            #expect(try await browser.get("/dashboard/activity?app=\(harnessApp)&key=k").text.contains("<dt>Devices</dt><dd>ended on every device: 1 dismissed by the person</dd>"))
+        }
+    }
+
     @Test func anActivityPastEightHoursEndsAndItsUpdatesAreRefused() async throws {
         try await withRelayHarness { relay in
             try await relay.addRegisteredDevice("iphone-1")

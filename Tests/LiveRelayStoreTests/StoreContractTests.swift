@@ -292,6 +292,20 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         #expect(try await store.activityTokens(app: testApp, key: "order-1").first?.state == .dismissed)
     }
 
+    @Test(arguments: StoreKind.allCases) func aListedKeyCountsItsDevicesByTheirTokensState(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        for device in ["iphone-1", "iphone-2", "iphone-3"] {
+            try await store.saveActivityToken(activityToken("order-1", device), attributesType: deliveryType)
+        }
+        _ = try await store.endActivityToken(app: testApp, key: "order-1", deviceID: "iphone-1", state: .dismissed, at: t0 + 1)
+        _ = try await store.endActivityToken(app: testApp, key: "order-1", deviceID: "iphone-2", state: .ended, at: t0 + 1)
+        try await store.saveActivityToken(activityToken("order-2", "iphone-1"), attributesType: deliveryType)
+        let listed = try await store.activities(ActivityQuery(bundleID: testApp))
+        let devices = Dictionary(uniqueKeysWithValues: listed.map { ($0.key, $0.devices) })
+        #expect(devices == ["order-1": ActivityDevices(live: 1, ended: 1, dismissed: 1), "order-2": ActivityDevices(live: 1)])
+        #expect(devices["order-1"]??.reach == .live)
+    }
+
     // MARK: Accepting requests
 
     @Test(arguments: StoreKind.allCases) func aStartReachesItsAudiencesLiveTokensOnly(kind: StoreKind) async throws {

@@ -172,7 +172,7 @@ enum DashboardPages {
         let rows = page.html { activity in
             """
             <tr><td><a href="\(activityPath(app: activity.bundleID, key: activity.key))">\(activity.key)</a></td>
-            <td>\(activity.bundleID)</td><td>\(activity.attributesType)</td><td>\(stateBadge(activity))</td>
+            <td>\(activity.bundleID)</td><td>\(activity.attributesType)</td><td>\(stateBadge(activity))\(activity.devices.flatMap { $0.reach == .live ? nil : devicesSummary(activity) }.map { HTML(" <span class=\"muted\">\($0)</span>") } ?? .empty)</td>
             <td>\(time(activity.startedAt))</td><td class="content">\(summary(activity.contentState))</td></tr>
             """
         }
@@ -234,6 +234,7 @@ enum DashboardPages {
             <dt>App</dt><dd>\(activity.bundleID)</dd><dt>Attributes type</dt><dd>\(activity.attributesType)</dd>
             <dt>Started</dt><dd>\(time(activity.startedAt))</dd>
             \(activity.endedAt.map { HTML("<dt>Ended</dt><dd>\(time($0)) (\(activity.endReason ?? "ended"))</dd>") } ?? .empty)
+            \(devicesSummary(activity).map { HTML("<dt>Devices</dt><dd>\($0)</dd>") } ?? .empty)
             \(activity.staleDate.map { HTML("<dt>Stale after</dt><dd>\(time($0))</dd>") } ?? .empty)
             \(activity.relevanceScore.map { HTML("<dt>Relevance</dt><dd>\(String($0))</dd>") } ?? .empty)
             \(activity.channelIDs.sorted { $0.key.rawValue < $1.key.rawValue }.html { HTML("<dt>Channel (\($0.key.rawValue))</dt><dd><code>\($0.value)</code></dd>") })
@@ -494,6 +495,20 @@ enum DashboardPages {
     }
 
     // MARK: Pieces
+
+    /// Where the key is shown, as its devices reported it: beside its own state, which is the
+    /// backend's (every device may have ended it while the key is active). Nil when not known: a
+    /// channel-bound key's devices listen to the channel and report no token.
+    static func devicesSummary(_ activity: ActivityRecord) -> String? {
+        guard let devices = activity.devices else { return nil }
+        let over = [(devices.ended, "ended"), (devices.dismissed, "dismissed by the person"), (devices.dead, "token dead")]
+            .filter { $0.0 > 0 }.map { "\($0.0) \($0.1)" }.joined(separator: ", ")
+        switch devices.reach {
+        case .live: return "shown on \(devices.live) device\(devices.live == 1 ? "" : "s")" + (over.isEmpty ? "" : "; \(over)")
+        case .endedOnEveryDevice: return "ended on every device: \(over)"
+        case .noDevice: return activity.channelIDs.isEmpty ? "no device has reported it" : nil
+        }
+    }
 
     static func stateBadge(_ activity: ActivityRecord) -> HTML {
         "<span class=\"badge \(activity.state.rawValue)\">\(activity.state.rawValue)</span>"

@@ -500,7 +500,7 @@ public final class PostgresStore: InstanceSharedStore {
 
     public func activities(_ query: ActivityQuery) async throws -> [ActivityRecord] {
         let statement = StoreStatements.activities(query)
-        return try await rows(statement.text, statement.arguments).map(ActivityRecord.init(row:))
+        return try await rows(statement.text, statement.arguments).map(ActivityRecord.listed(row:))
     }
 
     public func activity(app: String, key: String) async throws -> ActivityRecord? {

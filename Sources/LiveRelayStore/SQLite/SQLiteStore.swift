@@ -497,7 +497,7 @@ public final class SQLiteStore: RelayStore {
 
     public func activities(_ query: ActivityQuery) async throws -> [ActivityRecord] {
         let statement = StoreStatements.activities(query)
-        return try await pool.read { db in try db.fetchAll(statement.text, statement.sqliteArguments, as: ActivityRecord.init(row:)) }
+        return try await pool.read { db in try db.fetchAll(statement.text, statement.sqliteArguments, as: ActivityRecord.listed(row:)) }
     }
 
     public func activity(app: String, key: String) async throws -> ActivityRecord? {
