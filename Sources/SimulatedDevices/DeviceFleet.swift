@@ -96,6 +96,18 @@ public final class DeviceFleet: Sendable {
     public var count: Int { state.withLock { $0.devices.count } }
     public func contains(_ id: String) -> Bool { state.withLock { $0.indices[id] != nil } }
 
+    /// The devices showing an activity bound to one of `channels` (one that listens to its channel
+    /// reports no update token, so the server knows it only this way).
+    public func devices(showingActivitiesOn channels: Set<String>) -> [String] {
+        guard !channels.isEmpty else { return [] }
+        return deviceIDs.filter { id in
+            (try? device(id).activities.contains { activity in
+                guard case .channel(let channel) = activity.pushType else { return false }
+                return channels.contains(channel) && ![.ended, .dismissed].contains(activity.state)
+            }) ?? false
+        }
+    }
+
     /// A copy of a device as it is now (time applied).
     public func device(_ id: String) throws -> SimulatedDevice {
         try withDevice(id) { device, _ in (device, []) }

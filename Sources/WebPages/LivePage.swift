@@ -7,7 +7,8 @@ import ServiceLifecycle
 /// Pages that stay current without reloading: the page names its events stream and what it shows
 /// (`<body data-events="…">`); the stream says `changed` when that is no longer what the server
 /// would draw; the script then fetches the page again and swaps each `data-live` section that has
-/// an id, leaving forms being typed into as they are. Without JavaScript the pages read the same.
+/// an id, but for one the person is editing (a field focused or changed). Without JavaScript the
+/// pages read the same.
 public enum LivePage {
     /// A stream ends after this and the browser opens another, so none outlives its need.
     public static let streamLifetime = Duration.seconds(600)
@@ -61,6 +62,12 @@ public enum LivePage {
           if (!window.EventSource || !document.body.dataset.events) return;
           if (!document.querySelector("[data-live]")) return;
           let fetching = false, again = false;
+          function beingEdited(section) {
+            const focused = document.activeElement;
+            if (focused && section.contains(focused) && focused.matches("input, textarea, select")) return true;
+            for (const field of section.querySelectorAll("input, textarea")) if (field.value !== field.defaultValue) return true;
+            return false;
+          }
           async function refresh() {
             if (fetching) { again = true; return; }
             fetching = true;
@@ -70,7 +77,7 @@ public enum LivePage {
               const page = new DOMParser().parseFromString(await response.text(), "text/html");
               for (const fresh of page.querySelectorAll("[data-live][id]")) {
                 const current = document.getElementById(fresh.id);
-                if (current && current.innerHTML !== fresh.innerHTML) current.innerHTML = fresh.innerHTML;
+                if (current && current.innerHTML !== fresh.innerHTML && !beingEdited(current)) current.innerHTML = fresh.innerHTML;
               }
               document.body.dataset.refreshed = String(Date.now());
             } finally {

@@ -18,7 +18,7 @@ public enum PageStyle {
         main { max-width: 1180px; margin: 0 auto; padding: 20px 24px 48px; }
         h1 { font-size: 26px; margin: 8px 0 16px; } h2 { font-size: 17px; margin: 24px 0 10px; } h2 small { color: var(--muted); font-weight: 400; }
         .card { background: var(--panel); border: 1px solid var(--line); border-radius: 12px; padding: 16px 20px; }
-        .card h2 { margin-top: 0; } [data-live] + section.card { margin-top: 16px; } .narrow { max-width: 440px; margin: 48px auto; }
+        .card h2 { margin-top: 0; } [data-live] + section.card, #activity-change > .card { margin-top: 16px; } .narrow { max-width: 440px; margin: 48px auto; }
         .columns { display: grid; grid-template-columns: 1fr 1fr; gap: 16px; }
         .stats { display: grid; grid-template-columns: repeat(auto-fill, minmax(170px, 1fr)); gap: 12px; }
         .stat { background: var(--panel); border: 1px solid var(--line); border-radius: 12px; padding: 12px 16px; display: flex; flex-direction: column; gap: 4px; }

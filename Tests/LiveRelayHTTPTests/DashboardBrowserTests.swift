@@ -61,6 +61,10 @@ struct DashboardBrowserTests {
                 #expect(shownAfter < .seconds(2), "the update showed after \(shownAfter)")
                 #expect(try await browser.run("return window.notReloaded === true") == .bool(true))
                 #expect(try await browser.text("#activity-timeline").contains("update accepted"))
+                // The form now holds that content: Update would not send the old one again.
+                try await eventually {
+                    try await browser.run("return document.querySelector('textarea[name=contentState]').value").stringValue?.contains("on the way") == true
+                }
 
                 // APNs refuses the next push: the timeline shows the failure and its reason, live.
                 _ = relay.emulator.faults.add(EmulatorFault(EmulatorFault.respond(.badExpirationDate)))

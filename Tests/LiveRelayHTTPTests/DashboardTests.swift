@@ -97,6 +97,44 @@ struct DashboardTests {
         }
     }
 
+    /// The activity page draws the phones that show the key now: none before a device reports
+    /// it, the phone once its token arrives (the section is live), none once the person dismissed
+    /// it there (not the phone's other activities); a channel-bound key's phone, which reports no
+    /// token. The update form holds the key's current content, live.
+    @Test func theActivityPageDrawsThePhonesThatShowItNow() async throws {
+        try await withRelayHarness { relay in
+            relay.emulator.registry.setBroadcastEnabled(for: nil)
+            try await relay.addRegisteredDevice("iphone-1")
+            let browser = DashboardBrowser(relay)
+            _ = try await browser.signIn(key: try #require(relay.keys[.admin]))
+            func page(_ key: String) async throws -> String { try await browser.get("/dashboard/activity?app=\(harnessApp)&key=\(key)").text }
+            let phones = #"<aside class="on-device" data-live id="activity-phones">"#
+
+            _ = try await relay.post("/v1/activities/k/start", startBody(key: "k"))
+            let before = try await page("k")
+            #expect(before.contains(phones) && before.contains("No device shows it now.") && !before.contains(#"id="phone-iphone-1""#))
+            try await relay.dispatch()
+            try await relay.waitForToken("k", device: "iphone-1")
+            #expect(try await page("k").contains(#"id="phone-iphone-1""#))
+
+            _ = try await relay.post("/v1/activities/k/update", .object([("contentState", content("on the way", 10))]))
+            #expect(try await page("k").contains(#"<div data-live id="activity-change">"#))
+            #expect(try await page("k").contains("&quot;on the way&quot;"))
+
+            let channelKey = try await relay.post("/v1/activities/match-7/start", startBody(key: "match-7", extra: [("channel", json(#"{"storagePolicy": 1}"#))]))
+            #expect(channelKey.status == 201)
+            try await relay.dispatch()
+            try await eventually { try relay.emulator.devices.device("iphone-1").activities.count == 2 }
+            #expect(try await page("match-7").contains(#"id="phone-iphone-1""#))
+
+            let first = try #require(try relay.emulator.devices.device("iphone-1").activities.first { $0.pushType == .token })
+            try relay.emulator.devices.perform(.dismiss(activityID: first.id), on: "iphone-1")
+            try await eventually { try await relay.store.activityTokens(app: harnessApp, key: "k").first?.state == .dismissed }
+            let after = try await page("k")
+            #expect(after.contains("No device shows it now.") && !after.contains(#"id="phone-iphone-1""#))
+        }
+    }
+
     @Test func badSignInsAreRefusedWithTheReason() async throws {
         try await withRelayHarness { relay in
             let browser = DashboardBrowser(relay)
@@ -211,7 +249,7 @@ struct DashboardTests {
             #expect(page.text.contains("data-events=\"/dashboard/events?devices=all&amp;since="))
             // The activity's page draws the phone that holds it beside its timeline, and follows that phone.
             let activityPage = try await admin.get(DashboardBrowser.activityPath("order-11"))
-            #expect(activityPage.text.contains("<aside class=\"on-device\">"))
+            #expect(activityPage.text.contains("<aside class=\"on-device\" data-live id=\"activity-phones\">"))
             #expect(activityPage.text.contains("id=\"phone-iphone-1\" data-live"))
             #expect(activityPage.text.contains("data-events=\"/dashboard/events?device=iphone-1&amp;since="))
 

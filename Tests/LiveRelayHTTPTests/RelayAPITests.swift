@@ -262,9 +262,14 @@ struct RelayAPITests {
 
             let activityID = try #require(try relay.activity(on: "iphone-1")?.id)
             try relay.emulator.devices.perform(.dismiss(activityID: activityID), on: "iphone-1")
-            try await eventually { try await devices().described?["reach"] == .string("endedOnEveryDevice") }
+            // The listing and the key's own page agree (once seen apart in a parallel run: the
+            // report landed between the two reads).
+            try await eventually {
+                let over = try await devices()
+                return over.described?["reach"] == .string("endedOnEveryDevice") && over.described == over.listed
+            }
             let over = try await devices()
-            #expect(over.described?["dismissed"] == .integer(1) && over.described?["live"] == .integer(0) && over.described == over.listed)
+            #expect(over.described?["dismissed"] == .integer(1) && over.described?["live"] == .integer(0) && over.described == over.listed, "\(over)")
             #expect(try await relay.get("/v1/activities/k").json["state"] == .string("active"))
 
             let browser = DashboardBrowser(relay)

@@ -148,12 +148,16 @@ struct Dashboard: Sendable {
     private func activityPage(app: String, key: String, viewer: DashboardViewer, refused: DashboardPages.RefusedChange? = nil) async throws -> HTML {
         let description = try await relay.describe(app: app, key: key)
         let deliveries = try await relay.deliveries(DeliveryQuery(bundleID: app, key: key, limit: 200))
-        // With the built-in emulator, the phones that hold the activity, beside its timeline.
+        // With the built-in emulator, the phones that show the activity now, beside its timeline:
+        // those whose token is live, and those listening to its channel. Drawn live, so that a
+        // phone appears when its first token arrives and goes when the activity ends there.
         var phones: (html: HTML, shows: String)?
         var held: [String] = []
         if let devices {
-            held = Array(Set(description.tokens.map(\.deviceID)).filter(devices.fleet.contains).sorted().prefix(4))
-            if !held.isEmpty { phones = devices.phones(only: held) }
+            let live = description.tokens.filter { $0.state == .live }.map(\.deviceID).filter(devices.fleet.contains)
+            let listening = devices.fleet.devices(showingActivitiesOn: Set(description.activity.channelIDs.values))
+            held = Array(Set(live + listening).sorted().prefix(4))
+            phones = held.isEmpty ? ("", devices.shows(only: [])) : devices.phones(only: held)
         }
         return DashboardPages.activity(
             description, deliveries: deliveries, phones: phones?.html, viewer: viewer, refused: refused,

@@ -212,7 +212,8 @@ enum DashboardPages {
         var message: String
     }
 
-    /// One activity; `phones`, the simulated devices that hold it, drawn beside its timeline.
+    /// One activity; `phones`, the simulated devices that show it (empty: none does), drawn beside
+    /// its timeline; nil without simulated devices.
     static func activity(
         _ description: ActivityDescription, deliveries: [DeliveryRecord], phones: HTML? = nil, viewer: DashboardViewer,
         refused: RefusedChange? = nil, events: String? = nil
@@ -251,25 +252,32 @@ enum DashboardPages {
             <section data-live id="activity-tokens"><h2>Tokens</h2>
             \(description.tokens.isEmpty ? HTML("<p class=\"empty\">No activity token yet: the key's pushes go to its channel, or no device has reported one.</p>") : HTML("<table><thead><tr><th>Device</th><th>Environment</th><th>State</th><th>Token</th><th>Last APNs answer</th></tr></thead><tbody>\(tokens)</tbody></table>"))
             </section>
-            \(viewer.mayChange && activity.state == .active ? changeForms(activity, viewer: viewer, refused: refused) : .empty)
+            \(changeForms(activity, viewer: viewer, refused: refused))
             <section data-live id="activity-timeline"><h2>Timeline</h2>\(timeline(deliveries, viewer: viewer))</section>
             <section data-live id="activity-schedules"><h2>Schedules</h2>\(schedules(description.schedules, viewer: viewer))</section>
-            </div>\(phones.map { "<aside class=\"on-device\"><h2>On the device <small><a href=\"/dashboard/devices\">all devices</a></small></h2>\($0)</aside>" } ?? .empty)</div>
+            </div>\(phones.map { drawn in
+                let none: HTML = "<p class=\"empty\">No device shows it now.</p>"
+                return "<aside class=\"on-device\" data-live id=\"activity-phones\"><h2>On the device <small><a href=\"/dashboard/devices\">all devices</a></small></h2>\(drawn.description.isEmpty ? none : drawn)</aside>"
+            } ?? .empty)</div>
             """)
     }
 
+    /// The forms that update or end an active key, holding its current content: live, so that
+    /// an update from elsewhere replaces what Update would send (unless the person is editing it;
+    /// `LivePage`), and they go when the key ends. A refused change keeps what was sent.
     private static func changeForms(_ activity: ActivityRecord, viewer: DashboardViewer, refused: RefusedChange?) -> HTML {
+        guard viewer.mayChange, activity.state == .active else { return "<div data-live id=\"activity-change\"></div>" }
         let content = refused?.contentState ?? activity.contentState.map { prettyJSON($0) } ?? "{}"
         let hidden: HTML = "\(formToken(viewer))<input type=\"hidden\" name=\"app\" value=\"\(activity.bundleID)\"><input type=\"hidden\" name=\"key\" value=\"\(activity.key)\">"
         return """
-            <section class="card" id="change"><h2>Update or end</h2>
+            <div \(refused == nil ? HTML("data-live ") : .empty)id="activity-change"><section class="card"><h2>Update or end</h2>
             \(notice(refused?.message))
             <form method="post" action="/dashboard/activity/change" class="change">\(hidden)
             <label>Content state (JSON) <textarea name="contentState" rows="6" spellcheck="false">\(content)</textarea></label>
             <div class="row"><label>Alert title <input name="alertTitle" value="\(refused?.alertTitle ?? "")"></label>
             <label>Alert body <input name="alertBody" value="\(refused?.alertBody ?? "")"></label></div>
             <div class="row"><button name="event" value="update">Update</button><button name="event" value="end" class="danger">End</button></div>
-            </form></section>
+            </form></section></div>
             """
     }
 
