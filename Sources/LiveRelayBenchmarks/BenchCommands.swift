@@ -28,6 +28,7 @@ public struct Bench: AsyncParsableCommand {
     static func scratchFolder() throws -> URL {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        BenchInterruption.madeScratch(folder)
         return folder
     }
 }
@@ -382,7 +383,7 @@ func startThisExecutable(_ arguments: [String], input: Pipe? = nil) throws -> (p
     process.standardOutput = output
     if let input { process.standardInput = input }
     try process.run()
-    BenchChildren.started(process.processIdentifier)
+    BenchInterruption.started(process.processIdentifier)
     var line = Data()
     while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
         line.append(byte)
@@ -404,7 +405,7 @@ struct EndpointProcess {
         let (process, output, text) = try startThisExecutable(["bench", "endpoint", "--ca-file", caFile] + arguments, input: input)
         guard text.hasPrefix("listening on "), let port = text.split(separator: ":").last.flatMap({ Int($0) }) else {
             process.terminate()
-            BenchChildren.stopped(process.processIdentifier)
+            BenchInterruption.stopped(process.processIdentifier)
             throw ValidationError("the benchmark endpoint did not start: \(text)")
         }
         return EndpointProcess(process: process, input: input, output: output, port: port)
@@ -451,7 +452,7 @@ struct EndpointProcess {
     func stop() {
         try? input.fileHandleForWriting.close()
         process.waitUntilExit()
-        BenchChildren.stopped(pid)
+        BenchInterruption.stopped(pid)
     }
 }
 

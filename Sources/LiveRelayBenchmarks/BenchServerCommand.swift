@@ -507,7 +507,7 @@ struct ServerProcess {
         let (process, output, text) = try startThisExecutable(arguments)
         guard text.hasPrefix("LiveRelay server:"), let url = text.split(separator: " ").first(where: { $0.hasPrefix("http://") }) else {
             process.terminate()
-            BenchChildren.stopped(process.processIdentifier)
+            BenchInterruption.stopped(process.processIdentifier)
             throw ValidationError("liverelay serve did not start: \(text)")
         }
         // Keep draining, so that a full pipe never blocks the server.
@@ -532,7 +532,7 @@ struct ServerProcess {
     func stop() {
         process.terminate()
         process.waitUntilExit()
-        BenchChildren.stopped(pid)
+        BenchInterruption.stopped(pid)
     }
 }
 

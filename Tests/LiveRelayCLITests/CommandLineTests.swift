@@ -415,9 +415,13 @@ let token = String(repeating: "ab", count: 80)
         #expect(status == 0)
     }
 
-    /// Interrupted (Ctrl-C), `bench server` stops the `serve` it started before it exits: none
-    /// is left running, holding its port and data.
+    /// Interrupted (Ctrl-C), `bench server` stops the `serve` it started and removes its scratch
+    /// folder before it exits: no server is left running, holding its port and data.
     @Test func anInterruptedBenchmarkStopsTheServersItStarted() async throws {
+        func scratchFolders() -> Set<String> {
+            Set(((try? FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory())) ?? []).filter { $0.hasPrefix("liverelay-bench-") })
+        }
+        let foldersBefore = scratchFolders()
         let bench = try ChildProcess.start(
             liverelayExecutable.path, ["bench", "server", "--tokens", "50", "--activities", "20", "--keys", "5", "--fan-outs", "0", "--seconds", "60"],
             environment: ChildProcess.environment(dropping: "LIVERELAY_"), output: .null)
@@ -438,6 +442,7 @@ let token = String(repeating: "ab", count: 80)
         try await withDeadline(.seconds(5)) {
             try await eventually(every: .milliseconds(50)) { started.allSatisfy { Self.processState($0).map { $0.state == "Z" } ?? true } }
         }
+        #expect(scratchFolders().subtracting(foldersBefore).isEmpty, "the benchmark's scratch folder is removed")
     }
 
     /// `pid`'s children that have not exited.

@@ -6,12 +6,13 @@ import Synchronization
 import Glibc
 #endif
 
-/// The processes a benchmark started (servers, endpoints), stopped with it: interrupted by
-/// SIGINT (Ctrl-C) or SIGTERM, a benchmark sends them SIGTERM before it exits, so that no server
-/// it started keeps running, holding its port and data.
-enum BenchChildren {
+/// What a benchmark leaves behind if it is interrupted (SIGINT, Ctrl-C, or SIGTERM): the processes
+/// it started (servers, endpoints) get SIGTERM, and its scratch folders are removed before it
+/// exits, so that no server keeps running, holding its port and data.
+enum BenchInterruption {
     private static let running = Mutex<Set<pid_t>>([])
-    /// The signal handlers, installed with the first child: kept for the life of the process.
+    private static let scratch = Mutex<[URL]>([])
+    /// The signal handlers, installed with the first child or folder: kept for the life of the process.
     private static let handlers = Mutex<[any DispatchSourceSignal]>([])
 
     static func started(_ pid: pid_t) {
@@ -21,6 +22,12 @@ enum BenchChildren {
 
     static func stopped(_ pid: pid_t) {
         running.withLock { _ = $0.remove(pid) }
+    }
+
+    /// A folder of the run's own, removed when it is interrupted.
+    static func madeScratch(_ folder: URL) {
+        installHandlers()
+        scratch.withLock { $0.append(folder) }
     }
 
     private static func installHandlers() {
@@ -43,6 +50,8 @@ enum BenchChildren {
         let pids = running.withLock { $0 }
         FileHandle.standardError.write(Data("interrupted: stopping the \(pids.count) process(es) this benchmark started\n".utf8))
         for pid in pids { kill(pid, SIGTERM) }
+        // Open files of a server still stopping stay readable to it once unlinked.
+        for folder in scratch.withLock({ $0 }) { try? FileManager.default.removeItem(at: folder) }
         exit(128 + signalNumber)
     }
 }
