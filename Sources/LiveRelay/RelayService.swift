@@ -610,9 +610,11 @@ public final class RelayService: Sendable {
         try await store.activities(query)
     }
 
-    /// The outbox's deliveries, newest first.
+    /// The outbox's deliveries, newest first, as people read them: without the pushes' bytes.
     public func deliveries(_ query: DeliveryQuery) async throws -> [DeliveryRecord] {
-        try await store.deliveries(query)
+        var query = query
+        query.includePayloads = false
+        return try await store.deliveries(query)
     }
 
     /// Sends a failed push again: the same payload to the same target, queued beside the failure

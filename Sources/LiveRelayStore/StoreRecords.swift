@@ -624,9 +624,13 @@ public struct DeliveryQuery: Sendable, Hashable {
     /// Only deliveries with a smaller id (the page before).
     public var before: Int64?
     public var limit: Int
+    /// With each push's bytes (one read per payload; a page of single-key updates has one each).
+    /// No listing shows them: without, a record's payload is empty.
+    public var includePayloads: Bool
 
     public init(
-        bundleID: String? = nil, key: String? = nil, status: DeliveryStatus? = nil, reason: String? = nil, before: Int64? = nil, limit: Int = 100
+        bundleID: String? = nil, key: String? = nil, status: DeliveryStatus? = nil, reason: String? = nil, before: Int64? = nil, limit: Int = 100,
+        includePayloads: Bool = true
     ) {
         self.bundleID = bundleID
         self.key = key
@@ -634,6 +638,7 @@ public struct DeliveryQuery: Sendable, Hashable {
         self.reason = reason
         self.before = before
         self.limit = limit
+        self.includePayloads = includePayloads
     }
 }
 

@@ -292,6 +292,18 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         #expect(try await store.activityTokens(app: testApp, key: "order-1").first?.state == .dismissed)
     }
 
+    @Test(arguments: StoreKind.allCases) func aListingWithoutPayloadsHasEverythingElse(kind: StoreKind) async throws {
+        let store = try await kind.make().store
+        try await store.saveActivityToken(activityToken("order-1", "iphone-1"), attributesType: deliveryType)
+        try await store.change("order-1", body: "u1", at: t0 + 1)
+        try await store.change("order-1", body: "u2", at: t0 + 2)
+        let full = try await store.deliveries(DeliveryQuery(key: "order-1"))
+        let lean = try await store.deliveries(DeliveryQuery(key: "order-1", includePayloads: false))
+        #expect(full.map(\.payload) == [Array("u2".utf8), Array("u1".utf8)])
+        #expect(lean.allSatisfy { $0.payload.isEmpty })
+        #expect(lean == full.map { var record = $0; record.payload = []; return record })
+    }
+
     @Test(arguments: StoreKind.allCases) func aListedKeyCountsItsDevicesByTheirTokensState(kind: StoreKind) async throws {
         let store = try await kind.make().store
         for device in ["iphone-1", "iphone-2", "iphone-3"] {

@@ -464,7 +464,7 @@ public final class PostgresStore: InstanceSharedStore {
                     .integer(Int64(query.limit)),
                 ]
             ).map(DeliveryRow.init(row:))
-            return try await Self.withPayloads(db, rows)
+            return query.includePayloads ? try await Self.withPayloads(db, rows) : rows.map(\.record)
         }
     }
 

@@ -462,7 +462,7 @@ public final class SQLiteStore: RelayStore {
                     query.before, query.reason, query.reason, query.limit,
                 ],
                 as: DeliveryRow.init(row:))
-            return try Self.withPayloads(db, rows)
+            return query.includePayloads ? try Self.withPayloads(db, rows) : rows.map(\.record)
         }
     }
 
