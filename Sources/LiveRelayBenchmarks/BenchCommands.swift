@@ -481,8 +481,11 @@ private struct H2load {
         } catch {
             throw ValidationError("cannot run \(binary) (apt-get install nghttp2-client, or --skip-h2load): \(error)")
         }
+        // Started with SIGINT ignored (as this process has it): it stops with the benchmark instead.
+        BenchInterruption.started(process.processIdentifier)
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
+        BenchInterruption.stopped(process.processIdentifier)
         let text = String(decoding: data, as: UTF8.self)
         // "finished in 5.01s, 19960.12 req/s, 1.46MB/s" and "requests: N total, N started, N done, N succeeded, ..."
         guard process.terminationStatus == 0,

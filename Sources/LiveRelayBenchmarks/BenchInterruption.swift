@@ -35,6 +35,7 @@ enum BenchInterruption {
             guard handlers.isEmpty else { return }
             for signalNumber in [SIGINT, SIGTERM] {
                 // Handled here instead of by the default action, which would leave the children.
+                // (Children started from now on inherit SIGINT ignored: each one is registered here.)
                 signal(signalNumber, SIG_IGN)
                 let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
                 source.setEventHandler { stopAll(andExitFor: signalNumber) }
