@@ -73,7 +73,6 @@ public final class Browser: Sendable {
                     ("browserName", .string("chrome")),
                     ("goog:chromeOptions", .object([
                         ("binary", .string(chromiumPath)),
-
                         ("args", .array([
                             "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=\(width),\(height)",
                             "--force-device-scale-factor=1", "--hide-scrollbars", "--lang=en-US",
@@ -153,7 +152,6 @@ public final class Browser: Sendable {
         try await command(.POST, "/execute/sync", .object([("script", .string(script)), ("args", .array([]))]))
     }
 
-    /// A PNG of the viewport, written to `path` (folders made as needed).
     /// The viewport as a device of this browser's width and `height` (Chrome DevTools' emulation).
     private func setViewport(height: Int) async throws {
         _ = try await command(.POST, "/goog/cdp/execute", .object([
@@ -164,8 +162,8 @@ public final class Browser: Sendable {
         ]))
     }
 
-    /// `fullPage`: the whole page's height, not only the viewport's (which grows for it, then
-    /// goes back).
+    /// A PNG of the viewport, written to `path` (folders made as needed). `fullPage`: the whole
+    /// page's height, not only the viewport's (which grows for it, then goes back).
     public func screenshot(to path: String, fullPage: Bool = false) async throws {
         if fullPage, let pageHeight = try await run("return document.documentElement.scrollHeight").doubleValue {
             try await setViewport(height: max(height, Int(pageHeight)))
