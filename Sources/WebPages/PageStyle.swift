@@ -70,10 +70,10 @@ public enum PageStyle {
           .bar { padding: 10px 12px; gap: 8px 12px; } .bar nav { order: 3; flex-basis: 100%; } .who span { display: none; }
           main { padding: 12px 12px 32px; } h1 { font-size: 22px; overflow-wrap: anywhere; }
           table { display: block; overflow-x: auto; } .timeline table { table-layout: auto; } .badge { white-space: nowrap; }
-          .timeline th, .timeline td { width: auto !important; overflow-wrap: normal; white-space: nowrap; }
+          .timeline th, .timeline td { width: auto !important; overflow-wrap: normal; white-space: nowrap; padding: 6px; font-size: 13px; }
           td.content { max-width: 200px; }
           .row { flex-wrap: wrap; } form.filters > * { flex: 1 1 140px; } input, select, textarea { max-width: 100%; }
-          .timeline th, .timeline td { padding: 6px; font-size: 13px; } .request-head { overflow-wrap: anywhere; }
+          .request-head { overflow-wrap: anywhere; }
           .device-views { gap: 16px; justify-content: center; }
         }
         """
