@@ -55,15 +55,19 @@ public final class APNsEmulator: Sendable {
         /// Where each connection the emulator ends is told, with its reason (a connection error at
         /// `warning`, a GOAWAY or a dropped connection at `info`); `notice` and up unless told.
         public var logger: Logger
+        /// Where the devices and what APNs knows of them are kept across restarts (`serve` keeps
+        /// its built-in emulator's in the data directory); `nil` keeps nothing.
+        public var stateFile: String?
 
         public init(
             environments: [PushEnvironment: EmulatorPorts] = [.sandbox: .init(), .production: .init()], host: String = "127.0.0.1",
             initialStreamLimit: Int = 1, authenticatedStreamLimit: Int = 1000, allowsPriority1ForLiveActivity: Bool = false,
             journalCapacity: Int = 10_000, idleTimeout: Duration? = nil, latency: [PushEnvironment: APNsLatency] = [:],
             devices: DeviceRuntimeSettings = .init(), now: @escaping @Sendable () -> Date = { Date() },
-            logger: Logger = Self.defaultLogger
+            logger: Logger = Self.defaultLogger, stateFile: String? = nil
         ) {
             self.logger = logger
+            self.stateFile = stateFile
             self.latency = latency
             self.environments = environments
             self.host = host
@@ -90,6 +94,7 @@ public final class APNsEmulator: Sendable {
     public var clock: VirtualClock { devices.clock }
     public let certificates: EmulatorCertificates
     private let listeners: [PushEnvironment: Listeners]
+    private let stateFile: EmulatorStateFile?
 
     private struct Listeners: Sendable {
         var push: HTTP2TLSServer
@@ -114,7 +119,9 @@ public final class APNsEmulator: Sendable {
     }
 
     private init(configuration: Configuration, registry: EmulatorRegistry, journal: EmulatorJournal, faults: EmulatorFaults,
-                 devices: DeviceFleet, certificates: EmulatorCertificates, listeners: [PushEnvironment: Listeners]) {
+                 devices: DeviceFleet, certificates: EmulatorCertificates, listeners: [PushEnvironment: Listeners],
+                 stateFile: EmulatorStateFile?) {
+        self.stateFile = stateFile
         self.configuration = configuration
         self.registry = registry
         self.journal = journal
@@ -150,6 +157,8 @@ public final class APNsEmulator: Sendable {
                 }
             }
         }
+        let stateFile = configuration.stateFile.map { EmulatorStateFile(path: $0, logger: configuration.logger) }
+        stateFile?.load(into: devices, registry: registry)
         let idle = configuration.idleTimeout.map {
             IdlePolicy(timeout: TimeAmount($0), debugData: APNsError(status: 400, reason: .idleTimeout).body)
         }
@@ -178,7 +187,7 @@ public final class APNsEmulator: Sendable {
             throw error
         }
         return APNsEmulator(configuration: configuration, registry: registry, journal: journal, faults: faults,
-                            devices: devices, certificates: certificates, listeners: listeners)
+                            devices: devices, certificates: certificates, listeners: listeners, stateFile: stateFile)
     }
 
     /// How a client reaches `environment` of this emulator, trusting the CA at `caFile`.
@@ -203,12 +212,21 @@ public final class APNsEmulator: Sendable {
     }
 }
 
-/// Lets wall-clock time act on the devices (stale dates, limits, deferred pushes) once a second
-/// and sends the apps' token reports, until graceful shutdown; then closes the listeners.
+/// Lets wall-clock time act on the devices (stale dates, limits, deferred pushes) once a second,
+/// sends the apps' token reports and keeps the devices in the state file, until graceful
+/// shutdown; then closes the listeners and writes the state file a last time.
 extension APNsEmulator: Service {
     public func run() async throws {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.reporter.run() }
+            if let stateFile {
+                group.addTask {
+                    while !Task.isCancelled {
+                        stateFile.saveIfChanged(fleet: self.devices, registry: self.registry)
+                        try? await Task.sleep(for: EmulatorStateFile.writeDelay)
+                    }
+                }
+            }
             // Ends on cancellation too (another service failed to start): the cancelled sleep
             // returns at once, and the loop would spin.
             while !Task.isShuttingDownGracefully, !Task.isCancelled {
@@ -218,5 +236,6 @@ extension APNsEmulator: Service {
             group.cancelAll()
         }
         await shutdown()
+        stateFile?.saveIfChanged(fleet: devices, registry: registry)
     }
 }

@@ -6,7 +6,7 @@ import Synchronization
 /// A provider-token signing key as APNs knows it: who owns it, where it is valid, what it may
 /// push to.
 public struct EmulatorKey: Sendable {
-    public enum Scope: Sendable, Hashable {
+    public enum Scope: Sendable, Hashable, Codable {
         /// Every topic of the team.
         case team
         /// Only these bundle ids.
@@ -45,8 +45,8 @@ public struct EmulatorKey: Sendable {
 }
 
 /// A device token APNs routes: an activity's update token or a push-to-start token.
-public struct EmulatorToken: Sendable, Hashable {
-    public enum State: Sendable, Hashable {
+public struct EmulatorToken: Sendable, Hashable, Codable {
+    public enum State: Sendable, Hashable, Codable {
         case active
         /// The activity is gone: `410 Unregistered` with this time.
         case unregistered(since: Date)
@@ -68,7 +68,7 @@ public struct EmulatorToken: Sendable, Hashable {
 }
 
 /// A broadcast channel.
-public struct EmulatorChannel: Sendable, Hashable {
+public struct EmulatorChannel: Sendable, Hashable, Codable {
     public var id: String
     public var bundleID: String
     public var environment: PushEnvironment
@@ -86,18 +86,28 @@ public final class EmulatorRegistry: Sendable {
         var channels: [String: EmulatorChannel] = [:]
         var issuedChannelIDs: Set<String> = []
         var broadcastEnabled: Set<String>? = nil
+        /// Moves on with every change.
+        var revision = 0
     }
 
     private let state = Mutex(State())
 
     public init() {}
 
+    /// Every change goes through here, so that `revision` moves on with each.
+    private func change<T>(_ body: (inout State) -> T) -> T {
+        state.withLock { state in
+            state.revision += 1
+            return body(&state)
+        }
+    }
+
     public func register(_ key: EmulatorKey) {
-        state.withLock { $0.keys[key.keyID] = key }
+        change { $0.keys[key.keyID] = key }
     }
 
     public func register(_ token: EmulatorToken) {
-        state.withLock { $0.tokens[token.hex] = token }
+        change { $0.tokens[token.hex] = token }
     }
 
     /// Marks a token's activity gone, so APNs answers `410 Unregistered` with `since`.
@@ -108,7 +118,7 @@ public final class EmulatorRegistry: Sendable {
     /// Changes a known token's state; `false` if the token is unknown.
     @discardableResult
     public func setState(of hex: String, to tokenState: EmulatorToken.State) -> Bool {
-        state.withLock { state in
+        change { state in
             guard state.tokens[hex.lowercased()] != nil else { return false }
             state.tokens[hex.lowercased()]?.state = tokenState
             return true
@@ -117,7 +127,7 @@ public final class EmulatorRegistry: Sendable {
 
     /// Which apps have the broadcast capability; `nil` (the default) means every app.
     public func setBroadcastEnabled(for bundleIDs: Set<String>?) {
-        state.withLock { $0.broadcastEnabled = bundleIDs }
+        change { $0.broadcastEnabled = bundleIDs }
     }
 
     func key(_ keyID: String) -> EmulatorKey? { state.withLock { $0.keys[keyID] } }
@@ -151,7 +161,7 @@ public final class EmulatorRegistry: Sendable {
 
     /// A new channel with a random base64 id never issued before, or `nil` at the 10,000 limit.
     func createChannel(bundleID: String, environment: PushEnvironment, storagePolicy: Int) -> EmulatorChannel? {
-        state.withLock { state in
+        change { state in
             let count = state.channels.values.count { $0.bundleID == bundleID && $0.environment == environment }
             guard count < Self.channelLimit else { return nil }
             var id: String
@@ -166,6 +176,68 @@ public final class EmulatorRegistry: Sendable {
     }
 
     func deleteChannel(_ id: String) -> Bool {
-        state.withLock { $0.channels.removeValue(forKey: id) != nil }
+        change { $0.channels.removeValue(forKey: id) != nil }
+    }
+
+    // MARK: Kept across restarts
+
+    /// What APNs knows, kept with the devices so that a restart routes and refuses as before.
+    public struct Snapshot: Sendable, Codable {
+        var keys: [EmulatorKey]
+        var tokens: [EmulatorToken]
+        var channels: [EmulatorChannel]
+        var issuedChannelIDs: Set<String>
+        var broadcastEnabled: Set<String>?
+    }
+
+    public var revision: Int { state.withLock { $0.revision } }
+
+    public var snapshot: Snapshot {
+        state.withLock { state in
+            Snapshot(
+                keys: state.keys.values.sorted { $0.keyID < $1.keyID }, tokens: state.tokens.values.sorted { $0.hex < $1.hex },
+                channels: state.channels.values.sorted { $0.id < $1.id }, issuedChannelIDs: state.issuedChannelIDs,
+                broadcastEnabled: state.broadcastEnabled)
+        }
+    }
+
+    /// Adds what `snapshot` holds; what is registered already (a key registered again at start) wins.
+    public func restore(_ snapshot: Snapshot) {
+        change { state in
+            for key in snapshot.keys where state.keys[key.keyID] == nil { state.keys[key.keyID] = key }
+            for token in snapshot.tokens where state.tokens[token.hex] == nil { state.tokens[token.hex] = token }
+            for channel in snapshot.channels where state.channels[channel.id] == nil { state.channels[channel.id] = channel }
+            state.issuedChannelIDs.formUnion(snapshot.issuedChannelIDs)
+            if state.broadcastEnabled == nil { state.broadcastEnabled = snapshot.broadcastEnabled }
+        }
+    }
+}
+
+/// A key is kept with its public half only, as APNs keeps it.
+extension EmulatorKey: Codable {
+    private enum CodingKeys: String, CodingKey { case keyID, teamID, publicKey, environments, scope }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let raw = try container.decode(Data.self, forKey: .publicKey)
+        let publicKey: P256.Signing.PublicKey
+        do {
+            publicKey = try P256.Signing.PublicKey(rawRepresentation: raw)
+        } catch {
+            throw DecodingError.dataCorruptedError(forKey: .publicKey, in: container, debugDescription: "not a P-256 public key: \(error)")
+        }
+        self.init(
+            keyID: try container.decode(String.self, forKey: .keyID), teamID: try container.decode(String.self, forKey: .teamID),
+            publicKey: publicKey, environments: try container.decode(Set<PushEnvironment>.self, forKey: .environments),
+            scope: try container.decode(Scope.self, forKey: .scope))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(keyID, forKey: .keyID)
+        try container.encode(teamID, forKey: .teamID)
+        try container.encode(publicKey.rawRepresentation, forKey: .publicKey)
+        try container.encode(environments, forKey: .environments)
+        try container.encode(scope, forKey: .scope)
     }
 }

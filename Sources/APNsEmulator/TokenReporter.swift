@@ -73,24 +73,34 @@ public final class TokenReporter: Sendable {
     /// Events after this one are reported, even those that happen before `run()` starts.
     private let startSequence: Int
 
-    /// Makes the app on the device report to `target` from now on (`nil` stops it); its current
-    /// push-to-start tokens and update tokens are reported at once, as an app does at launch.
+    /// Makes the app on the device report to `target` from now on (`nil` stops it); what it has
+    /// now is reported at once, as an app does at launch: its push-to-start tokens, the update
+    /// tokens of its ongoing activities, and the end of those that ended while it was not
+    /// reporting (the device kept them across a restart of the server, say).
     public func setTarget(_ target: TokenReporting?, deviceID: String, bundleID: String) throws {
         let device = try fleet.device(deviceID)
         state.withLock { $0.targets[AppKey(deviceID: deviceID, bundleID: bundleID)] = target }
         guard target != nil, let app = device.apps[bundleID] else { return }
-        // Replayed as events so that they take the same path, in order, as later ones.
+        // Replayed as events so that they take the same path, in order, as later ones; an end with
+        // the time it happened.
+        var endedAt: [String: Date] = [:]
         var current: [DeviceEvent] = app.pushToStartTokens.sorted { $0.key < $1.key }.map {
             .tokenIssued(token: $0.value, bundleID: bundleID, kind: .pushToStart(attributesType: $0.key), environment: app.environment)
         }
-        for activity in device.activities where activity.bundleID == bundleID && activity.lifecycle.isOngoing {
+        for activity in device.activities where activity.bundleID == bundleID {
             current.append(.activityStarted(activityID: activity.id, bundleID: bundleID, attributesType: activity.attributesType, attributes: activity.attributes))
-            if let token = activity.pushToken {
+            if activity.lifecycle.isOngoing, let token = activity.pushToken {
                 current.append(.tokenIssued(token: token, bundleID: bundleID, kind: .update(activityID: activity.id), environment: app.environment))
+            } else if let cause = activity.endCause {
+                endedAt[activity.id] = activity.lifecycle.endDate
+                current.append(.stateChanged(activityID: activity.id, bundleID: bundleID, to: activity.state, cause: cause))
             }
         }
         let now = fleet.clock.now
-        for event in current { queue.continuation.yield((deviceID, event, now)) }
+        for event in current {
+            let at = if case .stateChanged(let activityID, _, _, _) = event { endedAt[activityID] ?? now } else { now }
+            queue.continuation.yield((deviceID, event, at))
+        }
     }
 
     /// What is to be reported, in order: the fleet's events and the replays of `setTarget`.

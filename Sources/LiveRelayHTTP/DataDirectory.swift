@@ -13,6 +13,8 @@ public struct DataDirectory: Sendable {
     public var database: String { file("liverelay.sqlite") }
     public var initialKeys: String { file("initial-keys.json") }
     public var emulatorCA: String { file("emulator-ca.pem") }
+    /// The built-in emulator's simulated devices, kept across restarts (0600: it holds their tokens).
+    public var emulatorDevices: String { file("emulator-devices.json") }
 
     private func file(_ name: String) -> String { URL(fileURLWithPath: path).appendingPathComponent(name).path }
 

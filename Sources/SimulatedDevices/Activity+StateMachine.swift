@@ -25,7 +25,7 @@ public enum ActivityLifetime {
 
 /// One activity's lifecycle as ActivityKit runs it: pending, active, stale, ended, dismissed.
 /// A value: every input returns what happened, and time moves only through `advance(to:)`.
-public struct ActivityStateMachine: Sendable, Hashable {
+public struct ActivityStateMachine: Sendable, Hashable, Codable {
     public private(set) var state: ActivityState
     public private(set) var content: ActivityContentState
     /// When it became (or becomes, while pending) active.
@@ -54,7 +54,7 @@ public struct ActivityStateMachine: Sendable, Hashable {
         public var at: Date
         public var cause: Cause
 
-        public enum Cause: String, Sendable, Hashable {
+        public enum Cause: String, Sendable, Hashable, Codable {
             case scheduledStart = "scheduled start date reached"
             case staleDate = "stale date passed"
             case update = "newer content arrived"

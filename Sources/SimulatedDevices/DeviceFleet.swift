@@ -14,6 +14,9 @@ public final class VirtualClock: Sendable {
 
     public var now: Date { wallClock() + offset.withLock { $0 } }
 
+    /// How far time has been moved forward.
+    public var advanced: TimeInterval { offset.withLock { $0 } }
+
     /// Moves time forward (never back).
     public func advance(by interval: TimeInterval) {
         offset.withLock { $0 += max(0, interval) }
@@ -38,6 +41,8 @@ public final class DeviceFleet: Sendable {
         var storedBroadcasts: [String: StoredBroadcast] = [:]
         /// When time next changes each device, so that applying time visits only those.
         var deadlines = DeadlineQueue()
+        /// Moves on whenever a device or a stored message may have changed.
+        var revision = 0
     }
 
     struct StoredBroadcast {
@@ -86,6 +91,7 @@ public final class DeviceFleet: Sendable {
     ) throws(FleetError) {
         try state.withLock { (state: inout State) throws(FleetError) in
             guard state.indices[id] == nil else { throw .deviceExists(id) }
+            state.revision += 1
             state.indices[id] = state.devices.count
             state.devices.append(SimulatedDevice(
                 id: id, model: model, hasPairedWatch: hasPairedWatch, settings: settings.map(SharedSettings.init) ?? sharedSettings, seed: nil))
@@ -93,6 +99,9 @@ public final class DeviceFleet: Sendable {
     }
 
     public var deviceIDs: [String] { state.withLock { $0.indices.keys.sorted() } }
+    /// Moves on whenever a device may have changed (any operation on one, even a read, which
+    /// applies time): whoever keeps snapshots compares it to know when to make one.
+    public var revision: Int { state.withLock { $0.revision } }
     public var count: Int { state.withLock { $0.devices.count } }
     public func contains(_ id: String) -> Bool { state.withLock { $0.indices[id] != nil } }
 
@@ -122,6 +131,7 @@ public final class DeviceFleet: Sendable {
         let (result, events) = try state.withLock { state in
             // Swapped out so that it is uniquely referenced: mutating its arrays then copies nothing.
             guard let index = state.indices[id] else { throw FleetError.unknownDevice(id) }
+            state.revision += 1
             var device = SimulatedDevice(id: "", model: .iPhone, hasPairedWatch: false, settings: sharedSettings, seed: 1)
             swap(&device, &state.devices[index])
             defer { swap(&device, &state.devices[index]) }
@@ -157,7 +167,10 @@ public final class DeviceFleet: Sendable {
         let now = clock.now
         if storagePolicy == 1 {
             let expiresAt = min(expiration ?? .distantFuture, now + Self.channelStorageLimit)
-            state.withLock { $0.storedBroadcasts[channelID] = StoredBroadcast(payload: payload, priority: priority, expiresAt: expiresAt) }
+            state.withLock { state in
+                state.storedBroadcasts[channelID] = StoredBroadcast(payload: payload, priority: priority, expiresAt: expiresAt)
+                state.revision += 1
+            }
         }
         let subscribers = state.withLock { state in
             state.devices.filter { device in
@@ -206,5 +219,37 @@ public final class DeviceFleet: Sendable {
             }
         }
         self.events.append(events, deviceID: deviceID, at: now)
+    }
+
+    // MARK: Kept across restarts
+
+    /// The fleet as it is now (time applied to no device: what time does next is kept as deadlines).
+    public var snapshot: FleetSnapshot {
+        state.withLock { state in
+            FleetSnapshot(
+                version: FleetSnapshot.currentVersion, clockOffset: clock.advanced, devices: state.devices,
+                storedBroadcasts: state.storedBroadcasts)
+        }
+    }
+
+    /// Puts back the devices of `snapshot` in a fleet that has none, with the time it had reached;
+    /// what time did while nothing ran happens at the next operation or `advanceAll()`.
+    public func restore(_ snapshot: FleetSnapshot) throws {
+        guard snapshot.version == FleetSnapshot.currentVersion else {
+            throw SnapshotError("the devices were kept by another version (\(snapshot.version); this one reads \(FleetSnapshot.currentVersion))")
+        }
+        try state.withLock { state in
+            guard state.devices.isEmpty else { throw SnapshotError("devices can only be restored into an empty fleet") }
+            for var device in snapshot.devices {
+                device.share(sharedSettings)
+                state.indices[device.id] = state.devices.count
+                for token in device.heldTokens { state.tokenOwners[token] = device.id }
+                state.deadlines.schedule(device.id, at: device.nextDeadline)
+                state.devices.append(device)
+            }
+            state.storedBroadcasts = snapshot.storedBroadcasts
+            state.revision += 1
+        }
+        clock.advance(by: snapshot.clockOffset - clock.advanced)
     }
 }

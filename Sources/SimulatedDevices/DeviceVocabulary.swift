@@ -2,7 +2,7 @@ import Foundation
 import LiveActivityKit
 
 /// The numbers ActivityKit and APNs do not publish, as settings (spec §7, §8.3).
-public struct DeviceRuntimeSettings: Sendable, Hashable {
+public struct DeviceRuntimeSettings: Sendable, Hashable, Codable {
     /// Ongoing activities per app (`targetMaximumExceeded` beyond; the community sees about 5).
     public var maximumActivitiesPerApp: Int
     /// Ongoing activities per device (`globalMaximumExceeded` beyond; Apple does not say).
@@ -139,7 +139,7 @@ public struct SimulatedApp: Sendable, Hashable {
 }
 
 /// How an activity receives remote updates (`PushType` in ActivityKit; `nil` there means none).
-public enum ActivityPushType: Sendable, Hashable {
+public enum ActivityPushType: Sendable, Hashable, Codable {
     case none
     case token
     case channel(String)
@@ -153,7 +153,7 @@ public enum ActivityStyle: String, Sendable, Hashable, Codable {
 }
 
 /// An alert as the device shows it.
-public struct ShownAlert: Sendable, Hashable {
+public struct ShownAlert: Sendable, Hashable, Codable {
     public var title: String
     public var body: String
     public var sound: String?
@@ -181,7 +181,9 @@ public struct SimulatedActivity: Sendable, Hashable {
     /// When the next update token is issued, while one is due.
     var tokenDueAt: Date?
     /// The update token retired at dismissal, and when APNs starts refusing it.
-    var retiringToken: (token: String, at: Date)?
+    var retiringToken: RetiringToken?
+    /// Why it ended, once it has: an app that launches later reads it with the activity's state.
+    public internal(set) var endCause: ActivityStateMachine.Transition.Cause?
     public internal(set) var lastAlert: ShownAlert?
 
     public var state: ActivityState { lifecycle.state }
@@ -195,8 +197,14 @@ public struct SimulatedActivity: Sendable, Hashable {
     public func hash(into hasher: inout Hasher) { hasher.combine(id) }
 }
 
+/// An update token on its way out: APNs refuses it from `at` on.
+struct RetiringToken: Sendable, Hashable, Codable {
+    var token: String
+    var at: Date
+}
+
 /// A line of the device's log, as `liveactivitiesd` would write it.
-public struct DeviceLogEntry: Sendable, Hashable {
+public struct DeviceLogEntry: Sendable, Hashable, Codable {
     public var at: Date
     public var bundleID: String?
     public var activityID: String?

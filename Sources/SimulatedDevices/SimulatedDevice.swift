@@ -53,14 +53,14 @@ public struct SimulatedDevice: Sendable {
     public private(set) var activities: [SimulatedActivity] = []
     public private(set) var log: [DeviceLogEntry] = []
     /// Shared by every device of a fleet: one copy, not one per device.
-    private let sharedSettings: SharedSettings
+    private var sharedSettings: SharedSettings
     public var settings: DeviceRuntimeSettings { sharedSettings.value }
     /// APNs keeps one push per app while the device is offline.
     private var storedWhileOffline: [String: DevicePush] = [:]
     /// Priority-10 deliveries per app in the last hour.
     private var priority10Deliveries: [String: [Date]] = [:]
     /// Pushes waiting for the opportunistic delay or for budget, newest per target.
-    private var deferred: [String: (push: DevicePush, dueAt: Date)] = [:]
+    private var deferred: [String: HeldPush] = [:]
     private var tokenGenerator: TokenGenerator
 
     public init(id: String, model: DeviceModel = .iPhoneWithDynamicIsland, hasPairedWatch: Bool = false,
@@ -288,12 +288,13 @@ public struct SimulatedDevice: Sendable {
         var events: [DeviceEvent] = []
         for transition in transitions {
             events.append(.stateChanged(activityID: activities[index].id, bundleID: activities[index].bundleID, to: transition.to, cause: transition.cause))
+            if transition.to == .ended { activities[index].endCause = transition.cause }
             write("\(transition.from) → \(transition.to): \(transition.cause.rawValue)", activities[index].bundleID,
                   activityID: activities[index].id, at: transition.at)
             if transition.to == .dismissed {
                 activities[index].tokenDueAt = nil
                 if let token = activities[index].pushToken {
-                    activities[index].retiringToken = (token, transition.at + settings.tokenPurgeDelay)
+                    activities[index].retiringToken = RetiringToken(token: token, at: transition.at + settings.tokenPurgeDelay)
                 }
             }
         }
@@ -358,7 +359,7 @@ public struct SimulatedDevice: Sendable {
     mutating func storeWhileOffline(_ push: DevicePush, bundleID: String) { storedWhileOffline[bundleID] = push }
     /// Holds `push` for `key` until `dueAt`; a newer push replaces a held one but keeps its turn.
     mutating func hold(_ push: DevicePush, key: String, until dueAt: Date) {
-        deferred[key] = (push, min(deferred[key]?.dueAt ?? dueAt, dueAt))
+        deferred[key] = HeldPush(push: push, dueAt: min(deferred[key]?.dueAt ?? dueAt, dueAt))
     }
     mutating func spendPriority10Budget(of app: SimulatedApp, at now: Date) -> Date? {
         let budget = app.frequentPushesEnabled ? settings.frequentUpdatesBudgetPerHour : settings.priority10BudgetPerHour
@@ -370,6 +371,62 @@ public struct SimulatedDevice: Sendable {
     }
 }
 
+// MARK: Kept across restarts
+
+/// Everything a device is, for a `FleetSnapshot`; its settings by value (the fleet shares them
+/// again with `share(_:)`).
+extension SimulatedDevice: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case id, model, hasPairedWatch, settings, isOnline, isLocked, apps, activities, log
+        case storedWhileOffline, priority10Deliveries, deferred, tokenGenerator
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            id: try container.decode(String.self, forKey: .id), model: try container.decode(DeviceModel.self, forKey: .model),
+            hasPairedWatch: try container.decode(Bool.self, forKey: .hasPairedWatch),
+            settings: SharedSettings(try container.decode(DeviceRuntimeSettings.self, forKey: .settings)), seed: 1)
+        isOnline = try container.decode(Bool.self, forKey: .isOnline)
+        isLocked = try container.decode(Bool.self, forKey: .isLocked)
+        apps = Dictionary(uniqueKeysWithValues: try container.decode([SimulatedApp].self, forKey: .apps).map { ($0.bundleID, $0) })
+        activities = try container.decode([SimulatedActivity].self, forKey: .activities)
+        log = try container.decode([DeviceLogEntry].self, forKey: .log)
+        storedWhileOffline = try container.decode([String: DevicePush].self, forKey: .storedWhileOffline)
+        priority10Deliveries = try container.decode([String: [Date]].self, forKey: .priority10Deliveries)
+        deferred = try container.decode([String: HeldPush].self, forKey: .deferred)
+        tokenGenerator = try container.decode(TokenGenerator.self, forKey: .tokenGenerator)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(model, forKey: .model)
+        try container.encode(hasPairedWatch, forKey: .hasPairedWatch)
+        try container.encode(settings, forKey: .settings)
+        try container.encode(isOnline, forKey: .isOnline)
+        try container.encode(isLocked, forKey: .isLocked)
+        try container.encode(apps.keys.sorted().compactMap { apps[$0] }, forKey: .apps)
+        try container.encode(activities, forKey: .activities)
+        try container.encode(log, forKey: .log)
+        try container.encode(storedWhileOffline, forKey: .storedWhileOffline)
+        try container.encode(priority10Deliveries, forKey: .priority10Deliveries)
+        try container.encode(deferred, forKey: .deferred)
+        try container.encode(tokenGenerator, forKey: .tokenGenerator)
+    }
+
+    /// Takes the fleet's settings object when the values are the same: one copy for many devices.
+    mutating func share(_ fleetSettings: SharedSettings) {
+        if sharedSettings.value == fleetSettings.value { sharedSettings = fleetSettings }
+    }
+}
+
+/// A push held for the opportunistic delay or for budget.
+struct HeldPush: Sendable, Codable {
+    var push: DevicePush
+    var dueAt: Date
+}
+
 /// Settings held once for many devices.
 final class SharedSettings: Sendable {
     let value: DeviceRuntimeSettings
@@ -378,7 +435,7 @@ final class SharedSettings: Sendable {
 
 /// Random 80-byte tokens (160 hex characters, like ActivityKit's) and UUIDs; seeded for
 /// repeatable tests.
-struct TokenGenerator: Sendable {
+struct TokenGenerator: Sendable, Codable {
     private var state: UInt64
 
     init(seed: UInt64?) { state = seed ?? UInt64.random(in: 1...UInt64.max) }

@@ -119,7 +119,8 @@ struct Serve: AsyncParsableCommand {
         let emulator: APNsEmulator?
         let apns: APNsRoutes
         if apps.isEmpty {
-            let demo = try await DemoApple.start(caFile: directory.emulatorCA, maximumConnections: apnsConnections)
+            let demo = try await DemoApple.start(
+                caFile: directory.emulatorCA, stateFile: directory.emulatorDevices, maximumConnections: apnsConnections)
             (emulator, apns, apps) = (demo.emulator, demo.apns, [demo.app])
         } else {
             guard templates == nil else { throw ValidationError("templates: they draw the built-in emulator's devices, and with APNs credentials there is none") }
@@ -218,8 +219,10 @@ enum DemoApple {
         attributes: SwiftStruct("DeliveryAttributes", [.init("activityKey", .string), .init("orderNumber", .string)]),
         contentState: SwiftStruct("ContentState", [.init("status", .string), .init("etaMinutes", .int)]))
 
-    static func start(caFile: String, maximumConnections: Int) async throws -> (emulator: APNsEmulator, apns: APNsRoutes, app: AppRegistration) {
-        let emulator = try await APNsEmulator.start()
+    static func start(
+        caFile: String, stateFile: String, maximumConnections: Int
+    ) async throws -> (emulator: APNsEmulator, apns: APNsRoutes, app: AppRegistration) {
+        let emulator = try await APNsEmulator.start(APNsEmulator.Configuration(stateFile: stateFile))
         try emulator.certificates.writeCertificateAuthority(to: caFile)
         let key = P256.Signing.PrivateKey()
         let app = AppRegistration(bundleID: bundleID, teamID: "DEMOTEAM01", keyID: "DEMOKEY001", signingKey: key.pemRepresentation)
@@ -253,11 +256,15 @@ enum DemoApple {
         (.expandedBottom, "<div class=\"tpl-small\">Order {{attributes.orderNumber}}: {{state.status}}, arriving in {{state.etaMinutes}} minutes</div>"),
     ]
 
-    /// Installs the demo app, reporting to `url` with `clientKey`: its push-to-start token goes to the server at once.
+    /// Installs the demo app, reporting to `url` with `clientKey`: its push-to-start token goes to
+    /// the server at once. On a later start the iPhone kept in the data directory has it already,
+    /// with its tokens and activities: it is launched, and reports what it has.
     static func installApp(on emulator: APNsEmulator, reportingTo url: String, clientKey: String) throws {
         if !emulator.devices.contains(deviceID) { try emulator.devices.addDevice(id: deviceID) }
         try emulator.reporter.setTarget(TokenReporting(url: url, clientKey: clientKey), deviceID: deviceID, bundleID: bundleID.value)
-        try emulator.devices.install(SimulatedApp(bundleID: bundleID.value, attributeTypes: [attributesType]), on: deviceID)
+        if try emulator.devices.device(deviceID).apps[bundleID.value]?.attributeTypes[attributesType.name] != attributesType {
+            try emulator.devices.install(SimulatedApp(bundleID: bundleID.value, attributeTypes: [attributesType]), on: deviceID)
+        }
     }
 }
 

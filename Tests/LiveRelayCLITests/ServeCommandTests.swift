@@ -115,6 +115,58 @@ struct ServeCommandTests {
         }
     }
 
+    /// The demo iPhone outlives `serve`, as a real iPhone outlives a server restart: killed, then
+    /// stopped, the server comes back on the same data directory to the same iPhone, whose
+    /// activity takes the next update. (Before, the iPhone came back new: the update failed
+    /// `BadDeviceToken`, its token was marked dead, and every restart issued another
+    /// push-to-start token.)
+    @Test func theDemoIPhoneKeepsItsActivityWhenServeIsKilledOrStopped() async throws {
+        let dataDir = try TestFiles.folder("serve")
+        defer { try? FileManager.default.removeItem(atPath: dataDir) }
+        try await withDeadline(.seconds(90)) {
+            let arguments = ["serve", "--data-dir", dataDir, "--http-port", "0"]
+            var server = try await ServeProcess.start(arguments)
+            let keys = try initialKeys(dataDir: dataDir)
+            let store = try SQLiteStore(path: dataDir + "/liverelay.sqlite")
+            try await eventually { try await store.pushToStartTokens(deviceID: "demo-iphone").count == 1 }
+            let pushToStart = try await store.pushToStartTokens(deviceID: "demo-iphone").map(\.token)
+            let (path, body) = try server.printedStart()
+            #expect(try await server.call(.POST, path, key: keys.server, body: body).status == 201)
+            let key = path.split(separator: "/")[2]
+            func firstToken() async throws -> JSONValue? {
+                try await server.call(.GET, "/v1/activities/\(key)", key: keys.server).json["tokens"]?.arrayElements?.first
+            }
+            try await eventually { try await firstToken()?["state"] == .string("live") }
+            // Kept within a moment of each change, to the owner alone.
+            let stateFile = dataDir + "/emulator-devices.json"
+            try await eventually { (try? String(contentsOfFile: stateFile, encoding: .utf8))?.contains("pushToken") == true }
+            #expect(try ServeRecoveryTests.permissions(stateFile) == 0o600)
+
+            await server.kill()
+            server = try await ServeProcess.start(arguments)
+            let update = JSONValue.object([("contentState", Self.content("on the way", 10))])
+            #expect(try await server.call(.POST, "/v1/activities/\(key)/update", key: keys.server, body: update).status == 200)
+            func shown() async throws -> String {
+                let watch = try #require(server.printed.split(separator: "\n").first { $0.hasPrefix("watch it:") }?.split(separator: " ").last)
+                return try await httpCall(.GET, String(watch)).text
+            }
+            // Shown on the iPhone, or (as before) refused and the token marked dead.
+            try await eventually {
+                let (text, token) = (try await shown(), try await firstToken())
+                return (text.contains("on the way") && token?["lastDelivery"]?["status"] != nil) || token?["state"] != .string("live")
+            }
+            let token = try await firstToken()
+            #expect(token?["state"] == .string("live") && token?["lastDelivery"]?["status"] == .integer(200), "\(token ?? .null)")
+            #expect(try await shown().contains("on the way"))
+
+            #expect(await server.stop() == 0)
+            server = try await ServeProcess.start(arguments)
+            #expect(try await shown().contains("on the way"))
+            #expect(try await store.pushToStartTokens(deviceID: "demo-iphone").map(\.token) == pushToStart, "the app was not installed again")
+            #expect(await server.stop() == 0)
+        }
+    }
+
     /// A port already taken stops `serve` at once with one line naming it, and a failing exit: a
     /// supervisor sees it fail instead of a process that runs and serves nothing. (Before, the
     /// other services took their cancellation for a store failure and spun, deaf to SIGTERM.)

@@ -77,3 +77,99 @@ import Testing
         #expect(f.device.activity(id)?.state == .ended)
     }
 }
+
+/// A fleet kept and put back (what `serve` does with its built-in emulator's devices across
+/// restarts): the devices go on as if nothing had stopped.
+@Suite struct FleetSnapshotTests {
+    let t0 = Date(timeIntervalSince1970: 1_795_000_000)
+    let channel = "c3RvcmVkY2hhbm5lbA=="
+
+    /// Through its JSON, as the state file holds it.
+    func keptAndRestored(_ fleet: DeviceFleet) throws -> DeviceFleet {
+        let data = try JSONEncoder().encode(fleet.snapshot)
+        let restored = DeviceFleet(clock: VirtualClock(wallClock: { [t0] in t0 }))
+        try restored.restore(try JSONDecoder().decode(FleetSnapshot.self, from: data))
+        return restored
+    }
+
+    func content(_ step: String, eta: String) -> JSONValue { .object([("step", .string(step)), ("eta", .number(eta))]) }
+
+    @Test func aRestoredFleetGoesOnAsTheOriginalWould() throws {
+        let fleet = DeviceFleet(clock: VirtualClock(wallClock: { [t0] in t0 }))
+        try fleet.addDevice(id: "iphone")
+        try fleet.addDevice(id: "offline-ipad", model: .iPad)
+        let (tokenActivity, channelActivity) = try fleet.withDevice("iphone") { device, now in
+            var events = device.install(SimulatedApp(bundleID: DeviceFixture.bundle, attributeTypes: [DeviceFixture.type]), at: now)
+            let (first, more) = try device.request(
+                bundleID: DeviceFixture.bundle, attributesType: "DeliveryAttributes", attributes: .object([("orderNumber", .number("1"))]),
+                content: ActivityContentState(state: content("preparing", eta: "1e1")), pushType: .token, at: now)
+            let (second, yetMore) = try device.request(
+                bundleID: DeviceFixture.bundle, attributesType: "DeliveryAttributes", attributes: .object([("orderNumber", .number("2"))]),
+                content: ActivityContentState(state: content("preparing", eta: "9")), pushType: .channel(channel), at: now)
+            events += more + yetMore
+            return ((first, second), events)
+        }
+        try fleet.withDevice("offline-ipad") { device, now in
+            var events = device.install(SimulatedApp(bundleID: DeviceFixture.bundle, attributeTypes: [DeviceFixture.type]), at: now)
+            let (_, more) = try device.request(
+                bundleID: DeviceFixture.bundle, attributesType: "DeliveryAttributes", attributes: .object([("orderNumber", .number("3"))]),
+                content: ActivityContentState(state: content("preparing", eta: "5")), pushType: .channel(channel), at: now)
+            events += more + device.setOnline(false, at: now)
+            return ((), events)
+        }
+        fleet.clock.advance(by: 2)
+        fleet.advanceAll()
+        let token = try #require(try fleet.device("iphone").activity(tokenActivity)?.pushToken)
+        // A priority-5 update waits for its opportunistic delay; a stored channel message waits for the iPad.
+        let timestamp = Int(fleet.clock.now.timeIntervalSince1970)
+        fleet.deliver(to: token) {
+            DevicePush(token: token, payload: try! JSONValue(parsing: #"{"aps":{"event":"update","timestamp":\#(timestamp),"content-state":{"step":"delivering","eta":3}}}"#),
+                       priority: 5, receivedAt: fleet.clock.now)
+        }
+        fleet.broadcast(
+            channelID: channel, payload: try JSONValue(parsing: #"{"aps":{"event":"update","timestamp":\#(timestamp),"content-state":{"step":"delivering","eta":4}}}"#),
+            priority: 10, storagePolicy: 1, expiration: nil)
+
+        // One copy is looked at, the other left alone (reading a device applies time to it).
+        let (inspected, restored) = (try keptAndRestored(fleet), try keptAndRestored(fleet))
+        #expect(inspected.clock.now == fleet.clock.now)
+        #expect(inspected.deviceIDs == ["iphone", "offline-ipad"])
+        for id in inspected.deviceIDs {
+            let (before, after) = (try fleet.device(id), try inspected.device(id))
+            #expect(after.activities == before.activities && after.apps == before.apps && after.log == before.log && after.model == before.model)
+            #expect(after.isOnline == before.isOnline)
+        }
+        // Numbers keep their literal text.
+        #expect(try inspected.device("iphone").activity(tokenActivity)?.content.state["eta"] == .number("1e1"))
+
+        // Both go on alike: the held update is applied when its delay is over, the 8-hour limit
+        // ends the activities, the iPad takes the stored message when it comes back, and a
+        // rotation issues the same next token (the token generator went on where it was).
+        for each in [fleet, restored] {
+            let before = each.events.lastSequence
+            each.clock.advance(by: DeviceRuntimeSettings().opportunisticDelay)
+            each.advanceAll()
+            // Time reached the device by itself (nothing read it): its deadline was kept.
+            #expect(each.events.events(after: before).contains { $0.activityID == tokenActivity })
+            #expect(try each.device("iphone").activity(tokenActivity)?.content.state["step"] == .string("delivering"))
+            try each.withDevice("offline-ipad") { device, now in ((), device.setOnline(true, at: now)) }
+            #expect(try each.device("offline-ipad").activities.first?.content.state["eta"] == .number("4"))
+            try each.withDevice("iphone") { device, now in ((), device.rotateUpdateToken(activityID: tokenActivity, at: now)) }
+            each.clock.advance(by: ActivityLifetime.maximumActive)
+            each.advanceAll()
+            #expect(try each.device("iphone").activity(channelActivity)?.state == .ended)
+            #expect(try each.device("iphone").activity(channelActivity)?.endCause == .eightHourLimit)
+        }
+        let rotated = try #require(try restored.device("iphone").activity(tokenActivity)?.pushToken)
+        let rotatedInOriginal = try fleet.device("iphone").activity(tokenActivity)?.pushToken
+        #expect(rotated != token && rotated == rotatedInOriginal)
+        // The restored fleet knows which device holds each token.
+        #expect(restored.deliver(to: rotated) { DevicePush(token: rotated, payload: .object([]), receivedAt: restored.clock.now) })
+    }
+
+    @Test func aSnapshotOfAnotherVersionIsRefusedByName() throws {
+        var snapshot = DeviceFleet().snapshot
+        snapshot.version = FleetSnapshot.currentVersion + 1
+        #expect(throws: SnapshotError.self) { try DeviceFleet().restore(snapshot) }
+    }
+}

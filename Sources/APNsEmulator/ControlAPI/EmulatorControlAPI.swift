@@ -58,16 +58,16 @@ public struct EmulatorControlAPI: Sendable {
         router.post("/tokens") { request, context in
             EditedResponse(status: .created, response: try registerToken(try await request.decodeJSON(TokenBody.self, context: context)))
         }
-        router.get("/tokens/{token}") { _, context in try TokenView(try knownToken(context)) }
+        router.get("/tokens/{token}") { _, context in TokenView(try knownToken(context)) }
         router.post("/tokens/{token}/unregister") { request, context in
             let token = try knownToken(context)
             let body = try await request.decodeJSONIfPresent(UnregisterBody.self, context: context)
             emulator.registry.setState(of: token.hex, to: .unregistered(since: body?.at ?? emulator.configuration.now()))
-            return try TokenView(try knownToken(context))
+            return TokenView(try knownToken(context))
         }
         router.post("/tokens/{token}/expire") { _, context in
             emulator.registry.setState(of: try knownToken(context).hex, to: .expired)
-            return try TokenView(try knownToken(context))
+            return TokenView(try knownToken(context))
         }
         router.get("/channels") { request, _ in
             ChannelList(channels: emulator.registry.allChannels(of: request.uri.queryParameters["bundleID"].map(String.init)).map(ChannelView.init))
