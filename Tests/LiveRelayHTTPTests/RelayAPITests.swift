@@ -279,6 +279,27 @@ struct RelayAPITests {
         }
     }
 
+    /// An app reports, when it starts reporting again (a launch; the demo iPhone after `serve`
+    /// restarts), the end of an activity that ended while it was not reporting.
+    @Test func anEndThatHappenedWhileTheAppWasNotReportingIsReportedWhenItReportsAgain() async throws {
+        try await withRelayHarness { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            _ = try await relay.post("/v1/activities/k/start", startBody(key: "k"))
+            try await relay.dispatch()
+            try await relay.waitForToken("k", device: "iphone-1")
+            let target = try #require(relay.emulator.reporter.target(deviceID: "iphone-1", bundleID: harnessApp))
+            try relay.emulator.reporter.setTarget(nil, deviceID: "iphone-1", bundleID: harnessApp)
+            let activityID = try #require(try relay.activity(on: "iphone-1")?.id)
+            try relay.emulator.devices.withDevice("iphone-1") { device, now in
+                ((), device.end(activityID: activityID, content: nil, dismissalPolicy: .default, at: now))
+            }
+            #expect(try await relay.get("/v1/activities/k").json["devices"]?["live"] == .integer(1))
+            try relay.emulator.reporter.setTarget(target, deviceID: "iphone-1", bundleID: harnessApp)
+            try await eventually { try await relay.get("/v1/activities/k").json["devices"]?["ended"] == .integer(1) }
+            #expect(try await relay.get("/v1/activities/k").json["devices"]?["reach"] == .string("endedOnEveryDevice"))
+        }
+    }
+
     @Test func anActivityPastEightHoursEndsAndItsUpdatesAreRefused() async throws {
         try await withRelayHarness { relay in
             try await relay.addRegisteredDevice("iphone-1")
