@@ -136,7 +136,7 @@ public final class TokenReporter: Sendable {
         }
         guard let target = state.withLock({ $0.targets[AppKey(deviceID: deviceID, bundleID: bundleID)] }) else { return }
         let frequent = (try? fleet.device(deviceID).apps[bundleID]?.frequentPushesEnabled) ?? false
-        var body: [(String, JSONValue)] = [("deviceID", .string(deviceID)), ("bundleID", .string(bundleID))]
+        var body: JSONValue.Members = [("deviceID", .string(deviceID)), ("bundleID", .string(bundleID))]
         let path: String
         switch event {
         case .activityStarted(let activityID, _, let type, let attributes):

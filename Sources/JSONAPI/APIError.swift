@@ -45,7 +45,7 @@ public struct APIError: Error, HTTPResponseError, CustomStringConvertible {
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        var error: [(String, JSONValue)] = [("code", .string(code)), ("message", .string(message))]
+        var error: JSONValue.Members = [("code", .string(code)), ("message", .string(message))]
         if let field { error.append(("field", .string(field))) }
         if let requestID { error.append(("requestID", .string(requestID))) }
         return Response(

@@ -8,7 +8,7 @@ import LiveActivityKit
 /// path of the field and the rule, and keys the request does not define are refused with a hint.
 /// Bodies of a fixed shape are `APIRequestBody`s instead.
 package struct JSONBodyReader {
-    package let members: [(key: String, value: JSONValue)]
+    package let members: JSONValue.Members
     package let path: String
 
     package init(_ value: JSONValue, path: String = "", fields: [String]) throws(JSONFieldError) {

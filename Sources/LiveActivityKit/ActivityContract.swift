@@ -77,7 +77,7 @@ enum Schema {
 
     static func join(_ path: String, _ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
 
-    static func object(_ value: JSONValue, path: String, fields: [String]) throws(LiveActivityValidationError) -> [(key: String, value: JSONValue)] {
+    static func object(_ value: JSONValue, path: String, fields: [String]) throws(LiveActivityValidationError) -> JSONValue.Members {
         guard let members = value.objectMembers else {
             throw LiveActivityValidationError(field: path, code: .wrongType, message: "must be a JSON object, got \(value.typeName)")
         }

@@ -11,7 +11,11 @@ public enum JSONValue: Sendable, Hashable {
     case string(String)
     case array([JSONValue])
     /// Members in document order. Duplicate keys are rejected when parsing.
-    case object([(key: String, value: JSONValue)])
+    case object(Members)
+
+    /// An object's members. Built as this type, not as `[(String, JSONValue)]`: an array of
+    /// unlabelled pairs is converted to it element by element, at run time.
+    public typealias Members = [(key: String, value: JSONValue)]
 
     public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
@@ -46,7 +50,10 @@ public enum JSONValue: Sendable, Hashable {
 
 extension JSONValue {
     /// A number from an integer.
-    public static func integer<I: BinaryInteger>(_ value: I) -> JSONValue { .number(String(value)) }
+    public static func integer<I: BinaryInteger>(_ value: I) -> JSONValue {
+        // `Int64`'s own description is several times faster than the generic conversion.
+        .number(Int64(exactly: value)?.description ?? String(value))
+    }
 
     /// A number from a `Double`, written the way `JSONEncoder` writes it (`100` for 100.0, `0.941`
     /// for 0.941). Non-finite values have no JSON form.
@@ -76,7 +83,7 @@ extension JSONValue {
     }
 
     /// The members if this is an object.
-    public var objectMembers: [(key: String, value: JSONValue)]? {
+    public var objectMembers: JSONValue.Members? {
         if case .object(let members) = self { return members } else { return nil }
     }
 
@@ -184,20 +191,27 @@ extension JSONValue {
 
     private static func writeString(_ s: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for byte in s.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
-            case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-            case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-            case 0x08: out.append(contentsOf: [0x5C, UInt8(ascii: "b")])
-            case 0x0C: out.append(contentsOf: [0x5C, UInt8(ascii: "f")])
-            case 0x00..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
-            default: out.append(byte)
+        var s = s
+        // Contiguous UTF-8 (made so if it was bridged): runs that need no escape are copied whole.
+        s.withUTF8 { bytes in
+            var runStart = 0
+            for (index, byte) in bytes.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
+                runStart = index + 1
+                switch byte {
+                case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
+                case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
+                case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+                case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+                case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+                case 0x08: out.append(contentsOf: [0x5C, UInt8(ascii: "b")])
+                case 0x0C: out.append(contentsOf: [0x5C, UInt8(ascii: "f")])
+                default:
+                    let hex = Array("0123456789abcdef".utf8)
+                    out.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+                }
             }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...]))
         }
         out.append(UInt8(ascii: "\""))
     }
@@ -277,7 +291,7 @@ private struct JSONParser {
         try enter()
         defer { depth -= 1 }
         index += 1
-        var members: [(key: String, value: JSONValue)] = []
+        var members: JSONValue.Members = []
         var seen = Set<String>()
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {

@@ -84,13 +84,13 @@ extension LiveActivityPayload {
         /// `.channel(id)` subscribes the new activity to a broadcast channel.
         public var inputPush: PushType?
         /// Custom keys beside `aps` (ActivityKit ignores them; your app may read them).
-        public var customKeys: [(key: String, value: JSONValue)]
+        public var customKeys: JSONValue.Members
 
         public init(
             event: Event, timestamp: Date, contentState: JSONValue? = nil, staleDate: Date? = nil,
             dismissalPolicy: ActivityUIDismissalPolicy = .default, relevanceScore: Double? = nil,
             alert: AlertConfiguration? = nil, attributesType: String? = nil, attributes: JSONValue? = nil,
-            inputPush: PushType? = nil, customKeys: [(key: String, value: JSONValue)] = []
+            inputPush: PushType? = nil, customKeys: JSONValue.Members = []
         ) {
             self.event = event
             self.timestamp = timestamp
@@ -109,7 +109,7 @@ extension LiveActivityPayload {
     /// Encodes `fields` into a document, `aps` keys in the order of Apple's key table. A
     /// non-finite relevance score has no JSON form: callers check it first (`checkRelevance`).
     public init(_ fields: Fields) {
-        var aps: [(key: String, value: JSONValue)] = [
+        var aps: JSONValue.Members = [
             ("timestamp", .integer(unixSeconds(fields.timestamp))),
             ("event", .string(fields.event.rawValue)),
         ]
@@ -202,7 +202,7 @@ extension AlertConfiguration {
                 .object([("loc-key", .string(key)), ("loc-args", .array(arguments.map(JSONValue.string)))])
             }
         }
-        var members: [(key: String, value: JSONValue)] = [("title", text(title)), ("body", text(body))]
+        var members: JSONValue.Members = [("title", text(title)), ("body", text(body))]
         if let sound { members.append(("sound", .string(sound.payloadValue))) }
         return .object(members)
     }

@@ -48,9 +48,12 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
     /// `abcd1234…9f8e`: enough to recognise a token in a log without writing it out.
     public var shortened: String { Self.shortened(hex) }
 
-    /// The same for a token kept as text (a store's column).
+    /// The same for a token kept as text (a store's column). Counted in UTF-8 bytes, not
+    /// characters: a token is hex, and a listing shortens thousands.
     public static func shortened(_ hex: String) -> String {
-        hex.count <= 16 ? hex : "\(hex.prefix(8))…\(hex.suffix(4))"
+        let bytes = hex.utf8
+        guard bytes.count > 16 else { return hex }
+        return String(decoding: bytes.prefix(8), as: UTF8.self) + "…" + String(decoding: bytes.suffix(4), as: UTF8.self)
     }
 
     public var description: String { shortened }

@@ -179,7 +179,7 @@ public struct RelayAPI: Sendable {
         reading.get("/activities") { request, context in
             let query = try ActivityQuery(parameters: request.queryDictionary(), bundleID: try Self.appFilter(request, context), limit: 50)
             let page = try await relay.activities(query)
-            var members: [(String, JSONValue)] = [("activities", .array(page.map(RelayView.json)))]
+            var members: JSONValue.Members = [("activities", .array(page.map(RelayView.json)))]
             if page.count == query.limit, let last = page.last { members.append(("after", .string(ActivityCursor(after: last).token))) }
             return Self.json(.object(members))
         }
@@ -320,7 +320,7 @@ public struct RelayAPI: Sendable {
     private func deliveries(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
         let filter = try DeliveryQuery(parameters: request.queryDictionary(), bundleID: try Self.appFilter(request, context))
         let page = try await relay.deliveries(filter)
-        var members: [(String, JSONValue)] = [("deliveries", .array(page.map(RelayView.json)))]
+        var members: JSONValue.Members = [("deliveries", .array(page.map(RelayView.json)))]
         if page.count == filter.limit, let last = page.last { members.append(("before", .integer(last.id))) }
         return Self.json(.object(members))
     }

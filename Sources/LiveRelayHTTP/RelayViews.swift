@@ -8,7 +8,7 @@ import LiveRelayStore
 enum RelayView {
     /// The answer to an accepted start, update or end.
     static func json(_ acceptance: Acceptance) -> JSONValue {
-        var members: [(String, JSONValue)] = [
+        var members: JSONValue.Members = [
             ("key", .string(acceptance.key)), ("action", .string(acceptance.action)), ("requestID", .string(acceptance.requestID)),
             ("timestamp", .integer(acceptance.timestamp)), ("deliveries", .integer(acceptance.deliveries)),
             ("state", .string(acceptance.state.rawValue)),
@@ -20,7 +20,7 @@ enum RelayView {
 
     /// A key's channels by environment, and `channelID` when it has exactly one (as before a key
     /// could have one in each environment).
-    private static func channelMembers(_ ids: [PushEnvironment: String]) -> [(String, JSONValue)] {
+    private static func channelMembers(_ ids: [PushEnvironment: String]) -> JSONValue.Members {
         guard !ids.isEmpty else { return [] }
         let channels = JSONValue.object(PushEnvironment.allCases.compactMap { environment in ids[environment].map { (environment.rawValue, .string($0)) } })
         return (ids.count == 1 ? [("channelID", .string(ids.values.first!))] : []) + [("channels", channels)]
@@ -28,7 +28,7 @@ enum RelayView {
 
     /// A contract as registered: the app, then the contract in the form it was given in.
     static func json(_ contract: ContractRecord) -> JSONValue {
-        var members: [(String, JSONValue)] = [("bundleID", .string(contract.bundleID))]
+        var members: JSONValue.Members = [("bundleID", .string(contract.bundleID))]
         members += contract.contract.objectMembers?.map { ($0.key, $0.value) } ?? []
         members.append(("updatedAt", date(contract.updatedAt)))
         return .object(members)
@@ -44,8 +44,8 @@ enum RelayView {
     /// An activity as listed: without its tokens and schedules.
     static func json(_ activity: ActivityRecord) -> JSONValue { .object(activityMembers(activity)) }
 
-    private static func activityMembers(_ activity: ActivityRecord) -> [(String, JSONValue)] {
-        var members: [(String, JSONValue)] = [
+    private static func activityMembers(_ activity: ActivityRecord) -> JSONValue.Members {
+        var members: JSONValue.Members = [
             ("bundleID", .string(activity.bundleID)), ("key", .string(activity.key)), ("attributesType", .string(activity.attributesType)),
             ("state", .string(activity.state.rawValue)),
             ("startedAt", date(activity.startedAt)), ("lastTimestamp", .integer(activity.lastTimestamp)),
@@ -70,7 +70,7 @@ enum RelayView {
     }
 
     static func json(_ schedule: ScheduleRecord) -> JSONValue {
-        var members: [(String, JSONValue)] = [
+        var members: JSONValue.Members = [
             ("scheduleID", .string(schedule.id)), ("bundleID", .string(schedule.bundleID)), ("key", .string(schedule.key)),
             ("action", .string(schedule.action)),
             ("dueAt", date(schedule.dueAt)), ("state", .string(schedule.state.rawValue)),
@@ -80,14 +80,14 @@ enum RelayView {
     }
 
     static func json(_ token: ActivityTokenRecord) -> JSONValue {
-        var members: [(String, JSONValue)] = [
+        var members: JSONValue.Members = [
             ("deviceID", .string(token.deviceID)), ("token", .string(DeviceToken.shortened(token.token))), ("state", .string(token.state.rawValue)),
             ("frequentPushesEnabled", .bool(token.frequentPushesEnabled)), ("environment", .string(token.environment.rawValue)),
             ("registeredAt", date(token.registeredAt)),
         ]
         if let id = token.activityID { members.append(("activityID", .string(id))) }
         if let reason = token.stateReason { members.append(("stateReason", .string(reason))) }
-        var last: [(String, JSONValue)] = []
+        var last: JSONValue.Members = []
         if let status = token.lastStatus { last.append(("status", .integer(status))) }
         if let reason = token.lastReason { last.append(("reason", .string(reason))) }
         if let at = token.lastDeliveryAt { last.append(("at", date(at))) }
@@ -96,7 +96,7 @@ enum RelayView {
     }
 
     static func json(_ delivery: DeliveryRecord) -> JSONValue {
-        var members: [(String, JSONValue)] = [
+        var members: JSONValue.Members = [
             ("id", .integer(delivery.id)), ("bundleID", .string(delivery.bundleID)), ("key", .string(delivery.key)),
             ("event", .string(delivery.event)),
             ("requestID", .string(delivery.requestID)), ("status", .string(delivery.status.rawValue)),
@@ -121,7 +121,7 @@ enum RelayView {
     }
 
     static func json(_ key: APIKeyRecord) -> JSONValue {
-        var members: [(String, JSONValue)] = [
+        var members: JSONValue.Members = [
             ("id", .string(key.id)), ("name", .string(key.name)), ("scope", .string(key.scope.rawValue)),
             ("createdAt", date(key.createdAt)),
         ]
@@ -140,7 +140,7 @@ enum RelayView {
     }
 
     static func json(_ channel: ChannelRecord) -> JSONValue {
-        var members: [(String, JSONValue)] = [
+        var members: JSONValue.Members = [
             ("channelID", .string(channel.channelID)), ("bundleID", .string(channel.bundleID)),
             ("environment", .string(channel.environment.rawValue)),
             ("storagePolicy", .integer(channel.storagePolicy)), ("createdAt", date(channel.createdAt)),

@@ -11,7 +11,7 @@ public struct RelayWire: RelayWireFormat {
     public init() {}
 
     public func json(of request: ScheduledRequest) -> JSONValue {
-        var members: [(String, JSONValue)] = []
+        var members: JSONValue.Members = []
         func add(_ name: String, _ value: JSONValue?) { if let value { members.append((name, value)) } }
         switch request {
         case .start(let start):
@@ -70,7 +70,7 @@ public struct RelayWire: RelayWireFormat {
             case .localized(let key, let arguments): .object([("key", .string(key)), ("arguments", .array(arguments.map(JSONValue.string)))])
             }
         }
-        var members: [(String, JSONValue)] = [("title", text(alert.title)), ("body", text(alert.body))]
+        var members: JSONValue.Members = [("title", text(alert.title)), ("body", text(alert.body))]
         if let sound = alert.sound { members.append(("sound", .string(sound.payloadValue))) }
         return .object(members)
     }

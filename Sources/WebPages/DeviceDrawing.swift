@@ -262,7 +262,7 @@ public enum DeviceDrawing {
         return last.prefix(1).uppercased() + last.dropFirst()
     }
 
-    private static func scalars(_ value: JSONValue) -> [(key: String, value: JSONValue)] {
+    private static func scalars(_ value: JSONValue) -> JSONValue.Members {
         (value.objectMembers ?? []).filter { member in
             switch member.value {
             case .string, .number, .bool: true

@@ -313,7 +313,7 @@ extension EmulatorControlAPI {
 
     private func appJSON(_ device: SimulatedDevice, _ bundleID: String) -> JSONValue {
         guard let app = device.apps[bundleID] else { return .null }
-        var members: [(String, JSONValue)] = [
+        var members: JSONValue.Members = [
             ("bundleID", .string(app.bundleID)), ("supportsLiveActivities", .bool(app.supportsLiveActivities)),
             ("supportsFrequentUpdates", .bool(app.supportsFrequentUpdates)), ("liveActivitiesEnabled", .bool(app.liveActivitiesEnabled)),
             ("frequentUpdatesEnabled", .bool(app.frequentUpdatesEnabled)), ("inForeground", .bool(app.isInForeground)),

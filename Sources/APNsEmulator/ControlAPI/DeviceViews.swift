@@ -15,7 +15,7 @@ enum PresentationJSON {
         case .token: .string("token")
         case .channel: .string("channel")
         }
-        var members: [(String, JSONValue)] = [
+        var members: JSONValue.Members = [
             ("id", .string(activity.id)), ("bundleID", .string(activity.bundleID)), ("attributesType", .string(activity.attributesType)),
             ("state", .string(activity.state.rawValue)), ("style", .string(activity.style.rawValue)), ("pushType", pushType),
         ]
@@ -89,7 +89,7 @@ enum PresentationJSON {
     }
 
     static func json(_ event: FleetEvent) -> JSONValue {
-        var members: [(String, JSONValue)] = [
+        var members: JSONValue.Members = [
             ("sequence", .integer(event.sequence)), ("at", date(event.at)), ("type", .string(eventType(event.event))),
             ("device", .string(event.deviceID)), ("bundleID", .string(event.bundleID)),
         ]

@@ -256,7 +256,7 @@ struct Dashboard: Sendable {
             event: event.rawValue, contentState: form["contentState"] ?? "", alertTitle: form["alertTitle"] ?? "",
             alertBody: form["alertBody"] ?? "", message: "")
         do {
-            var body: [(String, JSONValue)] = []
+            var body: JSONValue.Members = []
             let content = typed.contentState.trimmingCharacters(in: .whitespacesAndNewlines)
             if !content.isEmpty {
                 do {
