@@ -3,7 +3,8 @@ import LiveActivityKit
 import PostgresNIO
 
 /// A statement PostgreSQL parses once per connection and then only runs with new values. The
-/// statements of every change, claim and recording are such: an unnamed statement is parsed and
+/// statements of every change and recording are such (not the claim, one per batch, which must be
+/// planned on the table as it is: `PostgresStore.claim`): an unnamed statement is parsed and
 /// planned again each time, which took half of PostgreSQL's CPU under `bench server`'s single-key
 /// updates (pgbench with the same 11 statements: 735 transactions/s unnamed, 1,721 prepared).
 ///
@@ -165,20 +166,6 @@ enum PreparedStatements {
             INSERT INTO rate_buckets AS b (key, tokens, at) VALUES (?, ?, ?)
             ON CONFLICT (key) DO UPDATE SET tokens = \(refill) - 1, at = ? WHERE \(refill) >= 1
             RETURNING tokens
-            """)
-    }
-
-    /// The due pushes are locked by a sub-select that runs once (`ARRAY(…)`, an init plan): as
-    /// `id IN (…)`, a plan made on an empty table ran it again for every row, each run locking
-    /// the next due pushes, and a claim took the whole outbox (`PostgresPlanTests`).
-    enum Claim: PreparedSQL {
-        static let sql = SQLStatement.numbering(
-            """
-            UPDATE deliveries SET status = '\(DeliveryEvent.claim.destination.rawValue)', next_attempt_at = ?
-            WHERE id = ANY(ARRAY(
-                SELECT id FROM deliveries WHERE \(OutboxStatements.statusCondition(.claim)) AND next_attempt_at <= ?
-                ORDER BY next_attempt_at, id LIMIT ? FOR UPDATE SKIP LOCKED))
-            RETURNING \(DeliveryRecord.columns)
             """)
     }
 
