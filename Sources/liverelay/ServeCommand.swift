@@ -33,7 +33,7 @@ struct Serve: AsyncParsableCommand {
             gracefully on SIGINT or SIGTERM.
             """)
 
-    @Option(help: ArgumentHelp("Where the SQLite database (unless --database names another), the initial keys and the emulator's CA live.", valueName: "path"))
+    @Option(help: ArgumentHelp("Where the SQLite database (unless --database names another), the initial keys and the built-in emulator's CA and simulated devices live.", valueName: "path"))
     var dataDir: String = "liverelay-data"
     @OptionGroup var database: DatabaseOption
     @Option(help: "Address of the HTTP API.") var httpHost: String = "127.0.0.1"
