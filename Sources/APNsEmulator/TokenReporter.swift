@@ -83,24 +83,19 @@ public final class TokenReporter: Sendable {
         guard target != nil, let app = device.apps[bundleID] else { return }
         // Replayed as events so that they take the same path, in order, as later ones; an end with
         // the time it happened.
-        var endedAt: [String: Date] = [:]
-        var current: [DeviceEvent] = app.pushToStartTokens.sorted { $0.key < $1.key }.map {
-            .tokenIssued(token: $0.value, bundleID: bundleID, kind: .pushToStart(attributesType: $0.key), environment: app.environment)
+        let now = fleet.clock.now
+        var current: [(event: DeviceEvent, at: Date)] = app.pushToStartTokens.sorted { $0.key < $1.key }.map {
+            (.tokenIssued(token: $0.value, bundleID: bundleID, kind: .pushToStart(attributesType: $0.key), environment: app.environment), now)
         }
         for activity in device.activities where activity.bundleID == bundleID {
-            current.append(.activityStarted(activityID: activity.id, bundleID: bundleID, attributesType: activity.attributesType, attributes: activity.attributes))
+            current.append((.activityStarted(activityID: activity.id, bundleID: bundleID, attributesType: activity.attributesType, attributes: activity.attributes), now))
             if activity.lifecycle.isOngoing, let token = activity.pushToken {
-                current.append(.tokenIssued(token: token, bundleID: bundleID, kind: .update(activityID: activity.id), environment: app.environment))
+                current.append((.tokenIssued(token: token, bundleID: bundleID, kind: .update(activityID: activity.id), environment: app.environment), now))
             } else if let cause = activity.endCause {
-                endedAt[activity.id] = activity.lifecycle.endDate
-                current.append(.stateChanged(activityID: activity.id, bundleID: bundleID, to: activity.state, cause: cause))
+                current.append((.stateChanged(activityID: activity.id, bundleID: bundleID, to: activity.state, cause: cause), activity.lifecycle.endDate ?? now))
             }
         }
-        let now = fleet.clock.now
-        for event in current {
-            let at = if case .stateChanged(let activityID, _, _, _) = event { endedAt[activityID] ?? now } else { now }
-            queue.continuation.yield((deviceID, event, at))
-        }
+        for (event, at) in current { queue.continuation.yield((deviceID, event, at)) }
     }
 
     /// What is to be reported, in order: the fleet's events and the replays of `setTarget`.

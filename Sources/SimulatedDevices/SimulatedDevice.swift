@@ -376,45 +376,6 @@ public struct SimulatedDevice: Sendable {
 /// Everything a device is, for a `FleetSnapshot`; its settings by value (the fleet shares them
 /// again with `share(_:)`).
 extension SimulatedDevice: Codable {
-    private enum CodingKeys: String, CodingKey {
-        case id, model, hasPairedWatch, settings, isOnline, isLocked, apps, activities, log
-        case storedWhileOffline, priority10Deliveries, deferred, tokenGenerator
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(
-            id: try container.decode(String.self, forKey: .id), model: try container.decode(DeviceModel.self, forKey: .model),
-            hasPairedWatch: try container.decode(Bool.self, forKey: .hasPairedWatch),
-            settings: SharedSettings(try container.decode(DeviceRuntimeSettings.self, forKey: .settings)), seed: 1)
-        isOnline = try container.decode(Bool.self, forKey: .isOnline)
-        isLocked = try container.decode(Bool.self, forKey: .isLocked)
-        apps = Dictionary(uniqueKeysWithValues: try container.decode([SimulatedApp].self, forKey: .apps).map { ($0.bundleID, $0) })
-        activities = try container.decode([SimulatedActivity].self, forKey: .activities)
-        log = try container.decode([DeviceLogEntry].self, forKey: .log)
-        storedWhileOffline = try container.decode([String: DevicePush].self, forKey: .storedWhileOffline)
-        priority10Deliveries = try container.decode([String: [Date]].self, forKey: .priority10Deliveries)
-        deferred = try container.decode([String: HeldPush].self, forKey: .deferred)
-        tokenGenerator = try container.decode(TokenGenerator.self, forKey: .tokenGenerator)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(model, forKey: .model)
-        try container.encode(hasPairedWatch, forKey: .hasPairedWatch)
-        try container.encode(settings, forKey: .settings)
-        try container.encode(isOnline, forKey: .isOnline)
-        try container.encode(isLocked, forKey: .isLocked)
-        try container.encode(apps.keys.sorted().compactMap { apps[$0] }, forKey: .apps)
-        try container.encode(activities, forKey: .activities)
-        try container.encode(log, forKey: .log)
-        try container.encode(storedWhileOffline, forKey: .storedWhileOffline)
-        try container.encode(priority10Deliveries, forKey: .priority10Deliveries)
-        try container.encode(deferred, forKey: .deferred)
-        try container.encode(tokenGenerator, forKey: .tokenGenerator)
-    }
-
     /// Takes the fleet's settings object when the values are the same: one copy for many devices.
     mutating func share(_ fleetSettings: SharedSettings) {
         if sharedSettings.value == fleetSettings.value { sharedSettings = fleetSettings }
@@ -428,9 +389,13 @@ struct HeldPush: Sendable, Codable {
 }
 
 /// Settings held once for many devices.
-final class SharedSettings: Sendable {
+final class SharedSettings: Sendable, Codable {
     let value: DeviceRuntimeSettings
     init(_ value: DeviceRuntimeSettings) { self.value = value }
+
+    /// Kept as the settings themselves: a restored device has its own copy until it is shared.
+    init(from decoder: any Decoder) throws { value = try DeviceRuntimeSettings(from: decoder) }
+    func encode(to encoder: any Encoder) throws { try value.encode(to: encoder) }
 }
 
 /// Random 80-byte tokens (160 hex characters, like ActivityKit's) and UUIDs; seeded for
