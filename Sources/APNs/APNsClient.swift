@@ -170,7 +170,8 @@ public final class APNsClient: Sendable {
                 continue
             }
             if raw.status == 403, !tokenRefreshed, APNsError(raw).reason == .expiredProviderToken,
-               tokens.rejectedAsExpired(token) {
+                tokens.rejectedAsExpired(token)
+            {
                 tokenRefreshed = true
                 logger.info("provider token expired; retrying with a new one")
                 continue
@@ -292,10 +293,11 @@ final class ConnectionPool: Sendable {
                 return false
             }
             // Lazily: an array per request would cost an allocation per push.
-            let choice = plan.choose(among: state.entries.lazy.map { entry in
-                if case .connecting = entry.link { return entry.status.planned(isConnecting: true) }
-                return entry.status.planned(isConnecting: false)
-            })
+            let choice = plan.choose(
+                among: state.entries.lazy.map { entry in
+                    if case .connecting = entry.link { return entry.status.planned(isConnecting: true) }
+                    return entry.status.planned(isConnecting: false)
+                })
             switch choice {
             case .use(let index):
                 let entry = state.entries[index]

@@ -135,4 +135,3 @@ final class APNsConnection: Sendable {
 private func isIPAddress(_ host: String) -> Bool {
     (try? SocketAddress(ipAddress: host, port: 0)) != nil
 }
-

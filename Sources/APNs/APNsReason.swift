@@ -48,7 +48,8 @@ public struct APNsReason: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Every documented reason, with its status, meaning and advice.
+    /// Every documented reason, with its status, meaning and advice (a table: a row a line).
+    // swift-format-ignore
     public static let all: [Entry] = [
         // Device pushes (/3/device)
         .init(reason: .badCollapseId, status: 400, meaning: "The collapse identifier exceeds the maximum allowed size (64 bytes).", advice: .fixRequest, whatToDo: "Shorten apns-collapse-id to 64 bytes or less."),

@@ -148,7 +148,9 @@ extension APNsRequest {
     }
 
     /// `GET /1/apps/<bundle>/channels` with `apns-channel-id`: the channel's configuration.
-    public static func readChannel(_ channelID: String, bundleID: BundleID, requestID: APNsMessageID? = nil) throws(LiveActivityValidationError) -> APNsRequest {
+    public static func readChannel(_ channelID: String, bundleID: BundleID, requestID: APNsMessageID? = nil) throws(LiveActivityValidationError)
+        -> APNsRequest
+    {
         try validateChannelID(channelID, field: "apns-channel-id")
         return APNsRequest(
             service: .channelManagement, method: .get, path: "/1/apps/\(bundleID.value)/channels",
@@ -156,7 +158,9 @@ extension APNsRequest {
     }
 
     /// `DELETE /1/apps/<bundle>/channels` with `apns-channel-id`: APNs answers 204.
-    public static func deleteChannel(_ channelID: String, bundleID: BundleID, requestID: APNsMessageID? = nil) throws(LiveActivityValidationError) -> APNsRequest {
+    public static func deleteChannel(_ channelID: String, bundleID: BundleID, requestID: APNsMessageID? = nil) throws(LiveActivityValidationError)
+        -> APNsRequest
+    {
         try validateChannelID(channelID, field: "apns-channel-id")
         return APNsRequest(
             service: .channelManagement, method: .delete, path: "/1/apps/\(bundleID.value)/channels",
@@ -209,7 +213,8 @@ extension APNsRequest {
     public var malformation: LiveActivityValidationError? {
         guard path.utf8.first == UInt8(ascii: "/"), path.allBytes({ $0 > 0x20 && $0 < 0x7F }) else {
             return LiveActivityValidationError(
-                field: ":path", code: .invalidValue, message: "must start with / and hold only visible ASCII characters, got \(path.debugDescription)")
+                field: ":path", code: .invalidValue, message: "must start with / and hold only visible ASCII characters, got \(path.debugDescription)"
+            )
         }
         for header in headers {
             guard !header.name.isEmpty, header.name.allBytes(Self.isLowercaseTokenCharacter) else {
@@ -224,7 +229,7 @@ extension APNsRequest {
             }
             let value = header.value.utf8
             guard header.value.allBytes({ $0 != 0 && $0 != UInt8(ascii: "\r") && $0 != UInt8(ascii: "\n") }),
-                  !(value.first?.isHTTPBlank ?? false), !(value.last?.isHTTPBlank ?? false)
+                !(value.first?.isHTTPBlank ?? false), !(value.last?.isHTTPBlank ?? false)
             else {
                 return LiveActivityValidationError(
                     field: header.name, code: .invalidValue,
@@ -248,8 +253,9 @@ extension APNsRequest {
         switch byte {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
         case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"),
-             UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"),
-             UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"): true
+            UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"),
+            UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
+            true
         default: false
         }
     }

@@ -66,8 +66,9 @@ public struct APNsError: Error, Sendable, Hashable, CustomStringConvertible {
             if let text = json["reason"]?.stringValue { reason = text }
             if let ms = json["timestamp"]?.doubleValue { timestamp = Date(timeIntervalSince1970: ms / 1000) }
         }
-        self.init(status: raw.status, reason: APNsReason(reason), timestamp: timestamp,
-                  apnsID: raw.header("apns-id") ?? raw.header("apns-request-id"))
+        self.init(
+            status: raw.status, reason: APNsReason(reason), timestamp: timestamp,
+            apnsID: raw.header("apns-id") ?? raw.header("apns-request-id"))
     }
 
     /// The body APNs sends for this error: `{"reason": …}`, and for a `410` the `timestamp` in
@@ -76,7 +77,8 @@ public struct APNsError: Error, Sendable, Hashable, CustomStringConvertible {
         var json: JSONValue = .object([("reason", .string(reason.rawValue))])
         if let timestamp {
             // Clamped first: a timestamp read from a peer's answer may be any number.
-            let milliseconds = timestamp.timeIntervalSince1970 * 1000, limit = Date.supportedRange.upperBound.timeIntervalSince1970 * 1000
+            let milliseconds = timestamp.timeIntervalSince1970 * 1000
+            let limit = Date.supportedRange.upperBound.timeIntervalSince1970 * 1000
             json.set("timestamp", .integer(Int64(milliseconds.isNaN ? 0 : min(max(milliseconds, 0), limit).rounded(.down))))
         }
         return json.serialized

@@ -118,11 +118,12 @@ package final class APNsStreamsHandler: ChannelDuplexHandler {
     private func start(context: ChannelHandlerContext) {
         startedAt = context.eventLoop.now
         output.writeStaticString(HTTP2Wire.clientPreface)
-        HTTP2Wire.writeSettings([
-            (.enablePush, 0),
-            (.maxConcurrentStreams, UInt32(Self.concurrentStreamsAllowed)),
-            (.initialWindowSize, UInt32(Self.streamReceiveWindow)),
-        ], to: &output)
+        HTTP2Wire.writeSettings(
+            [
+                (.enablePush, 0),
+                (.maxConcurrentStreams, UInt32(Self.concurrentStreamsAllowed)),
+                (.initialWindowSize, UInt32(Self.streamReceiveWindow)),
+            ], to: &output)
         if let increment = receiveWindow.increment(receiving: 0) {
             HTTP2Wire.writeWindowUpdate(streamID: 0, increment: increment, to: &output)
         }
@@ -314,7 +315,8 @@ package final class APNsStreamsHandler: ChannelDuplexHandler {
                 end(
                     APNsTransportError(
                         .connectionClosed,
-                        "APNs sent nothing for \(silence.nanoseconds / 1_000_000) ms with requests in flight, nor answered a PING: the connection was taken for dead"),
+                        "APNs sent nothing for \(silence.nanoseconds / 1_000_000) ms with requests in flight, nor answered a PING: the connection was taken for dead"
+                    ),
                     goAway: .noError, context: context)
             }
         }
@@ -460,7 +462,9 @@ package final class APNsStreamsHandler: ChannelDuplexHandler {
         if endStream { complete(streamID, context: context) }
     }
 
-    private func readSettings(_ header: HTTP2Wire.FrameHeader, _ payload: ByteBuffer, context: ChannelHandlerContext) throws(HTTP2Wire.ConnectionError) {
+    private func readSettings(_ header: HTTP2Wire.FrameHeader, _ payload: ByteBuffer, context: ChannelHandlerContext) throws(HTTP2Wire
+        .ConnectionError)
+    {
         guard header.streamID == 0 else { throw .init(.protocolError, "SETTINGS on stream \(header.streamID)") }
         if header.has(HTTP2Wire.Flag.ack) {
             guard header.length == 0 else { throw .init(.frameSizeError, "a SETTINGS acknowledgement with a payload") }
@@ -501,7 +505,9 @@ package final class APNsStreamsHandler: ChannelDuplexHandler {
         openWaiting(context: context)
     }
 
-    private func readWindowUpdate(_ header: HTTP2Wire.FrameHeader, _ payload: ByteBuffer, context: ChannelHandlerContext) throws(HTTP2Wire.ConnectionError) {
+    private func readWindowUpdate(_ header: HTTP2Wire.FrameHeader, _ payload: ByteBuffer, context: ChannelHandlerContext) throws(HTTP2Wire
+        .ConnectionError)
+    {
         guard header.length == 4 else { throw .init(.frameSizeError, "WINDOW_UPDATE of \(header.length) bytes") }
         let increment = Int(payload.getInteger(at: payload.readerIndex, as: UInt32.self)! & 0x7FFF_FFFF)
         if header.streamID == 0 {

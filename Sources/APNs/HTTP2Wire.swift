@@ -30,7 +30,7 @@ enum HTTP2Wire {
     /// RFC 9113 §7.
     enum ErrorCode: UInt32, CustomStringConvertible {
         case noError = 0, protocolError, internalError, flowControlError, settingsTimeout, streamClosed, frameSizeError,
-             refusedStream, cancel, compressionError, connectError, enhanceYourCalm, inadequateSecurity, http11Required
+            refusedStream, cancel, compressionError, connectError, enhanceYourCalm, inadequateSecurity, http11Required
 
         /// The code's name; an unknown code by its number.
         static func name(_ code: UInt32) -> String {
@@ -71,7 +71,7 @@ enum HTTP2Wire {
     /// A frame longer than `maxFrameSize` is a connection error (§4.2).
     static func readFrame(from bytes: inout ByteBuffer, maxFrameSize: Int) throws(ConnectionError) -> (FrameHeader, ByteBuffer)? {
         guard bytes.readableBytes >= frameHeaderSize,
-              let lengthAndType = bytes.getInteger(at: bytes.readerIndex, as: UInt32.self)
+            let lengthAndType = bytes.getInteger(at: bytes.readerIndex, as: UInt32.self)
         else { return nil }
         let length = Int(lengthAndType >> 8)
         guard length <= maxFrameSize else {

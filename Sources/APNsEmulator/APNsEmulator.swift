@@ -1,7 +1,7 @@
 import APNs
 import Foundation
-import Logging
 import LiveActivityKit
+import Logging
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
@@ -118,9 +118,11 @@ public final class APNsEmulator: Sendable {
         return listeners.ports
     }
 
-    private init(configuration: Configuration, registry: EmulatorRegistry, journal: EmulatorJournal, faults: EmulatorFaults,
-                 devices: DeviceFleet, certificates: EmulatorCertificates, listeners: [PushEnvironment: Listeners],
-                 stateFile: EmulatorStateFile?) {
+    private init(
+        configuration: Configuration, registry: EmulatorRegistry, journal: EmulatorJournal, faults: EmulatorFaults,
+        devices: DeviceFleet, certificates: EmulatorCertificates, listeners: [PushEnvironment: Listeners],
+        stateFile: EmulatorStateFile?
+    ) {
         self.stateFile = stateFile
         self.configuration = configuration
         self.registry = registry
@@ -186,8 +188,9 @@ public final class APNsEmulator: Sendable {
             for server in started { await server.shutdown() }
             throw error
         }
-        return APNsEmulator(configuration: configuration, registry: registry, journal: journal, faults: faults,
-                            devices: devices, certificates: certificates, listeners: listeners, stateFile: stateFile)
+        return APNsEmulator(
+            configuration: configuration, registry: registry, journal: journal, faults: faults,
+            devices: devices, certificates: certificates, listeners: listeners, stateFile: stateFile)
     }
 
     /// How a client reaches `environment` of this emulator, trusting the CA at `caFile`.

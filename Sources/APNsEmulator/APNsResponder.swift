@@ -147,7 +147,8 @@ struct APNsResponder: RequestResponder {
     ) -> Verdict {
         if let reason = connection.session.authenticate(
             authorization: request.header("authorization"), bundleID: bundleID, environment: environment,
-            now: now, registry: registry, topicRejection: destination == .device ? .topicDisallowed : .topicMismatch) {
+            now: now, registry: registry, topicRejection: destination == .device ? .topicDisallowed : .topicMismatch)
+        {
             return reply.reject(reason)
         }
         guard !request.body.isEmpty else { return reply.reject(.payloadEmpty) }
@@ -169,7 +170,8 @@ struct APNsResponder: RequestResponder {
             case UInt8(ascii: "."):
                 guard partLength > 0 else { return false }
                 partLength = 0
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"):
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"):
                 partLength += 1
             default:
                 return false
@@ -229,7 +231,7 @@ struct APNsResponder: RequestResponder {
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: false)
         // "", "1", "apps", <bundle>, "channels" | "all-channels"
         guard parts.count == 5, parts[0].isEmpty, parts[1] == "1", parts[2] == "apps", !parts[3].isEmpty,
-              parts[4] == "channels" || parts[4] == "all-channels"
+            parts[4] == "channels" || parts[4] == "all-channels"
         else { return reply.reject(.badPath) }
         let bundleID = String(parts[3])
         let listing = parts[4] == "all-channels"
@@ -238,7 +240,8 @@ struct APNsResponder: RequestResponder {
         guard !bundleID.contains(".push-type.") else { return reply.reject(.topicDisallowed) }
         if let reason = connection.session.authenticate(
             authorization: request.header("authorization"), bundleID: bundleID, environment: environment,
-            now: now, registry: registry, topicRejection: .topicMismatch) {
+            now: now, registry: registry, topicRejection: .topicMismatch)
+        {
             return reply.reject(reason)
         }
         guard registry.broadcastEnabled(bundleID) else { return reply.reject(.featureNotEnabled) }
@@ -261,9 +264,11 @@ struct APNsResponder: RequestResponder {
             _ = registry.deleteChannel(channelID)
             return reply.accept(status: 204)
         }
-        return reply.accept(status: 200, body: .object([
-            ("message-storage-policy", .integer(channel.storagePolicy)), ("push-type", .string("LiveActivity")),
-        ]))
+        return reply.accept(
+            status: 200,
+            body: .object([
+                ("message-storage-policy", .integer(channel.storagePolicy)), ("push-type", .string("LiveActivity")),
+            ]))
     }
 
     private func createChannel(_ request: ReceivedRequest, bundleID: String, reply: Reply) -> Verdict {
@@ -272,7 +277,7 @@ struct APNsResponder: RequestResponder {
             return reply.reject(.badRequestPayload)
         }
         guard members.allSatisfy({ ["message-storage-policy", "push-type"].contains($0.key) }),
-              let policy = body["message-storage-policy"], policy == .number("0") || policy == .number("1")
+            let policy = body["message-storage-policy"], policy == .number("0") || policy == .number("1")
         else { return reply.reject(.badRequestParams) }
         guard let pushType = body["push-type"]?.stringValue else { return reply.reject(.badRequestParams) }
         guard pushType.lowercased() == "liveactivity" else { return reply.reject(.invalidPushType) }

@@ -114,7 +114,8 @@ public final class EmulatorFaults: Sendable {
     func take(for request: ReceivedRequest) -> EmulatorFault.Action? {
         state.withLock { state in
             guard !state.faults.isEmpty else { return nil }
-            let bundleID = request.bundleID, token = request.deviceToken
+            let bundleID = request.bundleID
+            let token = request.deviceToken
             for index in state.faults.indices where state.faults[index].fault.matches(bundleID: bundleID, token: token) {
                 if state.faults[index].fault.skip > 0 {
                     state.faults[index].fault.skip -= 1

@@ -61,7 +61,8 @@ public final class EmulatorJournal: Sendable {
     }
 
     private func append(
-        _ request: ReceivedRequest, _ environment: PushEnvironment, status: Int?, reason: APNsReason?, fault: EmulatorFault.Action?, streamError: String?, at time: Date
+        _ request: ReceivedRequest, _ environment: PushEnvironment, status: Int?, reason: APNsReason?, fault: EmulatorFault.Action?,
+        streamError: String?, at time: Date
     ) {
         let headers = request.headers.map { header in
             header.name == "authorization" ? (name: header.name, value: "bearer <provider token elided>") : header

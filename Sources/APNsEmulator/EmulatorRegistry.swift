@@ -20,8 +20,10 @@ public struct EmulatorKey: Sendable {
     public var environments: Set<PushEnvironment>
     public var scope: Scope
 
-    public init(keyID: String, teamID: String, publicKey: P256.Signing.PublicKey,
-                environments: Set<PushEnvironment> = Set(PushEnvironment.allCases), scope: Scope = .team) {
+    public init(
+        keyID: String, teamID: String, publicKey: P256.Signing.PublicKey,
+        environments: Set<PushEnvironment> = Set(PushEnvironment.allCases), scope: Scope = .team
+    ) {
         self.keyID = keyID
         self.teamID = teamID
         self.publicKey = publicKey
@@ -30,10 +32,13 @@ public struct EmulatorKey: Sendable {
     }
 
     /// The public half of a `.p8` file.
-    public init(p8PEM: String, keyID: String, teamID: String,
-                environments: Set<PushEnvironment> = Set(PushEnvironment.allCases), scope: Scope = .team) throws {
-        self.init(keyID: keyID, teamID: teamID, publicKey: try P256.Signing.PrivateKey(pemRepresentation: p8PEM).publicKey,
-                  environments: environments, scope: scope)
+    public init(
+        p8PEM: String, keyID: String, teamID: String,
+        environments: Set<PushEnvironment> = Set(PushEnvironment.allCases), scope: Scope = .team
+    ) throws {
+        self.init(
+            keyID: keyID, teamID: teamID, publicKey: try P256.Signing.PrivateKey(pemRepresentation: p8PEM).publicKey,
+            environments: environments, scope: scope)
     }
 
     func allows(bundleID: String) -> Bool {

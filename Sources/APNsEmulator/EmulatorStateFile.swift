@@ -46,9 +46,11 @@ final class EmulatorStateFile: Sendable {
             let aside = path + ".unreadable"
             try? FileManager.default.removeItem(atPath: aside)
             try? FileManager.default.moveItem(atPath: path, toPath: aside)
-            logger.warning("the kept simulated devices cannot be read: starting with new ones", metadata: [
-                "file": "\(path)", "moved to": "\(aside)", "error": "\(error)",
-            ])
+            logger.warning(
+                "the kept simulated devices cannot be read: starting with new ones",
+                metadata: [
+                    "file": "\(path)", "moved to": "\(aside)", "error": "\(error)",
+                ])
         }
     }
 

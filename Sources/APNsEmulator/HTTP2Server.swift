@@ -166,16 +166,18 @@ public final class HTTP2TLSServer: Sendable {
                     let freeze = OutputFreeze()
                     try pipeline.addHandler(NIOSSLServerHandler(context: sslContext))
                     try pipeline.addHandler(freeze)
-                    try pipeline.addHandler(NIOHTTP2Handler(
-                        mode: .server,
-                        initialSettings: [
-                            HTTP2Setting(parameter: .maxConcurrentStreams, value: connection.maxConcurrentStreams),
-                            HTTP2Setting(parameter: .maxHeaderListSize, value: HPACKDecoder.defaultMaxHeaderListSize),
-                            HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
-                        ]))
-                    try pipeline.addHandler(ServerStreamsHandler(
-                        connectionID: connectionID, responder: responder, connection: connection, freeze: freeze, idle: idle,
-                        latency: latency, logger: logger))
+                    try pipeline.addHandler(
+                        NIOHTTP2Handler(
+                            mode: .server,
+                            initialSettings: [
+                                HTTP2Setting(parameter: .maxConcurrentStreams, value: connection.maxConcurrentStreams),
+                                HTTP2Setting(parameter: .maxHeaderListSize, value: HPACKDecoder.defaultMaxHeaderListSize),
+                                HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
+                            ]))
+                    try pipeline.addHandler(
+                        ServerStreamsHandler(
+                            connectionID: connectionID, responder: responder, connection: connection, freeze: freeze, idle: idle,
+                            latency: latency, logger: logger))
                 }
             }
             .bind(host: host, port: port)
@@ -323,7 +325,8 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
                 promise: nil)
             if let body {
                 context.write(
-                    wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(ByteBuffer(bytes: body)), endStream: true)))),
+                    wrapOutboundOut(
+                        HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(ByteBuffer(bytes: body)), endStream: true)))),
                     promise: nil)
             }
         case .noAnswer:
@@ -379,12 +382,16 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
     /// may hold their answers), later ones never. Then the connection closes.
     private func goAway(debugData: [UInt8], context: ChannelHandlerContext) {
         guard !isClosing, !goingAway else { return }
-        let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(
-            lastStreamID: lastProcessedStream, errorCode: .noError, opaqueData: ByteBuffer(bytes: debugData)))
+        let frame = HTTP2Frame(
+            streamID: .rootStream,
+            payload: .goAway(
+                lastStreamID: lastProcessedStream, errorCode: .noError, opaqueData: ByteBuffer(bytes: debugData)))
         goneAway = frame
         logger.info(
             "connection going away: GOAWAY NO_ERROR",
-            metadata: ["connection": "\(connectionID)", "last.stream": "\(lastProcessedStream)", "debug": "\(String(decoding: debugData, as: UTF8.self))"])
+            metadata: [
+                "connection": "\(connectionID)", "last.stream": "\(lastProcessedStream)", "debug": "\(String(decoding: debugData, as: UTF8.self))",
+            ])
         if waiting.isEmpty {
             closeIfGoneAway(context: context)
         } else {
@@ -496,7 +503,8 @@ final class ServerStreamsHandler<Responder: RequestResponder>: ChannelInboundHan
             if Self.streamError(error) == .body, let index = reset.firstIndex(where: { partial[$0] != nil }) {
                 known = reset.remove(at: index)
             }
-            let request = known.flatMap { partial.removeValue(forKey: $0) }
+            let request =
+                known.flatMap { partial.removeValue(forKey: $0) }
                 ?? ReceivedRequest(connectionID: connectionID, method: "", path: "", authority: nil, headers: [], body: [])
             responder.malformed(request, error: error, connection: &connection)
         }

@@ -62,7 +62,7 @@ struct ProviderTokenSession {
     static func bearerToken(_ authorization: String) -> String? {
         let bytes = authorization.utf8
         guard bytes.count > scheme.count,
-              zip(bytes, scheme).allSatisfy({ byte, expected in byte == expected || (expected != UInt8(ascii: " ") && byte | 0x20 == expected) })
+            zip(bytes, scheme).allSatisfy({ byte, expected in byte == expected || (expected != UInt8(ascii: " ") && byte | 0x20 == expected) })
         else { return nil }
         let token = bytes.dropFirst(scheme.count).drop(while: \.isHTTPBlank)
         guard let last = token.lastIndex(where: { !$0.isHTTPBlank }) else { return nil }

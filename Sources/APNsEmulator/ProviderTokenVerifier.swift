@@ -15,18 +15,19 @@ struct VerifiedProviderToken {
 func verifyProviderToken(_ token: String, registry: EmulatorRegistry) -> VerifiedProviderToken? {
     let parts = token.split(separator: ".", omittingEmptySubsequences: false)
     guard parts.count == 3,
-          let headerBytes = base64URLDecoded(parts[0]), let claimBytes = base64URLDecoded(parts[1]),
-          let signatureBytes = base64URLDecoded(parts[2]),
-          let header = try? JSONValue(parsing: headerBytes), let claims = try? JSONValue(parsing: claimBytes),
-          header["alg"]?.stringValue == "ES256", let keyID = header["kid"]?.stringValue,
-          let teamID = claims["iss"]?.stringValue, let issuedAt = numericIssuedAt(claims["iat"])
+        let headerBytes = base64URLDecoded(parts[0]), let claimBytes = base64URLDecoded(parts[1]),
+        let signatureBytes = base64URLDecoded(parts[2]),
+        let header = try? JSONValue(parsing: headerBytes), let claims = try? JSONValue(parsing: claimBytes),
+        header["alg"]?.stringValue == "ES256", let keyID = header["kid"]?.stringValue,
+        let teamID = claims["iss"]?.stringValue, let issuedAt = numericIssuedAt(claims["iat"])
     else {
         return nil
     }
     guard let key = registry.key(keyID), key.teamID == teamID else {
         return nil
     }
-    let signature: P256.Signing.ECDSASignature? = signatureBytes.count == 64
+    let signature: P256.Signing.ECDSASignature? =
+        signatureBytes.count == 64
         ? try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes)
         : try? P256.Signing.ECDSASignature(derRepresentation: signatureBytes)
     guard let signature, key.publicKey.isValidSignature(signature, for: Data((parts[0] + "." + parts[1]).utf8)) else {

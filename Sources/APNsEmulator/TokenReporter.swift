@@ -54,9 +54,16 @@ public final class TokenReporter: Sendable {
         var contractsReported: Set<ContractReport> = []
     }
 
-    private struct ContractReport: Hashable { var url: String; var bundleID: String; var contract: ActivityContract }
+    private struct ContractReport: Hashable {
+        var url: String
+        var bundleID: String
+        var contract: ActivityContract
+    }
 
-    private struct AppKey: Hashable { var deviceID: String; var bundleID: String }
+    private struct AppKey: Hashable {
+        var deviceID: String
+        var bundleID: String
+    }
 
     private let fleet: DeviceFleet
     private let state = Mutex(State())
@@ -88,11 +95,17 @@ public final class TokenReporter: Sendable {
             (.tokenIssued(token: $0.value, bundleID: bundleID, kind: .pushToStart(attributesType: $0.key), environment: app.environment), now)
         }
         for activity in device.activities where activity.bundleID == bundleID {
-            current.append((.activityStarted(activityID: activity.id, bundleID: bundleID, attributesType: activity.attributesType, attributes: activity.attributes), now))
+            current.append(
+                (
+                    .activityStarted(
+                        activityID: activity.id, bundleID: bundleID, attributesType: activity.attributesType, attributes: activity.attributes), now
+                ))
             if activity.lifecycle.isOngoing, let token = activity.pushToken {
-                current.append((.tokenIssued(token: token, bundleID: bundleID, kind: .update(activityID: activity.id), environment: app.environment), now))
+                current.append(
+                    (.tokenIssued(token: token, bundleID: bundleID, kind: .update(activityID: activity.id), environment: app.environment), now))
             } else if let cause = activity.endCause {
-                current.append((.stateChanged(activityID: activity.id, bundleID: bundleID, to: activity.state, cause: cause), activity.lifecycle.endDate ?? now))
+                current.append(
+                    (.stateChanged(activityID: activity.id, bundleID: bundleID, to: activity.state, cause: cause), activity.lifecycle.endDate ?? now))
             }
         }
         for (event, at) in current { queue.continuation.yield((deviceID, event, at)) }
@@ -145,18 +158,24 @@ public final class TokenReporter: Sendable {
                 await reportContract(contract, deviceID: deviceID, bundleID: bundleID, to: target, client: client)
             }
             path = "/v1/push-to-start-tokens"
-            body += [("attributesType", .string(type)), ("token", .string(token)), ("frequentPushesEnabled", .bool(frequent)),
-                     ("environment", .string(environment.rawValue))]
+            body += [
+                ("attributesType", .string(type)), ("token", .string(token)), ("frequentPushesEnabled", .bool(frequent)),
+                ("environment", .string(environment.rawValue)),
+            ]
         case .tokenIssued(let token, _, .update(let activityID), let environment):
             guard let activity = state.withLock({ $0.activities[activityID] }) else { return }
             path = "/v1/activities/\(Self.pathSegment(activity.key))/tokens"
-            body += [("activityID", .string(activityID)), ("attributesType", .string(activity.attributesType)), ("token", .string(token)),
-                     ("frequentPushesEnabled", .bool(frequent)), ("environment", .string(environment.rawValue))]
+            body += [
+                ("activityID", .string(activityID)), ("attributesType", .string(activity.attributesType)), ("token", .string(token)),
+                ("frequentPushesEnabled", .bool(frequent)), ("environment", .string(environment.rawValue)),
+            ]
         case .stateChanged(let activityID, _, let newState, let cause) where newState == .ended || newState == .dismissed:
             guard let activity = state.withLock({ $0.activities[activityID] }) else { return }
             path = "/v1/activities/\(Self.pathSegment(activity.key))/ended"
-            body += [("activityID", .string(activityID)), ("state", .string(newState.rawValue)), ("cause", .string(cause.rawValue)),
-                     ("at", .string(at.iso8601))]
+            body += [
+                ("activityID", .string(activityID)), ("state", .string(newState.rawValue)), ("cause", .string(cause.rawValue)),
+                ("at", .string(at.iso8601)),
+            ]
             if newState == .dismissed { _ = state.withLock { $0.activities.removeValue(forKey: activityID) } }
         default:
             return
@@ -165,7 +184,8 @@ public final class TokenReporter: Sendable {
         keep(Report(deviceID: deviceID, bundleID: bundleID, path: path, status: report.status, error: report.error))
     }
 
-    private func reportContract(_ contract: ActivityContract, deviceID: String, bundleID: String, to target: TokenReporting, client: HTTPClient) async {
+    private func reportContract(_ contract: ActivityContract, deviceID: String, bundleID: String, to target: TokenReporting, client: HTTPClient) async
+    {
         let reported = ContractReport(url: target.url, bundleID: bundleID, contract: contract)
         guard state.withLock({ $0.contractsReported.insert(reported).inserted }) else { return }
         let path = "/v1/contracts/\(Self.pathSegment(contract.attributesType))"
@@ -209,7 +229,9 @@ public final class TokenReporter: Sendable {
             if pause > .zero { try? await Task.sleep(for: pause) }
         }
         if outcome.error != nil {
-            logger.warning("token report failed", metadata: ["path": "\(path)", "status": "\(outcome.status.map(String.init) ?? "-")", "error": "\(outcome.error ?? "")"])
+            logger.warning(
+                "token report failed",
+                metadata: ["path": "\(path)", "status": "\(outcome.status.map(String.init) ?? "-")", "error": "\(outcome.error ?? "")"])
         }
         return outcome
     }

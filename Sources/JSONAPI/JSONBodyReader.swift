@@ -18,7 +18,8 @@ package struct JSONBodyReader {
         }
         for member in members where !fields.contains(member.key) {
             throw JSONFieldError(
-                code: "unknown_key", message: "is not a field of this request\(didYouMean(member.key, in: fields))", field: Self.join(path, member.key))
+                code: "unknown_key", message: "is not a field of this request\(didYouMean(member.key, in: fields))",
+                field: Self.join(path, member.key))
         }
         self.members = members
         self.path = path

@@ -47,15 +47,19 @@ extension ActivityContract {
     public init(json: JSONValue, path: String = "", name: String? = nil) throws(LiveActivityValidationError) {
         let members = try Schema.object(json, path: path, fields: Self.fields)
         guard let typeName = name ?? members.first(where: { $0.key == "name" })?.value.stringValue, !typeName.isEmpty else {
-            throw LiveActivityValidationError(field: Schema.join(path, "name"), code: .missing, message: "is required: the ActivityAttributes type's name")
+            throw LiveActivityValidationError(
+                field: Schema.join(path, "name"), code: .missing, message: "is required: the ActivityAttributes type's name")
         }
         func structure(_ key: String, name: String) throws(LiveActivityValidationError) -> SwiftStruct {
             guard let value = members.first(where: { $0.key == key })?.value else {
-                throw LiveActivityValidationError(field: Schema.join(path, key), code: .missing, message: "is required: an object of field names to types")
+                throw LiveActivityValidationError(
+                    field: Schema.join(path, key), code: .missing, message: "is required: an object of field names to types")
             }
             return try Schema.structure(value, name: name, path: Schema.join(path, key))
         }
-        self.init(attributesType: typeName, attributes: try structure("attributes", name: typeName), contentState: try structure("contentState", name: "ContentState"))
+        self.init(
+            attributesType: typeName, attributes: try structure("attributes", name: typeName),
+            contentState: try structure("contentState", name: "ContentState"))
     }
 
     public var json: JSONValue {
@@ -91,7 +95,8 @@ enum Schema {
     /// `depth`: the levels of types around this struct.
     static func structure(_ value: JSONValue, name: String, path: String, depth: Int = 0) throws(LiveActivityValidationError) -> SwiftStruct {
         guard let members = value.objectMembers else {
-            throw LiveActivityValidationError(field: path, code: .wrongType, message: "must be an object of field names to types, got \(value.typeName)")
+            throw LiveActivityValidationError(
+                field: path, code: .wrongType, message: "must be an object of field names to types, got \(value.typeName)")
         }
         var fields: [SwiftStruct.Field] = []
         for member in members {
@@ -115,7 +120,8 @@ enum Schema {
             if let strings = Optional(cases.compactMap(\.stringValue)), strings.count == cases.count, !strings.isEmpty { return .stringEnum(strings) }
             let integers = cases.compactMap { $0.doubleValue.flatMap { Int(exactly: $0) } }
             if integers.count == cases.count, !integers.isEmpty { return .intEnum(integers) }
-            throw LiveActivityValidationError(field: join(path, "enum"), code: .invalidValue, message: "must list the raw values: all strings or all integers")
+            throw LiveActivityValidationError(
+                field: join(path, "enum"), code: .invalidValue, message: "must list the raw values: all strings or all integers")
         }
         if let fields = member("fields") {
             let name = member("name")

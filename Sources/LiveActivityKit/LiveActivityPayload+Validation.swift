@@ -25,7 +25,8 @@ extension LiveActivityPayload {
         for member in apsMembers where !Self.apsKeys.contains(member.key) {
             throw LiveActivityValidationError(
                 field: "aps.\(member.key)", code: .unknownKey,
-                message: "is not a Live Activity key\(didYouMean(member.key, in: Self.apsKeys)); the device ignores it. Custom keys go beside aps, not inside it"
+                message:
+                    "is not a Live Activity key\(didYouMean(member.key, in: Self.apsKeys)); the device ignores it. Custom keys go beside aps, not inside it"
             )
         }
 
@@ -129,9 +130,11 @@ extension LiveActivityPayload {
         }
         for key in ["title", "body"] {
             guard let text = alert[key] else {
-                throw missing("aps.alert.\(key)", key == "title"
-                    ? "is required; the device ignores an alert without a title, sound included"
-                    : "is required")
+                throw missing(
+                    "aps.alert.\(key)",
+                    key == "title"
+                        ? "is required; the device ignores an alert without a title, sound included"
+                        : "is required")
             }
             try validateAlertText(text, field: "aps.alert.\(key)")
         }
@@ -186,7 +189,9 @@ extension LiveActivityPayload {
         if seconds < 1_000_000_000 {
             throw LiveActivityValidationError(
                 field: field, code: .invalidValue,
-                message: "must be UNIX seconds (since 1970); \(formatted(seconds)) is before 2001-09-09 — seconds since 2001 (Swift's reference date) or a relative interval?")
+                message:
+                    "must be UNIX seconds (since 1970); \(formatted(seconds)) is before 2001-09-09 — seconds since 2001 (Swift's reference date) or a relative interval?"
+            )
         }
     }
 

@@ -55,7 +55,8 @@ public struct LiveActivityPayload: Sendable, Hashable {
         guard bytes.count <= destination.maximumPayloadSize else {
             throw LiveActivityValidationError(
                 field: "payload", code: .tooLarge,
-                message: "is \(bytes.count) bytes; APNs accepts at most \(destination.maximumPayloadSize) bytes for a \(destination == .device ? "device push" : "broadcast") (413 PayloadTooLarge)"
+                message:
+                    "is \(bytes.count) bytes; APNs accepts at most \(destination.maximumPayloadSize) bytes for a \(destination == .device ? "device push" : "broadcast") (413 PayloadTooLarge)"
             )
         }
         return bytes
@@ -146,11 +147,12 @@ extension LiveActivityPayload {
         inputPush: PushType? = nil
     ) throws -> LiveActivityPayload {
         try checkRelevance(content.relevanceScore)
-        return LiveActivityPayload(Fields(
-            event: .start, timestamp: timestamp, contentState: try JSONValue(encoding: content.state),
-            staleDate: content.staleDate, relevanceScore: content.sentRelevanceScore, alert: alert,
-            attributesType: attributesType, attributes: try JSONValue(encoding: attributes), inputPush: inputPush
-        ))
+        return LiveActivityPayload(
+            Fields(
+                event: .start, timestamp: timestamp, contentState: try JSONValue(encoding: content.state),
+                staleDate: content.staleDate, relevanceScore: content.sentRelevanceScore, alert: alert,
+                attributesType: attributesType, attributes: try JSONValue(encoding: attributes), inputPush: inputPush
+            ))
     }
 
     /// `event: update` with new content, optionally alerting.
@@ -158,10 +160,11 @@ extension LiveActivityPayload {
         content: ActivityContent<State>, alert: AlertConfiguration? = nil, timestamp: Date
     ) throws -> LiveActivityPayload {
         try checkRelevance(content.relevanceScore)
-        return LiveActivityPayload(Fields(
-            event: .update, timestamp: timestamp, contentState: try JSONValue(encoding: content.state),
-            staleDate: content.staleDate, relevanceScore: content.sentRelevanceScore, alert: alert
-        ))
+        return LiveActivityPayload(
+            Fields(
+                event: .update, timestamp: timestamp, contentState: try JSONValue(encoding: content.state),
+                staleDate: content.staleDate, relevanceScore: content.sentRelevanceScore, alert: alert
+            ))
     }
 
     /// `event: end`, with the final content (without it the activity keeps its last content)
@@ -171,11 +174,12 @@ extension LiveActivityPayload {
         alert: AlertConfiguration? = nil, timestamp: Date
     ) throws -> LiveActivityPayload {
         if let content { try checkRelevance(content.relevanceScore) }
-        return LiveActivityPayload(Fields(
-            event: .end, timestamp: timestamp, contentState: try content.map { try JSONValue(encoding: $0.state) },
-            staleDate: content?.staleDate, dismissalPolicy: dismissalPolicy,
-            relevanceScore: content?.sentRelevanceScore, alert: alert
-        ))
+        return LiveActivityPayload(
+            Fields(
+                event: .end, timestamp: timestamp, contentState: try content.map { try JSONValue(encoding: $0.state) },
+                staleDate: content?.staleDate, dismissalPolicy: dismissalPolicy,
+                relevanceScore: content?.sentRelevanceScore, alert: alert
+            ))
     }
 
     public static func checkRelevance(_ score: Double) throws(LiveActivityValidationError) {

@@ -106,7 +106,8 @@ public enum APNsExpiration: Sendable, Hashable {
         } catch {
             throw LiveActivityValidationError(
                 field: "apns-expiration", code: .invalidValue,
-                message: "must be an absolute UNIX time or 0, got \(unixSeconds) (\(unixSeconds) seconds after 1970 has long passed; use now + interval)")
+                message:
+                    "must be an absolute UNIX time or 0, got \(unixSeconds) (\(unixSeconds) seconds after 1970 has long passed; use now + interval)")
         }
         self = .at(Date(timeIntervalSince1970: TimeInterval(unixSeconds)))
     }
@@ -151,14 +152,17 @@ public struct BundleID: Sendable, Hashable, CustomStringConvertible {
         guard !value.hasSuffix(Self.liveActivityTopicSuffix) else {
             throw LiveActivityValidationError(
                 field: "bundle-id", code: .invalidValue,
-                message: "must be the plain bundle id; \"\(Self.liveActivityTopicSuffix)\" is added for you (give \"\(value.dropLast(Self.liveActivityTopicSuffix.count))\")")
+                message:
+                    "must be the plain bundle id; \"\(Self.liveActivityTopicSuffix)\" is added for you (give \"\(value.dropLast(Self.liveActivityTopicSuffix.count))\")"
+            )
         }
         // Bytes, not a `CharacterSet`: Foundation builds one's bitmap at every call, and the
         // dispatcher reads the bundle id of every push it sends.
         let isAllowed = { (byte: UInt8) in
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "_"): true
+                UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "_"):
+                true
             default: false
             }
         }

@@ -14,7 +14,7 @@ extension Date {
     /// comes before any conversion (a `Double` beyond `Int64` traps when converted).
     public static func supported(unixSeconds seconds: Double, field: String) throws(LiveActivityValidationError) -> Date {
         guard seconds.isFinite, seconds >= supportedRange.lowerBound.timeIntervalSince1970,
-              seconds <= supportedRange.upperBound.timeIntervalSince1970
+            seconds <= supportedRange.upperBound.timeIntervalSince1970
         else {
             throw LiveActivityValidationError(
                 field: field, code: .invalidValue, message: "must be a date \(supportedRangeText), got \(seconds) seconds since 1970")
@@ -68,12 +68,18 @@ extension Date {
                 divisor /= 10
             }
         }
-        digits(year, 4); text.append(UInt8(ascii: "-"))
-        digits(month, 2); text.append(UInt8(ascii: "-"))
-        digits(day, 2); text.append(UInt8(ascii: "T"))
-        digits(secondOfDay / 3_600, 2); text.append(UInt8(ascii: ":"))
-        digits(secondOfDay / 60 % 60, 2); text.append(UInt8(ascii: ":"))
-        digits(secondOfDay % 60, 2); text.append(UInt8(ascii: "Z"))
+        digits(year, 4)
+        text.append(UInt8(ascii: "-"))
+        digits(month, 2)
+        text.append(UInt8(ascii: "-"))
+        digits(day, 2)
+        text.append(UInt8(ascii: "T"))
+        digits(secondOfDay / 3_600, 2)
+        text.append(UInt8(ascii: ":"))
+        digits(secondOfDay / 60 % 60, 2)
+        text.append(UInt8(ascii: ":"))
+        digits(secondOfDay % 60, 2)
+        text.append(UInt8(ascii: "Z"))
         return String(decoding: text, as: UTF8.self)
     }
 }

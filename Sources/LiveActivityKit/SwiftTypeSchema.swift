@@ -128,7 +128,9 @@ extension SwiftType {
         case .bool:
             guard case .bool = value else { throw fail(.typeMismatch, "expected true or false for Bool, found \(value.typeName)") }
         case .closedRangeOfDate:
-            guard case .array(let bounds) = value else { throw fail(.typeMismatch, "expected [lower, upper] for ClosedRange<Date>, found \(value.typeName)") }
+            guard case .array(let bounds) = value else {
+                throw fail(.typeMismatch, "expected [lower, upper] for ClosedRange<Date>, found \(value.typeName)")
+            }
             for index in 0..<2 {
                 try SwiftType.date.decode(bounds.indices.contains(index) ? bounds[index] : nil, path: "\(path)[\(index)]")
             }
@@ -167,7 +169,9 @@ extension SwiftType {
         case .date:
             return DateUnits.hint(for: value).map { [(path, $0)] } ?? []
         case .closedRangeOfDate:
-            return (value.arrayElements ?? []).prefix(2).enumerated().flatMap { SwiftType.date.dateWarnings($0.element, path: "\(path)[\($0.offset)]") }
+            return (value.arrayElements ?? []).prefix(2).enumerated().flatMap {
+                SwiftType.date.dateWarnings($0.element, path: "\(path)[\($0.offset)]")
+            }
         case .optional(let wrapped):
             return wrapped.dateWarnings(value, path: path)
         case .array(let element):

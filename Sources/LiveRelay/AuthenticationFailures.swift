@@ -39,7 +39,10 @@ struct AuthenticationFailures: Sendable {
         held.unlogged += 1
         defer { sources[source] = held }
         guard held.loggedAt.map({ now.timeIntervalSince($0) >= Self.logInterval }) ?? true else { return nil }
-        defer { held.unlogged = 0; held.loggedAt = now }
+        defer {
+            held.unlogged = 0
+            held.loggedAt = now
+        }
         return held.unlogged
     }
 

@@ -22,7 +22,9 @@ struct ChangePlanner {
         request.priority == .auto && request.alert == nil ? acceptedAt - 3600 : nil
     }
 
-    func plan(key: String, _ request: ChangeRequest, snapshot: ChangeSnapshot, at acceptedAt: Date, requestID: String) throws -> (ChangePlan, Acceptance) {
+    func plan(key: String, _ request: ChangeRequest, snapshot: ChangeSnapshot, at acceptedAt: Date, requestID: String) throws -> (
+        ChangePlan, Acceptance
+    ) {
         let action = request.event.rawValue
         let alerting = request.alert != nil
         guard var activity = snapshot.activity else {
@@ -40,9 +42,10 @@ struct ChangePlanner {
         let timestamp = max(unixSeconds(acceptedAt), activity.lastTimestamp + 1)
         var dismissal = ActivityUIDismissalPolicy.default
         if request.event == .end, let date = request.dismissalDate { dismissal = date <= acceptedAt ? .immediate : .after(date) }
-        let payload = LiveActivityPayload(LiveActivityPayload.Fields(
-            event: request.event, timestamp: Date(timeIntervalSince1970: TimeInterval(timestamp)), contentState: contentState,
-            staleDate: request.staleDate, dismissalPolicy: dismissal, relevanceScore: request.relevanceScore, alert: request.alert))
+        let payload = LiveActivityPayload(
+            LiveActivityPayload.Fields(
+                event: request.event, timestamp: Date(timeIntervalSince1970: TimeInterval(timestamp)), contentState: contentState,
+                staleDate: request.staleDate, dismissalPolicy: dismissal, relevanceScore: request.relevanceScore, alert: request.alert))
         var deliveries: [NewDelivery] = []
         var budgetUse: BudgetUse?
         var fanOut: NewPush?
@@ -55,12 +58,14 @@ struct ChangePlanner {
                     request.priority, alerting: alerting, used: snapshot.priority10Counts[channel.channelID] ?? 0, frequentPushesEnabled: false)
                 budgetUse = Self.most(budgetUse, decision.budget)
                 // A No-Message-Stored channel takes only 0; a stored message lives at most the storage window.
-                let expiration = channel.storagePolicy == 0
+                let expiration =
+                    channel.storagePolicy == 0
                     ? 0 : (request.expiration.map(unixSeconds) ?? unixSeconds(acceptedAt + channelStorageWindow))
-                deliveries.append(NewDelivery(
-                    bundleID: activity.bundleID, key: key, event: action, target: .channel(channel.channelID),
-                    environment: channel.environment, payloadIndex: 0, priority: decision.priority, priorityReason: decision.reason,
-                    expiration: expiration, timestamp: timestamp, requestID: requestID))
+                deliveries.append(
+                    NewDelivery(
+                        bundleID: activity.bundleID, key: key, event: action, target: .channel(channel.channelID),
+                        environment: channel.environment, payloadIndex: 0, priority: decision.priority, priorityReason: decision.reason,
+                        expiration: expiration, timestamp: timestamp, requestID: requestID))
             }
         } else {
             encoded = try PayloadEncoding.encode(payload, for: .device)
@@ -78,11 +83,12 @@ struct ChangePlanner {
                         request.priority, alerting: alerting, used: snapshot.priority10Counts[token.deviceID] ?? 0,
                         frequentPushesEnabled: token.frequentPushesEnabled)
                     budgetUse = Self.most(budgetUse, decision.budget)
-                    deliveries.append(NewDelivery(
-                        bundleID: activity.bundleID, key: key, event: action,
-                        target: .activityToken(deviceID: token.deviceID, token: token.token), environment: token.environment, payloadIndex: 0,
-                        priority: decision.priority, priorityReason: decision.reason, expiration: expiration, timestamp: timestamp,
-                        requestID: requestID))
+                    deliveries.append(
+                        NewDelivery(
+                            bundleID: activity.bundleID, key: key, event: action,
+                            target: .activityToken(deviceID: token.deviceID, token: token.token), environment: token.environment, payloadIndex: 0,
+                            priority: decision.priority, priorityReason: decision.reason, expiration: expiration, timestamp: timestamp,
+                            requestID: requestID))
                 }
             }
         }

@@ -41,7 +41,8 @@ struct AppContracts: Sendable {
         if let reason = unreadable[attributesType] {
             throw RelayError(
                 .conflict, .contractUnreadable,
-                message: "the stored contract of \(attributesType) cannot be read (\(reason)): register it again with PUT /v1/contracts/\(attributesType)",
+                message:
+                    "the stored contract of \(attributesType) cannot be read (\(reason)): register it again with PUT /v1/contracts/\(attributesType)",
                 field: "attributesType")
         }
         return readable[attributesType]

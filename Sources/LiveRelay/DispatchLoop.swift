@@ -133,23 +133,26 @@ struct DispatchLoop {
         let quiet = snapshot.queued == 0 && snapshot.sending == 0
         let recordingDue = oldestUnrecorded.map { snapshot.now - $0 >= limits.recordingDelay } ?? false
         if !recording, storeAvailable, snapshot.unrecorded > 0,
-           snapshot.unrecorded >= limits.batchSize / 2 || recordingDue || snapshot.stopping || (stopWhenIdle && quiet)
+            snapshot.unrecorded >= limits.batchSize / 2 || recordingDue || snapshot.stopping || (stopWhenIdle && quiet)
         {
             recording = true
             oldestUnrecorded = nil
             step.record = true
         }
-        if !claiming, !snapshot.stopping, storeAvailable, snapshot.queued < limits.lowWater(inFlight: snapshot.inFlightLimit), claimAgain || queuedSinceLastClaim() {
+        if !claiming, !snapshot.stopping, storeAvailable, snapshot.queued < limits.lowWater(inFlight: snapshot.inFlightLimit),
+            claimAgain || queuedSinceLastClaim()
+        {
             claiming = true
             step.claim = true
         }
         let idle = quiet && !claiming && !recording && snapshot.unrecorded == 0
         step.finish = idle && (snapshot.stopping || stopWhenIdle)
-        let nextDueKnown = switch nextDue {
-        case .unknown: false
-        case .none: true
-        case .at(let due): due > snapshot.now
-        }
+        let nextDueKnown =
+            switch nextDue {
+            case .unknown: false
+            case .none: true
+            case .at(let due): due > snapshot.now
+            }
         step.askNextDue = idle && !step.finish && !backoff.isFailing && !nextDueKnown
         return step
     }

@@ -90,7 +90,12 @@ public final class Dispatcher: Service {
             sizing: InFlightSizing(floor: policy.inFlight.lowerBound, ceiling: policy.inFlight.upperBound, now: .now))
         var loop = DispatchLoop(limits: limits, stopWhenIdle: stopWhenIdle, now: .now)
         if !stopWhenIdle {
-            relay.handOver.open(.init(hasRoom: { let counts = work.counts(); return counts.queued < counts.inFlightLimit }, take: { work.add($0) }))
+            relay.handOver.open(
+                .init(
+                    hasRoom: {
+                        let counts = work.counts()
+                        return counts.queued < counts.inFlightLimit
+                    }, take: { work.add($0) }))
         }
         try await withThrowingDiscardingTaskGroup { group in
             var workers = 0
@@ -139,7 +144,8 @@ public final class Dispatcher: Service {
                             if failure.keepOutcomes {
                                 work.putBack(unrecorded)
                             } else {
-                                logger.error("outcomes not recorded at shutdown; their pushes will be sent again", metadata: ["count": "\(unrecorded.count)"])
+                                logger.error(
+                                    "outcomes not recorded at shutdown; their pushes will be sent again", metadata: ["count": "\(unrecorded.count)"])
                             }
                         }
                     }
@@ -230,7 +236,8 @@ public final class Dispatcher: Service {
         } catch {
             // The app is gone, its key cannot sign, or the server no longer sends to the
             // environment: a dead letter that says so. A store that fails is tried again.
-            let outcome = error is RelayError || error is LiveActivityValidationError
+            let outcome =
+                error is RelayError || error is LiveActivityValidationError
                 ? DeliveryOutcome.failed(status: nil, reason: "\(error)", tokenIsDead: false)
                 : outcomes.outcome(ofNoAnswer: error, attempts: delivery.attempts + 1, at: relay.now())
             record(outcome, delivery)

@@ -20,7 +20,8 @@ struct PriorityGovernor {
             if alerting { return Decision(priority: 10, reason: "alert") }
             let budget = frequentPushesEnabled ? policy.frequentPriority10PerHour : policy.priority10PerHour
             if used < budget {
-                return Decision(priority: 10, reason: "within budget (\(used + 1) of \(budget) an hour)", budget: BudgetUse(used: used + 1, limit: budget))
+                return Decision(
+                    priority: 10, reason: "within budget (\(used + 1) of \(budget) an hour)", budget: BudgetUse(used: used + 1, limit: budget))
             }
             return Decision(priority: 5, reason: "over budget (\(budget) an hour)", budget: BudgetUse(used: used, limit: budget))
         }

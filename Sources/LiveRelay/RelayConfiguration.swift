@@ -70,7 +70,8 @@ public struct DispatchPolicy: Sendable, Hashable {
     public var recordingDelay: Duration
 
     public init(
-        inFlight: ClosedRange<Int> = 800...10_000, batchSize: Int = 1000, handOverLimit: Int = 100, lease: TimeInterval = 60, initialBackoff: TimeInterval = 1,
+        inFlight: ClosedRange<Int> = 800...10_000, batchSize: Int = 1000, handOverLimit: Int = 100, lease: TimeInterval = 60,
+        initialBackoff: TimeInterval = 1,
         maximumBackoff: TimeInterval = 300, maximumAttempts: Int = 8, requestTimeout: Duration = .seconds(10),
         recordingDelay: Duration = .milliseconds(10)
     ) {

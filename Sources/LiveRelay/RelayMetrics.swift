@@ -20,7 +20,10 @@ public final class RelayMetrics: Sendable {
         guard let use else { return }
         let id = KeyNearBudget.Key(app: app, key: key)
         nearBudget.withLock { kept in
-            guard use.isNearLimit else { kept[id] = nil; return }
+            guard use.isNearLimit else {
+                kept[id] = nil
+                return
+            }
             kept[id] = KeyNearBudget(app: app, key: key, use: use, at: date)
             guard kept.count > Self.nearBudgetKept else { return }
             // Full: forget what is over an hour old, and if that is not enough, the oldest tenth
@@ -84,11 +87,12 @@ public final class RelayMetrics: Sendable {
 
     /// The series without labels of a rendered text, by name (benchmarks and tests read gauges).
     public static func unlabelledValues(in text: String) -> [String: Int] {
-        Dictionary(text.split(separator: "\n").compactMap { line -> (String, Int)? in
-            let parts = line.split(separator: " ")
-            guard parts.count == 2, !parts[0].hasPrefix("#"), let value = Int(parts[1]) else { return nil }
-            return (String(parts[0]), value)
-        }, uniquingKeysWith: { first, _ in first })
+        Dictionary(
+            text.split(separator: "\n").compactMap { line -> (String, Int)? in
+                let parts = line.split(separator: " ")
+                guard parts.count == 2, !parts[0].hasPrefix("#"), let value = Int(parts[1]) else { return nil }
+                return (String(parts[0]), value)
+            }, uniquingKeysWith: { first, _ in first })
     }
 
     /// What each series means, for its `# HELP` line: one place for every name this process exports.
@@ -143,7 +147,10 @@ public final class RelayMetrics: Sendable {
 
 /// A key that spent most of a device's or channel's hourly priority-10 budget, and when.
 public struct KeyNearBudget: Sendable, Hashable {
-    struct Key: Hashable { var app: String; var key: String }
+    struct Key: Hashable {
+        var app: String
+        var key: String
+    }
     public var app: String
     public var key: String
     public var use: BudgetUse

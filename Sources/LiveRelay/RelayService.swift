@@ -220,7 +220,8 @@ public final class RelayService: Sendable {
         case .lastAdminKey:
             throw RelayError(
                 .conflict, .lastAdminKey,
-                message: "\(id) is the last live admin key; make another admin key first (POST /v1/api-keys, or `liverelay keys create --scope admin` on the server)",
+                message:
+                    "\(id) is the last live admin key; make another admin key first (POST /v1/api-keys, or `liverelay keys create --scope admin` on the server)",
                 field: "id")
         }
     }
@@ -240,10 +241,11 @@ public final class RelayService: Sendable {
 
     public func registerPushToStartToken(_ registration: PushToStartRegistration) async throws {
         try await checkApp(bundleID: registration.bundleID, environment: registration.environment)
-        try await store.savePushToStartToken(PushToStartTokenRecord(
-            bundleID: registration.bundleID, deviceID: registration.deviceID, attributesType: registration.attributesType,
-            userID: registration.userID, token: registration.token.hex, frequentPushesEnabled: registration.frequentPushesEnabled,
-            environment: registration.environment, updatedAt: now()))
+        try await store.savePushToStartToken(
+            PushToStartTokenRecord(
+                bundleID: registration.bundleID, deviceID: registration.deviceID, attributesType: registration.attributesType,
+                userID: registration.userID, token: registration.token.hex, frequentPushesEnabled: registration.frequentPushesEnabled,
+                environment: registration.environment, updatedAt: now()))
         metrics.count("liverelay_registrations_total", ["kind": "push_to_start"])
         noteChange()
         logger.info("push-to-start token registered", metadata: ["device": "\(registration.deviceID)", "token": "\(registration.token.shortened)"])
@@ -300,7 +302,8 @@ public final class RelayService: Sendable {
     /// Keys are chosen by the backend: 1 to 200 characters (Unicode scalars, as the OpenAPI
     /// document counts them), no whitespace or control characters.
     static func checkKey(_ key: String) throws {
-        guard !key.isEmpty, key.unicodeScalars.count <= 200, !key.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F })
+        guard !key.isEmpty, key.unicodeScalars.count <= 200,
+            !key.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F })
         else { throw RelayError.invalid("key", "must be 1 to 200 characters without spaces or control characters") }
     }
 
@@ -407,7 +410,7 @@ public final class RelayService: Sendable {
         if let at = request.at, at > now() {
             // A key that exists already is checked against its type's contract now, not only when due.
             if let content = request.contentState, let activity = try await store.activity(app: app.bundleID, key: key),
-               let contract = try contracts.contract(for: activity.attributesType)
+                let contract = try contracts.contract(for: activity.attributesType)
             {
                 _ = try ContractCheck.contentState(content, contract)
             }
@@ -468,8 +471,9 @@ public final class RelayService: Sendable {
         let apns = try apnsClient(for: app, in: environment, field: "channel")
         do {
             let id = try await apns.createChannel(bundleID: try BundleID(app.bundleID), storagePolicy: policy)
-            try await store.saveChannel(ChannelRecord(
-                channelID: id, bundleID: app.bundleID, environment: environment, key: key, storagePolicy: storagePolicy, createdAt: now()))
+            try await store.saveChannel(
+                ChannelRecord(
+                    channelID: id, bundleID: app.bundleID, environment: environment, key: key, storagePolicy: storagePolicy, createdAt: now()))
             return id
         } catch let error as APNsError {
             throw RelayError(.upstream, .apnsRefused, message: "APNs refused to create the channel: \(error)", field: "channel")
@@ -482,7 +486,9 @@ public final class RelayService: Sendable {
 
     /// Deletes a live channel at APNs and marks it deleted.
     public func deleteChannel(_ id: String) async throws {
-        guard let channel = try await store.channel(id: id), channel.deletedAt == nil else { throw RelayError.notFound("id", "no live channel \(id)") }
+        guard let channel = try await store.channel(id: id), channel.deletedAt == nil else {
+            throw RelayError.notFound("id", "no live channel \(id)")
+        }
         let apns = try apnsClient(for: try await app(channel.bundleID), in: channel.environment)
         do {
             try await apns.deleteChannel(id, bundleID: try BundleID(channel.bundleID))

@@ -77,7 +77,8 @@ final class SendQueue: Sendable {
             state.outcomes.append((id, outcome))
             let before = state.sizing.limit
             state.sizing.finished(sending, roundTrip: roundTrip, at: now)
-            let wakeLoop = state.outcomes.count == 1 || state.outcomes.count == limits.batchSize / 2
+            let wakeLoop =
+                state.outcomes.count == 1 || state.outcomes.count == limits.batchSize / 2
                 || (state.sending == 0 && state.queued == 0) || state.sizing.limit > before
             return (wakeLoop, state.sizing.limit > before ? state.handOut() : [])
         }

@@ -32,10 +32,11 @@ struct StartPlanner {
     static func payloads(_ request: StartRequest, channelIDs: [PushEnvironment: String], at acceptedAt: Date) throws -> Payloads {
         func encode(_ channelID: String?) throws -> [UInt8] {
             try PayloadEncoding.encode(
-                LiveActivityPayload(LiveActivityPayload.Fields(
-                    event: .start, timestamp: acceptedAt, contentState: request.contentState, staleDate: request.staleDate,
-                    relevanceScore: request.relevanceScore, alert: request.alert, attributesType: request.attributesType,
-                    attributes: request.attributes, inputPush: channelID.map { .channel($0) } ?? .token)),
+                LiveActivityPayload(
+                    LiveActivityPayload.Fields(
+                        event: .start, timestamp: acceptedAt, contentState: request.contentState, staleDate: request.staleDate,
+                        relevanceScore: request.relevanceScore, alert: request.alert, attributesType: request.attributesType,
+                        attributes: request.attributes, inputPush: channelID.map { .channel($0) } ?? .token)),
                 for: .device)
         }
         guard !channelIDs.isEmpty else {
@@ -65,10 +66,11 @@ struct StartPlanner {
                 continue
             }
             let decision = governor.decide(request.priority, alerting: true, used: 0, frequentPushesEnabled: token.frequentPushesEnabled)
-            deliveries.append(NewDelivery(
-                bundleID: app, key: key, event: "start", target: .pushToStartToken(deviceID: token.deviceID, token: token.token),
-                environment: token.environment, payloadIndex: payloadIndex, priority: decision.priority, priorityReason: decision.reason,
-                expiration: expiration, timestamp: timestamp, requestID: requestID))
+            deliveries.append(
+                NewDelivery(
+                    bundleID: app, key: key, event: "start", target: .pushToStartToken(deviceID: token.deviceID, token: token.token),
+                    environment: token.environment, payloadIndex: payloadIndex, priority: decision.priority, priorityReason: decision.reason,
+                    expiration: expiration, timestamp: timestamp, requestID: requestID))
         }
         let activity = ActivityRecord(
             bundleID: app, key: key, attributesType: request.attributesType, attributes: request.attributes, channelIDs: channelIDs,
@@ -78,14 +80,16 @@ struct StartPlanner {
         for environment in PushEnvironment.allCases {
             guard let count = unreached[environment] else { continue }
             // Say so: these devices were asked for and will not show the activity.
-            let why = environments.contains(environment)
+            let why =
+                environments.contains(environment)
                 ? "the key's channel is not in that environment" : "this server does not send to it"
             warnings.append("\(count) device(s) of the audience have their token in APNs \(environment.rawValue), not reached: \(why)")
         }
         if deliveries.isEmpty {
             // "active" alone reads as if the activity were on someone's Lock Screen.
-            warnings.append("no device in the audience has a live push-to-start token for \(request.attributesType)"
-                + (tokens.isEmpty ? "" : " that can be reached") + ": the key is active, on no device")
+            warnings.append(
+                "no device in the audience has a live push-to-start token for \(request.attributesType)"
+                    + (tokens.isEmpty ? "" : " that can be reached") + ": the key is active, on no device")
         }
         let acceptance = Acceptance(
             key: key, action: "start", requestID: requestID, timestamp: timestamp, deliveries: deliveries.count, state: .active,

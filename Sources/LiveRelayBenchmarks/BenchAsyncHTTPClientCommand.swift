@@ -51,7 +51,8 @@ extension Bench {
             let request = try BenchFixture.request()
             let body = request.body ?? []
             let url = "https://127.0.0.1:\(endpoint.port)/3/device/\(BenchFixture.token.hex)"
-            let pushes = self.pushes, inFlight = self.inFlight
+            let pushes = self.pushes
+            let inFlight = self.inFlight
             let start = ContinuousClock.now
             let failures: [String: Int]
             do {
@@ -87,7 +88,9 @@ extension Bench {
             let seconds = (ContinuousClock.now - start).seconds
             try await client.shutdown()
             let lost = failures.values.reduce(0, +)
-            print("AsyncHTTPClient: \(pushes - lost) of \(pushes) pushes answered 200 in \(String(format: "%.2f", seconds)) s, \(Int(Double(pushes) / seconds)) pushes/s; the emulator accepted \(try endpoint.accepted())")
+            print(
+                "AsyncHTTPClient: \(pushes - lost) of \(pushes) pushes answered 200 in \(String(format: "%.2f", seconds)) s, \(Int(Double(pushes) / seconds)) pushes/s; the emulator accepted \(try endpoint.accepted())"
+            )
             for (error, count) in failures.sorted(by: { $0.value > $1.value }) { print("  \(count) failed: \(error)") }
             print("failures: \(lost)  target 0")
         }

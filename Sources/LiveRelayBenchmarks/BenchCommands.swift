@@ -37,7 +37,8 @@ extension Bench {
     /// The endpoint under load, in its own process so that the client's CPU time is its own.
     struct Endpoint: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Serve an APNs endpoint (HTTP/2 + TLS) until standard input closes; a line \"accepted\" there is answered with how many pushes it accepted, a line \"latency 100\" changes the latency from then on, a line \"fault goaway\", \"fault reset\" or \"fault freeze\" plays that fault on the next request (full validation only).",
+            abstract:
+                "Serve an APNs endpoint (HTTP/2 + TLS) until standard input closes; a line \"accepted\" there is answered with how many pushes it accepted, a line \"latency 100\" changes the latency from then on, a line \"fault goaway\", \"fault reset\" or \"fault freeze\" plays that fault on the next request (full validation only).",
             shouldDisplay: false)
 
         @Option(help: "Port to listen on (0: any free port).") var port: Int = 0
@@ -60,8 +61,9 @@ extension Bench {
             var faults: EmulatorFaults?
             if let emulatorKeyFile {
                 let registry = EmulatorRegistry()
-                registry.register(try EmulatorKey(
-                    p8PEM: String(contentsOfFile: emulatorKeyFile, encoding: .utf8), keyID: BenchFixture.keyID, teamID: BenchFixture.teamID))
+                registry.register(
+                    try EmulatorKey(
+                        p8PEM: String(contentsOfFile: emulatorKeyFile, encoding: .utf8), keyID: BenchFixture.keyID, teamID: BenchFixture.teamID))
                 registry.register(EmulatorToken(hex: BenchFixture.token.hex, bundleID: BenchFixture.bundle.value, environment: .sandbox))
                 for index in 0..<tokens {
                     registry.register(EmulatorToken(hex: BenchFixture.token(index), bundleID: BenchFixture.bundle.value, environment: .sandbox))
@@ -148,8 +150,9 @@ extension Bench {
                     let caFile = directory.appendingPathComponent("ca.pem").path
                     let endpoint = try EndpointProcess.start(caFile: caFile, arguments: arguments)
                     defer { endpoint.stop() }
-                    let h2 = H2load(binary: h2load, port: endpoint.port, request: request,
-                                    providerToken: key.makeProviderToken(issuedAt: Date()), bodyFile: bodyFile)
+                    let h2 = H2load(
+                        binary: h2load, port: endpoint.port, request: request,
+                        providerToken: key.makeProviderToken(issuedAt: Date()), bodyFile: bodyFile)
                     for connections in [1, 4] {
                         let rate = try h2.run(pushes: pushes, inFlight: streams * connections, connections: connections)
                         rates[mode, default: [:]][connections, default: []].append(rate)
@@ -164,11 +167,17 @@ extension Bench {
             print("")
             print("mode              1 connection    4 connections")
             for (mode, _) in modes {
-                print("\(mode.padding(toLength: 18, withPad: " ", startingAt: 0))\(String(format: "%12.0f", mean(mode, 1)))    \(String(format: "%13.0f", mean(mode, 4)))  pushes/s")
+                print(
+                    "\(mode.padding(toLength: 18, withPad: " ", startingAt: 0))\(String(format: "%12.0f", mean(mode, 1)))    \(String(format: "%13.0f", mean(mode, 4)))  pushes/s"
+                )
             }
             let full = mean("full validation", 1)
-            print("full validation / accept-all: \(String(format: "%.0f", 100 * full / mean("accept-all", 1)))% (1 connection, target ≥ 80%), \(String(format: "%.0f", 100 * mean("full validation", 4) / mean("accept-all", 4)))% (4 connections)")
-            print("target ≥ 15000 pushes/s on one connection with full validation: \(full >= 15_000 ? "met" : "NOT met") (\(String(format: "%.0f", full)))")
+            print(
+                "full validation / accept-all: \(String(format: "%.0f", 100 * full / mean("accept-all", 1)))% (1 connection, target ≥ 80%), \(String(format: "%.0f", 100 * mean("full validation", 4) / mean("accept-all", 4)))% (4 connections)"
+            )
+            print(
+                "target ≥ 15000 pushes/s on one connection with full validation: \(full >= 15_000 ? "met" : "NOT met") (\(String(format: "%.0f", full)))"
+            )
         }
     }
 
@@ -206,16 +215,21 @@ extension Bench {
             let latency = try APNsLatency.option(apnsLatency, "apns-latency")
             let endpoint = try EndpointProcess.start(caFile: caFile, arguments: ["--latency", latency.text])
             defer { endpoint.stop() }
-            print("endpoint: 127.0.0.1:\(endpoint.port) (pid \(endpoint.pid)), \(pushes) pushes, \(inFlight) in flight, \(connections) connection(s), APNs latency \(latency)")
+            print(
+                "endpoint: 127.0.0.1:\(endpoint.port) (pid \(endpoint.pid)), \(pushes) pushes, \(inFlight) in flight, \(connections) connection(s), APNs latency \(latency)"
+            )
 
             let key = try APNsSigningKey(privateKey: P256.Signing.PrivateKey(), keyID: BenchFixture.keyID, teamID: BenchFixture.teamID)
             let request = try BenchFixture.request()
 
             let bodyFile = directory.appendingPathComponent("body.json").path
             try Data(request.body ?? []).write(to: URL(fileURLWithPath: bodyFile))
-            let h2 = skipH2load ? nil : H2load(
-                binary: h2load, port: endpoint.port, request: request,
-                providerToken: key.makeProviderToken(issuedAt: Date()), bodyFile: bodyFile)
+            let h2 =
+                skipH2load
+                ? nil
+                : H2load(
+                    binary: h2load, port: endpoint.port, request: request,
+                    providerToken: key.makeProviderToken(issuedAt: Date()), bodyFile: bodyFile)
             var reference: [Double] = []
             if let h2 {
                 reference.append(try h2.run(pushes: pushes, inFlight: inFlight, connections: connections))
@@ -239,12 +253,16 @@ extension Bench {
 
             print("")
             print("liverelay client: \(format(result.rate)) pushes/s")
-            print("  CPU per push:   \(String(format: "%.1f", result.cpuMicrosecondsPerPush)) µs (user \(String(format: "%.1f", result.userMicrosecondsPerPush)), system \(String(format: "%.1f", result.systemMicrosecondsPerPush)))  target ≤ 25")
+            print(
+                "  CPU per push:   \(String(format: "%.1f", result.cpuMicrosecondsPerPush)) µs (user \(String(format: "%.1f", result.userMicrosecondsPerPush)), system \(String(format: "%.1f", result.systemMicrosecondsPerPush)))  target ≤ 25"
+            )
             print("  latency:        p50 \(String(format: "%.2f", result.p50 * 1000)) ms, p99 \(String(format: "%.2f", result.p99 * 1000)) ms")
             print("  peak RSS:       \(result.peakRSSMegabytes) MiB")
             if !reference.isEmpty {
                 let mean = reference.reduce(0, +) / Double(reference.count)
-                print("  vs h2load:      \(String(format: "%.0f", 100 * result.rate / mean))% of \(format(mean)) pushes/s (mean of before and after)  target ≥ 90%")
+                print(
+                    "  vs h2load:      \(String(format: "%.0f", 100 * result.rate / mean))% of \(format(mean)) pushes/s (mean of before and after)  target ≥ 90%"
+                )
             }
             if result.failures > 0 { print("  failures:       \(result.failures)") }
         }
@@ -489,9 +507,9 @@ private struct H2load {
         let text = String(decoding: data, as: UTF8.self)
         // "finished in 5.01s, 19960.12 req/s, 1.46MB/s" and "requests: N total, N started, N done, N succeeded, ..."
         guard process.terminationStatus == 0,
-              let finished = text.split(separator: "\n").first(where: { $0.hasPrefix("finished in") }),
-              let rateText = finished.split(separator: ",").dropFirst().first?.split(separator: " ").first,
-              let rate = Double(rateText)
+            let finished = text.split(separator: "\n").first(where: { $0.hasPrefix("finished in") }),
+            let rateText = finished.split(separator: ",").dropFirst().first?.split(separator: " ").first,
+            let rate = Double(rateText)
         else {
             throw ValidationError("h2load failed:\n\(text)")
         }

@@ -25,7 +25,8 @@ extension Bench {
             let type = ActivityAttributesType(
                 name: "MatchAttributes",
                 attributes: SwiftStruct("MatchAttributes", [.init("matchID", .string), .init("home", .string), .init("away", .string)]),
-                contentState: SwiftStruct("ContentState", [.init("home", .int), .init("away", .int), .init("minute", .int), .init("lastEvent", .optional(.string))]))
+                contentState: SwiftStruct(
+                    "ContentState", [.init("home", .int), .init("away", .int), .init("minute", .int), .init("lastEvent", .optional(.string))]))
             // One build of the app, installed everywhere (its attribute types are shared, as code is).
             let app = SimulatedApp(bundleID: "com.example.scores", attributeTypes: [type])
             let residentBefore = residentMegabytes()
@@ -55,13 +56,19 @@ extension Bench {
                 tokens.append(token)
             }
             print("devices:          \(devices) with one active activity and an update token each (set up in \(seconds(since: setUp)) s)")
-            print("resident memory:  \(residentAfter) MB in all, \(residentAfter - residentBefore) MB added by the devices (target ≤ 300 MB for 100,000)")
+            print(
+                "resident memory:  \(residentAfter) MB in all, \(residentAfter - residentBefore) MB added by the devices (target ≤ 300 MB for 100,000)"
+            )
 
-            var applied = 0, reference = 0.0, measured = 0.0
+            var applied = 0
+            var reference = 0.0
+            var measured = 0.0
             for round in 1...rounds {
                 let timestamp = Int(t0.timeIntervalSince1970) + round
                 let payloads: [[UInt8]] = (0..<devices).map { index in
-                    Array(#"{"aps":{"event":"update","timestamp":\#(timestamp),"content-state":{"home":\#(round),"away":\#(index % 3),"minute":\#(round * 10),"lastEvent":"Goal"}}}"#.utf8)
+                    Array(
+                        #"{"aps":{"event":"update","timestamp":\#(timestamp),"content-state":{"home":\#(round),"away":\#(index % 3),"minute":\#(round * 10),"lastEvent":"Goal"}}}"#
+                            .utf8)
                 }
                 // Reference: parsing alone.
                 let parseStart = ContinuousClock.now
@@ -79,18 +86,24 @@ extension Bench {
                 let elapsed = seconds(since: start)
                 let updates = fleet.events.events(after: before).count { if case .contentUpdated = $0.event { true } else { false } }
                 // The ring keeps the newest events only; count from the devices when it overflowed.
-                let appliedThisRound = updates == devices ? updates : try (0..<devices).count { index in
-                    try fleet.device("device-\(index)").activities.first?.content.state["home"] == .integer(round)
-                }
+                let appliedThisRound =
+                    updates == devices
+                    ? updates
+                    : try (0..<devices).count { index in
+                        try fleet.device("device-\(index)").activities.first?.content.state["home"] == .integer(round)
+                    }
                 guard parsed == devices, appliedThisRound == devices else {
                     throw ValidationError("round \(round): \(appliedThisRound) of \(devices) pushes applied")
                 }
                 applied += appliedThisRound
                 reference += Double(devices) / parseSeconds
                 measured += Double(devices) / elapsed
-                print("round \(round):          \(Int(Double(devices) / elapsed)) pushes/s applied; parsing alone \(Int(Double(devices) / parseSeconds))/s")
+                print(
+                    "round \(round):          \(Int(Double(devices) / elapsed)) pushes/s applied; parsing alone \(Int(Double(devices) / parseSeconds))/s"
+                )
             }
-            let meanApplied = measured / Double(rounds), meanReference = reference / Double(rounds)
+            let meanApplied = measured / Double(rounds)
+            let meanReference = reference / Double(rounds)
             print("applied:          \(Int(meanApplied)) pushes/s (mean of \(rounds) rounds, \(applied) pushes; target ≥ 10,000)")
             print("vs parsing alone: \(String(format: "%.0f", 100 * meanApplied / meanReference)) % of the parse-only rate in the same run")
         }
@@ -103,7 +116,8 @@ extension Bench {
         /// Resident set size now, from /proc (Linux).
         private func residentMegabytes() -> Int {
             guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
-                  let pages = statm.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return 0 }
+                let pages = statm.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
+            else { return 0 }
             return pages * Int(sysconf(Int32(_SC_PAGESIZE))) / 1_000_000
         }
     }

@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What a benchmark leaves behind if it is interrupted (SIGINT, Ctrl-C, or SIGTERM): the processes

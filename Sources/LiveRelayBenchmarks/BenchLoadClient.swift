@@ -47,7 +47,9 @@ final class BenchLoadClient: Sendable {
     /// takes another; returns every request's outcome, in order, once all are answered.
     func run(_ requests: [Request], rate: Int) async throws -> (outcomes: [Outcome], seconds: Double) {
         let run = try await loop.submit {
-            OpenLoop(requests: requests, interval: .nanoseconds(Int64(1_000_000_000 / rate)), servers: self.servers, limit: self.connectionsPerServer, loop: self.loop)
+            OpenLoop(
+                requests: requests, interval: .nanoseconds(Int64(1_000_000_000 / rate)), servers: self.servers, limit: self.connectionsPerServer,
+                loop: self.loop)
         }.get()
         return try await loop.flatSubmit { run.start() }.get()
     }
@@ -157,9 +159,10 @@ private final class OpenLoop: @unchecked Sendable {
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                    try channel.pipeline.syncOperations.addHandler(AnswerReader { index, status, usable in
-                        self.answer(index, status: status, channel: usable ? channel : nil, server: server)
-                    })
+                    try channel.pipeline.syncOperations.addHandler(
+                        AnswerReader { index, status, usable in
+                            self.answer(index, status: status, channel: usable ? channel : nil, server: server)
+                        })
                 }
             }
             .connect(host: host, port: port)

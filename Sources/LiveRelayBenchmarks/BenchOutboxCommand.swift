@@ -65,34 +65,41 @@ extension Bench {
         /// Each round's accept, claim and record, measured.
         private func measureRounds(_ store: any RelayStore) async throws -> [(name: String, runs: [Measured])] {
             let relay = RelayService(store: store, configuration: RelayConfiguration(), wire: RelayWire(), apns: nil)
-            _ = try await relay.registerApp(AppRegistration(
-                bundleID: BenchFixture.bundle, teamID: BenchFixture.teamID, keyID: BenchFixture.keyID,
-                signingKey: P256.Signing.PrivateKey().pemRepresentation))
+            _ = try await relay.registerApp(
+                AppRegistration(
+                    bundleID: BenchFixture.bundle, teamID: BenchFixture.teamID, keyID: BenchFixture.keyID,
+                    signingKey: P256.Signing.PrivateKey().pemRepresentation))
             let policy = relay.configuration.dispatch
-            var accept: [Measured] = [], claim: [Measured] = [], record: [Measured] = []
+            var accept: [Measured] = []
+            var claim: [Measured] = []
+            var record: [Measured] = []
             for round in 1...rounds {
                 let request = ChangeRequest(
                     event: .update, contentState: .object([("home", .integer(round)), ("away", .integer(1))]), priority: .fixed(10))
-                accept.append(try await measure {
-                    _ = try await relay.change(app: BenchFixture.bundle.value, key: "match", request)
-                })
+                accept.append(
+                    try await measure {
+                        _ = try await relay.change(app: BenchFixture.bundle.value, key: "match", request)
+                    })
                 var claimed: [DeliveryRecord] = []
-                claim.append(try await measure {
-                    while true {
-                        let now = relay.currentDate
-                        let batch = try await store.claimDeliveries(dueBy: now, limit: policy.batchSize, leaseUntil: now + policy.lease)
-                        if batch.isEmpty { break }
-                        claimed += batch
-                    }
-                })
+                claim.append(
+                    try await measure {
+                        while true {
+                            let now = relay.currentDate
+                            let batch = try await store.claimDeliveries(dueBy: now, limit: policy.batchSize, leaseUntil: now + policy.lease)
+                            if batch.isEmpty { break }
+                            claimed += batch
+                        }
+                    })
                 guard claimed.count == activities else { throw ValidationError("claimed \(claimed.count) pushes, not \(activities)") }
                 // The answers are made first: Foundation reads /dev/urandom for every UUID.
                 let answers = claimed.map { ($0.id, DeliveryOutcome.sent(status: 200, apnsID: UUID().uuidString.lowercased())) }
-                record.append(try await measure {
-                    for start in stride(from: 0, to: answers.count, by: policy.batchSize / 2) {
-                        try await store.recordOutcomes(Array(answers[start..<min(answers.count, start + policy.batchSize / 2)]), at: relay.currentDate)
-                    }
-                })
+                record.append(
+                    try await measure {
+                        for start in stride(from: 0, to: answers.count, by: policy.batchSize / 2) {
+                            try await store.recordOutcomes(
+                                Array(answers[start..<min(answers.count, start + policy.batchSize / 2)]), at: relay.currentDate)
+                        }
+                    })
             }
             return [("accept", accept), ("claim", claim), ("record", record)]
         }
@@ -104,7 +111,8 @@ extension Bench {
             if counts.liveActivityTokens != 0 || counts.pushToStartTokens != 0 {
                 guard (counts.liveActivityTokens, counts.pushToStartTokens) == (activities, 0) else {
                     throw ValidationError(
-                        "\(location) holds \(counts.liveActivityTokens) live activity and \(counts.pushToStartTokens) push-to-start tokens, not \(activities) and 0: use another --database")
+                        "\(location) holds \(counts.liveActivityTokens) live activity and \(counts.pushToStartTokens) push-to-start tokens, not \(activities) and 0: use another --database"
+                    )
                 }
                 guard try await store.nextDueDate() == nil else {
                     throw ValidationError("\(location) holds pushes still to send: use another --database")

@@ -46,7 +46,10 @@ extension Bench {
         @Option(help: "Keys for the latency run, one token each.") var keys: Int = 1_000
         @Option(help: "Updates per second in the latency run.") var rate: Int = 1_000
         @Option(help: "Seconds of the latency run (after one second of warm-up).") var seconds: Int = 10
-        @Option(help: ArgumentHelp("Write each request of the latency run, warm-up included, as a CSV line: when it was due (seconds from the start), its latency, how late it was sent, its status (0: no answer). Stalls show as runs of slow requests.", valueName: "file"))
+        @Option(
+            help: ArgumentHelp(
+                "Write each request of the latency run, warm-up included, as a CSV line: when it was due (seconds from the start), its latency, how late it was sent, its status (0: no answer). Stalls show as runs of slow requests.",
+                valueName: "file"))
         var latencyLog: String?
         @Option(help: "Pushes in flight for the `bench client` reference.") var inFlight: Int = 100
         @Option(help: "Fan-outs measured, each between two runs of the reference; the median share is the result (0: latency and memory only).")
@@ -61,7 +64,10 @@ extension Bench {
         @Option(help: "`serve --max-in-flight` (default: serve's own).") var maxInFlight: Int?
         @Flag(help: "Measure each fan-out at 0 ms and then at --apns-latency, as a share of the first.")
         var distanceShare = false
-        @Flag(help: "With --distance-share: then one more fan-out at --apns-latency, with GOAWAY, a dropped connection and a connection frozen for 5 s in its middle.")
+        @Flag(
+            help:
+                "With --distance-share: then one more fan-out at --apns-latency, with GOAWAY, a dropped connection and a connection frozen for 5 s in its middle."
+        )
         var badDay = false
 
         func validate() throws {
@@ -108,7 +114,9 @@ extension Bench {
                     say("reusing the data seeded in \(location)")
                 } else {
                     try await seed(store)
-                    say("seeded \(tokens) tokens in \(location) in \(String(format: "%.1f", (ContinuousClock.now - seeding).seconds)) s: \(activities) under key \"match\", \(keys) keys of one, \(tokens - activities - keys) push-to-start")
+                    say(
+                        "seeded \(tokens) tokens in \(location) in \(String(format: "%.1f", (ContinuousClock.now - seeding).seconds)) s: \(activities) under key \"match\", \(keys) keys of one, \(tokens - activities - keys) push-to-start"
+                    )
                 }
                 apiKeys = (
                     try await RelayService.createAPIKey(name: "bench admin", scope: .admin, in: store, at: Date()).secret,
@@ -143,18 +151,21 @@ extension Bench {
                 // Each instance has a data directory of its own; they share the database.
                 let instanceDir = index == 0 ? dataDir : dataDir + "/instance-\(index + 1)"
                 try FileManager.default.createDirectory(atPath: instanceDir, withIntermediateDirectories: true)
-                let server = try await ServerProcess.start([
-                    "serve", "--data-dir", instanceDir, "--http-port", "0", "--key-file", keyFile, "--key-id", BenchFixture.keyID,
-                    "--team-id", BenchFixture.teamID, "--bundle-id", BenchFixture.bundle.value, "--environment", "custom",
-                    "--host", "127.0.0.1", "--port", String(endpoint.port), "--management-port", String(endpoint.port), "--ca-file", caFile,
-                ] + (database.map { ["--database", $0] } ?? []) + (maxInFlight.map { ["--max-in-flight", String($0)] } ?? []))
+                let server = try await ServerProcess.start(
+                    [
+                        "serve", "--data-dir", instanceDir, "--http-port", "0", "--key-file", keyFile, "--key-id", BenchFixture.keyID,
+                        "--team-id", BenchFixture.teamID, "--bundle-id", BenchFixture.bundle.value, "--environment", "custom",
+                        "--host", "127.0.0.1", "--port", String(endpoint.port), "--management-port", String(endpoint.port), "--ca-file", caFile,
+                    ] + (database.map { ["--database", $0] } ?? []) + (maxInFlight.map { ["--max-in-flight", String($0)] } ?? []))
                 servers.append(server)
                 say("server \(index + 1): \(server.baseURL), pid \(server.pid); resident memory at start \(server.memory().current) MB")
             }
             let idle = servers.map { $0.memory() }
 
-            let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(
-                connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)))
+            let http = HTTPClient(
+                eventLoopGroupProvider: .singleton,
+                configuration: HTTPClient.Configuration(
+                    connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)))
             do {
                 let apis = servers.map { BenchAPI(http: http, baseURL: $0.baseURL, keys: apiKeys) }
                 try await measure(
@@ -207,8 +218,12 @@ extension Bench {
                 shares.append(share)
                 farSeconds.append(far.settledSeconds)
                 let sending = try await apis[0].sending()
-                say("fan-out \(round) of \(fanOuts), one update to \(activities) activities: at 0 ms \(String(format: "%.2f", near.seconds)) s, \(Int(near.rate)) pushes/s; at \(distance) \(String(format: "%.2f", far.seconds)) s, \(Int(far.rate)) pushes/s; share \(String(format: "%.0f", 100 * share))%")
-                say("  then: \(sending); CPU µs a push, server and emulator: at 0 ms \(Int(nearServer)) and \(Int(nearEmulator)), at \(distance) \(Int(farServer)) and \(Int(farEmulator)); accepted twice: \(near.acceptedTwice) and \(far.acceptedTwice)")
+                say(
+                    "fan-out \(round) of \(fanOuts), one update to \(activities) activities: at 0 ms \(String(format: "%.2f", near.seconds)) s, \(Int(near.rate)) pushes/s; at \(distance) \(String(format: "%.2f", far.seconds)) s, \(Int(far.rate)) pushes/s; share \(String(format: "%.0f", 100 * share))%"
+                )
+                say(
+                    "  then: \(sending); CPU µs a push, server and emulator: at 0 ms \(Int(nearServer)) and \(Int(nearEmulator)), at \(distance) \(Int(farServer)) and \(Int(farEmulator)); accepted twice: \(near.acceptedTwice) and \(far.acceptedTwice)"
+                )
             }
             if badDay {
                 // GOAWAY at 30% of the fan-out, a dropped connection at 50%, a freeze at 70%.
@@ -217,13 +232,21 @@ extension Bench {
                 let (bad, server, _, _) = try await cpuPerPush {
                     try await measureFanOut(api: apis[0], outbox: outbox, endpoint: endpoint, round: 2 * fanOuts + 1, faults: faults)
                 }
-                say("bad day at \(distance), one update to \(activities) activities with GOAWAY at 30%, a dropped connection at 50%, a connection frozen 5 s at 70%: every push recorded sent after \(String(format: "%.2f", bad.settledSeconds)) s, \(String(format: "%.2f", bad.settledSeconds / undisturbed))× the undisturbed median \(String(format: "%.2f", undisturbed)) s  target ≤ 2×")
-                say("  every push recorded sent once; APNs accepted \(bad.acceptedTwice) of them twice (sent again after their connection dropped or was taken for dead with them unanswered); faults not played: \(try endpoint.faultsInForce()); server CPU \(Int(server)) µs a push")
-                say("  faults played at \(bad.faultsPlayedAt.map { String(format: "%.2f s", $0) }.joined(separator: ", ")); APNs had accepted as many pushes as the fan-out has at \(String(format: "%.2f", bad.seconds)) s")
+                say(
+                    "bad day at \(distance), one update to \(activities) activities with GOAWAY at 30%, a dropped connection at 50%, a connection frozen 5 s at 70%: every push recorded sent after \(String(format: "%.2f", bad.settledSeconds)) s, \(String(format: "%.2f", bad.settledSeconds / undisturbed))× the undisturbed median \(String(format: "%.2f", undisturbed)) s  target ≤ 2×"
+                )
+                say(
+                    "  every push recorded sent once; APNs accepted \(bad.acceptedTwice) of them twice (sent again after their connection dropped or was taken for dead with them unanswered); faults not played: \(try endpoint.faultsInForce()); server CPU \(Int(server)) µs a push"
+                )
+                say(
+                    "  faults played at \(bad.faultsPlayedAt.map { String(format: "%.2f s", $0) }.joined(separator: ", ")); APNs had accepted as many pushes as the fan-out has at \(String(format: "%.2f", bad.seconds)) s"
+                )
             }
             if distanceShare, fanOuts > 0 {
                 say("")
-                say("fan-out at \(distance) vs at 0 ms, \(engine): median \(String(format: "%.0f", 100 * shares.sorted().percentile(0.5)))% of \(fanOuts) (\(shares.map { String(format: "%.0f%%", 100 * $0) }.joined(separator: ", ")))  target ≥ 90%")
+                say(
+                    "fan-out at \(distance) vs at 0 ms, \(engine): median \(String(format: "%.0f", 100 * shares.sorted().percentile(0.5)))% of \(fanOuts) (\(shares.map { String(format: "%.0f%%", 100 * $0) }.joined(separator: ", ")))  target ≥ 90%"
+                )
             }
             for round in stride(from: 1, through: distanceShare ? 0 : fanOuts, by: 1) {
                 let (fanOut, serverCPU, emulatorCPU, databaseCPU) = try await cpuPerPush {
@@ -232,14 +255,20 @@ extension Bench {
                 let after = try await reference()
                 let share = fanOut.rate / ((before + after) / 2)
                 shares.append(share)
-                say("fan-out \(round) of \(fanOuts), one update to \(activities) activities: \(String(format: "%.2f", fanOut.seconds)) s, \(Int(fanOut.rate)) pushes/s (accepted in \(String(format: "%.0f", fanOut.acceptSeconds * 1000)) ms); bench client after: \(Int(after)) pushes/s; share \(String(format: "%.0f", 100 * share))%")
+                say(
+                    "fan-out \(round) of \(fanOuts), one update to \(activities) activities: \(String(format: "%.2f", fanOut.seconds)) s, \(Int(fanOut.rate)) pushes/s (accepted in \(String(format: "%.0f", fanOut.acceptSeconds * 1000)) ms); bench client after: \(Int(after)) pushes/s; share \(String(format: "%.0f", 100 * share))%"
+                )
                 say("  then: \(try await apis[0].sending()); server 1 resident memory \(servers[0].memory().current) MB")
-                say("  CPU µs a push: server\(servers.count > 1 ? "s" : "") \(Int(serverCPU)), emulator \(Int(emulatorCPU))" + (isShared ? ", PostgreSQL \(Int(databaseCPU)) (its processes on this machine)" : ""))
+                say(
+                    "  CPU µs a push: server\(servers.count > 1 ? "s" : "") \(Int(serverCPU)), emulator \(Int(emulatorCPU))"
+                        + (isShared ? ", PostgreSQL \(Int(databaseCPU)) (its processes on this machine)" : ""))
                 before = after
             }
             if !distanceShare, fanOuts > 0 {
                 say("")
-                say("fan-out vs bench client (the mean of the runs just before and after), \(engine): median \(String(format: "%.0f", 100 * shares.sorted().percentile(0.5)))% of \(fanOuts) (\(shares.map { String(format: "%.0f%%", 100 * $0) }.joined(separator: ", ")))  target \(targets.share)")
+                say(
+                    "fan-out vs bench client (the mean of the runs just before and after), \(engine): median \(String(format: "%.0f", 100 * shares.sorted().percentile(0.5)))% of \(fanOuts) (\(shares.map { String(format: "%.0f%%", 100 * $0) }.joined(separator: ", ")))  target \(targets.share)"
+                )
             }
 
             // 2. Latency of single-key updates at a fixed rate.
@@ -250,20 +279,30 @@ extension Bench {
             let serverCPU = (serverSeconds() - cpuBefore.0) * 1e6 / requests
             let databaseCPU = (postgresCPUSeconds() - cpuBefore.1) * 1e6 / requests
             say("")
-            say("single-key updates at \(rate)/s for \(seconds) s (\(latency.count) requests, open loop, \(engine)): p50 \(String(format: "%.2f", latency.p50 * 1000)) ms, p99 \(String(format: "%.2f", latency.p99 * 1000)) ms, max \(String(format: "%.1f", latency.max * 1000)) ms  target p99 \(targets.p99)")
-            say("  achieved \(Int(latency.achievedRate)) requests/s; answers other than 200: \(latency.failureSummary); of which the sender's own lag: p50 \(String(format: "%.2f", latency.senderLagP50 * 1000)) ms, p99 \(String(format: "%.2f", latency.senderLagP99 * 1000)) ms")
-            say("  CPU µs a request: server\(servers.count > 1 ? "s" : "") \(Int(serverCPU))" + (isShared ? ", PostgreSQL \(Int(databaseCPU)) (its processes on this machine)" : ""))
+            say(
+                "single-key updates at \(rate)/s for \(seconds) s (\(latency.count) requests, open loop, \(engine)): p50 \(String(format: "%.2f", latency.p50 * 1000)) ms, p99 \(String(format: "%.2f", latency.p99 * 1000)) ms, max \(String(format: "%.1f", latency.max * 1000)) ms  target p99 \(targets.p99)"
+            )
+            say(
+                "  achieved \(Int(latency.achievedRate)) requests/s; answers other than 200: \(latency.failureSummary); of which the sender's own lag: p50 \(String(format: "%.2f", latency.senderLagP50 * 1000)) ms, p99 \(String(format: "%.2f", latency.senderLagP99 * 1000)) ms"
+            )
+            say(
+                "  CPU µs a request: server\(servers.count > 1 ? "s" : "") \(Int(serverCPU))"
+                    + (isShared ? ", PostgreSQL \(Int(databaseCPU)) (its processes on this machine)" : ""))
 
             // 3. A listing, one request at a time, against the cheapest answer in the same run.
             let listing = try await measureListing(api: apis[0])
             say("")
-            say("a page of 1,000 pushes (GET /v1/deliveries?limit=1000), \(listing.rounds) times, \(engine): median \(String(format: "%.2f", listing.page * 1000)) ms, \(String(format: "%.0f", listing.page / listing.health))× GET /v1/health (\(String(format: "%.2f", listing.health * 1000)) ms)  target median ≤ 5 ms")
+            say(
+                "a page of 1,000 pushes (GET /v1/deliveries?limit=1000), \(listing.rounds) times, \(engine): median \(String(format: "%.2f", listing.page * 1000)) ms, \(String(format: "%.0f", listing.page / listing.health))× GET /v1/health (\(String(format: "%.2f", listing.health * 1000)) ms)  target median ≤ 5 ms"
+            )
 
             // 4. Memory.
             say("")
             for (index, server) in servers.enumerated() {
                 let after = server.memory()
-                say("server \(index + 1) resident memory with \(tokens) registered tokens: \(after.current) MB now, \(after.peak) MB at peak (\(idle[index].current) MB at start)  target ≤ 150 MB")
+                say(
+                    "server \(index + 1) resident memory with \(tokens) registered tokens: \(after.current) MB now, \(after.peak) MB at peak (\(idle[index].current) MB at start)  target ≤ 150 MB"
+                )
             }
         }
 
@@ -297,7 +336,8 @@ extension Bench {
             let expected = (tokens - activities - keys, activities + keys)
             guard (counts.pushToStartTokens, counts.liveActivityTokens) == expected else {
                 throw ValidationError(
-                    "\(location) holds \(counts.pushToStartTokens) push-to-start and \(counts.liveActivityTokens) live activity tokens, not \(expected.0) and \(expected.1): use another --data-dir or --database")
+                    "\(location) holds \(counts.pushToStartTokens) push-to-start and \(counts.liveActivityTokens) live activity tokens, not \(expected.0) and \(expected.1): use another --data-dir or --database"
+                )
             }
             return true
         }
@@ -317,7 +357,8 @@ extension Bench {
                     token: String(repeating: "0", count: 144) + BenchFixture.hex16(index),
                     frequentPushesEnabled: false, environment: .sandbox, updatedAt: now)
             }
-            try await BenchFixture.register(store, activityTokens: BenchFixture.fanOutTokens(activities, registeredAt: now), attributesType: "ScoreAttributes")
+            try await BenchFixture.register(
+                store, activityTokens: BenchFixture.fanOutTokens(activities, registeredAt: now), attributesType: "ScoreAttributes")
             try await BenchFixture.register(store, activityTokens: singles, attributesType: "DeliveryAttributes", pushToStart: idle)
         }
 
@@ -346,10 +387,12 @@ extension Bench {
             let sentBefore = try await outbox.deliveryCounts()[.sent] ?? 0
             let acceptedBefore = try endpoint.accepted()
             let start = ContinuousClock.now
-            let answer = try await api.post("/v1/activities/match/update", key: api.keys.server, body: .object([
-                ("contentState", .object([("home", .integer(round)), ("away", .integer(1)), ("minute", .integer(60 + round))])),
-                ("priority", .integer(10)),
-            ]))
+            let answer = try await api.post(
+                "/v1/activities/match/update", key: api.keys.server,
+                body: .object([
+                    ("contentState", .object([("home", .integer(round)), ("away", .integer(1)), ("minute", .integer(60 + round))])),
+                    ("priority", .integer(10)),
+                ]))
             guard answer.status == 200 else { throw ValidationError("the fan-out update was refused: \(answer.status) \(answer.text)") }
             let accepted = ContinuousClock.now - start
             // Done when APNs has accepted them all, as the endpoint counts: asking the database
@@ -409,9 +452,11 @@ extension Bench {
             let api = apis[0]
             var serverKeys: [String] = []
             for index in 0..<max(1, (rate + 399) / 400) {
-                let made = try await api.post("/v1/api-keys", key: api.keys.admin, body: .object([
-                    ("name", .string("bench-\(index)")), ("scope", .string("server")),
-                ]))
+                let made = try await api.post(
+                    "/v1/api-keys", key: api.keys.admin,
+                    body: .object([
+                        ("name", .string("bench-\(index)")), ("scope", .string("server")),
+                    ]))
                 guard made.status == 201, let secret = made.json["secret"]?.stringValue else {
                     throw ValidationError("could not make a server key: \(made.status) \(made.text)")
                 }

@@ -43,29 +43,31 @@ func fuzzOneInput(_ bytes: UnsafeRawBufferPointer) {
 func contractOfEveryType() -> ActivityContract {
     ActivityContract(
         attributesType: "Fuzz", attributes: SwiftStruct("Fuzz", []),
-        contentState: SwiftStruct("ContentState", [
-            .init("s", .optional(.string)), .init("i", .optional(.int)), .init("d", .optional(.double)), .init("b", .optional(.bool)),
-            .init("t", .optional(.date)), .init("r", .optional(.closedRangeOfDate)), .init("u", .optional(.url)),
-            .init("e", .optional(.stringEnum(["a", "b"]))), .init("n", .optional(.intEnum([1, 2]))), .init("a", .optional(.array(.int))),
-            .init("o", .optional(.structure(SwiftStruct("Nested", [.init("x", .string)])))),
-        ]))
+        contentState: SwiftStruct(
+            "ContentState",
+            [
+                .init("s", .optional(.string)), .init("i", .optional(.int)), .init("d", .optional(.double)), .init("b", .optional(.bool)),
+                .init("t", .optional(.date)), .init("r", .optional(.closedRangeOfDate)), .init("u", .optional(.url)),
+                .init("e", .optional(.stringEnum(["a", "b"]))), .init("n", .optional(.intEnum([1, 2]))), .init("a", .optional(.array(.int))),
+                .init("o", .optional(.structure(SwiftStruct("Nested", [.init("x", .string)])))),
+            ]))
 }
 
 #if FUZZING
-/// libFuzzer's entry point, which its runtime refers to.
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-    fuzzOneInput(UnsafeRawBufferPointer(start: data, count: size))
-    return 0
-}
+    /// libFuzzer's entry point, which its runtime refers to.
+    @_cdecl("LLVMFuzzerTestOneInput")
+    public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+        fuzzOneInput(UnsafeRawBufferPointer(start: data, count: size))
+        return 0
+    }
 
-/// libFuzzer's driver (in the runtime `-sanitize=fuzzer` links): SwiftPM gives the program its
-/// own `main`, which hands over to it.
-@_silgen_name("LLVMFuzzerRunDriver")
-func runFuzzerDriver(
-    _ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
-) -> CInt
+    /// libFuzzer's driver (in the runtime `-sanitize=fuzzer` links): SwiftPM gives the program its
+    /// own `main`, which hands over to it.
+    @_silgen_name("LLVMFuzzerRunDriver")
+    func runFuzzerDriver(
+        _ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
+        _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+    ) -> CInt
 #endif
 
 @main
@@ -75,26 +77,27 @@ enum LiveRelayFuzz {
     /// through the same function, so CI can run the corpus on every build.
     static func main() throws {
         #if FUZZING
-        var argc = CommandLine.argc
-        var argv = CommandLine.unsafeArgv
-        exit(runFuzzerDriver(&argc, &argv, fuzzerTestOneInput))
+            var argc = CommandLine.argc
+            var argv = CommandLine.unsafeArgv
+            exit(runFuzzerDriver(&argc, &argv, fuzzerTestOneInput))
         #else
-        var replayed = 0
-        for path in CommandLine.arguments.dropFirst() {
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-                FileHandle.standardError.write(Data("no such file: \(path)\n".utf8))
-                exit(64)
+            var replayed = 0
+            for path in CommandLine.arguments.dropFirst() {
+                var isDirectory: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+                    FileHandle.standardError.write(Data("no such file: \(path)\n".utf8))
+                    exit(64)
+                }
+                let files =
+                    isDirectory.boolValue
+                    ? try FileManager.default.contentsOfDirectory(atPath: path).sorted().map { path + "/" + $0 } : [path]
+                for file in files {
+                    let data = try Data(contentsOf: URL(fileURLWithPath: file))
+                    data.withUnsafeBytes { fuzzOneInput($0) }
+                    replayed += 1
+                }
             }
-            let files = isDirectory.boolValue
-                ? try FileManager.default.contentsOfDirectory(atPath: path).sorted().map { path + "/" + $0 } : [path]
-            for file in files {
-                let data = try Data(contentsOf: URL(fileURLWithPath: file))
-                data.withUnsafeBytes { fuzzOneInput($0) }
-                replayed += 1
-            }
-        }
-        print("replayed \(replayed) inputs")
+            print("replayed \(replayed) inputs")
         #endif
     }
 }

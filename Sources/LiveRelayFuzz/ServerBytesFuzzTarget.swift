@@ -16,13 +16,14 @@ func fuzzServerBytes(_ input: [UInt8]) {
     try! channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
     let answers = Answers()
     func send(bodySize: Int) {
-        streams.send(APNsStreamRequest(
-            headers: [
-                .init(":method", "POST"), .init(":scheme", "https"), .init(":authority", "api.push.apple.com"),
-                .init(":path", "/3/device/abcd", indexable: false), .init("apns-push-type", "liveactivity"),
-            ],
-            body: bodySize > 0 ? ByteBuffer(repeating: 1, count: bodySize) : nil, deadline: channel.eventLoop.now + .seconds(60),
-            answer: { _ in answers.count.add(1, ordering: .relaxed) }))
+        streams.send(
+            APNsStreamRequest(
+                headers: [
+                    .init(":method", "POST"), .init(":scheme", "https"), .init(":authority", "api.push.apple.com"),
+                    .init(":path", "/3/device/abcd", indexable: false), .init("apns-push-type", "liveactivity"),
+                ],
+                body: bodySize > 0 ? ByteBuffer(repeating: 1, count: bodySize) : nil, deadline: channel.eventLoop.now + .seconds(60),
+                answer: { _ in answers.count.add(1, ordering: .relaxed) }))
     }
     for size in [0, 100, 2_000] { send(bodySize: size) }
     // The low bits of the input's first byte say where TLS cuts what it hands over; the rest is

@@ -207,8 +207,13 @@ public struct RelayAPI: Sendable {
             let (app, isNew) = try await relay.registerApp(try body.registration(bundleID: try Self.pathParameter("bundleID", context)))
             var json = RelayView.json(app, contracts: try await relay.contracts(app: app.bundleID))
             if configuration.sendsToBuiltInEmulator {
-                json.set("warnings", .array([.string(
-                    "this server sends every app's pushes to its built-in emulator, not to Apple: start it with APNs credentials to reach iPhones")]))
+                json.set(
+                    "warnings",
+                    .array([
+                        .string(
+                            "this server sends every app's pushes to its built-in emulator, not to Apple: start it with APNs credentials to reach iPhones"
+                        )
+                    ]))
             }
             return Self.json(json, status: isNew ? .created : .ok)
         }
@@ -249,13 +254,17 @@ public struct RelayAPI: Sendable {
 
     private func health() async throws -> Response {
         let counts = try await relay.deliveryCounts()
-        return Self.json(.object([
-            ("status", .string("ok")),
-            ("outbox", .object([
-                ("queued", .integer((counts[.queued] ?? 0) + (counts[.sending] ?? 0))), ("sent", .integer(counts[.sent] ?? 0)),
-                ("failed", .integer(counts[.failed] ?? 0)),
-            ])),
-        ]))
+        return Self.json(
+            .object([
+                ("status", .string("ok")),
+                (
+                    "outbox",
+                    .object([
+                        ("queued", .integer((counts[.queued] ?? 0) + (counts[.sending] ?? 0))), ("sent", .integer(counts[.sent] ?? 0)),
+                        ("failed", .integer(counts[.failed] ?? 0)),
+                    ])
+                ),
+            ]))
     }
 
     private func metrics() async throws -> Response {

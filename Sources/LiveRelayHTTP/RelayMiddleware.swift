@@ -34,7 +34,8 @@ struct KeyMiddleware: RouterMiddleware {
                 .forbidden, code: "wrong_scope", message: "this route needs a \(scopeNames) key; \(key.id) is a \(key.scope.rawValue) key")
         }
         if let wait = try await limiter.take(key.id, at: relay.currentDate) {
-            return try Self.tooManyRequests(code: "rate_limited", message: "more than the key's request rate; retry after \(wait) s", wait: wait, request, context)
+            return try Self.tooManyRequests(
+                code: "rate_limited", message: "more than the key's request rate; retry after \(wait) s", wait: wait, request, context)
         }
         var context = context
         context.apiKey = key

@@ -37,7 +37,8 @@ extension StartRequest {
         let staleDate = try body.date("staleDate")
         let relevanceScore = try readRelevance(body)
         guard let audienceBody = try body.object("audience", fields: ["devices", "users", "everyone"]) else {
-            throw JSONFieldError(code: "missing", message: "is required: {\"devices\": [ids]}, {\"users\": [ids]} or {\"everyone\": true}", field: "audience")
+            throw JSONFieldError(
+                code: "missing", message: "is required: {\"devices\": [ids]}, {\"users\": [ids]} or {\"everyone\": true}", field: "audience")
         }
         let audience = try readAudience(audienceBody)
         var channelChoice: UpdateChannelChoice?
@@ -135,7 +136,8 @@ package struct EndedBody: APIRequestBody {
     package init(from decoder: any Decoder) throws {
         let body = try decoder.container(keyedBy: CodingKeys.self)
         namedApp = try body.nonEmptyString(.bundleID)
-        let deviceID = try body.requireNonEmptyString(.deviceID), bundleID = namedApp ?? ""
+        let deviceID = try body.requireNonEmptyString(.deviceID)
+        let bundleID = namedApp ?? ""
         let activityID = try body.decodeIfPresent(String.self, forKey: .activityID)
         let state: ActivityTokenState
         switch try body.requireNonEmptyString(.state) {
@@ -277,11 +279,13 @@ private func readAudience(_ body: JSONBodyReader) throws -> Audience {
     func ids(_ key: String) throws -> [String]? {
         guard let value = body.value(key) else { return nil }
         guard let items = value.arrayElements, let strings = Optional(items.compactMap(\.stringValue)), strings.count == items.count,
-              !strings.isEmpty, strings.allSatisfy({ !$0.isEmpty })
+            !strings.isEmpty, strings.allSatisfy({ !$0.isEmpty })
         else { throw JSONFieldError.invalid(body.field(key), "must be a non-empty array of non-empty strings") }
         return strings
     }
-    let devices = try ids("devices"), users = try ids("users"), everyone = try body.bool("everyone")
+    let devices = try ids("devices")
+    let users = try ids("users")
+    let everyone = try body.bool("everyone")
     switch (devices, users, everyone) {
     case (let devices?, nil, nil): return .devices(devices)
     case (nil, let users?, nil): return .users(users)

@@ -38,7 +38,8 @@ public struct RelayServer: Sendable {
         var secrets: [APIKeyScope: String] = [:]
         for scope in [APIKeyScope.admin, .server, .client] {
             secrets[scope] = try await relay.createAPIKey(
-                name: "initial \(scope.rawValue) key", scope: scope, app: scope == .admin ? nil : firstApp).secret
+                name: "initial \(scope.rawValue) key", scope: scope, app: scope == .admin ? nil : firstApp
+            ).secret
         }
         return secrets
     }

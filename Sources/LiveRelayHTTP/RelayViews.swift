@@ -22,7 +22,8 @@ enum RelayView {
     /// could have one in each environment).
     private static func channelMembers(_ ids: [PushEnvironment: String]) -> JSONValue.Members {
         guard !ids.isEmpty else { return [] }
-        let channels = JSONValue.object(PushEnvironment.allCases.compactMap { environment in ids[environment].map { (environment.rawValue, .string($0)) } })
+        let channels = JSONValue.object(
+            PushEnvironment.allCases.compactMap { environment in ids[environment].map { (environment.rawValue, .string($0)) } })
         return (ids.count == 1 ? [("channelID", .string(ids.values.first!))] : []) + [("channels", channels)]
     }
 
@@ -59,12 +60,15 @@ enum RelayView {
         if let reason = activity.endReason { members.append(("endReason", .string(reason))) }
         if let dismissal = activity.dismissalDate { members.append(("dismissalDate", date(dismissal))) }
         if let devices = activity.devices {
-            members.append((
-                "devices",
-                .object([
-                    ("reach", .string(devices.reach.rawValue)), ("live", .integer(Int64(devices.live))), ("ended", .integer(Int64(devices.ended))),
-                    ("dismissed", .integer(Int64(devices.dismissed))), ("dead", .integer(Int64(devices.dead))),
-                ])))
+            members.append(
+                (
+                    "devices",
+                    .object([
+                        ("reach", .string(devices.reach.rawValue)), ("live", .integer(Int64(devices.live))),
+                        ("ended", .integer(Int64(devices.ended))),
+                        ("dismissed", .integer(Int64(devices.dismissed))), ("dead", .integer(Int64(devices.dead))),
+                    ])
+                ))
         }
         return members
     }

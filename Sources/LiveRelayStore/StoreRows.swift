@@ -75,9 +75,11 @@ extension ActivityRecord {
     }
 
     /// The columns of a listing: a key's, then its devices by token state (`listed(row:)`).
-    static let listedColumns = columns + ", " + ActivityTokenState.allCases.map { state in
-        "(SELECT count(*) FROM activity_tokens t WHERE t.bundle_id = activities.bundle_id AND t.key = activities.key AND t.state = '\(state.rawValue)')"
-    }.joined(separator: ", ")
+    static let listedColumns =
+        columns + ", "
+        + ActivityTokenState.allCases.map { state in
+            "(SELECT count(*) FROM activity_tokens t WHERE t.bundle_id = activities.bundle_id AND t.key = activities.key AND t.state = '\(state.rawValue)')"
+        }.joined(separator: ", ")
 
     static func listed(row: some StoreRow) -> ActivityRecord {
         var activity = ActivityRecord(row: row)

@@ -156,9 +156,18 @@ enum StoreStatements {
     static func activities(_ query: ActivityQuery) -> SQLStatement {
         var conditions: [String] = []
         var arguments: [SQLArgument] = []
-        if let app = query.bundleID { conditions.append("bundle_id = ?"); arguments.append(.text(app)) }
-        if let state = query.state { conditions.append("state = ?"); arguments.append(.text(state.rawValue)) }
-        if let type = query.attributesType { conditions.append("attributes_type = ?"); arguments.append(.text(type)) }
+        if let app = query.bundleID {
+            conditions.append("bundle_id = ?")
+            arguments.append(.text(app))
+        }
+        if let state = query.state {
+            conditions.append("state = ?")
+            arguments.append(.text(state.rawValue))
+        }
+        if let type = query.attributesType {
+            conditions.append("attributes_type = ?")
+            arguments.append(.text(type))
+        }
         if let text = query.keyContains, !text.isEmpty {
             // lower() folds ASCII in both engines; LIKE's own characters in the text are escaped.
             let pattern = text.asciiLowercased.replacing("\\", with: "\\\\").replacing("%", with: "\\%").replacing("_", with: "\\_")

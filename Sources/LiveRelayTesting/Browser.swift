@@ -5,7 +5,7 @@ import NIOCore
 import NIOHTTP1
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A real browser for the tests: headless Chromium driven by `chromedriver` over the W3C WebDriver
@@ -69,16 +69,32 @@ public final class Browser: Sendable {
                 (try? await client.execute(HTTPClientRequest(url: base + "/status"), timeout: .seconds(2)).status) == .ok
             }
             let capabilities = JSONValue.object([
-                ("capabilities", .object([("alwaysMatch", .object([
-                    ("browserName", .string("chrome")),
-                    ("goog:chromeOptions", .object([
-                        ("binary", .string(chromiumPath)),
-                        ("args", .array([
-                            "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=\(width),\(height)",
-                            "--force-device-scale-factor=1", "--hide-scrollbars", "--lang=en-US",
-                        ].map(JSONValue.string))),
-                    ])),
-                ]))])),
+                (
+                    "capabilities",
+                    .object([
+                        (
+                            "alwaysMatch",
+                            .object([
+                                ("browserName", .string("chrome")),
+                                (
+                                    "goog:chromeOptions",
+                                    .object([
+                                        ("binary", .string(chromiumPath)),
+                                        (
+                                            "args",
+                                            .array(
+                                                [
+                                                    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                                                    "--window-size=\(width),\(height)",
+                                                    "--force-device-scale-factor=1", "--hide-scrollbars", "--lang=en-US",
+                                                ].map(JSONValue.string))
+                                        ),
+                                    ])
+                                ),
+                            ])
+                        )
+                    ])
+                )
             ])
             let created = try await call(client, .POST, base + "/session", capabilities)
             guard let session = created["sessionId"]?.stringValue else { throw Failure(description: "no session in \(created.serializedString)") }
@@ -154,12 +170,17 @@ public final class Browser: Sendable {
 
     /// The viewport as a device of this browser's width and `height` (Chrome DevTools' emulation).
     private func setViewport(height: Int) async throws {
-        _ = try await command(.POST, "/goog/cdp/execute", .object([
-            ("cmd", .string("Emulation.setDeviceMetricsOverride")),
-            ("params", .object([
-                ("width", .integer(width)), ("height", .integer(height)), ("deviceScaleFactor", .integer(1)), ("mobile", .bool(width < 600)),
-            ])),
-        ]))
+        _ = try await command(
+            .POST, "/goog/cdp/execute",
+            .object([
+                ("cmd", .string("Emulation.setDeviceMetricsOverride")),
+                (
+                    "params",
+                    .object([
+                        ("width", .integer(width)), ("height", .integer(height)), ("deviceScaleFactor", .integer(1)), ("mobile", .bool(width < 600)),
+                    ])
+                ),
+            ]))
     }
 
     /// A PNG of the viewport, written to `path` (folders made as needed). `fullPage`: the whole

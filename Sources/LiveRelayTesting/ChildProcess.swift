@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A program run as a child process, started with `posix_spawn`. Foundation's `Process.run()` on

@@ -146,7 +146,9 @@ public final class ScriptedAPNsServer: Sendable {
     }
 
     /// An APNs error answer: the status, `{"reason": …}` (plus `timestamp` in ms) and `apns-id`.
-    public static func rejection(_ status: Int, _ reason: String, timestampMilliseconds: Int64? = nil, apnsID: String = UUID().uuidString.lowercased()) -> ServerAnswer {
+    public static func rejection(
+        _ status: Int, _ reason: String, timestampMilliseconds: Int64? = nil, apnsID: String = UUID().uuidString.lowercased()
+    ) -> ServerAnswer {
         let error = APNsError(
             status: status, reason: APNsReason(reason),
             timestamp: timestampMilliseconds.map { Date(timeIntervalSince1970: Double($0) / 1000) })

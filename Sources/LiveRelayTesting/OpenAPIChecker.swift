@@ -62,7 +62,9 @@ public struct OpenAPIChecker: Sendable {
         if let cases = schema["enum"]?.arrayElements, !cases.contains(value) { problems.append("\(path) = \(value.serializedString) is not in enum") }
         if let type = schema["type"] {
             let allowed = type.arrayElements?.compactMap(\.stringValue) ?? [type.stringValue ?? ""]
-            if !allowed.contains(where: { Self.has(value, type: $0) }) { problems.append("\(path) is \(value.typeName), not \(allowed.joined(separator: " or "))") }
+            if !allowed.contains(where: { Self.has(value, type: $0) }) {
+                problems.append("\(path) is \(value.typeName), not \(allowed.joined(separator: " or "))")
+            }
         }
         if let members = value.objectMembers {
             let properties = schema["properties"]?.objectMembers ?? []

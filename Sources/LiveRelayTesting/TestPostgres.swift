@@ -47,7 +47,8 @@ public enum TestPostgres {
     public static func psqlOutput(_ url: String, _ sql: String) throws -> String {
         let log = TestFiles.path("psql", pathExtension: "log")
         defer { try? FileManager.default.removeItem(atPath: log) }
-        let status = shell("\(quoted(LocalServer.tool("psql"))) -X -q -A -t -v ON_ERROR_STOP=1 -d \(quoted(url)) -c \(quoted(sql)) > \(quoted(log)) 2>&1")
+        let status = shell(
+            "\(quoted(LocalServer.tool("psql"))) -X -q -A -t -v ON_ERROR_STOP=1 -d \(quoted(url)) -c \(quoted(sql)) > \(quoted(log)) 2>&1")
         let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         guard status == 0 else { throw Unavailable(description: "psql \(sql): \(output.isEmpty ? "exit \(status)" : output)") }
         return output
@@ -104,7 +105,8 @@ public enum TestPostgres {
                 }
                 try asServerUser("\(binaries)/initdb -D \(data) -A trust -U postgres --no-sync > \(folder)/initdb.log 2>&1")
                 try asServerUser(
-                    "\(binaries)/pg_ctl -D \(data) -l \(folder)/server.log -w -o \"-k \(folder) -p \(port) -c listen_addresses= -c fsync=off -c max_connections=200\" start > \(folder)/pg_ctl.log 2>&1")
+                    "\(binaries)/pg_ctl -D \(data) -l \(folder)/server.log -w -o \"-k \(folder) -p \(port) -c listen_addresses= -c fsync=off -c max_connections=200\" start > \(folder)/pg_ctl.log 2>&1"
+                )
             } catch let error as Unavailable {
                 throw error
             } catch {

@@ -153,11 +153,12 @@ public struct ActivityStateMachine: Sendable, Hashable, Codable {
     private mutating func end(at now: Date, cause: Transition.Cause, dismissal: ActivityUIDismissalPolicy) -> Transition {
         endDate = now
         let latest = now + ActivityLifetime.maximumOnLockScreenAfterEnd
-        dismissalDate = switch dismissal {
-        case .default: latest
-        case .immediate: now
-        case .after(let date): min(max(date, now), latest)
-        }
+        dismissalDate =
+            switch dismissal {
+            case .default: latest
+            case .immediate: now
+            case .after(let date): min(max(date, now), latest)
+            }
         return move(to: .ended, at: now, cause)
     }
 

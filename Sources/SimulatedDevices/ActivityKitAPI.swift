@@ -72,11 +72,12 @@ public struct Activity<Attributes: ActivityAttributes>: Sendable, Identifiable {
         let id = try app.fleet.withDevice(app.deviceID) { device, now in
             let type = String(describing: Attributes.self)
             let alert = alertConfiguration.map { ShownAlert($0, at: start ?? now) }
-            let pushType: ActivityPushType = switch pushType {
-            case nil: .none
-            case .token: .token
-            case .channel(let channelID): .channel(channelID)
-            }
+            let pushType: ActivityPushType =
+                switch pushType {
+                case nil: .none
+                case .token: .token
+                case .channel(let channelID): .channel(channelID)
+                }
             return try device.request(
                 bundleID: app.bundleID, attributesType: type, attributes: attributesJSON, content: contentState,
                 pushType: pushType, style: style, alert: alert, start: start, at: now)
@@ -96,10 +97,16 @@ public struct Activity<Attributes: ActivityAttributes>: Sendable, Identifiable {
     // MARK: The app's changes
 
     /// `Activity.update(_:alertConfiguration:timestamp:)`.
-    public func update(_ content: ActivityContent<Attributes.ContentState>, alertConfiguration: AlertConfiguration? = nil, timestamp: Date? = nil) throws {
+    public func update(_ content: ActivityContent<Attributes.ContentState>, alertConfiguration: AlertConfiguration? = nil, timestamp: Date? = nil)
+        throws
+    {
         let contentState = try ActivityContentState(content)
         try app.fleet.withDevice(app.deviceID) { device, now in
-            ((), device.update(activityID: id, content: contentState, alert: alertConfiguration.map { ShownAlert($0, at: now) }, timestamp: timestamp, at: now))
+            (
+                (),
+                device.update(
+                    activityID: id, content: contentState, alert: alertConfiguration.map { ShownAlert($0, at: now) }, timestamp: timestamp, at: now)
+            )
         }
     }
 
@@ -117,7 +124,9 @@ public struct Activity<Attributes: ActivityAttributes>: Sendable, Identifiable {
     /// every new one; finishes when the activity is dismissed.
     public var pushTokenUpdates: FleetSequence<Data> {
         let id = id
-        return app.fleet.sequence(on: app.deviceID, initial: { device in device.activity(id)?.pushToken.map { [DeviceToken(unchecked: $0).data] } ?? [] }) { event in
+        return app.fleet.sequence(
+            on: app.deviceID, initial: { device in device.activity(id)?.pushToken.map { [DeviceToken(unchecked: $0).data] } ?? [] }
+        ) { event in
             switch event.event {
             case .tokenIssued(let token, _, .update(id), _): .element(DeviceToken(unchecked: token).data)
             case .stateChanged(id, _, .dismissed, _): .finish
@@ -163,22 +172,28 @@ public struct Activity<Attributes: ActivityAttributes>: Sendable, Identifiable {
     /// `Activity.pushToStartToken`.
     public static func pushToStartToken(in app: AppProcess) -> Data? {
         let type = String(describing: Attributes.self)
-        return (try? app.fleet.device(app.deviceID).apps[app.bundleID]?.pushToStartTokens[type]).flatMap { $0 }.map { DeviceToken(unchecked: $0).data }
+        return (try? app.fleet.device(app.deviceID).apps[app.bundleID]?.pushToStartTokens[type]).flatMap { $0 }.map {
+            DeviceToken(unchecked: $0).data
+        }
     }
 
     /// `Activity.pushToStartTokenUpdates`: the current push-to-start token, then each new one.
     public static func pushToStartTokenUpdates(in app: AppProcess) -> FleetSequence<Data> {
         let type = String(describing: Attributes.self)
-        return app.fleet.sequence(on: app.deviceID, initial: { device in
-            device.apps[app.bundleID]?.pushToStartTokens[type].map { [DeviceToken(unchecked: $0).data] } ?? []
-        }) { event in
+        return app.fleet.sequence(
+            on: app.deviceID,
+            initial: { device in
+                device.apps[app.bundleID]?.pushToStartTokens[type].map { [DeviceToken(unchecked: $0).data] } ?? []
+            }
+        ) { event in
             guard case .tokenIssued(let token, app.bundleID, .pushToStart(type), _) = event.event else { return .skip }
             return .element(DeviceToken(unchecked: token).data)
         }
     }
 
     static func typed(_ content: ActivityContentState) throws -> ActivityContent<Attributes.ContentState> {
-        ActivityContent(state: try content.state.decoded(as: Attributes.ContentState.self), staleDate: content.staleDate, relevanceScore: content.relevanceScore)
+        ActivityContent(
+            state: try content.state.decoded(as: Attributes.ContentState.self), staleDate: content.staleDate, relevanceScore: content.relevanceScore)
     }
 }
 

@@ -93,8 +93,9 @@ public final class DeviceFleet: Sendable {
             guard state.indices[id] == nil else { throw .deviceExists(id) }
             state.revision += 1
             state.indices[id] = state.devices.count
-            state.devices.append(SimulatedDevice(
-                id: id, model: model, hasPairedWatch: hasPairedWatch, settings: settings.map(SharedSettings.init) ?? sharedSettings, seed: nil))
+            state.devices.append(
+                SimulatedDevice(
+                    id: id, model: model, hasPairedWatch: hasPairedWatch, settings: settings.map(SharedSettings.init) ?? sharedSettings, seed: nil))
         }
     }
 
@@ -178,7 +179,9 @@ public final class DeviceFleet: Sendable {
             }.map(\.id)
         }
         for id in subscribers {
-            _ = try? withDevice(id) { device, now in ((), device.receiveBroadcast(channelID: channelID, payload: payload, priority: priority, at: now)) }
+            _ = try? withDevice(id) { device, now in
+                ((), device.receiveBroadcast(channelID: channelID, payload: payload, priority: priority, at: now))
+            }
         }
     }
 
@@ -196,10 +199,11 @@ public final class DeviceFleet: Sendable {
 
     private func deliverStoredBroadcasts(to device: inout SimulatedDevice, state: State, at now: Date) -> [DeviceEvent] {
         var events: [DeviceEvent] = []
-        let channels = Set(device.activities.compactMap { activity -> String? in
-            guard case .channel(let id) = activity.pushType, activity.lifecycle.isOngoing else { return nil }
-            return id
-        })
+        let channels = Set(
+            device.activities.compactMap { activity -> String? in
+                guard case .channel(let id) = activity.pushType, activity.lifecycle.isOngoing else { return nil }
+                return id
+            })
         for channel in channels.sorted() {
             guard let stored = state.storedBroadcasts[channel], stored.expiresAt > now else { continue }
             events += device.receiveBroadcast(channelID: channel, payload: stored.payload, priority: stored.priority, at: now)

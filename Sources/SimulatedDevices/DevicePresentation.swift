@@ -64,7 +64,8 @@ public struct PresentedAlert: Sendable, Hashable {
 extension SimulatedDevice {
     /// The presentations at `now` (after `advance(to: now)`; this reads, it does not apply time).
     public func presentation(at now: Date) -> DevicePresentation {
-        let byRelevance = activities
+        let byRelevance =
+            activities
             .filter { $0.state == .active || $0.state == .stale || $0.state == .ended }
             .sorted { lhs, rhs in
                 lhs.content.relevanceScore != rhs.content.relevanceScore
@@ -73,7 +74,8 @@ extension SimulatedDevice {
             }
         let lockScreen = byRelevance.map { PresentedActivity($0, at: now) }
         // The alert on screen: the most recent one still within its presentation time.
-        let alerting = byRelevance
+        let alerting =
+            byRelevance
             .compactMap { activity in activity.lastAlert.map { (activity, $0) } }
             .filter { _, alert in alert.at <= now && now < alert.at + settings.alertPresentationDuration }
             .max { $0.1.at < $1.1.at }
@@ -87,11 +89,12 @@ extension SimulatedDevice {
                 // Ended activities leave the island at once; each app shows its most relevant one.
                 var seenApps: Set<String> = []
                 let perApp = byRelevance.filter { $0.lifecycle.isOngoing && seenApps.insert($0.bundleID).inserted }
-                island = switch perApp.count {
-                case 0: .empty
-                case 1: .compact(PresentedActivity(perApp[0], at: now))
-                default: .minimal(attached: PresentedActivity(perApp[0], at: now), detached: PresentedActivity(perApp[1], at: now))
-                }
+                island =
+                    switch perApp.count {
+                    case 0: .empty
+                    case 1: .compact(PresentedActivity(perApp[0], at: now))
+                    default: .minimal(attached: PresentedActivity(perApp[0], at: now), detached: PresentedActivity(perApp[1], at: now))
+                    }
             }
         }
         return DevicePresentation(
@@ -108,7 +111,8 @@ extension PresentedActivity {
         self.init(
             activityID: activity.id, bundleID: activity.bundleID, attributesType: activity.attributesType, attributes: activity.attributes,
             state: activity.state,
-            isStale: activity.content.staleDate.map { $0 <= now } == true, relevanceScore: activity.content.relevanceScore, content: activity.content.state,
+            isStale: activity.content.staleDate.map { $0 <= now } == true, relevanceScore: activity.content.relevanceScore,
+            content: activity.content.state,
             startDate: activity.lifecycle.startDate)
     }
 }

@@ -215,17 +215,26 @@ public struct DeviceLogEntry: Sendable, Hashable, Codable {
 public struct ActivityAuthorizationError: Error, Hashable, CustomStringConvertible {
     public let code: String
     public let message: String
-    private init(_ code: String, _ message: String) { self.code = code; self.message = message }
+    private init(_ code: String, _ message: String) {
+        self.code = code
+        self.message = message
+    }
     public var description: String { "\(code): \(message)" }
 
     public static func denied(_ why: String) -> Self { .init("denied", why) }
     public static func attributesTooLarge(_ bytes: Int, limit: Int) -> Self {
         .init("attributesTooLarge", "attributes and content state take \(bytes) bytes; the limit is \(limit)")
     }
-    public static func targetMaximumExceeded(_ limit: Int) -> Self { .init("targetMaximumExceeded", "the app already has \(limit) ongoing activities") }
-    public static func globalMaximumExceeded(_ limit: Int) -> Self { .init("globalMaximumExceeded", "the device already has \(limit) ongoing activities") }
+    public static func targetMaximumExceeded(_ limit: Int) -> Self {
+        .init("targetMaximumExceeded", "the app already has \(limit) ongoing activities")
+    }
+    public static func globalMaximumExceeded(_ limit: Int) -> Self {
+        .init("globalMaximumExceeded", "the device already has \(limit) ongoing activities")
+    }
     public static let visibility = Self("visibility", "activities can only be requested while the app is in the foreground")
-    public static func unsupportedTarget(_ type: String) -> Self { .init("unsupportedTarget", "the widget extension does not know the attributes type \(type)") }
+    public static func unsupportedTarget(_ type: String) -> Self {
+        .init("unsupportedTarget", "the widget extension does not know the attributes type \(type)")
+    }
     /// Not an ActivityKit error: the JSON given for a typed value does not decode into its type.
     public static func doesNotDecode(_ failure: DecodingFailure) -> Self { .init("doesNotDecode", failure.description) }
     public static let missingAlert = Self("missingAlertConfiguration", "a scheduled activity needs an alert configuration")

@@ -13,7 +13,7 @@ public struct FleetEvent: Sendable, Hashable {
     public var bundleID: String {
         switch event {
         case .tokenIssued(_, let bundleID, _, _), .activityStarted(_, let bundleID, _, _), .contentUpdated(_, let bundleID, _),
-             .stateChanged(_, let bundleID, _, _):
+            .stateChanged(_, let bundleID, _, _):
             bundleID
         case .tokenRetired(_, _, let bundleID):
             bundleID
@@ -99,7 +99,9 @@ public final class FleetEventLog: Sendable {
     }
 
     /// Events after `sequence` that match; if there are none yet, waits up to `timeout` for one.
-    public func wait(after sequence: Int, limit: Int, timeout: Duration, where matches: @escaping @Sendable (FleetEvent) -> Bool) async -> [FleetEvent] {
+    public func wait(after sequence: Int, limit: Int, timeout: Duration, where matches: @escaping @Sendable (FleetEvent) -> Bool) async
+        -> [FleetEvent]
+    {
         let ready = events(after: sequence, limit: limit, where: matches)
         guard ready.isEmpty, limit > 0, timeout > .zero else { return ready }
         let stream = subscribe(after: sequence)
@@ -177,7 +179,8 @@ struct DeadlineQueue {
         heap.removeLast()
         var parent = 0
         while true {
-            let left = 2 * parent + 1, right = left + 1
+            let left = 2 * parent + 1
+            let right = left + 1
             var smallest = parent
             if left < heap.count, heap[left].at < heap[smallest].at { smallest = left }
             if right < heap.count, heap[right].at < heap[smallest].at { smallest = right }

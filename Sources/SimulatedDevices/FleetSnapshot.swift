@@ -185,8 +185,11 @@ extension SimulatedApp: Codable {
         var list = container.nestedUnkeyedContainer(forKey: .attributeTypes)
         for name in attributeTypes.keys.sorted() {
             guard let contract = attributeTypes[name]?.contract else {
-                throw EncodingError.invalidValue(name, .init(
-                    codingPath: list.codingPath, debugDescription: "the attributes type \(name) is a Swift type, not a contract: it cannot be kept"))
+                throw EncodingError.invalidValue(
+                    name,
+                    .init(
+                        codingPath: list.codingPath,
+                        debugDescription: "the attributes type \(name) is a Swift type, not a contract: it cannot be kept"))
             }
             try list.encode(contract.json.serializedString)
         }

@@ -31,9 +31,10 @@ extension SimulatedDevice {
             write("dropped a push to token \(push.token.prefix(8))…, which no app or activity holds", nil, at: now)
             return events
         }
-        let bundleID = switch target {
-        case .pushToStart(let bundleID, _), .activity(_, let bundleID): bundleID
-        }
+        let bundleID =
+            switch target {
+            case .pushToStart(let bundleID, _), .activity(_, let bundleID): bundleID
+            }
         guard isOnline else {
             if let expiration = push.expiration, expiration <= now {
                 write("offline: a push with apns-expiration \(Int(expiration.timeIntervalSince1970)) is not stored", bundleID, at: now)
@@ -71,8 +72,9 @@ extension SimulatedDevice {
             if !deferredAlready, let app = apps[bundleID] {
                 if push.priority < 10 {
                     hold(push, key: activityID, until: now + settings.opportunisticDelay)
-                    write("priority \(push.priority): delivered opportunistically in \(Int(settings.opportunisticDelay)) s (newer pushes replace it)",
-                          bundleID, activityID: activityID, at: now)
+                    write(
+                        "priority \(push.priority): delivered opportunistically in \(Int(settings.opportunisticDelay)) s (newer pushes replace it)",
+                        bundleID, activityID: activityID, at: now)
                     return []
                 }
                 if let roomAt = spendPriority10Budget(of: app, at: now) {
@@ -148,8 +150,9 @@ extension SimulatedDevice {
             return apply(.update(content, alert: shownAlert(aps?["alert"], at: now)), to: activityID, timestamp: timestamp, source: source, at: now)
         }
         let policy: ActivityUIDismissalPolicy = unixDate(aps?["dismissal-date"]).map { .after($0) } ?? .default
-        return apply(.end(content, policy, alert: shownAlert(aps?["alert"], at: now), cause: .endedByPush),
-                     to: activityID, timestamp: timestamp, source: source, at: now)
+        return apply(
+            .end(content, policy, alert: shownAlert(aps?["alert"], at: now), cause: .endedByPush),
+            to: activityID, timestamp: timestamp, source: source, at: now)
     }
 
     private func contentState(_ state: JSONValue, aps: JSONValue?) -> ActivityContentState {

@@ -63,8 +63,10 @@ public struct SimulatedDevice: Sendable {
     private var deferred: [String: HeldPush] = [:]
     private var tokenGenerator: TokenGenerator
 
-    public init(id: String, model: DeviceModel = .iPhoneWithDynamicIsland, hasPairedWatch: Bool = false,
-                settings: DeviceRuntimeSettings = .init(), seed: UInt64? = nil) {
+    public init(
+        id: String, model: DeviceModel = .iPhoneWithDynamicIsland, hasPairedWatch: Bool = false,
+        settings: DeviceRuntimeSettings = .init(), seed: UInt64? = nil
+    ) {
         self.init(id: id, model: model, hasPairedWatch: hasPairedWatch, settings: SharedSettings(settings), seed: seed)
     }
 
@@ -136,19 +138,24 @@ public struct SimulatedDevice: Sendable {
     }
 
     /// `Activity.update(_:alertConfiguration:timestamp:)`.
-    public mutating func update(activityID: String, content: ActivityContentState, alert: ShownAlert? = nil, timestamp: Date? = nil, at now: Date) -> [DeviceEvent] {
+    public mutating func update(activityID: String, content: ActivityContentState, alert: ShownAlert? = nil, timestamp: Date? = nil, at now: Date)
+        -> [DeviceEvent]
+    {
         apply(.update(content, alert: alert), to: activityID, timestamp: timestamp ?? now, source: "the app", at: now)
     }
 
     /// `Activity.end(_:dismissalPolicy:)`.
-    public mutating func end(activityID: String, content: ActivityContentState?, dismissalPolicy: ActivityUIDismissalPolicy, timestamp: Date? = nil, at now: Date) -> [DeviceEvent] {
+    public mutating func end(
+        activityID: String, content: ActivityContentState?, dismissalPolicy: ActivityUIDismissalPolicy, timestamp: Date? = nil, at now: Date
+    ) -> [DeviceEvent] {
         apply(.end(content, dismissalPolicy, alert: nil, cause: .endedByApp), to: activityID, timestamp: timestamp ?? now, source: "the app", at: now)
     }
 
     /// Asks for a new update token (an "APNs routing event"): the old one is retired once the new one is issued.
     public mutating func rotateUpdateToken(activityID: String, at now: Date) -> [DeviceEvent] {
         guard let index = activities.firstIndex(where: { $0.id == activityID }), activities[index].pushType == .token,
-              activities[index].lifecycle.isOngoing else { return [] }
+            activities[index].lifecycle.isOngoing
+        else { return [] }
         activities[index].tokenDueAt = now
         return advance(to: now)
     }
@@ -204,9 +211,10 @@ public struct SimulatedDevice: Sendable {
                 if let old = activities[index].pushToken { events.append(.tokenRetired(token: old, at: due, bundleID: activities[index].bundleID)) }
                 let token = tokenGenerator.next()
                 activities[index].pushToken = token
-                events.append(.tokenIssued(
-                    token: token, bundleID: activities[index].bundleID, kind: .update(activityID: activities[index].id),
-                    environment: environment(of: activities[index].bundleID)))
+                events.append(
+                    .tokenIssued(
+                        token: token, bundleID: activities[index].bundleID, kind: .update(activityID: activities[index].id),
+                        environment: environment(of: activities[index].bundleID)))
             }
             if let retiring = activities[index].retiringToken, retiring.at <= now {
                 activities[index].retiringToken = nil
@@ -237,7 +245,9 @@ public struct SimulatedDevice: Sendable {
     }
 
     /// The checks of `Activity.request` and of a push-to-start, in ActivityKit's terms.
-    mutating func admit(app: SimulatedApp, attributesType: String, attributes: JSONValue, content: JSONValue) throws(ActivityAuthorizationError) -> String {
+    mutating func admit(app: SimulatedApp, attributesType: String, attributes: JSONValue, content: JSONValue) throws(ActivityAuthorizationError)
+        -> String
+    {
         guard app.areActivitiesEnabled else {
             throw .denied(app.supportsLiveActivities ? "the person turned Live Activities off for this app" : "NSSupportsLiveActivities is not set")
         }
@@ -268,13 +278,15 @@ public struct SimulatedDevice: Sendable {
             pushType: pushType, style: style)
         if pushType == .token { activity.tokenDueAt = now + settings.tokenIssueDelay }
         activities.append(activity)
-        let how = switch pushType {
-        case .none: "no push"
-        case .token: "push type token"
-        case .channel(let id): "channel \(id)"
-        }
-        write("activity \(attributesType) \(activity.state == .pending ? "scheduled for \(startDate)" : "started") (\(how))",
-              app.bundleID, activityID: activityID, at: now)
+        let how =
+            switch pushType {
+            case .none: "no push"
+            case .token: "push type token"
+            case .channel(let id): "channel \(id)"
+            }
+        write(
+            "activity \(attributesType) \(activity.state == .pending ? "scheduled for \(startDate)" : "started") (\(how))",
+            app.bundleID, activityID: activityID, at: now)
         return [.activityStarted(activityID: activityID, bundleID: app.bundleID, attributesType: attributesType, attributes: attributes)]
     }
 
@@ -287,10 +299,12 @@ public struct SimulatedDevice: Sendable {
     mutating func record(_ transitions: [ActivityStateMachine.Transition], of index: Int, at now: Date) -> [DeviceEvent] {
         var events: [DeviceEvent] = []
         for transition in transitions {
-            events.append(.stateChanged(activityID: activities[index].id, bundleID: activities[index].bundleID, to: transition.to, cause: transition.cause))
+            events.append(
+                .stateChanged(activityID: activities[index].id, bundleID: activities[index].bundleID, to: transition.to, cause: transition.cause))
             if transition.to == .ended { activities[index].endCause = transition.cause }
-            write("\(transition.from) → \(transition.to): \(transition.cause.rawValue)", activities[index].bundleID,
-                  activityID: activities[index].id, at: transition.at)
+            write(
+                "\(transition.from) → \(transition.to): \(transition.cause.rawValue)", activities[index].bundleID,
+                activityID: activities[index].id, at: transition.at)
             if transition.to == .dismissed {
                 activities[index].tokenDueAt = nil
                 if let token = activities[index].pushToken {
@@ -325,8 +339,9 @@ public struct SimulatedDevice: Sendable {
         case .applied:
             events.append(.contentUpdated(activityID: activityID, bundleID: activities[index].bundleID, content: activities[index].content))
         case .ignoredAsOlder(let last):
-            write("ignored an update from \(source): its timestamp \(timestamp.map { "\($0)" } ?? "-") is not newer than \(last)",
-                  activities[index].bundleID, activityID: activityID, at: now)
+            write(
+                "ignored an update from \(source): its timestamp \(timestamp.map { "\($0)" } ?? "-") is not newer than \(last)",
+                activities[index].bundleID, activityID: activityID, at: now)
         case .ignoredAfterEnd:
             write("ignored an update from \(source): the activity has ended", activities[index].bundleID, activityID: activityID, at: now)
         case .ignoredWhilePending:

@@ -57,7 +57,8 @@ public struct ActivityTemplates: Sendable {
             case 2:
                 guard let region = TemplateRegion(rawValue: parts[1]) else {
                     throw LoadError(
-                        file: path, reason: "\(parts[1]) is not a region; the regions are \(TemplateRegion.allCases.map(\.rawValue).joined(separator: ", "))")
+                        file: path,
+                        reason: "\(parts[1]) is not a region; the regions are \(TemplateRegion.allCases.map(\.rawValue).joined(separator: ", "))")
                 }
                 try add(text, for: region, of: parts[0], file: path)
             default:
@@ -96,7 +97,9 @@ public struct ActivityTemplates: Sendable {
             guard let sigil = rest.first, sigil == ">" || sigil == "<" else { continue }
             let name = rest.dropFirst().drop { $0.isWhitespace }.prefix { !$0.isWhitespace && $0 != "}" }
             if name.hasPrefix("*") {
-                throw LoadError(file: file, reason: "{{\(sigil)\(name)}} names its partial by a value, which the pushed content could point anywhere; name the partial")
+                throw LoadError(
+                    file: file,
+                    reason: "{{\(sigil)\(name)}} names its partial by a value, which the pushed content could point anywhere; name the partial")
             }
             names.insert(String(name))
         }
@@ -143,8 +146,10 @@ public struct ActivityTemplates: Sendable {
     private static func name(_ region: TemplateRegion, of type: String) -> String { "\(type)/\(region.rawValue)" }
 
     private static func parse(_ text: String, file: String) throws(LoadError) -> MustacheTemplate {
-        for (tag, what) in [("{{{", "inserts a value unescaped"), ("{{&", "inserts a value unescaped"), ("{{%", "changes how values are escaped"),
-                            ("{{=", "changes the delimiters")] where text.contains(tag) {
+        for (tag, what) in [
+            ("{{{", "inserts a value unescaped"), ("{{&", "inserts a value unescaped"), ("{{%", "changes how values are escaped"),
+            ("{{=", "changes the delimiters"),
+        ] where text.contains(tag) {
             throw LoadError(file: file, reason: "\(tag)…}} \(what); every value a template inserts is escaped")
         }
         do {

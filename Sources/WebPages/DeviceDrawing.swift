@@ -22,7 +22,9 @@ public struct DrawnDevice: Sendable, Hashable {
         id = device.id
         model = device.model
         isOnline = device.isOnline
-        apps = device.apps.values.sorted { $0.bundleID < $1.bundleID }.map { App(bundleID: $0.bundleID, liveActivitiesEnabled: $0.liveActivitiesEnabled) }
+        apps = device.apps.values.sorted { $0.bundleID < $1.bundleID }.map {
+            App(bundleID: $0.bundleID, liveActivitiesEnabled: $0.liveActivitiesEnabled)
+        }
         presentation = device.presentation(at: now)
         clock = Self.clock(at: now)
     }
@@ -64,12 +66,14 @@ public enum DeviceDrawing {
     /// The section's id makes it a live section of the page.
     public static func device(_ device: DrawnDevice, templates: ActivityTemplates, controls: PersonControls?) -> HTML {
         let shown = device.presentation
-        let modelName: String = switch device.model {
-        case .iPhoneWithDynamicIsland: "iPhone with Dynamic Island"
-        case .iPhone: "iPhone without Dynamic Island"
-        case .iPad: "iPad"
-        }
-        let facts = [modelName, shown.isLocked ? "locked" : "unlocked", device.isOnline ? "online" : "offline"]
+        let modelName: String =
+            switch device.model {
+            case .iPhoneWithDynamicIsland: "iPhone with Dynamic Island"
+            case .iPhone: "iPhone without Dynamic Island"
+            case .iPad: "iPad"
+            }
+        let facts =
+            [modelName, shown.isLocked ? "locked" : "unlocked", device.isOnline ? "online" : "offline"]
             + device.apps.map { "\($0.bundleID): Live Activities \($0.liveActivitiesEnabled ? "on" : "off")" }
         return """
             <section class="device card" id="device-\(device.id)" data-live data-device="\(device.id)">
@@ -92,7 +96,8 @@ public enum DeviceDrawing {
         let kind = device.model.hasDynamicIsland ? "island" : "classic"
         // Where iOS puts them: locked, "No Service" on the left, where the clock goes when
         // unlocked; beside the island the right has room for a short word only.
-        let (left, right) = shown.isLocked
+        let (left, right) =
+            shown.isLocked
             ? (device.isOnline ? "" : "No Service", device.isOnline ? "5G" : "")
             : (device.clock, device.isOnline ? "5G" : "No Svc")
         let status: HTML = "<div class=\"status\"><span>\(left)</span><span>\(right)</span></div>"
@@ -110,7 +115,8 @@ public enum DeviceDrawing {
                 <div class="home" aria-hidden="true">\((0..<12).html { _ in "<span></span>" })</div>
                 """
         }
-        let island: HTML = device.model.hasDynamicIsland ? dynamicIsland(shown.isLocked ? .empty : shown.dynamicIsland ?? .empty, templates: templates) : .empty
+        let island: HTML =
+            device.model.hasDynamicIsland ? dynamicIsland(shown.isLocked ? .empty : shown.dynamicIsland ?? .empty, templates: templates) : .empty
         return """
             <figure class="phone \(kind)\(shown.isLocked ? " locked" : " unlocked")\(device.isOnline ? "" : " offline")">
             <div class="screen">\(island)\(status)\(screen)</div>
@@ -174,11 +180,12 @@ public enum DeviceDrawing {
     /// The Watch's Smart Stack: the most relevant activity's compact leading and trailing, and an alert.
     static func watch(_ shown: DevicePresentation, templates: ActivityTemplates) -> HTML {
         guard let watch = shown.watch else { return .empty }
-        let card: HTML = watch.smartStack.map { activity in
-            """
-            <div class="stack-card\(classes(activity))" data-activity="\(activity.activityID)">\(tag(activity))<span class="leading">\(region(.compactLeading, of: activity, templates: templates))</span><span class="trailing">\(region(.compactTrailing, of: activity, templates: templates))</span></div>
-            """
-        } ?? "<p class=\"nothing\">Smart Stack</p>"
+        let card: HTML =
+            watch.smartStack.map { activity in
+                """
+                <div class="stack-card\(classes(activity))" data-activity="\(activity.activityID)">\(tag(activity))<span class="leading">\(region(.compactLeading, of: activity, templates: templates))</span><span class="trailing">\(region(.compactTrailing, of: activity, templates: templates))</span></div>
+                """
+            } ?? "<p class=\"nothing\">Smart Stack</p>"
         let alert: HTML = watch.alert.map { "<div class=\"alert\">\(text(of: $0.alert))</div>" } ?? .empty
         return """
             <figure class="watch" data-region="watch"><div class="screen">\(alert)\(card)</div><figcaption>Watch Smart Stack</figcaption></figure>
@@ -189,8 +196,11 @@ public enum DeviceDrawing {
 
     static func buttons(_ device: DrawnDevice, _ controls: PersonControls) -> HTML {
         func button(_ label: String, _ fields: [(String, String)], quiet: Bool = true) -> HTML {
-            let hidden = (controls.hiddenFields + [("device", device.id)] + fields).html { "<input type=\"hidden\" name=\"\($0.0)\" value=\"\($0.1)\">" }
-            return "<form method=\"post\" action=\"\(controls.action)\" class=\"inline\">\(hidden)<button\(quiet ? HTML(" class=\"quiet\"") : .empty)>\(label)</button></form>"
+            let hidden = (controls.hiddenFields + [("device", device.id)] + fields).html {
+                "<input type=\"hidden\" name=\"\($0.0)\" value=\"\($0.1)\">"
+            }
+            return
+                "<form method=\"post\" action=\"\(controls.action)\" class=\"inline\">\(hidden)<button\(quiet ? HTML(" class=\"quiet\"") : .empty)>\(label)</button></form>"
         }
         let shown = device.presentation
         // Activities of one app and type are told apart by their first attribute, else their start.
@@ -204,8 +214,9 @@ public enum DeviceDrawing {
             return button(text, [("action", "dismiss"), ("activity", activity.activityID)])
         }
         let settings = device.apps.html { app in
-            button("Live Activities \(app.liveActivitiesEnabled ? "off" : "on") for \(shortName(app.bundleID))",
-                   [("action", "live-activities"), ("app", app.bundleID), ("enabled", app.liveActivitiesEnabled ? "false" : "true")])
+            button(
+                "Live Activities \(app.liveActivitiesEnabled ? "off" : "on") for \(shortName(app.bundleID))",
+                [("action", "live-activities"), ("app", app.bundleID), ("enabled", app.liveActivitiesEnabled ? "false" : "true")])
         }
         let clock = [("+1 min", 60), ("+15 min", 900), ("+1 h", 3600), ("+4 h", 14_400), ("+8 h", 28_800)].html { label, seconds in
             button(label, [("action", "advance-clock"), ("seconds", String(seconds))])
@@ -228,8 +239,10 @@ public enum DeviceDrawing {
         switch region {
         case .lockScreen, .expandedBottom:
             let fields = (activity.content.objectMembers ?? []).html { "<dt>\($0.key)</dt><dd>\(text($0.value, limit: 80))</dd>" }
-            let heading: HTML = region == .lockScreen
-                ? "<header><span class=\"app-icon\">\(String(app.prefix(1)))</span><strong>\(app)</strong> <small>\(activity.attributesType)</small></header>" : .empty
+            let heading: HTML =
+                region == .lockScreen
+                ? "<header><span class=\"app-icon\">\(String(app.prefix(1)))</span><strong>\(app)</strong> <small>\(activity.attributesType)</small></header>"
+                : .empty
             return "<div class=\"generic\">\(heading)<dl>\(fields)</dl></div>"
         case .compactLeading, .minimal: return "<span class=\"app-icon\">\(String(app.prefix(1)))</span>"
         case .compactTrailing, .expandedTrailing: return "<span class=\"value\">\(first)</span>"
@@ -272,13 +285,14 @@ public enum DeviceDrawing {
     }
 
     private static func text(_ value: JSONValue, limit: Int) -> String {
-        let whole: String = switch value {
-        case .string(let text): text
-        case .number(let literal): literal
-        case .bool(let flag): flag ? "yes" : "no"
-        case .null: "–"
-        case .array, .object: value.serializedString
-        }
+        let whole: String =
+            switch value {
+            case .string(let text): text
+            case .number(let literal): literal
+            case .bool(let flag): flag ? "yes" : "no"
+            case .null: "–"
+            case .array, .object: value.serializedString
+            }
         return whole.count > limit ? whole.prefix(limit - 1) + "…" : whole
     }
 }

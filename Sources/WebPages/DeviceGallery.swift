@@ -19,7 +19,8 @@ public struct DeviceGallery: Sendable {
         let (devices, total) = fleet.drawn(limit: Self.pageLimit, only: only)
         let note: HTML =
             if total == 0 {
-                only == nil ? "<p class=\"empty\">No simulated devices.</p>" : "<p class=\"empty\">No device \((only ?? []).joined(separator: ", ")).</p>"
+                only == nil
+                    ? "<p class=\"empty\">No simulated devices.</p>" : "<p class=\"empty\">No device \((only ?? []).joined(separator: ", ")).</p>"
             } else if total > devices.count {
                 "<p class=\"muted\">The first \(devices.count) of \(total) devices, by id; add <code>?device=&lt;id&gt;</code> to draw another.</p>"
             } else { .empty }

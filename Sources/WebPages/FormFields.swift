@@ -65,7 +65,8 @@ public struct FormFields: Sendable {
         case "advance-clock":
             let text = try required("seconds")
             guard let seconds = TimeInterval(text), seconds > 0, seconds <= PersonAction.longestClockStep else {
-                throw APIError.invalid("seconds", "must be a number of seconds above 0 and at most \(Int(PersonAction.longestClockStep)), got \"\(text)\"")
+                throw APIError.invalid(
+                    "seconds", "must be a number of seconds above 0 and at most \(Int(PersonAction.longestClockStep)), got \"\(text)\"")
             }
             action = .advanceClock(seconds: seconds)
         case let other:

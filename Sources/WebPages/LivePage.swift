@@ -30,29 +30,31 @@ public enum LivePage {
         current: @escaping @Sendable () -> String
     ) -> Response {
         let headers: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-store"]
-        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
-            let forcedTicks = forcedEvery.map { Int($0 / tick) }
-            var seen = shown ?? current()
-            var quietTicks = 0
-            try await writer.write(ByteBuffer(string: "retry: 2000\n: listening\n\n"))
-            let end = ContinuousClock.now + streamLifetime
-            while ContinuousClock.now < end, !Task.isCancelled, !Task.isShuttingDownGracefully {
-                let now = current()
-                if now != seen || forcedTicks.map({ quietTicks >= $0 }) == true {
-                    guard await stillAllowed() else { break }
-                    seen = now
-                    quietTicks = 0
-                    try await writer.write(ByteBuffer(string: "id: \(now)\nevent: changed\ndata: \(now)\n\n"))
-                } else if quietTicks >= heartbeatTicks {
-                    guard await stillAllowed() else { break }
-                    quietTicks = 0
-                    try await writer.write(ByteBuffer(string: ": still here\n\n"))
+        return Response(
+            status: .ok, headers: headers,
+            body: ResponseBody { writer in
+                let forcedTicks = forcedEvery.map { Int($0 / tick) }
+                var seen = shown ?? current()
+                var quietTicks = 0
+                try await writer.write(ByteBuffer(string: "retry: 2000\n: listening\n\n"))
+                let end = ContinuousClock.now + streamLifetime
+                while ContinuousClock.now < end, !Task.isCancelled, !Task.isShuttingDownGracefully {
+                    let now = current()
+                    if now != seen || forcedTicks.map({ quietTicks >= $0 }) == true {
+                        guard await stillAllowed() else { break }
+                        seen = now
+                        quietTicks = 0
+                        try await writer.write(ByteBuffer(string: "id: \(now)\nevent: changed\ndata: \(now)\n\n"))
+                    } else if quietTicks >= heartbeatTicks {
+                        guard await stillAllowed() else { break }
+                        quietTicks = 0
+                        try await writer.write(ByteBuffer(string: ": still here\n\n"))
+                    }
+                    try await Task.sleep(for: tick)
+                    quietTicks += 1
                 }
-                try await Task.sleep(for: tick)
-                quietTicks += 1
-            }
-            try await writer.finish(nil)
-        })
+                try await writer.finish(nil)
+            })
     }
 
     /// The script every live page loads.
@@ -105,7 +107,8 @@ public enum LivePage {
 
     /// This origin only; `style` attributes (a device template's) are allowed, and cannot fetch
     /// from elsewhere.
-    static let contentSecurityPolicy = "default-src 'self'; style-src-attr 'unsafe-inline'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
+    static let contentSecurityPolicy =
+        "default-src 'self'; style-src-attr 'unsafe-inline'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
 
     public static func asset(_ text: String, type: String) -> Response {
         Response(

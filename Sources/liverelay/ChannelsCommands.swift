@@ -15,7 +15,9 @@ struct Channels: AsyncParsableCommand {
 
         @OptionGroup var connection: ConnectionOptions
 
-        @Option(help: ArgumentHelp("0: no message stored (frequent updates); 1: the most recent message is kept up to 8 h for offline devices.", valueName: "0|1"))
+        @Option(
+            help: ArgumentHelp(
+                "0: no message stored (frequent updates); 1: the most recent message is kept up to 8 h for offline devices.", valueName: "0|1"))
         var storagePolicy: Int = 0
 
         @Flag(help: "Print the exact request (provider token elided) instead of sending it.")

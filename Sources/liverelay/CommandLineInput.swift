@@ -62,13 +62,14 @@ private func parseAnyCommandLineDate(_ text: String, field: String, now: Date) t
     let trimmed = text.trimmingCharacters(in: .whitespaces)
     if trimmed == "now" { return now }
     if trimmed.hasPrefix("+") || trimmed.hasPrefix("-"), let unit = trimmed.last, let amount = Double(trimmed.dropFirst().dropLast()) {
-        let seconds: Double? = switch unit {
-        case "s": 1
-        case "m": 60
-        case "h": 3600
-        case "d": 86400
-        default: nil
-        }
+        let seconds: Double? =
+            switch unit {
+            case "s": 1
+            case "m": 60
+            case "h": 3600
+            case "d": 86400
+            default: nil
+            }
         if let seconds {
             let sign: Double = trimmed.hasPrefix("-") ? -1 : 1
             return now.addingTimeInterval(sign * amount * seconds)
@@ -144,7 +145,9 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The app's bundle id, without .push-type.liveactivity. Env: LIVERELAY_APNS_BUNDLE_ID.", valueName: "id"))
     var bundleID: String?
 
-    @Option(help: ArgumentHelp("sandbox, production or custom. Env: LIVERELAY_APNS_ENVIRONMENT. Default: sandbox (serve: both of Apple's).", valueName: "name"))
+    @Option(
+        help: ArgumentHelp(
+            "sandbox, production or custom. Env: LIVERELAY_APNS_ENVIRONMENT. Default: sandbox (serve: both of Apple's).", valueName: "name"))
     var environment: String?
 
     @Option(help: ArgumentHelp("Host of a custom environment (the emulator). Env: LIVERELAY_APNS_HOST.", valueName: "host"))

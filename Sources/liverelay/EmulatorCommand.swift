@@ -35,17 +35,26 @@ struct Emulator: AsyncParsableCommand {
     @Option(help: ArgumentHelp("A .p8 key whose tokens are accepted (its public half is used).", valueName: "path")) var keyFile: String?
     @Option(help: ArgumentHelp("The key id of --key-file.", valueName: "id")) var keyID: String?
     @Option(help: ArgumentHelp("The team id of --key-file.", valueName: "id")) var teamID: String?
-    @Option(help: ArgumentHelp("A device token to route, as <hex>:<bundle id>, sandbox unless it ends in :production (repeatable).", valueName: "token"))
+    @Option(
+        help: ArgumentHelp("A device token to route, as <hex>:<bundle id>, sandbox unless it ends in :production (repeatable).", valueName: "token"))
     var token: [String] = []
-    @Option(help: ArgumentHelp("A file of device tokens to route, one <hex>:<bundle id>[:production] a line, as --token (many tokens, for load).", valueName: "path"))
+    @Option(
+        help: ArgumentHelp(
+            "A file of device tokens to route, one <hex>:<bundle id>[:production] a line, as --token (many tokens, for load).", valueName: "path"))
     var tokensFile: String?
     @Option(help: "SETTINGS_MAX_CONCURRENT_STREAMS after the first authenticated push (before it: 1).")
     var streamLimit: Int = 1000
     @Flag(help: "Accept apns-priority 1 on Live Activity device pushes.") var allowPriority1 = false
     @Option(help: "Requests the journal keeps (the oldest go first); its counts cover every request.") var journalCapacity: Int = 10_000
-    @Option(help: ArgumentHelp("A folder of Mustache templates, <AttributesType>/<region>.mustache, that fill the drawn devices' regions (the control port's page).", valueName: "path"))
+    @Option(
+        help: ArgumentHelp(
+            "A folder of Mustache templates, <AttributesType>/<region>.mustache, that fill the drawn devices' regions (the control port's page).",
+            valueName: "path"))
     var templates: String?
-    @Option(help: ArgumentHelp("Answer every request this many milliseconds late, as APNs at a distance does: 100, or 40-120 drawn for each request; for one environment, sandbox=… or production=… (repeatable; default 0).", valueName: "ms"))
+    @Option(
+        help: ArgumentHelp(
+            "Answer every request this many milliseconds late, as APNs at a distance does: 100, or 40-120 drawn for each request; for one environment, sandbox=… or production=… (repeatable; default 0).",
+            valueName: "ms"))
     var latency: [String] = []
 
     func validate() throws {
@@ -96,7 +105,7 @@ struct Emulator: AsyncParsableCommand {
         func parse(_ entry: String, _ place: String) throws -> EmulatorToken {
             let parts = entry.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
             guard (2...3).contains(parts.count), let hex = try? DeviceToken(parts[0]).hex, (try? BundleID(parts[1])) != nil,
-                  let environment = parts.count == 3 ? PushEnvironment(rawValue: parts[2]) : .sandbox
+                let environment = parts.count == 3 ? PushEnvironment(rawValue: parts[2]) : .sandbox
             else {
                 throw ValidationError("\(place): must be <hex>:<bundle id> or <hex>:<bundle id>:<sandbox|production>, got \"\(entry)\"")
             }
@@ -151,21 +160,24 @@ struct Emulator: AsyncParsableCommand {
         let control = emulator.controlApplication(port: controlPort, templates: drawing, logger: logger) { [host] controlPort in
             // Unbuffered, so that a parent process reading a pipe sees it at once.
             let (sandbox, production) = (emulator.ports(.sandbox), emulator.ports(.production))
-            FileHandle.standardOutput.write(Data("""
-                APNs emulator
-                sandbox pushes:                https://\(host):\(sandbox.push)  (/3/device/<token>, /4/broadcasts/apps/<bundle>)
-                sandbox channel management:    https://\(host):\(sandbox.channelManagement)  (/1/apps/<bundle>/channels)
-                production pushes:             https://\(host):\(production.push)
-                production channel management: https://\(host):\(production.channelManagement)
-                control API:                   http://\(host):\(controlPort)  (/emulator, /keys, /tokens, /journal, /faults, /latency, /devices, /events, /clock)
-                APNs latency:                  sandbox \(emulator.latency(.sandbox).latency), production \(emulator.latency(.production).latency)
-                simulated devices, drawn:      http://\(host):\(controlPort)/
-                CA certificate:                \(ca)
-                try: liverelay push update --environment custom --host \(host) --port \(sandbox.push) --management-port \(sandbox.channelManagement) --ca-file \(ca) \(tryArguments)
+            FileHandle.standardOutput.write(
+                Data(
+                    """
+                    APNs emulator
+                    sandbox pushes:                https://\(host):\(sandbox.push)  (/3/device/<token>, /4/broadcasts/apps/<bundle>)
+                    sandbox channel management:    https://\(host):\(sandbox.channelManagement)  (/1/apps/<bundle>/channels)
+                    production pushes:             https://\(host):\(production.push)
+                    production channel management: https://\(host):\(production.channelManagement)
+                    control API:                   http://\(host):\(controlPort)  (/emulator, /keys, /tokens, /journal, /faults, /latency, /devices, /events, /clock)
+                    APNs latency:                  sandbox \(emulator.latency(.sandbox).latency), production \(emulator.latency(.production).latency)
+                    simulated devices, drawn:      http://\(host):\(controlPort)/
+                    CA certificate:                \(ca)
+                    try: liverelay push update --environment custom --host \(host) --port \(sandbox.push) --management-port \(sandbox.channelManagement) --ca-file \(ca) \(tryArguments)
 
-                """.utf8))
+                    """.utf8))
         }
-        let services = ServiceGroup(configuration: .stoppedBySignals([.init(service: emulator), .init(service: control)], graceful: .seconds(5), logger: logger))
+        let services = ServiceGroup(
+            configuration: .stoppedBySignals([.init(service: emulator), .init(service: control)], graceful: .seconds(5), logger: logger))
         try await services.run()
     }
 }

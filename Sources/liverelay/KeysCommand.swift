@@ -24,8 +24,9 @@ struct Keys: AsyncParsableCommand {
                 throw ValidationError("output: \(path) exists; not overwriting a key")
             }
             let key = P256.Signing.PrivateKey()
-            guard FileManager.default.createFile(
-                atPath: path, contents: Data((key.pemRepresentation + "\n").utf8), attributes: [.posixPermissions: 0o600])
+            guard
+                FileManager.default.createFile(
+                    atPath: path, contents: Data((key.pemRepresentation + "\n").utf8), attributes: [.posixPermissions: 0o600])
             else {
                 throw ValidationError("output: cannot write \(path)")
             }
@@ -43,15 +44,20 @@ struct Keys: AsyncParsableCommand {
                 prints its secret, once: only its hash is kept.
                 """)
 
-        @Option(help: ArgumentHelp("client, server, admin or viewer (reads the dashboard and the API's listings).", valueName: "scope")) var scope: String
-        @Option(help: ArgumentHelp("The app the key is for: required for a client key; a server key without it serves every app.", valueName: "bundle id"))
+        @Option(help: ArgumentHelp("client, server, admin or viewer (reads the dashboard and the API's listings).", valueName: "scope")) var scope:
+            String
+        @Option(
+            help: ArgumentHelp("The app the key is for: required for a client key; a server key without it serves every app.", valueName: "bundle id")
+        )
         var app: String?
         @Option(help: "A name to tell the key by.") var name: String = "made offline"
         @Option(help: ArgumentHelp("The data directory `liverelay serve` uses.", valueName: "path")) var dataDir: String = "liverelay-data"
         @OptionGroup var database: DatabaseOption
 
         func validate() throws {
-            guard let scope = APIKeyScope(rawValue: scope) else { throw ValidationError("scope: must be client, server, admin or viewer, got \"\(scope)\"") }
+            guard let scope = APIKeyScope(rawValue: scope) else {
+                throw ValidationError("scope: must be client, server, admin or viewer, got \"\(scope)\"")
+            }
             if scope == .client, app == nil { throw ValidationError("app: a client key is for one app: give --app <bundle id>") }
             if scope == .admin, app != nil { throw ValidationError("app: an admin key is for every app: leave --app out") }
             if scope == .viewer, app != nil { throw ValidationError("app: a viewer key reads every app: leave --app out") }
@@ -69,7 +75,8 @@ struct Keys: AsyncParsableCommand {
                 if let app, try await !store.apps().contains(where: { $0.bundleID == app }) {
                     throw ValidationError("app: no app \(app) in \(location); the server registers its apps when it starts")
                 }
-                made = .success(try await RelayService.createAPIKey(name: name, scope: APIKeyScope(rawValue: scope)!, app: app, in: store, at: Date()))
+                made = .success(
+                    try await RelayService.createAPIKey(name: name, scope: APIKeyScope(rawValue: scope)!, app: app, in: store, at: Date()))
             } catch {
                 made = .failure(error)
             }

@@ -25,7 +25,9 @@ struct ContentOptions: ParsableArguments {
     @Option(help: ArgumentHelp("When the activity turns stale.", valueName: "date"))
     var staleDate: String?
 
-    @Option(help: ArgumentHelp("Relevance among the app's activities: any number, higher first (default: not sent, 0 on the device).", valueName: "number"))
+    @Option(
+        help: ArgumentHelp(
+            "Relevance among the app's activities: any number, higher first (default: not sent, 0 on the device).", valueName: "number"))
     var relevanceScore: Double?
 
     @Option(help: ArgumentHelp("Alert title (literal text).", valueName: "text"))
@@ -49,15 +51,17 @@ struct ContentOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Alert sound: default, a sound file in the app bundle, or none.", valueName: "name"))
     var sound: String = "default"
 
-    @Option(help: ArgumentHelp("The push's timestamp; the device ignores pushes not newer than the last it applied. Default: now.", valueName: "date"))
+    @Option(
+        help: ArgumentHelp("The push's timestamp; the device ignores pushes not newer than the last it applied. Default: now.", valueName: "date"))
     var timestamp: String?
 
     @Option(help: ArgumentHelp("The whole payload as JSON, sent as given after validation (replaces the content options).", valueName: "json"))
     var payload: String?
 
-    @Option(help: ArgumentHelp(
-        "The app's contract for the attributes type (JSON file: {\"name\", \"attributes\", \"contentState\"}, as the server takes it): what its widget would not decode is refused before sending.",
-        valueName: "file"))
+    @Option(
+        help: ArgumentHelp(
+            "The app's contract for the attributes type (JSON file: {\"name\", \"attributes\", \"contentState\"}, as the server takes it): what its widget would not decode is refused before sending.",
+            valueName: "file"))
     var contract: String?
 
     /// The alert from the alert options, if any was given.
@@ -259,7 +263,10 @@ extension Push {
         @OptionGroup var delivery: DeviceDeliveryOptions
         @OptionGroup var content: ContentOptions
 
-        @Option(help: ArgumentHelp("When the ended activity leaves the Lock Screen: a date (at most 4 h away is honoured) or immediate. Default: the system decides (up to 4 h).", valueName: "date|immediate"))
+        @Option(
+            help: ArgumentHelp(
+                "When the ended activity leaves the Lock Screen: a date (at most 4 h away is honoured) or immediate. Default: the system decides (up to 4 h).",
+                valueName: "date|immediate"))
         var dismissalDate: String?
 
         func run() async throws {
@@ -288,7 +295,10 @@ extension Push {
         @Option(help: ArgumentHelp("10, 5 or 1 (required by APNs for broadcasts).", valueName: "1|5|10"))
         var priority: Int = 10
 
-        @Option(help: ArgumentHelp("Until when APNs keeps the message for offline devices, or 0 (the only value a No-Message-Stored channel takes).", valueName: "date|0"))
+        @Option(
+            help: ArgumentHelp(
+                "Until when APNs keeps the message for offline devices, or 0 (the only value a No-Message-Stored channel takes).", valueName: "date|0"
+            ))
         var expiration: String = "0"
 
         @Option(help: ArgumentHelp("apns-request-id, a UUID (default: APNs makes one).", valueName: "uuid"))

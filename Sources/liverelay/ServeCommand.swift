@@ -33,16 +33,27 @@ struct Serve: AsyncParsableCommand {
             gracefully on SIGINT or SIGTERM.
             """)
 
-    @Option(help: ArgumentHelp("Where the SQLite database (unless --database names another), the initial keys and the built-in emulator's CA and simulated devices live.", valueName: "path"))
+    @Option(
+        help: ArgumentHelp(
+            "Where the SQLite database (unless --database names another), the initial keys and the built-in emulator's CA and simulated devices live.",
+            valueName: "path"))
     var dataDir: String = "liverelay-data"
     @OptionGroup var database: DatabaseOption
     @Option(help: "Address of the HTTP API.") var httpHost: String = "127.0.0.1"
     @Option(help: "Port of the HTTP API (0: any free port).") var httpPort: Int = 8080
-    @Option(help: ArgumentHelp("Where people reach the API and dashboard through a proxy in front of it; https://… makes the dashboard's cookies Secure (so does a proxy's X-Forwarded-Proto: https).", valueName: "url"))
+    @Option(
+        help: ArgumentHelp(
+            "Where people reach the API and dashboard through a proxy in front of it; https://… makes the dashboard's cookies Secure (so does a proxy's X-Forwarded-Proto: https).",
+            valueName: "url"))
     var publicURL: String?
-    @Option(help: ArgumentHelp("A JSON config file: {\"database\": \"postgres://…\", \"apns\": {keyFile, keyID, teamID, bundleID, environment}, \"apps\": [{bundleID, keyFile, keyID, teamID, contracts}], \"budget\": {…}, \"contracts\": [{name, attributes, contentState}] (the first app's)}.", valueName: "path"))
+    @Option(
+        help: ArgumentHelp(
+            "A JSON config file: {\"database\": \"postgres://…\", \"apns\": {keyFile, keyID, teamID, bundleID, environment}, \"apps\": [{bundleID, keyFile, keyID, teamID, contracts}], \"budget\": {…}, \"contracts\": [{name, attributes, contentState}] (the first app's)}.",
+            valueName: "path"))
     var config: String?
-    @Option(help: ArgumentHelp("Close an API connection with no request in progress after this long; a request's head must arrive within it too.", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "Close an API connection with no request in progress after this long; a request's head must arrive within it too.", valueName: "seconds"))
     var idleTimeout: Double = 60
     @Option(help: ArgumentHelp("A request body must arrive whole within this long (408 beyond).", valueName: "seconds"))
     var bodyTimeout: Double = 30
@@ -50,13 +61,23 @@ struct Serve: AsyncParsableCommand {
     var budget: Int?
     @Option(help: ArgumentHelp("The same with frequent updates enabled on the device.", valueName: "count"))
     var frequentBudget: Int?
-    @Option(help: ArgumentHelp("How long a push claimed for sending waits for its sender's answer before any instance sends it again: how soon the others take over a dead instance's pushes.", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "How long a push claimed for sending waits for its sender's answer before any instance sends it again: how soon the others take over a dead instance's pushes.",
+            valueName: "seconds"))
     var claimLease: Double = DispatchPolicy().lease
-    @Option(help: ArgumentHelp("Pushes this instance keeps in flight to APNs at most; below that, as many as the measured round trip needs.", valueName: "count"))
+    @Option(
+        help: ArgumentHelp(
+            "Pushes this instance keeps in flight to APNs at most; below that, as many as the measured round trip needs.", valueName: "count"))
     var maxInFlight: Int = DispatchPolicy().inFlight.upperBound
-    @Option(help: ArgumentHelp("HTTP/2 connections to APNs at most for each app key and environment; more open as the pushes in flight need.", valueName: "count"))
+    @Option(
+        help: ArgumentHelp(
+            "HTTP/2 connections to APNs at most for each app key and environment; more open as the pushes in flight need.", valueName: "count"))
     var apnsConnections: Int = 16
-    @Option(help: ArgumentHelp("A folder of Mustache templates, <AttributesType>/<region>.mustache, that fill the drawn simulated iPhones' regions (the built-in emulator's, on the dashboard's devices page).", valueName: "path"))
+    @Option(
+        help: ArgumentHelp(
+            "A folder of Mustache templates, <AttributesType>/<region>.mustache, that fill the drawn simulated iPhones' regions (the built-in emulator's, on the dashboard's devices page).",
+            valueName: "path"))
     var templates: String?
     @OptionGroup(title: "APNs (omit for the built-in emulator)") var connection: ConnectionOptions
 
@@ -70,7 +91,9 @@ struct Serve: AsyncParsableCommand {
         _ = try timeouts()
         guard (1...100_000).contains(maxInFlight) else { throw ValidationError("max-in-flight: must be 1 to 100000, got \(maxInFlight)") }
         guard APNsRoutes.allowedConnections.contains(apnsConnections) else {
-            throw ValidationError("apns-connections: must be \(APNsRoutes.allowedConnections.lowerBound) to \(APNsRoutes.allowedConnections.upperBound), got \(apnsConnections)")
+            throw ValidationError(
+                "apns-connections: must be \(APNsRoutes.allowedConnections.lowerBound) to \(APNsRoutes.allowedConnections.upperBound), got \(apnsConnections)"
+            )
         }
         guard (1...3600).contains(claimLease) else { throw ValidationError("claim-lease: must be 1 to 3600 seconds, got \(claimLease)") }
         guard connection.timeout > 0, connection.timeout <= 3600 else {
@@ -79,7 +102,8 @@ struct Serve: AsyncParsableCommand {
         // A claim must outlive the push it covers: one still waiting for APNs' answer when its
         // lease ran out would be sent again by another instance.
         guard claimLease > 2 * connection.timeout else {
-            throw ValidationError("claim-lease: must be more than twice the APNs request timeout (--timeout \(connection.timeout) s), got \(claimLease)")
+            throw ValidationError(
+                "claim-lease: must be more than twice the APNs request timeout (--timeout \(connection.timeout) s), got \(claimLease)")
         }
         for (name, value) in [("budget", budget), ("frequent-budget", frequentBudget)] {
             if let value, !BudgetPolicy.allowed.contains(value) {
@@ -123,7 +147,9 @@ struct Serve: AsyncParsableCommand {
                 caFile: directory.emulatorCA, stateFile: directory.emulatorDevices, maximumConnections: apnsConnections)
             (emulator, apns, apps) = (demo.emulator, demo.apns, [demo.app])
         } else {
-            guard templates == nil else { throw ValidationError("templates: they draw the built-in emulator's devices, and with APNs credentials there is none") }
+            guard templates == nil else {
+                throw ValidationError("templates: they draw the built-in emulator's devices, and with APNs credentials there is none")
+            }
             apns = APNsRoutes(endpoints: try connection.servedEnvironments(), maximumConnections: apnsConnections)
             emulator = nil
         }
@@ -136,9 +162,12 @@ struct Serve: AsyncParsableCommand {
         let location = database.location(in: directory, configured: file?.database)
         let store = try await DatabaseOption.openMigrated(location)
         let server = try await RelayServer.open(
-            store: store, configuration: RelayConfiguration(
+            store: store,
+            configuration: RelayConfiguration(
                 budget: budgetPolicy,
-                dispatch: DispatchPolicy(inFlight: min(DispatchPolicy().inFlight.lowerBound, maxInFlight)...maxInFlight, lease: claimLease, requestTimeout: .milliseconds(Int(connection.timeout * 1000)))),
+                dispatch: DispatchPolicy(
+                    inFlight: min(DispatchPolicy().inFlight.lowerBound, maxInFlight)...maxInFlight, lease: claimLease,
+                    requestTimeout: .milliseconds(Int(connection.timeout * 1000)))),
             api: RelayAPIConfiguration(
                 host: httpHost, port: httpPort, timeouts: timeouts, devices: emulator.map { DeviceGallery(fleet: $0.devices, templates: drawing) },
                 publicURL: publicURL),
@@ -168,9 +197,11 @@ struct Serve: AsyncParsableCommand {
         }.map { .init(service: $0) }
         if let emulator {
             services.append(.init(service: emulator))
-            services.append(.init(service: emulator.controlApplication(port: 0, timeouts: timeouts, templates: drawing, logger: logger) { port in
-                await announce.controlRunning(port: port)
-            }))
+            services.append(
+                .init(
+                    service: emulator.controlApplication(port: 0, timeouts: timeouts, templates: drawing, logger: logger) { port in
+                        await announce.controlRunning(port: port)
+                    }))
         }
         do {
             // In flight at a SIGTERM, a push has its request timeout to be answered and recorded.
@@ -227,7 +258,8 @@ enum DemoApple {
         let key = P256.Signing.PrivateKey()
         let app = AppRegistration(bundleID: bundleID, teamID: "DEMOTEAM01", keyID: "DEMOKEY001", signingKey: key.pemRepresentation)
         emulator.registry.register(EmulatorKey(keyID: app.keyID, teamID: app.teamID, publicKey: key.publicKey))
-        let apns = APNsRoutes(endpoints: emulator.clientEnvironments(caFile: caFile), now: emulator.clock.function, maximumConnections: maximumConnections)
+        let apns = APNsRoutes(
+            endpoints: emulator.clientEnvironments(caFile: caFile), now: emulator.clock.function, maximumConnections: maximumConnections)
         return (emulator, apns, app)
     }
 
@@ -242,18 +274,24 @@ enum DemoApple {
 
     /// The demo delivery's regions: the order, its status and how many minutes until it arrives.
     static let demoTemplates: [(TemplateRegion, String)] = [
-        (.lockScreen, """
+        (
+            .lockScreen,
+            """
             <div class="tpl-row"><span class="tpl-small">Order {{attributes.orderNumber}}</span><span class="app-icon">D</span></div>
             <div class="tpl-row"><span class="tpl-big">{{state.status}}</span>{{^isEnded}}<span class="tpl-big">{{state.etaMinutes}} min</span>{{/isEnded}}</div>
             <div class="tpl-small">{{#isEnded}}This order is over.{{/isEnded}}{{^isEnded}}{{#isStale}}Waiting for news of the courier{{/isStale}}{{^isStale}}Estimated arrival{{/isStale}}{{/isEnded}}</div>
-            """),
+            """
+        ),
         (.compactLeading, "<span class=\"app-icon\">D</span>"),
         (.compactTrailing, "{{state.etaMinutes}} min"),
         (.minimal, "{{state.etaMinutes}}′"),
         (.expandedLeading, "<span class=\"app-icon\">D</span> Order {{attributes.orderNumber}}"),
         (.expandedCenter, "{{state.status}}"),
         (.expandedTrailing, "<span class=\"tpl-big\">{{state.etaMinutes}} min</span>"),
-        (.expandedBottom, "<div class=\"tpl-small\">Order {{attributes.orderNumber}}: {{state.status}}, arriving in {{state.etaMinutes}} minutes</div>"),
+        (
+            .expandedBottom,
+            "<div class=\"tpl-small\">Order {{attributes.orderNumber}}: {{state.status}}, arriving in {{state.etaMinutes}} minutes</div>"
+        ),
     ]
 
     /// Installs the demo app, reporting to `url` with `clientKey`: its push-to-start token goes to
@@ -305,13 +343,20 @@ actor Announcement {
             (host, directory, database, madeKeys, apps, emulator, demoClientKey)
     }
 
-    func apiRunning(port: Int) { apiPort = port; printIfReady() }
-    func controlRunning(port: Int) { controlPort = port; printIfReady() }
+    func apiRunning(port: Int) {
+        apiPort = port
+        printIfReady()
+    }
+    func controlRunning(port: Int) {
+        controlPort = port
+        printIfReady()
+    }
 
     private func printIfReady() {
         guard let apiPort, emulator == nil || controlPort != nil else { return }
         let api = "http://\(host):\(apiPort)"
-        let keys = madeKeys.isEmpty
+        let keys =
+            madeKeys.isEmpty
             ? "made on the first start and kept in \(directory.initialKeys); `liverelay keys create` makes more"
             : "admin \(madeKeys[.admin] ?? "-")  server \(madeKeys[.server] ?? "-")  client \(madeKeys[.client] ?? "-")  (shown once; kept in \(directory.initialKeys))"
         var text = """
@@ -449,9 +494,10 @@ struct ServeConfigFile: APIRequestBody {
                 }
                 let bundle = try fields.requireNonEmptyString(JSONKey("bundleID"))
                 do {
-                    apps.append(AppRegistration(
-                        bundleID: try BundleID(bundle), teamID: try fields.requireNonEmptyString(JSONKey("teamID")),
-                        keyID: try fields.requireNonEmptyString(JSONKey("keyID")), signingKey: pem))
+                    apps.append(
+                        AppRegistration(
+                            bundleID: try BundleID(bundle), teamID: try fields.requireNonEmptyString(JSONKey("teamID")),
+                            keyID: try fields.requireNonEmptyString(JSONKey("keyID")), signingKey: pem))
                 } catch let error as LiveActivityValidationError {
                     throw DecodingError.dataCorruptedError(forKey: JSONKey("bundleID"), in: fields, debugDescription: error.message)
                 }

@@ -1,5 +1,4 @@
 import APNs
-@testable import APNsEmulator
 import AsyncHTTPClient
 import Crypto
 import Foundation
@@ -11,6 +10,8 @@ import LiveRelayTesting
 import NIOCore
 import NIOHTTP1
 import Testing
+
+@testable import APNsEmulator
 
 /// The control API through its real router, driving a real emulator that our client pushes to.
 @Suite struct ControlAPITests {
@@ -29,7 +30,9 @@ import Testing
         }
     }
 
-    func send(_ client: any TestClientProtocol, _ method: HTTPRequest.Method, _ uri: String, _ json: String? = nil) async throws -> (status: Int, body: JSONValue?) {
+    func send(_ client: any TestClientProtocol, _ method: HTTPRequest.Method, _ uri: String, _ json: String? = nil) async throws -> (
+        status: Int, body: JSONValue?
+    ) {
         try await client.sendJSON(method, uri, json)
     }
 
@@ -70,7 +73,8 @@ import Testing
             #expect(sameSite.status == 201)
             // A bodiless write is no form; the page's own forms carry its token instead.
             #expect(try await client.sendJSON(.delete, "/faults").status == 204)
-            let form = try await client.sendJSON(.post, "/person", "device=x&action=lock", headers: [.contentType: "application/x-www-form-urlencoded"])
+            let form = try await client.sendJSON(
+                .post, "/person", "device=x&action=lock", headers: [.contentType: "application/x-www-form-urlencoded"])
             #expect(form.status == 403 && form.body?["error"]?["field"] == .string("form"))
         }
     }
@@ -118,8 +122,9 @@ import Testing
             #expect(after.body?["requests"] == .array([]))
             let status = try await send(client, .get, "/emulator")
             #expect(status.body?["environments"]?["sandbox"]?["pushPort"] == .number(String(emulator.ports(.sandbox).push)))
-            #expect(status.body?["environments"]?["production"]?["channelManagementPort"]
-                == .number(String(emulator.ports(.production).channelManagement)))
+            #expect(
+                status.body?["environments"]?["production"]?["channelManagementPort"]
+                    == .number(String(emulator.ports(.production).channelManagement)))
             #expect(entries.first?["environment"] == .string("sandbox"))
         }
     }
@@ -157,7 +162,8 @@ import Testing
     @Test func faultsScriptedThroughTheAPIReachTheClient() async throws {
         try await withControlAPI { client, _, apns, key in
             try await registerKeyAndToken(client, key)
-            let created = try await send(client, .post, "/faults", #"{"action":"respond","reason":"InternalServerError","token":"\#(token)","count":2}"#)
+            let created = try await send(
+                client, .post, "/faults", #"{"action":"respond","reason":"InternalServerError","token":"\#(token)","count":2}"#)
             #expect(created.status == 201)
             #expect(created.body?["status"] == .number("500"))
             for _ in 0..<2 {
@@ -210,18 +216,29 @@ import Testing
         .init(method: .post, uri: "/tokens", body: #"{"bundleID":"com.x"}"#, status: 400, code: "missing", field: "token"),
         .init(method: .post, uri: "/tokens", body: #"{"token":5,"bundleID":"com.x"}"#, status: 400, code: "wrong_type", field: "token"),
         .init(method: .post, uri: "/tokens", body: #"{"token":"abc","bundleID":"com.x"}"#, status: 400, code: "invalid_value", field: "token"),
-        .init(method: .post, uri: "/tokens", body: #"{"token":"abcd","bundleID":"com.x.push-type.liveactivity"}"#, status: 400, code: "invalid_value", field: "bundleID"),
-        .init(method: .post, uri: "/tokens", body: #"{"token":"abcd","bundleID":"com.x","environment":"staging"}"#, status: 400, code: "invalid_value", field: "environment"),
+        .init(
+            method: .post, uri: "/tokens", body: #"{"token":"abcd","bundleID":"com.x.push-type.liveactivity"}"#, status: 400, code: "invalid_value",
+            field: "bundleID"),
+        .init(
+            method: .post, uri: "/tokens", body: #"{"token":"abcd","bundleID":"com.x","environment":"staging"}"#, status: 400, code: "invalid_value",
+            field: "environment"),
         .init(method: .post, uri: "/tokens", body: #"{"token":"#, status: 400, code: "invalid_json", field: nil),
         .init(method: .post, uri: "/tokens", body: "[]", status: 400, code: "wrong_type", field: nil),
-        .init(method: .post, uri: "/keys", body: #"{"keyID":"K","teamID":"T","publicKey":"not a key"}"#, status: 400, code: "invalid_value", field: "publicKey"),
+        .init(
+            method: .post, uri: "/keys", body: #"{"keyID":"K","teamID":"T","publicKey":"not a key"}"#, status: 400, code: "invalid_value",
+            field: "publicKey"),
         .init(method: .post, uri: "/faults", body: #"{"action":"explode"}"#, status: 400, code: "invalid_value", field: "action"),
         .init(method: .post, uri: "/faults", body: #"{"action":"respond"}"#, status: 400, code: "missing", field: "reason"),
-        .init(method: .post, uri: "/faults", body: #"{"action":"respond","reason":"Brand new"}"#, status: 400, code: "invalid_value", field: "status"),
+        .init(
+            method: .post, uri: "/faults", body: #"{"action":"respond","reason":"Brand new"}"#, status: 400, code: "invalid_value", field: "status"),
         .init(method: .post, uri: "/faults", body: #"{"action":"delay"}"#, status: 400, code: "invalid_value", field: "delayMilliseconds"),
-        .init(method: .post, uri: "/faults", body: #"{"action":"freeze","delayMilliseconds":0}"#, status: 400, code: "invalid_value", field: "delayMilliseconds"),
+        .init(
+            method: .post, uri: "/faults", body: #"{"action":"freeze","delayMilliseconds":0}"#, status: 400, code: "invalid_value",
+            field: "delayMilliseconds"),
         .init(method: .post, uri: "/faults", body: #"{"action":"reset","count":0}"#, status: 400, code: "invalid_value", field: "count"),
-        .init(method: .post, uri: "/faults", body: #"{"action":"reset","token":"ab","bundleID":"com.x"}"#, status: 400, code: "invalid_value", field: "bundleID"),
+        .init(
+            method: .post, uri: "/faults", body: #"{"action":"reset","token":"ab","bundleID":"com.x"}"#, status: 400, code: "invalid_value",
+            field: "bundleID"),
         .init(method: .get, uri: "/journal?limit=-1", body: nil, status: 400, code: "invalid_value", field: "limit"),
         .init(method: .get, uri: "/nowhere", body: nil, status: 404, code: "not_found", field: nil),
     ]

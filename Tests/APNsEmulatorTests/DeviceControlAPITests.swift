@@ -1,5 +1,4 @@
 import APNs
-@testable import APNsEmulator
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -10,6 +9,8 @@ import NIOCore
 import SimulatedDevices
 import Synchronization
 import Testing
+
+@testable import APNsEmulator
 
 /// The app's attributes as the app and the server share them.
 struct OrderAttributes: ActivityAttributes {
@@ -29,10 +30,10 @@ struct OrderAttributes: ActivityAttributes {
 @Suite struct DeviceControlAPITests {
     let bundle = "com.example.delivery"
     static let app = #"""
-    {"bundleID":"com.example.delivery","attributeTypes":[{"name":"DeliveryAttributes",
-      "attributes":{"activityKey":"String","orderNumber":"Int"},
-      "contentState":{"step":{"enum":["preparing","delivering","delivered"]},"eta":"Int?","driver":{"fields":{"name":"String"}}}}]}
-    """#
+        {"bundleID":"com.example.delivery","attributeTypes":[{"name":"DeliveryAttributes",
+          "attributes":{"activityKey":"String","orderNumber":"Int"},
+          "contentState":{"step":{"enum":["preparing","delivering","delivered"]},"eta":"Int?","driver":{"fields":{"name":"String"}}}}]}
+        """#
 
     func withEmulator(
         _ body: @escaping @Sendable (any TestClientProtocol, APNsEmulator, APNsClient) async throws -> Void
@@ -45,7 +46,10 @@ struct OrderAttributes: ActivityAttributes {
     }
 
     /// `POST` that must succeed; returns the body.
-    func ok(_ client: any TestClientProtocol, _ method: HTTPRequest.Method, _ uri: String, _ json: String? = nil, sourceLocation: SourceLocation = #_sourceLocation) async throws -> JSONValue {
+    func ok(
+        _ client: any TestClientProtocol, _ method: HTTPRequest.Method, _ uri: String, _ json: String? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> JSONValue {
         let (status, body) = try await client.sendJSON(method, uri, json)
         #expect((200..<300).contains(status), "\(method) \(uri): \(status) \(body?.serializedString ?? "")", sourceLocation: sourceLocation)
         return body ?? .null
@@ -76,7 +80,9 @@ struct OrderAttributes: ActivityAttributes {
             // An alerting update with a stale date and relevance: the island expands.
             let now = emulator.clock.now
             let update = try LiveActivityPayload.update(
-                content: ActivityContent(state: OrderAttributes.ContentState(step: "delivering", eta: 5, driver: .init(name: "Ada")), staleDate: now + 600, relevanceScore: 75),
+                content: ActivityContent(
+                    state: OrderAttributes.ContentState(step: "delivering", eta: 5, driver: .init(name: "Ada")), staleDate: now + 600,
+                    relevanceScore: 75),
                 alert: AlertConfiguration(title: "On its way", body: "5 minutes"), timestamp: now + 1)
             try await apns.send(update, to: DeviceToken(updateToken), topic: BundleID(bundle))
             _ = try await ok(client, .patch, "/devices/iphone", #"{"locked":false}"#)
@@ -94,8 +100,9 @@ struct OrderAttributes: ActivityAttributes {
             #expect(presentation["lockScreen"]?[0]?["relevanceScore"] == .integer(75))
 
             // The app ends it with a dismissal date; the person then swipes it away.
-            let ended = try await ok(client, .post, "/devices/iphone/activities/\(activityID)/end",
-                                     #"{"contentState":{"step":"delivered","driver":{"name":"Ada"}},"dismissalPolicy":"after","dismissalDate":"2099-01-01T00:00:00Z"}"#)
+            let ended = try await ok(
+                client, .post, "/devices/iphone/activities/\(activityID)/end",
+                #"{"contentState":{"step":"delivered","driver":{"name":"Ada"}},"dismissalPolicy":"after","dismissalDate":"2099-01-01T00:00:00Z"}"#)
             #expect(ended["state"] == .string("ended"))
             let dismissed = try await ok(client, .post, "/devices/iphone/activities/\(activityID)/dismiss")
             #expect(dismissed["state"] == .string("dismissed"))
@@ -109,8 +116,11 @@ struct OrderAttributes: ActivityAttributes {
                 guard let type = event["type"]?.stringValue else { return nil }
                 return event["state"]?.stringValue.map { "\(type):\($0)" } ?? type
             }
-            #expect(kinds == ["activityStarted", "tokenIssued", "contentUpdated", "stateChanged:stale", "contentUpdated",
-                              "stateChanged:ended", "stateChanged:dismissed"], "\(kinds)")
+            #expect(
+                kinds == [
+                    "activityStarted", "tokenIssued", "contentUpdated", "stateChanged:stale", "contentUpdated",
+                    "stateChanged:ended", "stateChanged:dismissed",
+                ], "\(kinds)")
         }
     }
 
@@ -118,7 +128,8 @@ struct OrderAttributes: ActivityAttributes {
         try await withEmulator { client, _, _ in
             _ = try await ok(client, .post, "/devices", #"{"id":"ipad","model":"iPad"}"#)
             _ = try await ok(client, .post, "/devices/ipad/apps", Self.app)
-            let request = #"{"attributesType":"DeliveryAttributes","attributes":{"activityKey":"k","orderNumber":1},"contentState":{"step":"preparing","driver":{"name":"Bo"}},"pushType":"token","relevanceScore":10}"#
+            let request =
+                #"{"attributesType":"DeliveryAttributes","attributes":{"activityKey":"k","orderNumber":1},"contentState":{"step":"preparing","driver":{"name":"Bo"}},"pushType":"token","relevanceScore":10}"#
             let activity = try await ok(client, .post, "/devices/ipad/apps/\(bundle)/activities", request)
             let id = try #require(activity["id"]?.stringValue)
             #expect(activity["pushToken"] == .null, "the token comes after the issue delay")
@@ -126,8 +137,9 @@ struct OrderAttributes: ActivityAttributes {
             let waited = try await ok(client, .get, "/events?after=0&wait=1&device=ipad")
             #expect((waited["events"]?.arrayElements ?? []).contains { $0["tokenKind"] == .string("update") })
 
-            let updated = try await ok(client, .post, "/devices/ipad/activities/\(id)/update",
-                                       #"{"contentState":{"step":"delivering","driver":{"name":"Bo"}},"alert":{"title":"Go","body":"now"}}"#)
+            let updated = try await ok(
+                client, .post, "/devices/ipad/activities/\(id)/update",
+                #"{"contentState":{"step":"delivering","driver":{"name":"Bo"}},"alert":{"title":"Go","body":"now"}}"#)
             #expect(updated["contentState"]?["step"] == .string("delivering"))
             let presentation = try await ok(client, .get, "/devices/ipad/presentation")
             #expect(presentation["dynamicIsland"] == .null && presentation["banner"]?["alert"]?["title"] == .string("Go"), "an iPad shows a banner")
@@ -146,11 +158,23 @@ struct OrderAttributes: ActivityAttributes {
     @Test(arguments: [
         ("/devices", #"{"id":"x","modle":"iPad"}"#, "modle", "unknown_key"),
         ("/devices", #"{"id":"x","model":"iPhone 15"}"#, "model", "invalid_value"),
-        ("/devices/iphone/apps", #"{"bundleID":"com.example.a","attributeTypes":[{"name":"T","attributes":{},"contentState":{"n":"Integer"}}]}"#, "attributeTypes[0].contentState.n", "invalid_value"),
-        ("/devices/iphone/apps", #"{"bundleID":"com.example.a","attributeTypes":[{"name":"T","attributes":{},"contentstate":{}}]}"#, "attributeTypes[0].contentstate", "unknown_key"),
+        (
+            "/devices/iphone/apps", #"{"bundleID":"com.example.a","attributeTypes":[{"name":"T","attributes":{},"contentState":{"n":"Integer"}}]}"#,
+            "attributeTypes[0].contentState.n", "invalid_value"
+        ),
+        (
+            "/devices/iphone/apps", #"{"bundleID":"com.example.a","attributeTypes":[{"name":"T","attributes":{},"contentstate":{}}]}"#,
+            "attributeTypes[0].contentstate", "unknown_key"
+        ),
         ("/devices/iphone/apps", #"{"bundleID":"com.example.a","attributeTypes":[],"reportTo":{"url":"ftp://x"}}"#, "reportTo.url", "invalid_value"),
-        ("/devices/iphone/apps/com.example.delivery/activities", #"{"attributesType":"DeliveryAttributes","attributes":{},"contentState":{},"pushType":"tokens"}"#, "pushType", "invalid_value"),
-        ("/devices/iphone/apps/com.example.delivery/activities", #"{"attributesType":"DeliveryAttributes","attributes":{},"contentState":{},"start":"tomorrow"}"#, "start", "invalid_value"),
+        (
+            "/devices/iphone/apps/com.example.delivery/activities",
+            #"{"attributesType":"DeliveryAttributes","attributes":{},"contentState":{},"pushType":"tokens"}"#, "pushType", "invalid_value"
+        ),
+        (
+            "/devices/iphone/apps/com.example.delivery/activities",
+            #"{"attributesType":"DeliveryAttributes","attributes":{},"contentState":{},"start":"tomorrow"}"#, "start", "invalid_value"
+        ),
         ("/clock/advance", #"{"seconds":-5}"#, "seconds", "invalid_value"),
         ("/devices/nope/apps", #"{}"#, "id", "not_found"),
     ])
@@ -198,10 +222,13 @@ struct OrderAttributes: ActivityAttributes {
                 let reporting = Task { await emulator.reporter.run() }
                 defer { reporting.cancel() }
                 _ = try await ok(client, .post, "/devices", #"{"id":"iphone"}"#)
-                let app = Self.app.replacingOccurrences(of: #""attributeTypes""#, with: #""reportTo":{"url":"\#(url)","clientKey":"ck_test"},"attributeTypes""#)
+                let app = Self.app.replacingOccurrences(
+                    of: #""attributeTypes""#, with: #""reportTo":{"url":"\#(url)","clientKey":"ck_test"},"attributeTypes""#)
                 _ = try await ok(client, .post, "/devices/iphone/apps", app)
-                let activity = try await ok(client, .post, "/devices/iphone/apps/\(bundle)/activities",
-                    #"{"attributesType":"DeliveryAttributes","attributes":{"activityKey":"order-42","orderNumber":42},"contentState":{"step":"preparing","driver":{"name":"Ada"}},"pushType":"token"}"#)
+                let activity = try await ok(
+                    client, .post, "/devices/iphone/apps/\(bundle)/activities",
+                    #"{"attributesType":"DeliveryAttributes","attributes":{"activityKey":"order-42","orderNumber":42},"contentState":{"step":"preparing","driver":{"name":"Ada"}},"pushType":"token"}"#
+                )
                 let id = try #require(activity["id"]?.stringValue)
                 _ = try await ok(client, .post, "/clock/advance", #"{"seconds":1}"#)
                 _ = try await ok(client, .post, "/devices/iphone/activities/\(id)/dismiss")
@@ -213,8 +240,11 @@ struct OrderAttributes: ActivityAttributes {
                 #expect(contract.path == "PUT /v1/contracts/DeliveryAttributes")
                 #expect(contract.body["bundleID"] == .string(bundle))
                 #expect(contract.body["contentState"]?["driver"] != nil && contract.body["attributes"]?["orderNumber"] == .string("Int"))
-                #expect(reports.map(\.path) == ["POST /v1/push-to-start-tokens", "POST /v1/activities/order-42/tokens",
-                                                "POST /v1/activities/order-42/ended", "POST /v1/activities/order-42/ended"])
+                #expect(
+                    reports.map(\.path) == [
+                        "POST /v1/push-to-start-tokens", "POST /v1/activities/order-42/tokens",
+                        "POST /v1/activities/order-42/ended", "POST /v1/activities/order-42/ended",
+                    ])
                 #expect(reports[0].body["attributesType"] == .string("DeliveryAttributes") && reports[0].body["token"]?.stringValue?.count == 160)
                 #expect(reports[1].body["activityID"] == .string(id) && reports[1].body["environment"] == .string("sandbox"))
                 #expect(reports[3].body["state"] == .string("dismissed"))

@@ -54,14 +54,18 @@ import Testing
             tick(emulator)
             let token = try #require(try device(emulator).activity(started.id)?.pushToken, "the update token arrives after a start")
             let update = try LiveActivityPayload.update(
-                content: ActivityContent(state: DeliveryAttributes.ContentState(step: "delivering", eta: 5), staleDate: nil), timestamp: emulator.clock.now)
+                content: ActivityContent(state: DeliveryAttributes.ContentState(step: "delivering", eta: 5), staleDate: nil),
+                timestamp: emulator.clock.now)
             try await client.send(update, to: DeviceToken(token), topic: bundle)
             #expect(try device(emulator).activity(started.id)?.content.state["step"] == .string("delivering"))
 
             // A push whose content does not decode is accepted by APNs and dropped by the device.
             tick(emulator)
-            try await client.send(LiveActivityPayload(parsing: Array(#"{"aps":{"event":"update","timestamp":\#(Int(emulator.clock.now.timeIntervalSince1970)),"content-state":{"step":3}}}"#.utf8)),
-                                  to: DeviceToken(token), topic: bundle)
+            try await client.send(
+                LiveActivityPayload(
+                    parsing: Array(
+                        #"{"aps":{"event":"update","timestamp":\#(Int(emulator.clock.now.timeIntervalSince1970)),"content-state":{"step":3}}}"#.utf8)),
+                to: DeviceToken(token), topic: bundle)
             #expect(try device(emulator).log.last?.message.contains("does not decode") == true)
 
             tick(emulator)
@@ -83,16 +87,19 @@ import Testing
             let bundle = try BundleID(Self.bundle)
             let channel = try await client.createChannel(bundleID: bundle, storagePolicy: .mostRecentMessageStored)
             let activityID = try emulator.devices.withDevice("iphone") { device, now in
-                try device.request(bundleID: Self.bundle, attributesType: "DeliveryAttributes", attributes: .object([("orderNumber", .number("1"))]),
-                                   content: ActivityContentState(state: .object([("step", .string("kick-off")), ("eta", .number("0"))])),
-                                   pushType: .channel(channel), at: now)
+                try device.request(
+                    bundleID: Self.bundle, attributesType: "DeliveryAttributes", attributes: .object([("orderNumber", .number("1"))]),
+                    content: ActivityContentState(state: .object([("step", .string("kick-off")), ("eta", .number("0"))])),
+                    pushType: .channel(channel), at: now)
             }
             tick(emulator)
             func broadcast(_ step: String) async throws {
                 let payload = try LiveActivityPayload.update(
-                    content: ActivityContent(state: DeliveryAttributes.ContentState(step: step, eta: 0), staleDate: nil), timestamp: emulator.clock.now)
-                try await client.broadcast(payload, channelID: channel, bundleID: bundle,
-                                           options: BroadcastOptions(priority: .immediate, expiration: .at(emulator.clock.now + 3600)))
+                    content: ActivityContent(state: DeliveryAttributes.ContentState(step: step, eta: 0), staleDate: nil),
+                    timestamp: emulator.clock.now)
+                try await client.broadcast(
+                    payload, channelID: channel, bundleID: bundle,
+                    options: BroadcastOptions(priority: .immediate, expiration: .at(emulator.clock.now + 3600)))
             }
             try await broadcast("first half")
             #expect(try device(emulator).activity(activityID)?.content.state["step"] == .string("first half"))
@@ -103,8 +110,9 @@ import Testing
             #expect(try device(emulator).activity(activityID)?.content.state["step"] == .string("first half"))
             tick(emulator)
             try emulator.devices.withDevice("iphone") { device, now in ((), device.setOnline(true, at: now)) }
-            #expect(try device(emulator).activity(activityID)?.content.state["step"] == .string("second half"),
-                    "a Most-Recent-Message-Stored channel keeps the latest for offline devices")
+            #expect(
+                try device(emulator).activity(activityID)?.content.state["step"] == .string("second half"),
+                "a Most-Recent-Message-Stored channel keeps the latest for offline devices")
         }
     }
 }

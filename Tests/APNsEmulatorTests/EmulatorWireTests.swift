@@ -63,13 +63,15 @@ import Testing
     @Test func channelsOverTheSecondPort() async throws {
         try await withEmulator { [bundle] emulator, key, caFile in
             #expect(emulator.ports(.sandbox).push != emulator.ports(.sandbox).channelManagement)
-            let configuration = APNsClient.Configuration(environment: emulator.clientEnvironment(.sandbox, caFile: caFile), signingKey: key.signingKey)
+            let configuration = APNsClient.Configuration(
+                environment: emulator.clientEnvironment(.sandbox, caFile: caFile), signingKey: key.signingKey)
             try await withAPNsClient(configuration: configuration) { client in
                 let bundleID = try BundleID(bundle)
                 let id = try await client.createChannel(bundleID: bundleID, storagePolicy: .noMessageStored)
                 #expect(try await client.listChannels(bundleID: bundleID) == [id])
                 let payload = try LiveActivityPayload.update(content: ActivityContent(state: ["home": 1], staleDate: nil), timestamp: Date())
-                try await client.broadcast(payload, channelID: id, bundleID: bundleID, options: BroadcastOptions(priority: .powerConsiderate, expiration: .immediately))
+                try await client.broadcast(
+                    payload, channelID: id, bundleID: bundleID, options: BroadcastOptions(priority: .powerConsiderate, expiration: .immediately))
                 try await client.deleteChannel(id, bundleID: bundleID)
                 let gone = await #expect(throws: APNsError.self) { try await client.readChannel(id, bundleID: bundleID) }
                 #expect(gone?.reason == .channelNotRegistered)
@@ -146,16 +148,19 @@ import Testing
     @Test func curlWithTheTalksRequestShape() async throws {
         try await withEmulator { [bundle, token] emulator, key, caFile in
             let authentication = key.signingKey.makeProviderToken(issuedAt: Date())
-            let body = #"{ "aps": { "timestamp": \#(Int(Date().timeIntervalSince1970)), "event": "update", "content-state": { "currentHealthLevel": 0.941, "eventDescription": "Power Panda found a sword!" } } }"#
-            let result = try await run("/usr/bin/env", [
-                "curl", "--silent", "--show-error", "--include", "--cacert", caFile,
-                "--header", "apns-topic: \(bundle).push-type.liveactivity",
-                "--header", "apns-push-type: liveactivity",
-                "--header", "apns-priority: 10",
-                "--header", "authorization: bearer \(authentication)",
-                "--data", body,
-                "--http2", "https://localhost:\(emulator.ports(.sandbox).push)/3/device/\(token)",
-            ])
+            let body =
+                #"{ "aps": { "timestamp": \#(Int(Date().timeIntervalSince1970)), "event": "update", "content-state": { "currentHealthLevel": 0.941, "eventDescription": "Power Panda found a sword!" } } }"#
+            let result = try await run(
+                "/usr/bin/env",
+                [
+                    "curl", "--silent", "--show-error", "--include", "--cacert", caFile,
+                    "--header", "apns-topic: \(bundle).push-type.liveactivity",
+                    "--header", "apns-push-type: liveactivity",
+                    "--header", "apns-priority: 10",
+                    "--header", "authorization: bearer \(authentication)",
+                    "--data", body,
+                    "--http2", "https://localhost:\(emulator.ports(.sandbox).push)/3/device/\(token)",
+                ])
             #expect(result.status == 0, "\(result.output)")
             #expect(result.output.hasPrefix("HTTP/2 200"), "\(result.output)")
             #expect(result.output.lowercased().contains("apns-id: "))
@@ -163,20 +168,24 @@ import Testing
             #expect(recorded.status == 200)
             #expect(recorded.body == Array(body.utf8))
 
-            let withoutToken = try await run("/usr/bin/env", [
-                "curl", "--silent", "--cacert", caFile, "--header", "apns-topic: \(bundle).push-type.liveactivity",
-                "--header", "apns-push-type: liveactivity", "--data", body,
-                "--http2", "https://127.0.0.1:\(emulator.ports(.sandbox).push)/3/device/\(token)",
-            ])
+            let withoutToken = try await run(
+                "/usr/bin/env",
+                [
+                    "curl", "--silent", "--cacert", caFile, "--header", "apns-topic: \(bundle).push-type.liveactivity",
+                    "--header", "apns-push-type: liveactivity", "--data", body,
+                    "--http2", "https://127.0.0.1:\(emulator.ports(.sandbox).push)/3/device/\(token)",
+                ])
             #expect(withoutToken.output == #"{"reason":"MissingProviderToken"}"#)
 
             // A TLS client that offers no ALPN and speaks HTTP/2 anyway (as a widely used Python client does).
-            let noALPN = try await run("/usr/bin/env", [
-                "curl", "--silent", "--verbose", "--no-alpn", "--http2-prior-knowledge", "--cacert", caFile,
-                "--header", "apns-topic: \(bundle).push-type.liveactivity", "--header", "apns-push-type: liveactivity",
-                "--header", "authorization: bearer \(authentication)", "--data", body,
-                "https://127.0.0.1:\(emulator.ports(.sandbox).push)/3/device/\(token)",
-            ])
+            let noALPN = try await run(
+                "/usr/bin/env",
+                [
+                    "curl", "--silent", "--verbose", "--no-alpn", "--http2-prior-knowledge", "--cacert", caFile,
+                    "--header", "apns-topic: \(bundle).push-type.liveactivity", "--header", "apns-push-type: liveactivity",
+                    "--header", "authorization: bearer \(authentication)", "--data", body,
+                    "https://127.0.0.1:\(emulator.ports(.sandbox).push)/3/device/\(token)",
+                ])
             #expect(!noALPN.output.contains("ALPN: offers"), "\(noALPN.output)")
             #expect(noALPN.output.contains("< HTTP/2 200"), "\(noALPN.output)")
         }

@@ -1,5 +1,4 @@
 import APNs
-@testable import APNsEmulator
 import Foundation
 import LiveActivityKit
 import LiveRelayTesting
@@ -8,6 +7,8 @@ import NIOEmbedded
 import NIOHPACK
 import NIOHTTP2
 import Testing
+
+@testable import APNsEmulator
 
 /// Faults decided by the responder: which request they take, and what is answered.
 @Suite struct FaultSelectionTests {
@@ -54,12 +55,18 @@ import Testing
         // Another token of the same app is not affected.
         #expect(answer(f.push, f.deviceRequest { $0.path = "/3/device/\(f.goneToken)" }).reason == "Unregistered")
         // The app scope matches the topic without its suffix, and broadcast and channel paths.
-        #expect(answer(f.push, f.deviceRequest {
-            $0.path = "/3/device/\(f.otherAppToken)"
-            $0.set("apns-topic", "com.other.app.push-type.liveactivity")
-        }).reason == "InternalServerError")
+        #expect(
+            answer(
+                f.push,
+                f.deviceRequest {
+                    $0.path = "/3/device/\(f.otherAppToken)"
+                    $0.set("apns-topic", "com.other.app.push-type.liveactivity")
+                }
+            ).reason == "InternalServerError")
         #expect(answer(f.push, f.broadcastRequest { $0.path = "/4/broadcasts/apps/com.other.app" }).reason == "InternalServerError")
-        #expect(answer(f.management, f.channelRequest("GET", "all-channels") { $0.path = "/1/apps/com.other.app/all-channels" }).reason == "InternalServerError")
+        #expect(
+            answer(f.management, f.channelRequest("GET", "all-channels") { $0.path = "/1/apps/com.other.app/all-channels" }).reason
+                == "InternalServerError")
         #expect(answer(f.push, f.broadcastRequest()).status == 200)
     }
 
@@ -258,11 +265,17 @@ import Testing
         try request(3, path: "/3/device/reset", channel: channel)
         #expect(try outbound(channel).isEmpty)
         channel.embeddedEventLoop.advanceTime(by: .milliseconds(40))
-        guard case .headers = try outbound(channel).first else { Issue.record("stream 1 after 100 ms"); return }
+        guard case .headers = try outbound(channel).first else {
+            Issue.record("stream 1 after 100 ms")
+            return
+        }
         channel.embeddedEventLoop.advanceTime(by: .milliseconds(59))
         #expect(try outbound(channel).isEmpty, "stream 3 came 60 ms later, so it is answered 60 ms later")
         channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
-        guard case .rstStream(.refusedStream) = try outbound(channel).first else { Issue.record("stream 3's reset after 100 ms"); return }
+        guard case .rstStream(.refusedStream) = try outbound(channel).first else {
+            Issue.record("stream 3's reset after 100 ms")
+            return
+        }
         // Changed while running: from the next request on.
         latency.latency = .none
         try request(5, channel: channel)

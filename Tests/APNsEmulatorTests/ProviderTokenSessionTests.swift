@@ -1,10 +1,11 @@
 import APNs
-@testable import APNsEmulator
 import Crypto
 import Foundation
 import LiveActivityKit
 import LiveRelayTesting
 import Testing
+
+@testable import APNsEmulator
 
 /// The provider-token rules of one connection (spec §4), without I/O.
 @Suite struct ProviderTokenSessionTests {
@@ -19,12 +20,14 @@ import Testing
         for key in [teamKey, secondTeamKey, otherTeamKey] {
             registry.register(EmulatorKey(keyID: key.signingKey.keyID, teamID: key.signingKey.teamID, publicKey: key.publicKey))
         }
-        registry.register(EmulatorKey(keyID: topicKey.signingKey.keyID, teamID: "TEAMID1234", publicKey: topicKey.publicKey, scope: .topics(["com.example.app"])))
+        registry.register(
+            EmulatorKey(keyID: topicKey.signingKey.keyID, teamID: "TEAMID1234", publicKey: topicKey.publicKey, scope: .topics(["com.example.app"])))
     }
 
     func check(_ session: inout ProviderTokenSession, _ token: String, at now: Date) -> APNsReason? {
-        session.authenticate(authorization: "bearer \(token)", bundleID: "com.example.app", environment: .sandbox,
-                             now: now, registry: registry, topicRejection: .topicDisallowed)
+        session.authenticate(
+            authorization: "bearer \(token)", bundleID: "com.example.app", environment: .sandbox,
+            now: now, registry: registry, topicRejection: .topicDisallowed)
     }
 
     func token(_ key: TestSigningKey, at date: Date) -> String { key.signingKey.makeProviderToken(issuedAt: date) }
@@ -32,7 +35,8 @@ import Testing
     /// The same claims, signed with a DER signature and written with a string `iat`, as some
     /// deployed clients do.
     func lenientToken(_ key: TestSigningKey, at date: Date) throws -> String {
-        let input = base64URL(Data(#"{"alg":"ES256","kid":"\#(key.signingKey.keyID)","typ":"JWT"}"#.utf8)) + "."
+        let input =
+            base64URL(Data(#"{"alg":"ES256","kid":"\#(key.signingKey.keyID)","typ":"JWT"}"#.utf8)) + "."
             + base64URL(Data(#"{"iss":"\#(key.signingKey.teamID)","iat":"\#(Int(date.timeIntervalSince1970))"}"#.utf8))
         let signature = try key.privateKey.signature(for: Data(input.utf8)).derRepresentation
         #expect(signature.count > 64)
@@ -90,8 +94,10 @@ import Testing
     @Test func missingOrMalformedAuthorization() {
         var session = ProviderTokenSession()
         for header in [nil, "", "bearer", "bearer   ", "basic abc"] as [String?] {
-            #expect(session.authenticate(authorization: header, bundleID: "com.example.app", environment: .sandbox,
-                                         now: start, registry: registry, topicRejection: .topicDisallowed) == .missingProviderToken)
+            #expect(
+                session.authenticate(
+                    authorization: header, bundleID: "com.example.app", environment: .sandbox,
+                    now: start, registry: registry, topicRejection: .topicDisallowed) == .missingProviderToken)
         }
         #expect(check(&session, "not-a-jwt", at: start) == .invalidProviderToken)
         let t = token(teamKey, at: start)
@@ -108,7 +114,9 @@ import Testing
             #expect(ProviderTokenSession.bearerToken(header) == nil, "\(header.debugDescription)")
         }
         var session = ProviderTokenSession()
-        #expect(session.authenticate(authorization: "Bearer  \(token(teamKey, at: start)) ", bundleID: "com.example.app",
-                                     environment: .sandbox, now: start, registry: registry, topicRejection: .topicDisallowed) == nil)
+        #expect(
+            session.authenticate(
+                authorization: "Bearer  \(token(teamKey, at: start)) ", bundleID: "com.example.app",
+                environment: .sandbox, now: start, registry: registry, topicRejection: .topicDisallowed) == nil)
     }
 }

@@ -1,11 +1,12 @@
 import APNs
-@testable import APNsEmulator
 import Crypto
 import Foundation
 import LiveActivityKit
-import SimulatedDevices
 import LiveRelayTesting
+import SimulatedDevices
 import Testing
+
+@testable import APNsEmulator
 
 /// A responder with one registered key, one live token, one unregistered token and one channel
 /// per storage policy, judged by a manual clock.
@@ -44,9 +45,15 @@ struct Fixture {
         bearer = "bearer " + key.signingKey.makeProviderToken(issuedAt: clock.now)
     }
 
-    var push: APNsResponder { APNsResponder(service: .push, environment: environment, settings: settings, registry: registry, journal: journal, faults: faults, devices: devices) }
-    var management: APNsResponder { APNsResponder(service: .channelManagement, environment: environment, settings: settings, registry: registry, journal: journal, faults: faults, devices: devices) }
-
+    var push: APNsResponder {
+        APNsResponder(
+            service: .push, environment: environment, settings: settings, registry: registry, journal: journal, faults: faults, devices: devices)
+    }
+    var management: APNsResponder {
+        APNsResponder(
+            service: .channelManagement, environment: environment, settings: settings, registry: registry, journal: journal, faults: faults,
+            devices: devices)
+    }
 
     var body: [UInt8] { Array(#"{"aps":{"timestamp":1795000000,"event":"update","content-state":{"a":1}}}"#.utf8) }
 
@@ -54,8 +61,10 @@ struct Fixture {
     func deviceRequest(_ edit: (inout ReceivedRequest) -> Void = { _ in }) -> ReceivedRequest {
         var request = ReceivedRequest(
             connectionID: 1, method: "POST", path: "/3/device/\(token)", authority: "127.0.0.1",
-            headers: [("authorization", bearer), ("apns-push-type", "liveactivity"),
-                      ("apns-topic", "\(bundle).push-type.liveactivity"), ("apns-priority", "10")],
+            headers: [
+                ("authorization", bearer), ("apns-push-type", "liveactivity"),
+                ("apns-topic", "\(bundle).push-type.liveactivity"), ("apns-priority", "10"),
+            ],
             body: body)
         edit(&request)
         return request
@@ -64,14 +73,19 @@ struct Fixture {
     func broadcastRequest(_ edit: (inout ReceivedRequest) -> Void = { _ in }) -> ReceivedRequest {
         var request = ReceivedRequest(
             connectionID: 1, method: "POST", path: "/4/broadcasts/apps/\(bundle)", authority: "127.0.0.1",
-            headers: [("authorization", bearer), ("apns-channel-id", policy0Channel), ("apns-push-type", "liveactivity"),
-                      ("apns-expiration", "0"), ("apns-priority", "10")],
+            headers: [
+                ("authorization", bearer), ("apns-channel-id", policy0Channel), ("apns-push-type", "liveactivity"),
+                ("apns-expiration", "0"), ("apns-priority", "10"),
+            ],
             body: body)
         edit(&request)
         return request
     }
 
-    func channelRequest(_ method: String, _ suffix: String = "channels", channelID: String? = nil, body: String = "", _ edit: (inout ReceivedRequest) -> Void = { _ in }) -> ReceivedRequest {
+    func channelRequest(
+        _ method: String, _ suffix: String = "channels", channelID: String? = nil, body: String = "",
+        _ edit: (inout ReceivedRequest) -> Void = { _ in }
+    ) -> ReceivedRequest {
         var headers = [(name: "authorization", value: bearer)]
         if let channelID { headers.append(("apns-channel-id", channelID)) }
         var request = ReceivedRequest(
@@ -206,13 +220,20 @@ func answer(_ responder: APNsResponder, _ request: ReceivedRequest) -> Answer {
 
     @Test func theOrderOfChecksFollowsTheChecklist() {
         // Unknown token and no provider token: the token is judged first (§11).
-        let reply = answer(f.push, f.deviceRequest {
-            $0.path = "/3/device/\(String(repeating: "99", count: 80))"
-            $0.set("authorization", nil)
-        })
+        let reply = answer(
+            f.push,
+            f.deviceRequest {
+                $0.path = "/3/device/\(String(repeating: "99", count: 80))"
+                $0.set("authorization", nil)
+            })
         #expect(reply.reason == "BadDeviceToken")
         // A bad apns-id wins over everything, and is not echoed.
-        let badID = answer(f.push, f.deviceRequest { $0.set("apns-id", "x"); $0.method = "GET" })
+        let badID = answer(
+            f.push,
+            f.deviceRequest {
+                $0.set("apns-id", "x")
+                $0.method = "GET"
+            })
         #expect(badID.reason == "BadMessageId")
         #expect(badID.header("apns-id") != "x")
     }
@@ -220,19 +241,23 @@ func answer(_ responder: APNsResponder, _ request: ReceivedRequest) -> Answer {
     @Test func priority1IsAcceptedWhenConfigured() {
         var settings = f.settings
         settings.allowsPriority1ForLiveActivity = true
-        let responder = APNsResponder(service: .push, environment: f.environment, settings: settings, registry: f.registry, journal: f.journal, faults: f.faults, devices: f.devices)
+        let responder = APNsResponder(
+            service: .push, environment: f.environment, settings: settings, registry: f.registry, journal: f.journal, faults: f.faults,
+            devices: f.devices)
         #expect(answer(responder, f.deviceRequest { $0.set("apns-priority", "1") }).status == 200)
     }
 
     @Test func keysRestrictedToAnotherEnvironmentOrTopicAreRefused() {
         let production = TestSigningKey(keyID: "PRODKEY123", teamID: "TEAMID1234")
         f.registry.register(EmulatorKey(keyID: "PRODKEY123", teamID: "TEAMID1234", publicKey: production.publicKey, environments: [.production]))
-        let wrongEnvironment = answer(f.push, f.deviceRequest { $0.set("authorization", "bearer " + production.signingKey.makeProviderToken(issuedAt: f.clock.now)) })
+        let wrongEnvironment = answer(
+            f.push, f.deviceRequest { $0.set("authorization", "bearer " + production.signingKey.makeProviderToken(issuedAt: f.clock.now)) })
         #expect(wrongEnvironment.status == 403 && wrongEnvironment.reason == "BadEnvironmentKeyIdInToken")
 
         let topicKey = TestSigningKey(keyID: "TOPICKEY12", teamID: "TEAMID1234")
         f.registry.register(EmulatorKey(keyID: "TOPICKEY12", teamID: "TEAMID1234", publicKey: topicKey.publicKey, scope: .topics(["com.other.app"])))
-        let otherTopic = answer(f.push, f.deviceRequest { $0.set("authorization", "bearer " + topicKey.signingKey.makeProviderToken(issuedAt: f.clock.now)) })
+        let otherTopic = answer(
+            f.push, f.deviceRequest { $0.set("authorization", "bearer " + topicKey.signingKey.makeProviderToken(issuedAt: f.clock.now)) })
         #expect(otherTopic.status == 400 && otherTopic.reason == "TopicDisallowed")
     }
 
@@ -257,7 +282,9 @@ func answer(_ responder: APNsResponder, _ request: ReceivedRequest) -> Answer {
 
     @Test func theJournalKeepsTheMostRecentRequestsOldestFirst() {
         let journal = EmulatorJournal(capacity: 3)
-        let responder = APNsResponder(service: .push, environment: f.environment, settings: f.settings, registry: f.registry, journal: journal, faults: f.faults, devices: f.devices)
+        let responder = APNsResponder(
+            service: .push, environment: f.environment, settings: f.settings, registry: f.registry, journal: journal, faults: f.faults,
+            devices: f.devices)
         var connection = responder.makeConnection(id: 1)
         for i in 0..<5 {
             _ = answer(responder, f.deviceRequest { $0.set("apns-collapse-id", "push-\(i)") }, connection: &connection)
@@ -279,21 +306,22 @@ func answer(_ responder: APNsResponder, _ request: ReceivedRequest) -> Answer {
         #expect(reply.header("apns-unique-id") != nil)
     }
 
-    @Test(arguments: [
-        (400, "MissingChannelId", { @Sendable (r: inout ReceivedRequest, _: Fixture) in r.set("apns-channel-id", nil) }),
-        (400, "MissingPushType", { r, _ in r.set("apns-push-type", nil) }),
-        (400, "InvalidPushType", { r, _ in r.set("apns-push-type", "alert") }),
-        (400, "BadExpirationDate", { r, _ in r.set("apns-expiration", nil) }),
-        (400, "BadExpirationDate", { r, _ in r.set("apns-expiration", "1795000000") }),
-        (400, "BadPriority", { r, _ in r.set("apns-priority", nil) }),
-        (400, "BadChannelId", { r, _ in r.set("apns-channel-id", "%%%") }),
-        (400, "ChannelNotRegistered", { r, _ in r.set("apns-channel-id", "dW5rbm93bg==") }),
-        (400, "TopicDisallowed", { r, f in r.path = "/4/broadcasts/apps/\(f.bundle).push-type.liveactivity" }),
-        (404, "BadPath", { r, _ in r.path = "/4/broadcasts/apps/" }),
-        (400, "PayloadEmpty", { r, _ in r.body = [] }),
-        (413, "PayloadTooLarge", { r, _ in r.body = Array(repeating: UInt8(ascii: " "), count: 5121) }),
-        (403, "MissingProviderToken", { r, _ in r.set("authorization", nil) }),
-    ] as [(Int, String, @Sendable (inout ReceivedRequest, Fixture) -> Void)])
+    @Test(
+        arguments: [
+            (400, "MissingChannelId", { @Sendable (r: inout ReceivedRequest, _: Fixture) in r.set("apns-channel-id", nil) }),
+            (400, "MissingPushType", { r, _ in r.set("apns-push-type", nil) }),
+            (400, "InvalidPushType", { r, _ in r.set("apns-push-type", "alert") }),
+            (400, "BadExpirationDate", { r, _ in r.set("apns-expiration", nil) }),
+            (400, "BadExpirationDate", { r, _ in r.set("apns-expiration", "1795000000") }),
+            (400, "BadPriority", { r, _ in r.set("apns-priority", nil) }),
+            (400, "BadChannelId", { r, _ in r.set("apns-channel-id", "%%%") }),
+            (400, "ChannelNotRegistered", { r, _ in r.set("apns-channel-id", "dW5rbm93bg==") }),
+            (400, "TopicDisallowed", { r, f in r.path = "/4/broadcasts/apps/\(f.bundle).push-type.liveactivity" }),
+            (404, "BadPath", { r, _ in r.path = "/4/broadcasts/apps/" }),
+            (400, "PayloadEmpty", { r, _ in r.body = [] }),
+            (413, "PayloadTooLarge", { r, _ in r.body = Array(repeating: UInt8(ascii: " "), count: 5121) }),
+            (403, "MissingProviderToken", { r, _ in r.set("authorization", nil) }),
+        ] as [(Int, String, @Sendable (inout ReceivedRequest, Fixture) -> Void)])
     func eachRuleHasItsReason(status: Int, reason: String, edit: @Sendable (inout ReceivedRequest, Fixture) -> Void) {
         let reply = answer(f.push, f.broadcastRequest { edit(&$0, f) })
         #expect(reply.status == status)
@@ -302,12 +330,14 @@ func answer(_ responder: APNsResponder, _ request: ReceivedRequest) -> Answer {
     }
 
     @Test func aStoredChannelTakesAnExpirationAnd5120Bytes() {
-        let reply = answer(f.push, f.broadcastRequest {
-            $0.set("apns-channel-id", f.policy1Channel)
-            $0.set("apns-expiration", "1795003600")
-            $0.set("apns-priority", "1")
-            $0.body = Array(repeating: UInt8(ascii: " "), count: 5120)
-        })
+        let reply = answer(
+            f.push,
+            f.broadcastRequest {
+                $0.set("apns-channel-id", f.policy1Channel)
+                $0.set("apns-expiration", "1795003600")
+                $0.set("apns-priority", "1")
+                $0.body = Array(repeating: UInt8(ascii: " "), count: 5120)
+            })
         #expect(reply.status == 200)
     }
 
@@ -322,7 +352,8 @@ func answer(_ responder: APNsResponder, _ request: ReceivedRequest) -> Answer {
 
     @Test func createReadListDelete() throws {
         var connection = f.management.makeConnection(id: 1)
-        let created = answer(f.management, f.channelRequest("POST", body: #"{"message-storage-policy": 1, "push-type": "LiveActivity"}"#), connection: &connection)
+        let created = answer(
+            f.management, f.channelRequest("POST", body: #"{"message-storage-policy": 1, "push-type": "LiveActivity"}"#), connection: &connection)
         #expect(created.status == 201 && created.body == nil)
         let id = try #require(created.header("apns-channel-id"))
         #expect(Data(base64Encoded: id) != nil)
@@ -344,24 +375,26 @@ func answer(_ responder: APNsResponder, _ request: ReceivedRequest) -> Answer {
         #expect(answer(f.management, f.channelRequest("GET", channelID: id), connection: &connection).reason == "ChannelNotRegistered")
         // A deleted id is never issued again.
         for _ in 0..<50 {
-            let again = answer(f.management, f.channelRequest("POST", body: #"{"message-storage-policy":0,"push-type":"LiveActivity"}"#), connection: &connection)
+            let again = answer(
+                f.management, f.channelRequest("POST", body: #"{"message-storage-policy":0,"push-type":"LiveActivity"}"#), connection: &connection)
             #expect(again.header("apns-channel-id") != id)
         }
     }
 
-    @Test(arguments: [
-        ("POST", "channels", nil, "", 400, "PayloadEmpty"),
-        ("POST", "channels", nil, "{", 400, "BadRequestPayload"),
-        ("POST", "channels", nil, #"{"message-storage-policy":1,"push-type":"LiveActivity","name":"x"}"#, 400, "BadRequestParams"),
-        ("POST", "channels", nil, #"{"message-storage-policy":2,"push-type":"LiveActivity"}"#, 400, "BadRequestParams"),
-        ("POST", "channels", nil, #"{"message-storage-policy":1,"push-type":"Alert"}"#, 400, "InvalidPushType"),
-        ("GET", "channels", nil, "", 400, "MissingChannelId"),
-        ("GET", "channels", "***", "", 400, "BadChannelId"),
-        ("DELETE", "channels", "dW5rbm93bg==", "", 400, "ChannelNotRegistered"),
-        ("PUT", "channels", nil, "", 405, "MethodNotAllowed"),
-        ("POST", "all-channels", nil, "", 405, "MethodNotAllowed"),
-        ("GET", "channel", nil, "", 404, "BadPath"),
-    ] as [(String, String, String?, String, Int, String)])
+    @Test(
+        arguments: [
+            ("POST", "channels", nil, "", 400, "PayloadEmpty"),
+            ("POST", "channels", nil, "{", 400, "BadRequestPayload"),
+            ("POST", "channels", nil, #"{"message-storage-policy":1,"push-type":"LiveActivity","name":"x"}"#, 400, "BadRequestParams"),
+            ("POST", "channels", nil, #"{"message-storage-policy":2,"push-type":"LiveActivity"}"#, 400, "BadRequestParams"),
+            ("POST", "channels", nil, #"{"message-storage-policy":1,"push-type":"Alert"}"#, 400, "InvalidPushType"),
+            ("GET", "channels", nil, "", 400, "MissingChannelId"),
+            ("GET", "channels", "***", "", 400, "BadChannelId"),
+            ("DELETE", "channels", "dW5rbm93bg==", "", 400, "ChannelNotRegistered"),
+            ("PUT", "channels", nil, "", 405, "MethodNotAllowed"),
+            ("POST", "all-channels", nil, "", 405, "MethodNotAllowed"),
+            ("GET", "channel", nil, "", 404, "BadPath"),
+        ] as [(String, String, String?, String, Int, String)])
     func eachRuleHasItsReason(method: String, suffix: String, channelID: String?, body: String, status: Int, reason: String) {
         let reply = answer(f.management, f.channelRequest(method, suffix, channelID: channelID, body: body))
         #expect(reply.status == status)
@@ -371,9 +404,11 @@ func answer(_ responder: APNsResponder, _ request: ReceivedRequest) -> Answer {
     @Test func topicKeysAndTheCapabilityAreChecked() {
         let topicKey = TestSigningKey(keyID: "TOPICKEY12", teamID: "TEAMID1234")
         f.registry.register(EmulatorKey(keyID: "TOPICKEY12", teamID: "TEAMID1234", publicKey: topicKey.publicKey, scope: .topics(["com.other.app"])))
-        let mismatch = answer(f.management, f.channelRequest("GET", "all-channels") {
-            $0.set("authorization", "bearer " + topicKey.signingKey.makeProviderToken(issuedAt: f.clock.now))
-        })
+        let mismatch = answer(
+            f.management,
+            f.channelRequest("GET", "all-channels") {
+                $0.set("authorization", "bearer " + topicKey.signingKey.makeProviderToken(issuedAt: f.clock.now))
+            })
         #expect(mismatch.status == 403 && mismatch.reason == "TopicMismatch")
         f.registry.setBroadcastEnabled(for: ["com.other.app"])
         #expect(answer(f.management, f.channelRequest("GET", "all-channels")).reason == "FeatureNotEnabled")

@@ -1,10 +1,11 @@
-@testable import APNsEmulator
 import Crypto
 import Foundation
 import LiveActivityKit
 import LiveRelayTesting
 import SimulatedDevices
 import Testing
+
+@testable import APNsEmulator
 
 /// The state file: the devices and what APNs knows of them (keys, tokens and their states,
 /// channels) outlive the emulator's process; a file it cannot read is set aside, never lost.
@@ -16,8 +17,11 @@ import Testing
         try await withDeadline(.seconds(30)) {
             let first = try await APNsEmulator.start(.init(stateFile: file))
             let key = P256.Signing.PrivateKey().publicKey
-            first.registry.register(EmulatorKey(keyID: "KEY0000001", teamID: "TEAM000001", publicKey: key, environments: [.production], scope: .topics(["com.example.a"])))
-            let token = String(repeating: "ab", count: 40), since = Date(timeIntervalSince1970: 1_795_000_000)
+            first.registry.register(
+                EmulatorKey(keyID: "KEY0000001", teamID: "TEAM000001", publicKey: key, environments: [.production], scope: .topics(["com.example.a"]))
+            )
+            let token = String(repeating: "ab", count: 40)
+            let since = Date(timeIntervalSince1970: 1_795_000_000)
             first.registry.register(EmulatorToken(hex: token, bundleID: "com.example.a", environment: .production))
             first.registry.unregister(token: token, since: since)
             let channel = try #require(first.registry.createChannel(bundleID: "com.example.a", environment: .sandbox, storagePolicy: 1))
@@ -32,8 +36,12 @@ import Testing
             let second = try await APNsEmulator.start(.init(stateFile: file))
             let kept = try #require(second.registry.keys.first)
             #expect(second.registry.keys.count == 1 && kept.keyID == "KEY0000001" && kept.teamID == "TEAM000001")
-            #expect(kept.publicKey.rawRepresentation == key.rawRepresentation && kept.environments == [.production] && kept.scope == .topics(["com.example.a"]))
-            #expect(second.registry.token(token) == EmulatorToken(hex: token, bundleID: "com.example.a", environment: .production, state: .unregistered(since: since)))
+            #expect(
+                kept.publicKey.rawRepresentation == key.rawRepresentation && kept.environments == [.production]
+                    && kept.scope == .topics(["com.example.a"]))
+            #expect(
+                second.registry.token(token)
+                    == EmulatorToken(hex: token, bundleID: "com.example.a", environment: .production, state: .unregistered(since: since)))
             #expect(second.registry.allChannels() == [channel])
             #expect(second.devices.deviceIDs == ["iphone"])
             #expect(try second.devices.device("iphone").model == .iPad)

@@ -67,7 +67,9 @@ import Testing
             client.send(Self.push(key), body: Self.body, on: 7)
             client.send(Self.push(key, extra: [("content-length", "3")]), body: Self.body, on: 9)
             client.send(Self.push(key), body: Self.body, on: 11)
-            try await client.waitFor { events in [3, 7, 11].allSatisfy { events.status(of: $0) != nil } && [5, 9].allSatisfy { events.reset(of: $0) != nil } }
+            try await client.waitFor { events in
+                [3, 7, 11].allSatisfy { events.status(of: $0) != nil } && [5, 9].allSatisfy { events.reset(of: $0) != nil }
+            }
             #expect([3, 7, 11].map { client.events.status(of: $0) } == [200, 200, 200])
             #expect(client.events.reset(of: 5) == .protocolError)
             #expect(client.events.reset(of: 9) == .protocolError)
@@ -119,7 +121,8 @@ import Testing
             // other suites' connections.
             let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
             let client = HTTPClient(eventLoopGroupProvider: .shared(group), configuration: configuration)
-            let total = Self.asyncHTTPClientPushes, inFlight = 100
+            let total = Self.asyncHTTPClientPushes
+            let inFlight = 100
             let providerToken = key.signingKey.makeProviderToken(issuedAt: Date())
             let body = Array(Self.body.readableBytesView)
             let port = emulator.ports(.sandbox).push

@@ -164,7 +164,8 @@ import Testing
                 request.header("apns-id") == unanswered.description ? .noAnswer : AcceptAllResponder().answer(request)
             }
             let error = await #expect(throws: APNsTransportError.self) {
-                try await client.send(payload, to: liveActivityToken(), topic: bundle, options: PushOptions(apnsID: unanswered), timeout: .milliseconds(300))
+                try await client.send(
+                    payload, to: liveActivityToken(), topic: bundle, options: PushOptions(apnsID: unanswered), timeout: .milliseconds(300))
             }
             #expect(error?.code == .deadlineExceeded)
             // The connection is still good for the next push.
@@ -238,7 +239,10 @@ import Testing
             let cases: [(APNsRequest, String)] = [
                 (APNsRequest(service: .push, method: .post, path: "/3/device/ab", headers: [.init("Apns-Topic", "x")], body: body), "Apns-Topic"),
                 (APNsRequest(service: .push, method: .post, path: "/3/device/ab", headers: [.init(":status", "200")], body: body), ":status"),
-                (APNsRequest(service: .push, method: .post, path: "/3/device/ab", headers: [.init("apns-topic", "x\r\ny: z")], body: body), "apns-topic"),
+                (
+                    APNsRequest(service: .push, method: .post, path: "/3/device/ab", headers: [.init("apns-topic", "x\r\ny: z")], body: body),
+                    "apns-topic"
+                ),
                 (APNsRequest(service: .push, method: .post, path: "/3/device/ab", headers: [.init("apns-topic", " x")], body: body), "apns-topic"),
                 (APNsRequest(service: .push, method: .post, path: "/3/device/a b", headers: [], body: body), ":path"),
                 (APNsRequest(service: .push, method: .post, path: "3/device/ab", headers: [], body: body), ":path"),
@@ -251,7 +255,8 @@ import Testing
             }
             #expect(server.received.isEmpty)
             let wellFormed = APNsRequest(
-                service: .push, method: .post, path: "/3/device/ab", headers: [.init("x-custom_header.1", "a b"), .init("te", "trailers")], body: body)
+                service: .push, method: .post, path: "/3/device/ab", headers: [.init("x-custom_header.1", "a b"), .init("te", "trailers")], body: body
+            )
             #expect(wellFormed.malformation == nil)
         }
     }
@@ -269,7 +274,8 @@ import Testing
             let server = try await ScriptedAPNsServer.start()
             let otherCA = TestFiles.path("other-ca", pathExtension: "pem")
             try EmulatorCertificates.generate().writeCertificateAuthority(to: otherCA)
-            let environment = APNsEnvironment.custom(host: "127.0.0.1", port: server.server.port, channelManagementPort: server.server.port, caFile: otherCA)
+            let environment = APNsEnvironment.custom(
+                host: "127.0.0.1", port: server.server.port, channelManagementPort: server.server.port, caFile: otherCA)
             let configuration = APNsClient.Configuration(environment: environment, signingKey: TestSigningKey().signingKey)
             let error = await #expect(throws: APNsTransportError.self) {
                 try await withAPNsClient(configuration: configuration) { [payload, bundle] client in
@@ -288,9 +294,13 @@ import Testing
             server.setFallback { request in
                 switch (request.method, request.path) {
                 case ("POST", "/1/apps/com.example.apple-samplecode.Emoji-Rangers/channels"):
-                    return .respond(status: 201, headers: [("apns-request-id", UUID().uuidString.lowercased()), ("apns-channel-id", "dHN0LXNyY2gtY2hubA==")], body: nil)
+                    return .respond(
+                        status: 201, headers: [("apns-request-id", UUID().uuidString.lowercased()), ("apns-channel-id", "dHN0LXNyY2gtY2hubA==")],
+                        body: nil)
                 case ("GET", "/1/apps/com.example.apple-samplecode.Emoji-Rangers/channels"):
-                    return .respond(status: 200, headers: [("content-type", "application/json")], body: Array(#"{"message-storage-policy":1,"push-type":"LiveActivity"}"#.utf8))
+                    return .respond(
+                        status: 200, headers: [("content-type", "application/json")],
+                        body: Array(#"{"message-storage-policy":1,"push-type":"LiveActivity"}"#.utf8))
                 case ("GET", "/1/apps/com.example.apple-samplecode.Emoji-Rangers/all-channels"):
                     return .respond(status: 200, headers: [], body: Array(#"{"channels":["dHN0LXNyY2gtY2hubA==","YWJj"]}"#.utf8))
                 case ("DELETE", _):

@@ -30,8 +30,10 @@ enum Nghttpd {
         let port = try freeLoopbackPort()
         let server = try ChildProcess.start(
             Nghttpd.path,
-            ["--echo-upload", "-a", "127.0.0.1", "-m", "20", "-w", "14", "-c", "256", "-d", directory,
-             String(port), "\(directory)/key.pem", "\(directory)/server.pem"],
+            [
+                "--echo-upload", "-a", "127.0.0.1", "-m", "20", "-w", "14", "-c", "256", "-d", directory,
+                String(port), "\(directory)/key.pem", "\(directory)/server.pem",
+            ],
             environment: [:], output: .null)
         defer {
             server.send(SIGKILL)

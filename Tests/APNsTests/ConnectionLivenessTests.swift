@@ -1,6 +1,7 @@
-@testable import APNs
 import NIOCore
 import Testing
+
+@testable import APNs
 
 /// When a connection that owes answers is PINGed, and when it is taken for dead (`ConnectionLiveness`).
 @Suite struct ConnectionLivenessTests {

@@ -1,5 +1,6 @@
-@testable import APNs
 import Testing
+
+@testable import APNs
 
 /// Which connection takes the next request, and when the pool opens another (`ConnectionPlan`).
 @Suite struct ConnectionPlanTests {

@@ -1,12 +1,14 @@
-@testable import APNs
-@testable import APNsEmulator
 import NIOCore
 import NIOHTTP2
 import Testing
 
+@testable import APNs
+@testable import APNsEmulator
+
 @Suite struct ConnectionReceiveWindowTests {
     func data(_ bytes: Int, padding: Int? = nil) -> HTTP2Frame {
-        HTTP2Frame(streamID: 1, payload: .data(.init(data: .byteBuffer(ByteBuffer(repeating: 0, count: bytes)), endStream: true, paddingBytes: padding)))
+        HTTP2Frame(
+            streamID: 1, payload: .data(.init(data: .byteBuffer(ByteBuffer(repeating: 0, count: bytes)), endStream: true, paddingBytes: padding)))
     }
 
     func increment(_ frame: HTTP2Frame?) -> Int? {

@@ -1,10 +1,11 @@
-@testable import APNs
 import Foundation
 import NIOCore
 import NIOEmbedded
 import NIOHPACK
 import Synchronization
 import Testing
+
+@testable import APNs
 
 /// The client's own HTTP/2: HPACK against RFC 7541's examples and NIOHPACK's decoder, and the
 /// streams handler against frames written by hand, as a server could send them.
@@ -23,12 +24,17 @@ import Testing
             encoder.encode(fields.map { APNsRequest.Header($0.0, $0.1) }, to: &bytes)
             return hex(bytes)
         }
-        #expect(encode([(":method", "GET"), (":scheme", "http"), (":path", "/"), (":authority", "www.example.com")])
-            == "828684410f7777772e6578616d706c652e636f6d")
-        #expect(encode([(":method", "GET"), (":scheme", "http"), (":path", "/"), (":authority", "www.example.com"), ("cache-control", "no-cache")])
-            == "828684be58086e6f2d6361636865")
-        #expect(encode([(":method", "GET"), (":scheme", "https"), (":path", "/index.html"), (":authority", "www.example.com"), ("custom-key", "custom-value")])
-            == "828785bf400a637573746f6d2d6b65790c637573746f6d2d76616c7565")
+        #expect(
+            encode([(":method", "GET"), (":scheme", "http"), (":path", "/"), (":authority", "www.example.com")])
+                == "828684410f7777772e6578616d706c652e636f6d")
+        #expect(
+            encode([(":method", "GET"), (":scheme", "http"), (":path", "/"), (":authority", "www.example.com"), ("cache-control", "no-cache")])
+                == "828684be58086e6f2d6361636865")
+        #expect(
+            encode([
+                (":method", "GET"), (":scheme", "https"), (":path", "/index.html"), (":authority", "www.example.com"), ("custom-key", "custom-value"),
+            ])
+                == "828785bf400a637573746f6d2d6b65790c637573746f6d2d76616c7565")
     }
 
     /// Whatever the table keeps and evicts, an independent decoder reads every block back; fields
@@ -117,13 +123,14 @@ import Testing
         ) {
             let streamID = UInt32(2 * sent + 1)
             sent += 1
-            handler.send(APNsStreamRequest(
-                headers: [
-                    .init(":method", "POST"), .init(":scheme", "https"), .init(":authority", "apns"),
-                    .init(":path", path, indexable: false),
-                ] + extra,
-                body: body.isEmpty ? nil : ByteBuffer(bytes: body), deadline: channel.eventLoop.now + timeout,
-                answer: { [answers] result in answers.byStream.withLock { $0[streamID] = result } }))
+            handler.send(
+                APNsStreamRequest(
+                    headers: [
+                        .init(":method", "POST"), .init(":scheme", "https"), .init(":authority", "apns"),
+                        .init(":path", path, indexable: false),
+                    ] + extra,
+                    body: body.isEmpty ? nil : ByteBuffer(bytes: body), deadline: channel.eventLoop.now + timeout,
+                    answer: { [answers] result in answers.byStream.withLock { $0[streamID] = result } }))
         }
 
         func answer(_ streamID: UInt32) -> Result<APNsRawResponse, any Error>? { answers.byStream.withLock { $0[streamID] } }
@@ -207,8 +214,9 @@ import Testing
         connection.send()
         connection.channel.embeddedEventLoop.run()
         #expect(try connection.written().map(\.header.streamID) == [1, 1])  // HEADERS and DATA of stream 1 only
-        try connection.frame(.headers, flags: HTTP2Wire.Flag.endHeaders | HTTP2Wire.Flag.endStream, stream: 1,
-                             connection.headerBlock([(":status", "200"), ("apns-id", "one")]))
+        try connection.frame(
+            .headers, flags: HTTP2Wire.Flag.endHeaders | HTTP2Wire.Flag.endStream, stream: 1,
+            connection.headerBlock([(":status", "200"), ("apns-id", "one")]))
         #expect(connection.status(1) == 200)
         #expect(try connection.answer(1)?.get().headers.first?.value == "one")
         connection.channel.embeddedEventLoop.run()
@@ -271,8 +279,9 @@ import Testing
         connection.send()
         let block = try connection.headerBlock([(":status", "400"), ("apns-id", "two"), ("content-type", "application/json")])
         // HEADERS, padded and with a priority, then the rest of the block in CONTINUATION.
-        try connection.frame(.headers, flags: HTTP2Wire.Flag.padded | HTTP2Wire.Flag.priority, stream: 1,
-                             [3] + [0, 0, 0, 0, 16] + Array(block.prefix(4)) + [0, 0, 0])
+        try connection.frame(
+            .headers, flags: HTTP2Wire.Flag.padded | HTTP2Wire.Flag.priority, stream: 1,
+            [3] + [0, 0, 0, 0, 16] + Array(block.prefix(4)) + [0, 0, 0])
         #expect(connection.answer(1) == nil)
         try connection.frame(.continuation, flags: HTTP2Wire.Flag.endHeaders, stream: 1, Array(block.dropFirst(4)))
         let body = Array(#"{"reason":"BadDeviceToken"}"#.utf8)
@@ -336,8 +345,9 @@ import Testing
         #expect(connection.error(3)?.message.contains("Shutdown") == true)
         #expect(connection.answer(1) == nil)
         #expect(connection.channel.isActive)
-        try connection.frame(.headers, flags: HTTP2Wire.Flag.endHeaders | HTTP2Wire.Flag.endStream, stream: 1,
-                             connection.headerBlock([(":status", "200")]))
+        try connection.frame(
+            .headers, flags: HTTP2Wire.Flag.endHeaders | HTTP2Wire.Flag.endStream, stream: 1,
+            connection.headerBlock([(":status", "200")]))
         #expect(connection.status(1) == 200)
         #expect(!connection.channel.isActive)  // closed once its last stream ended
     }
@@ -396,7 +406,8 @@ import Testing
         connection.channel.embeddedEventLoop.advanceTime(by: .milliseconds(1500))
         #expect(connection.answer(1) == nil && connection.channel.isActive, "a slow answer on a live connection waits")
         #expect(try connection.written().map(\.header.type) == [HTTP2Wire.FrameType.ping.rawValue], "silent again: another PING")
-        try connection.frame(.headers, flags: HTTP2Wire.Flag.endHeaders | HTTP2Wire.Flag.endStream, stream: 1, connection.headerBlock([(":status", "200")]))
+        try connection.frame(
+            .headers, flags: HTTP2Wire.Flag.endHeaders | HTTP2Wire.Flag.endStream, stream: 1, connection.headerBlock([(":status", "200")]))
         #expect(connection.status(1) == 200)
         connection.channel.embeddedEventLoop.advanceTime(by: .seconds(60))
         #expect(try connection.written().isEmpty, "no PING while nothing is owed")

@@ -1,18 +1,19 @@
-@testable import APNs
 import Crypto
 import Foundation
 import LiveActivityKit
 import LiveRelayTesting
 import Testing
 
+@testable import APNs
+
 /// Checks a provider token as APNs does: ES256 over `header.claims` with the team's public key.
 func verifyProviderToken(_ token: String, with publicKey: P256.Signing.PublicKey) -> (header: JSONValue, claims: JSONValue)? {
     let parts = token.split(separator: ".", omittingEmptySubsequences: false)
     guard parts.count == 3,
-          let header = base64URLDecoded(parts[0]), let claims = base64URLDecoded(parts[1]), let signature = base64URLDecoded(parts[2]),
-          let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
-          publicKey.isValidSignature(ecdsa, for: Data((parts[0] + "." + parts[1]).utf8)),
-          let headerJSON = try? JSONValue(parsing: Array(header)), let claimsJSON = try? JSONValue(parsing: Array(claims))
+        let header = base64URLDecoded(parts[0]), let claims = base64URLDecoded(parts[1]), let signature = base64URLDecoded(parts[2]),
+        let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
+        publicKey.isValidSignature(ecdsa, for: Data((parts[0] + "." + parts[1]).utf8)),
+        let headerJSON = try? JSONValue(parsing: Array(header)), let claimsJSON = try? JSONValue(parsing: Array(claims))
     else { return nil }
     return (headerJSON, claimsJSON)
 }
@@ -45,7 +46,9 @@ func verifyProviderToken(_ token: String, with publicKey: P256.Signing.PublicKey
 
     @Test func badKeysAndIdentifiersAreNamed() {
         let pem = P256.Signing.PrivateKey().pemRepresentation
-        #expect(throws: APNsConfigurationError(field: "key-id", message: "must be the 10-character identifier from the developer account, got \"SHORT\"")) {
+        #expect(
+            throws: APNsConfigurationError(field: "key-id", message: "must be the 10-character identifier from the developer account, got \"SHORT\"")
+        ) {
             try APNsSigningKey(pem: pem, keyID: "SHORT", teamID: "DEF123GHIJ")
         }
         let error = #expect(throws: APNsConfigurationError.self) { try APNsSigningKey(pem: "not a key", keyID: "ABC123DEFG", teamID: "DEF123GHIJ") }

@@ -1,10 +1,11 @@
-@testable import APNs
 import Foundation
 import LiveActivityKit
 import LiveRelayTesting
 import NIOCore
 import NIOPosix
 import Testing
+
+@testable import APNs
 
 /// Tasks that send many pushes can run on the push connection's event loop: no thread hop per push.
 @Suite struct PushExecutorTests {

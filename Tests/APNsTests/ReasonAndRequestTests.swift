@@ -1,9 +1,10 @@
-@testable import APNs
 import Foundation
 import LiveActivityKit
 import LiveRelayTesting
 import NIOCore
 import Testing
+
+@testable import APNs
 
 @Suite struct ReasonTableTests {
     /// Apple's tables (spec §5.2 and §5.3): reason, status, and the advice Apple's guidance gives.
@@ -87,13 +88,14 @@ import Testing
                 priority: .powerConsiderate, expiration: .at(Date(timeIntervalSince1970: 1_795_003_600)),
                 collapseID: CollapseID("score"), apnsID: APNsMessageID("123e4567-e89b-12d3-a456-426614174000")))
         let fields = request.headerFields(authority: "api.sandbox.push.apple.com", authorization: "JWT")
-        #expect(fields.map { "\($0.name): \($0.value)" } == [
-            ":method: POST", ":scheme: https", ":authority: api.sandbox.push.apple.com",
-            ":path: /3/device/\(liveActivityToken().hex)", "authorization: bearer JWT",
-            "apns-push-type: liveactivity", "apns-topic: com.example.app.push-type.liveactivity", "apns-priority: 5",
-            "apns-expiration: 1795003600", "apns-collapse-id: score", "apns-id: 123e4567-e89b-12d3-a456-426614174000",
-            "content-type: application/json",
-        ])
+        #expect(
+            fields.map { "\($0.name): \($0.value)" } == [
+                ":method: POST", ":scheme: https", ":authority: api.sandbox.push.apple.com",
+                ":path: /3/device/\(liveActivityToken().hex)", "authorization: bearer JWT",
+                "apns-push-type: liveactivity", "apns-topic: com.example.app.push-type.liveactivity", "apns-priority: 5",
+                "apns-expiration: 1795003600", "apns-collapse-id: score", "apns-id: 123e4567-e89b-12d3-a456-426614174000",
+                "content-type: application/json",
+            ])
         #expect(request.body == payload.json.serialized)
         // Values that change per request stay out of the HPACK table.
         #expect(fields.filter { !$0.indexable }.map(\.name) == [":path", "apns-expiration", "apns-collapse-id", "apns-id"])

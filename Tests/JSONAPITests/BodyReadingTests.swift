@@ -44,22 +44,25 @@ import Testing
         #expect(order.name == "n")
         #expect(order.window?.from == ISO8601DateFormatter().date(from: "2026-11-21T10:00:00Z"))
         #expect(order.window?.count == 3)
-        #expect(try Order.decode(json: Array(#"{"name": "n", "window": {"from": 1800000000}}"#.utf8)).window?.from == Date(timeIntervalSince1970: 1_800_000_000))
+        #expect(
+            try Order.decode(json: Array(#"{"name": "n", "window": {"from": 1800000000}}"#.utf8)).window?.from
+                == Date(timeIntervalSince1970: 1_800_000_000))
     }
 
-    @Test(arguments: [
-        (#"{"name": "n", "nmae": 1}"#, "unknown_key", "nmae", "is not a field of this request"),
-        (#"{"name": "n", "window": {"form": 1}}"#, "unknown_key", "window.form", "did you mean \"from\"?"),
-        (#"{"window": {}}"#, "missing", "name", "is required"),
-        (#"{"name": ""}"#, "invalid_value", "name", "must not be empty"),
-        (#"{"name": 5}"#, "wrong_type", "name", "must be a string"),
-        (#"{"name": "n", "window": {"count": 1e19}}"#, "invalid_value", "window.count", "whole number from 0 to 100"),
-        (#"{"name": "n", "window": {"count": 1.5}}"#, "invalid_value", "window.count", "whole number"),
-        (#"{"name": "n", "window": {"from": "soon"}}"#, "invalid_value", "window.from", "ISO 8601"),
-        (#"{"name": "n", "window": {"from": 1e15}}"#, "invalid_value", "window.from", "between 1970"),
-        (#"[1]"#, "wrong_type", nil, "must be a JSON object"),
-        (#"{"name": "#, "invalid_json", nil, "not valid JSON"),
-    ] as [(String, String, String?, String)])
+    @Test(
+        arguments: [
+            (#"{"name": "n", "nmae": 1}"#, "unknown_key", "nmae", "is not a field of this request"),
+            (#"{"name": "n", "window": {"form": 1}}"#, "unknown_key", "window.form", "did you mean \"from\"?"),
+            (#"{"window": {}}"#, "missing", "name", "is required"),
+            (#"{"name": ""}"#, "invalid_value", "name", "must not be empty"),
+            (#"{"name": 5}"#, "wrong_type", "name", "must be a string"),
+            (#"{"name": "n", "window": {"count": 1e19}}"#, "invalid_value", "window.count", "whole number from 0 to 100"),
+            (#"{"name": "n", "window": {"count": 1.5}}"#, "invalid_value", "window.count", "whole number"),
+            (#"{"name": "n", "window": {"from": "soon"}}"#, "invalid_value", "window.from", "ISO 8601"),
+            (#"{"name": "n", "window": {"from": 1e15}}"#, "invalid_value", "window.from", "between 1970"),
+            (#"[1]"#, "wrong_type", nil, "must be a JSON object"),
+            (#"{"name": "#, "invalid_json", nil, "not valid JSON"),
+        ] as [(String, String, String?, String)])
     func aBrokenRuleIsNamed(json: String, code: String, field: String?, message: String) {
         let error = Self.refusal(json)
         #expect(error?.code == code)

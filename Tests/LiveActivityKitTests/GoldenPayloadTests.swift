@@ -40,59 +40,95 @@ private let talkLaterDate = Date(timeIntervalSince1970: 1_685_959_200)
     }
 
     static let goldens: [Golden] = [
-        Golden(name: "6:54 update", json: """
-            { "aps": { "timestamp": 1685952000, "event": "update", "content-state": { "currentHealthLevel": 0.941, "eventDescription": "Power Panda found a sword!" } } }
-            """) {
-            try .update(content: ActivityContent(state: AdventureAttributes.ContentState(currentHealthLevel: 0.941, eventDescription: "Power Panda found a sword!"), staleDate: nil), timestamp: talkTimestamp)
-        },
-        Golden(name: "14:21 alerting", json: """
-            { "aps": { "timestamp": 1685952000, "event": "update", "content-state": { "currentHealthLevel": 0.0, "eventDescription": "Power Panda has been knocked down!" }, "alert": { "title": "Power Panda is knocked down!", "body": "Use a potion to heal Power Panda!", "sound": "default" } } }
-            """) {
+        Golden(
+            name: "6:54 update",
+            json: """
+                { "aps": { "timestamp": 1685952000, "event": "update", "content-state": { "currentHealthLevel": 0.941, "eventDescription": "Power Panda found a sword!" } } }
+                """
+        ) {
             try .update(
-                content: ActivityContent(state: AdventureAttributes.ContentState(currentHealthLevel: 0, eventDescription: "Power Panda has been knocked down!"), staleDate: nil),
+                content: ActivityContent(
+                    state: AdventureAttributes.ContentState(currentHealthLevel: 0.941, eventDescription: "Power Panda found a sword!"), staleDate: nil
+                ), timestamp: talkTimestamp)
+        },
+        Golden(
+            name: "14:21 alerting",
+            json: """
+                { "aps": { "timestamp": 1685952000, "event": "update", "content-state": { "currentHealthLevel": 0.0, "eventDescription": "Power Panda has been knocked down!" }, "alert": { "title": "Power Panda is knocked down!", "body": "Use a potion to heal Power Panda!", "sound": "default" } } }
+                """
+        ) {
+            try .update(
+                content: ActivityContent(
+                    state: AdventureAttributes.ContentState(currentHealthLevel: 0, eventDescription: "Power Panda has been knocked down!"),
+                    staleDate: nil),
                 alert: AlertConfiguration(title: "Power Panda is knocked down!", body: "Use a potion to heal Power Panda!", sound: .default),
                 timestamp: talkTimestamp)
         },
-        Golden(name: "14:56 alert localization and 15:25 alert sound", json: """
-            { "aps": { "timestamp": 1685952000, "event": "update", "content-state": { "currentHealthLevel": 0.0, "eventDescription": "Power Panda has been knocked down!" }, "alert": { "title": { "loc-key": "%@ is knocked down!", "loc-args": ["Power Panda"] }, "body": { "loc-key": "Use a potion to heal %@!", "loc-args": ["Power Panda"] }, "sound": "HeroDown.mp4" } } }
-            """) {
+        Golden(
+            name: "14:56 alert localization and 15:25 alert sound",
+            json: """
+                { "aps": { "timestamp": 1685952000, "event": "update", "content-state": { "currentHealthLevel": 0.0, "eventDescription": "Power Panda has been knocked down!" }, "alert": { "title": { "loc-key": "%@ is knocked down!", "loc-args": ["Power Panda"] }, "body": { "loc-key": "Use a potion to heal %@!", "loc-args": ["Power Panda"] }, "sound": "HeroDown.mp4" } } }
+                """
+        ) {
             try .update(
-                content: ActivityContent(state: AdventureAttributes.ContentState(currentHealthLevel: 0, eventDescription: "Power Panda has been knocked down!"), staleDate: nil),
+                content: ActivityContent(
+                    state: AdventureAttributes.ContentState(currentHealthLevel: 0, eventDescription: "Power Panda has been knocked down!"),
+                    staleDate: nil),
                 alert: AlertConfiguration(
                     title: .localized(key: "%@ is knocked down!", arguments: ["Power Panda"]),
                     body: .localized(key: "Use a potion to heal %@!", arguments: ["Power Panda"]),
                     sound: .named("HeroDown.mp4")),
                 timestamp: talkTimestamp)
         },
-        Golden(name: "15:52 dismissal", json: """
-            { "aps": { "timestamp": 1685952000, "event": "end", "dismissal-date": 1685959200, "content-state": { "currentHealthLevel": 0.23, "eventDescription": "Adventure over! Power Panda is taking a nap." } } }
-            """) {
+        Golden(
+            name: "15:52 dismissal",
+            json: """
+                { "aps": { "timestamp": 1685952000, "event": "end", "dismissal-date": 1685959200, "content-state": { "currentHealthLevel": 0.23, "eventDescription": "Adventure over! Power Panda is taking a nap." } } }
+                """
+        ) {
             try .end(
-                content: ActivityContent(state: AdventureAttributes.ContentState(currentHealthLevel: 0.23, eventDescription: "Adventure over! Power Panda is taking a nap."), staleDate: nil),
+                content: ActivityContent(
+                    state: AdventureAttributes.ContentState(
+                        currentHealthLevel: 0.23, eventDescription: "Adventure over! Power Panda is taking a nap."), staleDate: nil),
                 dismissalPolicy: .after(talkLaterDate), timestamp: talkTimestamp)
         },
-        Golden(name: "16:44 stale date", json: """
-            { "aps": { "timestamp": 1685952000, "event": "update", "stale-date": 1685959200, "content-state": { "currentHealthLevel": 0.79, "eventDescription": "Egghead is in the woods and lost connection." } } }
-            """) {
+        Golden(
+            name: "16:44 stale date",
+            json: """
+                { "aps": { "timestamp": 1685952000, "event": "update", "stale-date": 1685959200, "content-state": { "currentHealthLevel": 0.79, "eventDescription": "Egghead is in the woods and lost connection." } } }
+                """
+        ) {
             try .update(
-                content: ActivityContent(state: AdventureAttributes.ContentState(currentHealthLevel: 0.79, eventDescription: "Egghead is in the woods and lost connection."), staleDate: talkLaterDate),
+                content: ActivityContent(
+                    state: AdventureAttributes.ContentState(
+                        currentHealthLevel: 0.79, eventDescription: "Egghead is in the woods and lost connection."), staleDate: talkLaterDate),
                 timestamp: talkTimestamp)
         },
-        Golden(name: "17:19 relevance score", json: """
-            { "aps": { "timestamp": 1685952000, "event": "update", "relevance-score": 100, "content-state": { "currentHealthLevel": 0.941, "eventDescription": "Power Panda found a sword!" } } }
-            """) {
+        Golden(
+            name: "17:19 relevance score",
+            json: """
+                { "aps": { "timestamp": 1685952000, "event": "update", "relevance-score": 100, "content-state": { "currentHealthLevel": 0.941, "eventDescription": "Power Panda found a sword!" } } }
+                """
+        ) {
             try .update(
-                content: ActivityContent(state: AdventureAttributes.ContentState(currentHealthLevel: 0.941, eventDescription: "Power Panda found a sword!"), staleDate: nil, relevanceScore: 100),
+                content: ActivityContent(
+                    state: AdventureAttributes.ContentState(currentHealthLevel: 0.941, eventDescription: "Power Panda found a sword!"),
+                    staleDate: nil, relevanceScore: 100),
                 timestamp: talkTimestamp)
         },
-        Golden(name: "Apple's push-to-start example", json: """
-            {"aps":{"timestamp":1685952000,"event":"start","content-state":{"currentHealthLevel":100,"eventDescription":"Adventure has begun!"},"attributes-type":"AdventureAttributes","attributes":{"hero":{"name":"Power Panda","avatar":"U+1F43C","healthLevel":100,"heroType":"Forest Dweller","healthRecoveryRatePerHour":0.25,"url":"game:///panda","battleCode":"game:///panda/battle","level":3,"exp":600,"bio":"..."}},"alert":{"title":{"loc-key":"%@ is on an adventure!","loc-args":["Power Panda"]},"body":{"loc-key":"%@ found a sword!","loc-args":["Power Panda"]},"sound":"chime.aiff"}}}
-            """) {
+        Golden(
+            name: "Apple's push-to-start example",
+            json: """
+                {"aps":{"timestamp":1685952000,"event":"start","content-state":{"currentHealthLevel":100,"eventDescription":"Adventure has begun!"},"attributes-type":"AdventureAttributes","attributes":{"hero":{"name":"Power Panda","avatar":"U+1F43C","healthLevel":100,"heroType":"Forest Dweller","healthRecoveryRatePerHour":0.25,"url":"game:///panda","battleCode":"game:///panda/battle","level":3,"exp":600,"bio":"..."}},"alert":{"title":{"loc-key":"%@ is on an adventure!","loc-args":["Power Panda"]},"body":{"loc-key":"%@ found a sword!","loc-args":["Power Panda"]},"sound":"chime.aiff"}}}
+                """
+        ) {
             try .start(
-                attributes: AdventureAttributes(hero: .init(
-                    name: "Power Panda", avatar: "U+1F43C", healthLevel: 100, heroType: "Forest Dweller",
-                    healthRecoveryRatePerHour: 0.25, url: "game:///panda", battleCode: "game:///panda/battle", level: 3, exp: 600, bio: "...")),
-                content: ActivityContent(state: AdventureAttributes.ContentState(currentHealthLevel: 100, eventDescription: "Adventure has begun!"), staleDate: nil),
+                attributes: AdventureAttributes(
+                    hero: .init(
+                        name: "Power Panda", avatar: "U+1F43C", healthLevel: 100, heroType: "Forest Dweller",
+                        healthRecoveryRatePerHour: 0.25, url: "game:///panda", battleCode: "game:///panda/battle", level: 3, exp: 600, bio: "...")),
+                content: ActivityContent(
+                    state: AdventureAttributes.ContentState(currentHealthLevel: 100, eventDescription: "Adventure has begun!"), staleDate: nil),
                 alert: AlertConfiguration(
                     title: .localized(key: "%@ is on an adventure!", arguments: ["Power Panda"]),
                     body: .localized(key: "%@ found a sword!", arguments: ["Power Panda"]),
@@ -112,8 +148,10 @@ private let talkLaterDate = Date(timeIntervalSince1970: 1_685_959_200)
 
     @Test func updateBytesAreExactlyTheTalksPayloadCompacted() throws {
         let built = try GoldenPayloadTests.goldens[0].build()
-        #expect(built.json.serializedString
-            == #"{"aps":{"timestamp":1685952000,"event":"update","content-state":{"currentHealthLevel":0.941,"eventDescription":"Power Panda found a sword!"}}}"#)
+        #expect(
+            built.json.serializedString
+                == #"{"aps":{"timestamp":1685952000,"event":"update","content-state":{"currentHealthLevel":0.941,"eventDescription":"Power Panda found a sword!"}}}"#
+        )
     }
 
     @Test(arguments: goldens)
@@ -141,7 +179,8 @@ private let talkLaterDate = Date(timeIntervalSince1970: 1_685_959_200)
             driverName: "Alex",
             estimatedDeliveryTime: Date(timeIntervalSince1970: 1_685_952_000)...Date(timeIntervalSince1970: 1_685_953_800),
             updatedAt: Date(timeIntervalSince1970: 1_685_952_000.5))
-        let payload = try LiveActivityPayload.update(content: ActivityContent(state: state, staleDate: nil), timestamp: Date(timeIntervalSince1970: 1_685_952_000))
+        let payload = try LiveActivityPayload.update(
+            content: ActivityContent(state: state, staleDate: nil), timestamp: Date(timeIntervalSince1970: 1_685_952_000))
         let foundation = try JSONValue(parsing: Array(JSONEncoder().encode(state)))
         // Same values and number literals; key order is not stable even between two JSONEncoder runs.
         #expect(payload.aps?["content-state"]?.sortedKeys == foundation.sortedKeys)

@@ -14,48 +14,114 @@ import Testing
     }
 
     static let update = #""event":"update","timestamp":1795000000,"content-state":{"a":1}"#
-    static let startBase = #""event":"start","timestamp":1795000000,"content-state":{"a":1},"alert":{"title":"T","body":"B"},"attributes-type":"DeliveryAttributes","attributes":{"order":1}"#
+    static let startBase =
+        #""event":"start","timestamp":1795000000,"content-state":{"a":1},"alert":{"title":"T","body":"B"},"attributes-type":"DeliveryAttributes","attributes":{"order":1}"#
 
     static let cases: [Case] = [
         Case(rule: "the payload is an object", json: "[1]", field: "payload", code: .wrongType),
         Case(rule: "aps is required", json: #"{"x":1}"#, field: "aps", code: .missing),
         Case(rule: "aps is an object", json: #"{"aps":"update"}"#, field: "aps", code: .wrongType),
-        Case(rule: "a misspelled aps key is refused with a hint", json: #"{"aps":{\#(update),"state-date":1795000000}}"#, field: "aps.state-date", code: .unknownKey),
+        Case(
+            rule: "a misspelled aps key is refused with a hint", json: #"{"aps":{\#(update),"state-date":1795000000}}"#, field: "aps.state-date",
+            code: .unknownKey),
         Case(rule: "custom keys go beside aps", json: #"{"aps":{\#(update),"orderID":7}}"#, field: "aps.orderID", code: .unknownKey),
         Case(rule: "event is required", json: #"{"aps":{"timestamp":1795000000,"content-state":{}}}"#, field: "aps.event", code: .missing),
-        Case(rule: "event is a string", json: #"{"aps":{"event":1,"timestamp":1795000000,"content-state":{}}}"#, field: "aps.event", code: .wrongType),
-        Case(rule: "event is start, update or end", json: #"{"aps":{"event":"Update","timestamp":1795000000,"content-state":{}}}"#, field: "aps.event", code: .invalidValue),
+        Case(
+            rule: "event is a string", json: #"{"aps":{"event":1,"timestamp":1795000000,"content-state":{}}}"#, field: "aps.event", code: .wrongType),
+        Case(
+            rule: "event is start, update or end", json: #"{"aps":{"event":"Update","timestamp":1795000000,"content-state":{}}}"#, field: "aps.event",
+            code: .invalidValue),
         Case(rule: "a broadcast cannot start", json: #"{"aps":{\#(startBase)}}"#, destination: .broadcast, field: "aps.event", code: .notAllowed),
         Case(rule: "timestamp is required", json: #"{"aps":{"event":"update","content-state":{}}}"#, field: "aps.timestamp", code: .missing),
-        Case(rule: "timestamp is a number", json: #"{"aps":{"event":"update","timestamp":"1795000000","content-state":{}}}"#, field: "aps.timestamp", code: .wrongType),
-        Case(rule: "timestamp is not milliseconds", json: #"{"aps":{"event":"update","timestamp":1795000000000,"content-state":{}}}"#, field: "aps.timestamp", code: .invalidValue),
-        Case(rule: "timestamp is not seconds since 2001", json: #"{"aps":{"event":"update","timestamp":785000000,"content-state":{}}}"#, field: "aps.timestamp", code: .invalidValue),
-        Case(rule: "stale-date is UNIX seconds", json: #"{"aps":{\#(update),"stale-date":"2026-11-21T14:00:00Z"}}"#, field: "aps.stale-date", code: .wrongType),
-        Case(rule: "stale-date is not seconds since 2001", json: #"{"aps":{\#(update),"stale-date":785000000}}"#, field: "aps.stale-date", code: .invalidValue),
-        Case(rule: "dismissal-date only on end", json: #"{"aps":{\#(update),"dismissal-date":1795000000}}"#, field: "aps.dismissal-date", code: .notAllowed),
-        Case(rule: "dismissal-date is UNIX seconds", json: #"{"aps":{"event":"end","timestamp":1795000000,"dismissal-date":1795000000000}}"#, field: "aps.dismissal-date", code: .invalidValue),
-        Case(rule: "content-state is required on update", json: #"{"aps":{"event":"update","timestamp":1795000000}}"#, field: "aps.content-state", code: .missing),
-        Case(rule: "content-state is required on start", json: #"{"aps":{"event":"start","timestamp":1795000000,"alert":{"title":"T","body":"B"},"attributes-type":"A","attributes":{}}}"#, field: "aps.content-state", code: .missing),
-        Case(rule: "content-state is an object", json: #"{"aps":{"event":"update","timestamp":1795000000,"content-state":"{\"a\":1}"}}"#, field: "aps.content-state", code: .wrongType),
-        Case(rule: "relevance-score is a number", json: #"{"aps":{\#(update),"relevance-score":"high"}}"#, field: "aps.relevance-score", code: .wrongType),
-        Case(rule: "a start needs an alert", json: #"{"aps":{"event":"start","timestamp":1795000000,"content-state":{},"attributes-type":"A","attributes":{}}}"#, field: "aps.alert", code: .missing),
+        Case(
+            rule: "timestamp is a number", json: #"{"aps":{"event":"update","timestamp":"1795000000","content-state":{}}}"#, field: "aps.timestamp",
+            code: .wrongType),
+        Case(
+            rule: "timestamp is not milliseconds", json: #"{"aps":{"event":"update","timestamp":1795000000000,"content-state":{}}}"#,
+            field: "aps.timestamp", code: .invalidValue),
+        Case(
+            rule: "timestamp is not seconds since 2001", json: #"{"aps":{"event":"update","timestamp":785000000,"content-state":{}}}"#,
+            field: "aps.timestamp", code: .invalidValue),
+        Case(
+            rule: "stale-date is UNIX seconds", json: #"{"aps":{\#(update),"stale-date":"2026-11-21T14:00:00Z"}}"#, field: "aps.stale-date",
+            code: .wrongType),
+        Case(
+            rule: "stale-date is not seconds since 2001", json: #"{"aps":{\#(update),"stale-date":785000000}}"#, field: "aps.stale-date",
+            code: .invalidValue),
+        Case(
+            rule: "dismissal-date only on end", json: #"{"aps":{\#(update),"dismissal-date":1795000000}}"#, field: "aps.dismissal-date",
+            code: .notAllowed),
+        Case(
+            rule: "dismissal-date is UNIX seconds", json: #"{"aps":{"event":"end","timestamp":1795000000,"dismissal-date":1795000000000}}"#,
+            field: "aps.dismissal-date", code: .invalidValue),
+        Case(
+            rule: "content-state is required on update", json: #"{"aps":{"event":"update","timestamp":1795000000}}"#, field: "aps.content-state",
+            code: .missing),
+        Case(
+            rule: "content-state is required on start",
+            json: #"{"aps":{"event":"start","timestamp":1795000000,"alert":{"title":"T","body":"B"},"attributes-type":"A","attributes":{}}}"#,
+            field: "aps.content-state", code: .missing),
+        Case(
+            rule: "content-state is an object", json: #"{"aps":{"event":"update","timestamp":1795000000,"content-state":"{\"a\":1}"}}"#,
+            field: "aps.content-state", code: .wrongType),
+        Case(
+            rule: "relevance-score is a number", json: #"{"aps":{\#(update),"relevance-score":"high"}}"#, field: "aps.relevance-score",
+            code: .wrongType),
+        Case(
+            rule: "a start needs an alert",
+            json: #"{"aps":{"event":"start","timestamp":1795000000,"content-state":{},"attributes-type":"A","attributes":{}}}"#, field: "aps.alert",
+            code: .missing),
         Case(rule: "alert is an object", json: #"{"aps":{\#(update),"alert":"Hello"}}"#, field: "aps.alert", code: .wrongType),
-        Case(rule: "alert keys are title, body, sound", json: #"{"aps":{\#(update),"alert":{"title":"T","body":"B","title-loc-key":"K"}}}"#, field: "aps.alert.title-loc-key", code: .unknownKey),
-        Case(rule: "an alert needs a title", json: #"{"aps":{\#(update),"alert":{"body":"B","sound":"default"}}}"#, field: "aps.alert.title", code: .missing),
+        Case(
+            rule: "alert keys are title, body, sound", json: #"{"aps":{\#(update),"alert":{"title":"T","body":"B","title-loc-key":"K"}}}"#,
+            field: "aps.alert.title-loc-key", code: .unknownKey),
+        Case(
+            rule: "an alert needs a title", json: #"{"aps":{\#(update),"alert":{"body":"B","sound":"default"}}}"#, field: "aps.alert.title",
+            code: .missing),
         Case(rule: "an alert needs a body", json: #"{"aps":{\#(update),"alert":{"title":"T"}}}"#, field: "aps.alert.body", code: .missing),
-        Case(rule: "alert title is text or loc-key", json: #"{"aps":{\#(update),"alert":{"title":7,"body":"B"}}}"#, field: "aps.alert.title", code: .wrongType),
-        Case(rule: "localised text needs loc-key", json: #"{"aps":{\#(update),"alert":{"title":{"loc-args":["x"]},"body":"B"}}}"#, field: "aps.alert.title.loc-key", code: .missing),
-        Case(rule: "loc-args are strings", json: #"{"aps":{\#(update),"alert":{"title":{"loc-key":"K","loc-args":[1]},"body":"B"}}}"#, field: "aps.alert.title.loc-args", code: .wrongType),
-        Case(rule: "sound is a string", json: #"{"aps":{\#(update),"alert":{"title":"T","body":"B","sound":{"critical":1}}}}"#, field: "aps.alert.sound", code: .wrongType),
-        Case(rule: "a start needs attributes-type", json: #"{"aps":{"event":"start","timestamp":1795000000,"content-state":{},"alert":{"title":"T","body":"B"},"attributes":{}}}"#, field: "aps.attributes-type", code: .missing),
-        Case(rule: "attributes-type is a type name", json: #"{"aps":{"event":"start","timestamp":1795000000,"content-state":{},"alert":{"title":"T","body":"B"},"attributes-type":"Delivery Attributes","attributes":{}}}"#, field: "aps.attributes-type", code: .invalidValue),
-        Case(rule: "a start needs attributes", json: #"{"aps":{"event":"start","timestamp":1795000000,"content-state":{},"alert":{"title":"T","body":"B"},"attributes-type":"A"}}"#, field: "aps.attributes", code: .missing),
-        Case(rule: "attributes is an object", json: #"{"aps":{"event":"start","timestamp":1795000000,"content-state":{},"alert":{"title":"T","body":"B"},"attributes-type":"A","attributes":[1]}}"#, field: "aps.attributes", code: .wrongType),
+        Case(
+            rule: "alert title is text or loc-key", json: #"{"aps":{\#(update),"alert":{"title":7,"body":"B"}}}"#, field: "aps.alert.title",
+            code: .wrongType),
+        Case(
+            rule: "localised text needs loc-key", json: #"{"aps":{\#(update),"alert":{"title":{"loc-args":["x"]},"body":"B"}}}"#,
+            field: "aps.alert.title.loc-key", code: .missing),
+        Case(
+            rule: "loc-args are strings", json: #"{"aps":{\#(update),"alert":{"title":{"loc-key":"K","loc-args":[1]},"body":"B"}}}"#,
+            field: "aps.alert.title.loc-args", code: .wrongType),
+        Case(
+            rule: "sound is a string", json: #"{"aps":{\#(update),"alert":{"title":"T","body":"B","sound":{"critical":1}}}}"#,
+            field: "aps.alert.sound", code: .wrongType),
+        Case(
+            rule: "a start needs attributes-type",
+            json: #"{"aps":{"event":"start","timestamp":1795000000,"content-state":{},"alert":{"title":"T","body":"B"},"attributes":{}}}"#,
+            field: "aps.attributes-type", code: .missing),
+        Case(
+            rule: "attributes-type is a type name",
+            json:
+                #"{"aps":{"event":"start","timestamp":1795000000,"content-state":{},"alert":{"title":"T","body":"B"},"attributes-type":"Delivery Attributes","attributes":{}}}"#,
+            field: "aps.attributes-type", code: .invalidValue),
+        Case(
+            rule: "a start needs attributes",
+            json: #"{"aps":{"event":"start","timestamp":1795000000,"content-state":{},"alert":{"title":"T","body":"B"},"attributes-type":"A"}}"#,
+            field: "aps.attributes", code: .missing),
+        Case(
+            rule: "attributes is an object",
+            json:
+                #"{"aps":{"event":"start","timestamp":1795000000,"content-state":{},"alert":{"title":"T","body":"B"},"attributes-type":"A","attributes":[1]}}"#,
+            field: "aps.attributes", code: .wrongType),
         Case(rule: "attributes only on start", json: #"{"aps":{\#(update),"attributes":{}}}"#, field: "aps.attributes", code: .notAllowed),
-        Case(rule: "input-push-token only on start", json: #"{"aps":{\#(update),"input-push-token":1}}"#, field: "aps.input-push-token", code: .notAllowed),
-        Case(rule: "input-push-token is 1", json: #"{"aps":{\#(startBase),"input-push-token":true}}"#, field: "aps.input-push-token", code: .invalidValue),
-        Case(rule: "input-push-channel is base64", json: #"{"aps":{\#(startBase),"input-push-channel":"not base64!"}}"#, field: "aps.input-push-channel", code: .invalidValue),
-        Case(rule: "one push type per activity", json: #"{"aps":{\#(startBase),"input-push-token":1,"input-push-channel":"dHN0LXNyY2gtY2hubA=="}}"#, field: "aps.input-push-channel", code: .notAllowed),
+        Case(
+            rule: "input-push-token only on start", json: #"{"aps":{\#(update),"input-push-token":1}}"#, field: "aps.input-push-token",
+            code: .notAllowed),
+        Case(
+            rule: "input-push-token is 1", json: #"{"aps":{\#(startBase),"input-push-token":true}}"#, field: "aps.input-push-token",
+            code: .invalidValue),
+        Case(
+            rule: "input-push-channel is base64", json: #"{"aps":{\#(startBase),"input-push-channel":"not base64!"}}"#,
+            field: "aps.input-push-channel", code: .invalidValue),
+        Case(
+            rule: "one push type per activity", json: #"{"aps":{\#(startBase),"input-push-token":1,"input-push-channel":"dHN0LXNyY2gtY2hubA=="}}"#,
+            field: "aps.input-push-channel", code: .notAllowed),
     ]
 
     @Test(arguments: cases)
@@ -67,8 +133,12 @@ import Testing
     }
 
     @Test func misspellingsGetAHint() throws {
-        for (wrong, right) in [("state-date", "stale-date"), ("staleDate", "stale-date"), ("content_state", "content-state"), ("contentState", "content-state"), ("dismissal_date", "dismissal-date")] {
-            let payload = try LiveActivityPayload(parsing: Array(#"{"aps":{"event":"update","timestamp":1795000000,"content-state":{},"\#(wrong)":1}}"#.utf8))
+        for (wrong, right) in [
+            ("state-date", "stale-date"), ("staleDate", "stale-date"), ("content_state", "content-state"), ("contentState", "content-state"),
+            ("dismissal_date", "dismissal-date"),
+        ] {
+            let payload = try LiveActivityPayload(
+                parsing: Array(#"{"aps":{"event":"update","timestamp":1795000000,"content-state":{},"\#(wrong)":1}}"#.utf8))
             let error = #expect(throws: LiveActivityValidationError.self) { try payload.validate(for: .device) }
             #expect(error?.message.contains("did you mean \"\(right)\"") == true, "\(wrong): \(error?.message ?? "")")
         }
@@ -91,7 +161,8 @@ import Testing
         func payload(totalSize: Int) throws -> LiveActivityPayload {
             let skeleton = #"{"aps":{"event":"update","timestamp":1795000000,"content-state":{"p":""}}}"#
             let padding = String(repeating: "x", count: totalSize - skeleton.utf8.count)
-            let payload = try LiveActivityPayload(parsing: Array(#"{"aps":{"event":"update","timestamp":1795000000,"content-state":{"p":"\#(padding)"}}}"#.utf8))
+            let payload = try LiveActivityPayload(
+                parsing: Array(#"{"aps":{"event":"update","timestamp":1795000000,"content-state":{"p":"\#(padding)"}}}"#.utf8))
             #expect(payload.json.serialized.count == totalSize)
             return payload
         }
@@ -104,7 +175,10 @@ import Testing
 
     @Test func aNonFiniteRelevanceScoreIsRefused() {
         let error = #expect(throws: LiveActivityValidationError.self) {
-            try LiveActivityPayload.update(content: ActivityContent(state: AdventureAttributes.ContentState(currentHealthLevel: 1, eventDescription: ""), staleDate: nil, relevanceScore: .infinity), timestamp: Date())
+            try LiveActivityPayload.update(
+                content: ActivityContent(
+                    state: AdventureAttributes.ContentState(currentHealthLevel: 1, eventDescription: ""), staleDate: nil, relevanceScore: .infinity),
+                timestamp: Date())
         }
         #expect(error?.field == "aps.relevance-score")
     }
@@ -125,7 +199,9 @@ import Testing
         #expect(try CollapseID(String(repeating: "a", count: 64)).value.count == 64)
         #expect(throws: LiveActivityValidationError.self) { try CollapseID(String(repeating: "a", count: 65)) }
         // Bytes, not characters: 22 × "é" (2 bytes) + 21 × "a" = 65 bytes.
-        let error = #expect(throws: LiveActivityValidationError.self) { try CollapseID(String(repeating: "é", count: 22) + String(repeating: "a", count: 21)) }
+        let error = #expect(throws: LiveActivityValidationError.self) {
+            try CollapseID(String(repeating: "é", count: 22) + String(repeating: "a", count: 21))
+        }
         #expect(error?.field == "apns-collapse-id")
     }
 

@@ -1,12 +1,13 @@
 import APNsEmulator
 import Crypto
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import LiveActivityKit
 import LiveRelayTesting
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// The `liverelay` executable built beside this test bundle.
 let liverelayExecutable: URL = {
@@ -51,7 +52,8 @@ private func run(_ executable: URL, _ arguments: [String], environment: [String:
         // blocking read on the cooperative pool (two threads here) stalls every other test.
         async let stdout = readAll(child.output)
         async let stderr = readAll(child.errors)
-        let output = await stdout, errors = await stderr
+        let output = await stdout
+        let errors = await stderr
         let status = await child.exitCode()
         return CommandResult(status: status, stdout: String(decoding: output, as: UTF8.self), stderr: String(decoding: errors, as: UTF8.self))
     }
@@ -79,8 +81,10 @@ struct GeneratedKey {
     }
 
     func flags(_ server: ScriptedAPNsServer) -> [String] {
-        ["--key-file", path, "--key-id", keyID, "--team-id", "TEAMID1234", "--bundle-id", "com.example.app",
-         "--environment", "custom", "--host", "127.0.0.1", "--port", String(server.server.port), "--ca-file", server.caFile]
+        [
+            "--key-file", path, "--key-id", keyID, "--team-id", "TEAMID1234", "--bundle-id", "com.example.app",
+            "--environment", "custom", "--host", "127.0.0.1", "--port", String(server.server.port), "--ca-file", server.caFile,
+        ]
     }
 }
 
@@ -105,8 +109,11 @@ let token = String(repeating: "ab", count: 80)
         let server = try await ScriptedAPNsServer.start()
         let key = try await GeneratedKey.make()
         defer { try? FileManager.default.removeItem(atPath: key.path) }
-        let result = try await liverelay(["push", "update", "--token", token, "--content-state", #"{"score":[1,0]}"#,
-                                          "--apns-id", "123e4567-e89b-12d3-a456-426614174000"] + key.flags(server))
+        let result = try await liverelay(
+            [
+                "push", "update", "--token", token, "--content-state", #"{"score":[1,0]}"#,
+                "--apns-id", "123e4567-e89b-12d3-a456-426614174000",
+            ] + key.flags(server))
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("apns-id: 123e4567-e89b-12d3-a456-426614174000"))
         #expect(result.stdout.contains("apns-unique-id: "))
@@ -162,28 +169,31 @@ let token = String(repeating: "ab", count: 80)
             "--collapse-id", "order-42",
         ])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout == """
-            :method: POST
-            :scheme: https
-            :authority: api.sandbox.push.apple.com
-            :path: /3/device/\(token)
-            authorization: bearer <provider token elided>
-            apns-push-type: liveactivity
-            apns-topic: com.example.app.push-type.liveactivity
-            apns-priority: 5
-            apns-expiration: 1795269600
-            apns-collapse-id: order-42
-            content-type: application/json
+        #expect(
+            result.stdout == """
+                :method: POST
+                :scheme: https
+                :authority: api.sandbox.push.apple.com
+                :path: /3/device/\(token)
+                authorization: bearer <provider token elided>
+                apns-push-type: liveactivity
+                apns-topic: com.example.app.push-type.liveactivity
+                apns-priority: 5
+                apns-expiration: 1795269600
+                apns-collapse-id: order-42
+                content-type: application/json
 
-            {"aps":{"timestamp":1795000000,"event":"start","content-state":{"step":"preparing"},"alert":{"title":"Order","body":"Started","sound":"default"},"attributes-type":"DeliveryAttributes","attributes":{"orderNumber":42},"input-push-token":1}}
+                {"aps":{"timestamp":1795000000,"event":"start","content-state":{"step":"preparing"},"alert":{"title":"Order","body":"Started","sound":"default"},"attributes-type":"DeliveryAttributes","attributes":{"orderNumber":42},"input-push-token":1}}
 
-            """)
+                """)
     }
 
     @Test func datesAreISOUnixSecondsOrRelative() async throws {
         func staleDate(_ argument: String) async throws -> Double? {
-            let result = try await liverelay(["push", "update", "--token", token, "--bundle-id", "com.example.app", "--dry-run",
-                                              "--content-state", "{}", "--stale-date", argument])
+            let result = try await liverelay([
+                "push", "update", "--token", token, "--bundle-id", "com.example.app", "--dry-run",
+                "--content-state", "{}", "--stale-date", argument,
+            ])
             #expect(result.status == 0, "\(result.stderr)")
             let body = try #require(result.stdout.split(separator: "\n").last)
             return try JSONValue(parsing: String(body))["aps"]?["stale-date"]?.doubleValue
@@ -192,8 +202,10 @@ let token = String(repeating: "ab", count: 80)
         #expect(try await staleDate("1795269600") == 1_795_269_600)
         let relative = try #require(try await staleDate("+15m"))
         #expect(abs(relative - (Date().timeIntervalSince1970 + 900)) < 60)
-        let bad = try await liverelay(["push", "update", "--token", token, "--bundle-id", "com.example.app", "--dry-run",
-                                       "--content-state", "{}", "--stale-date", "tomorrow"])
+        let bad = try await liverelay([
+            "push", "update", "--token", token, "--bundle-id", "com.example.app", "--dry-run",
+            "--content-state", "{}", "--stale-date", "tomorrow",
+        ])
         #expect(bad.status == 64)
         #expect(bad.stderr.contains("stale-date"))
     }
@@ -203,11 +215,15 @@ let token = String(repeating: "ab", count: 80)
     @Test func serveRefusesALeaseShorterThanTwiceTheRequestTimeoutAndBadInFlightCounts() async throws {
         let dataDir = TestFiles.path("lease")
         defer { try? FileManager.default.removeItem(atPath: dataDir) }
-        try await expectUsageError(["serve", "--data-dir", dataDir, "--http-port", "0", "--claim-lease", "20"], "claim-lease: must be more than twice the APNs request timeout")
+        try await expectUsageError(
+            ["serve", "--data-dir", dataDir, "--http-port", "0", "--claim-lease", "20"],
+            "claim-lease: must be more than twice the APNs request timeout")
         try await expectUsageError(["serve", "--data-dir", dataDir, "--http-port", "0", "--claim-lease", "30", "--timeout", "15"], "claim-lease")
         try await expectUsageError(["serve", "--data-dir", dataDir, "--http-port", "0", "--timeout", "0"], "timeout: must be more than 0")
-        try await expectUsageError(["serve", "--data-dir", dataDir, "--http-port", "0", "--max-in-flight", "0"], "max-in-flight: must be 1 to 100000")
-        try await expectUsageError(["serve", "--data-dir", dataDir, "--http-port", "0", "--apns-connections", "65"], "apns-connections: must be 1 to 64")
+        try await expectUsageError(
+            ["serve", "--data-dir", dataDir, "--http-port", "0", "--max-in-flight", "0"], "max-in-flight: must be 1 to 100000")
+        try await expectUsageError(
+            ["serve", "--data-dir", dataDir, "--http-port", "0", "--apns-connections", "65"], "apns-connections: must be 1 to 64")
     }
 
     /// `--templates`: a template that could insert markup, or a file that is not a region, stops
@@ -239,17 +255,21 @@ let token = String(repeating: "ab", count: 80)
     /// The benchmarks refuse what they could not measure before they seed or start anything.
     @Test func benchOptionsAreCheckedBeforeTheRun() async throws {
         let missing = TestFiles.path("none")
-        try await expectUsageError(["bench", "outbox", "--database", missing + "/x.sqlite"], "database: must be a postgres:// address; SQLite is a temporary file")
+        try await expectUsageError(
+            ["bench", "outbox", "--database", missing + "/x.sqlite"], "database: must be a postgres:// address; SQLite is a temporary file")
         try await expectUsageError(["bench", "outbox", "--rounds", "0"], "activities and rounds must be positive")
-        try await expectUsageError(["bench", "server", "--database", "x.sqlite"], "database: must be a postgres:// address; SQLite is the data directory's own")
-        try await expectUsageError(["bench", "server", "--latency-log", missing + "/latency.csv"], "latency-log: cannot write \(missing)/latency.csv")
+        try await expectUsageError(
+            ["bench", "server", "--database", "x.sqlite"], "database: must be a postgres:// address; SQLite is the data directory's own")
+        try await expectUsageError(
+            ["bench", "server", "--latency-log", missing + "/latency.csv"], "latency-log: cannot write \(missing)/latency.csv")
         #expect(!FileManager.default.fileExists(atPath: missing), "nothing was started")
     }
 
     /// `liverelay emulator --tokens-file`: a line that is not a token is named by its number.
     @Test func theEmulatorsTokensFileNamesABadLine() async throws {
         let path = TestFiles.path("tokens", pathExtension: "txt")
-        try "\(String(repeating: "ab", count: 32)):com.example.app\n\nnot-a-token:com.example.app\n".write(toFile: path, atomically: true, encoding: .utf8)
+        try "\(String(repeating: "ab", count: 32)):com.example.app\n\nnot-a-token:com.example.app\n".write(
+            toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
         try await expectUsageError(["emulator", "--tokens-file", path, "--ca-file", path + ".pem"], "tokens-file line 3: must be <hex>:<bundle id>")
         try await expectUsageError(["emulator", "--tokens-file", path + ".nope", "--ca-file", path + ".pem"], "tokens-file: cannot read")
@@ -259,9 +279,13 @@ let token = String(repeating: "ab", count: 80)
         let path = TestFiles.path("state", pathExtension: "json")
         try #"{"fromFile":1.50}"#.write(toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let file = try await liverelay(["push", "update", "--token", token, "--bundle-id", "com.example.app", "--dry-run", "--content-state", "@\(path)"])
+        let file = try await liverelay([
+            "push", "update", "--token", token, "--bundle-id", "com.example.app", "--dry-run", "--content-state", "@\(path)",
+        ])
         #expect(file.stdout.contains(#""content-state":{"fromFile":1.50}"#), "\(file.stderr)")
-        let stdin = try await liverelay(["push", "update", "--token", token, "--bundle-id", "com.example.app", "--dry-run", "--content-state", "-"], stdin: #"{"fromStdin":true}"#)
+        let stdin = try await liverelay(
+            ["push", "update", "--token", token, "--bundle-id", "com.example.app", "--dry-run", "--content-state", "-"], stdin: #"{"fromStdin":true}"#
+        )
         #expect(stdin.stdout.contains(#""content-state":{"fromStdin":true}"#), "\(stdin.stderr)")
     }
 
@@ -273,7 +297,10 @@ let token = String(repeating: "ab", count: 80)
         (["push", "update", "--content-state", "{}", "--collapse-id", String(repeating: "x", count: 65)], "apns-collapse-id"),
         (["push", "update", "--content-state", "{not json}"], "content-state"),
         (["push", "update", "--content-state", "{}", "--alert-body", "no title"], "alert-title"),
-        (["push", "update", "--payload", #"{"aps":{"event":"update","timestamp":1795000000,"content-state":{},"dismissal-date":1795000000}}"#], "aps.dismissal-date"),
+        (
+            ["push", "update", "--payload", #"{"aps":{"event":"update","timestamp":1795000000,"content-state":{},"dismissal-date":1795000000}}"#],
+            "aps.dismissal-date"
+        ),
         (["push", "end", "--payload", #"{"aps":{"event":"update","timestamp":1795000000,"content-state":{}}}"#], "aps.event"),
     ])
     func badInputIsRefusedBeforeSending(arguments: [String], field: String) async throws {
@@ -331,14 +358,16 @@ let token = String(repeating: "ab", count: 80)
         let create = try await liverelay(["channels", "create", "--storage-policy", "1"] + key.flags(server))
         #expect(create.status == 0, "\(create.stderr)")
         #expect(create.stdout.contains("apns-channel-id: dHN0LXNyY2gtY2hubA=="))
-        let broadcast = try await liverelay(["push", "broadcast", "--channel-id", "dHN0LXNyY2gtY2hubA==", "--content-state", #"{"home":2}"#, "--priority", "5"] + key.flags(server))
+        let broadcast = try await liverelay(
+            ["push", "broadcast", "--channel-id", "dHN0LXNyY2gtY2hubA==", "--content-state", #"{"home":2}"#, "--priority", "5"] + key.flags(server))
         #expect(broadcast.status == 0, "\(broadcast.stderr)")
         let sent = try #require(server.received.last)
         #expect(sent.path == "/4/broadcasts/apps/com.example.app")
         #expect(sent.header("apns-channel-id") == "dHN0LXNyY2gtY2hubA==")
         #expect(sent.header("apns-expiration") == "0")
         #expect(sent.header("apns-priority") == "5")
-        let startBroadcast = try await liverelay(["push", "broadcast", "--channel-id", "dHN0", "--event", "start", "--content-state", "{}"] + key.flags(server))
+        let startBroadcast = try await liverelay(
+            ["push", "broadcast", "--channel-id", "dHN0", "--event", "start", "--content-state", "{}"] + key.flags(server))
         #expect(startBroadcast.status == 64)
         #expect(startBroadcast.stderr.contains("a broadcast cannot start"))
         await server.shutdown()
@@ -363,7 +392,10 @@ let token = String(repeating: "ab", count: 80)
         }
         let emulator = try ChildProcess.start(
             liverelayExecutable.path,
-            ["emulator", "--ca-file", caFile, "--key-file", key.path, "--key-id", key.keyID, "--team-id", "TEAMID1234", "--token", "\(token):com.example.app"],
+            [
+                "emulator", "--ca-file", caFile, "--key-file", key.path, "--key-id", key.keyID, "--team-id", "TEAMID1234", "--token",
+                "\(token):com.example.app",
+            ],
             environment: ChildProcess.environment(dropping: "LIVERELAY_"))
         defer {
             emulator.send(SIGKILL)
@@ -373,9 +405,11 @@ let token = String(repeating: "ab", count: 80)
         let banner = try await EmulatorBanner.read(from: emulator)
         #expect(banner.text.contains("CA certificate:                \(caFile)"))
         let (pushPort, managementPort) = (banner.sandboxPush, banner.sandboxManagement)
-        let connection = ["--environment", "custom", "--host", "127.0.0.1", "--port", pushPort, "--management-port", managementPort,
-                          "--ca-file", caFile, "--key-file", key.path, "--key-id", key.keyID, "--team-id", "TEAMID1234",
-                          "--bundle-id", "com.example.app"]
+        let connection = [
+            "--environment", "custom", "--host", "127.0.0.1", "--port", pushPort, "--management-port", managementPort,
+            "--ca-file", caFile, "--key-file", key.path, "--key-id", key.keyID, "--team-id", "TEAMID1234",
+            "--bundle-id", "com.example.app",
+        ]
 
         // The command it suggests has what it was given, and works as printed.
         let tryLine = try #require(banner.text.split(separator: "\n").first { $0.hasPrefix("try: liverelay ") })
@@ -423,7 +457,8 @@ let token = String(repeating: "ab", count: 80)
         }
         let foldersBefore = scratchFolders()
         let bench = try ChildProcess.start(
-            liverelayExecutable.path, ["bench", "server", "--tokens", "50", "--activities", "20", "--keys", "5", "--fan-outs", "0", "--seconds", "60"],
+            liverelayExecutable.path,
+            ["bench", "server", "--tokens", "50", "--activities", "20", "--keys", "5", "--fan-outs", "0", "--seconds", "60"],
             environment: ChildProcess.environment(dropping: "LIVERELAY_"), output: .null)
         let benchPID = bench.pid
         // The endpoint, then the server under load.
@@ -458,7 +493,7 @@ let token = String(repeating: "ab", count: 80)
     /// `/proc/<pid>/stat` ("pid (name) state ppid …"); nil when there is no such process.
     private static func processState(_ pid: pid_t) -> (state: Substring, parent: pid_t)? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let fields = stat.split(separator: ")").last?.split(separator: " "), fields.count > 1, let parent = pid_t(fields[1])
+            let fields = stat.split(separator: ")").last?.split(separator: " "), fields.count > 1, let parent = pid_t(fields[1])
         else { return nil }
         return (fields[0], parent)
     }

@@ -1,6 +1,7 @@
 import ArgumentParser
-@testable import liverelay
 import Testing
+
+@testable import liverelay
 
 /// `--help` off a terminal is wrapped at 80 columns by ArgumentParser, which breaks any longer
 /// line of a discussion where the 80th column falls, leaving a short remnant after each: every

@@ -48,11 +48,15 @@ struct ReadmeTourTests {
             let child = try ChildProcess.start(
                 "/bin/bash", [directory + "/tour.sh"], environment: ChildProcess.environment(dropping: "LIVERELAY_"), output: .null)
             let status = await child.exitCode()
-            let (printed, complaints) = ((try? String(contentsOfFile: outputFile, encoding: .utf8)) ?? "", (try? String(contentsOfFile: errorFile, encoding: .utf8)) ?? "")
+            let (printed, complaints) = (
+                (try? String(contentsOfFile: outputFile, encoding: .utf8)) ?? "", (try? String(contentsOfFile: errorFile, encoding: .utf8)) ?? ""
+            )
             #expect(status == 0, "the tour stopped: \(complaints)\n\(printed)")
             let answered = try String(contentsOfFile: statuses, encoding: .utf8).split(separator: "\n").map(String.init)
             let shownRefused = blocks.joined(separator: "\n").split(separator: "\n").compactMap { line -> String? in
-                guard line.hasPrefix("# "), let code = line.dropFirst(2).split(separator: " ").first, code.count == 3, Int(code) != nil else { return nil }
+                guard line.hasPrefix("# "), let code = line.dropFirst(2).split(separator: " ").first, code.count == 3, Int(code) != nil else {
+                    return nil
+                }
                 return String(code)
             }
             #expect(answered.count >= 10, "\(answered)")

@@ -31,7 +31,8 @@ struct ServeCommandTests {
         for (index, bundle) in ["com.example.delivery", "com.example.delivery.clip"].enumerated() {
             let keyFile = directory + "/key-\(index).p8"
             try P256.Signing.PrivateKey().pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
-            apps.append(#"""
+            apps.append(
+                #"""
                 {"bundleID": "\#(bundle)", "keyFile": "\#(keyFile)", "keyID": "KEYID0000\#(index)", "teamID": "TEAMID0001",
                  "contracts": [{"name": "Attributes\#(index)", "attributes": {}, "contentState": {"n": "Int"}}]}
                 """#)
@@ -46,9 +47,10 @@ struct ServeCommandTests {
             let listed = try await server.call(.GET, "/v1/apps", key: keys.admin)
             #expect(listed.json["apps"]?.arrayElements?.map { $0["keyID"] } == [.string("KEYID00000"), .string("KEYID00001")])
             // Each app's contracts are its own.
-            #expect(listed.json["apps"]?.arrayElements?.map { $0["attributeTypes"] } == [
-                .array([.string("Attributes0")]), .array([.string("Attributes1")]),
-            ])
+            #expect(
+                listed.json["apps"]?.arrayElements?.map { $0["attributeTypes"] } == [
+                    .array([.string("Attributes0")]), .array([.string("Attributes1")]),
+                ])
             // The server key is the first app's, as the client key is: it acts for it unnamed.
             let made = try await server.call(.GET, "/v1/api-keys", key: keys.admin).json["apiKeys"]?.arrayElements ?? []
             for scope in ["server", "client"] {
@@ -87,7 +89,9 @@ struct ServeCommandTests {
             #expect(path.hasPrefix("/v1/activities/order-") && path.hasSuffix("/start"))
             // Its names are set by the line printed to paste.
             let shell = try #require(printed.split(separator: "\n").first { $0.hasPrefix("shell:") })
-            #expect(shell.contains("export API=\(server.baseURL) E=http://127.0.0.1:") && shell.contains(" S=\(keys.server) C=\(keys.client) A=\(keys.admin)"))
+            #expect(
+                shell.contains("export API=\(server.baseURL) E=http://127.0.0.1:")
+                    && shell.contains(" S=\(keys.server) C=\(keys.client) A=\(keys.admin)"))
             let started = try await server.call(.POST, path, key: keys.server, body: body)
             #expect(started.status == 201)
             #expect(started.json["deliveries"] == .integer(1))
@@ -106,9 +110,12 @@ struct ServeCommandTests {
             #expect(wrong.status == 422)
             #expect(wrong.json["error"]?["field"] == .string("contentState.etaMinutes"))
             // An app added here sends to the emulator too, and the answer says so.
-            let added = try await server.call(.PUT, "/v1/apps/com.example.second", key: keys.admin, body: .object([
-                ("teamID", .string("TEAMID0002")), ("keyID", .string("KEYID00002")), ("signingKey", .string(P256.Signing.PrivateKey().pemRepresentation)),
-            ]))
+            let added = try await server.call(
+                .PUT, "/v1/apps/com.example.second", key: keys.admin,
+                body: .object([
+                    ("teamID", .string("TEAMID0002")), ("keyID", .string("KEYID00002")),
+                    ("signingKey", .string(P256.Signing.PrivateKey().pemRepresentation)),
+                ]))
             #expect(added.status == 201)
             #expect(added.json["warnings"]?[0]?.stringValue?.contains("built-in emulator") == true, "\(added.json)")
             #expect(await server.stop() == 0)
@@ -181,7 +188,9 @@ struct ServeCommandTests {
             #expect(ContinuousClock.now - started < .seconds(10))
             #expect(second.status == 1)
             let lines = second.stderr.split(separator: "\n")
-            #expect(lines.last == "Error: port \(port) is in use on 127.0.0.1: stop what listens there, or choose another --http-port", "\(second.stderr)")
+            #expect(
+                lines.last == "Error: port \(port) is in use on 127.0.0.1: stop what listens there, or choose another --http-port", "\(second.stderr)"
+            )
             #expect(!second.stdout.contains("LiveRelay server:"), "no address is announced that it does not serve")
             #expect(try await first.call(.GET, "/v1/health", key: nil).status == 200)
             #expect(await first.stop() == 0)
@@ -200,13 +209,15 @@ struct ServeCommandTests {
             defer { setup.reporter.cancel() }
             let (emulator, arguments, keys, outbox) = (setup.emulator, setup.arguments, setup.keys, setup.outbox)
             var server = setup.server
-            let start = try await server.call(.POST, "/v1/activities/match/start", key: keys.server, body: .object([
-                ("attributesType", .string("DeliveryAttributes")),
-                ("attributes", .object([("activityKey", .string("match")), ("orderNumber", .integer(7))])),
-                ("contentState", Self.content("preparing", 30)),
-                ("alert", .object([("title", .string("Order 7")), ("body", .string("Preparing"))])),
-                ("audience", .object([("everyone", .bool(true))])),
-            ]))
+            let start = try await server.call(
+                .POST, "/v1/activities/match/start", key: keys.server,
+                body: .object([
+                    ("attributesType", .string("DeliveryAttributes")),
+                    ("attributes", .object([("activityKey", .string("match")), ("orderNumber", .integer(7))])),
+                    ("contentState", Self.content("preparing", 30)),
+                    ("alert", .object([("title", .string("Order 7")), ("body", .string("Preparing"))])),
+                    ("audience", .object([("everyone", .bool(true))])),
+                ]))
             #expect(start.status == 201)
             #expect(start.json["deliveries"] == .integer(20))
             func content(on device: String) throws -> JSONValue? { try emulator.devices.device(device).activities.first?.content.state }
@@ -218,10 +229,14 @@ struct ServeCommandTests {
             // APNs hangs after 10 pushes: the first update reaches half the devices, the rest and
             // all of the second update are in flight when the server dies.
             emulator.faults.add(EmulatorFault(.stall, scope: .bundleID(Self.bundleID), skip: 10, count: nil))
-            let first = Self.content("on the way", 10), latest = Self.content("around the corner", 2)
-            #expect(try await server.call(.POST, "/v1/activities/match/update", key: keys.server, body: .object([("contentState", first)])).status == 200)
+            let first = Self.content("on the way", 10)
+            let latest = Self.content("around the corner", 2)
+            #expect(
+                try await server.call(.POST, "/v1/activities/match/update", key: keys.server, body: .object([("contentState", first)])).status == 200)
             try await eventually { try devices.filter { try content(on: $0) == first }.count == 10 }
-            #expect(try await server.call(.POST, "/v1/activities/match/update", key: keys.server, body: .object([("contentState", latest)])).status == 200)
+            #expect(
+                try await server.call(.POST, "/v1/activities/match/update", key: keys.server, body: .object([("contentState", latest)])).status == 200
+            )
             try await eventually { try await outbox.deliveries(DeliveryQuery(key: "match", status: .sending, limit: 100)).count == 30 }
             await server.kill()
 
@@ -260,13 +275,15 @@ struct ServeCommandTests {
 
             // APNs delivers the start at once but answers only after 5 s.
             emulator.faults.add(EmulatorFault(.delay(.seconds(5)), scope: .bundleID(Self.bundleID), skip: 0, count: 1))
-            let start = try await server.call(.POST, "/v1/activities/order-1/start", key: keys.server, body: .object([
-                ("attributesType", .string("DeliveryAttributes")),
-                ("attributes", .object([("activityKey", .string("order-1")), ("orderNumber", .integer(1))])),
-                ("contentState", Self.content("preparing", 30)),
-                ("alert", .object([("title", .string("Order 1")), ("body", .string("Preparing"))])),
-                ("audience", .object([("everyone", .bool(true))])),
-            ]))
+            let start = try await server.call(
+                .POST, "/v1/activities/order-1/start", key: keys.server,
+                body: .object([
+                    ("attributesType", .string("DeliveryAttributes")),
+                    ("attributes", .object([("activityKey", .string("order-1")), ("orderNumber", .integer(1))])),
+                    ("contentState", Self.content("preparing", 30)),
+                    ("alert", .object([("title", .string("Order 1")), ("body", .string("Preparing"))])),
+                    ("audience", .object([("everyone", .bool(true))])),
+                ]))
             #expect(start.status == 201)
             func activities() throws -> [SimulatedActivity] { try emulator.devices.device("iphone-1").activities }
             try await eventually { try activities().count == 1 }

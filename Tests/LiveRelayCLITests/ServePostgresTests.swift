@@ -58,7 +58,9 @@ struct ServePostgresTests {
     @Test func aBadOrUnreachableDatabaseIsNamed() async throws {
         let dataDir = try TestFiles.folder("serve")
         defer { try? FileManager.default.removeItem(atPath: dataDir) }
-        let badMode = try await liverelay(["serve", "--data-dir", dataDir, "--http-port", "0", "--database", "postgres://u@localhost/db?sslmode=sometimes"])
+        let badMode = try await liverelay([
+            "serve", "--data-dir", dataDir, "--http-port", "0", "--database", "postgres://u@localhost/db?sslmode=sometimes",
+        ])
         #expect(badMode.status == 64 && badMode.stderr.contains("database: sslmode \"sometimes\""), "\(badMode.stderr)")
         let nowhere = try await liverelay([
             "serve", "--data-dir", dataDir, "--http-port", "0", "--database", "postgres://postgres@/postgres?host=\(dataDir)/no-such-folder",

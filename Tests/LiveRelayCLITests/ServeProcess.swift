@@ -43,7 +43,7 @@ final class ServeProcess: Sendable {
         }
         let text = printed.text
         guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("LiveRelay server:") }),
-              let url = line.split(separator: " ").first(where: { $0.hasPrefix("http://") })
+            let url = line.split(separator: " ").first(where: { $0.hasPrefix("http://") })
         else {
             process.send(SIGTERM)
             throw ServeFailed(message: "no API address in: \(text)")
@@ -55,7 +55,7 @@ final class ServeProcess: Sendable {
     func printedStart() throws -> (path: String, body: JSONValue) {
         let text = printed
         guard let path = text.components(separatedBy: "$API").last?.split(separator: " ").first,
-              let body = text.components(separatedBy: "-d '").last?.components(separatedBy: "'").first
+            let body = text.components(separatedBy: "-d '").last?.components(separatedBy: "'").first
         else { throw ServeFailed(message: "no start to try in: \(text)") }
         return (String(path), try JSONValue(parsing: body))
     }

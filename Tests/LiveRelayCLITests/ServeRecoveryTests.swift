@@ -29,8 +29,9 @@ struct ServeRecoveryTests {
             }
 
             // The last live admin key cannot revoke itself.
-            let initialAdmin = try #require(try await server.call(.GET, "/v1/api-keys", key: keys.admin).json["apiKeys"]?.arrayElements?
-                .first { $0["scope"] == .string("admin") }?["id"]?.stringValue)
+            let initialAdmin = try #require(
+                try await server.call(.GET, "/v1/api-keys", key: keys.admin).json["apiKeys"]?.arrayElements?
+                    .first { $0["scope"] == .string("admin") }?["id"]?.stringValue)
             let refused = try await server.call(.DELETE, "/v1/api-keys/\(initialAdmin)", key: keys.admin)
             #expect(refused.status == 409)
             #expect(refused.json["error"]?["code"] == .string("last_admin_key"))
@@ -65,7 +66,8 @@ struct ServeRecoveryTests {
         defer { try? FileManager.default.removeItem(atPath: dataDir) }
         try await expectUsageError(["keys", "create", "--scope", "admin", "--data-dir", dataDir], "data-dir: no database")
         try await expectUsageError(["keys", "create", "--scope", "root", "--data-dir", dataDir], "scope: must be client, server, admin or viewer")
-        try await expectUsageError(["keys", "create", "--scope", "viewer", "--app", "com.example.app", "--data-dir", dataDir], "app: a viewer key reads every app")
+        try await expectUsageError(
+            ["keys", "create", "--scope", "viewer", "--app", "com.example.app", "--data-dir", dataDir], "app: a viewer key reads every app")
         try await expectUsageError(["keys", "create", "--scope", "client", "--data-dir", dataDir], "app: a client key is for one app")
     }
 
@@ -113,8 +115,10 @@ struct ServeRecoveryTests {
         (#"{"budget": {"priority10PerHour": 2.5}}"#, "budget.priority10PerHour"),
         (#"{"contracts": [{"name": "T", "attributes": {}, "contentState": {"n": "Integer"}}]}"#, "contracts[0].contentState.n: unknown type"),
         (#"{"apns": {"keyfile": "k.p8"}}"#, "apns.keyfile: is not a field of this request (did you mean \"keyFile\"?)"),
-        (#"{"apps": [{"bundleID": "com.a", "keyFile": "/nonexistent.p8", "keyID": "KEYID00001", "teamID": "TEAMID0001"}]}"#,
-         "apps[0].keyFile: cannot be read at /nonexistent.p8"),
+        (
+            #"{"apps": [{"bundleID": "com.a", "keyFile": "/nonexistent.p8", "keyID": "KEYID00001", "teamID": "TEAMID0001"}]}"#,
+            "apps[0].keyFile: cannot be read at /nonexistent.p8"
+        ),
         (#"{"apps": [{"bundleID": "com.a", "keyfile": "k.p8"}]}"#, "apps[0].keyfile: is not a field of this request"),
     ])
     func aBadConfigFileExits64NamingTheField(config: String, message: String) async throws {
@@ -129,7 +133,8 @@ struct ServeRecoveryTests {
     @Test func invalidUTF8InAJSONArgumentIsRefusedNotRepaired() async throws {
         // Foundation's Process passes only valid UTF-8, so a shell makes the byte 0xFF.
         let result = try await liverelayFromShell(
-            #"exec "$0" push update --token $(printf 'ab%.0s' $(seq 80)) --bundle-id com.example.app --dry-run --content-state "$(printf '{"s":"\377"}')""#)
+            #"exec "$0" push update --token $(printf 'ab%.0s' $(seq 80)) --bundle-id com.example.app --dry-run --content-state "$(printf '{"s":"\377"}')""#
+        )
         #expect(result.status == 64, "\(result.stdout)")
         #expect(result.stderr.contains("content-state: is not valid UTF-8"), "\(result.stderr)")
     }

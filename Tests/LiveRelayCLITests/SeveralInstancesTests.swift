@@ -83,7 +83,8 @@ struct SeveralInstancesTests {
     /// Runs `body` under a deadline with the emulator holding `devices` tokens and two instances
     /// (`one` made the first keys); closes the setup, failed or not.
     private func withTwoInstances(
-        devices: Int, _ body: @escaping @Sendable (InstancesSetup, ServeProcess, ServeProcess, (admin: String, server: String, client: String)) async throws -> Void
+        devices: Int,
+        _ body: @escaping @Sendable (InstancesSetup, ServeProcess, ServeProcess, (admin: String, server: String, client: String)) async throws -> Void
     ) async throws {
         let directory = try TestFiles.folder("serve")
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -189,15 +190,16 @@ struct InstancesSetup {
 
     /// A `serve` instance with its own data directory, on the shared database.
     func startInstance(_ name: String) async throws -> ServeProcess {
-        try await ServeProcess.start([
-            "serve", "--data-dir", directory + "/" + name, "--http-port", "0", "--database", database, "--key-file", directory + "/key.p8",
-            "--key-id", "MANYKEY001", "--team-id", "MANYTEAM01", "--bundle-id", SeveralInstancesTests.bundleID, "--environment", "custom",
-            "--host", "127.0.0.1", "--port", ports.sandboxPush, "--management-port", ports.sandboxManagement, "--ca-file", directory + "/ca.pem",
-            "--claim-lease", "30",
-            // The emulator here (a debug build) answers a few hundred pushes a second: more in
-            // flight would only wait past the request timeout.
-            "--max-in-flight", "100",
-        ], yielding: true)
+        try await ServeProcess.start(
+            [
+                "serve", "--data-dir", directory + "/" + name, "--http-port", "0", "--database", database, "--key-file", directory + "/key.p8",
+                "--key-id", "MANYKEY001", "--team-id", "MANYTEAM01", "--bundle-id", SeveralInstancesTests.bundleID, "--environment", "custom",
+                "--host", "127.0.0.1", "--port", ports.sandboxPush, "--management-port", ports.sandboxManagement, "--ca-file", directory + "/ca.pem",
+                "--claim-lease", "30",
+                // The emulator here (a debug build) answers a few hundred pushes a second: more in
+                // flight would only wait past the request timeout.
+                "--max-in-flight", "100",
+            ], yielding: true)
     }
 
     /// How many requests the emulator received, and how many of each outcome.
@@ -212,7 +214,8 @@ struct InstancesSetup {
 
     /// Every request the emulator kept, oldest first.
     func journal() async throws -> [JSONValue] {
-        var requests: [JSONValue] = [], after = 0
+        var requests: [JSONValue] = []
+        var after = 0
         while true {
             let page = try await httpCall(.GET, ports.control + "/journal?after=\(after)&limit=1000").json
             guard case .array(let entries) = page["requests"], !entries.isEmpty, let last = page["last"]?.doubleValue.map({ Int($0) }) else {

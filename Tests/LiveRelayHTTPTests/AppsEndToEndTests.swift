@@ -31,16 +31,20 @@ import Testing
             // backend that serves both.
             let everyApp = try await relay.relay.createAPIKey(name: "backend of every app", scope: .server).secret
             for app in [harnessApp, Self.scores.value] {
-                let started = try await relay.call(.POST, "/v1/activities/order-42/start?app=\(app)", startBody(key: "order-42"), scope: nil, secret: everyApp)
+                let started = try await relay.call(
+                    .POST, "/v1/activities/order-42/start?app=\(app)", startBody(key: "order-42"), scope: nil, secret: everyApp)
                 #expect(started.status == 201, "\(started.text)")
                 #expect(started.json["deliveries"] == .integer(2), "\(app)")
             }
             try await relay.dispatch()
-            for (device, app) in [("dev-phone", harnessApp), ("store-phone", harnessApp), ("dev-phone", Self.scores.value), ("fan-phone", Self.scores.value)] {
+            for (device, app) in [
+                ("dev-phone", harnessApp), ("store-phone", harnessApp), ("dev-phone", Self.scores.value), ("fan-phone", Self.scores.value),
+            ] {
                 try await relay.waitForToken("order-42", device: device, app: app)
             }
             let update = try await relay.call(
-                .POST, "/v1/activities/order-42/update?app=\(Self.scores.value)", .object([("contentState", content("2-1", 80))]), scope: nil, secret: everyApp)
+                .POST, "/v1/activities/order-42/update?app=\(Self.scores.value)", .object([("contentState", content("2-1", 80))]), scope: nil,
+                secret: everyApp)
             #expect(update.json["deliveries"] == .integer(2))
             try await relay.dispatch()
             let onDev = try relay.emulator.devices.device("dev-phone").activities.map { ($0.bundleID, $0.content.state) }
@@ -51,10 +55,14 @@ import Testing
             // Each push went to its own environment, with its own app's topic.
             let pushes = relay.emulator.journal.requests.filter { $0.path.hasPrefix("/3/device/") }
             #expect(pushes.allSatisfy { $0.status == 200 }, "\(pushes.map(\.outcome))")
-            let pairs = Set(pushes.map { "\($0.header("apns-topic")?.split(separator: ".").dropLast(2).joined(separator: ".") ?? "?") \($0.environment.rawValue)" })
-            #expect(pairs == [
-                "\(harnessApp) sandbox", "\(harnessApp) production", "\(Self.scores.value) sandbox", "\(Self.scores.value) production",
-            ])
+            let pairs = Set(
+                pushes.map {
+                    "\($0.header("apns-topic")?.split(separator: ".").dropLast(2).joined(separator: ".") ?? "?") \($0.environment.rawValue)"
+                })
+            #expect(
+                pairs == [
+                    "\(harnessApp) sandbox", "\(harnessApp) production", "\(Self.scores.value) sandbox", "\(Self.scores.value) production",
+                ])
             let listed = try await relay.call(.GET, "/v1/deliveries?app=\(Self.scores.value)", scope: nil, secret: everyApp)
             #expect(listed.json["deliveries"]?.arrayElements?.allSatisfy { $0["bundleID"] == .string(Self.scores.value) } == true)
         }
@@ -78,7 +86,8 @@ import Testing
                 .POST, "/v1/activities/first/update", .object([("contentState", content("close", 2))]), scope: nil, secret: everyApp)
             #expect(held.status == 200, "a key one app holds names its app: \(held.text)")
             #expect(try await relay.call(.GET, "/v1/activities/first", scope: nil, secret: everyApp).status == 200)
-            let unknown = try await relay.call(.POST, "/v1/activities/k/start?app=com.example.nope", startBody(key: "k"), scope: nil, secret: everyApp)
+            let unknown = try await relay.call(
+                .POST, "/v1/activities/k/start?app=com.example.nope", startBody(key: "k"), scope: nil, secret: everyApp)
             #expect(unknown.status == 404 && unknown.json["error"]?["field"] == .string("app"))
             let empty = try await relay.get("/v1/deliveries?app=")
             #expect(empty.status == 400 && empty.json["error"]?["field"] == .string("app"))
@@ -93,14 +102,18 @@ import Testing
             // null says the same, as the document allows.
             let nullApp = try await relay.call(
                 .POST, "/v1/push-to-start-tokens",
-                .object([("deviceID", .string("e")), ("bundleID", .null), ("attributesType", .string("T")), ("token", .string(String(repeating: "ce", count: 32)))]),
+                .object([
+                    ("deviceID", .string("e")), ("bundleID", .null), ("attributesType", .string("T")),
+                    ("token", .string(String(repeating: "ce", count: 32))),
+                ]),
                 scope: nil, secret: scoresClient)
             #expect(nullApp.status == 201)
             #expect(try await relay.store.pushToStartTokens(deviceID: "e").map(\.bundleID) == [Self.scores.value])
 
             // A server key for one app acts for it without naming it, and for no other.
             let made = try await relay.post(
-                "/v1/api-keys", .object([("name", .string("scores backend")), ("scope", .string("server")), ("bundleID", .string(Self.scores.value))]),
+                "/v1/api-keys",
+                .object([("name", .string("scores backend")), ("scope", .string("server")), ("bundleID", .string(Self.scores.value))]),
                 scope: .admin)
             #expect(made.status == 201 && made.json["bundleID"] == .string(Self.scores.value))
             let scoresServer = try #require(made.json["secret"]?.stringValue)

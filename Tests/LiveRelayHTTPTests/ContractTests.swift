@@ -84,7 +84,8 @@ import Testing
     ])
     func everyRuleRefusesAsTheDeviceWouldDecide(state: String, field: String) async throws {
         try await withRelayHarness { relay in
-            let contract = json(#"""
+            let contract = json(
+                #"""
                 {"bundleID": "com.example.liverelay.tests", "attributes": {},
                  "contentState": {"text": "String?", "count": "Int?", "ratio": "Double?", "done": "Bool?", "when": "Date?",
                                   "window": "ClosedRange<Date>?", "link": "URL?", "step": {"optional": {"enum": ["ready", "gone"]}},
@@ -118,10 +119,15 @@ import Testing
 
             let iso = try await relay.post("/v1/activities/trip/update", .object([("contentState", json(#"{"arrives": "2026-11-21T10:00:00Z"}"#))]))
             #expect(iso.status == 422)
-            #expect(iso.json["error"]?["message"]?.stringValue?.contains("seconds since 2001-01-01T00:00:00Z: for 2026-11-21T10:00:00Z send 816948000") == true)
+            #expect(
+                iso.json["error"]?["message"]?.stringValue?.contains("seconds since 2001-01-01T00:00:00Z: for 2026-11-21T10:00:00Z send 816948000")
+                    == true)
             let unix = try await relay.post("/v1/activities/trip/update", .object([("contentState", json(#"{"arrives": 1795255200}"#))]))
             #expect(unix.status == 200)
-            #expect(unix.json["warnings"]?.arrayElements?.contains { $0.stringValue?.hasPrefix("contentState.arrives:") == true && $0.stringValue?.contains("UNIX seconds") == true } == true)
+            #expect(
+                unix.json["warnings"]?.arrayElements?.contains {
+                    $0.stringValue?.hasPrefix("contentState.arrives:") == true && $0.stringValue?.contains("UNIX seconds") == true
+                } == true)
 
             // The contract changes; the next request is checked against the new one.
             let loose = json(#"{"bundleID": "com.example.liverelay.tests", "attributes": {}, "contentState": {"arrives": "String"}}"#)
@@ -171,13 +177,23 @@ import Testing
             let started = clock.now
             for (attributes, field, rule) in [
                 (#"{"a": "String\#(String(repeating: "?", count: 60_000))"}"#, "attributes.a", "is longer than 200 characters"),
-                (#"{"a": "\#(String(repeating: "[", count: 32_000))String\#(String(repeating: "]", count: 32_000))"}"#, "attributes.a", "is longer than 200 characters"),
+                (
+                    #"{"a": "\#(String(repeating: "[", count: 32_000))String\#(String(repeating: "]", count: 32_000))"}"#, "attributes.a",
+                    "is longer than 200 characters"
+                ),
                 (#"{"a": "String\#(String(repeating: "?", count: 33))"}"#, "attributes.a", "nests types deeper than 32 levels"),
-                (#"{"a": "\#(String(repeating: "[", count: 20))String?\#(String(repeating: "]", count: 20))??????????????"}"#, "attributes.a", "nests types deeper than 32 levels"),
-                (String(repeating: #"{"a": {"fields": "#, count: 33) + "{}" + String(repeating: "}}", count: 33),
-                 "attributes" + String(repeating: ".a.fields", count: 32) + ".a", "nests types deeper than 32 levels"),
-                (#"{"a": "# + String(repeating: #"{"optional": "#, count: 33) + #""Int""# + String(repeating: "}", count: 34),
-                 "attributes.a" + String(repeating: ".optional", count: 32), "nests types deeper than 32 levels"),
+                (
+                    #"{"a": "\#(String(repeating: "[", count: 20))String?\#(String(repeating: "]", count: 20))??????????????"}"#, "attributes.a",
+                    "nests types deeper than 32 levels"
+                ),
+                (
+                    String(repeating: #"{"a": {"fields": "#, count: 33) + "{}" + String(repeating: "}}", count: 33),
+                    "attributes" + String(repeating: ".a.fields", count: 32) + ".a", "nests types deeper than 32 levels"
+                ),
+                (
+                    #"{"a": "# + String(repeating: #"{"optional": "#, count: 33) + #""Int""# + String(repeating: "}", count: 34),
+                    "attributes.a" + String(repeating: ".optional", count: 32), "nests types deeper than 32 levels"
+                ),
             ] {
                 let refused = try await relay.call(.PUT, "/v1/contracts/Poison", contract(attributes), scope: .client)
                 #expect(refused.status == 400, "\(attributes.prefix(60))")
@@ -205,7 +221,9 @@ import Testing
     /// requests would go unchecked): its type's requests are refused until it is registered again.
     @Test func aStoredContractThatNoLongerReadsRefusesItsTypesRequests() async throws {
         try await withRelayHarness { relay in
-            let tooDeep = json(#"{"attributes": {}, "contentState": {"s": \#(String(repeating: #"{"optional": "#, count: 40))"Int"\#(String(repeating: "}", count: 40))}}"#)
+            let tooDeep = json(
+                #"{"attributes": {}, "contentState": {"s": \#(String(repeating: #"{"optional": "#, count: 40))"Int"\#(String(repeating: "}", count: 40))}}"#
+            )
             try await relay.store.saveContract(
                 ContractRecord(bundleID: harnessApp, attributesType: "Old", contract: tooDeep, updatedAt: relay.relay.currentDate))
             let start = Self.start(of: "Old", key: "old-1", contentState: #"{"s": 1}"#)

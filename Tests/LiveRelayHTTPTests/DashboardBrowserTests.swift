@@ -63,7 +63,8 @@ struct DashboardBrowserTests {
                 #expect(try await browser.text("#activity-timeline").contains("update accepted"))
                 // The form now holds that content: Update would not send the old one again.
                 try await eventually {
-                    try await browser.run("return document.querySelector('textarea[name=contentState]').value").stringValue?.contains("on the way") == true
+                    try await browser.run("return document.querySelector('textarea[name=contentState]').value").stringValue?.contains("on the way")
+                        == true
                 }
 
                 // APNs refuses the next push: the timeline shows the failure and its reason, live.
@@ -127,7 +128,8 @@ struct DashboardBrowserTests {
                     for (name, path) in pages {
                         try await browser.open(relay.baseURL + path)
                         try await eventually { try await browser.run("return document.readyState") == .string("complete") }
-                        let fit = try await browser.run("""
+                        let fit = try await browser.run(
+                            """
                             const out = [...document.querySelectorAll('.bar a, .bar button')]
                                 .filter(e => e.getBoundingClientRect().right > \(width) + 1 || e.getBoundingClientRect().left < 0)
                                 .map(e => e.textContent);
@@ -176,14 +178,17 @@ struct DashboardBrowserTests {
 
                 // The person unlocks: the Dynamic Island holds the activity.
                 try await browser.waitFor("#device-iphone-1 form input[value=unlock] ~ button").click()
-                try await eventually { try await browser.run("return document.querySelector('[data-island=compact], [data-island=expanded]') !== null") == .bool(true) }
+                try await eventually {
+                    try await browser.run("return document.querySelector('[data-island=compact], [data-island=expanded]') !== null") == .bool(true)
+                }
                 #expect(try !relay.emulator.devices.device("iphone-1").isLocked)
                 try await browser.screenshot(to: Self.screenshots + "/devices-dynamic-island.png")
 
                 // Eight hours later the activity has ended (spec §8.3) and looks it.
                 try await browser.waitFor("#device-iphone-1 form input[value='28800'] ~ button").click()
                 try await eventually {
-                    try await browser.run("return document.querySelector('#device-iphone-1 article.activity.ended .tag.ended') !== null") == .bool(true)
+                    try await browser.run("return document.querySelector('#device-iphone-1 article.activity.ended .tag.ended') !== null")
+                        == .bool(true)
                 }
                 #expect(try relay.activity(on: "iphone-1")?.state == .ended)
                 try await browser.screenshot(to: Self.screenshots + "/devices-ended.png")
@@ -191,4 +196,3 @@ struct DashboardBrowserTests {
         }
     }
 }
-

@@ -84,7 +84,9 @@ struct DashboardTests {
 
     /// Behind a proxy that ends TLS the cookies are `Secure`: when the operator gives an https
     /// public URL, or the proxy says the request came over https; on plain loopback they are not.
-    @Test(arguments: [(nil, nil, false), (nil, "https", true), (nil, "http", false), ("https://relay.example.com", nil, true)] as [(String?, String?, Bool)])
+    @Test(
+        arguments: [(nil, nil, false), (nil, "https", true), (nil, "http", false), ("https://relay.example.com", nil, true)]
+            as [(String?, String?, Bool)])
     func cookiesAreSecureWhenPeopleComeOverTLS(publicURL: String?, forwardedProto: String?, secure: Bool) async throws {
         try await withRelayHarness(configure: { _, api in api.publicURL = publicURL }) { relay in
             let browser = DashboardBrowser(relay)
@@ -121,7 +123,8 @@ struct DashboardTests {
             #expect(try await page("k").contains(#"<div data-live id="activity-change">"#))
             #expect(try await page("k").contains("&quot;on the way&quot;"))
 
-            let channelKey = try await relay.post("/v1/activities/match-7/start", startBody(key: "match-7", extra: [("channel", json(#"{"storagePolicy": 1}"#))]))
+            let channelKey = try await relay.post(
+                "/v1/activities/match-7/start", startBody(key: "match-7", extra: [("channel", json(#"{"storagePolicy": 1}"#))]))
             #expect(channelKey.status == 201)
             try await relay.dispatch()
             try await eventually { try relay.emulator.devices.device("iphone-1").activities.count == 2 }
@@ -214,7 +217,8 @@ struct DashboardTests {
                 scope: .admin)
             #expect(forOneApp.status == 400)
             #expect(forOneApp.json["error"]?["field"] == .string("bundleID"))
-            let made = try await relay.call(.POST, "/v1/api-keys", .object([("name", .string("support")), ("scope", .string("viewer"))]), scope: .admin)
+            let made = try await relay.call(
+                .POST, "/v1/api-keys", .object([("name", .string("support")), ("scope", .string("viewer"))]), scope: .admin)
             #expect(made.status == 201)
             let (viewerSecret, viewerID) = (try #require(made.json["secret"]?.stringValue), try #require(made.json["id"]?.stringValue))
             let browser = DashboardBrowser(relay)
@@ -270,7 +274,8 @@ struct DashboardTests {
             #expect(unknown.text.contains("no device with id ipad-9"))
 
             // A viewer sees the devices and has no buttons.
-            let made = try await relay.call(.POST, "/v1/api-keys", .object([("name", .string("support")), ("scope", .string("viewer"))]), scope: .admin)
+            let made = try await relay.call(
+                .POST, "/v1/api-keys", .object([("name", .string("support")), ("scope", .string("viewer"))]), scope: .admin)
             let viewer = DashboardBrowser(relay)
             _ = try await viewer.signIn(key: try #require(made.json["secret"]?.stringValue))
             let watched = try await viewer.get("/dashboard/devices")
@@ -529,7 +534,8 @@ final class DashboardBrowser: @unchecked Sendable {
     /// Posts `fields` with the form token of the last page loaded, none, or the one given.
     func post(_ path: String, _ fields: [String: String], formToken: FormToken = .lastPage) async throws -> Page {
         var fields = fields
-        let token: String? = switch formToken {
+        let token: String? =
+            switch formToken {
             case .lastPage: self.formToken
             case .none: nil
             case .given(let token): token

@@ -48,7 +48,8 @@ import Testing
             relay.emulator.registry.setBroadcastEnabled(for: nil)
             try await relay.addRegisteredDevice("dev-phone", environment: .sandbox)
             try await relay.addRegisteredDevice("store-phone", environment: .production)
-            let started = try await relay.post("/v1/activities/match-7/start", startBody(key: "match-7", extra: [("channel", json(#"{"storagePolicy": 1}"#))]))
+            let started = try await relay.post(
+                "/v1/activities/match-7/start", startBody(key: "match-7", extra: [("channel", json(#"{"storagePolicy": 1}"#))]))
             #expect(started.status == 201)
             #expect(started.json["channelID"] == nil, "two channels: no single one")
             let sandbox = try #require(started.json["channels"]?["sandbox"]?.stringValue)

@@ -31,7 +31,8 @@ struct FaultStormTests {
             ]
             for fault in storm { relay.emulator.faults.add(fault) }
 
-            let first = content("on the way", 10), last = content("around the corner", 2)
+            let first = content("on the way", 10)
+            let last = content("around the corner", 2)
             #expect(try await relay.post("/v1/activities/match/update", .object([("contentState", first)])).status == 200)
             try await relay.dispatch()
             // Every push that met a fault asking for a retry waits for it, one back-off away.

@@ -1,12 +1,13 @@
 import Foundation
 import LiveActivityKit
-@testable import LiveRelay
 import LiveRelayHTTP
 import LiveRelayStore
 import LiveRelayTesting
 import SimulatedDevices
 import Synchronization
 import Testing
+
+@testable import LiveRelay
 
 /// A small request's pushes go from the accepting transaction straight to the running
 /// dispatcher, claimed, instead of being queued for it to claim in a transaction of its own.

@@ -57,7 +57,10 @@ struct InstancesTests {
             #expect(relay.relay.metrics.value("liverelay_claims_abandoned_total") == 1)
             #expect(updates() == 2)
             for device in ["iphone-1", "iphone-2"] { #expect(try relay.activity(on: device)?.content.state == content("behind", 5)) }
-            #expect(try await relay.store.deliveries(DeliveryQuery(key: "match", limit: 10)).filter { $0.event == "update" }.map(\.status) == [.sent, .sent])
+            #expect(
+                try await relay.store.deliveries(DeliveryQuery(key: "match", limit: 10)).filter { $0.event == "update" }.map(\.status) == [
+                    .sent, .sent,
+                ])
         }
     }
 }

@@ -32,11 +32,13 @@ struct LifecycleEndToEndTests {
             // An alerting update with a stale date and a relevance score reaches both devices.
             relay.emulator.clock.advance(by: 60)
             let staleDate = relay.emulator.clock.now + 15 * 60
-            let update = try await relay.post("/v1/activities/order-42/update", .object([
-                ("contentState", content("on the way", 10)),
-                ("alert", json(#"{"title": "On the way", "body": "Your driver is 10 minutes away"}"#)),
-                ("staleDate", .integer(unixSeconds(staleDate))), ("relevanceScore", .integer(75)),
-            ]))
+            let update = try await relay.post(
+                "/v1/activities/order-42/update",
+                .object([
+                    ("contentState", content("on the way", 10)),
+                    ("alert", json(#"{"title": "On the way", "body": "Your driver is 10 minutes away"}"#)),
+                    ("staleDate", .integer(unixSeconds(staleDate))), ("relevanceScore", .integer(75)),
+                ]))
             #expect(update.status == 200)
             #expect(update.json["deliveries"] == .integer(2))
             try await relay.dispatch()
@@ -61,9 +63,11 @@ struct LifecycleEndToEndTests {
             // The end with a dismissal date keeps it on the Lock Screen until then.
             relay.emulator.clock.advance(by: 60)
             let dismissal = relay.emulator.clock.now + 30 * 60
-            let end = try await relay.post("/v1/activities/order-42/end", .object([
-                ("contentState", content("delivered", 0)), ("dismissalDate", .integer(unixSeconds(dismissal))),
-            ]))
+            let end = try await relay.post(
+                "/v1/activities/order-42/end",
+                .object([
+                    ("contentState", content("delivered", 0)), ("dismissalDate", .integer(unixSeconds(dismissal))),
+                ]))
             #expect(end.status == 200)
             #expect(end.json["state"] == .string("ended"))
             try await relay.dispatch()
@@ -102,9 +106,11 @@ struct LifecycleEndToEndTests {
             try await relay.dispatch()
             for device in ["iphone-1", "iphone-2"] { try await relay.waitForToken("order-42", device: device) }
 
-            let end = try await relay.post("/v1/activities/order-42/end", .object([
-                ("contentState", content("delivered", 0)), ("alert", json(#"{"title": "Delivered", "body": "Enjoy"}"#)),
-            ]))
+            let end = try await relay.post(
+                "/v1/activities/order-42/end",
+                .object([
+                    ("contentState", content("delivered", 0)), ("alert", json(#"{"title": "Delivered", "body": "Enjoy"}"#)),
+                ]))
             #expect(end.status == 200 && end.json["deliveries"] == .integer(2))
             try await relay.dispatch()
             for device in ["iphone-1", "iphone-2"] {

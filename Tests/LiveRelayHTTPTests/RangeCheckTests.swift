@@ -57,7 +57,8 @@ struct RangeCheckTests {
                 ("sch_bad", #"{"contentState": {"status": "late", "etaMinutes": 1}, "staleDate": 1e19}"#),
                 ("sch_good", #"{"contentState": {"status": "soon", "etaMinutes": 2}}"#),
             ] {
-                let schedule = ScheduleRecord(id: id, bundleID: harnessApp, key: "k", action: "update", request: json(request), dueAt: now + 5, createdAt: now)
+                let schedule = ScheduleRecord(
+                    id: id, bundleID: harnessApp, key: "k", action: "update", request: json(request), dueAt: now + 5, createdAt: now)
                 try await relay.store.insertSchedule(schedule, context: WriteContext(), response: StoredResponse(status: 202, body: []))
             }
             try await relay.advance(by: 10)

@@ -36,12 +36,30 @@ struct RelayAPITests {
     @Test(arguments: [
         (#"{"attributesType": "T", "attributes": {}, "contentState": {}, "audience": {"everyone": true}}"#, "alert", "missing"),
         (#"{"attributesType": "T", "attributes": {}, "contentState": {}, "alert": {"title": "a", "body": "b"}}"#, "audience", "missing"),
-        (#"{"attributesType": "T", "attributes": {}, "contentState": {}, "alert": {"title": "a", "body": "b"}, "audience": {"devices": []}}"#, "audience.devices", "invalid_value"),
-        (#"{"attributesType": "T", "attributes": {}, "contentState": [], "alert": {"title": "a", "body": "b"}, "audience": {"everyone": true}}"#, "contentState", "wrong_type"),
-        (#"{"attributesType": "T", "attributes": {}, "contentState": {}, "alert": {"title": "a", "body": "b"}, "audience": {"everyone": true}, "relevanceScore": "high"}"#, "relevanceScore", "wrong_type"),
-        (#"{"attributesType": "T", "attributes": {}, "contentState": {}, "alert": {"title": "a", "body": "b"}, "audience": {"everyone": true}, "priority": 7}"#, "priority", "invalid_value"),
-        (#"{"attributesType": "T", "attributes": {}, "contentState": {}, "alert": {"titel": "a", "body": "b"}, "audience": {"everyone": true}}"#, "alert.titel", "unknown_key"),
-        (#"{"attributesType": "T", "attributes": {}, "contentState": {}, "alert": {"title": "a", "body": "b"}, "audience": {"everyone": true}, "staleDate": "tomorrow"}"#, "staleDate", "invalid_value"),
+        (
+            #"{"attributesType": "T", "attributes": {}, "contentState": {}, "alert": {"title": "a", "body": "b"}, "audience": {"devices": []}}"#,
+            "audience.devices", "invalid_value"
+        ),
+        (
+            #"{"attributesType": "T", "attributes": {}, "contentState": [], "alert": {"title": "a", "body": "b"}, "audience": {"everyone": true}}"#,
+            "contentState", "wrong_type"
+        ),
+        (
+            #"{"attributesType": "T", "attributes": {}, "contentState": {}, "alert": {"title": "a", "body": "b"}, "audience": {"everyone": true}, "relevanceScore": "high"}"#,
+            "relevanceScore", "wrong_type"
+        ),
+        (
+            #"{"attributesType": "T", "attributes": {}, "contentState": {}, "alert": {"title": "a", "body": "b"}, "audience": {"everyone": true}, "priority": 7}"#,
+            "priority", "invalid_value"
+        ),
+        (
+            #"{"attributesType": "T", "attributes": {}, "contentState": {}, "alert": {"titel": "a", "body": "b"}, "audience": {"everyone": true}}"#,
+            "alert.titel", "unknown_key"
+        ),
+        (
+            #"{"attributesType": "T", "attributes": {}, "contentState": {}, "alert": {"title": "a", "body": "b"}, "audience": {"everyone": true}, "staleDate": "tomorrow"}"#,
+            "staleDate", "invalid_value"
+        ),
     ])
     func aBadStartNamesTheFieldAndTheRule(body: String, field: String, code: String) async throws {
         try await withRelayHarness { relay in
@@ -54,20 +72,23 @@ struct RelayAPITests {
     }
 
     /// Fixed-shape bodies are `Decodable`: the same error shape, the field named at every level.
-    @Test(arguments: [
-        ("/v1/push-to-start-tokens", #"{"deviceID": "d", "bundleId": "b", "attributesType": "T", "token": "abcd"}"#, "bundleId", "unknown_key"),
-        ("/v1/push-to-start-tokens", #"{"deviceID": "d", "bundleID": "b", "attributesType": "T"}"#, "token", "missing"),
-        ("/v1/push-to-start-tokens", #"{"deviceID": "d", "bundleID": "b", "attributesType": "T", "token": 5}"#, "token", "wrong_type"),
-        ("/v1/push-to-start-tokens", #"{"deviceID": "d", "bundleID": "b", "attributesType": "T", "token": "zz"}"#, "token", "invalid_value"),
-        ("/v1/push-to-start-tokens", #"{"deviceID": "", "bundleID": "b", "attributesType": "T", "token": "abcd"}"#, "deviceID", "invalid_value"),
-        ("/v1/push-to-start-tokens", #"{"deviceID": "d", "bundleID": "b", "attributesType": "T", "token": "abcd", "environment": "staging"}"#,
-         "environment", "invalid_value"),
-        ("/v1/push-to-start-tokens", "[]", nil, "wrong_type"),
-        ("/v1/push-to-start-tokens", "{", nil, "invalid_json"),
-        ("/v1/activities/k/ended", #"{"deviceID": "d", "bundleID": "b", "state": "gone"}"#, "state", "invalid_value"),
-        ("/v1/activities/k/ended", #"{"deviceID": "d", "bundleID": "b", "state": "ended", "at": "tomorrow"}"#, "at", "invalid_value"),
-        ("/v1/activities/k/ended", #"{"deviceID": "d", "bundleID": "b", "state": "ended", "at": 1e300}"#, "at", "invalid_value"),
-    ] as [(String, String, String?, String)])
+    @Test(
+        arguments: [
+            ("/v1/push-to-start-tokens", #"{"deviceID": "d", "bundleId": "b", "attributesType": "T", "token": "abcd"}"#, "bundleId", "unknown_key"),
+            ("/v1/push-to-start-tokens", #"{"deviceID": "d", "bundleID": "b", "attributesType": "T"}"#, "token", "missing"),
+            ("/v1/push-to-start-tokens", #"{"deviceID": "d", "bundleID": "b", "attributesType": "T", "token": 5}"#, "token", "wrong_type"),
+            ("/v1/push-to-start-tokens", #"{"deviceID": "d", "bundleID": "b", "attributesType": "T", "token": "zz"}"#, "token", "invalid_value"),
+            ("/v1/push-to-start-tokens", #"{"deviceID": "", "bundleID": "b", "attributesType": "T", "token": "abcd"}"#, "deviceID", "invalid_value"),
+            (
+                "/v1/push-to-start-tokens", #"{"deviceID": "d", "bundleID": "b", "attributesType": "T", "token": "abcd", "environment": "staging"}"#,
+                "environment", "invalid_value"
+            ),
+            ("/v1/push-to-start-tokens", "[]", nil, "wrong_type"),
+            ("/v1/push-to-start-tokens", "{", nil, "invalid_json"),
+            ("/v1/activities/k/ended", #"{"deviceID": "d", "bundleID": "b", "state": "gone"}"#, "state", "invalid_value"),
+            ("/v1/activities/k/ended", #"{"deviceID": "d", "bundleID": "b", "state": "ended", "at": "tomorrow"}"#, "at", "invalid_value"),
+            ("/v1/activities/k/ended", #"{"deviceID": "d", "bundleID": "b", "state": "ended", "at": 1e300}"#, "at", "invalid_value"),
+        ] as [(String, String, String?, String)])
     func aBadRegistrationNamesTheFieldAndTheRule(path: String, body: String, field: String?, code: String) async throws {
         try await withRelayHarness { relay in
             let answer = try await relay.call(.POST, path, raw: body, scope: .client)
@@ -79,8 +100,9 @@ struct RelayAPITests {
 
     @Test func theLastLiveAdminKeyCannotBeRevoked() async throws {
         try await withRelayHarness { relay in
-            let admin = try #require(try await relay.get("/v1/api-keys", scope: .admin).json["apiKeys"]?.arrayElements?
-                .first { $0["scope"] == .string("admin") }?["id"]?.stringValue)
+            let admin = try #require(
+                try await relay.get("/v1/api-keys", scope: .admin).json["apiKeys"]?.arrayElements?
+                    .first { $0["scope"] == .string("admin") }?["id"]?.stringValue)
             let refused = try await relay.call(.DELETE, "/v1/api-keys/\(admin)", scope: .admin)
             #expect(refused.status == 409)
             #expect(refused.json["error"]?["code"] == .string("last_admin_key"))
@@ -116,17 +138,23 @@ struct RelayAPITests {
             #expect(unknown.status == 404)
             let noContent = try await relay.post("/v1/activities/k/update", .object([]))
             #expect(noContent.json["error"]?["field"] == .string("contentState"))
-            let huge = try await relay.post("/v1/activities/k/update", .object([("contentState", .object([("x", .string(String(repeating: "a", count: 9000)))]))]))
+            let huge = try await relay.post(
+                "/v1/activities/k/update", .object([("contentState", .object([("x", .string(String(repeating: "a", count: 9000)))]))]))
             #expect(huge.status == 413)
-            let tooBigForAPNs = try await relay.post("/v1/activities/k/update", .object([("contentState", content(String(repeating: "a", count: 4090), 1))]))
+            let tooBigForAPNs = try await relay.post(
+                "/v1/activities/k/update", .object([("contentState", content(String(repeating: "a", count: 4090), 1))]))
             #expect(tooBigForAPNs.status == 413)
             #expect(tooBigForAPNs.json["error"]?["code"] == .string("too_large"))
             let taken = try await relay.post("/v1/activities/k/start", startBody(key: "k"))
             #expect(taken.status == 409)
             #expect(taken.json["error"]?["code"] == .string("key_exists"))
-            let badToken = try await relay.post("/v1/push-to-start-tokens", json(#"{"deviceID": "d", "bundleID": "com.example.liverelay.tests", "attributesType": "T", "token": "xyz"}"#), scope: .client)
+            let badToken = try await relay.post(
+                "/v1/push-to-start-tokens",
+                json(#"{"deviceID": "d", "bundleID": "com.example.liverelay.tests", "attributesType": "T", "token": "xyz"}"#), scope: .client)
             #expect(badToken.json["error"]?["field"] == .string("token"))
-            let otherApp = try await relay.post("/v1/push-to-start-tokens", json(#"{"deviceID": "d", "bundleID": "com.other.app", "attributesType": "T", "token": "abcd"}"#), scope: .client)
+            let otherApp = try await relay.post(
+                "/v1/push-to-start-tokens", json(#"{"deviceID": "d", "bundleID": "com.other.app", "attributesType": "T", "token": "abcd"}"#),
+                scope: .client)
             #expect(otherApp.json["error"]?["field"] == .string("bundleID"))
             // What was accepted is still there, untouched.
             let key = try await relay.get("/v1/activities/k")
@@ -168,16 +196,21 @@ struct RelayAPITests {
     }
 
     @Test func autoPriorityGoesAt10WithinBudgetOrWithAnAlertAndAt5Beyond() async throws {
-        try await withRelayHarness(configure: { relay, _ in relay.budget = BudgetPolicy(priority10PerHour: 2, frequentPriority10PerHour: 4) }) { relay in
+        try await withRelayHarness(configure: { relay, _ in relay.budget = BudgetPolicy(priority10PerHour: 2, frequentPriority10PerHour: 4) }) {
+            relay in
             try await relay.startActivity("k", on: ["iphone-1"])
             for step in 1...3 {
                 _ = try await relay.post("/v1/activities/k/update", .object([("contentState", content("step", step))]))
                 try await relay.dispatch()  // sent, so none is superseded and each counts
             }
-            _ = try await relay.post("/v1/activities/k/update", .object([("contentState", content("alert", 4)), ("alert", json(#"{"title": "t", "body": "b"}"#))]))
+            _ = try await relay.post(
+                "/v1/activities/k/update", .object([("contentState", content("alert", 4)), ("alert", json(#"{"title": "t", "body": "b"}"#))]))
             let updates = try await relay.store.deliveries(DeliveryQuery(key: "k")).filter { $0.event == "update" }.reversed()
             #expect(updates.map(\.priority) == [10, 10, 5, 10])
-            #expect(updates.map(\.priorityReason) == ["within budget (1 of 2 an hour)", "within budget (2 of 2 an hour)", "over budget (2 an hour)", "alert"])
+            #expect(
+                updates.map(\.priorityReason) == [
+                    "within budget (1 of 2 an hour)", "within budget (2 of 2 an hour)", "over budget (2 an hour)", "alert",
+                ])
             // An hour later the budget is back.
             try await relay.advance(by: 3601)
             _ = try await relay.post("/v1/activities/k/update", .object([("contentState", content("later", 5))]))
@@ -275,7 +308,9 @@ struct RelayAPITests {
             let browser = DashboardBrowser(relay)
             _ = try await browser.signIn(key: try #require(relay.keys[.admin]))
             #expect(try await browser.get("/dashboard/activities").text.contains("ended on every device: 1 dismissed by the person"))
-            #expect(try await browser.get("/dashboard/activity?app=\(harnessApp)&key=k").text.contains("<dt>Devices</dt><dd>ended on every device: 1 dismissed by the person</dd>"))
+            #expect(
+                try await browser.get("/dashboard/activity?app=\(harnessApp)&key=k").text.contains(
+                    "<dt>Devices</dt><dd>ended on every device: 1 dismissed by the person</dd>"))
         }
     }
 
@@ -316,7 +351,8 @@ struct RelayAPITests {
         try await withRelayHarness { relay in
             relay.emulator.registry.setBroadcastEnabled(for: nil)
             try await relay.addRegisteredDevice("iphone-1")
-            let started = try await relay.post("/v1/activities/match-7/start", startBody(key: "match-7", extra: [("channel", json(#"{"storagePolicy": 1}"#))]))
+            let started = try await relay.post(
+                "/v1/activities/match-7/start", startBody(key: "match-7", extra: [("channel", json(#"{"storagePolicy": 1}"#))]))
             #expect(started.status == 201)
             let channelID = try #require(started.json["channelID"]?.stringValue)
             #expect(relay.emulator.registry.channel(channelID) != nil)
@@ -355,7 +391,8 @@ struct RelayAPITests {
         try await withRelayHarness { relay in
             relay.emulator.registry.setBroadcastEnabled(for: nil)
             try await relay.addRegisteredDevice("iphone-1")
-            let started = try await relay.post("/v1/activities/live/start", startBody(key: "live", extra: [("channel", json(#"{"storagePolicy": 0}"#))]))
+            let started = try await relay.post(
+                "/v1/activities/live/start", startBody(key: "live", extra: [("channel", json(#"{"storagePolicy": 0}"#))]))
             #expect(started.status == 201)
             try await relay.dispatch()
             _ = try await relay.post("/v1/activities/live/update", .object([("contentState", content("1-0", 60))]))

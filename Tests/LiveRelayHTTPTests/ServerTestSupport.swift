@@ -23,13 +23,14 @@ func content(_ status: String, _ eta: Int) -> JSONValue {
 }
 
 func startBody(key: String, audience: JSONValue = json(#"{"everyone": true}"#), extra: [(String, JSONValue)] = []) -> JSONValue {
-    .object([
-        ("attributesType", .string("DeliveryAttributes")),
-        ("attributes", .object([("activityKey", .string(key)), ("orderNumber", .integer(42))])),
-        ("contentState", content("preparing", 30)),
-        ("alert", json(#"{"title": "Order 42", "body": "We are preparing your order"}"#)),
-        ("audience", audience),
-    ] + extra)
+    .object(
+        [
+            ("attributesType", .string("DeliveryAttributes")),
+            ("attributes", .object([("activityKey", .string(key)), ("orderNumber", .integer(42))])),
+            ("contentState", content("preparing", 30)),
+            ("alert", json(#"{"title": "Order 42", "body": "We are preparing your order"}"#)),
+            ("audience", audience),
+        ] + extra)
 }
 
 extension RelayHarness {

@@ -113,7 +113,8 @@ struct StoreFailureTests {
             waits.append(wait)
             changes.append(change)
         }
-        #expect(waits == [.milliseconds(50), .milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800), .seconds(1), .seconds(1)])
+        #expect(
+            waits == [.milliseconds(50), .milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800), .seconds(1), .seconds(1)])
         #expect(changes == [.startedFailing, nil, nil, nil, nil, nil, nil])
         #expect(backoff.succeeded() == .recovered(failures: 7))
         #expect(backoff.succeeded() == nil)

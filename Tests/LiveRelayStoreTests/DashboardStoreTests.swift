@@ -58,7 +58,9 @@ import Testing
             DashboardSessionRecord(idHash: admin, apiKeyID: "key-admin", formToken: "form-2", signedInAt: t0, expiresAt: t0 + 3600))
 
         let found = try #require(try await store.dashboardSession(idHash: viewer, at: t0 + 10))
-        #expect(found.session == DashboardSessionRecord(idHash: viewer, apiKeyID: "key-viewer", formToken: "form-1", signedInAt: t0, expiresAt: t0 + 3600))
+        #expect(
+            found.session == DashboardSessionRecord(idHash: viewer, apiKeyID: "key-viewer", formToken: "form-1", signedInAt: t0, expiresAt: t0 + 3600)
+        )
         #expect(found.key.id == "key-viewer" && found.key.scope == .viewer)
         #expect(try await store.dashboardSession(idHash: Data(repeating: 3, count: 32), at: t0) == nil)
         // Run out.
@@ -79,7 +81,8 @@ import Testing
         try await store.insertDashboardSession(
             DashboardSessionRecord(idHash: old, apiKeyID: "key-admin", formToken: "f", signedInAt: t0, expiresAt: t0 + 60))
         try await store.insertDashboardSession(
-            DashboardSessionRecord(idHash: Data(repeating: 2, count: 32), apiKeyID: "key-admin", formToken: "g", signedInAt: t0 + 61, expiresAt: t0 + 120))
+            DashboardSessionRecord(
+                idHash: Data(repeating: 2, count: 32), apiKeyID: "key-admin", formToken: "g", signedInAt: t0 + 61, expiresAt: t0 + 120))
         // Even a clock that went back finds the old one gone.
         #expect(try await store.dashboardSession(idHash: old, at: t0) == nil)
     }

@@ -33,7 +33,8 @@ import Testing
     }
 
     /// A key with one device whose update (the second push) failed; returns the failed push.
-    private func failedUpdate(_ store: any RelayStore, reason: String = "BadExpirationDate", tokenIsDead: Bool = false) async throws -> DeliveryRecord {
+    private func failedUpdate(_ store: any RelayStore, reason: String = "BadExpirationDate", tokenIsDead: Bool = false) async throws -> DeliveryRecord
+    {
         try await store.savePushToStartToken(pushToStart("iphone-1"))
         try await store.start("order-1")
         try await store.registerActivity("order-1", on: ["iphone-1"])

@@ -31,28 +31,32 @@ import Testing
         let path = TestFiles.path("migration", pathExtension: "sqlite")
         let queue = try migrated(path, upTo: "0008-environments")
         try queue.write { db in
-            try db.execute(sql: """
-                INSERT INTO push_to_start_tokens VALUES ('phone-1', 'MatchAttributes', NULL, 'aa11', 0, 'production', 1800000000, NULL);
-                INSERT INTO activities (key, attributes_type, state, channel_id, started_at, last_timestamp)
-                    VALUES ('match-1', 'MatchAttributes', 'active', 'chan-1', 1800000000, 1800000000);
-                INSERT INTO activities (key, attributes_type, state, started_at, last_timestamp)
-                    VALUES ('order-1', 'DeliveryAttributes', 'active', 1800000000, 1800000000);
-                INSERT INTO activity_tokens (key, device_id, token, frequent_pushes, registered_at, state)
-                    VALUES ('order-1', 'phone-1', 'bb22', 0, 1800000000, 'live');
-                INSERT INTO channels (channel_id, key, storage_policy, created_at) VALUES ('chan-1', 'match-1', 1, 1800000000);
-                INSERT INTO payloads (id, body) VALUES (1, X'7B7D');
-                INSERT INTO deliveries (key, event, target, device_id, token, payload_id, priority, priority_reason, timestamp, request_id,
-                        status, attempts, next_attempt_at, created_at)
-                    VALUES ('order-1', 'update', 'activity', 'phone-1', 'bb22', 1, 10, 'requested', 1800000000, 'req-1',
-                        'queued', 0, 1800000000, 1800000000);
-                """)
+            try db.execute(
+                sql: """
+                    INSERT INTO push_to_start_tokens VALUES ('phone-1', 'MatchAttributes', NULL, 'aa11', 0, 'production', 1800000000, NULL);
+                    INSERT INTO activities (key, attributes_type, state, channel_id, started_at, last_timestamp)
+                        VALUES ('match-1', 'MatchAttributes', 'active', 'chan-1', 1800000000, 1800000000);
+                    INSERT INTO activities (key, attributes_type, state, started_at, last_timestamp)
+                        VALUES ('order-1', 'DeliveryAttributes', 'active', 1800000000, 1800000000);
+                    INSERT INTO activity_tokens (key, device_id, token, frequent_pushes, registered_at, state)
+                        VALUES ('order-1', 'phone-1', 'bb22', 0, 1800000000, 'live');
+                    INSERT INTO channels (channel_id, key, storage_policy, created_at) VALUES ('chan-1', 'match-1', 1, 1800000000);
+                    INSERT INTO payloads (id, body) VALUES (1, X'7B7D');
+                    INSERT INTO deliveries (key, event, target, device_id, token, payload_id, priority, priority_reason, timestamp, request_id,
+                            status, attempts, next_attempt_at, created_at)
+                        VALUES ('order-1', 'update', 'activity', 'phone-1', 'bb22', 1, 10, 'requested', 1800000000, 'req-1',
+                            'queued', 0, 1800000000, 1800000000);
+                    """)
         }
         return path
     }
 
     @Test func theReleaseBeforeEnvironmentsMigratesIntoTheEnvironmentItSentTo() async throws {
         let store = try SQLiteStore(path: try Self.databaseOfTheReleaseBeforeEnvironments())
-        #expect(try await store.migrate() == ["0008-environments", "0009-apps", "0010-leases", "0011-rate-buckets", "0012-dashboard", "0013-key-statistics"])
+        #expect(
+            try await store.migrate() == [
+                "0008-environments", "0009-apps", "0010-leases", "0011-rate-buckets", "0012-dashboard", "0013-key-statistics",
+            ])
         try await store.adoptUnnamedData(bundleID: Self.app)
         let match = try #require(try await store.activity(app: Self.app, key: "match-1"))
         #expect(match.channelIDs == [.production: "chan-1"])
@@ -83,12 +87,13 @@ extension MigrationTests {
         // Up to 0008, as that release migrated; its rows as it wrote them.
         let queue = try migrated(path, upTo: "0009-apps")
         try await queue.write { db in
-            try db.execute(sql: """
-                INSERT INTO api_keys VALUES ('key_server', 'server', 'server', X'01', 1800000000, NULL);
-                INSERT INTO api_keys VALUES ('key_client', 'client', 'client', X'02', 1800000000, NULL);
-                INSERT INTO schedules (id, key, action, request, due_at, state, created_at)
-                    VALUES ('sch_1', 'order-1', 'end', '{}', 1900000000, 'pending', 1800000000);
-                """)
+            try db.execute(
+                sql: """
+                    INSERT INTO api_keys VALUES ('key_server', 'server', 'server', X'01', 1800000000, NULL);
+                    INSERT INTO api_keys VALUES ('key_client', 'client', 'client', X'02', 1800000000, NULL);
+                    INSERT INTO schedules (id, key, action, request, due_at, state, created_at)
+                        VALUES ('sch_1', 'order-1', 'end', '{}', 1900000000, 'pending', 1800000000);
+                    """)
         }
         return path
     }

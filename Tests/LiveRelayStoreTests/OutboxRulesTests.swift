@@ -1,7 +1,8 @@
 import Foundation
 import LiveActivityKit
-@testable import LiveRelayStore
 import Testing
+
+@testable import LiveRelayStore
 
 /// The outbox's rules without a database: every (status, event) pair of the lifecycle, and what
 /// each trigger decides. The contract suite checks that each engine carries the decisions out.
@@ -102,7 +103,9 @@ import Testing
             at: now)
         #expect(
             decisions == [
-                .move(DeliveryMove(.supersede, DeliverySelection(bundleID: testApp, key: "k", targets: [.activity], events: ["update", "end"]), at: now)),
+                .move(
+                    DeliveryMove(
+                        .supersede, DeliverySelection(bundleID: testApp, key: "k", targets: [.activity], events: ["update", "end"]), at: now)),
                 .move(DeliveryMove(.supersede, DeliverySelection(channelID: "ch-1"), at: now)),
             ])
     }
@@ -145,7 +148,9 @@ import Testing
         let answered = delivery(.pushToStartToken(deviceID: "a", token: "p"))
         let decisions = OutboxRules.decisions(
             after: .answered(answered, .failed(status: 400, reason: "BadDeviceToken", tokenIsDead: true)), at: now)
-        #expect(decisions.first == .killToken(DeadToken(bundleID: testApp, key: "k", kind: .pushToStart, deviceID: "a", token: "p", reason: "BadDeviceToken")))
+        #expect(
+            decisions.first
+                == .killToken(DeadToken(bundleID: testApp, key: "k", kind: .pushToStart, deviceID: "a", token: "p", reason: "BadDeviceToken")))
         #expect(decisions.count == 2)
     }
 
@@ -259,7 +264,8 @@ import Testing
     @Test func everyValueIsAnArgument() {
         let tricky = "why? because"
         let statements = [
-            OutboxStatements.move(DeliveryMove(.skip, DeliverySelection(bundleID: "a?", key: "k?", deviceID: "d", token: "t", channelID: "c"), at: t0, reason: tricky)),
+            OutboxStatements.move(
+                DeliveryMove(.skip, DeliverySelection(bundleID: "a?", key: "k?", deviceID: "d", token: "t", channelID: "c"), at: t0, reason: tricky)),
             OutboxStatements.move(DeliveryMove(.release, DeliverySelection(ids: [1, 2], dueBy: t0), at: t0)),
             OutboxStatements.answer(id: 1, .failed(status: 400, reason: tricky, tokenIsDead: false), at: t0),
             OutboxStatements.answer(id: 1, .sent(status: 200, apnsID: "?"), at: t0),

@@ -29,11 +29,15 @@ struct PostgresPlanTests {
             if case .move(let move) = decision { OutboxStatements.move(move) } else { nil }
         }
         try #require(!abandoned.isEmpty)
-        let statements: [(name: String, sql: String, arguments: String)] = [
-            ("record sent", PreparedStatements.RecordSent.sql, "50, '{1,2}', '{200,200}', '{\"\",\"\"}', '{\(OutboxStatements.sourceStatuses(.sent).joined(separator: ","))}'"),
-            Self.run("a retry", OutboxStatements.answer(id: 2, .retry(at: now, status: 429, reason: "TooManyRequests"), at: now)),
-            Self.run("a failure", OutboxStatements.answer(id: 2, .failed(status: 410, reason: "Unregistered", tokenIsDead: true), at: now)),
-        ] + abandoned.map { Self.run("abandoned claims", $0) }
+        let statements: [(name: String, sql: String, arguments: String)] =
+            [
+                (
+                    "record sent", PreparedStatements.RecordSent.sql,
+                    "50, '{1,2}', '{200,200}', '{\"\",\"\"}', '{\(OutboxStatements.sourceStatuses(.sent).joined(separator: ","))}'"
+                ),
+                Self.run("a retry", OutboxStatements.answer(id: 2, .retry(at: now, status: 429, reason: "TooManyRequests"), at: now)),
+                Self.run("a failure", OutboxStatements.answer(id: 2, .failed(status: 410, reason: "Unregistered", tokenIsDead: true), at: now)),
+            ] + abandoned.map { Self.run("abandoned claims", $0) }
         for (index, statement) in statements.enumerated() {
             let plan = try TestPostgres.psqlOutput(
                 url,
@@ -121,7 +125,9 @@ struct PostgresPlanTests {
         try await withDeadline(.seconds(30)) { try await eventually(every: .milliseconds(50)) { try statistics().updated >= 1_000 } }
         let read = try statistics()
         #expect(read.updated == 1_000 && read.sequentiallyRead < 10_000, "the claim read the whole table: \(read)")
-        #expect(try TestPostgres.psqlOutput(url, "SELECT status, COUNT(*) FROM deliveries GROUP BY status ORDER BY status") == "queued|9000\nsending|1000\n")
+        #expect(
+            try TestPostgres.psqlOutput(url, "SELECT status, COUNT(*) FROM deliveries GROUP BY status ORDER BY status")
+                == "queued|9000\nsending|1000\n")
     }
 
     /// Inserts pushes numbered `range` (`i`) as updates of one payload, the values given as SQL

@@ -118,12 +118,14 @@ extension RelayStore {
                 activity.endReason = "ended"
             }
             // Counting the budget, the plan names each token; otherwise the store writes the fan-out.
-            let targets: [(DeliveryTarget, PushEnvironment)] = if !activity.channelIDs.isEmpty {
-                snapshot.channels.map { (.channel($0.channelID), $0.environment) }
-            } else {
-                snapshot.liveTokens.map { (.activityToken(deviceID: $0.deviceID, token: $0.token), $0.environment) }
-            }
-            let fanOut = activity.channelIDs.isEmpty && !countingBudget
+            let targets: [(DeliveryTarget, PushEnvironment)] =
+                if !activity.channelIDs.isEmpty {
+                    snapshot.channels.map { (.channel($0.channelID), $0.environment) }
+                } else {
+                    snapshot.liveTokens.map { (.activityToken(deviceID: $0.deviceID, token: $0.token), $0.environment) }
+                }
+            let fanOut =
+                activity.channelIDs.isEmpty && !countingBudget
                 ? NewPush(
                     bundleID: app, key: key, event: event, payloadIndex: 0, priority: priority, priorityReason: "requested", expiration: nil,
                     timestamp: activity.lastTimestamp, requestID: "\(event)-\(body)")
@@ -132,7 +134,8 @@ extension RelayStore {
                 acceptedAt: at, activity: activity, payload: Array(body.utf8),
                 deliveries: targets.map {
                     NewDelivery(
-                        bundleID: app, key: key, event: event, target: $0.0, environment: $0.1, payloadIndex: 0, priority: priority, priorityReason: "requested",
+                        bundleID: app, key: key, event: event, target: $0.0, environment: $0.1, payloadIndex: 0, priority: priority,
+                        priorityReason: "requested",
                         expiration: nil, timestamp: activity.lastTimestamp, requestID: "\(event)-\(body)")
                 },
                 fanOut: fanOut, channelDeleteAfter: channelDeleteAfter, response: response(body))
@@ -182,10 +185,11 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
 
     @Test(arguments: StoreKind.allCases) func migrationsAreNamedAppliedInOrderAndOnlyOnce(kind: StoreKind) async throws {
         let subject = try await kind.make()
-        #expect(subject.firstMigrations == [
-            "0001-api-keys", "0002-registry", "0003-outbox", "0004-requests", "0005-budget-index", "0006-lighter-outbox", "0007-contracts",
-            "0008-environments", "0009-apps", "0010-leases", "0011-rate-buckets", "0012-dashboard", "0013-key-statistics",
-        ])
+        #expect(
+            subject.firstMigrations == [
+                "0001-api-keys", "0002-registry", "0003-outbox", "0004-requests", "0005-budget-index", "0006-lighter-outbox", "0007-contracts",
+                "0008-environments", "0009-apps", "0010-leases", "0011-rate-buckets", "0012-dashboard", "0013-key-statistics",
+            ])
         #expect(try await subject.store.migrate() == [])
         let reopened = try subject.reopen()
         #expect(try await reopened.migrate() == [])
@@ -301,7 +305,13 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         let lean = try await store.deliveries(DeliveryQuery(key: "order-1", includePayloads: false))
         #expect(full.map(\.payload) == [Array("u2".utf8), Array("u1".utf8)])
         #expect(lean.allSatisfy { $0.payload.isEmpty })
-        #expect(lean == full.map { var record = $0; record.payload = []; return record })
+        #expect(
+            lean
+                == full.map {
+                    var record = $0
+                    record.payload = []
+                    return record
+                })
     }
 
     @Test(arguments: StoreKind.allCases) func aListedKeyCountsItsDevicesByTheirTokensState(kind: StoreKind) async throws {
@@ -361,14 +371,17 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         try await store.savePushToStartToken(pushToStart("iphone-1"))
         struct Refused: Error {}
         await #expect(throws: Refused.self) {
-            try await store.acceptStart(app: testApp, key: "order-1", attributesType: deliveryType, audience: .everyone, context: WriteContext()) { _ -> (StartPlan, Void) in
+            try await store.acceptStart(app: testApp, key: "order-1", attributesType: deliveryType, audience: .everyone, context: WriteContext()) {
+                _ -> (StartPlan, Void) in
                 throw Refused()
             }
         }
         #expect(try await store.activity(app: testApp, key: "order-1") == nil)
         try await store.saveActivityToken(activityToken("order-2", "iphone-1"), attributesType: deliveryType)
         await #expect(throws: Refused.self) {
-            try await store.acceptChange(app: testApp, key: "order-2", budgetWindowStart: t0, context: WriteContext()) { _ -> (ChangePlan, Void) in throw Refused() }
+            try await store.acceptChange(app: testApp, key: "order-2", budgetWindowStart: t0, context: WriteContext()) { _ -> (ChangePlan, Void) in
+                throw Refused()
+            }
         }
         #expect(try await store.deliveries(DeliveryQuery()).isEmpty)
     }
@@ -445,19 +458,26 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
 
     @Test(arguments: StoreKind.allCases) func aKeyBoundToAChannelBroadcastsAndItsEndSchedulesTheChannelsDeletion(kind: StoreKind) async throws {
         let store = try await kind.make().store
-        _ = try await store.acceptStart(app: testApp, key: "final", attributesType: deliveryType, audience: .devices([]), context: WriteContext()) { _ in
-            (StartPlan(
-                acceptedAt: t0,
-                activity: ActivityRecord(bundleID: testApp, key: "final", attributesType: deliveryType, channelIDs: [.sandbox: "chan-1"], startedAt: t0, lastTimestamp: 0),
-                payloads: [], deliveries: [], response: response("started")), ())
+        _ = try await store.acceptStart(app: testApp, key: "final", attributesType: deliveryType, audience: .devices([]), context: WriteContext()) {
+            _ in
+            (
+                StartPlan(
+                    acceptedAt: t0,
+                    activity: ActivityRecord(
+                        bundleID: testApp, key: "final", attributesType: deliveryType, channelIDs: [.sandbox: "chan-1"], startedAt: t0,
+                        lastTimestamp: 0),
+                    payloads: [], deliveries: [], response: response("started")), ()
+            )
         }
-        try await store.saveChannel(ChannelRecord(channelID: "chan-1", bundleID: testApp, environment: .sandbox, key: "final", storagePolicy: 1, createdAt: t0))
+        try await store.saveChannel(
+            ChannelRecord(channelID: "chan-1", bundleID: testApp, environment: .sandbox, key: "final", storagePolicy: 1, createdAt: t0))
         #expect(try await store.change("final", body: "goal", at: t0 + 60).channels.map(\.storagePolicy) == [1])
         try await store.change("final", body: "second goal", at: t0 + 61)
         try await store.change("final", event: "end", body: "full time", at: t0 + 120, channelDeleteAfter: t0 + 120 + 8 * 3600)
-        #expect(try await store.statuses(key: "final") == [
-            "goal→channel chan-1": .superseded, "second goal→channel chan-1": .superseded, "full time→channel chan-1": .queued,
-        ])
+        #expect(
+            try await store.statuses(key: "final") == [
+                "goal→channel chan-1": .superseded, "second goal→channel chan-1": .superseded, "full time→channel chan-1": .queued,
+            ])
         #expect(try await store.channelsToDelete(at: t0 + 8 * 3600).isEmpty)
         #expect(try await store.channelsToDelete(at: t0 + 120 + 8 * 3600).map(\.channelID) == ["chan-1"])
         try await store.markChannelDeleted(id: "chan-1", at: t0 + 9 * 3600)
@@ -471,7 +491,8 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         try await store.savePushToStartToken(pushToStart("dev-phone"))
         try await store.savePushToStartToken(pushToStart("store-phone", environment: .production))
         #expect(try await store.audienceEnvironments(app: testApp, attributesType: deliveryType, audience: .everyone) == [.sandbox, .production])
-        #expect(try await store.audienceEnvironments(app: testApp, attributesType: deliveryType, audience: .devices(["store-phone"])) == [.production])
+        #expect(
+            try await store.audienceEnvironments(app: testApp, attributesType: deliveryType, audience: .devices(["store-phone"])) == [.production])
         try await store.start("order-1")
         try await store.saveActivityToken(activityToken("order-1", "dev-phone"), attributesType: deliveryType)
         try await store.saveActivityToken(activityToken("order-1", "store-phone", environment: .production), attributesType: deliveryType)
@@ -480,10 +501,11 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         try await store.change("order-1", body: "u1", at: t0 + 1)
         try await store.change("order-1", body: "u2", at: t0 + 2, countingBudget: false)
         let pushes = try await store.deliveries(DeliveryQuery(key: "order-1", limit: 10)).sorted { $0.id < $1.id }
-        #expect(pushes.map { "\(String(decoding: $0.payload, as: UTF8.self))→\($0.target.name) \($0.environment.rawValue)" } == [
-            "start order-1→dev-phone sandbox", "start order-1→store-phone production",
-            "u1→dev-phone sandbox", "u1→store-phone production", "u2→dev-phone sandbox", "u2→store-phone production",
-        ])
+        #expect(
+            pushes.map { "\(String(decoding: $0.payload, as: UTF8.self))→\($0.target.name) \($0.environment.rawValue)" } == [
+                "start order-1→dev-phone sandbox", "start order-1→store-phone production",
+                "u1→dev-phone sandbox", "u1→store-phone production", "u2→dev-phone sandbox", "u2→store-phone production",
+            ])
         let claimed = try await store.claimDeliveries(dueBy: t0 + 3, limit: 10, leaseUntil: t0 + 60)
         #expect(claimed.map { "\(String(decoding: $0.payload, as: UTF8.self)) \($0.environment.rawValue)" } == ["u2 sandbox", "u2 production"])
     }
@@ -503,13 +525,19 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
     @Test(arguments: StoreKind.allCases) func aKeyWithAChannelInEachEnvironmentSeesBothAndItsEndSchedulesBothDeletions(kind: StoreKind) async throws {
         let store = try await kind.make().store
         let channels: [PushEnvironment: String] = [.sandbox: "chan-s", .production: "chan-p"]
-        _ = try await store.acceptStart(app: testApp, key: "final", attributesType: deliveryType, audience: .devices([]), context: WriteContext()) { _ in
-            (StartPlan(
-                acceptedAt: t0, activity: ActivityRecord(bundleID: testApp, key: "final", attributesType: deliveryType, channelIDs: channels, startedAt: t0, lastTimestamp: 0),
-                payloads: [], deliveries: [], response: response("started")), ())
+        _ = try await store.acceptStart(app: testApp, key: "final", attributesType: deliveryType, audience: .devices([]), context: WriteContext()) {
+            _ in
+            (
+                StartPlan(
+                    acceptedAt: t0,
+                    activity: ActivityRecord(
+                        bundleID: testApp, key: "final", attributesType: deliveryType, channelIDs: channels, startedAt: t0, lastTimestamp: 0),
+                    payloads: [], deliveries: [], response: response("started")), ()
+            )
         }
         for (environment, id) in channels {
-            try await store.saveChannel(ChannelRecord(channelID: id, bundleID: testApp, environment: environment, key: "final", storagePolicy: 0, createdAt: t0))
+            try await store.saveChannel(
+                ChannelRecord(channelID: id, bundleID: testApp, environment: environment, key: "final", storagePolicy: 0, createdAt: t0))
         }
         #expect(try await store.activity(app: testApp, key: "final")?.channelIDs == channels)
         let seen = try await store.change("final", body: "goal", at: t0 + 60)
@@ -524,12 +552,17 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         let store = try await kind.make().store
         let first = AppRecord(bundleID: "com.a", teamID: "TEAMA00001", keyID: "KEYA000001", signingKey: "pem-1", createdAt: t0, updatedAt: t0)
         try await store.saveApp(first)
-        try await store.saveApp(AppRecord(bundleID: "com.b", teamID: "TEAMB00001", keyID: "KEYB000001", signingKey: "pem-2", createdAt: t0, updatedAt: t0))
+        try await store.saveApp(
+            AppRecord(bundleID: "com.b", teamID: "TEAMB00001", keyID: "KEYB000001", signingKey: "pem-2", createdAt: t0, updatedAt: t0))
         var replaced = first
         (replaced.keyID, replaced.signingKey, replaced.updatedAt) = ("KEYA000002", "pem-3", t0 + 60)
         try await store.saveApp(replaced)
-        #expect(try await store.apps() == [replaced, AppRecord(
-            bundleID: "com.b", teamID: "TEAMB00001", keyID: "KEYB000001", signingKey: "pem-2", createdAt: t0, updatedAt: t0)])
+        #expect(
+            try await store.apps() == [
+                replaced,
+                AppRecord(
+                    bundleID: "com.b", teamID: "TEAMB00001", keyID: "KEYB000001", signingKey: "pem-2", createdAt: t0, updatedAt: t0),
+            ])
     }
 
     @Test(arguments: StoreKind.allCases) func twoAppsKeepTheSameKeyAndDeviceApart(kind: StoreKind) async throws {
@@ -701,7 +734,8 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         let started = try await store.start("order-1", at: t0, context: handOver)
         #expect(started.claimed.map(\.target.name) == ["iphone-1"] && isClaimed(started.claimed, "start order-1"))
         // Written by the store for each live token, or planned token by token: claimed either way.
-        let fanOut = Seen<[DeliveryRecord]>([]), planned = Seen<[DeliveryRecord]>([])
+        let fanOut = Seen<[DeliveryRecord]>([])
+        let planned = Seen<[DeliveryRecord]>([])
         try await store.change("match", body: "u1", at: t0, context: handOver, countingBudget: false, claimed: fanOut)
         try await store.change("match", body: "u2", at: t0 + 1, context: handOver, claimed: planned)
         #expect(fanOut.value.map(\.target.name) == ["iphone-1", "iphone-2", "iphone-3"] && isClaimed(fanOut.value, "u1"))
@@ -715,7 +749,9 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         // The claimed ones are in flight (a newer update does not supersede them): the dispatcher
         // claims only the queued ones, and the others only once their lease runs out.
         #expect(try await store.statuses(key: "match").filter { $0.value == .sending }.count == 6)
-        #expect(try await store.claimDeliveries(dueBy: t0 + 59, limit: 10, leaseUntil: t0 + 119).map(\.payload) == Array(repeating: Array("u3".utf8), count: 3))
+        #expect(
+            try await store.claimDeliveries(dueBy: t0 + 59, limit: 10, leaseUntil: t0 + 119).map(\.payload)
+                == Array(repeating: Array("u3".utf8), count: 3))
         #expect(try await store.claimDeliveries(dueBy: t0 + 60, limit: 10, leaseUntil: t0 + 120).count == 7)
     }
 
@@ -771,9 +807,10 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
             // Beside other instances the claims stand until their lease runs out.
             #expect(try await store.statuses(key: "order-1").values.allSatisfy { $0 == .sending })
         } else {
-            #expect(try await store.statuses(key: "order-1") == [
-                "start order-1→iphone-1": .skipped, "start order-1→iphone-2": .queued, "start order-1→iphone-3": .queued,
-            ])
+            #expect(
+                try await store.statuses(key: "order-1") == [
+                    "start order-1→iphone-1": .skipped, "start order-1→iphone-2": .queued, "start order-1→iphone-3": .queued,
+                ])
         }
         // Claimed again (after the lease, or once released), iphone-1's start is not sent: it arrived.
         let again = try await store.claimDeliveries(dueBy: t0 + 60, limit: 10, leaseUntil: t0 + 120)
@@ -787,7 +824,10 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         let iphone2 = try #require(again.first { $0.target.name == "iphone-2" })
         let iphone3 = try #require(again.first { $0.target.name == "iphone-3" })
         try await store.recordOutcomes(
-            [(iphone2.id, .retry(at: t0 + 70, status: nil, reason: "no answer")), (iphone3.id, .retry(at: t0 + 70, status: nil, reason: "no answer"))],
+            [
+                (iphone2.id, .retry(at: t0 + 70, status: nil, reason: "no answer")),
+                (iphone3.id, .retry(at: t0 + 70, status: nil, reason: "no answer")),
+            ],
             at: t0 + 62)
         #expect(try await store.statuses(key: "order-1")["start order-1→iphone-2"] == .skipped)
         #expect(try await store.statuses(key: "order-1")["start order-1→iphone-3"] == .queued)
@@ -816,11 +856,12 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         try await store.change("match", body: "u1", at: t0)
         let claimed = try await store.claimDeliveries(dueBy: t0, limit: 10, leaseUntil: t0 + 60)
         let ids = Dictionary(uniqueKeysWithValues: claimed.map { ($0.target.name, $0.id) })
-        try await store.recordOutcomes([
-            (ids["iphone-1"]!, .sent(status: 200, apnsID: "apns-1")),
-            (ids["iphone-2"]!, .retry(at: t0 + 2, status: 503, reason: "ServiceUnavailable")),
-            (ids["iphone-3"]!, .failed(status: 400, reason: "PayloadTooLarge", tokenIsDead: false)),
-        ], at: t0 + 1)
+        try await store.recordOutcomes(
+            [
+                (ids["iphone-1"]!, .sent(status: 200, apnsID: "apns-1")),
+                (ids["iphone-2"]!, .retry(at: t0 + 2, status: 503, reason: "ServiceUnavailable")),
+                (ids["iphone-3"]!, .failed(status: 400, reason: "PayloadTooLarge", tokenIsDead: false)),
+            ], at: t0 + 1)
         let byDevice = Dictionary(uniqueKeysWithValues: try await store.deliveries(DeliveryQuery(key: "match")).map { ($0.target.name, $0) })
         #expect(byDevice["iphone-1"]?.status == .sent)
         #expect(byDevice["iphone-1"]?.apnsID == "apns-1")

@@ -11,11 +11,14 @@ import Testing
         attributesType: "DeliveryAttributes", attributes: SwiftStruct("DeliveryAttributes", [.init("orderNumber", .int)]),
         contentState: SwiftStruct("ContentState", [.init("status", .string), .init("arrives", .optional(.date))]))
     static let checked = ChangePlanner(
-        governor: budgetGovernor, channelStorageWindow: storageWindow, answer: keptAnswer, contracts: AppContracts(readable: ["DeliveryAttributes": contract]))
+        governor: budgetGovernor, channelStorageWindow: storageWindow, answer: keptAnswer,
+        contracts: AppContracts(readable: ["DeliveryAttributes": contract]))
 
     @Test func anUpdateTheWidgetWouldNotDecodeIsRefusedWithTheFieldAndTheDecodersReason() {
         let update = ChangeRequest(event: .update, contentState: .object([("status", .integer(3))]))
-        #expect(throws: RelayError(.unprocessable, .doesNotDecode, message: "expected a string for String, found a number", field: "contentState.status")) {
+        #expect(
+            throws: RelayError(.unprocessable, .doesNotDecode, message: "expected a string for String, found a number", field: "contentState.status")
+        ) {
             try Self.checked.plan(update, ChangeSnapshot(activity: activity(), liveTokenCount: 1))
         }
         // Without a contract for the key's type, nothing is checked.
@@ -34,7 +37,8 @@ import Testing
             event: .update, contentState: .object([("status", .string("ok")), ("arrives", .integer(1_795_255_200))]), priority: .fixed(10))
         let (_, acceptance) = try Self.checked.plan(update, ChangeSnapshot(activity: activity(), liveTokenCount: 1))
         #expect(acceptance.warnings.count == 1)
-        #expect(acceptance.warnings.first?.hasPrefix("contentState.arrives: ActivityKit's default decoder reads a Date as seconds since 2001") == true)
+        #expect(
+            acceptance.warnings.first?.hasPrefix("contentState.arrives: ActivityKit's default decoder reads a Date as seconds since 2001") == true)
         #expect(acceptance.warnings.first?.hasSuffix("send 816948000") == true)
     }
 
@@ -58,9 +62,10 @@ import Testing
         let (_, none) = try StartPlanner.bothEnvironments.plan(startRequest(), tokens: [])
         #expect(none.warnings == ["no device in the audience has a live push-to-start token for DeliveryAttributes: the key is active, on no device"])
         let (_, elsewhere) = try StartPlanner.sandboxOnly.plan(startRequest(), tokens: [pushToStart("a", environment: .production)])
-        #expect(elsewhere.warnings == [
-            "1 device(s) of the audience have their token in APNs production, not reached: this server does not send to it",
-            "no device in the audience has a live push-to-start token for DeliveryAttributes that can be reached: the key is active, on no device",
-        ])
+        #expect(
+            elsewhere.warnings == [
+                "1 device(s) of the audience have their token in APNs production, not reached: this server does not send to it",
+                "no device in the audience has a live push-to-start token for DeliveryAttributes that can be reached: the key is active, on no device",
+            ])
     }
 }

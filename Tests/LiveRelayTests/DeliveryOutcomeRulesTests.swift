@@ -14,7 +14,9 @@ import Testing
         APNsError(status: 400, reason: .deviceTokenNotForTopic), APNsError(status: 410, reason: .expiredToken),
     ])
     func aTokenAPNsNoLongerKnowsIsDead(_ error: APNsError) {
-        #expect(Self.rules.outcome(of: error, attempts: 1, at: Self.now) == .failed(status: error.status, reason: error.reason.rawValue, tokenIsDead: true))
+        #expect(
+            Self.rules.outcome(of: error, attempts: 1, at: Self.now)
+                == .failed(status: error.status, reason: error.reason.rawValue, tokenIsDead: true))
     }
 
     @Test func whatAPNsAdvisesRetryingComesBackWithDoublingBackoffUntilTheLastAttempt() {
@@ -24,8 +26,10 @@ import Testing
         #expect(
             Self.rules.outcome(of: busy, attempts: 8, at: Self.now)
                 == .failed(status: 429, reason: "TooManyRequests (gave up after 8 attempts)", tokenIsDead: false))
-        #expect(Self.rules.outcome(of: APNsError(status: 503, reason: .serviceUnavailable), attempts: 2, at: Self.now) == .retry(
-            at: Self.now + 2, status: 503, reason: "ServiceUnavailable"))
+        #expect(
+            Self.rules.outcome(of: APNsError(status: 503, reason: .serviceUnavailable), attempts: 2, at: Self.now)
+                == .retry(
+                    at: Self.now + 2, status: 503, reason: "ServiceUnavailable"))
     }
 
     @Test func aRequestAPNsRefusesAsMalformedIsADeadLetterAndTheTokenLives() {
@@ -36,7 +40,9 @@ import Testing
 
     @Test func noAnswerIsRetried() {
         struct Timeout: Error, CustomStringConvertible { var description: String { "timed out" } }
-        #expect(Self.rules.outcome(ofNoAnswer: Timeout(), attempts: 1, at: Self.now) == .retry(at: Self.now + 1, status: nil, reason: "no answer: timed out"))
+        #expect(
+            Self.rules.outcome(ofNoAnswer: Timeout(), attempts: 1, at: Self.now)
+                == .retry(at: Self.now + 1, status: nil, reason: "no answer: timed out"))
     }
 
     /// A claimed push is sent only in the first half of its lease: its answer, or the request

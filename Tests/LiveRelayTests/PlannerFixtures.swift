@@ -24,7 +24,8 @@ func pushToStart(_ device: String, environment: PushEnvironment = .sandbox, freq
 
 func liveToken(_ device: String, frequent: Bool = false, environment: PushEnvironment = .sandbox) -> ActivityTokenRecord {
     ActivityTokenRecord(
-        bundleID: plannedApp, key: "order-42", deviceID: device, token: "tok-\(device)", frequentPushesEnabled: frequent, environment: environment, registeredAt: t0)
+        bundleID: plannedApp, key: "order-42", deviceID: device, token: "tok-\(device)", frequentPushesEnabled: frequent, environment: environment,
+        registeredAt: t0)
 }
 
 /// A channel of the key `order-42`.

@@ -12,16 +12,19 @@ import Testing
         #expect(plan.deliveries.map(\.target) == tokens.map { .pushToStartToken(deviceID: $0.deviceID, token: $0.token) })
         #expect(plan.deliveries.map(\.environment) == [.sandbox, .production, .sandbox])
         #expect(plan.payloads.count == 1, "one payload serves both environments")
-        #expect(acceptance == Acceptance(key: "order-42", action: "start", requestID: "req-1", timestamp: 1_800_000_000, deliveries: 3, state: .active))
+        #expect(
+            acceptance == Acceptance(key: "order-42", action: "start", requestID: "req-1", timestamp: 1_800_000_000, deliveries: 3, state: .active))
         #expect(plan.response == keptAnswer(acceptance))
     }
 
     @Test func tokensOfAnEnvironmentTheServerDoesNotSendToAreLeftOutAndSaidSo() throws {
         let tokens = [pushToStart("a"), pushToStart("b", environment: .production), pushToStart("c")]
         let (plan, acceptance) = try StartPlanner.sandboxOnly.plan(startRequest(), tokens: tokens)
-        #expect(plan.deliveries.map(\.target) == [.pushToStartToken(deviceID: "a", token: "pts-a"), .pushToStartToken(deviceID: "c", token: "pts-c")])
+        #expect(
+            plan.deliveries.map(\.target) == [.pushToStartToken(deviceID: "a", token: "pts-a"), .pushToStartToken(deviceID: "c", token: "pts-c")])
         #expect(acceptance.deliveries == 2)
-        #expect(acceptance.warnings == ["1 device(s) of the audience have their token in APNs production, not reached: this server does not send to it"])
+        #expect(
+            acceptance.warnings == ["1 device(s) of the audience have their token in APNs production, not reached: this server does not send to it"])
     }
 
     /// A push-to-start always alerts, so `auto` never spends the budget on it.
@@ -72,9 +75,10 @@ import Testing
         let tokens = [pushToStart("a", environment: .production), pushToStart("b")]
         let (plan, acceptance) = try StartPlanner.bothEnvironments.plan(startRequest(), tokens: tokens, channelIDs: [.sandbox: "c2FuZGJveA=="])
         #expect(plan.deliveries.map(\.target) == [.pushToStartToken(deviceID: "b", token: "pts-b")])
-        #expect(acceptance.warnings == [
-            "1 device(s) of the audience have their token in APNs production, not reached: the key's channel is not in that environment"
-        ])
+        #expect(
+            acceptance.warnings == [
+                "1 device(s) of the audience have their token in APNs production, not reached: the key's channel is not in that environment"
+            ])
     }
 
     @Test func aPayloadBeyondAPNsLimitIsRefusedNamingItsField() throws {

@@ -25,7 +25,13 @@ import Testing
 
         func hold() { state.withLock { $0.holding = true } }
         var isHolding: Bool { state.withLock { $0.held != nil } }
-        func release() { state.withLock { state in state.holding = false; state.held?.resume(); state.held = nil } }
+        func release() {
+            state.withLock { state in
+                state.holding = false
+                state.held?.resume()
+                state.held = nil
+            }
+        }
     }
 
     final class Clock: Sendable {

@@ -1,7 +1,8 @@
 import Foundation
 import LiveActivityKit
-@testable import SimulatedDevices
 import Testing
+
+@testable import SimulatedDevices
 
 struct PizzaAttributes: ActivityAttributes {
     struct ContentState: Codable, Hashable, Sendable {
@@ -21,7 +22,8 @@ struct PizzaAttributes: ActivityAttributes {
     func app() throws -> AppProcess {
         let fleet = DeviceFleet(clock: VirtualClock(wallClock: { [t0] in t0 }))
         try fleet.addDevice(id: "iphone")
-        return try fleet.install(SimulatedApp(bundleID: "com.example.pizza", attributeTypes: [ActivityAttributesType(PizzaAttributes.self)]), on: "iphone")
+        return try fleet.install(
+            SimulatedApp(bundleID: "com.example.pizza", attributeTypes: [ActivityAttributesType(PizzaAttributes.self)]), on: "iphone")
     }
 
     @Test(.timeLimit(.minutes(1))) func requestUpdateAndEndWithTheirSequences() async throws {
@@ -62,7 +64,8 @@ struct PizzaAttributes: ActivityAttributes {
         #expect(await startTokens.next() == pushToStart, "the current token first")
 
         var started = Activity<PizzaAttributes>.activityUpdates(in: app).makeAsyncIterator()
-        let aps = #"{"aps":{"event":"start","timestamp":1795000000,"attributes-type":"PizzaAttributes","attributes":{"orderNumber":9},"content-state":{"step":"baking"},"alert":{"title":"Pizza","body":"Baking"},"input-push-token":1}}"#
+        let aps =
+            #"{"aps":{"event":"start","timestamp":1795000000,"attributes-type":"PizzaAttributes","attributes":{"orderNumber":9},"content-state":{"step":"baking"},"alert":{"title":"Pizza","body":"Baking"},"input-push-token":1}}"#
         let delivered = app.fleet.deliver(to: DeviceToken(data: pushToStart).hex) {
             DevicePush(token: DeviceToken(data: pushToStart).hex, payload: try! JSONValue(parsing: aps), receivedAt: t0)
         }
@@ -79,12 +82,17 @@ struct PizzaAttributes: ActivityAttributes {
 
     @Test func aPushThatDoesNotDecodeIntoTheRealTypeIsDroppedWithJSONDecodersReason() throws {
         let app = try app()
-        let activity = try Activity.request(in: app, attributes: PizzaAttributes(orderNumber: 1), content: ActivityContent(state: .init(step: .baking), staleDate: nil), pushType: .token)
+        let activity = try Activity.request(
+            in: app, attributes: PizzaAttributes(orderNumber: 1), content: ActivityContent(state: .init(step: .baking), staleDate: nil),
+            pushType: .token)
         app.fleet.clock.advance(by: 1)
         app.fleet.advanceAll()
         let token = DeviceToken(data: try #require(activity.pushToken)).hex
         app.fleet.deliver(to: token) {
-            DevicePush(token: token, payload: try! JSONValue(parsing: #"{"aps":{"event":"update","timestamp":1795000001,"content-state":{"step":"burnt"}}}"#), receivedAt: t0 + 1)
+            DevicePush(
+                token: token,
+                payload: try! JSONValue(parsing: #"{"aps":{"event":"update","timestamp":1795000001,"content-state":{"step":"burnt"}}}"#),
+                receivedAt: t0 + 1)
         }
         #expect(try activity.content.state.step == .baking)
         let log = try app.fleet.device("iphone").log.last?.message ?? ""
@@ -95,7 +103,8 @@ struct PizzaAttributes: ActivityAttributes {
         let app = try app()
         try app.setForeground(false)
         #expect(throws: ActivityAuthorizationError.visibility) {
-            _ = try Activity.request(in: app, attributes: PizzaAttributes(orderNumber: 1), content: ActivityContent(state: .init(step: .baking), staleDate: nil))
+            _ = try Activity.request(
+                in: app, attributes: PizzaAttributes(orderNumber: 1), content: ActivityContent(state: .init(step: .baking), staleDate: nil))
         }
         #expect(app.areActivitiesEnabled && !app.frequentPushesEnabled)
     }
@@ -118,12 +127,15 @@ struct PizzaAttributes: ActivityAttributes {
     @Test func timeReachesADeviceThroughItsDeadlineWithoutAnyCallOnIt() throws {
         let app = try app()
         for index in 0..<50 { try app.fleet.addDevice(id: "idle-\(index)") }
-        _ = try Activity.request(in: app, attributes: PizzaAttributes(orderNumber: 1), content: ActivityContent(state: .init(step: .baking), staleDate: t0 + 30))
+        _ = try Activity.request(
+            in: app, attributes: PizzaAttributes(orderNumber: 1), content: ActivityContent(state: .init(step: .baking), staleDate: t0 + 30))
         let before = app.fleet.events.lastSequence
         app.fleet.clock.advance(by: 31)
         app.fleet.advanceAll()
         let happened = app.fleet.events.events(after: before).map(\.event)
         #expect(happened.contains { if case .tokenIssued(_, _, .update, _) = $0 { true } else { false } } == false, "push type none has no token")
-        #expect(happened.contains { if case .stateChanged(_, _, .stale, _) = $0 { true } else { false } }, "the stale date applied without any call on the device")
+        #expect(
+            happened.contains { if case .stateChanged(_, _, .stale, _) = $0 { true } else { false } },
+            "the stale date applied without any call on the device")
     }
 }

@@ -62,8 +62,9 @@ import Testing
         var f = DeviceFixture(settings: DeviceRuntimeSettings(maximumActivitiesPerApp: 1))
         _ = try f.request()
         // Without advancing first: the request itself applies the 8-hour limit.
-        _ = try f.device.request(bundleID: DeviceFixture.bundle, attributesType: "DeliveryAttributes", attributes: f.attributes,
-                                 content: f.content("preparing"), at: f.t0 + 8 * 3600)
+        _ = try f.device.request(
+            bundleID: DeviceFixture.bundle, attributesType: "DeliveryAttributes", attributes: f.attributes,
+            content: f.content("preparing"), at: f.t0 + 8 * 3600)
         #expect(f.device.activities.filter(\.lifecycle.isOngoing).count == 1)
     }
 
@@ -123,11 +124,15 @@ import Testing
         // A priority-5 update waits for its opportunistic delay; a stored channel message waits for the iPad.
         let timestamp = Int(fleet.clock.now.timeIntervalSince1970)
         fleet.deliver(to: token) {
-            DevicePush(token: token, payload: try! JSONValue(parsing: #"{"aps":{"event":"update","timestamp":\#(timestamp),"content-state":{"step":"delivering","eta":3}}}"#),
-                       priority: 5, receivedAt: fleet.clock.now)
+            DevicePush(
+                token: token,
+                payload: try! JSONValue(
+                    parsing: #"{"aps":{"event":"update","timestamp":\#(timestamp),"content-state":{"step":"delivering","eta":3}}}"#),
+                priority: 5, receivedAt: fleet.clock.now)
         }
         fleet.broadcast(
-            channelID: channel, payload: try JSONValue(parsing: #"{"aps":{"event":"update","timestamp":\#(timestamp),"content-state":{"step":"delivering","eta":4}}}"#),
+            channelID: channel,
+            payload: try JSONValue(parsing: #"{"aps":{"event":"update","timestamp":\#(timestamp),"content-state":{"step":"delivering","eta":4}}}"#),
             priority: 10, storagePolicy: 1, expiration: nil)
 
         // One copy is looked at, the other left alone (reading a device applies time to it).

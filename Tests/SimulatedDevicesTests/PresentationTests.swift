@@ -48,10 +48,16 @@ import Testing
         #expect(f.device.presentation(at: f.t0).dynamicIsland == .empty)
         let delivery = try start(&f, order: 1, relevance: 0, at: 0)
         _ = try start(&f, order: 2, relevance: 0, at: 1)
-        guard case .compact(let compact) = f.device.presentation(at: f.t0 + 2).dynamicIsland else { Issue.record("not compact"); return }
+        guard case .compact(let compact) = f.device.presentation(at: f.t0 + 2).dynamicIsland else {
+            Issue.record("not compact")
+            return
+        }
         #expect(compact.activityID == delivery, "ties go to the earliest start")
         let match = try startMatch(&f, at: 3)
-        guard case .minimal(let attached, let detached) = f.device.presentation(at: f.t0 + 4).dynamicIsland else { Issue.record("not minimal"); return }
+        guard case .minimal(let attached, let detached) = f.device.presentation(at: f.t0 + 4).dynamicIsland else {
+            Issue.record("not minimal")
+            return
+        }
         #expect(attached.activityID == delivery && detached.activityID == match)
     }
 
@@ -70,11 +76,21 @@ import Testing
         var f = device()
         let id = try f.request(pushType: .token)
         let token = f.withToken(id)
-        f.receive(f.push(to: try #require(token), #"{"event":"update","timestamp":\#(Int(f.t0.timeIntervalSince1970) + 5),"content-state":{"step":"delivering","eta":3},"alert":{"title":"On its way","body":"3 minutes"}}"#, at: 5))
-        guard case .expanded(let expanded, let alert) = f.device.presentation(at: f.t0 + 6).dynamicIsland else { Issue.record("not expanded"); return }
+        f.receive(
+            f.push(
+                to: try #require(token),
+                #"{"event":"update","timestamp":\#(Int(f.t0.timeIntervalSince1970) + 5),"content-state":{"step":"delivering","eta":3},"alert":{"title":"On its way","body":"3 minutes"}}"#,
+                at: 5))
+        guard case .expanded(let expanded, let alert) = f.device.presentation(at: f.t0 + 6).dynamicIsland else {
+            Issue.record("not expanded")
+            return
+        }
         #expect(expanded.activityID == id && alert.title == "On its way")
         let duration = f.device.settings.alertPresentationDuration
-        guard case .compact = f.device.presentation(at: f.t0 + 5 + duration).dynamicIsland else { Issue.record("still expanded"); return }
+        guard case .compact = f.device.presentation(at: f.t0 + 5 + duration).dynamicIsland else {
+            Issue.record("still expanded")
+            return
+        }
     }
 
     @Test func withoutAnIslandAnAlertIsABannerAndTheWatchShowsIt() throws {

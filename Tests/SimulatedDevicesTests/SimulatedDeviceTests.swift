@@ -37,7 +37,8 @@ struct DeviceFixture {
 
     /// A push as APNs hands it over; `aps` members given as JSON text.
     func push(to token: String, _ aps: String, priority: Int = 10, expiration: Date? = nil, at offset: TimeInterval) -> DevicePush {
-        DevicePush(token: token, payload: try! JSONValue(parsing: #"{"aps":\#(aps)}"#), priority: priority, expiration: expiration, receivedAt: t0 + offset)
+        DevicePush(
+            token: token, payload: try! JSONValue(parsing: #"{"aps":\#(aps)}"#), priority: priority, expiration: expiration, receivedAt: t0 + offset)
     }
 
     mutating func receive(_ push: DevicePush) { events += device.receive(push, at: push.receivedAt) }
@@ -65,24 +66,55 @@ struct DeviceFixture {
     }
 
     @Test func requestsAreRefusedWithActivityKitsErrors() throws {
-        var f = DeviceFixture(settings: DeviceRuntimeSettings(maximumActivitiesPerApp: 2, maximumActivitiesPerDevice: 3, maximumActivityDataBytes: 100))
+        var f = DeviceFixture(
+            settings: DeviceRuntimeSettings(maximumActivitiesPerApp: 2, maximumActivitiesPerDevice: 3, maximumActivityDataBytes: 100))
         func refusal(_ body: () throws -> Void) -> String? {
-            do { try body(); return nil } catch { return (error as? ActivityAuthorizationError)?.code ?? "\(error)" }
+            do {
+                try body()
+                return nil
+            } catch { return (error as? ActivityAuthorizationError)?.code ?? "\(error)" }
         }
         let bundle = DeviceFixture.bundle
-        #expect(refusal { _ = try f.device.request(bundleID: bundle, attributesType: "Nope", attributes: f.attributes, content: f.content("preparing"), at: f.t0) } == "unsupportedTarget")
-        #expect(refusal { _ = try f.device.request(bundleID: bundle, attributesType: "DeliveryAttributes", attributes: .object([]), content: f.content("preparing"), at: f.t0) } == "doesNotDecode")
-        #expect(refusal { _ = try f.device.request(bundleID: bundle, attributesType: "DeliveryAttributes", attributes: f.attributes, content: f.content("flying"), at: f.t0) } == "doesNotDecode")
-        let big = ActivityContentState(state: .object([("step", .string("preparing")), ("eta", .number("1")), ("note", .string(String(repeating: "x", count: 100)))]))
-        #expect(refusal { _ = try f.device.request(bundleID: bundle, attributesType: "DeliveryAttributes", attributes: f.attributes, content: big, at: f.t0) } == "attributesTooLarge")
-        #expect(refusal { _ = try f.device.request(bundleID: bundle, attributesType: "DeliveryAttributes", attributes: f.attributes, content: f.content("preparing"), start: f.t0 + 60, at: f.t0) } == "missingAlertConfiguration")
+        #expect(
+            refusal {
+                _ = try f.device.request(
+                    bundleID: bundle, attributesType: "Nope", attributes: f.attributes, content: f.content("preparing"), at: f.t0)
+            } == "unsupportedTarget")
+        #expect(
+            refusal {
+                _ = try f.device.request(
+                    bundleID: bundle, attributesType: "DeliveryAttributes", attributes: .object([]), content: f.content("preparing"), at: f.t0)
+            } == "doesNotDecode")
+        #expect(
+            refusal {
+                _ = try f.device.request(
+                    bundleID: bundle, attributesType: "DeliveryAttributes", attributes: f.attributes, content: f.content("flying"), at: f.t0)
+            } == "doesNotDecode")
+        let big = ActivityContentState(
+            state: .object([("step", .string("preparing")), ("eta", .number("1")), ("note", .string(String(repeating: "x", count: 100)))]))
+        #expect(
+            refusal {
+                _ = try f.device.request(bundleID: bundle, attributesType: "DeliveryAttributes", attributes: f.attributes, content: big, at: f.t0)
+            } == "attributesTooLarge")
+        #expect(
+            refusal {
+                _ = try f.device.request(
+                    bundleID: bundle, attributesType: "DeliveryAttributes", attributes: f.attributes, content: f.content("preparing"),
+                    start: f.t0 + 60, at: f.t0)
+            } == "missingAlertConfiguration")
 
         _ = try f.request()
         _ = try f.request()
         #expect(refusal { _ = try f.request() } == "targetMaximumExceeded")
         _ = f.device.install(SimulatedApp(bundleID: "com.example.other", attributeTypes: [DeviceFixture.type]), at: f.t0)
-        _ = try f.device.request(bundleID: "com.example.other", attributesType: "DeliveryAttributes", attributes: f.attributes, content: f.content("preparing"), at: f.t0)
-        #expect(refusal { _ = try f.device.request(bundleID: "com.example.other", attributesType: "DeliveryAttributes", attributes: f.attributes, content: f.content("preparing"), at: f.t0) } == "globalMaximumExceeded")
+        _ = try f.device.request(
+            bundleID: "com.example.other", attributesType: "DeliveryAttributes", attributes: f.attributes, content: f.content("preparing"), at: f.t0)
+        #expect(
+            refusal {
+                _ = try f.device.request(
+                    bundleID: "com.example.other", attributesType: "DeliveryAttributes", attributes: f.attributes, content: f.content("preparing"),
+                    at: f.t0)
+            } == "globalMaximumExceeded")
 
         f.device.setForeground(bundle, false)
         #expect(refusal { _ = try f.request() } == "visibility")
@@ -102,8 +134,9 @@ struct DeviceFixture {
     @Test func aScheduledActivityIsPendingAndCounts() throws {
         var f = DeviceFixture(settings: DeviceRuntimeSettings(maximumActivitiesPerApp: 1))
         let alert = ShownAlert(title: "Kick-off", body: "The match starts", sound: nil, at: f.t0)
-        let (id, _) = try f.device.request(bundleID: DeviceFixture.bundle, attributesType: "DeliveryAttributes", attributes: f.attributes,
-                                           content: f.content("preparing"), alert: alert, start: f.t0 + 3600, at: f.t0)
+        let (id, _) = try f.device.request(
+            bundleID: DeviceFixture.bundle, attributesType: "DeliveryAttributes", attributes: f.attributes,
+            content: f.content("preparing"), alert: alert, start: f.t0 + 3600, at: f.t0)
         #expect(f.device.activity(id)?.state == .pending)
         #expect(throws: ActivityAuthorizationError.self) { _ = try f.request(at: 1) }
         f.advance(to: 3600)
@@ -113,8 +146,9 @@ struct DeviceFixture {
     @Test func lockingEndsTransientActivities() throws {
         var f = DeviceFixture()
         _ = f.device.setLocked(false, at: f.t0)
-        let (id, _) = try f.device.request(bundleID: DeviceFixture.bundle, attributesType: "DeliveryAttributes", attributes: f.attributes,
-                                           content: f.content("preparing"), style: .transient, at: f.t0)
+        let (id, _) = try f.device.request(
+            bundleID: DeviceFixture.bundle, attributesType: "DeliveryAttributes", attributes: f.attributes,
+            content: f.content("preparing"), style: .transient, at: f.t0)
         let standard = try f.request()
         f.events += f.device.setLocked(true, at: f.t0 + 5)
         #expect(f.device.activity(id) == nil, "ended and dismissed at once")
@@ -148,7 +182,8 @@ struct DeviceFixture {
 }
 
 @Suite struct PushHandlingTests {
-    let startAPS = #"{"event":"start","timestamp":1795000000,"attributes-type":"DeliveryAttributes","attributes":{"orderNumber":7},"content-state":{"step":"preparing","eta":30},"alert":{"title":"Order 7","body":"Preparing"},"input-push-token":1}"#
+    let startAPS =
+        #"{"event":"start","timestamp":1795000000,"attributes-type":"DeliveryAttributes","attributes":{"orderNumber":7},"content-state":{"step":"preparing","eta":30},"alert":{"title":"Order 7","body":"Preparing"},"input-push-token":1}"#
 
     @Test func aStartPushStartsAnActivityAndIssuesItsUpdateToken() throws {
         var f = DeviceFixture()
@@ -259,12 +294,18 @@ struct DeviceFixture {
     }
 
     @Test func frequentUpdatesRaiseTheBudget() throws {
-        var f = DeviceFixture(settings: DeviceRuntimeSettings(priority10BudgetPerHour: 1, frequentUpdatesBudgetPerHour: 100),
-                              app: SimulatedApp(bundleID: DeviceFixture.bundle, supportsFrequentUpdates: true, attributeTypes: [DeviceFixture.type]))
+        var f = DeviceFixture(
+            settings: DeviceRuntimeSettings(priority10BudgetPerHour: 1, frequentUpdatesBudgetPerHour: 100),
+            app: SimulatedApp(bundleID: DeviceFixture.bundle, supportsFrequentUpdates: true, attributeTypes: [DeviceFixture.type]))
         let id = try f.request()
         f.advance(to: 1)
         let token = try #require(f.updateToken(id))
-        for second in 10..<20 { f.receive(f.push(to: token, f.update(step: second % 2 == 0 ? "delivering" : "delivered", timestamp: TimeInterval(second)), at: TimeInterval(second))) }
+        for second in 10..<20 {
+            f.receive(
+                f.push(
+                    to: token, f.update(step: second % 2 == 0 ? "delivering" : "delivered", timestamp: TimeInterval(second)), at: TimeInterval(second)
+                ))
+        }
         #expect(f.device.activity(id)?.content.state["step"] == .string("delivered"))
         _ = f.device.setSettings(of: DeviceFixture.bundle, frequentUpdatesEnabled: false, at: f.t0 + 30)
         f.receive(f.push(to: token, f.update(step: "preparing", timestamp: 31), at: 31))
@@ -276,7 +317,9 @@ struct DeviceFixture {
         let channel = "dHlwaWNhbGNoYW5uZWw="
         let subscribed = try f.request(pushType: .channel(channel))
         let other = try f.request(pushType: .token)
-        f.events += f.device.receiveBroadcast(channelID: channel, payload: try JSONValue(parsing: #"{"aps":\#(f.update(step: "delivered", timestamp: 5))}"#), priority: 10, at: f.t0 + 5)
+        f.events += f.device.receiveBroadcast(
+            channelID: channel, payload: try JSONValue(parsing: #"{"aps":\#(f.update(step: "delivered", timestamp: 5))}"#), priority: 10, at: f.t0 + 5
+        )
         #expect(f.device.activity(subscribed)?.content.state["step"] == .string("delivered"))
         #expect(f.device.activity(other)?.content.state["step"] == .string("preparing"))
     }

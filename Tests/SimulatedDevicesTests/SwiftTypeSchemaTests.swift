@@ -26,21 +26,27 @@ import Testing
     }
 
     // The same, as a schema.
-    static let driver = SwiftStruct("Driver", [
-        .init("name", .string), .init("rating", .optional(.double)), .init("photo", .optional(.url)),
-    ])
-    static let schema = SwiftType.structure(SwiftStruct("DeliveryState", [
-        .init("step", .stringEnum(["preparing", "delivering", "delivered"])),
-        .init("eta", .closedRangeOfDate),
-        .init("itemsLeft", .int),
-        .init("driver", .optional(.structure(driver))),
-        .init("notes", .array(.string)),
-        .init("floor", .optional(.intEnum([0, 1]))),
-        .init("contactless", .bool),
-        .init("updatedAt", .date),
-    ]))
+    static let driver = SwiftStruct(
+        "Driver",
+        [
+            .init("name", .string), .init("rating", .optional(.double)), .init("photo", .optional(.url)),
+        ])
+    static let schema = SwiftType.structure(
+        SwiftStruct(
+            "DeliveryState",
+            [
+                .init("step", .stringEnum(["preparing", "delivering", "delivered"])),
+                .init("eta", .closedRangeOfDate),
+                .init("itemsLeft", .int),
+                .init("driver", .optional(.structure(driver))),
+                .init("notes", .array(.string)),
+                .init("floor", .optional(.intEnum([0, 1]))),
+                .init("contactless", .bool),
+                .init("updatedAt", .date),
+            ]))
 
-    static let valid = #"{"step":"delivering","eta":[785000000,785000900],"itemsLeft":2,"driver":{"name":"Alex","rating":4.9,"photo":"https://example.com/a.png"},"notes":["door"],"floor":1,"contactless":true,"updatedAt":785000000.5}"#
+    static let valid =
+        #"{"step":"delivering","eta":[785000000,785000900],"itemsLeft":2,"driver":{"name":"Alex","rating":4.9,"photo":"https://example.com/a.png"},"notes":["door"],"floor":1,"contactless":true,"updatedAt":785000000.5}"#
 
     /// Edits of the valid document: each replaces one member (or removes it with `nil`).
     static let edits: [(String, String?)] = [
@@ -62,16 +68,17 @@ import Testing
 
     static var cases: [String] {
         let base = try! JSONValue(parsing: valid)
-        return [valid, "[]", "null", "{}", "3"] + edits.map { key, replacement in
-            var members = base.objectMembers!
-            if let replacement {
-                let value = try! JSONValue(parsing: replacement)
-                if let index = members.firstIndex(where: { $0.key == key }) { members[index].value = value } else { members.append((key, value)) }
-            } else {
-                members.removeAll { $0.key == key }
+        return [valid, "[]", "null", "{}", "3"]
+            + edits.map { key, replacement in
+                var members = base.objectMembers!
+                if let replacement {
+                    let value = try! JSONValue(parsing: replacement)
+                    if let index = members.firstIndex(where: { $0.key == key }) { members[index].value = value } else { members.append((key, value)) }
+                } else {
+                    members.removeAll { $0.key == key }
+                }
+                return JSONValue.object(members).serializedString
             }
-            return JSONValue.object(members).serializedString
-        }
     }
 
     @Test(arguments: cases)
@@ -84,11 +91,15 @@ import Testing
         } catch {
             failure = error
         }
-        #expect(decoderAccepts == (failure == nil), "JSONDecoder \(decoderAccepts ? "accepts" : "refuses"); schema: \(failure.map(String.init(describing:)) ?? "accepts")")
+        #expect(
+            decoderAccepts == (failure == nil),
+            "JSONDecoder \(decoderAccepts ? "accepts" : "refuses"); schema: \(failure.map(String.init(describing:)) ?? "accepts")")
     }
 
     @Test func aFailureNamesThePathAndTheKind() throws {
-        let json = try JSONValue(parsing: #"{"step":"delivering","eta":[785000000,785000900],"itemsLeft":2,"driver":{"name":7},"notes":[],"contactless":true,"updatedAt":0}"#)
+        let json = try JSONValue(
+            parsing:
+                #"{"step":"delivering","eta":[785000000,785000900],"itemsLeft":2,"driver":{"name":7},"notes":[],"contactless":true,"updatedAt":0}"#)
         let failure = #expect(throws: DecodingFailure.self) { try Self.schema.decode(json) }
         #expect(failure?.kind == .typeMismatch)
         #expect(failure?.path == "driver.name")

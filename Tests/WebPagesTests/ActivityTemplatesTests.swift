@@ -76,21 +76,34 @@ import WebPages
             ("p\(level).mustache", level == ActivityTemplates.maximumPartialDepth ? "end" : "{{> p\(level + 1)}}")
         }
         let refused: [([String: String], String, String)] = [
-            (["row.mustache": "<p>{{> row}}</p>", "DeliveryAttributes/lockScreen.mustache": "{{> row}}"], "row.mustache", "includes itself: row > row"),
-            (["DeliveryAttributes/lockScreen.mustache": "{{#state}}{{>  a }}{{/state}}", "a.mustache": "{{>b}}", "b.mustache": "{{> a}}"],
-             "b.mustache", "includes itself: a > b > a"),
-            (["DeliveryAttributes/lockScreen.mustache": "{{> base}}", "base.mustache": "{{<base}}{{$title}}x{{/title}}{{/base}}"],
-             "base.mustache", "includes itself: base > base"),
+            (
+                ["row.mustache": "<p>{{> row}}</p>", "DeliveryAttributes/lockScreen.mustache": "{{> row}}"], "row.mustache",
+                "includes itself: row > row"
+            ),
+            (
+                ["DeliveryAttributes/lockScreen.mustache": "{{#state}}{{>  a }}{{/state}}", "a.mustache": "{{>b}}", "b.mustache": "{{> a}}"],
+                "b.mustache", "includes itself: a > b > a"
+            ),
+            (
+                ["DeliveryAttributes/lockScreen.mustache": "{{> base}}", "base.mustache": "{{<base}}{{$title}}x{{/title}}{{/base}}"],
+                "base.mustache", "includes itself: base > base"
+            ),
             (["DeliveryAttributes/lockScreen.mustache": "{{>*state.status}}"], "lockScreen.mustache", "names its partial by a value"),
-            (["DeliveryAttributes/lockScreen.mustache": "{{<*state.status}}{{/state.status}}"], "lockScreen.mustache", "names its partial by a value"),
-            (Dictionary(uniqueKeysWithValues: chain + [("DeliveryAttributes/lockScreen.mustache", "{{> p0}}")]), "",
-             "nests partials deeper than \(ActivityTemplates.maximumPartialDepth)"),
+            (
+                ["DeliveryAttributes/lockScreen.mustache": "{{<*state.status}}{{/state.status}}"], "lockScreen.mustache",
+                "names its partial by a value"
+            ),
+            (
+                Dictionary(uniqueKeysWithValues: chain + [("DeliveryAttributes/lockScreen.mustache", "{{> p0}}")]), "",
+                "nests partials deeper than \(ActivityTemplates.maximumPartialDepth)"
+            ),
         ]
         for (files, file, rule) in refused {
             try expectRefused(files, file: file, rule: rule)
         }
         // As deep as allowed: drawn, every level.
-        let root = try folder(Dictionary(uniqueKeysWithValues: chain.dropFirst().map { $0 } + [("DeliveryAttributes/lockScreen.mustache", "{{> p1}}")]))
+        let root = try folder(
+            Dictionary(uniqueKeysWithValues: chain.dropFirst().map { $0 } + [("DeliveryAttributes/lockScreen.mustache", "{{> p1}}")]))
         defer { try? FileManager.default.removeItem(atPath: root) }
         let templates = try ActivityTemplates(folder: root)
         #expect(templates.render(.lockScreen, of: activity(state: status("preparing", eta: 1)))?.description == "end")
@@ -98,7 +111,8 @@ import WebPages
 
     @Test func aTemplateSeesWhetherTheActivityEnded() throws {
         var templates = ActivityTemplates()
-        try templates.add("{{#isEnded}}Delivered{{/isEnded}}{{^isEnded}}{{state.etaMinutes}} min{{/isEnded}}", for: .minimal, of: "DeliveryAttributes")
+        try templates.add(
+            "{{#isEnded}}Delivered{{/isEnded}}{{^isEnded}}{{state.etaMinutes}} min{{/isEnded}}", for: .minimal, of: "DeliveryAttributes")
         #expect(templates.render(.minimal, of: activity(state: status("x", eta: 3)))?.description == "3 min")
         #expect(templates.render(.minimal, of: activity(state: status("x", eta: 3), ended: true))?.description == "Delivered")
     }

@@ -82,8 +82,12 @@ func status(_ text: String, eta: Int = 10) -> JSONValue { .object([("status", .s
 
         f.clock.advance(by: 1)
         try f.fleet.withDevice("phone") { device, now in
-            ((), device.update(activityID: delivery, content: ActivityContentState(state: status("on the way", eta: 5)),
-                               alert: ShownAlert(title: "Order 42", body: "On its way", sound: nil, at: now), at: now))
+            (
+                (),
+                device.update(
+                    activityID: delivery, content: ActivityContentState(state: status("on the way", eta: 5)),
+                    alert: ShownAlert(title: "Order 42", body: "On its way", sound: nil, at: now), at: now)
+            )
         }
         page = try f.drawn()
         #expect(page.contains("data-island=\"expanded\" data-activity=\"\(delivery)\""))
@@ -165,8 +169,9 @@ func status(_ text: String, eta: Int = 10) -> JSONValue { .object([("status", .s
         let f = try DrawingFixture()
         let id = try f.start(state: status("preparing"))
         let page = try f.drawn(controls: PersonControls(action: "/act", hiddenFields: [("csrf", "token-1")]))
-        #expect(page.components(separatedBy: "<input type=\"hidden\" name=\"csrf\" value=\"token-1\">").count - 1
-            == page.components(separatedBy: "<form method=\"post\" action=\"/act\"").count - 1)
+        #expect(
+            page.components(separatedBy: "<input type=\"hidden\" name=\"csrf\" value=\"token-1\">").count - 1
+                == page.components(separatedBy: "<form method=\"post\" action=\"/act\"").count - 1)
         for action in ["unlock", "offline", "live-activities", "dismiss", "advance-clock"] {
             #expect(page.contains("name=\"action\" value=\"\(action)\""), "\(action)")
         }
@@ -178,7 +183,8 @@ func status(_ text: String, eta: Int = 10) -> JSONValue { .object([("status", .s
 /// The person's actions, from a drawn button's form to the device.
 @Suite struct PersonActionTests {
     func form(_ fields: [(String, String)]) throws -> FormFields {
-        try FormFields(encoded: fields.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }.joined(separator: "&"))
+        try FormFields(
+            encoded: fields.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }.joined(separator: "&"))
     }
 
     @Test func eachButtonDoesWhatThePersonWould() throws {

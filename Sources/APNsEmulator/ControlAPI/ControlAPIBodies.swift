@@ -1,14 +1,17 @@
 import APNs
 import Foundation
+import Hummingbird
 import JSONAPI
 import LiveActivityKit
-import Hummingbird
 import SimulatedDevices
 
 // The JSON bodies of the control API. Requests list their fields so that misspellings are caught.
 
 struct Status: ResponseEncodable {
-    struct Ports: Encodable { var pushPort: Int; var channelManagementPort: Int }
+    struct Ports: Encodable {
+        var pushPort: Int
+        var channelManagementPort: Int
+    }
 
     /// Each environment played, and where it listens.
     var environments: [String: Ports]
@@ -59,7 +62,8 @@ struct UnregisterBody: APIRequestBody {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         guard let text = try container.decodeIfPresent(String.self, forKey: .at) else { return }
         guard let date = ISO8601DateFormatter().date(from: text) else {
-            throw DecodingError.dataCorruptedError(forKey: .at, in: container, debugDescription: "must be an ISO 8601 date such as 2026-11-21T10:00:00Z")
+            throw DecodingError.dataCorruptedError(
+                forKey: .at, in: container, debugDescription: "must be an ISO 8601 date such as 2026-11-21T10:00:00Z")
         }
         at = date
     }
@@ -81,7 +85,9 @@ struct TokenView: ResponseEncodable {
         environment = token.environment.rawValue
         switch token.state {
         case .active: state = "active"
-        case .unregistered(let since): state = "unregistered"; unregisteredAt = since
+        case .unregistered(let since):
+            state = "unregistered"
+            unregisteredAt = since
         case .expired: state = "expired"
         }
     }
@@ -121,7 +127,10 @@ struct Counts: ResponseEncodable {
 }
 
 struct JournalEntry: Encodable {
-    struct Header: Encodable { var name: String; var value: String }
+    struct Header: Encodable {
+        var name: String
+        var value: String
+    }
 
     var sequence: Int
     var time: Date
@@ -201,7 +210,9 @@ struct FaultView: ResponseEncodable {
         id = installed.id
         action = Self.name(installed.fault.action)
         switch installed.fault.action {
-        case .respond(let status, let reason): self.status = status; self.reason = reason.rawValue
+        case .respond(let status, let reason):
+            self.status = status
+            self.reason = reason.rawValue
         case .delay(let delay), .freeze(let delay):
             delayMilliseconds = delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000
         case .goAway(let reason): self.reason = reason.rawValue

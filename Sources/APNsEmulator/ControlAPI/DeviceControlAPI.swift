@@ -1,7 +1,7 @@
 import Foundation
-import JSONAPI
 import HTTPTypes
 import Hummingbird
+import JSONAPI
 import LiveActivityKit
 import NIOCore
 import SimulatedDevices
@@ -59,10 +59,11 @@ extension EmulatorControlAPI {
         }
         router.post("/devices/{id}/apps") { request, context in
             let id = try deviceID(context)
-            let body = try await request.jsonObject(fields: [
-                "bundleID", "attributeTypes", "supportsLiveActivities", "supportsFrequentUpdates", "liveActivitiesEnabled",
-                "frequentUpdatesEnabled", "inForeground", "environment", "reportTo",
-            ], context: context)
+            let body = try await request.jsonObject(
+                fields: [
+                    "bundleID", "attributeTypes", "supportsLiveActivities", "supportsFrequentUpdates", "liveActivitiesEnabled",
+                    "frequentUpdatesEnabled", "inForeground", "environment", "reportTo",
+                ], context: context)
             let bundleID = try body.requireString("bundleID")
             do throws(LiveActivityValidationError) { _ = try BundleID(bundleID) } catch { throw APIError.invalid(error, field: "bundleID") }
             guard let types = try body.require("attributeTypes").arrayElements else {
@@ -79,7 +80,8 @@ extension EmulatorControlAPI {
             let reportTo = try reporting(body)
             let environment = try body.string("environment").map { name in
                 guard let environment = PushEnvironment(rawValue: name) else {
-                    throw APIError.invalid("environment", "must be sandbox (a development build) or production (TestFlight, App Store), got \"\(name)\"")
+                    throw APIError.invalid(
+                        "environment", "must be sandbox (a development build) or production (TestFlight, App Store), got \"\(name)\"")
                 }
                 return environment
             }
@@ -96,8 +98,10 @@ extension EmulatorControlAPI {
         }
         router.patch("/devices/{id}/apps/{bundleID}") { request, context in
             let (id, bundleID) = try appPath(context)
-            let body = try await request.jsonObject(fields: ["liveActivitiesEnabled", "frequentUpdatesEnabled", "inForeground", "reportTo"], context: context)
-            let enabled = try body.bool("liveActivitiesEnabled"), frequent = try body.bool("frequentUpdatesEnabled")
+            let body = try await request.jsonObject(
+                fields: ["liveActivitiesEnabled", "frequentUpdatesEnabled", "inForeground", "reportTo"], context: context)
+            let enabled = try body.bool("liveActivitiesEnabled")
+            let frequent = try body.bool("frequentUpdatesEnabled")
             let foreground = try body.bool("inForeground")
             if body.members.contains(where: { $0.key == "reportTo" }) {  // null stops the reports
                 try emulator.reporter.setTarget(try reporting(body), deviceID: id, bundleID: bundleID)
@@ -119,9 +123,10 @@ extension EmulatorControlAPI {
         }
         router.post("/devices/{id}/apps/{bundleID}/activities") { request, context in
             let (id, bundleID) = try appPath(context)
-            let body = try await request.jsonObject(fields: [
-                "attributesType", "attributes", "contentState", "staleDate", "relevanceScore", "pushType", "channelID", "style", "alert", "start",
-            ], context: context)
+            let body = try await request.jsonObject(
+                fields: [
+                    "attributesType", "attributes", "contentState", "staleDate", "relevanceScore", "pushType", "channelID", "style", "alert", "start",
+                ], context: context)
             let type = try body.requireString("attributesType")
             let attributes = try body.require("attributes")
             let content = try contentState(body, required: true)!
@@ -132,10 +137,13 @@ extension EmulatorControlAPI {
             case "channel": pushType = .channel(try body.requireString("channelID"))
             case let other: throw APIError.invalid("pushType", "must be none, token or channel, got \"\(other)\"")
             }
-            let style = try body.string("style").map { (name: String) throws -> ActivityStyle in
-                guard let style = ActivityStyle(rawValue: name) else { throw APIError.invalid("style", "must be standard or transient, got \"\(name)\"") }
-                return style
-            } ?? .standard
+            let style =
+                try body.string("style").map { (name: String) throws -> ActivityStyle in
+                    guard let style = ActivityStyle(rawValue: name) else {
+                        throw APIError.invalid("style", "must be standard or transient, got \"\(name)\"")
+                    }
+                    return style
+                } ?? .standard
             let start = try body.date("start")
             let alertBody = try body.object("alert", fields: ["title", "body", "sound"])
             let activityID = try fleet.withDevice(id) { device, now in
@@ -165,7 +173,8 @@ extension EmulatorControlAPI {
         }
         router.post("/devices/{id}/activities/{activityID}/end") { request, context in
             let (id, activityID) = try activityPath(context)
-            let body = try await request.jsonObject(fields: ["contentState", "staleDate", "relevanceScore", "dismissalPolicy", "dismissalDate", "timestamp"], context: context)
+            let body = try await request.jsonObject(
+                fields: ["contentState", "staleDate", "relevanceScore", "dismissalPolicy", "dismissalDate", "timestamp"], context: context)
             let content = try contentState(body, required: false)
             let policy: ActivityUIDismissalPolicy
             switch try body.string("dismissalPolicy") ?? (body.value("dismissalDate") == nil ? "default" : "after") {
@@ -202,10 +211,11 @@ extension EmulatorControlAPI {
             let wait = try nonNegative(query, "wait") ?? 0
             let matches = try eventFilter(query)
             let events = await fleet.events.wait(after: after, limit: limit, timeout: .seconds(min(wait, 60)), where: matches)
-            return JSONResponse(.object([
-                ("events", .array(events.map(PresentationJSON.json))),
-                ("last", .integer(events.last?.sequence ?? max(after, 0))),
-            ]))
+            return JSONResponse(
+                .object([
+                    ("events", .array(events.map(PresentationJSON.json))),
+                    ("last", .integer(events.last?.sequence ?? max(after, 0))),
+                ]))
         }
         router.get("/events/stream") { request, _ in
             let query = request.uri.queryParameters
@@ -219,7 +229,8 @@ extension EmulatorControlAPI {
                     var sent = 0
                     for await event in stream where matches(event) {
                         let data = PresentationJSON.json(event).serializedString
-                        try await writer.write(ByteBuffer(string: "id: \(event.sequence)\nevent: \(PresentationJSON.eventType(event.event))\ndata: \(data)\n\n"))
+                        try await writer.write(
+                            ByteBuffer(string: "id: \(event.sequence)\nevent: \(PresentationJSON.eventType(event.event))\ndata: \(data)\n\n"))
                         sent += 1
                         if let limit, sent >= limit { break }
                     }
@@ -268,7 +279,8 @@ extension EmulatorControlAPI {
     }
 
     private func eventFilter(_ query: Parameters) throws -> @Sendable (FleetEvent) -> Bool {
-        let device = query["device"].map(String.init), bundleID = query["bundleID"].map(String.init)
+        let device = query["device"].map(String.init)
+        let bundleID = query["bundleID"].map(String.init)
         let activityID = query["activityID"].map(String.init)
         return { event in
             (device == nil || event.deviceID == device) && (bundleID == nil || event.bundleID == bundleID)
@@ -292,19 +304,21 @@ extension EmulatorControlAPI {
         guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme ?? ""), parsed.host != nil else {
             throw APIError.invalid("reportTo.url", "must be an http(s) URL such as http://127.0.0.1:8080, got \"\(url)\"")
         }
-        return TokenReporting(url: url, clientKey: try target.string("clientKey"), activityKeyAttribute: try target.string("activityKeyAttribute") ?? "activityKey")
+        return TokenReporting(
+            url: url, clientKey: try target.string("clientKey"), activityKeyAttribute: try target.string("activityKeyAttribute") ?? "activityKey")
     }
 
     // MARK: Views
 
     private func deviceView(_ id: String) throws -> JSONResponse {
         let device = try emulator.devices.device(id)
-        return JSONResponse(.object([
-            ("id", .string(device.id)), ("model", .string(device.model.rawValue)), ("pairedWatch", .bool(device.hasPairedWatch)),
-            ("online", .bool(device.isOnline)), ("locked", .bool(device.isLocked)),
-            ("apps", .array(device.apps.keys.sorted().map { appJSON(device, $0) })),
-            ("activities", .array(device.activities.map(PresentationJSON.json))),
-        ]))
+        return JSONResponse(
+            .object([
+                ("id", .string(device.id)), ("model", .string(device.model.rawValue)), ("pairedWatch", .bool(device.hasPairedWatch)),
+                ("online", .bool(device.isOnline)), ("locked", .bool(device.isLocked)),
+                ("apps", .array(device.apps.keys.sorted().map { appJSON(device, $0) })),
+                ("activities", .array(device.activities.map(PresentationJSON.json))),
+            ]))
     }
 
     private func appView(_ id: String, _ bundleID: String) throws -> JSONResponse {
@@ -318,9 +332,13 @@ extension EmulatorControlAPI {
             ("supportsFrequentUpdates", .bool(app.supportsFrequentUpdates)), ("liveActivitiesEnabled", .bool(app.liveActivitiesEnabled)),
             ("frequentUpdatesEnabled", .bool(app.frequentUpdatesEnabled)), ("inForeground", .bool(app.isInForeground)),
             ("environment", .string(app.environment.rawValue)),
-            ("attributeTypes", .array(app.attributeTypes.values.sorted { $0.name < $1.name }.map { type in
-                type.contract?.json ?? .object([("name", .string(type.name))])
-            })),
+            (
+                "attributeTypes",
+                .array(
+                    app.attributeTypes.values.sorted { $0.name < $1.name }.map { type in
+                        type.contract?.json ?? .object([("name", .string(type.name))])
+                    })
+            ),
             ("pushToStartTokens", .object(app.pushToStartTokens.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })),
         ]
         if let target = emulator.reporter.target(deviceID: device.id, bundleID: bundleID) {
@@ -328,10 +346,17 @@ extension EmulatorControlAPI {
         }
         let reports = emulator.reporter.reports.filter { $0.deviceID == device.id && $0.bundleID == bundleID }.suffix(20)
         if !reports.isEmpty {
-            members.append(("reports", .array(reports.map { report in
-                .object([("path", .string(report.path)), ("status", report.status.map { .integer($0) } ?? .null),
-                         ("error", report.error.map(JSONValue.string) ?? .null)])
-            })))
+            members.append(
+                (
+                    "reports",
+                    .array(
+                        reports.map { report in
+                            .object([
+                                ("path", .string(report.path)), ("status", report.status.map { .integer($0) } ?? .null),
+                                ("error", report.error.map(JSONValue.string) ?? .null),
+                            ])
+                        })
+                ))
         }
         return .object(members)
     }
@@ -362,4 +387,3 @@ struct JSONResponse: ResponseGenerator {
 }
 
 struct ClockView: ResponseEncodable { var now: Date }
-

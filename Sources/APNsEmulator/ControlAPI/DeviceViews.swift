@@ -10,11 +10,12 @@ enum PresentationJSON {
     }
 
     static func json(_ activity: SimulatedActivity) -> JSONValue {
-        let pushType: JSONValue = switch activity.pushType {
-        case .none: .string("none")
-        case .token: .string("token")
-        case .channel: .string("channel")
-        }
+        let pushType: JSONValue =
+            switch activity.pushType {
+            case .none: .string("none")
+            case .token: .string("token")
+            case .channel: .string("channel")
+            }
         var members: JSONValue.Members = [
             ("id", .string(activity.id)), ("bundleID", .string(activity.bundleID)), ("attributesType", .string(activity.attributesType)),
             ("state", .string(activity.state.rawValue)), ("style", .string(activity.style.rawValue)), ("pushType", pushType),
@@ -32,7 +33,10 @@ enum PresentationJSON {
     }
 
     static func json(_ alert: ShownAlert) -> JSONValue {
-        .object([("title", .string(alert.title)), ("body", .string(alert.body)), ("sound", alert.sound.map(JSONValue.string) ?? .null), ("at", date(alert.at))])
+        .object([
+            ("title", .string(alert.title)), ("body", .string(alert.body)), ("sound", alert.sound.map(JSONValue.string) ?? .null),
+            ("at", date(alert.at)),
+        ])
     }
 
     static func json(_ entry: DeviceLogEntry) -> JSONValue {
@@ -66,9 +70,10 @@ enum PresentationJSON {
         case .expanded(let activity, let alert)?:
             island = .object([("presentation", .string("expanded")), ("activity", json(activity)), ("alert", json(alert))])
         }
-        let watch: JSONValue = presentation.watch.map { watch in
-            .object([("smartStack", watch.smartStack.map(json) ?? .null), ("alert", watch.alert.map(json) ?? .null)])
-        } ?? .null
+        let watch: JSONValue =
+            presentation.watch.map { watch in
+                .object([("smartStack", watch.smartStack.map(json) ?? .null), ("alert", watch.alert.map(json) ?? .null)])
+            } ?? .null
         return .object([
             ("visible", .string(presentation.isLocked ? "lockScreen" : "dynamicIsland")),
             ("lockScreen", .array(presentation.lockScreen.map(json))),
@@ -107,8 +112,10 @@ enum PresentationJSON {
         case .activityStarted(_, _, let type, let attributes):
             members += [("attributesType", .string(type)), ("attributes", attributes)]
         case .contentUpdated(_, _, let content):
-            members += [("contentState", content.state), ("staleDate", date(content.staleDate)),
-                        ("relevanceScore", JSONValue.double(content.relevanceScore) ?? .null)]
+            members += [
+                ("contentState", content.state), ("staleDate", date(content.staleDate)),
+                ("relevanceScore", JSONValue.double(content.relevanceScore) ?? .null),
+            ]
         case .stateChanged(_, _, let state, let cause):
             members += [("state", .string(state.rawValue)), ("cause", .string(cause.rawValue))]
         }

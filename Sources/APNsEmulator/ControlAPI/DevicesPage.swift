@@ -19,10 +19,13 @@ extension EmulatorControlAPI {
         let formToken = self.formToken
         router.get("/assets/page.css") { _, _ in LivePage.asset(PageStyle.sheet, type: "text/css; charset=utf-8") }
         router.get("/assets/page.js") { _, _ in LivePage.asset(LivePage.script, type: "text/javascript; charset=utf-8") }
-        for path in ["/assets/icon.svg", "/favicon.ico"] { router.get(RouterPath(path)) { _, _ in LivePage.asset(LivePage.icon, type: "image/svg+xml") } }
+        for path in ["/assets/icon.svg", "/favicon.ico"] {
+            router.get(RouterPath(path)) { _, _ in LivePage.asset(LivePage.icon, type: "image/svg+xml") }
+        }
         router.get("/") { request, _ in
             let only = request.uri.queryParameters["device"].map(String.init)
-            let (drawn, shows) = gallery.draw(only: only.map { [$0] }, controls: PersonControls(action: "/person", hiddenFields: [("form", formToken)]))
+            let (drawn, shows) = gallery.draw(
+                only: only.map { [$0] }, controls: PersonControls(action: "/person", hiddenFields: [("form", formToken)]))
             let events = "/page/events?" + [only.map { "device=\(Self.queryEscaped($0))&" } ?? "", "since=\(shows)"].joined()
             return LivePage.html(Self.page(drawn, events: events))
         }
@@ -34,7 +37,8 @@ extension EmulatorControlAPI {
             var request = request
             let form = try await FormFields.read(&request, context)
             guard form.has("form", equalTo: formToken) else {
-                throw APIError(.forbidden, code: "form_token", message: "the form's token is missing or not this emulator's: load the page again", field: "form")
+                throw APIError(
+                    .forbidden, code: "form_token", message: "the form's token is missing or not this emulator's: load the page again", field: "form")
             }
             do {
                 let device = try gallery.perform(form)

@@ -1,9 +1,9 @@
 import APNs
 import Crypto
 import Foundation
-import JSONAPI
 import HTTPTypes
 import Hummingbird
+import JSONAPI
 import LiveActivityKit
 import Logging
 import WebPages
@@ -125,11 +125,13 @@ public struct EmulatorControlAPI: Sendable {
     }
 
     private func status() -> Status {
-        Status(environments: Dictionary(uniqueKeysWithValues: emulator.environments.map { environment in
-                   let ports = emulator.ports(environment)
-                   return (environment.rawValue, Status.Ports(pushPort: ports.push, channelManagementPort: ports.channelManagement))
-               }), requests: emulator.journal.recordedCount,
-               counts: emulator.journal.counts)
+        Status(
+            environments: Dictionary(
+                uniqueKeysWithValues: emulator.environments.map { environment in
+                    let ports = emulator.ports(environment)
+                    return (environment.rawValue, Status.Ports(pushPort: ports.push, channelManagementPort: ports.channelManagement))
+                }), requests: emulator.journal.recordedCount,
+            counts: emulator.journal.counts)
     }
 
     private func registerKey(_ body: KeyBody) throws -> KeyView {
@@ -143,12 +145,13 @@ public struct EmulatorControlAPI: Sendable {
         } else {
             throw APIError.invalid("publicKey", "must be a P-256 public key in PEM, or the contents of a .p8 file")
         }
-        let environments = try Set((body.environments ?? PushEnvironment.allCases.map(\.rawValue)).map { name in
-            guard let environment = PushEnvironment(rawValue: name) else {
-                throw APIError.invalid("environments", "must list sandbox and/or production, got \"\(name)\"")
-            }
-            return environment
-        })
+        let environments = try Set(
+            (body.environments ?? PushEnvironment.allCases.map(\.rawValue)).map { name in
+                guard let environment = PushEnvironment(rawValue: name) else {
+                    throw APIError.invalid("environments", "must list sandbox and/or production, got \"\(name)\"")
+                }
+                return environment
+            })
         guard !environments.isEmpty else { throw APIError.invalid("environments", "must not be empty") }
         let scope: EmulatorKey.Scope = body.topics.map { .topics(Set($0)) } ?? .team
         let key = EmulatorKey(keyID: body.keyID, teamID: body.teamID, publicKey: publicKey, environments: environments, scope: scope)
@@ -201,8 +204,9 @@ public struct EmulatorControlAPI: Sendable {
         let bundleID = query["bundleID"].map(String.init)
         let outcome = query["outcome"].map(String.init)
         let requests = emulator.journal.requests(after: after, limit: limit) { entry in
-            let request = ReceivedRequest(connectionID: entry.connectionID, method: entry.method, path: entry.path,
-                                          authority: nil, headers: entry.headers, body: [])
+            let request = ReceivedRequest(
+                connectionID: entry.connectionID, method: entry.method, path: entry.path,
+                authority: nil, headers: entry.headers, body: [])
             return (token == nil || request.deviceToken == token)
                 && (bundleID == nil || request.bundleID == bundleID)
                 && (outcome == nil || entry.outcome == outcome)

@@ -18,13 +18,17 @@ struct LoopbackOnlyMiddleware<Context: RequestContext>: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         if let host = request.head.authority, !Self.isLoopback(host: host) {
-            throw APIError(.forbidden, code: "host_not_loopback", message: "the control API answers loopback names only (127.0.0.1, localhost, [::1]), not \(host.prefix(100))", field: "host")
+            throw APIError(
+                .forbidden, code: "host_not_loopback",
+                message: "the control API answers loopback names only (127.0.0.1, localhost, [::1]), not \(host.prefix(100))", field: "host")
         }
         if let origin = request.headers[.origin], !Self.isLoopback(origin: origin) {
-            throw APIError(.forbidden, code: "cross_site", message: "the control API takes no requests from other sites' pages (origin \(origin.prefix(100)))", field: "origin")
+            throw APIError(
+                .forbidden, code: "cross_site", message: "the control API takes no requests from other sites' pages (origin \(origin.prefix(100)))",
+                field: "origin")
         }
         if [.post, .put, .patch, .delete].contains(request.method), !formRoutes.contains(request.uri.path), Self.hasBody(request),
-           !Self.isJSON(request.headers[.contentType])
+            !Self.isJSON(request.headers[.contentType])
         {
             throw APIError(
                 .unsupportedMediaType, code: "unsupported_media_type",
@@ -41,7 +45,9 @@ struct LoopbackOnlyMiddleware<Context: RequestContext>: RouterMiddleware {
             return name[name.index(after: name.startIndex)..<end] == "::1"
         }
         if let colon = name.lastIndex(of: ":") {
-            guard name[name.index(after: colon)...].allSatisfy(\.isASCII), name[name.index(after: colon)...].allSatisfy(\.isNumber) else { return false }
+            guard name[name.index(after: colon)...].allSatisfy(\.isASCII), name[name.index(after: colon)...].allSatisfy(\.isNumber) else {
+                return false
+            }
             name = name[..<colon]
         }
         if name == "localhost" { return true }

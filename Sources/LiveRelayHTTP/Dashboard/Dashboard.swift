@@ -115,11 +115,12 @@ struct Dashboard: Sendable {
 
     private func overview(_ context: RelayRequestContext) async throws -> Response {
         let viewer = try viewer(context)
-        return LivePage.html(DashboardPages.overview(
-            counts: try await relay.store.counts(), deliveries: try await relay.deliveryCounts(),
-            failures: try await relay.deliveries(DeliveryQuery(status: .failed, limit: 500)),
-            pushesPerMinute: relay.metrics.pushesPerMinute(upTo: relay.currentDate, count: 30),
-            nearBudget: relay.metrics.keysNearBudget(at: relay.currentDate, limit: 20), viewer: viewer))
+        return LivePage.html(
+            DashboardPages.overview(
+                counts: try await relay.store.counts(), deliveries: try await relay.deliveryCounts(),
+                failures: try await relay.deliveries(DeliveryQuery(status: .failed, limit: 500)),
+                pushesPerMinute: relay.metrics.pushesPerMinute(upTo: relay.currentDate, count: 30),
+                nearBudget: relay.metrics.keysNearBudget(at: relay.currentDate, limit: 20), viewer: viewer))
     }
 
     private func activities(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
@@ -131,9 +132,10 @@ struct Dashboard: Sendable {
         let next = page.count > size ? ActivityCursor(after: page[size - 1]).token : nil
         page = Array(page.prefix(size))
         let contracts = try await relay.contracts(app: nil)
-        return LivePage.html(DashboardPages.activities(
-            page, next: next, filter: query, apps: try await relay.apps().map(\.bundleID),
-            types: Array(Set(contracts.map(\.attributesType) + page.map(\.attributesType))).sorted(), viewer: viewer))
+        return LivePage.html(
+            DashboardPages.activities(
+                page, next: next, filter: query, apps: try await relay.apps().map(\.bundleID),
+                types: Array(Set(contracts.map(\.attributesType) + page.map(\.attributesType))).sorted(), viewer: viewer))
     }
 
     private func activity(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
@@ -182,7 +184,8 @@ struct Dashboard: Sendable {
     ) async throws -> Response {
         let viewer = try viewer(context)
         return LivePage.html(
-            DashboardPages.apiKeys(try await relay.apiKeys(), apps: try await relay.apps().map(\.bundleID), viewer: viewer, made: made, notice: notice),
+            DashboardPages.apiKeys(
+                try await relay.apiKeys(), apps: try await relay.apps().map(\.bundleID), viewer: viewer, made: made, notice: notice),
             status: status)
     }
 
@@ -192,7 +195,9 @@ struct Dashboard: Sendable {
         let (form, _) = try await checkedForm(request, context, changing: true)
         do {
             let name = (form["name"] ?? "").trimmingCharacters(in: .whitespaces)
-            guard !name.isEmpty, name.count <= 200 else { throw RelayError(.invalid, .invalidValue, message: "must be 1 to 200 characters", field: "name") }
+            guard !name.isEmpty, name.count <= 200 else {
+                throw RelayError(.invalid, .invalidValue, message: "must be 1 to 200 characters", field: "name")
+            }
             guard let scope = form["scope"].flatMap(APIKeyScope.init(rawValue:)) else {
                 throw RelayError(.invalid, .invalidValue, message: "must be client, server, admin or viewer", field: "scope")
             }
@@ -239,7 +244,8 @@ struct Dashboard: Sendable {
         } catch let error as RelayError where error.code == .notRetryable {
             let page = try await relay.deliveries(DeliveryQuery(limit: 100))
             return LivePage.html(
-                DashboardPages.deliveries(page, filter: DeliveryQuery(), next: nil, viewer: viewer, notice: "Push \(id) was not retried: \(error.message)"),
+                DashboardPages.deliveries(
+                    page, filter: DeliveryQuery(), next: nil, viewer: viewer, notice: "Push \(id) was not retried: \(error.message)"),
                 status: .conflict)
         }
     }
@@ -303,7 +309,8 @@ struct Dashboard: Sendable {
         let viewer = try viewer(context)
         let form = try await FormFields.read(&request, context)
         guard form.has("csrf", equalTo: viewer.formToken) else {
-            throw APIError(.forbidden, code: "form_token", message: "the form's token is missing or not this session's: load the page again", field: "csrf")
+            throw APIError(
+                .forbidden, code: "form_token", message: "the form's token is missing or not this session's: load the page again", field: "csrf")
         }
         if changing, !viewer.mayChange {
             throw APIError(.forbidden, code: "wrong_scope", message: "a viewer key watches; changing needs an admin key")
@@ -370,7 +377,9 @@ struct Dashboard: Sendable {
     /// costs nothing: its cookies only become stricter.
     private func isSecure(_ request: Request) -> Bool {
         if secureCookies { return true }
-        if let proto = request.headers[Self.forwardedProto], proto.split(separator: ",").first?.trimmingCharacters(in: .whitespaces).lowercased() == "https" {
+        if let proto = request.headers[Self.forwardedProto],
+            proto.split(separator: ",").first?.trimmingCharacters(in: .whitespaces).lowercased() == "https"
+        {
             return true
         }
         return request.headers[Self.forwarded]?.lowercased().contains("proto=https") == true

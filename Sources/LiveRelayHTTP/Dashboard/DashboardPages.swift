@@ -79,7 +79,9 @@ enum DashboardPages {
     // MARK: Sign in
 
     static func signIn(formToken: String, next: String, error: String?) -> HTML {
-        page("Sign in", section: nil, viewer: nil, """
+        page(
+            "Sign in", section: nil, viewer: nil,
+            """
             <section class="card narrow">
             <h1>Sign in</h1>
             <p>With an admin key, or a viewer key to watch without changing anything. <code>liverelay serve</code> prints its admin key when it first starts; <code>liverelay keys create --scope viewer</code> makes a viewer key.</p>
@@ -114,8 +116,11 @@ enum DashboardPages {
         }
         var totals: [String: Int] = [:]
         for minute in minutes { totals.merge(minute.results, uniquingKeysWith: +) }
-        let legend = pushResults.html { "<span><i class=\"swatch \($0)\"></i>\($0.replacingOccurrences(of: "_", with: " ")) \(totals[$0] ?? 0)</span>" }
-        return "<div class=\"chart\" role=\"img\" aria-label=\"pushes per minute\">\(bars)</div><p class=\"legend\">\(legend) <span class=\"muted\">(busiest minute: \(busiest))</span></p>"
+        let legend = pushResults.html {
+            "<span><i class=\"swatch \($0)\"></i>\($0.replacingOccurrences(of: "_", with: " ")) \(totals[$0] ?? 0)</span>"
+        }
+        return
+            "<div class=\"chart\" role=\"img\" aria-label=\"pushes per minute\">\(bars)</div><p class=\"legend\">\(legend) <span class=\"muted\">(busiest minute: \(busiest))</span></p>"
     }
 
     static func overview(
@@ -135,7 +140,9 @@ enum DashboardPages {
         let reasonRows = reasons.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.html { reason, count in
             "<tr><td>\(reason)</td><td class=\"number\">\(count)</td></tr>"
         }
-        return page("Overview", section: .overview, viewer: viewer, """
+        return page(
+            "Overview", section: .overview, viewer: viewer,
+            """
             <h1>Overview</h1>
             <div data-live id="overview-counts">
             <section class="stats">
@@ -165,9 +172,11 @@ enum DashboardPages {
             "<option value=\"\(value)\"\(selected ? HTML(" selected") : .empty)>\(label)</option>"
         }
         let appOptions = option("", "every app", selected: filter.bundleID == nil) + apps.html { option($0, $0, selected: filter.bundleID == $0) }
-        let stateOptions = option("", "any state", selected: filter.state == nil)
+        let stateOptions =
+            option("", "any state", selected: filter.state == nil)
             + [ActivityKeyState.active, .ended].html { option($0.rawValue, $0.rawValue, selected: filter.state == $0) }
-        let typeOptions = option("", "any type", selected: filter.attributesType == nil)
+        let typeOptions =
+            option("", "any type", selected: filter.attributesType == nil)
             + types.html { option($0, $0, selected: filter.attributesType == $0) }
         let rows = page.html { activity in
             """
@@ -180,11 +189,15 @@ enum DashboardPages {
             page.isEmpty
             ? "<p class=\"empty\">No activity matches.</p>"
             : """
-                <table class="activities"><thead><tr><th>Key</th><th>App</th><th>Type</th><th>State</th><th>Started</th><th>Content</th></tr></thead>
-                <tbody>\(rows)</tbody></table>
-                """
-        let more: HTML = next.map { "<p class=\"pages\"><a rel=\"next\" href=\"/dashboard/activities?\(filter.parameters(after: $0))\">Next page</a></p>" } ?? .empty
-        return Self.page("Activities", section: .activities, viewer: viewer, """
+            <table class="activities"><thead><tr><th>Key</th><th>App</th><th>Type</th><th>State</th><th>Started</th><th>Content</th></tr></thead>
+            <tbody>\(rows)</tbody></table>
+            """
+        let more: HTML =
+            next.map { "<p class=\"pages\"><a rel=\"next\" href=\"/dashboard/activities?\(filter.parameters(after: $0))\">Next page</a></p>" }
+            ?? .empty
+        return Self.page(
+            "Activities", section: .activities, viewer: viewer,
+            """
             <h1>Activities</h1>
             <form class="filters" method="get" action="/dashboard/activities">
             <label>Key contains <input type="search" name="keyContains" value="\(filter.keyContains ?? "")"></label>
@@ -241,7 +254,9 @@ enum DashboardPages {
             \(activity.channelIDs.sorted { $0.key.rawValue < $1.key.rawValue }.html { HTML("<dt>Channel (\($0.key.rawValue))</dt><dd><code>\($0.value)</code></dd>") })
             </dl>
             """
-        return page(activity.key, section: .activities, viewer: viewer, events: events, """
+        return page(
+            activity.key, section: .activities, viewer: viewer, events: events,
+            """
             <p class="crumbs"><a href="/dashboard/activities">Activities</a> / \(activity.bundleID)</p>
             <div data-live id="activity-head"><h1>\(activity.key) \(stateBadge(activity))</h1>\(facts)</div>
             <div class="columns" data-live id="activity-content">
@@ -268,7 +283,8 @@ enum DashboardPages {
     private static func changeForms(_ activity: ActivityRecord, viewer: DashboardViewer, refused: RefusedChange?) -> HTML {
         guard viewer.mayChange, activity.state == .active else { return "<div data-live id=\"activity-change\"></div>" }
         let content = refused?.contentState ?? activity.contentState.map { prettyJSON($0) } ?? "{}"
-        let hidden: HTML = "\(formToken(viewer))<input type=\"hidden\" name=\"app\" value=\"\(activity.bundleID)\"><input type=\"hidden\" name=\"key\" value=\"\(activity.key)\">"
+        let hidden: HTML =
+            "\(formToken(viewer))<input type=\"hidden\" name=\"app\" value=\"\(activity.bundleID)\"><input type=\"hidden\" name=\"key\" value=\"\(activity.key)\">"
         return """
             <div \(refused == nil ? HTML("data-live ") : .empty)id="activity-change"><section class="card"><h2>Update or end</h2>
             \(notice(refused?.message))
@@ -335,11 +351,14 @@ enum DashboardPages {
 
     // MARK: Deliveries
 
-    static func deliveries(_ page: [DeliveryRecord], filter: DeliveryQuery, next: Int64?, viewer: DashboardViewer, notice message: String? = nil) -> HTML {
+    static func deliveries(_ page: [DeliveryRecord], filter: DeliveryQuery, next: Int64?, viewer: DashboardViewer, notice message: String? = nil)
+        -> HTML
+    {
         func option(_ value: String, _ label: String, selected: Bool) -> HTML {
             "<option value=\"\(value)\"\(selected ? HTML(" selected") : .empty)>\(label)</option>"
         }
-        let statusOptions = option("", "any status", selected: filter.status == nil)
+        let statusOptions =
+            option("", "any status", selected: filter.status == nil)
             + DeliveryStatus.allCases.html { option($0.rawValue, $0.rawValue, selected: filter.status == $0) }
         let rows = page.html { delivery in
             """
@@ -355,11 +374,14 @@ enum DashboardPages {
             page.isEmpty
             ? "<p class=\"empty\">No push matches.</p>"
             : """
-                <table class="deliveries"><thead><tr><th class="number">Push</th><th>Key</th><th>Event</th><th>To</th><th>Status</th>
-                <th class="number">Attempts</th><th>APNs answer</th><th>Accepted</th><th></th></tr></thead><tbody>\(rows)</tbody></table>
-                """
-        let more: HTML = next.map { "<p class=\"pages\"><a rel=\"next\" href=\"/dashboard/deliveries?\(filter.parameters(before: $0))\">Older</a></p>" } ?? .empty
-        return Self.page("Deliveries", section: .deliveries, viewer: viewer, """
+            <table class="deliveries"><thead><tr><th class="number">Push</th><th>Key</th><th>Event</th><th>To</th><th>Status</th>
+            <th class="number">Attempts</th><th>APNs answer</th><th>Accepted</th><th></th></tr></thead><tbody>\(rows)</tbody></table>
+            """
+        let more: HTML =
+            next.map { "<p class=\"pages\"><a rel=\"next\" href=\"/dashboard/deliveries?\(filter.parameters(before: $0))\">Older</a></p>" } ?? .empty
+        return Self.page(
+            "Deliveries", section: .deliveries, viewer: viewer,
+            """
             <h1>Deliveries</h1>
             \(notice(message))
             <form class="filters" method="get" action="/dashboard/deliveries">
@@ -388,20 +410,21 @@ enum DashboardPages {
             let delete: HTML =
                 viewer.mayChange && channel.deletedAt == nil
                 ? """
-                    <form method="post" action="/dashboard/channels/delete" class="inline">\(formToken(viewer))
-                    <input type="hidden" name="id" value="\(channel.channelID)"><button class="quiet">Delete</button></form>
-                    """ : .empty
+                <form method="post" action="/dashboard/channels/delete" class="inline">\(formToken(viewer))
+                <input type="hidden" name="id" value="\(channel.channelID)"><button class="quiet">Delete</button></form>
+                """ : .empty
             let state: HTML =
-                if let deleted = channel.deletedAt { "<span class=\"badge\">deleted</span> \(time(deleted))" }
-                else if let after = channel.deleteAfter { "<span class=\"badge pending\">until</span> \(time(after))" }
-                else { "<span class=\"badge live\">live</span>" }
+                if let deleted = channel.deletedAt { "<span class=\"badge\">deleted</span> \(time(deleted))" } else if let after = channel.deleteAfter
+                { "<span class=\"badge pending\">until</span> \(time(after))" } else { "<span class=\"badge live\">live</span>" }
             let key: HTML = channel.key.map { "<a href=\"\(activityPath(app: channel.bundleID, key: $0))\">\($0)</a>" } ?? .empty
             return """
                 <tr><td><code>\(channel.channelID)</code></td><td>\(channel.bundleID)</td><td>\(channel.environment.rawValue)</td><td>\(key)</td>
                 <td>\(channel.storagePolicy == 1 ? "most recent message" : "no storage")</td><td>\(time(channel.createdAt))</td><td>\(state)</td><td>\(delete)</td></tr>
                 """
         }
-        return page("Channels", section: .channels, viewer: viewer, """
+        return page(
+            "Channels", section: .channels, viewer: viewer,
+            """
             <h1>Channels</h1>
             \(notice(message))
             <div data-live id="channel-list">
@@ -420,15 +443,17 @@ enum DashboardPages {
         let secret: String
     }
 
-    static func apiKeys(_ keys: [APIKeyRecord], apps: [String], viewer: DashboardViewer, made: MadeKey? = nil, notice message: String? = nil) -> HTML {
+    static func apiKeys(_ keys: [APIKeyRecord], apps: [String], viewer: DashboardViewer, made: MadeKey? = nil, notice message: String? = nil) -> HTML
+    {
         // The last live admin key cannot be revoked (nothing could make a key then): not offered.
         let liveAdmins = keys.filter { $0.scope == .admin && $0.revokedAt == nil }
         let rows = keys.sorted { ($0.revokedAt == nil ? 0 : 1, $0.createdAt) < ($1.revokedAt == nil ? 0 : 1, $1.createdAt) }.html { key in
             let revoke: HTML =
-                !viewer.mayChange || key.revokedAt != nil ? .empty
+                !viewer.mayChange || key.revokedAt != nil
+                ? .empty
                 : liveAdmins.count == 1 && liveAdmins[0].id == key.id
-                ? "<span class=\"muted\">the last admin key: make another to revoke it</span>"
-                : """
+                    ? "<span class=\"muted\">the last admin key: make another to revoke it</span>"
+                    : """
                     <form method="post" action="/dashboard/api-keys/revoke" class="inline">\(formToken(viewer))
                     <input type="hidden" name="id" value="\(key.id)"><button class="quiet danger">Revoke</button></form>
                     """
@@ -438,26 +463,29 @@ enum DashboardPages {
                 <td>\(key.scope.rawValue)</td><td>\(key.bundleID ?? "every app")</td><td>\(time(key.createdAt))</td><td>\(state)</td><td>\(revoke)</td></tr>
                 """
         }
-        let shown: HTML = made.map { made in
-            """
-            <section class="card secret" role="status"><h2>\(made.record.name): its secret, shown once</h2>
-            <p>Copy it now: only its hash is kept.</p><pre class="json" id="new-secret">\(made.secret)</pre></section>
-            """
-        } ?? .empty
+        let shown: HTML =
+            made.map { made in
+                """
+                <section class="card secret" role="status"><h2>\(made.record.name): its secret, shown once</h2>
+                <p>Copy it now: only its hash is kept.</p><pre class="json" id="new-secret">\(made.secret)</pre></section>
+                """
+            } ?? .empty
         let scopes = [APIKeyScope.server, .client, .viewer, .admin].html { "<option value=\"\($0.rawValue)\">\($0.rawValue)</option>" }
         let appOptions = "<option value=\"\">every app</option>" + apps.html { "<option value=\"\($0)\">\($0)</option>" }
         let create: HTML =
             viewer.mayChange
             ? """
-                <section class="card"><h2>Make a key</h2>
-                <form method="post" action="/dashboard/api-keys" class="filters">\(formToken(viewer))
-                <label>Name <input name="name" required maxlength="200"></label>
-                <label>Scope <select name="scope">\(scopes)</select></label>
-                <label>App <select name="bundleID">\(appOptions)</select></label>
-                <button>Make key</button></form>
-                <p class="muted">A client key is for one app; an admin or viewer key is for every app; a server key for either.</p></section>
-                """ : .empty
-        return page("API keys", section: .keys, viewer: viewer, """
+            <section class="card"><h2>Make a key</h2>
+            <form method="post" action="/dashboard/api-keys" class="filters">\(formToken(viewer))
+            <label>Name <input name="name" required maxlength="200"></label>
+            <label>Scope <select name="scope">\(scopes)</select></label>
+            <label>App <select name="bundleID">\(appOptions)</select></label>
+            <button>Make key</button></form>
+            <p class="muted">A client key is for one app; an admin or viewer key is for every app; a server key for either.</p></section>
+            """ : .empty
+        return page(
+            "API keys", section: .keys, viewer: viewer,
+            """
             <h1>API keys</h1>
             \(notice(message))\(shown)
             <div data-live id="key-list"><table><thead><tr><th>Key</th><th>Name</th><th>Scope</th><th>App</th><th>Made</th><th>State</th><th></th></tr></thead>
@@ -472,9 +500,9 @@ enum DashboardPages {
             let cancel: HTML =
                 viewer.mayChange && schedule.state == .pending
                 ? """
-                    <form method="post" action="/dashboard/schedule/cancel">\(formToken(viewer))<input type="hidden" name="id" value="\(schedule.id)">
-                    <button class="quiet">Cancel</button></form>
-                    """ : .empty
+                <form method="post" action="/dashboard/schedule/cancel">\(formToken(viewer))<input type="hidden" name="id" value="\(schedule.id)">
+                <button class="quiet">Cancel</button></form>
+                """ : .empty
             return """
                 <tr><td><code>\(schedule.id)</code></td><td>\(schedule.action)</td><td>\(time(schedule.dueAt))</td>
                 <td><span class="badge \(schedule.state.rawValue)">\(schedule.state.rawValue)</span></td><td>\(cancel)</td></tr>
@@ -487,7 +515,9 @@ enum DashboardPages {
 
     /// The built-in emulator's iPhones as their owners see them now, with the person's buttons for an admin.
     static func devices(_ drawn: HTML, viewer: DashboardViewer, events: String) -> HTML {
-        page("Devices", section: .devices, viewer: viewer, events: events, """
+        page(
+            "Devices", section: .devices, viewer: viewer, events: events,
+            """
             <h1>Devices</h1>
             <p class="muted devices-note">The built-in emulator's simulated iPhones, as the person holding each sees it now: the Lock Screen when locked, the Dynamic Island (or a banner) when not, StandBy, and the Watch when one is paired. A template per attributes type fills each region (<code>serve --templates</code>); without one, the fields are listed.\(viewer.mayChange ? HTML(" The buttons do what the person would.") : .empty)</p>
             \(drawn)
@@ -497,7 +527,9 @@ enum DashboardPages {
     // MARK: Errors
 
     static func error(status: Int, message: String, viewer: DashboardViewer?) -> HTML {
-        page("Error \(status)", section: nil, viewer: viewer, """
+        page(
+            "Error \(status)", section: nil, viewer: viewer,
+            """
             <section class="card narrow"><h1>\(status)</h1>\(notice(message))<p><a href="/dashboard">Back to the overview</a></p></section>
             """)
     }
@@ -554,7 +586,8 @@ enum DashboardPages {
         case .array(let elements) where !elements.isEmpty:
             return "[\n" + elements.map { inner + prettyJSON($0, indent: inner) }.joined(separator: ",\n") + "\n\(indent)]"
         case .object(let members) where !members.isEmpty:
-            return "{\n" + members.map { inner + JSONValue.string($0.key).serializedString + ": " + prettyJSON($0.value, indent: inner) }
+            return "{\n"
+                + members.map { inner + JSONValue.string($0.key).serializedString + ": " + prettyJSON($0.value, indent: inner) }
                 .joined(separator: ",\n") + "\n\(indent)}"
         default:
             return value.serializedString

@@ -41,7 +41,8 @@ public enum DeliveryRetry: Sendable, Hashable {
     public static func isNewer(_ later: DeliveryRecord, than push: DeliveryRecord) -> Bool {
         let (kind, device, _, channel) = later.target.columns
         let (pushKind, pushDevice, _, pushChannel) = push.target.columns
-        return later.id > push.id && later.bundleID == push.bundleID && later.key == push.key && (kind, device, channel) == (pushKind, pushDevice, pushChannel)
+        return later.id > push.id && later.bundleID == push.bundleID && later.key == push.key
+            && (kind, device, channel) == (pushKind, pushDevice, pushChannel)
             && [.queued, .sending, .sent].contains(later.status)
     }
 

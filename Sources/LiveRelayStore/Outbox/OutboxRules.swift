@@ -190,7 +190,8 @@ public enum OutboxRules {
     /// included), however many tokens the key has; a broadcast supersedes its channel's. A start
     /// supersedes nothing.
     private static func superseded(by deliveries: [NewDelivery], fanOut: NewPush?, at now: Date) -> [DeliveryMove] {
-        var keys: [DeliverySelection] = [], channels: [DeliverySelection] = []
+        var keys: [DeliverySelection] = []
+        var channels: [DeliverySelection] = []
         func supersedeKey(app: String, key: String) {
             let selection = supersedingKey(app: app, key: key, at: now).selection
             if !keys.contains(selection) { keys.append(selection) }

@@ -92,9 +92,12 @@ struct KeyChange {
         for (environment, id) in zip(try row[13].decode([String].self), try row[14].decode([String].self)) {
             activity.channelIDs[PushEnvironment(rawValue: environment) ?? .sandbox] = id
         }
-        let devices = try row[16].decode([String].self), activityIDs = try row[17].decode([String].self)
-        let noActivityID = try row[18].decode([Bool].self), tokens = try row[19].decode([String].self)
-        let frequent = try row[20].decode([Bool].self), registered = try row[21].decode([Double].self)
+        let devices = try row[16].decode([String].self)
+        let activityIDs = try row[17].decode([String].self)
+        let noActivityID = try row[18].decode([Bool].self)
+        let tokens = try row[19].decode([String].self)
+        let frequent = try row[20].decode([Bool].self)
+        let registered = try row[21].decode([Double].self)
         let environments = try row[22].decode([String].self)
         let liveTokens = devices.indices.map { index in
             ActivityTokenRecord(

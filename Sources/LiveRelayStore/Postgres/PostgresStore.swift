@@ -89,7 +89,9 @@ public final class PostgresStore: InstanceSharedStore {
     public func adoptUnnamedData(bundleID: String) async throws -> Bool {
         try await transaction { db in
             var adopted = false
-            for table in ["push_to_start_tokens", "activities", "activity_tokens", "activity_channels", "channels", "schedules", "deliveries", "api_keys"] {
+            for table in [
+                "push_to_start_tokens", "activities", "activity_tokens", "activity_channels", "channels", "schedules", "deliveries", "api_keys",
+            ] {
                 adopted = try await db.changed("UPDATE \(table) SET bundle_id = ? WHERE bundle_id = ''", [.text(bundleID)]) > 0 || adopted
             }
             return adopted
@@ -175,7 +177,8 @@ public final class PostgresStore: InstanceSharedStore {
     /// (a transaction each takes most of an hour). A key gets its activity from its first token,
     /// registered as `saveActivityToken` does; its other tokens join it as they are.
     public func importTokens(activityTokens: [ActivityTokenRecord], attributesType: String, pushToStart: [PushToStartTokenRecord]) async throws {
-        var keysSeen = Set<[String]>(), others: [ActivityTokenRecord] = []
+        var keysSeen = Set<[String]>()
+        var others: [ActivityTokenRecord] = []
         for token in activityTokens {
             if keysSeen.insert([token.bundleID, token.key]).inserted {
                 try await saveActivityToken(token, attributesType: attributesType)
@@ -482,14 +485,17 @@ public final class PostgresStore: InstanceSharedStore {
 
     public func retryDelivery(id: Int64, app: String?, at now: Date) async throws -> DeliveryRetry.Outcome {
         try await transaction { db in
-            guard let failed = try await db.rows(StoreStatements.retryCandidate + " FOR UPDATE", [.integer(id)]).first.map(DeliveryRow.init(row:))?.record,
+            guard
+                let failed = try await db.rows(StoreStatements.retryCandidate + " FOR UPDATE", [.integer(id)]).first.map(DeliveryRow.init(row:))?
+                    .record,
                 app == nil || failed.bundleID == app
             else { return .notFound }
             let check = StoreStatements.retryTarget(failed.target, app: failed.bundleID, key: failed.key)
             let target = DeliveryRetry.targetState(failed.target, row: try await db.rows(check.text, check.arguments).first)
             let (kind, deviceID, _, channelID) = failed.target.columns
             let newer = try await db.rows(
-                StoreStatements.newerPush, [.text(failed.bundleID), .text(failed.key), .text(kind), .text(deviceID ?? ""), .text(channelID ?? ""), .integer(id)]
+                StoreStatements.newerPush,
+                [.text(failed.bundleID), .text(failed.key), .text(kind), .text(deviceID ?? ""), .text(channelID ?? ""), .integer(id)]
             ).first?.integer(0)
             if let refusal = DeliveryRetry.refusal(status: failed.status, target: target, newerPush: newer) { return .refused(refusal) }
             let rows = try await db.rows(StoreStatements.retry, [.text("retry of push \(id)"), .seconds(now), .seconds(now), .integer(id)])
@@ -604,7 +610,7 @@ public final class PostgresStore: InstanceSharedStore {
             PreparedStatements.TakeRequest.self, [.text(key), .real(bucket.burst - 1), seconds, burst, seconds, rate, seconds, burst, seconds, rate])
         guard taken.isEmpty else { return nil }
         guard let row = try await rows("SELECT tokens, at FROM rate_buckets WHERE key = ?", [.text(key)]).first,
-              let tokens = row.real(0), let last = row.date(1)
+            let tokens = row.real(0), let last = row.date(1)
         else { return nil }
         return bucket.wait(holding: bucket.refilled(tokens, since: last, at: now))
     }
@@ -782,12 +788,13 @@ extension PostgresStore {
             for delivery in batch {
                 let push = delivery.push
                 let (kind, deviceID, token, channelID) = delivery.target.columns
-                arguments += [
-                    .text(push.key), .text(push.event), .text(kind), .text(deviceID), .text(token), .text(channelID),
-                    .integer(payloadIDs[push.payloadIndex]),
-                    .integer(Int64(push.priority)), .text(push.priorityReason), .integer(push.expiration), .integer(push.timestamp),
-                    .text(push.requestID),
-                ] + fixed[0...0] + [.integer(0)] + fixed[1...2] + [.text(delivery.environment.rawValue), .text(push.bundleID)]
+                arguments +=
+                    [
+                        .text(push.key), .text(push.event), .text(kind), .text(deviceID), .text(token), .text(channelID),
+                        .integer(payloadIDs[push.payloadIndex]),
+                        .integer(Int64(push.priority)), .text(push.priorityReason), .integer(push.expiration), .integer(push.timestamp),
+                        .text(push.requestID),
+                    ] + fixed[0...0] + [.integer(0)] + fixed[1...2] + [.text(delivery.environment.rawValue), .text(push.bundleID)]
             }
             if batch.count == 1 {
                 let insert: any PreparedSQL.Type = handedOver ? PreparedStatements.InsertClaimedDelivery.self : PreparedStatements.InsertDelivery.self
@@ -984,11 +991,12 @@ struct PostgresURL: CustomStringConvertible {
         case .socket(let path):
             configuration = .init(unixSocketPath: path, username: user, password: password, database: database)
         case .tcp(let host, let port):
-            let tls: PostgresClient.Configuration.TLS = switch sslMode {
-            case .disable: .disable
-            case .prefer: .prefer(.makeClientConfiguration())
-            case .require: .require(.makeClientConfiguration())
-            }
+            let tls: PostgresClient.Configuration.TLS =
+                switch sslMode {
+                case .disable: .disable
+                case .prefer: .prefer(.makeClientConfiguration())
+                case .require: .require(.makeClientConfiguration())
+                }
             configuration = .init(host: host, port: port, username: user, password: password, database: database, tls: tls)
         }
         configuration.options.additionalStartupParameters = Self.planOnce + (options.map { [("options", $0)] } ?? [])
@@ -1009,11 +1017,12 @@ struct PostgresURL: CustomStringConvertible {
         case .socket(let path):
             configuration = .init(unixSocketPath: path, username: user, password: password, database: database)
         case .tcp(let host, let port):
-            let tls: PostgresConnection.Configuration.TLS = switch sslMode {
-            case .disable: .disable
-            case .prefer: .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
-            case .require: .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
-            }
+            let tls: PostgresConnection.Configuration.TLS =
+                switch sslMode {
+                case .disable: .disable
+                case .prefer: .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+                case .require: .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+                }
             configuration = .init(host: host, port: port, username: user, password: password, database: database, tls: tls)
         }
         configuration.options.additionalStartupParameters = options.map { [("options", $0)] } ?? []

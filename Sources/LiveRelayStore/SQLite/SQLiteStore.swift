@@ -107,7 +107,9 @@ public final class SQLiteStore: RelayStore {
     public func adoptUnnamedData(bundleID: String) async throws -> Bool {
         try await write { db in
             var adopted = false
-            for table in ["push_to_start_tokens", "activities", "activity_tokens", "activity_channels", "channels", "schedules", "deliveries", "api_keys"] {
+            for table in [
+                "push_to_start_tokens", "activities", "activity_tokens", "activity_channels", "channels", "schedules", "deliveries", "api_keys",
+            ] {
                 try db.run("UPDATE \(table) SET bundle_id = ? WHERE bundle_id = ''", [bundleID])
                 adopted = adopted || db.changesCount > 0
             }
@@ -277,13 +279,17 @@ public final class SQLiteStore: RelayStore {
                 ) { row in counts[row[0]] = row[1] }
             } else if activity != nil {
                 // One priority for every push: the plan needs only how many there will be.
-                tokenCount = try db.fetchOne(
-                    StoreStatements.liveTokenCount, [app, key]
-                ) { $0[0] as Int } ?? 0
+                tokenCount =
+                    try db.fetchOne(
+                        StoreStatements.liveTokenCount, [app, key]
+                    ) { $0[0] as Int } ?? 0
             }
-            let channels = activity == nil || activity!.channelIDs.isEmpty ? [] : try db.fetchAll(
-                StoreStatements.channelsOfKeyRecords, [app, key],
-                as: ChannelRecord.init(row:))
+            let channels =
+                activity == nil || activity!.channelIDs.isEmpty
+                ? []
+                : try db.fetchAll(
+                    StoreStatements.channelsOfKeyRecords, [app, key],
+                    as: ChannelRecord.init(row:))
             let (planned, outcome) = try plan(
                 ChangeSnapshot(activity: activity, liveTokens: tokens, liveTokenCount: tokenCount, priority10Counts: counts, channels: channels))
             try Self.updateChanged(db, activity: planned.activity)
@@ -404,14 +410,18 @@ public final class SQLiteStore: RelayStore {
     /// Sent pushes, `rows` at a time: (id, status, apns-id) each. One statement per few hundred
     /// pushes instead of one each, which was most of the cost of recording a fan-out. The statuses
     /// it moves from come last, bound (`OutboxStatements.statusCondition(amongIDs:)`).
-    private static let recordSent = Dictionary(uniqueKeysWithValues: batchSizes.map { rows in
-        (rows, """
-        UPDATE deliveries SET status = '\(DeliveryEvent.sent.destination.rawValue)', attempts = attempts + 1, finished_at = ?,
-            attempted_at = ?, apns_status = o.column2, apns_id = o.column3, apns_reason = NULL
-        FROM (VALUES \(repeatElement("(?, ?, ?)", count: rows).joined(separator: ", "))) AS o
-        WHERE deliveries.id = o.column1 AND \(OutboxStatements.statusCondition(amongIDs: .sent, column: "deliveries.status").text)
-        """)
-    })
+    private static let recordSent = Dictionary(
+        uniqueKeysWithValues: batchSizes.map { rows in
+            (
+                rows,
+                """
+                UPDATE deliveries SET status = '\(DeliveryEvent.sent.destination.rawValue)', attempts = attempts + 1, finished_at = ?,
+                    attempted_at = ?, apns_status = o.column2, apns_id = o.column3, apns_reason = NULL
+                FROM (VALUES \(repeatElement("(?, ?, ?)", count: rows).joined(separator: ", "))) AS o
+                WHERE deliveries.id = o.column1 AND \(OutboxStatements.statusCondition(amongIDs: .sent, column: "deliveries.status").text)
+                """
+            )
+        })
     private static let recordSentStatuses = OutboxStatements.sourceStatuses(.sent)
 
     public func recordOutcomes(_ outcomes: [(id: Int64, outcome: DeliveryOutcome)], at: Date) async throws {
@@ -474,8 +484,10 @@ public final class SQLiteStore: RelayStore {
             let check = StoreStatements.retryTarget(failed.target, app: failed.bundleID, key: failed.key)
             let target = DeliveryRetry.targetState(failed.target, row: try Row.fetchOne(db, sql: check.text, arguments: check.sqliteArguments))
             let (kind, deviceID, _, channelID) = failed.target.columns
-            let newer = try db.fetchOne(
-                StoreStatements.newerPush, [failed.bundleID, failed.key, kind, deviceID ?? "", channelID ?? "", id]) { try $0.integer(0) } ?? nil
+            let newer =
+                try db.fetchOne(
+                    StoreStatements.newerPush, [failed.bundleID, failed.key, kind, deviceID ?? "", channelID ?? "", id]
+                ) { try $0.integer(0) } ?? nil
             if let refusal = DeliveryRetry.refusal(status: failed.status, target: target, newerPush: newer) { return .refused(refusal) }
             let rows = try db.fetchAll(StoreStatements.retry, ["retry of push \(id)", now.seconds, now.seconds, id], as: DeliveryRow.init(row:))
             guard let retried = try Self.withPayloads(db, rows).first else { return .notFound }
@@ -787,10 +799,11 @@ extension Database {
     /// Carries out what the outbox's rules decide after `trigger`.
     fileprivate func carryOut(_ trigger: OutboxTrigger, at now: Date) throws {
         for decision in OutboxRules.decisions(after: trigger, at: now) {
-            let statement = switch decision {
-            case .move(let move): OutboxStatements.move(move)
-            case .killToken(let token): OutboxStatements.kill(token)
-            }
+            let statement =
+                switch decision {
+                case .move(let move): OutboxStatements.move(move)
+                case .killToken(let token): OutboxStatements.kill(token)
+                }
             try run(statement.text, statement.sqliteArguments)
         }
     }
@@ -838,15 +851,16 @@ extension Date {
 
 extension SQLStatement {
     fileprivate var sqliteArguments: StatementArguments {
-        StatementArguments(arguments.map { argument -> (any DatabaseValueConvertible)? in
-            switch argument {
-            case .text(let value): value
-            case .real(let value): value
-            case .integer(let value): value
-            case .bool(let value): value
-            case .bytes(let value): Data(value)
-            }
-        })
+        StatementArguments(
+            arguments.map { argument -> (any DatabaseValueConvertible)? in
+                switch argument {
+                case .text(let value): value
+                case .real(let value): value
+                case .integer(let value): value
+                case .bool(let value): value
+                case .bytes(let value): Data(value)
+                }
+            })
     }
 }
 
@@ -878,7 +892,6 @@ extension SQLiteStore {
         }
     }
 }
-
 
 extension Array {
     /// Consecutive slices, each of the largest of `sizes` (largest first, ending with 1) that fits.
