@@ -149,7 +149,7 @@ let package = Package(
             ]
         ),
         // libFuzzer over everything that reads untrusted JSON; without it, a replayer of the corpus
-        // in Fuzz/corpus (README: fuzzing).
+        // in Fuzz/corpus (Documentation/development.md, "Fuzzing").
         .executableTarget(
             name: "LiveRelayFuzz",
             dependencies: [

@@ -8,7 +8,7 @@ import LiveRelayStore
 import NIOPosix
 import Synchronization
 
-/// `liverelay bench`: every figure the README quotes, each measured against a reference in the
+/// `liverelay bench`: every figure Documentation/benchmarks.md quotes, each measured against a reference in the
 /// same run. The endpoint and the server under load run as child processes of this executable.
 public struct Bench: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(

@@ -11,11 +11,11 @@ import Testing
 struct ReadmeTourTests {
     static let marker = "<!-- tour: runs in CI (ReadmeTourTests) -->"
 
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
     /// The marked blocks of the README, in order.
     static func tourBlocks() throws -> [String] {
-        let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("README.md")
-        let text = try String(contentsOf: readme, encoding: .utf8)
+        let text = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
         return text.components(separatedBy: marker + "\n```sh\n").dropFirst().compactMap { $0.components(separatedBy: "\n```").first }
     }
 
@@ -63,5 +63,27 @@ struct ReadmeTourTests {
             #expect(answered.filter { !$0.hasPrefix("2") } == shownRefused, "statuses in order: \(answered)")
             #expect(await server.stop() == 0)
         }
+    }
+
+    /// The README and the guides link to each other and to their pictures by relative paths: each
+    /// must name a file that exists.
+    @Test func theGuidesLinksLeadToFiles() throws {
+        let guides = try FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent("Documentation").path)
+            .filter { $0.hasSuffix(".md") }.map { "Documentation/" + $0 }
+        #expect(guides.count >= 10, "\(guides)")
+        var broken: [String] = []
+        for guide in ["README.md"] + guides {
+            let file = Self.root.appendingPathComponent(guide)
+            let text = try String(contentsOf: file, encoding: .utf8)
+            // A Markdown link's target: `](target)` or `](target#anchor)`.
+            for part in text.components(separatedBy: "](").dropFirst() {
+                guard let end = part.firstIndex(where: { $0 == ")" || $0 == "#" }) else { continue }
+                let target = String(part[..<end])
+                if target.isEmpty || target.contains("://") { continue }
+                let path = file.deletingLastPathComponent().appendingPathComponent(target).path
+                if !FileManager.default.fileExists(atPath: path) { broken.append("\(guide): \(target)") }
+            }
+        }
+        #expect(broken.isEmpty, "links to no file: \(broken)")
     }
 }
