@@ -16,16 +16,16 @@ struct ChangePlanner {
     /// The app's contracts by attributes type: a key's content is checked against its type's.
     let contracts: AppContracts
 
-    /// Where the budget window starts when the request spends the priority-10 budget (`auto`
-    /// without an alert), so the store reads each token's count; nil when one priority fits all.
-    static func budgetWindowStart(for request: ChangeRequest, at acceptedAt: Date) -> Date? {
-        request.priority == .auto && request.alert == nil ? acceptedAt - 3600 : nil
+    /// Whether the request spends the priority-10 budget (`auto` without an alert), so that the
+    /// store reads each token's count over the last hour, or one priority fits all.
+    static func budget(for request: ChangeRequest, at acceptedAt: Date) -> ChangeBudget {
+        request.priority == .auto && request.alert == nil ? .perDevice(windowStart: acceptedAt - 3600) : .notCounted
     }
 
     func plan(key: String, _ request: ChangeRequest, snapshot: ChangeSnapshot, at acceptedAt: Date, requestID: String) throws -> (
         ChangePlan, Acceptance
     ) {
-        let action = request.event.rawValue
+        let action = request.event
         let alerting = request.alert != nil
         guard var activity = snapshot.activity else {
             throw RelayError.notFound("key", "no activity key \"\(key)\"; start it first")
@@ -33,7 +33,8 @@ struct ChangePlanner {
         guard activity.state == .active else {
             let when = activity.endedAt.map { " at \($0.iso8601)" } ?? ""
             throw RelayError(
-                .conflict, .activityEnded, message: "activity key \"\(key)\" ended\(when) (\(activity.endReason ?? "ended")); start a new key")
+                .conflict, .activityEnded,
+                message: "activity key \"\(key)\" ended\(when) (\(activity.endReason?.rawValue ?? "ended")); start a new key")
         }
         guard let contentState = request.contentState ?? activity.contentState else {
             throw RelayError(.invalid, .missing, message: "is required: the key has no content to end with", field: "contentState")
@@ -70,7 +71,7 @@ struct ChangePlanner {
         } else {
             encoded = try PayloadEncoding.encode(payload, for: .device)
             let expiration = request.expiration.map(unixSeconds)
-            if Self.budgetWindowStart(for: request, at: acceptedAt) == nil {
+            if Self.budget(for: request, at: acceptedAt) == .notCounted {
                 // One priority for all: the store writes a push to each live token itself.
                 let decision = governor.decide(request.priority, alerting: alerting, used: 0, frequentPushesEnabled: false)
                 fanOut = NewPush(
@@ -100,14 +101,14 @@ struct ChangePlanner {
         if request.event == .end {
             activity.state = .ended
             activity.endedAt = acceptedAt
-            activity.endReason = "ended"
+            activity.endReason = .ended
             activity.dismissalDate = request.dismissalDate
             // A stored message may still be delivered for the storage window.
             let storesMessages = snapshot.channels.contains { $0.storagePolicy == 1 }
             channelDeleteAfter = acceptedAt + (storesMessages ? channelStorageWindow : 0)
         }
         let reached = deliveries.count + (fanOut == nil ? 0 : snapshot.liveTokenCount)
-        if reached == 0 { warnings.append("the key has no live update token: no device receives this \(action)") }
+        if reached == 0 { warnings.append("the key has no live update token: no device receives this \(action.rawValue)") }
         let acceptance = Acceptance(
             key: key, action: action, requestID: requestID, timestamp: timestamp, deliveries: reached, state: activity.state,
             warnings: warnings, budgetUse: budgetUse)

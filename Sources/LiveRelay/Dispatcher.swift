@@ -250,12 +250,12 @@ public final class Dispatcher: Service {
                 return (.failed(status: nil, reason: APNsReason.badDeviceToken.rawValue, tokenIsDead: true), nil)
             }
             let options = PushOptions(
-                priority: APNsPriority(rawValue: delivery.priority) ?? .immediate,
+                priority: delivery.priority,
                 expiration: delivery.expiration.flatMap { try? APNsExpiration(unixSeconds: $0) })
             request = .liveActivity(encoded: delivery.payload, to: token, topic: topic, options: options)
         case .channel(let channelID):
             let options = BroadcastOptions(
-                priority: APNsPriority(rawValue: delivery.priority) ?? .immediate,
+                priority: delivery.priority,
                 expiration: delivery.expiration.flatMap { try? APNsExpiration(unixSeconds: $0) } ?? .immediately)
             request = .broadcast(encoded: delivery.payload, channelID: channelID, bundleID: topic, options: options)
         }
@@ -287,7 +287,7 @@ public final class Dispatcher: Service {
             result = dead ? "token_dead" : "failed"
             logger.warning("push failed", metadata: Self.metadata(delivery, status, reason))
         }
-        relay.metrics.count("liverelay_pushes_total", ["event": delivery.event, "result": result])
+        relay.metrics.count("liverelay_pushes_total", ["event": delivery.event.rawValue, "result": result])
         relay.metrics.countPush(result: result, at: relay.now())
     }
 

@@ -1,3 +1,5 @@
+import LiveActivityKit
+
 /// Chooses each push's priority. With `auto`, an alerting push goes at 10, and so does a push
 /// within the activity's hourly priority-10 budget; the rest go at 5, which the device never
 /// counts against the budget. Pure: the counts come from the store.
@@ -5,7 +7,7 @@ struct PriorityGovernor {
     let policy: BudgetPolicy
 
     struct Decision: Equatable {
-        let priority: Int
+        let priority: APNsPriority
         let reason: String
         /// How much of the target's hourly budget is spent with this push, when `auto` counted it.
         var budget: BudgetUse? = nil
@@ -17,13 +19,14 @@ struct PriorityGovernor {
         case .fixed(let priority):
             return Decision(priority: priority, reason: "requested")
         case .auto:
-            if alerting { return Decision(priority: 10, reason: "alert") }
+            if alerting { return Decision(priority: .immediate, reason: "alert") }
             let budget = frequentPushesEnabled ? policy.frequentPriority10PerHour : policy.priority10PerHour
             if used < budget {
                 return Decision(
-                    priority: 10, reason: "within budget (\(used + 1) of \(budget) an hour)", budget: BudgetUse(used: used + 1, limit: budget))
+                    priority: .immediate, reason: "within budget (\(used + 1) of \(budget) an hour)", budget: BudgetUse(used: used + 1, limit: budget)
+                )
             }
-            return Decision(priority: 5, reason: "over budget (\(budget) an hour)", budget: BudgetUse(used: used, limit: budget))
+            return Decision(priority: .powerConsiderate, reason: "over budget (\(budget) an hour)", budget: BudgetUse(used: used, limit: budget))
         }
     }
 }

@@ -4,7 +4,7 @@ import LiveRelayStore
 
 /// The priority asked for a push: a fixed one, or `auto` (the budget governor decides).
 public enum PriorityChoice: Sendable, Hashable {
-    case fixed(Int)
+    case fixed(APNsPriority)
     case auto
 }
 
@@ -34,7 +34,7 @@ public struct StartRequest: Sendable, Hashable {
 
     public init(
         attributesType: String, attributes: JSONValue, contentState: JSONValue, alert: AlertConfiguration, staleDate: Date? = nil,
-        relevanceScore: Double? = nil, audience: Audience, channel: UpdateChannelChoice? = nil, priority: PriorityChoice = .fixed(10),
+        relevanceScore: Double? = nil, audience: Audience, channel: UpdateChannelChoice? = nil, priority: PriorityChoice = .fixed(.immediate),
         expiration: Date? = nil, at: Date? = nil
     ) {
         self.attributesType = attributesType
@@ -86,11 +86,11 @@ public enum ScheduledRequest: Sendable, Hashable {
     case start(StartRequest)
     case change(ChangeRequest)
 
-    /// `start`, `update` or `end`: the schedule's action.
-    public var action: String {
+    /// The schedule's action.
+    public var action: LiveActivityPayload.Event {
         switch self {
-        case .start: "start"
-        case .change(let change): change.event.rawValue
+        case .start: .start
+        case .change(let change): change.event
         }
     }
 }

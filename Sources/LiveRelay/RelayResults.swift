@@ -6,7 +6,7 @@ import LiveRelayStore
 public struct Acceptance: Sendable, Hashable {
     public var key: String
     /// `start`, `update` or `end`.
-    public var action: String
+    public var action: LiveActivityPayload.Event
     /// Shared by the request's pushes in the outbox.
     public var requestID: String
     /// The payload's `timestamp`, which orders the key's pushes on the device.
@@ -25,7 +25,7 @@ public struct Acceptance: Sendable, Hashable {
     public var budgetUse: BudgetUse?
 
     public init(
-        key: String, action: String, requestID: String, timestamp: Int64, deliveries: Int, state: ActivityKeyState,
+        key: String, action: LiveActivityPayload.Event, requestID: String, timestamp: Int64, deliveries: Int, state: ActivityKeyState,
         channelIDs: [PushEnvironment: String] = [:],
         warnings: [String] = [], budgetUse: BudgetUse? = nil
     ) {
@@ -61,6 +61,6 @@ public struct ActivityDescription: Sendable, Hashable {
 public protocol RelayWireFormat: Sendable {
     func json(of request: ScheduledRequest) -> JSONValue
     /// Throws when the stored body no longer reads as a request of `action`.
-    func request(action: String, json: JSONValue) throws -> ScheduledRequest
+    func request(action: LiveActivityPayload.Event, json: JSONValue) throws -> ScheduledRequest
     func answer(_ accepted: AcceptedRequest) -> StoredResponse
 }

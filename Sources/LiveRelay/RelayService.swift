@@ -389,7 +389,7 @@ public final class RelayService: Sendable {
                     app: bundleID, key: key, request, payloads: payloads, channelIDs: channels, tokens: tokens, at: acceptedAt,
                     requestID: requestID, warnings: warnings)
             }
-            dispatch(accepted.claimed, action: "start")
+            dispatch(accepted.claimed, action: .start)
             return .accepted(accepted.outcome)
         } catch let error as StoreError {
             throw RelayError(error)
@@ -424,11 +424,11 @@ public final class RelayService: Sendable {
         context.handOver = handOver.offer(at: acceptedAt, policy: configuration.dispatch)
         do {
             let accepted = try await store.acceptChange(
-                app: app.bundleID, key: key, budgetWindowStart: ChangePlanner.budgetWindowStart(for: request, at: acceptedAt), context: context
+                app: app.bundleID, key: key, budget: ChangePlanner.budget(for: request, at: acceptedAt), context: context
             ) { snapshot in
                 try planner.plan(key: key, request, snapshot: snapshot, at: acceptedAt, requestID: requestID)
             }
-            dispatch(accepted.claimed, action: request.event.rawValue)
+            dispatch(accepted.claimed, action: request.event)
             metrics.noteBudget(accepted.outcome.budgetUse, app: app.bundleID, key: key, at: acceptedAt)
             return .accepted(accepted.outcome)
         } catch let error as StoreError {
@@ -442,8 +442,8 @@ public final class RelayService: Sendable {
     }
 
     /// Gives the dispatcher the pushes the request claimed, or wakes it to claim what was queued.
-    private func dispatch(_ claimed: [DeliveryRecord], action: String) {
-        metrics.count("liverelay_requests_accepted_total", ["action": action])
+    private func dispatch(_ claimed: [DeliveryRecord], action: LiveActivityPayload.Event) {
+        metrics.count("liverelay_requests_accepted_total", ["action": action.rawValue])
         noteChange()
         if claimed.isEmpty {
             outboxSignal.queued()

@@ -68,7 +68,7 @@ struct StartPlanner {
             let decision = governor.decide(request.priority, alerting: true, used: 0, frequentPushesEnabled: token.frequentPushesEnabled)
             deliveries.append(
                 NewDelivery(
-                    bundleID: app, key: key, event: "start", target: .pushToStartToken(deviceID: token.deviceID, token: token.token),
+                    bundleID: app, key: key, event: .start, target: .pushToStartToken(deviceID: token.deviceID, token: token.token),
                     environment: token.environment, payloadIndex: payloadIndex, priority: decision.priority, priorityReason: decision.reason,
                     expiration: expiration, timestamp: timestamp, requestID: requestID))
         }
@@ -92,7 +92,7 @@ struct StartPlanner {
                     + (tokens.isEmpty ? "" : " that can be reached") + ": the key is active, on no device")
         }
         let acceptance = Acceptance(
-            key: key, action: "start", requestID: requestID, timestamp: timestamp, deliveries: deliveries.count, state: .active,
+            key: key, action: .start, requestID: requestID, timestamp: timestamp, deliveries: deliveries.count, state: .active,
             channelIDs: channelIDs, warnings: warnings)
         let plan = StartPlan(
             acceptedAt: acceptedAt, activity: activity, payloads: payloads.bodies, deliveries: deliveries, response: answer(acceptance))

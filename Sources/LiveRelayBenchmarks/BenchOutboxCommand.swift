@@ -75,7 +75,7 @@ extension Bench {
             var record: [Measured] = []
             for round in 1...rounds {
                 let request = ChangeRequest(
-                    event: .update, contentState: .object([("home", .integer(round)), ("away", .integer(1))]), priority: .fixed(10))
+                    event: .update, contentState: .object([("home", .integer(round)), ("away", .integer(1))]), priority: .fixed(.immediate))
                 accept.append(
                     try await measure {
                         _ = try await relay.change(app: BenchFixture.bundle.value, key: "match", request)

@@ -24,7 +24,7 @@ func fuzzOneInput(_ bytes: UnsafeRawBufferPointer) {
     guard let json = try? JSONValue(parsing: input) else { return }
     // A round trip keeps every literal.
     precondition((try? JSONValue(parsing: json.serialized)) == json, "a JSON value does not survive its own serialization")
-    for action in ["start", "update", "end"] { _ = try? RelayWire().request(action: action, json: json) }
+    for action in LiveActivityPayload.Event.allCases { _ = try? RelayWire().request(action: action, json: json) }
     // A contract as apps register it, and JSON checked against one: both come from outside.
     if let contract = try? ActivityContract(json: json, name: "Fuzzed") {
         precondition((try? ActivityContract(json: contract.json)) == contract, "a contract does not survive its own JSON")

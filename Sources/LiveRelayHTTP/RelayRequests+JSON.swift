@@ -13,7 +13,9 @@ extension PriorityChoice {
     static func read(_ body: JSONBodyReader, default fallback: PriorityChoice) throws -> PriorityChoice {
         guard let value = body.value("priority") else { return fallback }
         if value.stringValue == "auto" { return .auto }
-        if case .number = value, let number = value.doubleValue, number == 10 || number == 5 { return .fixed(Int(number)) }
+        if case .number = value, let number = value.doubleValue, number == 10 || number == 5, let priority = APNsPriority(rawValue: Int(number)) {
+            return .fixed(priority)
+        }
         throw JSONFieldError.invalid(body.field("priority"), "must be 10, 5 or \"auto\"")
     }
 }
@@ -56,7 +58,7 @@ extension StartRequest {
         self.init(
             attributesType: attributesType, attributes: attributes, contentState: contentState, alert: alert, staleDate: staleDate,
             relevanceScore: relevanceScore, audience: audience, channel: channelChoice,
-            priority: try PriorityChoice.read(body, default: .fixed(10)), expiration: try body.date("expiration"), at: try body.date("at"))
+            priority: try PriorityChoice.read(body, default: .fixed(.immediate)), expiration: try body.date("expiration"), at: try body.date("at"))
     }
 }
 

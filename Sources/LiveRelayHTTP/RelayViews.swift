@@ -9,7 +9,7 @@ enum RelayView {
     /// The answer to an accepted start, update or end.
     static func json(_ acceptance: Acceptance) -> JSONValue {
         var members: JSONValue.Members = [
-            ("key", .string(acceptance.key)), ("action", .string(acceptance.action)), ("requestID", .string(acceptance.requestID)),
+            ("key", .string(acceptance.key)), ("action", .string(acceptance.action.rawValue)), ("requestID", .string(acceptance.requestID)),
             ("timestamp", .integer(acceptance.timestamp)), ("deliveries", .integer(acceptance.deliveries)),
             ("state", .string(acceptance.state.rawValue)),
         ]
@@ -57,7 +57,7 @@ enum RelayView {
         if let score = activity.relevanceScore, let number = JSONValue.double(score) { members.append(("relevanceScore", number)) }
         members += channelMembers(activity.channelIDs)
         if let ended = activity.endedAt { members.append(("endedAt", date(ended))) }
-        if let reason = activity.endReason { members.append(("endReason", .string(reason))) }
+        if let reason = activity.endReason { members.append(("endReason", .string(reason.rawValue))) }
         if let dismissal = activity.dismissalDate { members.append(("dismissalDate", date(dismissal))) }
         if let devices = activity.devices {
             members.append(
@@ -76,7 +76,7 @@ enum RelayView {
     static func json(_ schedule: ScheduleRecord) -> JSONValue {
         var members: JSONValue.Members = [
             ("scheduleID", .string(schedule.id)), ("bundleID", .string(schedule.bundleID)), ("key", .string(schedule.key)),
-            ("action", .string(schedule.action)),
+            ("action", .string(schedule.action.rawValue)),
             ("dueAt", date(schedule.dueAt)), ("state", .string(schedule.state.rawValue)),
         ]
         if let result = schedule.result { members.append(("result", (try? JSONValue(parsing: result)) ?? .string(result))) }
@@ -102,9 +102,9 @@ enum RelayView {
     static func json(_ delivery: DeliveryRecord) -> JSONValue {
         var members: JSONValue.Members = [
             ("id", .integer(delivery.id)), ("bundleID", .string(delivery.bundleID)), ("key", .string(delivery.key)),
-            ("event", .string(delivery.event)),
+            ("event", .string(delivery.event.rawValue)),
             ("requestID", .string(delivery.requestID)), ("status", .string(delivery.status.rawValue)),
-            ("priority", .integer(delivery.priority)), ("priorityReason", .string(delivery.priorityReason)),
+            ("priority", .integer(delivery.priority.rawValue)), ("priorityReason", .string(delivery.priorityReason)),
             ("timestamp", .integer(delivery.timestamp)), ("attempts", .integer(delivery.attempts)), ("createdAt", date(delivery.createdAt)),
             ("environment", .string(delivery.environment.rawValue)),
         ]

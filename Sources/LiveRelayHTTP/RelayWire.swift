@@ -43,19 +43,17 @@ public struct RelayWire: RelayWireFormat {
         return .object(members)
     }
 
-    public func request(action: String, json: JSONValue) throws -> ScheduledRequest {
+    public func request(action: LiveActivityPayload.Event, json: JSONValue) throws -> ScheduledRequest {
         switch action {
-        case "start": return .start(try StartRequest(json: json))
-        case "update": return .change(try ChangeRequest(event: .update, json: json))
-        case "end": return .change(try ChangeRequest(event: .end, json: json))
-        default: throw JSONFieldError.invalid("action", "unknown action \(action)")
+        case .start: .start(try StartRequest(json: json))
+        case .update, .end: .change(try ChangeRequest(event: action, json: json))
         }
     }
 
     public func answer(_ accepted: AcceptedRequest) -> StoredResponse {
         switch accepted {
         case .accepted(let acceptance):
-            StoredResponse(status: acceptance.action == "start" ? 201 : 200, body: RelayView.json(acceptance).serialized)
+            StoredResponse(status: acceptance.action == .start ? 201 : 200, body: RelayView.json(acceptance).serialized)
         case .scheduled(let schedule):
             StoredResponse(status: 202, body: RelayView.json(schedule).serialized)
         }
@@ -85,7 +83,7 @@ public struct RelayWire: RelayWireFormat {
 
     private static func json(of priority: PriorityChoice) -> JSONValue {
         switch priority {
-        case .fixed(let value): .integer(value)
+        case .fixed(let value): .integer(value.rawValue)
         case .auto: .string("auto")
         }
     }

@@ -57,9 +57,8 @@ public protocol RelayStore: Sendable {
         plan: @Sendable ([PushToStartTokenRecord]) throws -> (StartPlan, Outcome)
     ) async throws -> Accepted<Outcome>
     /// Updates or ends a key: stores the plan made from the key, its live tokens and their
-    /// priority-10 counts since `budgetWindowStart`. When that is nil, the plan gives every push
-    /// one priority: the snapshot then holds only the number of live tokens, and the plan's
-    /// `fanOut` goes to each. The change supersedes the key's pushes still queued. `plan` must be
+    /// priority-10 counts as `budget` says (`ChangeBudget.notCounted`: the snapshot then holds only
+    /// the number of live tokens, and the plan's `fanOut` goes to each). The change supersedes the key's pushes still queued. `plan` must be
     /// pure: a store may call it again when the key changed before the plan could be written.
     ///
     /// Both return the outcome the plan gave with it (what the service answers).
@@ -67,7 +66,7 @@ public protocol RelayStore: Sendable {
     /// With a hand-over in `context`, both write their pushes claimed (as `claimDeliveries` would)
     /// and return them when there are no more than its limit; otherwise they are queued.
     func acceptChange<Outcome: Sendable>(
-        app: String, key: String, budgetWindowStart: Date?, context: WriteContext, plan: @Sendable (ChangeSnapshot) throws -> (ChangePlan, Outcome)
+        app: String, key: String, budget: ChangeBudget, context: WriteContext, plan: @Sendable (ChangeSnapshot) throws -> (ChangePlan, Outcome)
     ) async throws -> Accepted<Outcome>
 
     // MARK: Schedules

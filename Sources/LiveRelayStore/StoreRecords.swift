@@ -103,6 +103,15 @@ public enum ActivityKeyState: String, Sendable, Hashable, Codable {
     case ended
 }
 
+/// Why a key ended. Its devices' own ends (the person dismissed it, the app or the system ended
+/// it) are its tokens' states, not the key's.
+public enum ActivityEndReason: String, Sendable, Hashable, Codable {
+    /// The backend ended it.
+    case ended
+    /// It passed the 8-hour limit, as the iPhone ends it.
+    case expired
+}
+
 /// An activity key: one person's order or a million people's match, as the backend named it.
 public struct ActivityRecord: Sendable, Hashable {
     /// The app the key belongs to: keys of two apps never meet.
@@ -119,8 +128,7 @@ public struct ActivityRecord: Sendable, Hashable {
     public var relevanceScore: Double?
     public var startedAt: Date
     public var endedAt: Date?
-    /// `ended` (by the backend), `expired` (past the 8-hour limit) or `reported` (by the devices).
-    public var endReason: String?
+    public var endReason: ActivityEndReason?
     public var dismissalDate: Date?
     /// The `timestamp` of the last accepted change, so that a later one is always newer.
     public var lastTimestamp: Int64
@@ -130,7 +138,7 @@ public struct ActivityRecord: Sendable, Hashable {
     public init(
         bundleID: String, key: String, attributesType: String, attributes: JSONValue? = nil, state: ActivityKeyState = .active,
         channelIDs: [PushEnvironment: String] = [:], contentState: JSONValue? = nil, staleDate: Date? = nil, relevanceScore: Double? = nil,
-        startedAt: Date, endedAt: Date? = nil, endReason: String? = nil, dismissalDate: Date? = nil, lastTimestamp: Int64
+        startedAt: Date, endedAt: Date? = nil, endReason: ActivityEndReason? = nil, dismissalDate: Date? = nil, lastTimestamp: Int64
     ) {
         self.bundleID = bundleID
         self.key = key
@@ -309,11 +317,10 @@ public enum DeliveryTarget: Sendable, Hashable {
 public struct NewPush: Sendable, Hashable {
     public var bundleID: String
     public var key: String
-    /// `start`, `update` or `end`.
-    public var event: String
+    public var event: LiveActivityPayload.Event
     /// Index into the plan's payloads; pushes of one request share one stored body.
     public var payloadIndex: Int
-    public var priority: Int
+    public var priority: APNsPriority
     /// Why this priority (`requested`, `alert`, `within budget 3/15`, `over budget`).
     public var priorityReason: String
     /// `apns-expiration` in seconds since 1970; nil sends none.
@@ -322,7 +329,8 @@ public struct NewPush: Sendable, Hashable {
     public var requestID: String
 
     public init(
-        bundleID: String, key: String, event: String, payloadIndex: Int, priority: Int, priorityReason: String, expiration: Int64?,
+        bundleID: String, key: String, event: LiveActivityPayload.Event, payloadIndex: Int, priority: APNsPriority, priorityReason: String,
+        expiration: Int64?,
         timestamp: Int64, requestID: String
     ) {
         self.bundleID = bundleID
@@ -345,8 +353,8 @@ public struct NewDelivery: Sendable, Hashable {
     public var environment: PushEnvironment
 
     public init(
-        bundleID: String, key: String, event: String, target: DeliveryTarget, environment: PushEnvironment, payloadIndex: Int,
-        priority: Int, priorityReason: String, expiration: Int64?, timestamp: Int64, requestID: String
+        bundleID: String, key: String, event: LiveActivityPayload.Event, target: DeliveryTarget, environment: PushEnvironment,
+        payloadIndex: Int, priority: APNsPriority, priorityReason: String, expiration: Int64?, timestamp: Int64, requestID: String
     ) {
         self.environment = environment
         push = NewPush(
@@ -362,12 +370,12 @@ public struct DeliveryRecord: Sendable, Hashable {
     /// The app it is sent for: its topic and the credentials that sign it.
     public var bundleID: String
     public var key: String
-    public var event: String
+    public var event: LiveActivityPayload.Event
     public var target: DeliveryTarget
     /// Where it is sent: the APNs environment of its token or channel.
     public var environment: PushEnvironment
     public var payload: [UInt8]
-    public var priority: Int
+    public var priority: APNsPriority
     public var priorityReason: String
     public var expiration: Int64?
     public var timestamp: Int64
@@ -382,8 +390,8 @@ public struct DeliveryRecord: Sendable, Hashable {
     public var apnsID: String?
 
     public init(
-        id: Int64, bundleID: String, key: String, event: String, target: DeliveryTarget, environment: PushEnvironment, payload: [UInt8],
-        priority: Int, priorityReason: String,
+        id: Int64, bundleID: String, key: String, event: LiveActivityPayload.Event, target: DeliveryTarget, environment: PushEnvironment,
+        payload: [UInt8], priority: APNsPriority, priorityReason: String,
         expiration: Int64?, timestamp: Int64, requestID: String, status: DeliveryStatus, attempts: Int, nextAttemptAt: Date,
         createdAt: Date, finishedAt: Date? = nil, apnsStatus: Int? = nil, apnsReason: String? = nil, apnsID: String? = nil
     ) {
@@ -433,8 +441,7 @@ public struct ScheduleRecord: Sendable, Hashable {
     public var id: String
     public var bundleID: String
     public var key: String
-    /// `start`, `update` or `end`.
-    public var action: String
+    public var action: LiveActivityPayload.Event
     /// The request body, as the API accepted it.
     public var request: JSONValue
     public var dueAt: Date
@@ -444,7 +451,7 @@ public struct ScheduleRecord: Sendable, Hashable {
     public var createdAt: Date
 
     public init(
-        id: String, bundleID: String, key: String, action: String, request: JSONValue, dueAt: Date, state: State = .pending,
+        id: String, bundleID: String, key: String, action: LiveActivityPayload.Event, request: JSONValue, dueAt: Date, state: State = .pending,
         result: String? = nil, createdAt: Date
     ) {
         self.id = id
@@ -552,6 +559,21 @@ public struct StartPlan: Sendable {
         self.payloads = payloads
         self.deliveries = deliveries
         self.response = response
+    }
+}
+
+/// How an update or end spends the priority-10 budget, which decides what the store reads for it.
+public enum ChangeBudget: Sendable, Hashable {
+    /// One priority fits every push (asked for, or an alert's): the store reads only how many live
+    /// tokens the key has, and the plan's `fanOut` goes to each.
+    case notCounted
+    /// Priority `auto` without an alert: the store reads the live tokens and each one's priority-10
+    /// pushes since `windowStart`, and the plan decides a priority for each.
+    case perDevice(windowStart: Date)
+
+    /// Where the counting window starts; nil when nothing is counted.
+    public var windowStart: Date? {
+        if case .perDevice(let start) = self { start } else { nil }
     }
 }
 

@@ -12,13 +12,53 @@ protocol StoreRow {
     func bytes(_ index: Int) -> [UInt8]
 }
 
+/// A row holds a value this release has no meaning for (written by a newer release, or by hand):
+/// the read fails instead of guessing, so that nothing is sent or shown on a guess.
+public struct UnreadableStoreValue: Error, Sendable, Hashable, CustomStringConvertible {
+    public let column: String
+    public let value: String
+
+    public init(column: String, value: String) {
+        self.column = column
+        self.value = value
+    }
+
+    public var description: String { "the store's \(column) holds \(value), which this release cannot read" }
+}
+
+extension RawRepresentable where RawValue == String {
+    /// One of the type's names, as the store's `column` holds it.
+    init(stored text: String, column: String) throws {
+        guard let value = Self(rawValue: text) else { throw UnreadableStoreValue(column: column, value: "\"\(text)\"") }
+        self = value
+    }
+}
+
 extension StoreRow {
     /// A column that is never NULL.
     func string(_ index: Int) -> String { text(index) ?? "" }
     func int(_ index: Int) -> Int? { integer(index).map(Int.init) }
     func date(_ index: Int) -> Date? { real(index).map(Date.init(timeIntervalSince1970:)) }
     func json(_ index: Int) -> JSONValue? { text(index).flatMap { try? JSONValue(parsing: $0) } }
-    func environment(_ index: Int) -> PushEnvironment { text(index).flatMap(PushEnvironment.init(rawValue:)) ?? .sandbox }
+
+    /// A column that holds one of a type's names: any other value, NULL included, is an error.
+    func value<Value: RawRepresentable>(_ index: Int, _ column: String) throws -> Value where Value.RawValue == String {
+        guard let value = try optionalValue(index, column) as Value? else { throw UnreadableStoreValue(column: column, value: "NULL") }
+        return value
+    }
+
+    /// The same, where NULL means none.
+    func optionalValue<Value: RawRepresentable>(_ index: Int, _ column: String) throws -> Value? where Value.RawValue == String {
+        try text(index).map { try Value(stored: $0, column: column) }
+    }
+
+    /// A column that holds one of a type's numbers.
+    func value<Value: RawRepresentable>(_ index: Int, _ column: String) throws -> Value where Value.RawValue == Int {
+        guard let number = int(index), let value = Value(rawValue: number) else {
+            throw UnreadableStoreValue(column: column, value: int(index).map(String.init) ?? "NULL")
+        }
+        return value
+    }
 }
 
 extension AppRecord {
@@ -34,9 +74,9 @@ extension AppRecord {
 extension APIKeyRecord {
     static let columns = "id, name, scope, secret_hash, created_at, revoked_at, bundle_id"
 
-    init(row: some StoreRow) {
+    init(row: some StoreRow) throws {
         self.init(
-            id: row.string(0), name: row.string(1), scope: APIKeyScope(rawValue: row.string(2)) ?? .client, bundleID: row.text(6),
+            id: row.string(0), name: row.string(1), scope: try row.value(2, "api_keys.scope"), bundleID: row.text(6),
             secretHash: Data(row.bytes(3)), createdAt: row.date(4)!, revokedAt: row.date(5))
     }
 }
@@ -52,10 +92,11 @@ extension DashboardSessionRecord {
 extension PushToStartTokenRecord {
     static let columns = "device_id, attributes_type, user_id, token, frequent_pushes, environment, updated_at, dead_reason, bundle_id"
 
-    init(row: some StoreRow) {
+    init(row: some StoreRow) throws {
         self.init(
             bundleID: row.string(8), deviceID: row.string(0), attributesType: row.string(1), userID: row.text(2), token: row.string(3),
-            frequentPushesEnabled: row.bool(4), environment: row.environment(5), updatedAt: row.date(6)!, deadReason: row.text(7))
+            frequentPushesEnabled: row.bool(4), environment: try row.value(5, "push_to_start_tokens.environment"), updatedAt: row.date(6)!,
+            deadReason: row.text(7))
     }
 }
 
@@ -66,11 +107,11 @@ extension ActivityRecord {
         """
 
     /// A key without its channels, which are read from `activity_channels`.
-    init(row: some StoreRow) {
+    init(row: some StoreRow) throws {
         self.init(
             bundleID: row.string(12), key: row.string(0), attributesType: row.string(1), attributes: row.json(2),
-            state: ActivityKeyState(rawValue: row.string(3)) ?? .ended, contentState: row.json(4), staleDate: row.date(5),
-            relevanceScore: row.real(6), startedAt: row.date(7)!, endedAt: row.date(8), endReason: row.text(9),
+            state: try row.value(3, "activities.state"), contentState: row.json(4), staleDate: row.date(5),
+            relevanceScore: row.real(6), startedAt: row.date(7)!, endedAt: row.date(8), endReason: try row.optionalValue(9, "activities.end_reason"),
             dismissalDate: row.date(10), lastTimestamp: row.integer(11) ?? 0)
     }
 
@@ -81,8 +122,8 @@ extension ActivityRecord {
             "(SELECT count(*) FROM activity_tokens t WHERE t.bundle_id = activities.bundle_id AND t.key = activities.key AND t.state = '\(state.rawValue)')"
         }.joined(separator: ", ")
 
-    static func listed(row: some StoreRow) -> ActivityRecord {
-        var activity = ActivityRecord(row: row)
+    static func listed(row: some StoreRow) throws -> ActivityRecord {
+        var activity = try ActivityRecord(row: row)
         activity.devices = ActivityDevices(
             counts: Dictionary(uniqueKeysWithValues: ActivityTokenState.allCases.enumerated().map { ($0.element, row.int(13 + $0.offset) ?? 0) }))
         return activity
@@ -99,20 +140,20 @@ extension ActivityTokenRecord {
     }
 
     /// A token without its last result, which comes from the deliveries.
-    init(row: some StoreRow) {
+    init(row: some StoreRow) throws {
         self.init(
             bundleID: row.string(9), key: row.string(0), deviceID: row.string(1), activityID: row.text(2), token: row.string(3),
-            frequentPushesEnabled: row.bool(4), environment: row.environment(8), registeredAt: row.date(5)!,
-            state: ActivityTokenState(rawValue: row.string(6)) ?? .dead, stateReason: row.text(7))
+            frequentPushesEnabled: row.bool(4), environment: try row.value(8, "activity_tokens.environment"), registeredAt: row.date(5)!,
+            state: try row.value(6, "activity_tokens.state"), stateReason: row.text(7))
     }
 }
 
 extension ChannelRecord {
     static let columns = "channel_id, key, storage_policy, created_at, delete_after, deleted_at, environment, bundle_id"
 
-    init(row: some StoreRow) {
+    init(row: some StoreRow) throws {
         self.init(
-            channelID: row.string(0), bundleID: row.string(7), environment: row.environment(6), key: row.text(1),
+            channelID: row.string(0), bundleID: row.string(7), environment: try row.value(6, "channels.environment"), key: row.text(1),
             storagePolicy: row.int(2) ?? 0, createdAt: row.date(3)!, deleteAfter: row.date(4), deletedAt: row.date(5))
     }
 }
@@ -128,10 +169,11 @@ extension ContractRecord {
 extension ScheduleRecord {
     static let columns = "id, key, action, request, due_at, state, result, created_at, bundle_id"
 
-    init(row: some StoreRow) {
+    init(row: some StoreRow) throws {
         self.init(
-            id: row.string(0), bundleID: row.string(8), key: row.string(1), action: row.string(2), request: row.json(3) ?? .null,
-            dueAt: row.date(4)!, state: State(rawValue: row.string(5)) ?? .failed, result: row.text(6), createdAt: row.date(7)!)
+            id: row.string(0), bundleID: row.string(8), key: row.string(1), action: try row.value(2, "schedules.action"),
+            request: row.json(3) ?? .null, dueAt: row.date(4)!, state: try row.value(5, "schedules.state"), result: row.text(6),
+            createdAt: row.date(7)!)
     }
 }
 
@@ -147,14 +189,14 @@ struct DeliveryRow {
     var record: DeliveryRecord
     var payloadID: Int64
 
-    init(row: some StoreRow) {
-        let target = DeliveryTarget(kind: row.string(3), deviceID: row.text(4), token: row.text(5), channelID: row.text(6))
+    init(row: some StoreRow) throws {
+        let target = DeliveryTarget(kind: try row.value(3, "deliveries.target"), deviceID: row.text(4), token: row.text(5), channelID: row.text(6))
         payloadID = row.integer(7) ?? 0
         record = DeliveryRecord(
-            id: row.integer(0) ?? 0, bundleID: row.string(22), key: row.string(1), event: row.string(2), target: target,
-            environment: row.environment(21), payload: [], priority: row.int(8) ?? 0, priorityReason: row.string(9),
-            expiration: row.integer(10), timestamp: row.integer(11) ?? 0, requestID: row.string(12),
-            status: DeliveryStatus(rawValue: row.string(13)) ?? .failed, attempts: row.int(14) ?? 0, nextAttemptAt: row.date(15)!,
+            id: row.integer(0) ?? 0, bundleID: row.string(22), key: row.string(1), event: try row.value(2, "deliveries.event"), target: target,
+            environment: try row.value(21, "deliveries.environment"), payload: [], priority: try row.value(8, "deliveries.priority"),
+            priorityReason: row.string(9), expiration: row.integer(10), timestamp: row.integer(11) ?? 0, requestID: row.string(12),
+            status: try row.value(13, "deliveries.status"), attempts: row.int(14) ?? 0, nextAttemptAt: row.date(15)!,
             createdAt: row.date(16)!, finishedAt: row.date(17), apnsStatus: row.int(18), apnsReason: row.text(19), apnsID: row.text(20))
     }
 }

@@ -62,7 +62,8 @@ enum StoreStatements {
     static let deleteKeyChannelsAfter =
         "UPDATE channels SET delete_after = ? WHERE channel_id IN (\(channelsOfKey)) AND deleted_at IS NULL"
 
-    static let expireActivity = "UPDATE activities SET state = 'ended', ended_at = ?, end_reason = 'expired' WHERE bundle_id = ? AND key = ?"
+    static let expireActivity =
+        "UPDATE activities SET state = 'ended', ended_at = ?, end_reason = '\(ActivityEndReason.expired.rawValue)' WHERE bundle_id = ? AND key = ?"
 
     static let expireTokens =
         "UPDATE activity_tokens SET state = 'ended', state_reason = 'expired' WHERE bundle_id = ? AND key = ? AND state = 'live'"

@@ -84,7 +84,7 @@ struct ServeRecoveryTests {
         let request = try JSONValue(parsing: #"{"contentState": {"status": "late", "etaMinutes": 1}, "staleDate": 1e19}"#)
         try await store.insertSchedule(
             // As a database of an earlier release holds it: for no app yet, until the server adopts it.
-            ScheduleRecord(id: "sch_bad", bundleID: "", key: "order-1", action: "update", request: request, dueAt: now - 1, createdAt: now - 60),
+            ScheduleRecord(id: "sch_bad", bundleID: "", key: "order-1", action: .update, request: request, dueAt: now - 1, createdAt: now - 60),
             context: WriteContext(), response: StoredResponse(status: 202, body: []))
         try await withDeadline(.seconds(60)) {
             let server = try await ServeProcess.start(["serve", "--data-dir", dataDir, "--http-port", "0"])

@@ -56,7 +56,7 @@ struct FaultStormTests {
             }
             #expect(relay.emulator.faults.installed.isEmpty, "every fault was played")
             let all = try await relay.store.deliveries(DeliveryQuery(key: "match", limit: 1000))
-            let updates = all.filter { $0.event == "update" }
+            let updates = all.filter { $0.event == .update }
             #expect(updates.count == 2 * devices.count)
             #expect(updates.allSatisfy { $0.status == .sent || $0.status == .superseded }, "\(updates.map(\.status))")
             #expect(updates.filter { $0.status == .superseded }.count == waiting.count)

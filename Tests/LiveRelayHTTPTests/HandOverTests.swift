@@ -24,7 +24,7 @@ struct HandOverTests {
                 #expect(try await relay.post("/v1/activities/\(key)/update", .object([("contentState", content(status, 5))])).status == 200)
             }
             func statuses(_ key: String) async throws -> [DeliveryStatus] {
-                try await relay.store.deliveries(DeliveryQuery(key: key, limit: 10)).filter { $0.event == "update" }.map(\.status)
+                try await relay.store.deliveries(DeliveryQuery(key: key, limit: 10)).filter { $0.event == .update }.map(\.status)
             }
 
             try await update("order-1", "handed over")

@@ -58,7 +58,7 @@ struct InstancesTests {
             #expect(updates() == 2)
             for device in ["iphone-1", "iphone-2"] { #expect(try relay.activity(on: device)?.content.state == content("behind", 5)) }
             #expect(
-                try await relay.store.deliveries(DeliveryQuery(key: "match", limit: 10)).filter { $0.event == "update" }.map(\.status) == [
+                try await relay.store.deliveries(DeliveryQuery(key: "match", limit: 10)).filter { $0.event == .update }.map(\.status) == [
                     .sent, .sent,
                 ])
         }

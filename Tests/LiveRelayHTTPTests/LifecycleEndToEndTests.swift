@@ -132,7 +132,7 @@ struct LifecycleEndToEndTests {
             try await relay.dispatch()
             #expect(try relay.activity(on: "iphone-1")?.content.state == content("b", 2))
             // The first was still queued when the second came: it was dropped, not sent.
-            let statuses = try await relay.store.deliveries(DeliveryQuery(key: "k")).filter { $0.event == "update" }.map(\.status)
+            let statuses = try await relay.store.deliveries(DeliveryQuery(key: "k")).filter { $0.event == .update }.map(\.status)
             #expect(statuses == [.sent, .superseded])
         }
     }

@@ -58,7 +58,7 @@ struct RangeCheckTests {
                 ("sch_good", #"{"contentState": {"status": "soon", "etaMinutes": 2}}"#),
             ] {
                 let schedule = ScheduleRecord(
-                    id: id, bundleID: harnessApp, key: "k", action: "update", request: json(request), dueAt: now + 5, createdAt: now)
+                    id: id, bundleID: harnessApp, key: "k", action: .update, request: json(request), dueAt: now + 5, createdAt: now)
                 try await relay.store.insertSchedule(schedule, context: WriteContext(), response: StoredResponse(status: 202, body: []))
             }
             try await relay.advance(by: 10)

@@ -205,8 +205,8 @@ struct RelayAPITests {
             }
             _ = try await relay.post(
                 "/v1/activities/k/update", .object([("contentState", content("alert", 4)), ("alert", json(#"{"title": "t", "body": "b"}"#))]))
-            let updates = try await relay.store.deliveries(DeliveryQuery(key: "k")).filter { $0.event == "update" }.reversed()
-            #expect(updates.map(\.priority) == [10, 10, 5, 10])
+            let updates = try await relay.store.deliveries(DeliveryQuery(key: "k")).filter { $0.event == .update }.reversed()
+            #expect(updates.map(\.priority.rawValue) == [10, 10, 5, 10])
             #expect(
                 updates.map(\.priorityReason) == [
                     "within budget (1 of 2 an hour)", "within budget (2 of 2 an hour)", "over budget (2 an hour)", "alert",
@@ -214,7 +214,7 @@ struct RelayAPITests {
             // An hour later the budget is back.
             try await relay.advance(by: 3601)
             _ = try await relay.post("/v1/activities/k/update", .object([("contentState", content("later", 5))]))
-            #expect(try await relay.store.deliveries(DeliveryQuery(key: "k", limit: 1)).first?.priority == 10)
+            #expect(try await relay.store.deliveries(DeliveryQuery(key: "k", limit: 1)).first?.priority.rawValue == 10)
         }
     }
 
@@ -340,7 +340,7 @@ struct RelayAPITests {
             try await relay.addRegisteredDevice("iphone-1")
             _ = try await relay.post("/v1/activities/k/start", startBody(key: "k"))
             try await relay.advance(by: 8 * 3600 + 1)
-            #expect(try await relay.store.activity(app: harnessApp, key: "k")?.endReason == "expired")
+            #expect(try await relay.store.activity(app: harnessApp, key: "k")?.endReason == .expired)
             let late = try await relay.post("/v1/activities/k/update", .object([("contentState", content("a", 1))]))
             #expect(late.status == 409)
             #expect(late.json["error"]?["message"]?.stringValue?.contains("expired") == true)

@@ -23,13 +23,13 @@ import Testing
             StartRequest(
                 attributesType: "DeliveryAttributes", attributes: json("{}"), contentState: json("{}"),
                 alert: AlertConfiguration(title: "T", body: "B", sound: .named("ding.caf")), audience: .devices(["d1"]),
-                channel: .existing("dHJhY2stMQ=="), priority: .fixed(5))),
+                channel: .existing("dHJhY2stMQ=="), priority: .fixed(.powerConsiderate))),
         .start(
             StartRequest(
                 attributesType: "DeliveryAttributes", attributes: json("{}"), contentState: json("{}"),
                 alert: AlertConfiguration(title: "T", body: "B"),
                 audience: .everyone)),
-        .change(ChangeRequest(event: .update, contentState: json(#"{"etaMinutes": 1e2}"#), priority: .fixed(10))),
+        .change(ChangeRequest(event: .update, contentState: json(#"{"etaMinutes": 1e2}"#), priority: .fixed(.immediate))),
         .change(
             ChangeRequest(
                 event: .end, contentState: nil, alert: AlertConfiguration(title: "Delivered", body: "Enjoy"),
@@ -45,7 +45,7 @@ import Testing
     }
 
     @Test func anAcceptedRequestIsAnsweredAsTheAPIDocumentSays() {
-        let start = Acceptance(key: "k", action: "start", requestID: "r", timestamp: 7, deliveries: 2, state: .active, channelIDs: [.sandbox: "c"])
+        let start = Acceptance(key: "k", action: .start, requestID: "r", timestamp: 7, deliveries: 2, state: .active, channelIDs: [.sandbox: "c"])
         #expect(
             Self.wire.answer(.accepted(start))
                 == StoredResponse(
@@ -55,18 +55,18 @@ import Testing
                             .utf8)))
         // A key with a channel in each environment has no single channelID.
         let both = Acceptance(
-            key: "k", action: "start", requestID: "r", timestamp: 7, deliveries: 2, state: .active, channelIDs: [.production: "p", .sandbox: "s"])
+            key: "k", action: .start, requestID: "r", timestamp: 7, deliveries: 2, state: .active, channelIDs: [.production: "p", .sandbox: "s"])
         #expect(
             String(decoding: Self.wire.answer(.accepted(both)).body, as: UTF8.self)
                 == #"{"key":"k","action":"start","requestID":"r","timestamp":7,"deliveries":2,"state":"active","channels":{"sandbox":"s","production":"p"}}"#
         )
-        let end = Acceptance(key: "k", action: "end", requestID: "r", timestamp: 8, deliveries: 0, state: .ended)
+        let end = Acceptance(key: "k", action: .end, requestID: "r", timestamp: 8, deliveries: 0, state: .ended)
         #expect(Self.wire.answer(.accepted(end)).status == 200)
     }
 
     @Test func aStoredBodyThatNoLongerReadsIsRefusedNamingTheField() {
         #expect {
-            try Self.wire.request(action: "update", json: json(#"{"contentState": "text"}"#))
+            try Self.wire.request(action: .update, json: json(#"{"contentState": "text"}"#))
         } throws: { "\($0)".contains("contentState") }
     }
 }

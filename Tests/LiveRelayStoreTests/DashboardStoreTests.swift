@@ -13,7 +13,7 @@ import Testing
             try await store.start(key, at: at)
         }
         try await store.start("order-9", at: t0 + 5, app: "com.example.other")
-        try await store.change("order-1", event: "end", body: "done", at: t0 + 30)
+        try await store.change("order-1", event: .end, body: "done", at: t0 + 30)
 
         let all = try await store.activities(ActivityQuery())
         #expect(all.map(\.key) == ["Match-Final", "order-3", "order-2", "order-9", "order-1"])

@@ -18,7 +18,7 @@ import Testing
     @Test func aLaterPushToTheSameDeviceIsNewerWhateverItsToken() {
         func push(_ id: Int64, _ target: DeliveryTarget, _ status: DeliveryStatus, key: String = "order-1") -> DeliveryRecord {
             DeliveryRecord(
-                id: id, bundleID: testApp, key: key, event: "update", target: target, environment: .sandbox, payload: [], priority: 10,
+                id: id, bundleID: testApp, key: key, event: .update, target: target, environment: .sandbox, payload: [], priority: .immediate,
                 priorityReason: "requested", expiration: nil, timestamp: id, requestID: "r\(id)", status: status, attempts: 1,
                 nextAttemptAt: t0, createdAt: t0)
         }
@@ -40,7 +40,7 @@ import Testing
         try await store.registerActivity("order-1", on: ["iphone-1"])
         try await store.change("order-1", body: "on the way", at: t0 + 10)
         let claimed = try await store.claimDeliveries(dueBy: t0 + 10, limit: 10, leaseUntil: t0 + 70)
-        let update = try #require(claimed.first { $0.event == "update" })
+        let update = try #require(claimed.first { $0.event == .update })
         try await store.recordOutcomes([(update.id, .failed(status: 400, reason: reason, tokenIsDead: tokenIsDead))], at: t0 + 11)
         return update
     }

@@ -77,9 +77,9 @@ import Testing
         AnsweredDelivery(bundleID: testApp, key: key, target: target)
     }
 
-    func newDelivery(_ key: String, _ event: String, _ target: DeliveryTarget, app: String = testApp) -> NewDelivery {
+    func newDelivery(_ key: String, _ event: LiveActivityPayload.Event, _ target: DeliveryTarget, app: String = testApp) -> NewDelivery {
         NewDelivery(
-            bundleID: app, key: key, event: event, target: target, environment: .sandbox, payloadIndex: 0, priority: 10,
+            bundleID: app, key: key, event: event, target: target, environment: .sandbox, payloadIndex: 0, priority: .immediate,
             priorityReason: "requested", expiration: nil, timestamp: 1, requestID: "r")
     }
 
@@ -94,10 +94,10 @@ import Testing
         let decisions = OutboxRules.decisions(
             after: .accepted(
                 deliveries: [
-                    newDelivery("k", "update", .activityToken(deviceID: "a", token: "ta")),
-                    newDelivery("k", "update", .activityToken(deviceID: "b", token: "tb")),
-                    newDelivery("k", "update", .channel("ch-1")),
-                    newDelivery("k", "update", .channel("ch-1")),
+                    newDelivery("k", .update, .activityToken(deviceID: "a", token: "ta")),
+                    newDelivery("k", .update, .activityToken(deviceID: "b", token: "tb")),
+                    newDelivery("k", .update, .channel("ch-1")),
+                    newDelivery("k", .update, .channel("ch-1")),
                 ],
                 fanOut: nil),
             at: now)
@@ -112,7 +112,7 @@ import Testing
 
     @Test func aFanOutSupersedesItsKeysQueuedUpdates() {
         let push = NewPush(
-            bundleID: "com.example.other", key: "match", event: "end", payloadIndex: 0, priority: 5, priorityReason: "requested",
+            bundleID: "com.example.other", key: "match", event: .end, payloadIndex: 0, priority: .powerConsiderate, priorityReason: "requested",
             expiration: nil, timestamp: 1, requestID: "r")
         #expect(
             OutboxRules.decisions(after: .accepted(deliveries: [], fanOut: push), at: now) == [
@@ -126,7 +126,7 @@ import Testing
     /// Two starts of one key may both be queued (a start and its retry are one row): a start
     /// supersedes nothing.
     @Test func aStartSupersedesNothing() {
-        let start = newDelivery("k", "start", .pushToStartToken(deviceID: "a", token: "p"))
+        let start = newDelivery("k", .start, .pushToStartToken(deviceID: "a", token: "p"))
         #expect(OutboxRules.decisions(after: .accepted(deliveries: [start], fanOut: nil), at: now).isEmpty)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import LiveActivityKit
 import LiveRelayStore
 import LiveRelayTesting
@@ -27,12 +28,16 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
             let path = TestFiles.path("store", pathExtension: "sqlite")
             let store = try SQLiteStore(path: path)
             let applied = try await store.migrate()
-            return StoreUnderTest(store: store, firstMigrations: applied, reopen: { try SQLiteStore(path: path) })
+            return StoreUnderTest(
+                store: store, firstMigrations: applied, reopen: { try SQLiteStore(path: path) },
+                execute: { sql in try DatabaseQueue(path: path).write { try $0.execute(sql: sql) } })
         case .postgres:
             let url = try TestPostgres.freshDatabase()
             let store = try PostgresStore(url: url, maximumConnections: 4)
             let applied = try await store.migrate()
-            return StoreUnderTest(store: store, firstMigrations: applied, reopen: { try PostgresStore(url: url, maximumConnections: 4) })
+            return StoreUnderTest(
+                store: store, firstMigrations: applied, reopen: { try PostgresStore(url: url, maximumConnections: 4) },
+                execute: { sql in try TestPostgres.psql(url, sql) })
         }
     }
 }
@@ -42,6 +47,8 @@ struct StoreUnderTest {
     /// What the first `migrate()` applied.
     let firstMigrations: [String]
     let reopen: () throws -> any RelayStore
+    /// Runs SQL on the store's data from outside the store, as another release or a person would.
+    let execute: (String) throws -> Void
 }
 
 let t0 = Date(timeIntervalSince1970: 1_800_000_000)
@@ -89,9 +96,9 @@ extension RelayStore {
                 payloads: [Array("start \(key)".utf8)],
                 deliveries: tokens.map {
                     NewDelivery(
-                        bundleID: app, key: key, event: "start", target: .pushToStartToken(deviceID: $0.deviceID, token: $0.token),
+                        bundleID: app, key: key, event: .start, target: .pushToStartToken(deviceID: $0.deviceID, token: $0.token),
                         environment: $0.environment, payloadIndex: 0,
-                        priority: 10, priorityReason: "requested", expiration: nil, timestamp: Int64(at.timeIntervalSince1970),
+                        priority: .immediate, priorityReason: "requested", expiration: nil, timestamp: Int64(at.timeIntervalSince1970),
                         requestID: "start-\(key)")
                 },
                 response: response("started \(key)", status: 201))
@@ -104,18 +111,21 @@ extension RelayStore {
     /// pushes the store claimed for a hand-over in `claimed`.
     @discardableResult
     func change(
-        _ key: String, event: String = "update", body: String, at: Date, priority: Int = 10, context: WriteContext = WriteContext(),
+        _ key: String, event: LiveActivityPayload.Event = .update, body: String, at: Date, priority: APNsPriority = .immediate,
+        context: WriteContext = WriteContext(),
         channelDeleteAfter: Date? = nil, countingBudget: Bool = true, claimed: Seen<[DeliveryRecord]>? = nil, app: String = testApp
     ) async throws -> ChangeSnapshot {
         let seen = Seen<ChangeSnapshot?>(nil)
-        let accepted = try await acceptChange(app: app, key: key, budgetWindowStart: countingBudget ? at - 3600 : nil, context: context) { snapshot in
+        let accepted = try await acceptChange(
+            app: app, key: key, budget: countingBudget ? .perDevice(windowStart: at - 3600) : .notCounted, context: context
+        ) { snapshot in
             seen.set(snapshot)
             guard var activity = snapshot.activity else { throw StoreError(.keyEnded, "no key") }
             activity.lastTimestamp = max(Int64(at.timeIntervalSince1970), activity.lastTimestamp + 1)
-            if event == "end" {
+            if event == .end {
                 activity.state = .ended
                 activity.endedAt = at
-                activity.endReason = "ended"
+                activity.endReason = .ended
             }
             // Counting the budget, the plan names each token; otherwise the store writes the fan-out.
             let targets: [(DeliveryTarget, PushEnvironment)] =
@@ -181,6 +191,45 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
 
 /// The rules every `RelayStore` keeps. Each test would fail if its rule broke.
 @Suite struct StoreContractTests {
+    /// A row written by a newer release, or by hand, with a value this one has no meaning for: every
+    /// read of it fails naming the column and the value, and nothing is read as a default (a
+    /// priority 7 sent as 10, an unknown event as an update).
+    @Test(arguments: StoreKind.allCases) func aValueThisReleaseCannotReadIsAnErrorNeverADefault(kind: StoreKind) async throws {
+        let made = try await kind.make()
+        let store = made.store
+        try await store.start("order-1", at: t0)
+        try await store.registerActivity("order-1", on: ["iphone-1"])
+        try await store.change("order-1", body: "on its way", at: t0 + 10)
+        #expect(try await store.deliveries(DeliveryQuery(key: "order-1")).count == 1)
+        for (sql, column, value) in [
+            ("UPDATE deliveries SET priority = 7", "deliveries.priority", "7"),
+            ("UPDATE deliveries SET event = 'pause'", "deliveries.event", "\"pause\""),
+            ("UPDATE deliveries SET status = 'lost'", "deliveries.status", "\"lost\""),
+            ("UPDATE deliveries SET environment = 'staging'", "deliveries.environment", "\"staging\""),
+        ] {
+            let rows = try await store.deliveries(DeliveryQuery(key: "order-1"))
+            try made.execute(sql)
+            await #expect(throws: UnreadableStoreValue(column: column, value: value), "\(sql)") {
+                try await store.deliveries(DeliveryQuery(key: "order-1"))
+            }
+            // Put back as they were, so that the next column is the only one unreadable.
+            for row in rows {
+                try made.execute(
+                    "UPDATE deliveries SET priority = \(row.priority.rawValue), event = '\(row.event.rawValue)', status = '\(row.status.rawValue)', "
+                        + "environment = '\(row.environment.rawValue)' WHERE id = \(row.id)")
+            }
+            #expect(try await store.deliveries(DeliveryQuery(key: "order-1")) == rows)
+        }
+        try made.execute("UPDATE activities SET state = 'ended', end_reason = 'reported'")
+        await #expect(throws: UnreadableStoreValue(column: "activities.end_reason", value: "\"reported\"")) {
+            try await store.activity(app: testApp, key: "order-1")
+        }
+        try made.execute("UPDATE activity_tokens SET state = 'paused'")
+        await #expect(throws: UnreadableStoreValue(column: "activity_tokens.state", value: "\"paused\"")) {
+            try await store.activityTokens(app: testApp, key: "order-1")
+        }
+    }
+
     // MARK: Migrations
 
     @Test(arguments: StoreKind.allCases) func migrationsAreNamedAppliedInOrderAndOnlyOnce(kind: StoreKind) async throws {
@@ -273,7 +322,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
     @Test(arguments: StoreKind.allCases) func anEndedKeyTakesNoNewToken(kind: StoreKind) async throws {
         let store = try await kind.make().store
         try await store.saveActivityToken(activityToken("order-1", "iphone-1"), attributesType: deliveryType)
-        try await store.change("order-1", event: "end", body: "done", at: t0 + 10)
+        try await store.change("order-1", event: .end, body: "done", at: t0 + 10)
         await #expect(throws: StoreError(.keyEnded, "activity key \"order-1\" has ended")) {
             try await store.saveActivityToken(activityToken("order-1", "iphone-2"), attributesType: deliveryType)
         }
@@ -379,7 +428,8 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         #expect(try await store.activity(app: testApp, key: "order-1") == nil)
         try await store.saveActivityToken(activityToken("order-2", "iphone-1"), attributesType: deliveryType)
         await #expect(throws: Refused.self) {
-            try await store.acceptChange(app: testApp, key: "order-2", budgetWindowStart: t0, context: WriteContext()) { _ -> (ChangePlan, Void) in
+            try await store.acceptChange(app: testApp, key: "order-2", budget: .perDevice(windowStart: t0), context: WriteContext()) {
+                _ -> (ChangePlan, Void) in
                 throw Refused()
             }
         }
@@ -410,15 +460,15 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         var third = activityToken("match", "iphone-3", environment: .production, at: t0 + 1.25)
         (third.activityID, third.frequentPushesEnabled) = ("activity-3", true)
         try await store.saveActivityToken(third, attributesType: deliveryType)
-        try await store.change("match", body: "u1", at: t0 + 10, priority: 10)
+        try await store.change("match", body: "u1", at: t0 + 10, priority: .immediate)
         try await store.sendEverythingDue(at: t0 + 10)
-        try await store.change("match", body: "u2", at: t0 + 20, priority: 5)
+        try await store.change("match", body: "u2", at: t0 + 20, priority: .powerConsiderate)
         try await store.sendEverythingDue(at: t0 + 20)
-        try await store.change("match", body: "u3", at: t0 + 30, priority: 10)
-        try await store.change("match", body: "u4", at: t0 + 40, priority: 10)  // supersedes u3, which no longer counts
+        try await store.change("match", body: "u3", at: t0 + 30, priority: .immediate)
+        try await store.change("match", body: "u4", at: t0 + 40, priority: .immediate)  // supersedes u3, which no longer counts
 
         // u1 (sent) and u4 (queued) count; u2 went at 5; u3 was never sent.
-        let snapshot = try await store.change("match", body: "u5", at: t0 + 50, priority: 5)
+        let snapshot = try await store.change("match", body: "u5", at: t0 + 50, priority: .powerConsiderate)
         #expect(snapshot.liveTokens.map(\.deviceID) == ["iphone-1", "iphone-3"])
         // Each as it was registered (iphone-1 without an activity id), without its last result.
         let registered = try await store.activityTokens(app: testApp, key: "match").filter { $0.state == .live }.map { token in
@@ -431,19 +481,22 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         #expect(snapshot.activity?.lastTimestamp == Int64(t0.timeIntervalSince1970) + 40)
         // A plan with a fixed priority asks for no counts, and gets none: only the number of live
         // tokens, and its fan-out goes to each of them.
-        let uncounted = try await store.change("match", body: "u5b", at: t0 + 50, priority: 5, countingBudget: false)
+        let uncounted = try await store.change("match", body: "u5b", at: t0 + 50, priority: .powerConsiderate, countingBudget: false)
         #expect(uncounted.priority10Counts.isEmpty)
         #expect(uncounted.liveTokens.isEmpty)
         #expect(uncounted.liveTokenCount == 2)
         let fannedOut = try await store.deliveries(DeliveryQuery(key: "match")).filter { $0.requestID == "update-u5b" }
         #expect(fannedOut.map(\.target.name).sorted() == ["iphone-1", "iphone-3"])
-        #expect(fannedOut.allSatisfy { $0.status == .queued && $0.priority == 5 && $0.payload == Array("u5b".utf8) })
+        #expect(fannedOut.allSatisfy { $0.status == .queued && $0.priority == .powerConsiderate && $0.payload == Array("u5b".utf8) })
         #expect(try await store.statuses(key: "match")["u5→iphone-1"] == .superseded)
         try await store.sendEverythingDue(at: t0 + 50)
 
         // An hour later, u1 is still in the window (counted from t0 + 5), then out of it.
-        #expect(try await store.change("match", body: "u6", at: t0 + 3605, priority: 5).priority10Counts == ["iphone-1": 1, "iphone-3": 1])
-        #expect(try await store.change("match", body: "u7", at: t0 + 3615, priority: 5).priority10Counts.isEmpty)
+        #expect(
+            try await store.change("match", body: "u6", at: t0 + 3605, priority: .powerConsiderate).priority10Counts == [
+                "iphone-1": 1, "iphone-3": 1,
+            ])
+        #expect(try await store.change("match", body: "u7", at: t0 + 3615, priority: .powerConsiderate).priority10Counts.isEmpty)
     }
 
     @Test(arguments: StoreKind.allCases) func aNewerQueuedUpdateSupersedesTheOlderOneButNotOneInFlight(kind: StoreKind) async throws {
@@ -473,7 +526,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
             ChannelRecord(channelID: "chan-1", bundleID: testApp, environment: .sandbox, key: "final", storagePolicy: 1, createdAt: t0))
         #expect(try await store.change("final", body: "goal", at: t0 + 60).channels.map(\.storagePolicy) == [1])
         try await store.change("final", body: "second goal", at: t0 + 61)
-        try await store.change("final", event: "end", body: "full time", at: t0 + 120, channelDeleteAfter: t0 + 120 + 8 * 3600)
+        try await store.change("final", event: .end, body: "full time", at: t0 + 120, channelDeleteAfter: t0 + 120 + 8 * 3600)
         #expect(
             try await store.statuses(key: "final") == [
                 "goal→channel chan-1": .superseded, "second goal→channel chan-1": .superseded, "full time→channel chan-1": .queued,
@@ -516,7 +569,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         let store = try await kind.make().store
         try await store.saveActivityToken(activityToken("order-1", "iphone-1"), attributesType: deliveryType)
         try await store.saveActivityToken(activityToken("order-1", "iphone-2"), attributesType: deliveryType)
-        let snapshot = try await store.change("order-1", event: "end", body: "done", at: t0 + 10, priority: 5, countingBudget: false)
+        let snapshot = try await store.change("order-1", event: .end, body: "done", at: t0 + 10, priority: .powerConsiderate, countingBudget: false)
         #expect(snapshot.liveTokenCount == 2)
         #expect(try await store.statuses(key: "order-1") == ["done→iphone-1": .queued, "done→iphone-2": .queued])
         #expect(try await store.activityTokens(app: testApp, key: "order-1").map(\.state) == [.ended, .ended])
@@ -542,7 +595,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         #expect(try await store.activity(app: testApp, key: "final")?.channelIDs == channels)
         let seen = try await store.change("final", body: "goal", at: t0 + 60)
         #expect(Dictionary(uniqueKeysWithValues: seen.channels.map { ($0.environment, $0.channelID) }) == channels)
-        try await store.change("final", event: "end", body: "full time", at: t0 + 120, channelDeleteAfter: t0 + 120)
+        try await store.change("final", event: .end, body: "full time", at: t0 + 120, channelDeleteAfter: t0 + 120)
         #expect(Set(try await store.channelsToDelete(at: t0 + 120).map(\.channelID)) == ["chan-s", "chan-p"])
     }
 
@@ -576,7 +629,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         #expect(try await store.activityTokens(app: "com.a", key: "order-42").map(\.token) == ["tok-com.a"])
         // An update and an end of one app's key leave the other's alone.
         try await store.change("order-42", body: "a-update", at: t0 + 1, app: "com.a")
-        try await store.change("order-42", event: "end", body: "a-end", at: t0 + 2, app: "com.a")
+        try await store.change("order-42", event: .end, body: "a-end", at: t0 + 2, app: "com.a")
         #expect(try await store.activity(app: "com.a", key: "order-42")?.state == .ended)
         #expect(try await store.activity(app: "com.b", key: "order-42")?.state == .active)
         #expect(try await store.activityTokens(app: "com.b", key: "order-42").map(\.state) == [.live])
@@ -956,7 +1009,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         let request = try JSONValue(parsing: #"{"alert": {"title": "Kick-off"}}"#)
         for (id, due) in [("s1", t0 + 60), ("s2", t0 + 120), ("s3", t0 + 180)] {
             try await store.insertSchedule(
-                ScheduleRecord(id: id, bundleID: testApp, key: "match-\(id)", action: "start", request: request, dueAt: due, createdAt: t0),
+                ScheduleRecord(id: id, bundleID: testApp, key: "match-\(id)", action: .start, request: request, dueAt: due, createdAt: t0),
                 context: WriteContext(), response: response(id, status: 202))
         }
         #expect(try await store.dueSchedules(at: t0 + 59, limit: 10).isEmpty)
@@ -995,7 +1048,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         #expect(expired == ["old"])
         let old = try await store.activity(app: testApp, key: "old")
         #expect(old?.state == .ended)
-        #expect(old?.endReason == "expired")
+        #expect(old?.endReason == .expired)
         #expect(try await store.activityTokens(app: testApp, key: "old").map(\.state) == [.ended])
         #expect(try await store.statuses(key: "old") == ["late news→iphone-1": .skipped])
         #expect(try await store.activity(app: testApp, key: "new")?.state == .active)

@@ -34,7 +34,7 @@ import Testing
             priority10Counts: ["a": budgetCase.used])
         let (plan, acceptance) = try ChangePlanner.standard.plan(Self.update(), snapshot)
         #expect(plan.fanOut == nil)
-        #expect(plan.deliveries.map(\.push.priority) == [budgetCase.priority])
+        #expect(plan.deliveries.map(\.push.priority.rawValue) == [budgetCase.priority])
         #expect(plan.deliveries.map(\.push.priorityReason) == [budgetCase.reason])
         #expect(acceptance.deliveries == 1)
     }
@@ -44,26 +44,26 @@ import Testing
             activity: activity(), liveTokens: [liveToken("a"), liveToken("b")], liveTokenCount: 2, priority10Counts: ["a": 12])
         let (plan, acceptance) = try ChangePlanner.standard.plan(Self.update(), snapshot)
         #expect(plan.deliveries.map(\.target) == [.activityToken(deviceID: "a", token: "tok-a"), .activityToken(deviceID: "b", token: "tok-b")])
-        #expect(plan.deliveries.map(\.push.priority) == [5, 10])
+        #expect(plan.deliveries.map(\.push.priority.rawValue) == [5, 10])
         #expect(acceptance.budgetUse == BudgetUse(used: 12, limit: 12), "the fullest budget of the request's targets")
     }
 
     /// One priority fits every token: the store writes the fan-out from its own rows.
     @Test(arguments: [
-        (PriorityChoice.auto, true, 10, "alert"), (.fixed(5), false, 5, "requested"), (.fixed(10), true, 10, "requested"),
+        (PriorityChoice.auto, true, 10, "alert"), (.fixed(.powerConsiderate), false, 5, "requested"), (.fixed(.immediate), true, 10, "requested"),
     ])
     func onePriorityForAllIsAFanOut(choice: PriorityChoice, alert: Bool, priority: Int, reason: String) throws {
         let request = Self.update(priority: choice, alert: alert)
-        #expect(ChangePlanner.budgetWindowStart(for: request, at: t0) == nil)
+        #expect(ChangePlanner.budget(for: request, at: t0) == .notCounted)
         let (plan, acceptance) = try ChangePlanner.standard.plan(request, ChangeSnapshot(activity: activity(), liveTokenCount: 1000))
         #expect(plan.deliveries.isEmpty)
-        #expect(plan.fanOut?.priority == priority)
+        #expect(plan.fanOut?.priority.rawValue == priority)
         #expect(plan.fanOut?.priorityReason == reason)
         #expect(acceptance.deliveries == 1000)
     }
 
     @Test func onlyAutoWithoutAnAlertReadsTheBudgetOfTheLastHour() {
-        #expect(ChangePlanner.budgetWindowStart(for: Self.update(), at: t0) == t0 - 3600)
+        #expect(ChangePlanner.budget(for: Self.update(), at: t0) == .perDevice(windowStart: t0 - 3600))
     }
 
     @Test func aChannelBoundKeyBroadcastsOnceAndCountsItsBudgetOnTheChannel() throws {
@@ -71,7 +71,7 @@ import Testing
         let snapshot = ChangeSnapshot(activity: activity(channels: channels), priority10Counts: ["chan-1": 12], channels: channels)
         let (plan, acceptance) = try ChangePlanner.standard.plan(Self.update(), snapshot)
         #expect(plan.deliveries.map(\.target) == [.channel("chan-1")])
-        #expect(plan.deliveries.map(\.push.priority) == [5])
+        #expect(plan.deliveries.map(\.push.priority.rawValue) == [5])
         #expect(acceptance.deliveries == 1)
         // A broadcast payload has no token-only fields.
         #expect(try aps(plan.payload)["event"] == .string("update"))
@@ -83,7 +83,7 @@ import Testing
         let (plan, acceptance) = try ChangePlanner.standard.plan(Self.update(), snapshot)
         #expect(plan.deliveries.map(\.target) == [.channel("chan-s"), .channel("chan-p")])
         #expect(plan.deliveries.map(\.environment) == [.sandbox, .production])
-        #expect(plan.deliveries.map(\.push.priority) == [5, 10], "the sandbox channel spent its budget, the production one did not")
+        #expect(plan.deliveries.map(\.push.priority.rawValue) == [5, 10], "the sandbox channel spent its budget, the production one did not")
         #expect(acceptance.deliveries == 2)
     }
 
@@ -146,7 +146,7 @@ import Testing
         let (plan, acceptance) = try ChangePlanner.standard.plan(end, ChangeSnapshot(activity: activity(channels: channels), channels: channels))
         #expect(plan.activity.state == .ended)
         #expect(plan.activity.endedAt == t0)
-        #expect(plan.activity.endReason == "ended")
+        #expect(plan.activity.endReason == .ended)
         #expect(plan.activity.dismissalDate == t0 + 900)
         #expect(plan.activity.contentState == content("preparing"))
         #expect(plan.channelDeleteAfter == t0 + endCase.channelDeletedAfter)

@@ -34,7 +34,7 @@ import Testing
 
     @Test func aDateInUNIXSecondsDecodesButIsWarnedAbout() throws {
         let update = ChangeRequest(
-            event: .update, contentState: .object([("status", .string("ok")), ("arrives", .integer(1_795_255_200))]), priority: .fixed(10))
+            event: .update, contentState: .object([("status", .string("ok")), ("arrives", .integer(1_795_255_200))]), priority: .fixed(.immediate))
         let (_, acceptance) = try Self.checked.plan(update, ChangeSnapshot(activity: activity(), liveTokenCount: 1))
         #expect(acceptance.warnings.count == 1)
         #expect(
@@ -43,7 +43,7 @@ import Testing
     }
 
     @Test func aChangeThatReachesNoDeviceSaysSo() throws {
-        let update = ChangeRequest(event: .update, contentState: content("late"), priority: .fixed(10))
+        let update = ChangeRequest(event: .update, contentState: content("late"), priority: .fixed(.immediate))
         let (_, acceptance) = try ChangePlanner.standard.plan(update, ChangeSnapshot(activity: activity(), liveTokenCount: 0))
         #expect(acceptance.deliveries == 0)
         #expect(acceptance.warnings == ["the key has no live update token: no device receives this update"])

@@ -40,11 +40,11 @@ func activity(
     ActivityRecord(
         bundleID: plannedApp, key: "order-42", attributesType: "DeliveryAttributes", state: state,
         channelIDs: Dictionary(uniqueKeysWithValues: channels.map { ($0.environment, $0.channelID) }), contentState: content,
-        startedAt: t0 - 1000, endedAt: state == .ended ? t0 - 10 : nil, endReason: state == .ended ? "ended" : nil,
+        startedAt: t0 - 1000, endedAt: state == .ended ? t0 - 10 : nil, endReason: state == .ended ? .ended : nil,
         lastTimestamp: lastTimestamp)
 }
 
-func startRequest(priority: PriorityChoice = .fixed(10), expiration: Date? = nil, channel: UpdateChannelChoice? = nil) -> StartRequest {
+func startRequest(priority: PriorityChoice = .fixed(.immediate), expiration: Date? = nil, channel: UpdateChannelChoice? = nil) -> StartRequest {
     StartRequest(
         attributesType: "DeliveryAttributes", attributes: .object([("orderNumber", .integer(42))]), contentState: content("preparing"),
         alert: AlertConfiguration(title: "Order 42", body: "Preparing"), audience: .everyone, channel: channel, priority: priority,

@@ -1,3 +1,4 @@
+import LiveActivityKit
 import Testing
 
 @testable import LiveRelay
@@ -9,8 +10,8 @@ import Testing
 
     @Test(
         arguments: [
-            (PriorityChoice.fixed(5), false, 99, false, 5, "requested", nil),
-            (.fixed(10), false, 99, false, 10, "requested", nil),
+            (PriorityChoice.fixed(.powerConsiderate), false, 99, false, 5, "requested", nil),
+            (.fixed(.immediate), false, 99, false, 10, "requested", nil),
             (.auto, true, 99, false, 10, "alert", nil),
             (.auto, false, 0, false, 10, "within budget (1 of 2 an hour)", BudgetUse(used: 1, limit: 2)),
             (.auto, false, 1, false, 10, "within budget (2 of 2 an hour)", BudgetUse(used: 2, limit: 2)),
@@ -20,7 +21,7 @@ import Testing
         ] as [(PriorityChoice, Bool, Int, Bool, Int, String, BudgetUse?)])
     func decides(choice: PriorityChoice, alerting: Bool, used: Int, frequent: Bool, priority: Int, reason: String, budget: BudgetUse?) {
         let decision = Self.governor.decide(choice, alerting: alerting, used: used, frequentPushesEnabled: frequent)
-        #expect(decision == PriorityGovernor.Decision(priority: priority, reason: reason, budget: budget))
+        #expect(decision == PriorityGovernor.Decision(priority: APNsPriority(rawValue: priority)!, reason: reason, budget: budget))
     }
 
     @Test func threeQuartersOfABudgetIsNearItsLimit() {

@@ -13,7 +13,7 @@ import Testing
         #expect(plan.deliveries.map(\.environment) == [.sandbox, .production, .sandbox])
         #expect(plan.payloads.count == 1, "one payload serves both environments")
         #expect(
-            acceptance == Acceptance(key: "order-42", action: "start", requestID: "req-1", timestamp: 1_800_000_000, deliveries: 3, state: .active))
+            acceptance == Acceptance(key: "order-42", action: .start, requestID: "req-1", timestamp: 1_800_000_000, deliveries: 3, state: .active))
         #expect(plan.response == keptAnswer(acceptance))
     }
 
@@ -29,11 +29,11 @@ import Testing
 
     /// A push-to-start always alerts, so `auto` never spends the budget on it.
     @Test(arguments: [
-        (PriorityChoice.fixed(10), 10, "requested"), (.fixed(5), 5, "requested"), (.auto, 10, "alert"),
+        (PriorityChoice.fixed(.immediate), 10, "requested"), (.fixed(.powerConsiderate), 5, "requested"), (.auto, 10, "alert"),
     ])
     func priority(choice: PriorityChoice, priority: Int, reason: String) throws {
         let (plan, _) = try StartPlanner.bothEnvironments.plan(startRequest(priority: choice), tokens: [pushToStart("a", frequent: true)])
-        #expect(plan.deliveries.map(\.push.priority) == [priority])
+        #expect(plan.deliveries.map(\.push.priority.rawValue) == [priority])
         #expect(plan.deliveries.map(\.push.priorityReason) == [reason])
     }
 

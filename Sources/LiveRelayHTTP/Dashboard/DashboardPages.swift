@@ -247,7 +247,7 @@ enum DashboardPages {
             <dl class="facts">
             <dt>App</dt><dd>\(activity.bundleID)</dd><dt>Attributes type</dt><dd>\(activity.attributesType)</dd>
             <dt>Started</dt><dd>\(time(activity.startedAt))</dd>
-            \(activity.endedAt.map { HTML("<dt>Ended</dt><dd>\(time($0)) (\(activity.endReason ?? "ended"))</dd>") } ?? .empty)
+            \(activity.endedAt.map { HTML("<dt>Ended</dt><dd>\(time($0)) (\(activity.endReason?.rawValue ?? "ended"))</dd>") } ?? .empty)
             \(devicesSummary(activity).map { HTML("<dt>Devices</dt><dd>\($0)</dd>") } ?? .empty)
             \(activity.staleDate.map { HTML("<dt>Stale after</dt><dd>\(time($0))</dd>") } ?? .empty)
             \(activity.relevanceScore.map { HTML("<dt>Relevance</dt><dd>\(String($0))</dd>") } ?? .empty)
@@ -320,8 +320,8 @@ enum DashboardPages {
                 """
             }
             return """
-                <li class="request"><div class="request-head"><strong>\(first.event)</strong> accepted \(time(first.createdAt))
-                · priority \(first.priority) <span class="muted">(\(first.priorityReason))</span> · timestamp \(first.timestamp)
+                <li class="request"><div class="request-head"><strong>\(first.event.rawValue)</strong> accepted \(time(first.createdAt))
+                · priority \(first.priority.rawValue) <span class="muted">(\(first.priorityReason))</span> · timestamp \(first.timestamp)
                 · <code>\(requestID)</code></div>
                 <table><thead><tr><th>To</th><th>Status</th><th class="number">Attempts</th><th>APNs answer</th><th>apns-id</th><th>Finished</th><th></th></tr></thead>
                 <tbody>\(rows)</tbody></table></li>
@@ -363,7 +363,7 @@ enum DashboardPages {
         let rows = page.html { delivery in
             """
             <tr><td class="number">\(delivery.id)</td>
-            <td><a href="\(activityPath(app: delivery.bundleID, key: delivery.key))">\(delivery.key)</a></td><td>\(delivery.event)</td>
+            <td><a href="\(activityPath(app: delivery.bundleID, key: delivery.key))">\(delivery.key)</a></td><td>\(delivery.event.rawValue)</td>
             <td>\(target(delivery.target))</td><td><span class="badge \(delivery.status.rawValue)">\(delivery.status.rawValue)</span></td>
             <td class="number">\(delivery.attempts)</td>
             <td>\(delivery.apnsStatus.map { String($0) } ?? "")\(delivery.apnsReason.map { HTML(" <span class=\"reason\">\($0)</span>") } ?? .empty)</td>
@@ -504,7 +504,7 @@ enum DashboardPages {
                 <button class="quiet">Cancel</button></form>
                 """ : .empty
             return """
-                <tr><td><code>\(schedule.id)</code></td><td>\(schedule.action)</td><td>\(time(schedule.dueAt))</td>
+                <tr><td><code>\(schedule.id)</code></td><td>\(schedule.action.rawValue)</td><td>\(time(schedule.dueAt))</td>
                 <td><span class="badge \(schedule.state.rawValue)">\(schedule.state.rawValue)</span></td><td>\(cancel)</td></tr>
                 """
         }

@@ -1,4 +1,5 @@
 import Foundation
+import LiveActivityKit
 
 /// What happened that matters to the pushes in the outbox.
 public enum OutboxTrigger: Sendable, Hashable {
@@ -197,7 +198,7 @@ public enum OutboxRules {
             if !keys.contains(selection) { keys.append(selection) }
         }
         if let fanOut { supersedeKey(app: fanOut.bundleID, key: fanOut.key) }
-        for delivery in deliveries where delivery.push.event != "start" {
+        for delivery in deliveries where delivery.push.event != .start {
             switch delivery.target {
             case .activityToken: supersedeKey(app: delivery.push.bundleID, key: delivery.push.key)
             case .channel(let id):

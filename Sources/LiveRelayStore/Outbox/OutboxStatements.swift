@@ -85,10 +85,12 @@ enum OutboxStatements {
     }
 
     /// The delivery an `answer` statement returned.
-    static func answered(bundleID: String, key: String, target kind: String, deviceID: String?, token: String?, channelID: String?)
+    static func answered(bundleID: String, key: String, target kind: String, deviceID: String?, token: String?, channelID: String?) throws
         -> AnsweredDelivery
     {
-        AnsweredDelivery(bundleID: bundleID, key: key, target: DeliveryTarget(kind: kind, deviceID: deviceID, token: token, channelID: channelID))
+        guard let kind = DeliveryTargetKind(rawValue: kind) else { throw UnreadableStoreValue(column: "deliveries.target", value: "\"\(kind)\"") }
+        return AnsweredDelivery(
+            bundleID: bundleID, key: key, target: DeliveryTarget(kind: kind, deviceID: deviceID, token: token, channelID: channelID))
     }
 
     static func kill(_ token: DeadToken) -> SQLStatement {
@@ -178,11 +180,11 @@ extension DeliveryTarget {
     }
 
     /// The target as the stores' `target`, `device_id`, `token` and `channel_id` columns hold it.
-    init(kind: String, deviceID: String?, token: String?, channelID: String?) {
-        switch DeliveryTargetKind(rawValue: kind) {
+    init(kind: DeliveryTargetKind, deviceID: String?, token: String?, channelID: String?) {
+        switch kind {
         case .channel: self = .channel(channelID ?? "")
         case .pushToStart: self = .pushToStartToken(deviceID: deviceID ?? "", token: token ?? "")
-        case .activity, nil: self = .activityToken(deviceID: deviceID ?? "", token: token ?? "")
+        case .activity: self = .activityToken(deviceID: deviceID ?? "", token: token ?? "")
         }
     }
 }

@@ -7,7 +7,7 @@ import PostgresNIO
 struct KeyChange {
     let app: String
     let key: String
-    let budgetWindowStart: Date?
+    let budget: ChangeBudget
     let handOver: HandOver?
 
     /// A change written, with the answer to keep with it and when it was accepted.
@@ -45,14 +45,15 @@ struct KeyChange {
         let fanOut = planned.fanOut
         var arguments: [SQLArgument] = [
             .text(changed.contentState?.serializedString), .seconds(changed.staleDate), .real(changed.relevanceScore),
-            .integer(changed.lastTimestamp), .text(changed.state.rawValue), .seconds(changed.endedAt), .text(changed.endReason),
+            .integer(changed.lastTimestamp), .text(changed.state.rawValue), .seconds(changed.endedAt), .text(changed.endReason?.rawValue),
             .seconds(changed.dismissalDate), .text(app), .text(key), .text(version),
             .bytes(planned.payload), .bool(!planned.deliveries.isEmpty || fanOut != nil),
         ]
         arguments += OutboxStatements.move(keySupersede).arguments + [.bool(supersedesInStatement)]
         arguments += [.text(entry.status.rawValue), .seconds(entry.due), .seconds(at), .text(ListedDelivery.json(planned.deliveries))]
         arguments += [
-            .text(fanOut?.event), .integer(fanOut.map { Int64($0.priority) }), .text(fanOut?.priorityReason), .integer(fanOut?.expiration),
+            .text(fanOut?.event.rawValue), .integer(fanOut.map { Int64($0.priority.rawValue) }), .text(fanOut?.priorityReason),
+            .integer(fanOut?.expiration),
             .integer(fanOut?.timestamp), .text(fanOut?.requestID), .text(entry.status.rawValue), .seconds(entry.due), .seconds(at),
             .text(app), .text(key), .bool(fanOut != nil),
         ]
@@ -60,8 +61,8 @@ struct KeyChange {
         if handedOver {
             let rows = try await db.rows(PreparedStatements.HandedOverChange.self, arguments)
             guard rows.first?.integer(23) == 1 else { return nil }
-            claimed = rows.filter { $0.integer(0) != nil }.map { row in
-                var record = DeliveryRow(row: row).record
+            claimed = try rows.filter { $0.integer(0) != nil }.map { row in
+                var record = try DeliveryRow(row: row).record
                 record.payload = planned.payload
                 return record
             }.sorted { $0.id < $1.id }
@@ -83,14 +84,14 @@ struct KeyChange {
     private func read(_ db: PostgresConnection, locked: Bool) async throws -> (ChangeSnapshot, version: String) {
         // Not counting, the counts' window starts after every push there is.
         let arguments: [SQLArgument] = [
-            .bool(budgetWindowStart != nil), .text(app), .text(key), .real(budgetWindowStart?.timeIntervalSince1970 ?? .greatestFiniteMagnitude),
+            .bool(budget != .notCounted), .text(app), .text(key), .real(budget.windowStart?.timeIntervalSince1970 ?? .greatestFiniteMagnitude),
             .text(app), .text(key),
         ]
         let statement: any PreparedSQL.Type = locked ? PreparedStatements.LockedChangeSnapshotRead.self : PreparedStatements.ChangeSnapshotRead.self
         guard let row = try await db.rows(statement, arguments).first else { return (ChangeSnapshot(activity: nil), "") }
-        var activity = ActivityRecord(row: row)
+        var activity = try ActivityRecord(row: row)
         for (environment, id) in zip(try row[13].decode([String].self), try row[14].decode([String].self)) {
-            activity.channelIDs[PushEnvironment(rawValue: environment) ?? .sandbox] = id
+            activity.channelIDs[try PushEnvironment(stored: environment, column: "channels.environment")] = id
         }
         let devices = try row[16].decode([String].self)
         let activityIDs = try row[17].decode([String].self)
@@ -99,11 +100,11 @@ struct KeyChange {
         let frequent = try row[20].decode([Bool].self)
         let registered = try row[21].decode([Double].self)
         let environments = try row[22].decode([String].self)
-        let liveTokens = devices.indices.map { index in
+        let liveTokens = try devices.indices.map { index in
             ActivityTokenRecord(
                 bundleID: app, key: key, deviceID: devices[index], activityID: noActivityID[index] ? nil : activityIDs[index],
                 token: tokens[index], frequentPushesEnabled: frequent[index],
-                environment: PushEnvironment(rawValue: environments[index]) ?? .sandbox,
+                environment: try PushEnvironment(stored: environments[index], column: "activity_tokens.environment"),
                 registeredAt: Date(timeIntervalSince1970: registered[index]), state: .live, stateReason: nil)
         }
         let counts = Dictionary(

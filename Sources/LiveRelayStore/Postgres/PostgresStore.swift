@@ -114,7 +114,7 @@ public final class PostgresStore: InstanceSharedStore {
 
     public func dashboardSession(idHash: Data, at now: Date) async throws -> (session: DashboardSessionRecord, key: APIKeyRecord)? {
         try await rows(StoreStatements.dashboardSession, [.bytes(Array(idHash)), .seconds(now)]).first.map { row in
-            (DashboardSessionRecord(row: row, idHash: idHash), APIKeyRecord(row: row))
+            (DashboardSessionRecord(row: row, idHash: idHash), try APIKeyRecord(row: row))
         }
     }
 
@@ -316,9 +316,9 @@ public final class PostgresStore: InstanceSharedStore {
     /// schedule, an end's tokens and channels, other outbox decisions), or that another write
     /// came before, is planned again in a transaction that holds the key's row.
     public func acceptChange<Outcome: Sendable>(
-        app: String, key: String, budgetWindowStart: Date?, context: WriteContext, plan: @Sendable (ChangeSnapshot) throws -> (ChangePlan, Outcome)
+        app: String, key: String, budget: ChangeBudget, context: WriteContext, plan: @Sendable (ChangeSnapshot) throws -> (ChangePlan, Outcome)
     ) async throws -> Accepted<Outcome> {
-        let change = KeyChange(app: app, key: key, budgetWindowStart: budgetWindowStart, handOver: context.handOver)
+        let change = KeyChange(app: app, key: key, budget: budget, handOver: context.handOver)
         if context.idempotency == nil && context.scheduleID == nil,
             let written = try await connection({ try await change.write($0, locked: false, plan: plan) })
         {
@@ -341,7 +341,7 @@ public final class PostgresStore: InstanceSharedStore {
             try await db.run(
                 StoreStatements.insertSchedule,
                 [
-                    .text(schedule.id), .text(schedule.key), .text(schedule.action), .text(schedule.request.serializedString),
+                    .text(schedule.id), .text(schedule.key), .text(schedule.action.rawValue), .text(schedule.request.serializedString),
                     .seconds(schedule.dueAt), .text(schedule.state.rawValue), .text(schedule.result), .seconds(schedule.createdAt),
                     .text(schedule.bundleID),
                 ])
@@ -441,7 +441,7 @@ public final class PostgresStore: InstanceSharedStore {
                 case .retry, .failed:
                     let answer = OutboxStatements.answer(id: id, outcome, at: at)
                     let answered = try await db.rows(answer).first.map { row in
-                        OutboxStatements.answered(
+                        try OutboxStatements.answered(
                             bundleID: row.string(0), key: row.string(1), target: row.string(2), deviceID: row.text(3), token: row.text(4),
                             channelID: row.text(5))
                     }
@@ -509,7 +509,7 @@ public final class PostgresStore: InstanceSharedStore {
     public func deliveryCounts() async throws -> [DeliveryStatus: Int] {
         var counts: [DeliveryStatus: Int] = [:]
         for row in try await rows("SELECT status, COUNT(*) FROM deliveries GROUP BY status") {
-            if let status = DeliveryStatus(rawValue: row.string(0)) { counts[status] = row.int(1) }
+            counts[try DeliveryStatus(stored: row.string(0), column: "deliveries.status")] = row.int(1)
         }
         return counts
     }
@@ -538,7 +538,7 @@ public final class PostgresStore: InstanceSharedStore {
             """,
             [.text(app), .text(key)]
         ).map { row in
-            var token = ActivityTokenRecord(row: row)
+            var token = try ActivityTokenRecord(row: row)
             (token.lastStatus, token.lastReason, token.lastDeliveryAt) = (row.int(10), row.text(11), row.date(12))
             return token
         }
@@ -713,7 +713,7 @@ extension PostgresStore {
         let select: any PreparedSQL.Type = locked ? PreparedStatements.ActivityForUpdate.self : PreparedStatements.Activity.self
         guard var activity = try await db.rows(select, [.text(app), .text(key)]).first.map(ActivityRecord.init(row:)) else { return nil }
         for row in try await db.rows(PreparedStatements.ActivityChannels.self, [.text(app), .text(key)]) {
-            activity.channelIDs[row.environment(0)] = row.string(1)
+            activity.channelIDs[try row.value(0, "channels.environment")] = row.string(1)
         }
         return activity
     }
@@ -722,7 +722,7 @@ extension PostgresStore {
         [
             .text(activity.key), .text(activity.attributesType), .text(activity.attributes?.serializedString), .text(activity.state.rawValue),
             .text(activity.contentState?.serializedString), .seconds(activity.staleDate), .real(activity.relevanceScore),
-            .seconds(activity.startedAt), .seconds(activity.endedAt), .text(activity.endReason), .seconds(activity.dismissalDate),
+            .seconds(activity.startedAt), .seconds(activity.endedAt), .text(activity.endReason?.rawValue), .seconds(activity.dismissalDate),
             .integer(activity.lastTimestamp), .text(activity.bundleID),
         ]
     }
@@ -757,7 +757,7 @@ extension PostgresStore {
             sql = base + " AND \(column) = ANY($3::text[]) ORDER BY device_id"
         }
         return try await db.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: quiet).collect()
-            .map { PushToStartTokenRecord(row: $0.makeRandomAccess()) }
+            .map { try PushToStartTokenRecord(row: $0.makeRandomAccess()) }
     }
 
     /// Rows per INSERT of planned deliveries: 18 values each, well under PostgreSQL's 65,535.
@@ -790,9 +790,9 @@ extension PostgresStore {
                 let (kind, deviceID, token, channelID) = delivery.target.columns
                 arguments +=
                     [
-                        .text(push.key), .text(push.event), .text(kind), .text(deviceID), .text(token), .text(channelID),
+                        .text(push.key), .text(push.event.rawValue), .text(kind), .text(deviceID), .text(token), .text(channelID),
                         .integer(payloadIDs[push.payloadIndex]),
-                        .integer(Int64(push.priority)), .text(push.priorityReason), .integer(push.expiration), .integer(push.timestamp),
+                        .integer(Int64(push.priority.rawValue)), .text(push.priorityReason), .integer(push.expiration), .integer(push.timestamp),
                         .text(push.requestID),
                     ] + fixed[0...0] + [.integer(0)] + fixed[1...2] + [.text(delivery.environment.rawValue), .text(push.bundleID)]
             }

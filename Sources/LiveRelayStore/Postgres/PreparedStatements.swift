@@ -199,12 +199,12 @@ enum ListedDelivery {
 
     private static let fields: [(name: String, type: String, value: @Sendable (NewDelivery) -> JSONValue)] = [
         ("key", "text", { .string($0.push.key) }),
-        ("event", "text", { .string($0.push.event) }),
+        ("event", "text", { .string($0.push.event.rawValue) }),
         ("target", "text", { .string($0.target.columns.0) }),
         ("device_id", "text", { text($0.target.columns.1) }),
         ("token", "text", { text($0.target.columns.2) }),
         ("channel_id", "text", { text($0.target.columns.3) }),
-        ("priority", "bigint", { .number(String($0.push.priority)) }),
+        ("priority", "bigint", { .number(String($0.push.priority.rawValue)) }),
         ("priority_reason", "text", { .string($0.push.priorityReason) }),
         ("expiration", "bigint", { $0.push.expiration.map { .number(String($0)) } ?? .null }),
         ("timestamp", "bigint", { .number(String($0.push.timestamp)) }),

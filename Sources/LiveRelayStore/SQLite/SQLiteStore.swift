@@ -131,7 +131,7 @@ public final class SQLiteStore: RelayStore {
     public func dashboardSession(idHash: Data, at now: Date) async throws -> (session: DashboardSessionRecord, key: APIKeyRecord)? {
         try await pool.read { db in
             try db.fetchOne(StoreStatements.dashboardSession, [idHash, now.seconds]) { row in
-                (DashboardSessionRecord(row: row, idHash: idHash), APIKeyRecord(row: row))
+                (DashboardSessionRecord(row: row, idHash: idHash), try APIKeyRecord(row: row))
             }
         }
     }
@@ -260,7 +260,7 @@ public final class SQLiteStore: RelayStore {
     }
 
     public func acceptChange<Outcome: Sendable>(
-        app: String, key: String, budgetWindowStart: Date?, context: WriteContext,
+        app: String, key: String, budget: ChangeBudget, context: WriteContext,
         plan: @Sendable (ChangeSnapshot) throws -> (ChangePlan, Outcome)
     ) async throws -> Accepted<Outcome> {
         try await write { db in
@@ -268,14 +268,14 @@ public final class SQLiteStore: RelayStore {
             var tokens: [ActivityTokenRecord] = []
             var tokenCount = 0
             var counts: [String: Int] = [:]
-            if activity != nil, let budgetWindowStart {
+            if activity != nil, case .perDevice(let windowStart) = budget {
                 tokens = try db.fetchAll(
                     StoreStatements.liveTokens,
                     [app, key], as: ActivityTokenRecord.init(row:))
                 tokenCount = tokens.count
                 try db.forEach(
                     StoreStatements.priority10Counts,
-                    [app, key, budgetWindowStart.seconds]
+                    [app, key, windowStart.seconds]
                 ) { row in counts[row[0]] = row[1] }
             } else if activity != nil {
                 // One priority for every push: the plan needs only how many there will be.
@@ -319,7 +319,7 @@ public final class SQLiteStore: RelayStore {
             try db.run(
                 StoreStatements.insertSchedule,
                 [
-                    schedule.id, schedule.key, schedule.action, schedule.request.serializedString, schedule.dueAt.seconds,
+                    schedule.id, schedule.key, schedule.action.rawValue, schedule.request.serializedString, schedule.dueAt.seconds,
                     schedule.state.rawValue, schedule.result, schedule.createdAt.seconds, schedule.bundleID,
                 ])
             try Self.record(db, context: context, response: response, at: schedule.createdAt)
@@ -436,7 +436,8 @@ public final class SQLiteStore: RelayStore {
                 case .retry, .failed:
                     let answer = OutboxStatements.answer(id: id, outcome, at: at)
                     let answered = try db.fetchOne(answer.text, answer.sqliteArguments) { row in
-                        OutboxStatements.answered(bundleID: row[0], key: row[1], target: row[2], deviceID: row[3], token: row[4], channelID: row[5])
+                        try OutboxStatements.answered(
+                            bundleID: row[0], key: row[1], target: row[2], deviceID: row[3], token: row[4], channelID: row[5])
                     }
                     // An answer to a push no longer claimed changes nothing.
                     if let answered { try db.carryOut(.answered(answered, outcome), at: at) }
@@ -499,7 +500,7 @@ public final class SQLiteStore: RelayStore {
         try await pool.read { db in
             var counts: [DeliveryStatus: Int] = [:]
             try db.forEach("SELECT status, COUNT(*) FROM deliveries GROUP BY status") { row in
-                if let status = DeliveryStatus(rawValue: row[0]) { counts[status] = row[1] }
+                counts[try DeliveryStatus(stored: row[0], column: "deliveries.status")] = row[1]
             }
             return counts
         }
@@ -529,7 +530,7 @@ public final class SQLiteStore: RelayStore {
                 WHERE t.bundle_id = ? AND t.key = ? ORDER BY t.device_id
                 """, [app, key]
             ) { row in
-                var token = ActivityTokenRecord(row: row)
+                var token = try ActivityTokenRecord(row: row)
                 (token.lastStatus, token.lastReason, token.lastDeliveryAt) = (row.int(10), row.text(11), row.date(12))
                 return token
             }
@@ -649,7 +650,7 @@ extension SQLiteStore {
                 "SELECT \(ActivityRecord.columns) FROM activities WHERE bundle_id = ? AND key = ?", [app, key], as: ActivityRecord.init(row:))
         else { return nil }
         try db.forEach(StoreStatements.activityChannels, [app, key]) { row in
-            activity.channelIDs[PushEnvironment(rawValue: row[0]) ?? .sandbox] = row[1]
+            activity.channelIDs[try PushEnvironment(stored: row[0], column: "channels.environment")] = row[1]
         }
         return activity
     }
@@ -683,7 +684,8 @@ extension SQLiteStore {
                 WHERE bundle_id = ? AND key = ?
                 """,
                 content + [
-                    activity.state.rawValue, activity.endedAt?.seconds, activity.endReason, activity.dismissalDate?.seconds, activity.bundleID,
+                    activity.state.rawValue, activity.endedAt?.seconds, activity.endReason?.rawValue, activity.dismissalDate?.seconds,
+                    activity.bundleID,
                     activity.key,
                 ])
         }
@@ -693,7 +695,7 @@ extension SQLiteStore {
         [
             activity.key, activity.attributesType, activity.attributes?.serializedString, activity.state.rawValue,
             activity.contentState?.serializedString, activity.staleDate?.seconds, activity.relevanceScore, activity.startedAt.seconds,
-            activity.endedAt?.seconds, activity.endReason, activity.dismissalDate?.seconds, activity.lastTimestamp, activity.bundleID,
+            activity.endedAt?.seconds, activity.endReason?.rawValue, activity.dismissalDate?.seconds, activity.lastTimestamp, activity.bundleID,
         ]
     }
 
@@ -749,7 +751,8 @@ extension SQLiteStore {
             let (kind, deviceID, token, channelID) = delivery.target.columns
             let push = delivery.push
             try insert.execute(arguments: [
-                push.key, push.event, kind, deviceID, token, channelID, payloadIDs[push.payloadIndex], push.priority, push.priorityReason,
+                push.key, push.event.rawValue, kind, deviceID, token, channelID, payloadIDs[push.payloadIndex], push.priority.rawValue,
+                push.priorityReason,
                 push.expiration, push.timestamp, push.requestID, status, due, now, delivery.environment.rawValue, push.bundleID,
             ])
         }
@@ -757,7 +760,7 @@ extension SQLiteStore {
             try db.run(
                 StoreStatements.fanOut,
                 [
-                    push.event, payloadIDs[push.payloadIndex], push.priority, push.priorityReason, push.expiration,
+                    push.event.rawValue, payloadIDs[push.payloadIndex], push.priority.rawValue, push.priorityReason, push.expiration,
                     push.timestamp, push.requestID, status, due, now, push.bundleID, push.key,
                 ])
         }
