@@ -2,27 +2,26 @@ import APNs
 import Foundation
 import LiveRelayStore
 
-/// What an APNs answer means for a delivery: `410`, `BadDeviceToken`, `DeviceTokenNotForTopic`,
-/// `ExpiredToken` and `Unregistered` kill the token; what APNs advises retrying comes back later
-/// with exponential backoff, until `maximumAttempts`; the rest are dead letters.
+/// What an APNs answer means for a delivery, as its retry advice says (`APNsReason`'s table, or its
+/// status for a reason APNs adds later): a token to drop is dead (`410`, `BadDeviceToken`,
+/// `DeviceTokenNotForTopic`, …); what APNs advises retrying comes back later with exponential
+/// backoff, until `maximumAttempts`; the rest are dead letters.
 public struct DeliveryOutcomeRules: Sendable {
     let policy: DispatchPolicy
 
     func outcome(of error: APNsError, attempts: Int, at now: Date) -> DeliveryOutcome {
         let reason = error.reason.rawValue
-        if Self.killsToken(error) { return .failed(status: error.status, reason: reason, tokenIsDead: true) }
         switch error.advice {
+        case .dropToken:
+            return .failed(status: error.status, reason: reason, tokenIsDead: true)
         case .retryWithBackoff, .retryAfterDelay, .refreshTokenAndRetry:
             return retryOrGiveUp(status: error.status, reason: reason, attempts: attempts, at: now)
-        case .dropToken, .fixRequest:
+        case .fixRequest:
             return .failed(status: error.status, reason: reason, tokenIsDead: false)
         }
     }
 
-    static func killsToken(_ error: APNsError) -> Bool {
-        error.status == 410 || error.advice == .dropToken
-            || [.badDeviceToken, .deviceTokenNotForTopic, .expiredToken, .unregistered].contains(error.reason)
-    }
+    static func killsToken(_ error: APNsError) -> Bool { error.advice == .dropToken }
 
     /// Whether a push that failed with this stored answer killed its token: nothing sent to the
     /// token again can arrive, so it is not offered for a retry.

@@ -6,13 +6,17 @@ import LiveActivityKit
 /// pushes in the outbox and its idempotency record are stored together or not at all.
 ///
 /// Every implementation passes the same contract suite (`LiveRelayStoreTests`).
-public protocol RelayStore: Sendable {
+public protocol RelayStore: RegistryStore, AcceptingStore, OutboxStore, SessionAndLeaseStore {
     /// Applies the named migrations not applied yet, in order; returns the names applied now.
     @discardableResult
     func migrate() async throws -> [String]
     /// Lets go of the database (connections, the pool's task); the store is not used after.
     func close() async
+}
 
+/// What apps and the operator register, and what the server knows of keys and tokens: apps, API
+/// keys, tokens, contracts, channels, and the activities under their keys.
+public protocol RegistryStore: Sendable {
     // MARK: Apps
 
     /// Registers an app or replaces its credentials.
@@ -43,6 +47,37 @@ public protocol RelayStore: Sendable {
     /// Marks the device's token under the key ended or dismissed; false when there is none.
     func endActivityToken(app: String, key: String, deviceID: String, state: ActivityTokenState, at: Date) async throws -> Bool
 
+    // MARK: Keys and tokens
+
+    func activity(app: String, key: String) async throws -> ActivityRecord?
+    /// The tokens under the app's `key`, each with the result of its latest attempted delivery.
+    func activityTokens(app: String, key: String) async throws -> [ActivityTokenRecord]
+    func pushToStartTokens(deviceID: String) async throws -> [PushToStartTokenRecord]
+    /// Ends every active key started before `startedBefore` (`expired`), setting their channels
+    /// to be deleted at `channelDeleteAfter`. Returns the keys ended.
+    func expireActivities(startedBefore: Date, at: Date, channelDeleteAfter: Date) async throws -> [String]
+    /// Counts of live tokens, keys and channels, for metrics.
+    func counts() async throws -> StoreCounts
+    /// A page of activities, newest first, without their channels.
+    func activities(_ query: ActivityQuery) async throws -> [ActivityRecord]
+
+    // MARK: Contracts
+
+    /// Registers or replaces the contract of an app's attributes type.
+    func saveContract(_ contract: ContractRecord) async throws
+    func contracts() async throws -> [ContractRecord]
+
+    // MARK: Channels
+
+    func saveChannel(_ channel: ChannelRecord) async throws
+    func channels() async throws -> [ChannelRecord]
+    func channel(id: String) async throws -> ChannelRecord?
+    func channelsToDelete(at: Date) async throws -> [ChannelRecord]
+    func markChannelDeleted(id: String, at: Date) async throws
+}
+
+/// The writes that accept a backend's request, with their pushes, idempotency keys and schedules.
+public protocol AcceptingStore: Sendable {
     // MARK: Accepting requests
 
     /// The response kept under an idempotency key, if any.
@@ -81,7 +116,10 @@ public protocol RelayStore: Sendable {
     func dueSchedules(at: Date, limit: Int) async throws -> [ScheduleRecord]
     /// Records that a schedule could not run, and why.
     func failSchedule(id: String, reason: String) async throws
+}
 
+/// The outbox: claiming pushes, recording what became of them, and the history of every push.
+public protocol OutboxStore: Sendable {
     // MARK: The outbox
 
     /// Claims up to `limit` due deliveries for sending until `leaseUntil`; a claim that gets no
@@ -104,21 +142,11 @@ public protocol RelayStore: Sendable {
     /// says no (in the same transaction, so that two retries at once make one push).
     func retryDelivery(id: Int64, app: String?, at now: Date) async throws -> DeliveryRetry.Outcome
     func deliveryCounts() async throws -> [DeliveryStatus: Int]
+}
 
-    // MARK: Keys and tokens
-
-    func activity(app: String, key: String) async throws -> ActivityRecord?
-    /// The tokens under the app's `key`, each with the result of its latest attempted delivery.
-    func activityTokens(app: String, key: String) async throws -> [ActivityTokenRecord]
-    func pushToStartTokens(deviceID: String) async throws -> [PushToStartTokenRecord]
-    /// Ends every active key started before `startedBefore` (`expired`), setting their channels
-    /// to be deleted at `channelDeleteAfter`. Returns the keys ended.
-    func expireActivities(startedBefore: Date, at: Date, channelDeleteAfter: Date) async throws -> [String]
-    /// Counts of live tokens, keys and channels, for metrics.
-    func counts() async throws -> StoreCounts
-    /// A page of activities, newest first, without their channels.
-    func activities(_ query: ActivityQuery) async throws -> [ActivityRecord]
-
+/// What instances share besides the data: dashboard sessions, leases, and the news that another
+/// instance queued pushes.
+public protocol SessionAndLeaseStore: Sendable {
     // MARK: Dashboard sessions
 
     /// Keeps a new session, and forgets those that have run out by its start.
@@ -136,24 +164,13 @@ public protocol RelayStore: Sendable {
     /// Calls `queued` whenever another process sharing the store has queued pushes, until cancelled.
     /// A store one process writes (SQLite) has no one else to hear from and returns at once.
     func watchOutbox(_ queued: @escaping @Sendable () -> Void) async throws
-
-    // MARK: Contracts
-
-    /// Registers or replaces the contract of an app's attributes type.
-    func saveContract(_ contract: ContractRecord) async throws
-    func contracts() async throws -> [ContractRecord]
-
-    // MARK: Channels
-
-    func saveChannel(_ channel: ChannelRecord) async throws
-    func channels() async throws -> [ChannelRecord]
-    func channel(id: String) async throws -> ChannelRecord?
-    func channelsToDelete(at: Date) async throws -> [ChannelRecord]
-    func markChannelDeleted(id: String, at: Date) async throws
 }
 
 extension RelayStore {
     public func close() async {}
+}
+
+extension SessionAndLeaseStore {
     public func watchOutbox(_ queued: @escaping @Sendable () -> Void) async throws {}
 }
 

@@ -12,6 +12,8 @@ import Testing
     @Test(arguments: [
         APNsError(status: 410, reason: .unregistered), APNsError(status: 400, reason: .badDeviceToken),
         APNsError(status: 400, reason: .deviceTokenNotForTopic), APNsError(status: 410, reason: .expiredToken),
+        // A reason APNs adds tomorrow, with the status that says the token is gone.
+        APNsError(status: 410, reason: APNsReason("TokenRetired")),
     ])
     func aTokenAPNsNoLongerKnowsIsDead(_ error: APNsError) {
         #expect(

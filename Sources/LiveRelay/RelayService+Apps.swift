@@ -1,0 +1,59 @@
+import APNs
+import Crypto
+import Foundation
+import LiveActivityKit
+import LiveRelayStore
+import Logging
+import Synchronization
+
+/// The apps the server sends for.
+extension RelayService {
+    /// Registers an app, or replaces its credentials: its pushes are signed with them from now on.
+    /// `isNew`: the server did not have the app before.
+    @discardableResult
+    public func registerApp(_ registration: AppRegistration) async throws -> (record: AppRecord, isNew: Bool) {
+        do {
+            _ = try APNsSigningKey(pem: registration.signingKey, keyID: registration.keyID, teamID: registration.teamID)
+        } catch {
+            let field = ["key-id": "keyID", "team-id": "teamID"][error.field] ?? "signingKey"
+            throw RelayError.invalid(field, error.message)
+        }
+        let existing = try await store.apps().first { $0.bundleID == registration.bundleID.value }
+        let date = now()
+        let app = AppRecord(
+            bundleID: registration.bundleID.value, teamID: registration.teamID, keyID: registration.keyID,
+            signingKey: registration.signingKey, createdAt: existing?.createdAt ?? date, updatedAt: date)
+        try await store.saveApp(app)
+        appBook.invalidate()
+        logger.info("app registered", metadata: ["app": "\(app.bundleID)", "key.id": "\(app.keyID)"])
+        return (app, existing == nil)
+    }
+
+    public func apps() async throws -> [AppRecord] {
+        try await appBook.value(from: store).values.sorted { $0.bundleID < $1.bundleID }
+    }
+
+    /// The apps that have an activity under `key`.
+    public func apps(holdingKey key: String) async throws -> [String] {
+        var holding: [String] = []
+        for app in try await apps() where try await store.activity(app: app.bundleID, key: key) != nil {
+            holding.append(app.bundleID)
+        }
+        return holding
+    }
+
+    /// The app, or 404 naming `field`.
+    public func app(_ bundleID: String, field: String = "app") async throws -> AppRecord {
+        guard let app = try await appBook.value(from: store)[bundleID] else {
+            throw RelayError.notFound(field, "no app \(bundleID) on this server (PUT /v1/apps/\(bundleID) registers it)")
+        }
+        return app
+    }
+
+    /// Gives `bundleID` what an earlier release's store held for its one app (see `0009-apps`).
+    public func adoptUnnamedData(bundleID: String) async throws {
+        if try await store.adoptUnnamedData(bundleID: bundleID) {
+            logger.notice("data of the release before apps now belongs to \(bundleID)")
+        }
+    }
+}

@@ -1,0 +1,60 @@
+import APNs
+import Crypto
+import Foundation
+import LiveActivityKit
+import LiveRelayStore
+import Logging
+import Synchronization
+
+/// What the API and the dashboard read.
+extension RelayService {
+    /// An app's key, its tokens with their last delivery results, and its schedules.
+    public func describe(app: String, key: String) async throws -> ActivityDescription {
+        try Self.checkKey(key)
+        guard var activity = try await store.activity(app: app, key: key) else {
+            throw RelayError.notFound("key", "no activity key \"\(key)\"")
+        }
+        let tokens = try await store.activityTokens(app: app, key: key)
+        activity.devices = ActivityDevices(tokens: tokens)
+        return ActivityDescription(activity: activity, tokens: tokens, schedules: try await store.schedules(app: app, key: key))
+    }
+
+    /// A page of activities, newest first.
+    public func activities(_ query: ActivityQuery) async throws -> [ActivityRecord] {
+        try await store.activities(query)
+    }
+
+    /// The outbox's deliveries, newest first, as people read them: without the pushes' bytes.
+    public func deliveries(_ query: DeliveryQuery) async throws -> [DeliveryRecord] {
+        var query = query
+        query.includePayloads = false
+        return try await store.deliveries(query)
+    }
+
+    /// Sends a failed push again: the same payload to the same target, queued beside the failure
+    /// (`DeliveryRetry`). `app`: the only app the caller may act for, if bound to one.
+    public func retryDelivery(id: Int64, app: String?) async throws -> DeliveryRecord {
+        switch try await store.retryDelivery(id: id, app: app, at: now()) {
+        case .retried(let delivery):
+            noteChange()
+            outboxSignal.queued()
+            logger.info("failed push retried", metadata: ["delivery": "\(id)", "retry": "\(delivery.id)"])
+            return delivery
+        case .refused(let refusal):
+            throw RelayError(.conflict, .notRetryable, message: refusal.description, field: "id")
+        case .notFound:
+            throw RelayError.notFound("id", "no push \(id)")
+        }
+    }
+
+    /// How many deliveries the outbox holds in each state.
+    public func deliveryCounts() async throws -> [DeliveryStatus: Int] {
+        try await store.deliveryCounts()
+    }
+
+    /// The metrics in Prometheus' text format.
+    public func renderMetrics() async throws -> String {
+        metrics.render(
+            store: try await store.counts(), deliveries: try await store.deliveryCounts(), apnsConnections: apns?.pushConnectionCount ?? 0)
+    }
+}

@@ -1,0 +1,107 @@
+import APNs
+import Crypto
+import Foundation
+import LiveActivityKit
+import LiveRelayStore
+import Logging
+import Synchronization
+
+/// What apps send: their tokens, the ends their devices saw, and their contracts.
+extension RelayService {
+    public func registerPushToStartToken(_ registration: PushToStartRegistration) async throws {
+        try await checkApp(bundleID: registration.bundleID, environment: registration.environment)
+        try await store.savePushToStartToken(
+            PushToStartTokenRecord(
+                bundleID: registration.bundleID, deviceID: registration.deviceID, attributesType: registration.attributesType,
+                userID: registration.userID, token: registration.token.hex, frequentPushesEnabled: registration.frequentPushesEnabled,
+                environment: registration.environment, updatedAt: now()))
+        metrics.count("liverelay_registrations_total", ["kind": "push_to_start"])
+        noteChange()
+        logger.info("push-to-start token registered", metadata: ["device": "\(registration.deviceID)", "token": "\(registration.token.shortened)"])
+    }
+
+    /// Registers a device's update token under the key (creating the key when the app started
+    /// the activity itself) and returns the key.
+    @discardableResult
+    public func registerActivityToken(key: String, _ registration: ActivityTokenRegistration) async throws -> ActivityRecord {
+        try Self.checkKey(key)
+        try await checkApp(bundleID: registration.bundleID, environment: registration.environment)
+        do {
+            let activity = try await store.saveActivityToken(
+                ActivityTokenRecord(
+                    bundleID: registration.bundleID, key: key, deviceID: registration.deviceID, activityID: registration.activityID,
+                    token: registration.token.hex, frequentPushesEnabled: registration.frequentPushesEnabled,
+                    environment: registration.environment, registeredAt: now()),
+                attributesType: registration.attributesType)
+            metrics.count("liverelay_registrations_total", ["kind": "activity"])
+            noteChange()
+            logger.info(
+                "activity token registered",
+                metadata: ["activity.key": "\(key)", "device": "\(registration.deviceID)", "token": "\(registration.token.shortened)"])
+            return activity
+        } catch let error as StoreError {
+            throw RelayError(error)
+        }
+    }
+
+    /// Records that the activity ended or was dismissed on the device; false when the device has
+    /// no token under the key (a channel-subscribed activity has none).
+    public func reportEnded(key: String, _ report: EndedReport) async throws -> Bool {
+        try Self.checkKey(key)
+        try await checkApp(bundleID: report.bundleID)
+        guard try await store.activity(app: report.bundleID, key: key) != nil else {
+            throw RelayError.notFound("key", "no activity key \"\(key)\"")
+        }
+        defer { noteChange() }
+        return try await store.endActivityToken(
+            app: report.bundleID, key: key, deviceID: report.deviceID, state: report.state, at: report.at ?? now())
+    }
+
+    /// An app's report names a registered app, and a token one of the environments served.
+    func checkApp(bundleID: String, environment: PushEnvironment? = nil) async throws {
+        _ = try await app(bundleID, field: "bundleID")
+        guard let environment else { return }
+        guard environments.contains(environment) else {
+            let served = PushEnvironment.allCases.filter(environments.contains).map(\.rawValue).joined(separator: " and ")
+            throw RelayError.invalid(
+                "environment", "this server sends to APNs \(served) only; a \(environment.rawValue) token would never be reached")
+        }
+    }
+
+    /// Keys are chosen by the backend: 1 to 200 characters (Unicode scalars, as the OpenAPI
+    /// document counts them), no whitespace or control characters.
+    static func checkKey(_ key: String) throws {
+        guard !key.isEmpty, key.unicodeScalars.count <= 200,
+            !key.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F })
+        else { throw RelayError.invalid("key", "must be 1 to 200 characters without spaces or control characters") }
+    }
+
+    /// Registers (or replaces) what the app's widget decodes `contract.attributesType` from: the
+    /// requests that follow are checked against it.
+    public func registerContract(_ contract: ActivityContract, bundleID: String) async throws -> ContractRecord {
+        try await checkApp(bundleID: bundleID)
+        let record = ContractRecord(bundleID: bundleID, attributesType: contract.attributesType, contract: contract.json, updatedAt: now())
+        try await store.saveContract(record)
+        contractBook.invalidate()
+        metrics.count("liverelay_registrations_total", ["kind": "contract"])
+        noteChange()
+        logger.info("contract registered", metadata: ["app": "\(bundleID)", "attributes.type": "\(contract.attributesType)"])
+        return record
+    }
+
+    /// The contracts of an app (nil: of every app).
+    public func contracts(app bundleID: String?) async throws -> [ContractRecord] {
+        try await store.contracts().filter { bundleID == nil || $0.bundleID == bundleID }
+    }
+
+    public func contract(app bundleID: String, attributesType: String) async throws -> ContractRecord {
+        guard let record = try await contracts(app: bundleID).first(where: { $0.attributesType == attributesType }) else {
+            throw RelayError.notFound("attributesType", "no contract registered for \(attributesType) of \(bundleID)")
+        }
+        return record
+    }
+
+    func currentContracts(app bundleID: String) async throws -> AppContracts {
+        try await contractBook.value(from: store)[bundleID] ?? AppContracts()
+    }
+}

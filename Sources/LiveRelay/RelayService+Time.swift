@@ -1,0 +1,40 @@
+import APNs
+import Crypto
+import Foundation
+import LiveActivityKit
+import LiveRelayStore
+import Logging
+import Synchronization
+
+/// What time does on its own.
+extension RelayService {
+    /// What time does on its own: schedules run, activities past their lifetime end, and
+    /// channels of ended keys are deleted once their storage window has passed.
+    /// One instance at a time does it: the one holding the `ticker` lease, which it renews on every
+    /// tick; when it dies, another takes the lease once it runs out (`tickerLease`). Returns
+    /// whether this instance did the work.
+    @discardableResult
+    public func tick() async throws -> Bool {
+        let start = now()
+        guard try await store.takeLease("ticker", holder: instanceID, until: start + configuration.tickerLease, at: start) else { return false }
+        try await runDueSchedules()
+        let date = now()
+        let expired = try await store.expireActivities(
+            startedBefore: date - configuration.activityLifetime, at: date, channelDeleteAfter: date + configuration.channelStorageWindow)
+        if !expired.isEmpty {
+            noteChange()
+            metrics.count("liverelay_activities_expired_total", [:], by: expired.count)
+            logger.info("activities expired", metadata: ["count": "\(expired.count)"])
+        }
+        for channel in try await store.channelsToDelete(at: date) where apns != nil {
+            // A channel kept from before apps, for an app not named yet, waits for it.
+            guard try await appBook.value(from: store)[channel.bundleID] != nil else { continue }
+            do {
+                try await deleteChannel(channel.channelID)
+            } catch {
+                logger.warning("channel deletion failed", metadata: ["channel": "\(channel.channelID)", "error": "\(error)"])
+            }
+        }
+        return true
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+import LiveActivityKit
+import LiveRelay
+import LiveRelayStore
+import WebPages
+
+/// Every push, filtered.
+extension DashboardPages {
+    // MARK: Deliveries
+
+    static func deliveries(_ page: [DeliveryRecord], filter: DeliveryQuery, next: Int64?, viewer: DashboardViewer, notice message: String? = nil)
+        -> HTML
+    {
+        func option(_ value: String, _ label: String, selected: Bool) -> HTML {
+            "<option value=\"\(value)\"\(selected ? HTML(" selected") : .empty)>\(label)</option>"
+        }
+        let statusOptions =
+            option("", "any status", selected: filter.status == nil)
+            + DeliveryStatus.allCases.html { option($0.rawValue, $0.rawValue, selected: filter.status == $0) }
+        let rows = page.html { delivery in
+            """
+            <tr><td class="number">\(delivery.id)</td>
+            <td><a href="\(activityPath(app: delivery.bundleID, key: delivery.key))">\(delivery.key)</a></td><td>\(delivery.event.rawValue)</td>
+            <td>\(target(delivery.target))</td><td><span class="badge \(delivery.status.rawValue)">\(delivery.status.rawValue)</span></td>
+            <td class="number">\(delivery.attempts)</td>
+            <td>\(delivery.apnsStatus.map { String($0) } ?? "")\(delivery.apnsReason.map { HTML(" <span class=\"reason\">\($0)</span>") } ?? .empty)</td>
+            <td>\(time(delivery.createdAt))</td><td>\(retryButton(delivery, viewer: viewer))</td></tr>
+            """
+        }
+        let table: HTML =
+            page.isEmpty
+            ? "<p class=\"empty\">No push matches.</p>"
+            : """
+            <table class="deliveries"><thead><tr><th class="number">Push</th><th>Key</th><th>Event</th><th>To</th><th>Status</th>
+            <th class="number">Attempts</th><th>APNs answer</th><th>Accepted</th><th></th></tr></thead><tbody>\(rows)</tbody></table>
+            """
+        let more: HTML =
+            next.map { "<p class=\"pages\"><a rel=\"next\" href=\"/dashboard/deliveries?\(filter.parameters(before: $0))\">Older</a></p>" } ?? .empty
+        return Self.page(
+            "Deliveries", section: .deliveries, viewer: viewer,
+            """
+            <h1>Deliveries</h1>
+            \(notice(message))
+            <form class="filters" method="get" action="/dashboard/deliveries">
+            <label>Status <select name="status">\(statusOptions)</select></label>
+            <label>APNs reason <input name="reason" value="\(filter.reason ?? "")" placeholder="BadDeviceToken"></label>
+            <label>Key <input name="key" value="\(filter.key ?? "")"></label>
+            <button>Filter</button>
+            </form>
+            <div data-live id="delivery-list">\(table)\(more)</div>
+            """)
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import LiveActivityKit
+import Logging
+import NIOCore
+import NIOSSL
+import PostgresNIO
+import Synchronization
+
+/// The writes that accept a request, and schedules (`AcceptingStore`).
+extension PostgresStore {
+    // MARK: Accepting requests
+
+    public func idempotentResponse(apiKeyID: String, key: String) async throws -> IdempotentResponse? {
+        try await rows(
+            "SELECT request_hash, status, body FROM idempotency_keys WHERE api_key_id = ? AND key = ?", [.text(apiKeyID), .text(key)]
+        ).first.map { row in
+            IdempotentResponse(requestHash: row.string(0), response: StoredResponse(status: row.int(1) ?? 0, body: row.bytes(2)))
+        }
+    }
+
+    public func audienceEnvironments(app: String, attributesType: String, audience: Audience) async throws -> Set<PushEnvironment> {
+        try await connection { db in
+            Set(try await Self.pushToStartTokens(db, app: app, attributesType: attributesType, audience: audience).map(\.environment))
+        }
+    }
+
+    public func acceptStart<Outcome: Sendable>(
+        app: String, key: String, attributesType: String, audience: Audience, context: WriteContext,
+        plan: @Sendable ([PushToStartTokenRecord]) throws -> (StartPlan, Outcome)
+    ) async throws -> Accepted<Outcome> {
+        try await transaction { db in
+            if try await Self.activity(db, app: app, key: key, locked: false) != nil { throw Self.keyExists(key) }
+            let tokens = try await Self.pushToStartTokens(db, app: app, attributesType: attributesType, audience: audience)
+            let (planned, outcome) = try plan(tokens)
+            do {
+                try await Self.insert(db, activity: planned.activity)
+            } catch let error as PSQLError where error.isUniqueViolation {
+                // Started by another request since the check above.
+                throw Self.keyExists(key)
+            }
+            let claimed = try await Self.enqueue(
+                db, payloads: planned.payloads, deliveries: planned.deliveries, at: planned.acceptedAt, handOver: context.handOver)
+            try await Self.record(db, context: context, response: planned.response, at: planned.acceptedAt)
+            return Accepted(outcome: outcome, claimed: claimed)
+        }
+    }
+
+    private static func keyExists(_ key: String) -> StoreError { StoreError(.keyExists, "activity key \"\(key)\" already exists") }
+
+    /// A change of one key costs a statement to read it and one to write it. Each statement costs
+    /// PostgreSQL and postgres-nio far more than its work on one key does, so the common change
+    /// takes no transaction: it is written only if the key's row is still the version it was
+    /// planned from (optimistic). One that must be written with more (an idempotency key, a
+    /// schedule, an end's tokens and channels, other outbox decisions), or that another write
+    /// came before, is planned again in a transaction that holds the key's row.
+    public func acceptChange<Outcome: Sendable>(
+        app: String, key: String, budget: ChangeBudget, context: WriteContext, plan: @Sendable (ChangeSnapshot) throws -> (ChangePlan, Outcome)
+    ) async throws -> Accepted<Outcome> {
+        let change = KeyChange(app: app, key: key, budget: budget, handOver: context.handOver)
+        if context.idempotency == nil && context.scheduleID == nil,
+            let written = try await connection({ try await change.write($0, locked: false, plan: plan) })
+        {
+            return written.accepted
+        }
+        return try await transaction { db in
+            // Locked: the next change of this key waits for this one and plans from what it wrote.
+            guard let written = try await change.write(db, locked: true, plan: plan) else {
+                throw PostgresStoreInconsistency("the row of key \"\(key)\" changed while this transaction held it")
+            }
+            try await Self.record(db, context: context, response: written.response, at: written.acceptedAt)
+            return written.accepted
+        }
+    }
+
+    // MARK: Schedules
+
+    public func insertSchedule(_ schedule: ScheduleRecord, context: WriteContext, response: StoredResponse) async throws {
+        try await transaction { db in
+            try await db.run(
+                StoreStatements.insertSchedule,
+                [
+                    .text(schedule.id), .text(schedule.key), .text(schedule.action.rawValue), .text(schedule.request.serializedString),
+                    .seconds(schedule.dueAt), .text(schedule.state.rawValue), .text(schedule.result), .seconds(schedule.createdAt),
+                    .text(schedule.bundleID),
+                ])
+            try await Self.record(db, context: context, response: response, at: schedule.createdAt)
+        }
+    }
+
+    public func schedule(id: String) async throws -> ScheduleRecord? {
+        try await rows("SELECT \(ScheduleRecord.columns) FROM schedules WHERE id = ?", [.text(id)])
+            .first.map(ScheduleRecord.init(row:))
+    }
+
+    public func schedules(app: String?, key: String?) async throws -> [ScheduleRecord] {
+        try await rows(
+            """
+            SELECT \(ScheduleRecord.columns) FROM schedules WHERE (?::text IS NULL OR bundle_id = ?) AND (?::text IS NULL OR key = ?)
+            ORDER BY due_at, id
+            """,
+            [.text(app), .text(app), .text(key), .text(key)]
+        ).map(ScheduleRecord.init(row:))
+    }
+
+    public func cancelSchedule(id: String, at: Date) async throws -> ScheduleRecord? {
+        try await transaction { db in
+            guard
+                var schedule = try await db.rows("SELECT \(ScheduleRecord.columns) FROM schedules WHERE id = ? FOR UPDATE", [.text(id)])
+                    .first.map(ScheduleRecord.init(row:))
+            else { return nil }
+            guard schedule.state == .pending else {
+                throw StoreError(.scheduleNotPending, "schedule \(id) is \(schedule.state.rawValue), not pending")
+            }
+            try await db.run("UPDATE schedules SET state = 'cancelled' WHERE id = ?", [.text(id)])
+            schedule.state = .cancelled
+            return schedule
+        }
+    }
+
+    public func dueSchedules(at: Date, limit: Int) async throws -> [ScheduleRecord] {
+        try await rows(
+            "SELECT \(ScheduleRecord.columns) FROM schedules WHERE state = 'pending' AND due_at <= ? ORDER BY due_at, id LIMIT ?",
+            [.seconds(at), .integer(Int64(limit))]
+        ).map(ScheduleRecord.init(row:))
+    }
+
+    public func failSchedule(id: String, reason: String) async throws {
+        try await run(
+            "UPDATE schedules SET state = 'failed', result = ? WHERE id = ? AND state = 'pending'", [.text(reason), .text(id)])
+    }
+}

@@ -1,0 +1,299 @@
+import Foundation
+import LiveActivityKit
+import Logging
+import NIOCore
+import NIOSSL
+import PostgresNIO
+import Synchronization
+
+/// What apps and the operator register (`RegistryStore`).
+extension PostgresStore {
+    // MARK: Apps
+
+    public func saveApp(_ app: AppRecord) async throws {
+        try await run(
+            StoreStatements.saveApp,
+            [.text(app.bundleID), .text(app.teamID), .text(app.keyID), .text(app.signingKey), .seconds(app.createdAt), .seconds(app.updatedAt)])
+    }
+
+    public func apps() async throws -> [AppRecord] {
+        try await rows("SELECT \(AppRecord.columns) FROM apps ORDER BY bundle_id").map(AppRecord.init(row:))
+    }
+
+    public func adoptUnnamedData(bundleID: String) async throws -> Bool {
+        try await transaction { db in
+            var adopted = false
+            for table in [
+                "push_to_start_tokens", "activities", "activity_tokens", "activity_channels", "channels", "schedules", "deliveries", "api_keys",
+            ] {
+                adopted = try await db.changed("UPDATE \(table) SET bundle_id = ? WHERE bundle_id = ''", [.text(bundleID)]) > 0 || adopted
+            }
+            return adopted
+        }
+    }
+
+    // MARK: API keys
+
+    public func insertAPIKey(_ key: APIKeyRecord) async throws {
+        try await run(
+            StoreStatements.insertAPIKey,
+            [
+                .text(key.id), .text(key.name), .text(key.scope.rawValue), .bytes(Array(key.secretHash)), .seconds(key.createdAt),
+                .seconds(key.revokedAt), .text(key.bundleID),
+            ])
+    }
+
+    public func apiKey(secretHash: Data) async throws -> APIKeyRecord? {
+        try await rows(
+            "SELECT \(APIKeyRecord.columns) FROM api_keys WHERE secret_hash = ?", [.bytes(Array(secretHash))]
+        ).first.map(APIKeyRecord.init(row:))
+    }
+
+    public func apiKeys() async throws -> [APIKeyRecord] {
+        try await rows("SELECT \(APIKeyRecord.columns) FROM api_keys ORDER BY created_at, id")
+            .map(APIKeyRecord.init(row:))
+    }
+
+    public func revokeAPIKey(id: String, at: Date) async throws -> APIKeyRevocation {
+        try await transaction { db in
+            // The key and every live admin key, locked in one order: of two revocations at once,
+            // the second reads what the first wrote.
+            let live = try await db.rows(
+                "SELECT id, scope FROM api_keys WHERE revoked_at IS NULL AND (id = ? OR scope = ?) ORDER BY id FOR UPDATE",
+                [.text(id), .text(APIKeyScope.admin.rawValue)]
+            ).map { (id: $0.string(0), scope: $0.string(1)) }
+            guard let key = live.first(where: { $0.id == id }) else { return .notFound }
+            if key.scope == APIKeyScope.admin.rawValue, live.count(where: { $0.scope == APIKeyScope.admin.rawValue }) <= 1 {
+                return .lastAdminKey
+            }
+            try await db.run("UPDATE api_keys SET revoked_at = ? WHERE id = ?", [.seconds(at), .text(id)])
+            return .revoked
+        }
+    }
+
+    // MARK: Registrations
+
+    public func savePushToStartToken(_ token: PushToStartTokenRecord) async throws {
+        try await run(
+            StoreStatements.savePushToStartToken,
+            [
+                .text(token.deviceID), .text(token.attributesType), .text(token.userID), .text(token.token), .bool(token.frequentPushesEnabled),
+                .text(token.environment.rawValue), .seconds(token.updatedAt), .text(token.bundleID),
+            ])
+    }
+
+    /// Registers many tokens into a store that has none of them yet, 10,000 to a statement: what
+    /// the registration routes would write one by one, for seeding a benchmark's million tokens
+    /// (a transaction each takes most of an hour). A key gets its activity from its first token,
+    /// registered as `saveActivityToken` does; its other tokens join it as they are.
+    public func importTokens(activityTokens: [ActivityTokenRecord], attributesType: String, pushToStart: [PushToStartTokenRecord]) async throws {
+        var keysSeen = Set<[String]>()
+        var others: [ActivityTokenRecord] = []
+        for token in activityTokens {
+            if keysSeen.insert([token.bundleID, token.key]).inserted {
+                try await saveActivityToken(token, attributesType: attributesType)
+            } else {
+                others.append(token)
+            }
+        }
+        try await insertInChunks(
+            others,
+            """
+            INSERT INTO activity_tokens (bundle_id, key, device_id, token, frequent_pushes, registered_at, state, environment)
+            SELECT b, k, d, t, f, r, 'live', e FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::boolean[],
+                $6::double precision[], $7::text[]) AS u (b, k, d, t, f, r, e)
+            """
+        ) { chunk, binds in
+            binds.append(chunk.map(\.bundleID))
+            binds.append(chunk.map(\.key))
+            binds.append(chunk.map(\.deviceID))
+            binds.append(chunk.map(\.token))
+            binds.append(chunk.map(\.frequentPushesEnabled))
+            binds.append(chunk.map(\.registeredAt.timeIntervalSince1970))
+            binds.append(chunk.map(\.environment.rawValue))
+        }
+        try await insertInChunks(
+            pushToStart,
+            """
+            INSERT INTO push_to_start_tokens (bundle_id, device_id, attributes_type, user_id, token, frequent_pushes, environment, updated_at)
+            SELECT b, d, a, NULLIF(u, ''), t, f, e, w FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+                $6::boolean[], $7::text[], $8::double precision[]) AS p (b, d, a, u, t, f, e, w)
+            """
+        ) { chunk, binds in
+            binds.append(chunk.map(\.bundleID))
+            binds.append(chunk.map(\.deviceID))
+            binds.append(chunk.map(\.attributesType))
+            binds.append(chunk.map { $0.userID ?? "" })
+            binds.append(chunk.map(\.token))
+            binds.append(chunk.map(\.frequentPushesEnabled))
+            binds.append(chunk.map(\.environment.rawValue))
+            binds.append(chunk.map(\.updatedAt.timeIntervalSince1970))
+        }
+    }
+
+    /// Inserts `rows` 10,000 to a statement: `bind` gives a chunk's columns as the arrays `sql` unnests.
+    private func insertInChunks<Row>(_ rows: [Row], _ sql: String, _ bind: (ArraySlice<Row>, inout PostgresBindings) -> Void) async throws {
+        for start in stride(from: 0, to: rows.count, by: 10_000) {
+            var binds = PostgresBindings()
+            bind(rows[start..<min(rows.count, start + 10_000)], &binds)
+            try await client.withConnection { db in
+                _ = try await db.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: Self.quiet).collect()
+            }
+        }
+    }
+
+    @discardableResult
+    public func saveActivityToken(_ token: ActivityTokenRecord, attributesType: String) async throws -> ActivityRecord {
+        try await transaction { db in
+            // The key, created active when the app started the activity itself.
+            let created = ActivityRecord(
+                bundleID: token.bundleID, key: token.key, attributesType: attributesType, startedAt: token.registeredAt, lastTimestamp: 0)
+            try await db.run(
+                "INSERT INTO activities (\(ActivityRecord.columns)) VALUES (\(SQLStatement.marks(13))) ON CONFLICT (bundle_id, key) DO NOTHING",
+                Self.arguments(created))
+            guard let activity = try await Self.activity(db, app: token.bundleID, key: token.key, locked: true) else {
+                throw StoreError(.keyEnded, "activity key \"\(token.key)\" is gone")
+            }
+            if activity.state == .ended {
+                throw StoreError(.keyEnded, "activity key \"\(activity.key)\" has ended")
+            }
+            try await db.run(
+                StoreStatements.saveActivityToken,
+                [
+                    .text(token.key), .text(token.deviceID), .text(token.activityID), .text(token.token), .bool(token.frequentPushesEnabled),
+                    .seconds(token.registeredAt), .text(token.environment.rawValue), .text(token.bundleID),
+                ])
+            try await db.carryOut(
+                .activityTokenRegistered(app: token.bundleID, key: token.key, deviceID: token.deviceID), at: token.registeredAt)
+            return activity
+        }
+    }
+
+    public func endActivityToken(app: String, key: String, deviceID: String, state: ActivityTokenState, at: Date) async throws -> Bool {
+        try await transaction { db in
+            let changed = try await db.changed(
+                StoreStatements.endActivityToken,
+                [.text(state.rawValue), .text(app), .text(key), .text(deviceID)])
+            guard changed > 0 else { return false }
+            try await db.carryOut(.activityEndedOnDevice(app: app, key: key, deviceID: deviceID, state: state), at: at)
+            return true
+        }
+    }
+
+    // MARK: Keys and tokens
+
+    public func activities(_ query: ActivityQuery) async throws -> [ActivityRecord] {
+        let statement = StoreStatements.activities(query)
+        return try await rows(statement.text, statement.arguments).map(ActivityRecord.listed(row:))
+    }
+
+    public func activity(app: String, key: String) async throws -> ActivityRecord? {
+        try await connection { db in try await Self.activity(db, app: app, key: key, locked: false) }
+    }
+
+    public func activityTokens(app: String, key: String) async throws -> [ActivityTokenRecord] {
+        // A token's last result is that of its newest delivery that was attempted.
+        try await rows(
+            """
+            SELECT \(ActivityTokenRecord.columns("t")), d.apns_status, d.apns_reason, d.attempted_at
+            FROM activity_tokens t LEFT JOIN LATERAL (
+                SELECT apns_status, apns_reason, attempted_at FROM deliveries
+                WHERE bundle_id = t.bundle_id AND key = t.key AND device_id = t.device_id AND token = t.token AND attempts > 0
+                ORDER BY created_at DESC, id DESC LIMIT 1) d ON TRUE
+            WHERE t.bundle_id = ? AND t.key = ? ORDER BY t.device_id
+            """,
+            [.text(app), .text(key)]
+        ).map { row in
+            var token = try ActivityTokenRecord(row: row)
+            (token.lastStatus, token.lastReason, token.lastDeliveryAt) = (row.int(10), row.text(11), row.date(12))
+            return token
+        }
+    }
+
+    public func pushToStartTokens(deviceID: String) async throws -> [PushToStartTokenRecord] {
+        try await rows(
+            "SELECT \(PushToStartTokenRecord.columns) FROM push_to_start_tokens WHERE device_id = ? ORDER BY bundle_id, attributes_type",
+            [.text(deviceID)]
+        ).map(PushToStartTokenRecord.init(row:))
+    }
+
+    public func expireActivities(startedBefore: Date, at: Date, channelDeleteAfter: Date) async throws -> [String] {
+        try await transaction { db in
+            let keys = try await db.rows(
+                "SELECT bundle_id, key FROM activities WHERE state = 'active' AND started_at < ? ORDER BY bundle_id, key FOR UPDATE SKIP LOCKED",
+                [.seconds(startedBefore)]
+            ).map { (app: $0.string(0), key: $0.string(1)) }
+            for (app, key) in keys {
+                try await db.run(
+                    StoreStatements.expireActivity,
+                    [.seconds(at), .text(app), .text(key)])
+                try await db.run(
+                    StoreStatements.expireTokens,
+                    [.text(app), .text(key)])
+                try await db.carryOut(.activityExpired(app: app, key: key), at: at)
+                try await db.run(
+                    StoreStatements.deleteKeyChannelsAfter,
+                    [.seconds(channelDeleteAfter), .text(app), .text(key)])
+            }
+            return keys.map(\.key)
+        }
+    }
+
+    public func counts() async throws -> StoreCounts {
+        let row = try await rows(
+            """
+            SELECT (SELECT COUNT(*) FROM push_to_start_tokens WHERE dead_reason IS NULL),
+                (SELECT COUNT(*) FROM activity_tokens WHERE state = 'live'),
+                (SELECT COUNT(*) FROM activities WHERE state = 'active'),
+                (SELECT COUNT(*) FROM channels WHERE deleted_at IS NULL)
+            """
+        ).first
+        return StoreCounts(
+            pushToStartTokens: row?.int(0) ?? 0, liveActivityTokens: row?.int(1) ?? 0, activeKeys: row?.int(2) ?? 0, channels: row?.int(3) ?? 0)
+    }
+
+    // MARK: Contracts
+
+    public func saveContract(_ contract: ContractRecord) async throws {
+        try await run(
+            StoreStatements.saveContract,
+            [.text(contract.bundleID), .text(contract.attributesType), .text(contract.contract.serializedString), .seconds(contract.updatedAt)])
+    }
+
+    public func contracts() async throws -> [ContractRecord] {
+        try await rows("SELECT \(ContractRecord.columns) FROM contracts ORDER BY bundle_id, attributes_type")
+            .map(ContractRecord.init(row:))
+    }
+
+    // MARK: Channels
+
+    public func saveChannel(_ channel: ChannelRecord) async throws {
+        try await run(
+            StoreStatements.saveChannel,
+            [
+                .text(channel.channelID), .text(channel.key), .integer(Int64(channel.storagePolicy)), .seconds(channel.createdAt),
+                .seconds(channel.deleteAfter), .seconds(channel.deletedAt), .text(channel.environment.rawValue), .text(channel.bundleID),
+            ])
+    }
+
+    public func channels() async throws -> [ChannelRecord] {
+        try await rows("SELECT \(ChannelRecord.columns) FROM channels ORDER BY created_at, channel_id")
+            .map(ChannelRecord.init(row:))
+    }
+
+    public func channel(id: String) async throws -> ChannelRecord? {
+        try await rows("SELECT \(ChannelRecord.columns) FROM channels WHERE channel_id = ?", [.text(id)])
+            .first.map(ChannelRecord.init(row:))
+    }
+
+    public func channelsToDelete(at: Date) async throws -> [ChannelRecord] {
+        try await rows(
+            "SELECT \(ChannelRecord.columns) FROM channels WHERE deleted_at IS NULL AND delete_after <= ? ORDER BY delete_after",
+            [.seconds(at)]
+        ).map(ChannelRecord.init(row:))
+    }
+
+    public func markChannelDeleted(id: String, at: Date) async throws {
+        try await run("UPDATE channels SET deleted_at = ? WHERE channel_id = ?", [.seconds(at), .text(id)])
+    }
+}

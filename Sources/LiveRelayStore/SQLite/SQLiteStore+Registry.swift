@@ -1,0 +1,247 @@
+import Foundation
+import GRDB
+import LiveActivityKit
+import Synchronization
+
+/// What apps and the operator register (`RegistryStore`).
+extension SQLiteStore {
+    // MARK: Apps
+
+    public func saveApp(_ app: AppRecord) async throws {
+        try await write { db in
+            try db.run(
+                StoreStatements.saveApp,
+                [app.bundleID, app.teamID, app.keyID, app.signingKey, app.createdAt.seconds, app.updatedAt.seconds])
+        }
+    }
+
+    public func apps() async throws -> [AppRecord] {
+        try await pool.read { db in
+            try db.fetchAll("SELECT \(AppRecord.columns) FROM apps ORDER BY bundle_id", as: AppRecord.init(row:))
+        }
+    }
+
+    public func adoptUnnamedData(bundleID: String) async throws -> Bool {
+        try await write { db in
+            var adopted = false
+            for table in [
+                "push_to_start_tokens", "activities", "activity_tokens", "activity_channels", "channels", "schedules", "deliveries", "api_keys",
+            ] {
+                try db.run("UPDATE \(table) SET bundle_id = ? WHERE bundle_id = ''", [bundleID])
+                adopted = adopted || db.changesCount > 0
+            }
+            return adopted
+        }
+    }
+
+    // MARK: API keys
+
+    public func insertAPIKey(_ key: APIKeyRecord) async throws {
+        try await write { db in
+            try db.run(
+                StoreStatements.insertAPIKey,
+                [key.id, key.name, key.scope.rawValue, key.secretHash, key.createdAt.seconds, key.revokedAt?.seconds, key.bundleID])
+        }
+    }
+
+    public func apiKey(secretHash: Data) async throws -> APIKeyRecord? {
+        try await pool.read { db in
+            try db.fetchOne("SELECT \(APIKeyRecord.columns) FROM api_keys WHERE secret_hash = ?", [secretHash], as: APIKeyRecord.init(row:))
+        }
+    }
+
+    public func apiKeys() async throws -> [APIKeyRecord] {
+        try await pool.read { db in
+            try db.fetchAll("SELECT \(APIKeyRecord.columns) FROM api_keys ORDER BY created_at, id", as: APIKeyRecord.init(row:))
+        }
+    }
+
+    public func revokeAPIKey(id: String, at: Date) async throws -> APIKeyRevocation {
+        try await write { db in
+            let scope = try String.fetchOne(db, sql: "SELECT scope FROM api_keys WHERE id = ? AND revoked_at IS NULL", arguments: [id])
+            guard let scope else { return .notFound }
+            if scope == APIKeyScope.admin.rawValue {
+                let liveAdmins = try Int.fetchOne(
+                    db, sql: "SELECT count(*) FROM api_keys WHERE scope = ? AND revoked_at IS NULL", arguments: [APIKeyScope.admin.rawValue])
+                if liveAdmins ?? 0 <= 1 { return .lastAdminKey }
+            }
+            try db.run("UPDATE api_keys SET revoked_at = ? WHERE id = ?", [at.seconds, id])
+            return .revoked
+        }
+    }
+
+    // MARK: Registrations
+
+    public func savePushToStartToken(_ token: PushToStartTokenRecord) async throws {
+        try await write { db in
+            try db.run(
+                StoreStatements.savePushToStartToken,
+                [
+                    token.deviceID, token.attributesType, token.userID, token.token, token.frequentPushesEnabled,
+                    token.environment.rawValue, token.updatedAt.seconds, token.bundleID,
+                ])
+        }
+    }
+
+    @discardableResult
+    public func saveActivityToken(_ token: ActivityTokenRecord, attributesType: String) async throws -> ActivityRecord {
+        try await write { db in
+            var activity = try Self.activity(db, app: token.bundleID, key: token.key)
+            if let existing = activity, existing.state == .ended {
+                throw StoreError(.keyEnded, "activity key \"\(existing.key)\" has ended")
+            }
+            if activity == nil {
+                let created = ActivityRecord(
+                    bundleID: token.bundleID, key: token.key, attributesType: attributesType, startedAt: token.registeredAt, lastTimestamp: 0)
+                try Self.insert(db, activity: created)
+                activity = created
+            }
+            try db.run(
+                StoreStatements.saveActivityToken,
+                [
+                    token.key, token.deviceID, token.activityID, token.token, token.frequentPushesEnabled,
+                    token.registeredAt.seconds, token.environment.rawValue, token.bundleID,
+                ])
+            try db.carryOut(
+                .activityTokenRegistered(app: token.bundleID, key: token.key, deviceID: token.deviceID), at: token.registeredAt)
+            return activity!
+        }
+    }
+
+    public func endActivityToken(app: String, key: String, deviceID: String, state: ActivityTokenState, at: Date) async throws -> Bool {
+        try await write { db in
+            try db.run(
+                StoreStatements.endActivityToken,
+                [state.rawValue, app, key, deviceID])
+            guard db.changesCount > 0 else { return false }
+            try db.carryOut(.activityEndedOnDevice(app: app, key: key, deviceID: deviceID, state: state), at: at)
+            return true
+        }
+    }
+
+    // MARK: Keys and tokens
+
+    public func activities(_ query: ActivityQuery) async throws -> [ActivityRecord] {
+        let statement = StoreStatements.activities(query)
+        return try await pool.read { db in try db.fetchAll(statement.text, statement.sqliteArguments, as: ActivityRecord.listed(row:)) }
+    }
+
+    public func activity(app: String, key: String) async throws -> ActivityRecord? {
+        try await pool.read { db in try Self.activity(db, app: app, key: key) }
+    }
+
+    public func activityTokens(app: String, key: String) async throws -> [ActivityTokenRecord] {
+        try await pool.read { db in
+            // A token's last result is that of its newest delivery that was attempted.
+            try db.fetchAll(
+                """
+                SELECT \(ActivityTokenRecord.columns("t")), d.apns_status, d.apns_reason, d.attempted_at
+                FROM activity_tokens t LEFT JOIN deliveries d ON d.id = (
+                    SELECT id FROM deliveries
+                    WHERE bundle_id = t.bundle_id AND key = t.key AND device_id = t.device_id AND token = t.token AND attempts > 0
+                    ORDER BY created_at DESC, id DESC LIMIT 1)
+                WHERE t.bundle_id = ? AND t.key = ? ORDER BY t.device_id
+                """, [app, key]
+            ) { row in
+                var token = try ActivityTokenRecord(row: row)
+                (token.lastStatus, token.lastReason, token.lastDeliveryAt) = (row.int(10), row.text(11), row.date(12))
+                return token
+            }
+        }
+    }
+
+    public func pushToStartTokens(deviceID: String) async throws -> [PushToStartTokenRecord] {
+        try await pool.read { db in
+            try db.fetchAll(
+                "SELECT \(PushToStartTokenRecord.columns) FROM push_to_start_tokens WHERE device_id = ? ORDER BY bundle_id, attributes_type",
+                [deviceID],
+                as: PushToStartTokenRecord.init(row:))
+        }
+    }
+
+    public func expireActivities(startedBefore: Date, at: Date, channelDeleteAfter: Date) async throws -> [String] {
+        try await write { db in
+            let keys = try db.fetchAll(
+                "SELECT bundle_id, key FROM activities WHERE state = 'active' AND started_at < ? ORDER BY bundle_id, key",
+                [startedBefore.seconds]
+            ) { (app: $0[0] as String, key: $0[1] as String) }
+            for (app, key) in keys {
+                try db.run(
+                    StoreStatements.expireActivity,
+                    [at.seconds, app, key])
+                try db.run(
+                    StoreStatements.expireTokens,
+                    [app, key])
+                try db.carryOut(.activityExpired(app: app, key: key), at: at)
+                try db.run(
+                    StoreStatements.deleteKeyChannelsAfter,
+                    [channelDeleteAfter.seconds, app, key])
+            }
+            return keys.map(\.key)
+        }
+    }
+
+    public func counts() async throws -> StoreCounts {
+        try await pool.read { db in
+            StoreCounts(
+                pushToStartTokens: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM push_to_start_tokens WHERE dead_reason IS NULL") ?? 0,
+                liveActivityTokens: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM activity_tokens WHERE state = 'live'") ?? 0,
+                activeKeys: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM activities WHERE state = 'active'") ?? 0,
+                channels: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM channels WHERE deleted_at IS NULL") ?? 0)
+        }
+    }
+
+    // MARK: Contracts
+
+    public func saveContract(_ contract: ContractRecord) async throws {
+        try await write { db in
+            try db.run(
+                StoreStatements.saveContract,
+                [contract.bundleID, contract.attributesType, contract.contract.serializedString, contract.updatedAt.seconds])
+        }
+    }
+
+    public func contracts() async throws -> [ContractRecord] {
+        try await pool.read { db in
+            try db.fetchAll(
+                "SELECT \(ContractRecord.columns) FROM contracts ORDER BY bundle_id, attributes_type", as: ContractRecord.init(row:))
+        }
+    }
+
+    public func saveChannel(_ channel: ChannelRecord) async throws {
+        try await write { db in
+            try db.run(
+                StoreStatements.saveChannel,
+                [
+                    channel.channelID, channel.key, channel.storagePolicy, channel.createdAt.seconds, channel.deleteAfter?.seconds,
+                    channel.deletedAt?.seconds, channel.environment.rawValue, channel.bundleID,
+                ])
+        }
+    }
+
+    public func channels() async throws -> [ChannelRecord] {
+        try await pool.read { db in
+            try db.fetchAll("SELECT \(ChannelRecord.columns) FROM channels ORDER BY created_at, channel_id", as: ChannelRecord.init(row:))
+        }
+    }
+
+    public func channel(id: String) async throws -> ChannelRecord? {
+        try await pool.read { db in
+            try db.fetchOne("SELECT \(ChannelRecord.columns) FROM channels WHERE channel_id = ?", [id], as: ChannelRecord.init(row:))
+        }
+    }
+
+    public func channelsToDelete(at: Date) async throws -> [ChannelRecord] {
+        try await pool.read { db in
+            try db.fetchAll(
+                "SELECT \(ChannelRecord.columns) FROM channels WHERE deleted_at IS NULL AND delete_after <= ? ORDER BY delete_after",
+                [at.seconds], as: ChannelRecord.init(row:))
+        }
+    }
+
+    public func markChannelDeleted(id: String, at: Date) async throws {
+        try await write { db in
+            try db.run("UPDATE channels SET deleted_at = ? WHERE channel_id = ?", [at.seconds, id])
+        }
+    }
+}

@@ -1,0 +1,256 @@
+import Foundation
+import LiveActivityKit
+
+// What the service asks the store to write (plans made from snapshots, pushes to queue, what else a write
+// records) and what comes back (what was accepted, what became of a send, the store's own refusals).
+
+/// A push to queue, all but its target, as an accepted request planned it.
+public struct NewPush: Sendable, Hashable {
+    public var bundleID: String
+    public var key: String
+    public var event: LiveActivityPayload.Event
+    /// Index into the plan's payloads; pushes of one request share one stored body.
+    public var payloadIndex: Int
+    public var priority: APNsPriority
+    /// Why this priority (`requested`, `alert`, `within budget 3/15`, `over budget`).
+    public var priorityReason: String
+    /// `apns-expiration` in seconds since 1970; nil sends none.
+    public var expiration: Int64?
+    public var timestamp: Int64
+    public var requestID: String
+
+    public init(
+        bundleID: String, key: String, event: LiveActivityPayload.Event, payloadIndex: Int, priority: APNsPriority, priorityReason: String,
+        expiration: Int64?,
+        timestamp: Int64, requestID: String
+    ) {
+        self.bundleID = bundleID
+        self.key = key
+        self.event = event
+        self.payloadIndex = payloadIndex
+        self.priority = priority
+        self.priorityReason = priorityReason
+        self.expiration = expiration
+        self.timestamp = timestamp
+        self.requestID = requestID
+    }
+}
+
+/// A push to queue to one target.
+public struct NewDelivery: Sendable, Hashable {
+    public var push: NewPush
+    public var target: DeliveryTarget
+    /// The APNs environment of the target's token or channel.
+    public var environment: PushEnvironment
+
+    public init(
+        bundleID: String, key: String, event: LiveActivityPayload.Event, target: DeliveryTarget, environment: PushEnvironment,
+        payloadIndex: Int, priority: APNsPriority, priorityReason: String, expiration: Int64?, timestamp: Int64, requestID: String
+    ) {
+        self.environment = environment
+        push = NewPush(
+            bundleID: bundleID, key: key, event: event, payloadIndex: payloadIndex, priority: priority, priorityReason: priorityReason,
+            expiration: expiration, timestamp: timestamp, requestID: requestID)
+        self.target = target
+    }
+}
+
+/// What became of one send.
+public enum DeliveryOutcome: Sendable, Hashable {
+    case sent(status: Int, apnsID: String?)
+    /// Try again at `at`; `status`/`reason` are nil when no answer came.
+    case retry(at: Date, status: Int?, reason: String)
+    /// Failed for good; `tokenIsDead` stops every later push to the token.
+    case failed(status: Int?, reason: String, tokenIsDead: Bool)
+
+    /// To be sent again later: the push is due again at a time of its own.
+    public var isRetry: Bool {
+        if case .retry = self { true } else { false }
+    }
+}
+
+/// Which devices a start goes to.
+public enum Audience: Sendable, Hashable {
+    case devices([String])
+    case users([String])
+    /// Every device with a live push-to-start token for the attributes type.
+    case everyone
+}
+
+/// A response kept under an idempotency key, replayed when the same request comes again.
+public struct StoredResponse: Sendable, Hashable {
+    public var status: Int
+    public var body: [UInt8]
+
+    public init(status: Int, body: [UInt8]) {
+        self.status = status
+        self.body = body
+    }
+}
+
+/// A write's idempotency key, and the hash of the request it came with.
+public struct IdempotencyClaim: Sendable, Hashable {
+    public var apiKeyID: String
+    public var key: String
+    public var requestHash: String
+
+    public init(apiKeyID: String, key: String, requestHash: String) {
+        self.apiKeyID = apiKeyID
+        self.key = key
+        self.requestHash = requestHash
+    }
+}
+
+/// An idempotency key's stored outcome.
+public struct IdempotentResponse: Sendable, Hashable {
+    public var requestHash: String
+    public var response: StoredResponse
+}
+
+/// What else an accepting write records in its transaction.
+public struct WriteContext: Sendable, Hashable {
+    public var idempotency: IdempotencyClaim?
+    /// The schedule this write runs; it is marked done with the write.
+    public var scheduleID: String?
+    /// Set when a dispatcher is running with room to take the request's pushes at once.
+    public var handOver: HandOver?
+
+    public init(idempotency: IdempotencyClaim? = nil, scheduleID: String? = nil, handOver: HandOver? = nil) {
+        self.idempotency = idempotency
+        self.scheduleID = scheduleID
+        self.handOver = handOver
+    }
+}
+
+/// Lets an accepting write claim its own pushes for the running dispatcher, leased until
+/// `leaseUntil` as a claim would, when there are at most `limit`: the dispatcher then sends them
+/// at once, without a transaction of its own to claim them. Past the limit they are queued.
+public struct HandOver: Sendable, Hashable {
+    public var leaseUntil: Date
+    public var limit: Int
+
+    public init(leaseUntil: Date, limit: Int) {
+        self.leaseUntil = leaseUntil
+        self.limit = limit
+    }
+}
+
+/// What an accepting write stored: the outcome its plan gave, and the pushes it claimed for the
+/// dispatcher (empty unless it was given a hand-over and the pushes fit in it).
+public struct Accepted<Outcome: Sendable>: Sendable {
+    public var outcome: Outcome
+    public var claimed: [DeliveryRecord]
+
+    public init(outcome: Outcome, claimed: [DeliveryRecord] = []) {
+        self.outcome = outcome
+        self.claimed = claimed
+    }
+}
+
+/// A start to record: the new key, the pushes (to the audience's push-to-start tokens), and the
+/// answer kept for the write's idempotency key or schedule.
+public struct StartPlan: Sendable {
+    public var acceptedAt: Date
+    public var activity: ActivityRecord
+    public var payloads: [[UInt8]]
+    public var deliveries: [NewDelivery]
+    public var response: StoredResponse
+
+    public init(acceptedAt: Date, activity: ActivityRecord, payloads: [[UInt8]], deliveries: [NewDelivery], response: StoredResponse) {
+        self.acceptedAt = acceptedAt
+        self.activity = activity
+        self.payloads = payloads
+        self.deliveries = deliveries
+        self.response = response
+    }
+}
+
+/// How an update or end spends the priority-10 budget, which decides what the store reads for it.
+public enum ChangeBudget: Sendable, Hashable {
+    /// One priority fits every push (asked for, or an alert's): the store reads only how many live
+    /// tokens the key has, and the plan's `fanOut` goes to each.
+    case notCounted
+    /// Priority `auto` without an alert: the store reads the live tokens and each one's priority-10
+    /// pushes since `windowStart`, and the plan decides a priority for each.
+    case perDevice(windowStart: Date)
+
+    /// Where the counting window starts; nil when nothing is counted.
+    public var windowStart: Date? {
+        if case .perDevice(let start) = self { start } else { nil }
+    }
+}
+
+/// What an update or end sees of its key, in its transaction.
+public struct ChangeSnapshot: Sendable {
+    public var activity: ActivityRecord?
+    /// The key's live update tokens, when the change decides a priority for each (it asked for
+    /// their budget counts); otherwise empty, and the plan's `fanOut` goes to every one.
+    public var liveTokens: [ActivityTokenRecord]
+    /// How many live update tokens the key has.
+    public var liveTokenCount: Int
+    /// Priority-10 pushes queued or sent to each device under the key since the budget window
+    /// began; broadcasts count under their channel id.
+    public var priority10Counts: [String: Int]
+    /// The channels the key is bound to.
+    public var channels: [ChannelRecord]
+
+    public init(
+        activity: ActivityRecord?, liveTokens: [ActivityTokenRecord] = [], liveTokenCount: Int = 0, priority10Counts: [String: Int] = [:],
+        channels: [ChannelRecord] = []
+    ) {
+        self.activity = activity
+        self.liveTokens = liveTokens
+        self.liveTokenCount = liveTokenCount
+        self.priority10Counts = priority10Counts
+        self.channels = channels
+    }
+}
+
+/// An update or end to record: the key's new state, the pushes, and the answer kept for the
+/// write's idempotency key or schedule.
+public struct ChangePlan: Sendable {
+    public var acceptedAt: Date
+    /// The key after the change: the store writes its content and, when it ended, its lifecycle
+    /// fields (state, end date and reason, dismissal date); a change never alters the rest.
+    public var activity: ActivityRecord
+    /// The one payload every push of the change carries (each push's `payloadIndex` is 0).
+    public var payload: [UInt8]
+    public var deliveries: [NewDelivery]
+    /// Besides `deliveries`, one push like this to each of the key's live update tokens: the
+    /// store writes them from its own rows, so a fan-out to a million tokens never passes
+    /// through memory.
+    public var fanOut: NewPush?
+    /// When the key's channels are to be deleted (set when the key ends).
+    public var channelDeleteAfter: Date?
+    public var response: StoredResponse
+
+    public init(
+        acceptedAt: Date, activity: ActivityRecord, payload: [UInt8], deliveries: [NewDelivery] = [], fanOut: NewPush? = nil,
+        channelDeleteAfter: Date? = nil, response: StoredResponse
+    ) {
+        self.acceptedAt = acceptedAt
+        self.activity = activity
+        self.payload = payload
+        self.deliveries = deliveries
+        self.fanOut = fanOut
+        self.channelDeleteAfter = channelDeleteAfter
+        self.response = response
+    }
+}
+
+/// Errors of the store's own rules; the service maps them to API answers.
+public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Code: String, Sendable, Hashable {
+        case keyExists, keyEnded, idempotencyKeyTaken, scheduleNotPending
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}

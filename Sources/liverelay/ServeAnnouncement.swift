@@ -1,0 +1,102 @@
+import APNs
+import APNsEmulator
+import ArgumentParser
+import Crypto
+import Foundation
+import JSONAPI
+import LiveActivityKit
+import LiveRelay
+import LiveRelayHTTP
+import LiveRelayStore
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+import SimulatedDevices
+import UnixSignals
+import WebPages
+
+/// Prints where everything is once both listeners are up, and installs the demo app then.
+actor Announcement {
+    let host: String
+    let directory: DataDirectory
+    let database: StoreLocation
+    /// The secrets of keys made on this start: shown now and never again.
+    let madeKeys: [APIKeyScope: String]
+    /// The apps served, the first one's the initial client key.
+    let apps: [String]
+    let emulator: APNsEmulator?
+    let demoClientKey: String?
+    private var apiPort: Int?
+    private var controlPort: Int?
+
+    init(
+        host: String, directory: DataDirectory, database: StoreLocation, madeKeys: [APIKeyScope: String], apps: [String],
+        emulator: APNsEmulator?, demoClientKey: String?
+    ) {
+        (self.host, self.directory, self.database, self.madeKeys, self.apps, self.emulator, self.demoClientKey) =
+            (host, directory, database, madeKeys, apps, emulator, demoClientKey)
+    }
+
+    func apiRunning(port: Int) {
+        apiPort = port
+        printIfReady()
+    }
+    func controlRunning(port: Int) {
+        controlPort = port
+        printIfReady()
+    }
+
+    private func printIfReady() {
+        guard let apiPort, emulator == nil || controlPort != nil else { return }
+        let api = "http://\(host):\(apiPort)"
+        let keys =
+            madeKeys.isEmpty
+            ? "made on the first start and kept in \(directory.initialKeys); `liverelay keys create` makes more"
+            : "admin \(madeKeys[.admin] ?? "-")  server \(madeKeys[.server] ?? "-")  client \(madeKeys[.client] ?? "-")  (shown once; kept in \(directory.initialKeys))"
+        var text = """
+            LiveRelay server:   \(api)  (OpenAPI document: \(api)/openapi.json)
+            dashboard:          \(api)/dashboard  (sign in with the admin key)
+            data:               \(database)
+            API keys:           \(keys)
+
+            """
+        if let emulator, let controlPort, let client = demoClientKey {
+            // The control API asks for no key: it listens on the emulator's loopback host, whatever --http-host says.
+            let control = "http://\(emulator.configuration.host):\(controlPort)"
+            do {
+                try DemoApple.installApp(on: emulator, reportingTo: api, clientKey: client)
+                text += """
+                    APNs:               built-in emulator (sandbox and production); control API \(control)
+                    demo device:        \(DemoApple.deviceID), app \(DemoApple.bundleID.value) (a development build: sandbox tokens), attributes type \(DemoApple.attributesType.name); its push-to-start token is reported to the server
+                    watch it:           \(api)/dashboard/devices (drawn), or curl -s \(control)/devices/\(DemoApple.deviceID)/presentation
+
+                    """
+            } catch {
+                text += "demo device:        could not be installed: \(error)\n"
+            }
+        } else {
+            text += "apps:               \(apps.joined(separator: ", ")) (the server and client keys are \(apps[0])'s)\n"
+        }
+        // The names the README's tours use, ready to paste; the secrets only when made now (later,
+        // read from the keys file).
+        var names = ["API=\(api)"]
+        if let emulator, let controlPort { names.append("E=http://\(emulator.configuration.host):\(controlPort)") }
+        for (name, scope) in [("S", APIKeyScope.server), ("C", .client), ("A", .admin)] {
+            names.append("\(name)=" + (madeKeys[scope] ?? "$(jq -r .\(scope.rawValue) \(directory.initialKeys))"))
+        }
+        // A key of its own on each start (from the time: no two starts share a second), since a
+        // key, once started, cannot be started again.
+        let key = "order-\(Int(Date().timeIntervalSince1970) % 100_000)"
+        text += """
+            shell:              export \(names.joined(separator: " "))
+            try:
+              curl -s -X POST $API/v1/activities/\(key)/start -H "Authorization: Bearer $S" -H 'content-type: application/json' \\
+                -d '{"attributesType": "DeliveryAttributes", "attributes": {"activityKey": "\(key)", "orderNumber": "\(key.dropFirst(6))"},
+                     "contentState": {"status": "preparing", "etaMinutes": 30}, "alert": {"title": "Order \(key.dropFirst(6))", "body": "Preparing your order"},
+                     "audience": {"everyone": true}}'
+
+            """
+        FileHandle.standardOutput.write(Data(text.utf8))
+    }
+}

@@ -1,0 +1,32 @@
+import APNs
+import APNsEmulator
+import ArgumentParser
+import Crypto
+import Foundation
+import JSONAPI
+import LiveActivityKit
+import LiveRelay
+import LiveRelayHTTP
+import LiveRelayStore
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+import SimulatedDevices
+import UnixSignals
+import WebPages
+
+/// The first keys: made on the first start and kept in the data directory (0600), where later
+/// starts and the benchmarks read them; their secrets are printed only when they are made.
+enum InitialKeys {
+    /// The keys made now, when the store had none; empty on later starts. The server and client keys are `firstApp`'s.
+    static func makeIfNone(server: RelayServer, firstApp: String, in directory: DataDirectory) async throws -> [APIKeyScope: String] {
+        let made = try await server.bootstrapKeys(firstApp: firstApp)
+        guard !made.isEmpty else { return [:] }
+        let json = JSONValue.object(APIKeyScope.allCases.compactMap { scope in made[scope].map { (scope.rawValue, .string($0)) } })
+        // The secrets exist nowhere else: a start that cannot keep them must not go on.
+        guard FileManager.default.createFile(atPath: directory.initialKeys, contents: Data(json.serialized), attributes: [.posixPermissions: 0o600])
+        else { throw ValidationError("data-dir: cannot write \(directory.initialKeys)") }
+        return made
+    }
+}

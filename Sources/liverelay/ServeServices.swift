@@ -1,0 +1,37 @@
+import APNs
+import APNsEmulator
+import ArgumentParser
+import Crypto
+import Foundation
+import JSONAPI
+import LiveActivityKit
+import LiveRelay
+import LiveRelayHTTP
+import LiveRelayStore
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+import SimulatedDevices
+import UnixSignals
+import WebPages
+
+/// Closes the store when the group shuts down.
+struct StoreService: Service {
+    let store: any RelayStore
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await store.close()
+    }
+}
+
+/// Closes the APNs clients' connections when the group shuts down.
+struct APNsClientService: Service {
+    let routes: APNsRoutes
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await routes.shutdown()
+    }
+}
