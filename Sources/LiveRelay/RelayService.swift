@@ -11,7 +11,8 @@ import Synchronization
 /// expiry and channel cleanup. Every key, token, channel and push belongs to one app. The
 /// dispatcher sends what this accepts.
 public final class RelayService: Sendable {
-    public let store: any RelayStore
+    /// Internal: everything above the core reaches the store through the service.
+    let store: any RelayStore
     public let configuration: RelayConfiguration
     /// The API's format of scheduled requests and kept answers.
     let wire: any RelayWireFormat

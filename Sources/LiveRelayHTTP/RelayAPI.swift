@@ -70,13 +70,13 @@ public struct RelayRequestContext: RequestContext {
 public struct RelayAPI: Sendable {
     public let relay: RelayService
     public let configuration: RelayAPIConfiguration
-    private let limiter: RateLimiter
+    private let limiter: RequestLimiter
     private let wire = RelayWire()
 
     public init(relay: RelayService, configuration: RelayAPIConfiguration = .init()) {
         self.relay = relay
         self.configuration = configuration
-        self.limiter = RateLimiter(rate: configuration.requestsPerSecond, burst: configuration.burst, store: relay.store)
+        self.limiter = relay.requestLimiter(rate: configuration.requestsPerSecond, burst: configuration.burst)
     }
 
     /// The OpenAPI 3.1 document of this API, as shipped in the repository.

@@ -13,7 +13,7 @@ struct KeyMiddleware: RouterMiddleware {
     typealias Context = RelayRequestContext
     let scopes: [APIKeyScope]
     let relay: RelayService
-    let limiter: RateLimiter
+    let limiter: RequestLimiter
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") else {
@@ -50,33 +50,6 @@ struct KeyMiddleware: RouterMiddleware {
     }
 
     private var scopeNames: String { scopes.map(\.rawValue).joined(separator: " or ") }
-}
-
-/// Per-key token buckets: in memory, or, on a store several instances share, in the store, so
-/// that a key's rate holds across them.
-final class RateLimiter: Sendable {
-    private let bucket: TokenBucket
-    private let shared: (any InstanceSharedStore)?
-    private let buckets = Mutex<[String: (tokens: Double, at: Date)]>([:])
-
-    init(rate: Double, burst: Double, store: any RelayStore) {
-        bucket = TokenBucket(rate: rate, burst: burst)
-        shared = store as? any InstanceSharedStore
-    }
-
-    /// Takes one request; nil when allowed, else the whole seconds to wait.
-    func take(_ key: String, at now: Date) async throws -> Int? {
-        if let shared { return try await shared.takeRequest(key, from: bucket, at: now) }
-        return buckets.withLock { buckets in
-            var held = buckets[key] ?? (bucket.burst, now)
-            held.tokens = bucket.refilled(held.tokens, since: held.at, at: now)
-            held.at = now
-            defer { buckets[key] = held }
-            guard held.tokens >= 1 else { return bucket.wait(holding: held.tokens) }
-            held.tokens -= 1
-            return nil
-        }
-    }
 }
 
 /// Sets the body limit for every route.

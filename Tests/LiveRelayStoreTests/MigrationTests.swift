@@ -11,6 +11,13 @@ import Testing
     /// The one app the earlier release served.
     static let app = "com.example.delivery"
 
+    /// Both engines apply the same named migrations in the same order, so that a name says the
+    /// same schema on either and a database moves from one release to the next alike.
+    @Test func bothEnginesHaveTheSameMigrationsInTheSameOrder() {
+        #expect(SQLiteMigrations.all.map(\.name) == PostgresMigrations.all.map(\.name))
+        #expect(Set(SQLiteMigrations.all.map(\.name)).count == SQLiteMigrations.all.count, "each name once")
+    }
+
     /// The database at `path` with the named migrations before `first` applied, as the release
     /// that ended with them applied them (recorded the same way, so the store goes on from there).
     static func migrated(_ path: String, upTo first: String) throws -> DatabaseQueue {

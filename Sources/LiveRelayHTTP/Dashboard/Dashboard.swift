@@ -117,7 +117,7 @@ struct Dashboard: Sendable {
         let viewer = try viewer(context)
         return LivePage.html(
             DashboardPages.overview(
-                counts: try await relay.store.counts(), deliveries: try await relay.deliveryCounts(),
+                counts: try await relay.counts(), deliveries: try await relay.deliveryCounts(),
                 failures: try await relay.deliveries(DeliveryQuery(status: .failed, limit: 500)),
                 pushesPerMinute: relay.metrics.pushesPerMinute(upTo: relay.currentDate, count: 30),
                 nearBudget: relay.metrics.keysNearBudget(at: relay.currentDate, limit: 20), viewer: viewer))
@@ -333,7 +333,7 @@ struct Dashboard: Sendable {
         let cookie = request.cookies[Self.sessionCookie]?.value ?? ""
         let stillSignedIn: @Sendable () async -> Bool = { (try? await relay.dashboardSession(cookie: cookie)) != nil }
         return LivePage.events(
-            shown: LivePage.shown(request), forcedEvery: relay.store is any InstanceSharedStore ? .seconds(5) : nil, stillAllowed: stillSignedIn
+            shown: LivePage.shown(request), forcedEvery: relay.isShared ? .seconds(5) : nil, stillAllowed: stillSignedIn
         ) {
             devices.map { "\(relay.revision).\($0.shows(only: only))" } ?? "\(relay.revision)"
         }
