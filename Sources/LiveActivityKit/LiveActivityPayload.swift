@@ -5,7 +5,7 @@ import Foundation
 /// (`init(parsing:)`), which is kept exactly as given. Call `encoded(for:)` to validate and get
 /// the bytes to send.
 public struct LiveActivityPayload: Sendable, Hashable {
-    public enum Event: String, Sendable, Hashable, CaseIterable {
+    public enum Event: String, Sendable, Hashable, CaseIterable, Codable {
         case start, update, end
     }
 

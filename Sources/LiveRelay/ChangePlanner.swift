@@ -11,8 +11,6 @@ struct ChangePlanner {
     let governor: PriorityGovernor
     /// How long a Most-Recent-Message-Stored channel keeps a message (Apple: 8 hours).
     let channelStorageWindow: TimeInterval
-    /// The answer kept with the write (for its idempotency key or schedule).
-    let answer: @Sendable (Acceptance) -> StoredResponse
     /// The app's contracts by attributes type: a key's content is checked against its type's.
     let contracts: AppContracts
 
@@ -114,7 +112,7 @@ struct ChangePlanner {
             warnings: warnings, budgetUse: budgetUse)
         let plan = ChangePlan(
             acceptedAt: acceptedAt, activity: activity, payload: encoded, deliveries: deliveries, fanOut: fanOut,
-            channelDeleteAfter: channelDeleteAfter, response: answer(acceptance))
+            channelDeleteAfter: channelDeleteAfter, acceptance: acceptance)
         return (plan, acceptance)
     }
 

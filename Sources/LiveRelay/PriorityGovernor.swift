@@ -1,4 +1,5 @@
 import LiveActivityKit
+import LiveRelayStore
 
 /// Chooses each push's priority. With `auto`, an alerting push goes at 10, and so does a push
 /// within the activity's hourly priority-10 budget; the rest go at 5, which the device never
@@ -29,16 +30,4 @@ struct PriorityGovernor {
             return Decision(priority: .powerConsiderate, reason: "over budget (\(budget) an hour)", budget: BudgetUse(used: used, limit: budget))
         }
     }
-}
-
-/// A target's priority-10 pushes in the last hour against its hourly budget.
-public struct BudgetUse: Sendable, Hashable {
-    public var used: Int
-    public var limit: Int
-
-    public init(used: Int, limit: Int) { (self.used, self.limit) = (used, limit) }
-
-    /// Three quarters spent or more: the next pushes may soon go at priority 5.
-    public var isNearLimit: Bool { used * 4 >= limit * 3 }
-    var share: Double { limit == 0 ? 1 : Double(used) / Double(limit) }
 }

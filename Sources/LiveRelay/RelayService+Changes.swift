@@ -45,7 +45,7 @@ extension RelayService {
         let acceptedAt = now()
         let channels = channelIDs
         let payloads = try StartPlanner.payloads(request, channelIDs: channels, at: acceptedAt)
-        let planner = StartPlanner(environments: environments, governor: governor, answer: answerKept)
+        let planner = StartPlanner(environments: environments, governor: governor)
         let requestID = GeneratedUUID.string()
         var context = context
         context.handOver = handOver.offer(at: acceptedAt, policy: configuration.dispatch)
@@ -86,7 +86,7 @@ extension RelayService {
         }
         let acceptedAt = now()
         let planner = ChangePlanner(
-            governor: governor, channelStorageWindow: configuration.channelStorageWindow, answer: answerKept, contracts: contracts)
+            governor: governor, channelStorageWindow: configuration.channelStorageWindow, contracts: contracts)
         let requestID = GeneratedUUID.string()
         var context = context
         context.handOver = handOver.offer(at: acceptedAt, policy: configuration.dispatch)
@@ -102,11 +102,6 @@ extension RelayService {
         } catch let error as StoreError {
             throw RelayError(error)
         }
-    }
-
-    /// The answer kept with an accepting write, in the API's format.
-    var answerKept: @Sendable (Acceptance) -> StoredResponse {
-        { [wire] acceptance in wire.answer(.accepted(acceptance)) }
     }
 
     /// Gives the dispatcher the pushes the request claimed, or wakes it to claim what was queued.

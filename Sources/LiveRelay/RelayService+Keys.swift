@@ -93,8 +93,8 @@ extension RelayService {
     }
 
     /// The answer kept under an idempotency key of an API key, if any.
-    public func idempotentResponse(apiKeyID: String, key: String) async throws -> IdempotentResponse? {
-        try await store.idempotentResponse(apiKeyID: apiKeyID, key: key)
+    public func idempotentAnswer(apiKeyID: String, key: String) async throws -> IdempotentAnswer? {
+        try await store.idempotentAnswer(apiKeyID: apiKeyID, key: key)
     }
 
     static func hash(_ secret: String) -> Data { Data(SHA256.hash(data: Data(secret.utf8))) }

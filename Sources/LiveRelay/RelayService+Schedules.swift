@@ -15,7 +15,7 @@ extension RelayService {
         body.remove("at")  // run as given, when due
         let schedule = ScheduleRecord(
             id: "sch_" + randomHex(bytes: 8), bundleID: app, key: key, action: request.action, request: body, dueAt: at, createdAt: now())
-        try await store.insertSchedule(schedule, context: context, response: wire.answer(.scheduled(schedule)))
+        try await store.insertSchedule(schedule, context: context)
         metrics.count("liverelay_requests_accepted_total", ["action": "schedule"])
         noteChange()
         return .scheduled(schedule)

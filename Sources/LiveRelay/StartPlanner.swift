@@ -10,8 +10,6 @@ import LiveRelayStore
 struct StartPlanner {
     let environments: Set<PushEnvironment>
     let governor: PriorityGovernor
-    /// The answer kept with the write (for its idempotency key or schedule).
-    let answer: @Sendable (Acceptance) -> StoredResponse
 
     /// The encoded start payloads, and which one each environment's tokens get.
     struct Payloads: Sendable {
@@ -95,7 +93,7 @@ struct StartPlanner {
             key: key, action: .start, requestID: requestID, timestamp: timestamp, deliveries: deliveries.count, state: .active,
             channelIDs: channelIDs, warnings: warnings)
         let plan = StartPlan(
-            acceptedAt: acceptedAt, activity: activity, payloads: payloads.bodies, deliveries: deliveries, response: answer(acceptance))
+            acceptedAt: acceptedAt, activity: activity, payloads: payloads.bodies, deliveries: deliveries, acceptance: acceptance)
         return (plan, acceptance)
     }
 }

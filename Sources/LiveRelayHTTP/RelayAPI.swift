@@ -344,7 +344,7 @@ public struct RelayAPI: Sendable {
         let buffer = try await request.collectBody(upTo: context.maxUploadSize)
         let json = buffer.readableBytes == 0 ? JSONValue.object([]) : try JSONBodyReader.parse(buffer.readableBytesView)
         guard let key = request.headers[HTTPField.Name("Idempotency-Key")!], let apiKey = context.apiKey else {
-            return Self.response(wire.answer(try await perform(json, nil)))
+            return answer(try await perform(json, nil))
         }
         guard !key.isEmpty, key.count <= 255 else { throw APIError.invalid("Idempotency-Key", "must be 1 to 255 characters") }
         var hasher = SHA256()
@@ -352,19 +352,23 @@ public struct RelayAPI: Sendable {
         hasher.update(data: Data(buffer.readableBytesView))
         let hash = hasher.finalize().map { String(format: "%02x", $0) }.joined()
         for attempt in 0..<2 {
-            if let stored = try await relay.idempotentResponse(apiKeyID: apiKey.id, key: key) {
+            if let stored = try await relay.idempotentAnswer(apiKeyID: apiKey.id, key: key) {
                 guard stored.requestHash == hash else {
                     throw APIError(
                         .unprocessableContent, code: "idempotency_key_reused",
                         message: "this Idempotency-Key was used with a different request", field: "Idempotency-Key")
                 }
-                var response = Self.response(stored.response)
+                var response: Response
+                switch stored.answer {
+                case .typed(let accepted): response = answer(accepted)
+                case .rendered(let status, let body): response = Self.json(body, status: HTTPResponse.Status(code: status))
+                }
                 response.headers[HTTPField.Name("Idempotent-Replayed")!] = "true"
                 return response
             }
             do {
                 let claim = IdempotencyClaim(apiKeyID: apiKey.id, key: key, requestHash: hash)
-                return Self.response(wire.answer(try await perform(json, claim)))
+                return answer(try await perform(json, claim))
             } catch let error as RelayError where error.code == .idempotencyConflict && attempt == 0 {
                 continue  // the same key committed concurrently: replay it
             }
@@ -393,8 +397,10 @@ public struct RelayAPI: Sendable {
         Response(status: status, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
-    static func response(_ stored: StoredResponse) -> Response {
-        json(stored.body, status: HTTPResponse.Status(code: stored.status))
+    /// The answer to an accepted request, fresh or replayed: one rendering for both.
+    private func answer(_ accepted: AcceptedRequest) -> Response {
+        let (status, body) = wire.answer(accepted)
+        return Self.json(body, status: HTTPResponse.Status(code: status))
     }
 }
 

@@ -79,7 +79,13 @@ enum RelayView {
             ("action", .string(schedule.action.rawValue)),
             ("dueAt", date(schedule.dueAt)), ("state", .string(schedule.state.rawValue)),
         ]
-        if let result = schedule.result { members.append(("result", (try? JSONValue(parsing: result)) ?? .string(result))) }
+        switch schedule.result {
+        case nil: break
+        case .accepted(let acceptance): members.append(("result", json(acceptance)))
+        case .failed(let reason): members.append(("result", .string(reason)))
+        // Kept by a release before typed answers: the body of its answer.
+        case .rendered(let body): members.append(("result", (try? JSONValue(parsing: body)) ?? .string(body)))
+        }
         return .object(members)
     }
 

@@ -4,9 +4,9 @@ import LiveActivityKit
 import LiveRelay
 import LiveRelayStore
 
-/// The API's format where the service needs it: a scheduled request waits in the store as the
-/// body this API reads (dates as seconds since 1970, so none loses a fraction), and an accepted
-/// request's answer is the one the API gives.
+/// The API's format of requests and answers: a scheduled request waits in the store as the body
+/// this API reads (dates as seconds since 1970, so none loses a fraction); an accepted request's
+/// answer, fresh or replayed for its idempotency key, is rendered from what it did by `answer`.
 public struct RelayWire: RelayWireFormat {
     public init() {}
 
@@ -50,12 +50,12 @@ public struct RelayWire: RelayWireFormat {
         }
     }
 
-    public func answer(_ accepted: AcceptedRequest) -> StoredResponse {
+    /// The HTTP answer to an accepted request: `201` for a start, `200` for an update or end, `202`
+    /// for a schedule, with the body the API document describes.
+    public func answer(_ accepted: AcceptedRequest) -> (status: Int, body: JSONValue) {
         switch accepted {
-        case .accepted(let acceptance):
-            StoredResponse(status: acceptance.action == .start ? 201 : 200, body: RelayView.json(acceptance).serialized)
-        case .scheduled(let schedule):
-            StoredResponse(status: 202, body: RelayView.json(schedule).serialized)
+        case .accepted(let acceptance): (acceptance.action == .start ? 201 : 200, RelayView.json(acceptance))
+        case .scheduled(let schedule): (202, RelayView.json(schedule))
         }
     }
 

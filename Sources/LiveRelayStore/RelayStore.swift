@@ -80,8 +80,8 @@ public protocol RegistryStore: Sendable {
 public protocol AcceptingStore: Sendable {
     // MARK: Accepting requests
 
-    /// The response kept under an idempotency key, if any.
-    func idempotentResponse(apiKeyID: String, key: String) async throws -> IdempotentResponse?
+    /// The answer kept under an idempotency key, if any.
+    func idempotentAnswer(apiKeyID: String, key: String) async throws -> IdempotentAnswer?
     /// The APNs environments of the audience's live push-to-start tokens for the type (where a
     /// channel-bound start needs a channel).
     func audienceEnvironments(app: String, attributesType: String, audience: Audience) async throws -> Set<PushEnvironment>
@@ -106,8 +106,8 @@ public protocol AcceptingStore: Sendable {
 
     // MARK: Schedules
 
-    /// `response` is the answer kept for the write's idempotency key.
-    func insertSchedule(_ schedule: ScheduleRecord, context: WriteContext, response: StoredResponse) async throws
+    /// Keeps the schedule, and the schedule as the answer to the write's idempotency key.
+    func insertSchedule(_ schedule: ScheduleRecord, context: WriteContext) async throws
     func schedule(id: String) async throws -> ScheduleRecord?
     /// The schedules of an app (nil: every app), of one key if given.
     func schedules(app: String?, key: String?) async throws -> [ScheduleRecord]

@@ -77,17 +77,6 @@ public enum Audience: Sendable, Hashable {
     case everyone
 }
 
-/// A response kept under an idempotency key, replayed when the same request comes again.
-public struct StoredResponse: Sendable, Hashable {
-    public var status: Int
-    public var body: [UInt8]
-
-    public init(status: Int, body: [UInt8]) {
-        self.status = status
-        self.body = body
-    }
-}
-
 /// A write's idempotency key, and the hash of the request it came with.
 public struct IdempotencyClaim: Sendable, Hashable {
     public var apiKeyID: String
@@ -101,10 +90,15 @@ public struct IdempotencyClaim: Sendable, Hashable {
     }
 }
 
-/// An idempotency key's stored outcome.
-public struct IdempotentResponse: Sendable, Hashable {
+/// An idempotency key's request and the answer kept for it.
+public struct IdempotentAnswer: Sendable, Hashable {
     public var requestHash: String
-    public var response: StoredResponse
+    public var answer: KeptAnswer
+
+    public init(requestHash: String, answer: KeptAnswer) {
+        self.requestHash = requestHash
+        self.answer = answer
+    }
 }
 
 /// What else an accepting write records in its transaction.
@@ -147,21 +141,21 @@ public struct Accepted<Outcome: Sendable>: Sendable {
     }
 }
 
-/// A start to record: the new key, the pushes (to the audience's push-to-start tokens), and the
-/// answer kept for the write's idempotency key or schedule.
+/// A start to record: the new key, the pushes (to the audience's push-to-start tokens), and what
+/// the request did (`acceptance`), kept for the write's idempotency key or schedule.
 public struct StartPlan: Sendable {
     public var acceptedAt: Date
     public var activity: ActivityRecord
     public var payloads: [[UInt8]]
     public var deliveries: [NewDelivery]
-    public var response: StoredResponse
+    public var acceptance: Acceptance
 
-    public init(acceptedAt: Date, activity: ActivityRecord, payloads: [[UInt8]], deliveries: [NewDelivery], response: StoredResponse) {
+    public init(acceptedAt: Date, activity: ActivityRecord, payloads: [[UInt8]], deliveries: [NewDelivery], acceptance: Acceptance) {
         self.acceptedAt = acceptedAt
         self.activity = activity
         self.payloads = payloads
         self.deliveries = deliveries
-        self.response = response
+        self.acceptance = acceptance
     }
 }
 
@@ -206,7 +200,7 @@ public struct ChangeSnapshot: Sendable {
     }
 }
 
-/// An update or end to record: the key's new state, the pushes, and the answer kept for the
+/// An update or end to record: the key's new state, the pushes, and what the request did, kept for the
 /// write's idempotency key or schedule.
 public struct ChangePlan: Sendable {
     public var acceptedAt: Date
@@ -222,11 +216,11 @@ public struct ChangePlan: Sendable {
     public var fanOut: NewPush?
     /// When the key's channels are to be deleted (set when the key ends).
     public var channelDeleteAfter: Date?
-    public var response: StoredResponse
+    public var acceptance: Acceptance
 
     public init(
         acceptedAt: Date, activity: ActivityRecord, payload: [UInt8], deliveries: [NewDelivery] = [], fanOut: NewPush? = nil,
-        channelDeleteAfter: Date? = nil, response: StoredResponse
+        channelDeleteAfter: Date? = nil, acceptance: Acceptance
     ) {
         self.acceptedAt = acceptedAt
         self.activity = activity
@@ -234,7 +228,7 @@ public struct ChangePlan: Sendable {
         self.deliveries = deliveries
         self.fanOut = fanOut
         self.channelDeleteAfter = channelDeleteAfter
-        self.response = response
+        self.acceptance = acceptance
     }
 }
 

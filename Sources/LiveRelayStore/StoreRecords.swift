@@ -383,13 +383,13 @@ public struct ScheduleRecord: Sendable, Hashable {
     public var request: JSONValue
     public var dueAt: Date
     public var state: State
-    /// What running it gave: the request id, or the error.
-    public var result: String?
+    /// What running it gave (nil while it waits, or when it was cancelled).
+    public var result: ScheduleResult?
     public var createdAt: Date
 
     public init(
         id: String, bundleID: String, key: String, action: LiveActivityPayload.Event, request: JSONValue, dueAt: Date, state: State = .pending,
-        result: String? = nil, createdAt: Date
+        result: ScheduleResult? = nil, createdAt: Date
     ) {
         self.id = id
         self.bundleID = bundleID
@@ -400,6 +400,40 @@ public struct ScheduleRecord: Sendable, Hashable {
         self.state = state
         self.result = result
         self.createdAt = createdAt
+    }
+}
+
+/// Kept in an answer (`AcceptedRequest.scheduled`): the request as its JSON text, which keeps
+/// every literal as the API took it.
+extension ScheduleRecord: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case id, bundleID, key, action, request, dueAt, state, result, createdAt
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let values = try decoder.container(keyedBy: CodingKeys.self)
+        let request = try values.decode(String.self, forKey: .request)
+        guard let json = try? JSONValue(parsing: request) else {
+            throw DecodingError.dataCorruptedError(forKey: .request, in: values, debugDescription: "not JSON")
+        }
+        self.init(
+            id: try values.decode(String.self, forKey: .id), bundleID: try values.decode(String.self, forKey: .bundleID),
+            key: try values.decode(String.self, forKey: .key), action: try values.decode(LiveActivityPayload.Event.self, forKey: .action),
+            request: json, dueAt: try values.decode(Date.self, forKey: .dueAt), state: try values.decode(State.self, forKey: .state),
+            result: try values.decodeIfPresent(ScheduleResult.self, forKey: .result), createdAt: try values.decode(Date.self, forKey: .createdAt))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var values = encoder.container(keyedBy: CodingKeys.self)
+        try values.encode(id, forKey: .id)
+        try values.encode(bundleID, forKey: .bundleID)
+        try values.encode(key, forKey: .key)
+        try values.encode(action, forKey: .action)
+        try values.encode(request.serializedString, forKey: .request)
+        try values.encode(dueAt, forKey: .dueAt)
+        try values.encode(state, forKey: .state)
+        try values.encodeIfPresent(result, forKey: .result)
+        try values.encode(createdAt, forKey: .createdAt)
     }
 }
 

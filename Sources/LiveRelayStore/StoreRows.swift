@@ -170,9 +170,10 @@ extension ScheduleRecord {
     static let columns = "id, key, action, request, due_at, state, result, created_at, bundle_id"
 
     init(row: some StoreRow) throws {
+        let state: State = try row.value(5, "schedules.state")
         self.init(
             id: row.string(0), bundleID: row.string(8), key: row.string(1), action: try row.value(2, "schedules.action"),
-            request: row.json(3) ?? .null, dueAt: row.date(4)!, state: try row.value(5, "schedules.state"), result: row.text(6),
+            request: row.json(3) ?? .null, dueAt: row.date(4)!, state: state, result: ScheduleResult(stored: row.text(6), state: state),
             createdAt: row.date(7)!)
     }
 }
@@ -198,5 +199,52 @@ struct DeliveryRow {
             priorityReason: row.string(9), expiration: row.integer(10), timestamp: row.integer(11) ?? 0, requestID: row.string(12),
             status: try row.value(13, "deliveries.status"), attempts: row.int(14) ?? 0, nextAttemptAt: row.date(15)!,
             createdAt: row.date(16)!, finishedAt: row.date(17), apnsStatus: row.int(18), apnsReason: row.text(19), apnsID: row.text(20))
+    }
+}
+
+/// Answers as the store keeps them: JSON of the typed values (`KeptAnswers.swift`).
+extension AcceptedRequest {
+    /// `idempotency_keys.answer`.
+    func storedText() throws -> String { String(decoding: try JSONEncoder().encode(self), as: UTF8.self) }
+}
+
+extension KeptAnswer {
+    /// An idempotency key's answer: typed, or, where a release before typed answers kept it
+    /// (no `answer`), the HTTP answer it gave.
+    init(status: Int?, body: [UInt8], answer: String?) throws {
+        guard let answer else {
+            self = .rendered(status: status ?? 0, body: body)
+            return
+        }
+        guard let typed = try? JSONDecoder().decode(AcceptedRequest.self, from: Data(answer.utf8)) else {
+            throw UnreadableStoreValue(column: "idempotency_keys.answer", value: "\"\(answer.prefix(80))\"")
+        }
+        self = .typed(typed)
+    }
+}
+
+extension ScheduleResult {
+    /// `schedules.result`: a run's acceptance as JSON, a failure's reason as text.
+    func storedText() throws -> String {
+        switch self {
+        case .accepted(let acceptance): String(decoding: try JSONEncoder().encode(acceptance), as: UTF8.self)
+        case .failed(let reason), .rendered(let reason): reason
+        }
+    }
+
+    /// Read as the schedule's state says: a done one's acceptance, or the HTTP body a release
+    /// before typed answers kept there; a failed one's reason.
+    init?(stored text: String?, state: ScheduleRecord.State) {
+        guard let text else { return nil }
+        switch state {
+        case .done:
+            if let acceptance = try? JSONDecoder().decode(Acceptance.self, from: Data(text.utf8)) {
+                self = .accepted(acceptance)
+            } else {
+                self = .rendered(text)
+            }
+        case .failed: self = .failed(text)
+        case .pending, .cancelled: return nil
+        }
     }
 }

@@ -180,6 +180,22 @@ struct RelayAPITests {
         }
     }
 
+    /// A scheduled request's answer is kept as the schedule it made, and rendered again alike.
+    @Test func anIdempotencyKeyReplaysAScheduledRequestsAnswer() async throws {
+        try await withRelayHarness { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            let headers = [("Idempotency-Key", "later-k-1")]
+            let body = startBody(key: "k", extra: [("at", .integer(unixSeconds(relay.emulator.clock.now + 600)))])
+            let first = try await relay.post("/v1/activities/k/start", body, headers: headers)
+            let again = try await relay.post("/v1/activities/k/start", body, headers: headers)
+            #expect(first.status == 202)
+            #expect(again.status == 202)
+            #expect(again.text == first.text)
+            #expect(again.header("Idempotent-Replayed") == "true")
+            #expect(try await relay.store.schedules(app: nil, key: nil).count == 1)
+        }
+    }
+
     @Test func aKeyOverItsRateGets429WithRetryAfter() async throws {
         try await withRelayHarness(configure: { _, api in (api.requestsPerSecond, api.burst) = (0.5, 2) }) { relay in
             #expect(try await relay.get("/v1/deliveries").status == 200)

@@ -46,18 +46,17 @@ import Testing
 
     @Test func anAcceptedRequestIsAnsweredAsTheAPIDocumentSays() {
         let start = Acceptance(key: "k", action: .start, requestID: "r", timestamp: 7, deliveries: 2, state: .active, channelIDs: [.sandbox: "c"])
+        let answer = Self.wire.answer(.accepted(start))
+        #expect(answer.status == 201)
         #expect(
-            Self.wire.answer(.accepted(start))
-                == StoredResponse(
-                    status: 201,
-                    body: Array(
-                        #"{"key":"k","action":"start","requestID":"r","timestamp":7,"deliveries":2,"state":"active","channelID":"c","channels":{"sandbox":"c"}}"#
-                            .utf8)))
+            answer.body.serializedString
+                == #"{"key":"k","action":"start","requestID":"r","timestamp":7,"deliveries":2,"state":"active","channelID":"c","channels":{"sandbox":"c"}}"#
+        )
         // A key with a channel in each environment has no single channelID.
         let both = Acceptance(
             key: "k", action: .start, requestID: "r", timestamp: 7, deliveries: 2, state: .active, channelIDs: [.production: "p", .sandbox: "s"])
         #expect(
-            String(decoding: Self.wire.answer(.accepted(both)).body, as: UTF8.self)
+            Self.wire.answer(.accepted(both)).body.serializedString
                 == #"{"key":"k","action":"start","requestID":"r","timestamp":7,"deliveries":2,"state":"active","channels":{"sandbox":"s","production":"p"}}"#
         )
         let end = Acceptance(key: "k", action: .end, requestID: "r", timestamp: 8, deliveries: 0, state: .ended)

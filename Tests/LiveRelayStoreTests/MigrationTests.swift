@@ -18,6 +18,51 @@ import Testing
         #expect(Set(SQLiteMigrations.all.map(\.name)).count == SQLiteMigrations.all.count, "each name once")
     }
 
+    /// An earlier release kept the HTTP answer itself under an idempotency key, and a done
+    /// schedule's answer body as its result; after `0014-typed-answers` both are replayed as they
+    /// were, and new answers are kept typed beside them.
+    @Test func answersKeptBeforeTypedAnswersAreReplayedAsTheyWere() async throws {
+        let path = TestFiles.path("migration", pathExtension: "sqlite")
+        let queue = try Self.migrated(path, upTo: "0014-typed-answers")
+        let oldAnswer = #"{"key":"order-1","action":"start","requestID":"r1","timestamp":1800000000,"deliveries":1,"state":"active"}"#
+        try await queue.write { db in
+            try db.execute(
+                sql: "INSERT INTO idempotency_keys VALUES ('key-1', 'retry-me', 'h1', 201, ?, 1800000000)", arguments: [Data(oldAnswer.utf8)])
+            try db.execute(
+                sql: """
+                    INSERT INTO schedules (id, key, action, request, due_at, state, result, created_at, bundle_id)
+                    VALUES ('sch_1', 'order-1', 'start', '{}', 1800000000, 'done', ?, 1799999000, ?)
+                    """, arguments: [oldAnswer, Self.app])
+        }
+        try queue.close()
+        let store = try SQLiteStore(path: path)
+        try await store.migrate()
+        #expect(
+            try await store.idempotentAnswer(apiKeyID: "key-1", key: "retry-me")
+                == IdempotentAnswer(requestHash: "h1", answer: .rendered(status: 201, body: Array(oldAnswer.utf8))))
+        #expect(try await store.schedule(id: "sch_1")?.result == .rendered(oldAnswer))
+        try await store.savePushToStartToken(
+            PushToStartTokenRecord(
+                bundleID: Self.app, deviceID: "phone-1", attributesType: "DeliveryAttributes", token: "aa11", frequentPushesEnabled: false,
+                environment: .sandbox, updatedAt: Date(timeIntervalSince1970: 1_800_000_000)))
+        let claim = IdempotencyClaim(apiKeyID: "key-1", key: "new", requestHash: "h2")
+        let acceptance = Acceptance(key: "order-2", action: .start, requestID: "r2", timestamp: 1_800_000_100, deliveries: 0, state: .active)
+        _ = try await store.acceptStart(
+            app: Self.app, key: "order-2", attributesType: "DeliveryAttributes", audience: .everyone, context: WriteContext(idempotency: claim)
+        ) { _ in
+            let activity = ActivityRecord(
+                bundleID: Self.app, key: "order-2", attributesType: "DeliveryAttributes", startedAt: Date(timeIntervalSince1970: 1_800_000_100),
+                lastTimestamp: 1_800_000_100)
+            return (
+                StartPlan(
+                    acceptedAt: Date(timeIntervalSince1970: 1_800_000_100), activity: activity, payloads: [], deliveries: [], acceptance: acceptance),
+                ()
+            )
+        }
+        #expect(try await store.idempotentAnswer(apiKeyID: "key-1", key: "new")?.answer == .typed(.accepted(acceptance)))
+        await store.close()
+    }
+
     /// The database at `path` with the named migrations before `first` applied, as the release
     /// that ended with them applied them (recorded the same way, so the store goes on from there).
     static func migrated(_ path: String, upTo first: String) throws -> DatabaseQueue {
@@ -62,7 +107,7 @@ import Testing
         let store = try SQLiteStore(path: try Self.databaseOfTheReleaseBeforeEnvironments())
         #expect(
             try await store.migrate() == [
-                "0008-environments", "0009-apps", "0010-leases", "0011-rate-buckets", "0012-dashboard", "0013-key-statistics",
+                "0008-environments", "0009-apps", "0010-leases", "0011-rate-buckets", "0012-dashboard", "0013-key-statistics", "0014-typed-answers",
             ])
         try await store.adoptUnnamedData(bundleID: Self.app)
         let match = try #require(try await store.activity(app: Self.app, key: "match-1"))
@@ -107,7 +152,10 @@ extension MigrationTests {
 
     @Test func theReleaseBeforeAppsMigratesIntoTheOneAppItServedOnceTheServerNamesIt() async throws {
         let store = try SQLiteStore(path: try await Self.databaseOfTheReleaseBeforeApps())
-        #expect(try await store.migrate() == ["0009-apps", "0010-leases", "0011-rate-buckets", "0012-dashboard", "0013-key-statistics"])
+        #expect(
+            try await store.migrate() == [
+                "0009-apps", "0010-leases", "0011-rate-buckets", "0012-dashboard", "0013-key-statistics", "0014-typed-answers",
+            ])
         // Kept under no app until the server names the one it served.
         #expect(try await store.activity(app: Self.app, key: "order-1") == nil)
         #expect(try await store.adoptUnnamedData(bundleID: Self.app))

@@ -73,7 +73,10 @@ func activityToken(
         registeredAt: at)
 }
 
-func response(_ text: String, status: Int = 200) -> StoredResponse { StoredResponse(status: status, body: Array(text.utf8)) }
+/// What a plan's request did, kept with its write: named by its key and action.
+func acceptance(_ key: String, _ action: LiveActivityPayload.Event = .update) -> Acceptance {
+    Acceptance(key: key, action: action, requestID: "\(action.rawValue)-\(key)", timestamp: 1_800_000_000, deliveries: 1, state: .active)
+}
 
 extension RelayStore {
     /// Registers an update token for `key` on each device.
@@ -101,7 +104,7 @@ extension RelayStore {
                         priority: .immediate, priorityReason: "requested", expiration: nil, timestamp: Int64(at.timeIntervalSince1970),
                         requestID: "start-\(key)")
                 },
-                response: response("started \(key)", status: 201))
+                acceptance: acceptance(key, .start))
             return (plan, ())
         }
     }
@@ -148,7 +151,7 @@ extension RelayStore {
                         priorityReason: "requested",
                         expiration: nil, timestamp: activity.lastTimestamp, requestID: "\(event)-\(body)")
                 },
-                fanOut: fanOut, channelDeleteAfter: channelDeleteAfter, response: response(body))
+                fanOut: fanOut, channelDeleteAfter: channelDeleteAfter, acceptance: acceptance(key, event))
             return (plan, ())
         }
         claimed?.set(accepted.claimed)
@@ -237,7 +240,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         #expect(
             subject.firstMigrations == [
                 "0001-api-keys", "0002-registry", "0003-outbox", "0004-requests", "0005-budget-index", "0006-lighter-outbox", "0007-contracts",
-                "0008-environments", "0009-apps", "0010-leases", "0011-rate-buckets", "0012-dashboard", "0013-key-statistics",
+                "0008-environments", "0009-apps", "0010-leases", "0011-rate-buckets", "0012-dashboard", "0013-key-statistics", "0014-typed-answers",
             ])
         #expect(try await subject.store.migrate() == [])
         let reopened = try subject.reopen()
@@ -441,10 +444,10 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         try await store.savePushToStartToken(pushToStart("iphone-1"))
         let claim = IdempotencyClaim(apiKeyID: "key-1", key: "retry-me", requestHash: "h1")
         try await store.start("order-1", context: WriteContext(idempotency: claim))
-        let stored = try #require(try await store.idempotentResponse(apiKeyID: "key-1", key: "retry-me"))
+        let stored = try #require(try await store.idempotentAnswer(apiKeyID: "key-1", key: "retry-me"))
         #expect(stored.requestHash == "h1")
-        #expect(stored.response == response("started order-1", status: 201))
-        #expect(try await store.idempotentResponse(apiKeyID: "key-2", key: "retry-me") == nil)
+        #expect(stored.answer == .typed(.accepted(acceptance("order-1", .start))))
+        #expect(try await store.idempotentAnswer(apiKeyID: "key-2", key: "retry-me") == nil)
 
         // A second write under the same idempotency key is refused, and its request is not accepted.
         await #expect(throws: StoreError.self) {
@@ -519,7 +522,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
                     activity: ActivityRecord(
                         bundleID: testApp, key: "final", attributesType: deliveryType, channelIDs: [.sandbox: "chan-1"], startedAt: t0,
                         lastTimestamp: 0),
-                    payloads: [], deliveries: [], response: response("started")), ()
+                    payloads: [], deliveries: [], acceptance: acceptance("started", .start)), ()
             )
         }
         try await store.saveChannel(
@@ -585,7 +588,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
                     acceptedAt: t0,
                     activity: ActivityRecord(
                         bundleID: testApp, key: "final", attributesType: deliveryType, channelIDs: channels, startedAt: t0, lastTimestamp: 0),
-                    payloads: [], deliveries: [], response: response("started")), ()
+                    payloads: [], deliveries: [], acceptance: acceptance("started", .start)), ()
             )
         }
         for (environment, id) in channels {
@@ -1010,7 +1013,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         for (id, due) in [("s1", t0 + 60), ("s2", t0 + 120), ("s3", t0 + 180)] {
             try await store.insertSchedule(
                 ScheduleRecord(id: id, bundleID: testApp, key: "match-\(id)", action: .start, request: request, dueAt: due, createdAt: t0),
-                context: WriteContext(), response: response(id, status: 202))
+                context: WriteContext())
         }
         #expect(try await store.dueSchedules(at: t0 + 59, limit: 10).isEmpty)
         #expect(try await store.dueSchedules(at: t0 + 120, limit: 10).map(\.id) == ["s1", "s2"])
@@ -1019,6 +1022,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         // Running one is part of its write: it is done with it, and cannot run twice.
         try await store.start("match-s1", at: t0 + 60, context: WriteContext(scheduleID: "s1"))
         #expect(try await store.schedule(id: "s1")?.state == .done)
+        #expect(try await store.schedule(id: "s1")?.result == .accepted(acceptance("match-s1", .start)))
         await #expect(throws: StoreError.self) {
             try await store.start("match-s1-again", at: t0 + 61, context: WriteContext(scheduleID: "s1"))
         }
@@ -1031,7 +1035,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         #expect(try await store.cancelSchedule(id: "nope", at: t0 + 91) == nil)
         try await store.failSchedule(id: "s3", reason: "no activity key")
         #expect(try await store.schedule(id: "s3")?.state == .failed)
-        #expect(try await store.schedule(id: "s3")?.result == "no activity key")
+        #expect(try await store.schedule(id: "s3")?.result == .failed("no activity key"))
         #expect(try await store.dueSchedules(at: t0 + 1000, limit: 10).isEmpty)
         #expect(try await store.schedules(app: testApp, key: "match-s2").map(\.id) == ["s2"])
         #expect(try await store.schedules(app: nil, key: nil).count == 3)

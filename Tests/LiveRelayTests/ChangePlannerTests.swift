@@ -130,7 +130,7 @@ import Testing
         #expect(plan.activity.state == .active)
         #expect(plan.channelDeleteAfter == nil)
         #expect(acceptance.state == .active)
-        #expect(plan.response == keptAnswer(acceptance))
+        #expect(plan.acceptance == acceptance)
     }
 
     struct EndCase: Sendable {

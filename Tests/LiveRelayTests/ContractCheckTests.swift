@@ -11,7 +11,7 @@ import Testing
         attributesType: "DeliveryAttributes", attributes: SwiftStruct("DeliveryAttributes", [.init("orderNumber", .int)]),
         contentState: SwiftStruct("ContentState", [.init("status", .string), .init("arrives", .optional(.date))]))
     static let checked = ChangePlanner(
-        governor: budgetGovernor, channelStorageWindow: storageWindow, answer: keptAnswer,
+        governor: budgetGovernor, channelStorageWindow: storageWindow,
         contracts: AppContracts(readable: ["DeliveryAttributes": contract]))
 
     @Test func anUpdateTheWidgetWouldNotDecodeIsRefusedWithTheFieldAndTheDecodersReason() {

@@ -8,8 +8,6 @@ let t0 = Date(timeIntervalSince1970: 1_800_000_000)
 let budget = BudgetPolicy(priority10PerHour: 12, frequentPriority10PerHour: 120)
 let budgetGovernor = PriorityGovernor(policy: budget)
 let storageWindow: TimeInterval = 8 * 3600
-/// The kept answer names the request, so a test can see it was made from the acceptance.
-let keptAnswer: @Sendable (Acceptance) -> StoredResponse = { StoredResponse(status: 299, body: Array("\($0.action) \($0.requestID)".utf8)) }
 
 func content(_ status: String) -> JSONValue { .object([("status", .string(status))]) }
 
@@ -52,8 +50,8 @@ func startRequest(priority: PriorityChoice = .fixed(.immediate), expiration: Dat
 }
 
 extension StartPlanner {
-    static let bothEnvironments = StartPlanner(environments: [.sandbox, .production], governor: budgetGovernor, answer: keptAnswer)
-    static let sandboxOnly = StartPlanner(environments: [.sandbox], governor: budgetGovernor, answer: keptAnswer)
+    static let bothEnvironments = StartPlanner(environments: [.sandbox, .production], governor: budgetGovernor)
+    static let sandboxOnly = StartPlanner(environments: [.sandbox], governor: budgetGovernor)
 
     func plan(
         _ request: StartRequest, tokens: [PushToStartTokenRecord], channelIDs: [PushEnvironment: String] = [:]
@@ -64,7 +62,7 @@ extension StartPlanner {
 }
 
 extension ChangePlanner {
-    static let standard = ChangePlanner(governor: budgetGovernor, channelStorageWindow: storageWindow, answer: keptAnswer, contracts: AppContracts())
+    static let standard = ChangePlanner(governor: budgetGovernor, channelStorageWindow: storageWindow, contracts: AppContracts())
 
     func plan(_ request: ChangeRequest, _ snapshot: ChangeSnapshot) throws -> (ChangePlan, Acceptance) {
         try plan(key: "order-42", request, snapshot: snapshot, at: t0, requestID: "req-2")

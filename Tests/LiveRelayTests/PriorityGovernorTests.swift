@@ -1,4 +1,5 @@
 import LiveActivityKit
+import LiveRelayStore
 import Testing
 
 @testable import LiveRelay

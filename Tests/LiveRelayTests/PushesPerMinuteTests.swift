@@ -1,4 +1,5 @@
 import Foundation
+import LiveRelayStore
 import Testing
 
 @testable import LiveRelay

@@ -13,7 +13,7 @@ struct KeyChange {
     /// A change written, with the answer to keep with it and when it was accepted.
     struct Written<Outcome: Sendable>: Sendable {
         var accepted: Accepted<Outcome>
-        var response: StoredResponse
+        var acceptance: Acceptance
         var acceptedAt: Date
     }
 
@@ -77,7 +77,7 @@ struct KeyChange {
                 try await db.run(StoreStatements.deleteKeyChannelsAfter, [.seconds(deleteAfter), .text(app), .text(key)])
             }
         }
-        return Written(accepted: Accepted(outcome: outcome, claimed: claimed), response: planned.response, acceptedAt: at)
+        return Written(accepted: Accepted(outcome: outcome, claimed: claimed), acceptance: planned.acceptance, acceptedAt: at)
     }
 
     /// The key as its plan sees it, and the version of its row.

@@ -195,5 +195,12 @@ enum PostgresMigrations {
                 "ALTER TABLE activity_tokens ALTER COLUMN key SET (n_distinct = -0.05)",
                 "ANALYZE deliveries, activity_tokens",
             ]),
+        // Answers kept as what the request did (`answer`, JSON of `AcceptedRequest`), which the API
+        // renders; the HTTP answers an earlier release kept (`status`, `body`) are replayed as they are.
+        StoreMigration(
+            name: "0014-typed-answers",
+            statements: [
+                "ALTER TABLE idempotency_keys ALTER COLUMN status DROP NOT NULL, ALTER COLUMN body DROP NOT NULL, ADD COLUMN answer text"
+            ]),
     ]
 }

@@ -10,11 +10,9 @@ import Synchronization
 extension PostgresStore {
     // MARK: Accepting requests
 
-    public func idempotentResponse(apiKeyID: String, key: String) async throws -> IdempotentResponse? {
-        try await rows(
-            "SELECT request_hash, status, body FROM idempotency_keys WHERE api_key_id = ? AND key = ?", [.text(apiKeyID), .text(key)]
-        ).first.map { row in
-            IdempotentResponse(requestHash: row.string(0), response: StoredResponse(status: row.int(1) ?? 0, body: row.bytes(2)))
+    public func idempotentAnswer(apiKeyID: String, key: String) async throws -> IdempotentAnswer? {
+        try await rows(StoreStatements.idempotentAnswer, [.text(apiKeyID), .text(key)]).first.map { row in
+            IdempotentAnswer(requestHash: row.string(0), answer: try KeptAnswer(status: row.int(1), body: row.bytes(2), answer: row.text(3)))
         }
     }
 
@@ -40,7 +38,7 @@ extension PostgresStore {
             }
             let claimed = try await Self.enqueue(
                 db, payloads: planned.payloads, deliveries: planned.deliveries, at: planned.acceptedAt, handOver: context.handOver)
-            try await Self.record(db, context: context, response: planned.response, at: planned.acceptedAt)
+            try await Self.record(db, context: context, answer: .accepted(planned.acceptance), at: planned.acceptedAt)
             return Accepted(outcome: outcome, claimed: claimed)
         }
     }
@@ -67,23 +65,23 @@ extension PostgresStore {
             guard let written = try await change.write(db, locked: true, plan: plan) else {
                 throw PostgresStoreInconsistency("the row of key \"\(key)\" changed while this transaction held it")
             }
-            try await Self.record(db, context: context, response: written.response, at: written.acceptedAt)
+            try await Self.record(db, context: context, answer: .accepted(written.acceptance), at: written.acceptedAt)
             return written.accepted
         }
     }
 
     // MARK: Schedules
 
-    public func insertSchedule(_ schedule: ScheduleRecord, context: WriteContext, response: StoredResponse) async throws {
+    public func insertSchedule(_ schedule: ScheduleRecord, context: WriteContext) async throws {
         try await transaction { db in
             try await db.run(
                 StoreStatements.insertSchedule,
                 [
                     .text(schedule.id), .text(schedule.key), .text(schedule.action.rawValue), .text(schedule.request.serializedString),
-                    .seconds(schedule.dueAt), .text(schedule.state.rawValue), .text(schedule.result), .seconds(schedule.createdAt),
+                    .seconds(schedule.dueAt), .text(schedule.state.rawValue), .text(try schedule.result?.storedText()), .seconds(schedule.createdAt),
                     .text(schedule.bundleID),
                 ])
-            try await Self.record(db, context: context, response: response, at: schedule.createdAt)
+            try await Self.record(db, context: context, answer: .scheduled(schedule), at: schedule.createdAt)
         }
     }
 

@@ -230,23 +230,21 @@ extension PostgresStore {
         }.sorted { $0.id < $1.id }
     }
 
-    static func record(_ db: PostgresConnection, context: WriteContext, response: StoredResponse, at: Date) async throws {
+    /// What else an accepting write keeps: its answer under its idempotency key, and, when it ran
+    /// a schedule, the schedule done with what the request did.
+    static func record(_ db: PostgresConnection, context: WriteContext, answer: AcceptedRequest, at: Date) async throws {
         if let claim = context.idempotency {
             do {
                 try await db.run(
                     StoreStatements.insertIdempotencyKey,
-                    [
-                        .text(claim.apiKeyID), .text(claim.key), .text(claim.requestHash), .integer(Int64(response.status)), .bytes(response.body),
-                        .seconds(at),
-                    ])
+                    [.text(claim.apiKeyID), .text(claim.key), .text(claim.requestHash), .text(try answer.storedText()), .seconds(at)])
             } catch let error as PSQLError where error.isUniqueViolation {
                 throw StoreError(.idempotencyKeyTaken, "idempotency key \"\(claim.key)\" was used by a request at the same time")
             }
         }
-        if let scheduleID = context.scheduleID {
+        if let scheduleID = context.scheduleID, case .accepted(let acceptance) = answer {
             let done = try await db.changed(
-                StoreStatements.scheduleDone,
-                [.text(String(decoding: response.body, as: UTF8.self)), .text(scheduleID)])
+                StoreStatements.scheduleDone, [.text(try ScheduleResult.accepted(acceptance).storedText()), .text(scheduleID)])
             guard done > 0 else {
                 throw StoreError(.scheduleNotPending, "schedule \(scheduleID) is no longer pending")
             }

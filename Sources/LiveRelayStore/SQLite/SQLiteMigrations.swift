@@ -254,5 +254,23 @@ enum SQLiteMigrations {
         // PostgreSQL's statistics of keys (see its migration of this name); SQLite plans each
         // statement by its indexes, with no statistics unless ANALYZE runs, which it never does.
         StoreMigration(name: "0013-key-statistics", statements: []),
+        // Answers kept as what the request did (`answer`, JSON of `AcceptedRequest`), which the API
+        // renders; the HTTP answers an earlier release kept (`status`, `body`) are replayed as they are.
+        StoreMigration(
+            name: "0014-typed-answers",
+            statements: [
+                """
+                CREATE TABLE idempotency_keys_typed (
+                    api_key_id TEXT NOT NULL, key TEXT NOT NULL, request_hash TEXT NOT NULL, status INTEGER, body BLOB, answer TEXT,
+                    created_at REAL NOT NULL,
+                    PRIMARY KEY (api_key_id, key))
+                """,
+                """
+                INSERT INTO idempotency_keys_typed (api_key_id, key, request_hash, status, body, created_at)
+                SELECT api_key_id, key, request_hash, status, body, created_at FROM idempotency_keys
+                """,
+                "DROP TABLE idempotency_keys",
+                "ALTER TABLE idempotency_keys_typed RENAME TO idempotency_keys",
+            ]),
     ]
 }

@@ -7,10 +7,10 @@ import Synchronization
 extension SQLiteStore {
     // MARK: Accepting requests
 
-    public func idempotentResponse(apiKeyID: String, key: String) async throws -> IdempotentResponse? {
+    public func idempotentAnswer(apiKeyID: String, key: String) async throws -> IdempotentAnswer? {
         try await pool.read { db in
-            try db.fetchOne("SELECT request_hash, status, body FROM idempotency_keys WHERE api_key_id = ? AND key = ?", [apiKeyID, key]) { row in
-                IdempotentResponse(requestHash: row[0], response: StoredResponse(status: row[1], body: row.bytes(2)))
+            try db.fetchOne(StoreStatements.idempotentAnswer, [apiKeyID, key]) { row in
+                IdempotentAnswer(requestHash: row[0], answer: try KeptAnswer(status: row.int(1), body: row.bytes(2), answer: row.text(3)))
             }
         }
     }
@@ -34,7 +34,7 @@ extension SQLiteStore {
             try Self.insert(db, activity: planned.activity)
             let claimed = try Self.enqueue(
                 db, payloads: planned.payloads, deliveries: planned.deliveries, at: planned.acceptedAt, handOver: context.handOver)
-            try Self.record(db, context: context, response: planned.response, at: planned.acceptedAt)
+            try Self.record(db, context: context, answer: .accepted(planned.acceptance), at: planned.acceptedAt)
             return Accepted(outcome: outcome, claimed: claimed)
         }
     }
@@ -87,22 +87,22 @@ extension SQLiteStore {
                         [deleteAfter.seconds, app, key])
                 }
             }
-            try Self.record(db, context: context, response: planned.response, at: planned.acceptedAt)
+            try Self.record(db, context: context, answer: .accepted(planned.acceptance), at: planned.acceptedAt)
             return Accepted(outcome: outcome, claimed: claimed)
         }
     }
 
     // MARK: Schedules
 
-    public func insertSchedule(_ schedule: ScheduleRecord, context: WriteContext, response: StoredResponse) async throws {
+    public func insertSchedule(_ schedule: ScheduleRecord, context: WriteContext) async throws {
         try await write { db in
             try db.run(
                 StoreStatements.insertSchedule,
                 [
                     schedule.id, schedule.key, schedule.action.rawValue, schedule.request.serializedString, schedule.dueAt.seconds,
-                    schedule.state.rawValue, schedule.result, schedule.createdAt.seconds, schedule.bundleID,
+                    schedule.state.rawValue, try schedule.result?.storedText(), schedule.createdAt.seconds, schedule.bundleID,
                 ])
-            try Self.record(db, context: context, response: response, at: schedule.createdAt)
+            try Self.record(db, context: context, answer: .scheduled(schedule), at: schedule.createdAt)
         }
     }
 

@@ -223,20 +223,18 @@ extension SQLiteStore {
         }
     }
 
-    static func record(_ db: Database, context: WriteContext, response: StoredResponse, at: Date) throws {
+    /// What else an accepting write keeps: its answer under its idempotency key, and, when it ran
+    /// a schedule, the schedule done with what the request did.
+    static func record(_ db: Database, context: WriteContext, answer: AcceptedRequest, at: Date) throws {
         if let claim = context.idempotency {
             do {
-                try db.run(
-                    StoreStatements.insertIdempotencyKey,
-                    [claim.apiKeyID, claim.key, claim.requestHash, response.status, Data(response.body), at.seconds])
+                try db.run(StoreStatements.insertIdempotencyKey, [claim.apiKeyID, claim.key, claim.requestHash, try answer.storedText(), at.seconds])
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
                 throw StoreError(.idempotencyKeyTaken, "idempotency key \"\(claim.key)\" was used by a request at the same time")
             }
         }
-        if let scheduleID = context.scheduleID {
-            try db.run(
-                StoreStatements.scheduleDone,
-                [String(decoding: response.body, as: UTF8.self), scheduleID])
+        if let scheduleID = context.scheduleID, case .accepted(let acceptance) = answer {
+            try db.run(StoreStatements.scheduleDone, [try ScheduleResult.accepted(acceptance).storedText(), scheduleID])
             guard db.changesCount > 0 else {
                 throw StoreError(.scheduleNotPending, "schedule \(scheduleID) is no longer pending")
             }

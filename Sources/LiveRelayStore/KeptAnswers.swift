@@ -1,0 +1,80 @@
+import Foundation
+import LiveActivityKit
+
+// What an accepted request did, kept with the write that accepts it: replayed for its idempotency
+// key, and kept as a schedule's result. Typed values, encoded as JSON by the store; every answer
+// is rendered from them by the API, whether fresh or replayed.
+
+/// What an accepted start, update or end did.
+public struct Acceptance: Sendable, Hashable, Codable {
+    public var key: String
+    public var action: LiveActivityPayload.Event
+    /// Shared by the request's pushes in the outbox.
+    public var requestID: String
+    /// The payload's `timestamp`, which orders the key's pushes on the device.
+    public var timestamp: Int64
+    /// How many pushes were queued (a broadcast counts one).
+    public var deliveries: Int
+    /// The key's state after the request.
+    public var state: ActivityKeyState
+    /// The broadcast channels the key's updates go through, one per APNs environment, when it has any.
+    public var channelIDs: [PushEnvironment: String]
+    /// What the sender should know although the request was accepted: that it reached no device,
+    /// or that a date was probably meant in another unit.
+    public var warnings: [String]
+    /// The most of one target's hourly priority-10 budget the request spent, when it spent any
+    /// (not answered; the dashboard's overview keeps it).
+    public var budgetUse: BudgetUse?
+
+    public init(
+        key: String, action: LiveActivityPayload.Event, requestID: String, timestamp: Int64, deliveries: Int, state: ActivityKeyState,
+        channelIDs: [PushEnvironment: String] = [:],
+        warnings: [String] = [], budgetUse: BudgetUse? = nil
+    ) {
+        self.budgetUse = budgetUse
+        self.key = key
+        self.action = action
+        self.requestID = requestID
+        self.timestamp = timestamp
+        self.deliveries = deliveries
+        self.state = state
+        self.channelIDs = channelIDs
+        self.warnings = warnings
+    }
+}
+
+/// A start, update or end done now, or kept to run at its time.
+public enum AcceptedRequest: Sendable, Hashable, Codable {
+    case accepted(Acceptance)
+    case scheduled(ScheduleRecord)
+}
+
+/// A target's priority-10 pushes in the last hour against its hourly budget.
+public struct BudgetUse: Sendable, Hashable, Codable {
+    public var used: Int
+    public var limit: Int
+
+    public init(used: Int, limit: Int) { (self.used, self.limit) = (used, limit) }
+
+    /// Three quarters spent or more: the next pushes may soon go at priority 5.
+    public var isNearLimit: Bool { used * 4 >= limit * 3 }
+    public var share: Double { limit == 0 ? 1 : Double(used) / Double(limit) }
+}
+
+/// What an idempotency key keeps of its request's answer.
+public enum KeptAnswer: Sendable, Hashable {
+    case typed(AcceptedRequest)
+    /// An answer a release before typed answers kept as the HTTP answer it gave (migration
+    /// `0014-typed-answers`): replayed as it was.
+    case rendered(status: Int, body: [UInt8])
+}
+
+/// What running a schedule gave.
+public enum ScheduleResult: Sendable, Hashable, Codable {
+    /// It ran, and this is what its request did.
+    case accepted(Acceptance)
+    /// It could not run, and why.
+    case failed(String)
+    /// It ran under a release before typed answers, which kept the HTTP answer's body.
+    case rendered(String)
+}
