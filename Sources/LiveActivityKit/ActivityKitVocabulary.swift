@@ -26,9 +26,9 @@ public struct ActivityContent<State: Codable & Hashable>: Hashable {
 
 /// The alert of a start, or of an alerting update or end, as in ActivityKit. On iPhone it lights
 /// the screen and shows the expanded presentation; a Watch shows title and body.
-public struct AlertConfiguration: Sendable, Hashable {
+public struct AlertConfiguration: Sendable, Hashable, Codable {
     /// Literal text, or a key of the app's localisation files with the arguments to insert.
-    public enum Text: Sendable, Hashable, ExpressibleByStringLiteral {
+    public enum Text: Sendable, Hashable, Codable, ExpressibleByStringLiteral {
         case literal(String)
         case localized(key: String, arguments: [String])
 
@@ -36,7 +36,7 @@ public struct AlertConfiguration: Sendable, Hashable {
     }
 
     /// The sound played with the alert: the system default, or a sound file in the app bundle.
-    public enum AlertSound: Sendable, Hashable {
+    public enum AlertSound: Sendable, Hashable, Codable {
         case `default`
         case named(String)
 

@@ -67,7 +67,7 @@ extension UInt8 {
 
 /// `apns-priority`: 10 delivers now and counts against the activity's budget; 5 is delivered
 /// opportunistically and does not; 1 (broadcasts only) never wakes the device.
-public enum APNsPriority: Int, Sendable, Hashable, CaseIterable {
+public enum APNsPriority: Int, Sendable, Hashable, CaseIterable, Codable {
     case immediate = 10
     case powerConsiderate = 5
     case low = 1

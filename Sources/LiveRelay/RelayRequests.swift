@@ -3,13 +3,13 @@ import LiveActivityKit
 import LiveRelayStore
 
 /// The priority asked for a push: a fixed one, or `auto` (the budget governor decides).
-public enum PriorityChoice: Sendable, Hashable {
+public enum PriorityChoice: Sendable, Hashable, Codable {
     case fixed(APNsPriority)
     case auto
 }
 
 /// Where a start's activities take their updates from.
-public enum UpdateChannelChoice: Sendable, Hashable {
+public enum UpdateChannelChoice: Sendable, Hashable, Codable {
     /// A new broadcast channel with this message storage policy (0 or 1).
     case create(storagePolicy: Int)
     /// A channel that already exists.
@@ -81,8 +81,9 @@ public struct ChangeRequest: Sendable, Hashable {
     }
 }
 
-/// A request that can wait in the store until it is due.
-public enum ScheduledRequest: Sendable, Hashable {
+/// A request that can wait in the store until it is due, kept there as its own JSON (`Codable`:
+/// `stored()`), not the API's.
+public enum ScheduledRequest: Sendable, Hashable, Codable {
     case start(StartRequest)
     case change(ChangeRequest)
 
@@ -92,6 +93,98 @@ public enum ScheduledRequest: Sendable, Hashable {
         case .start: .start
         case .change(let change): change.event
         }
+    }
+}
+
+extension ScheduledRequest {
+    /// As a schedule keeps it (`ScheduleRecord.request`).
+    func stored() throws -> JSONValue { try JSONValue(parsing: [UInt8](try JSONEncoder().encode(self))) }
+
+    /// A schedule's request as kept by `stored()`; nil for one kept in another form (an earlier
+    /// release kept the API's body).
+    init?(stored json: JSONValue) {
+        guard let request = try? JSONDecoder().decode(Self.self, from: Data(json.serialized)) else { return nil }
+        self = request
+    }
+}
+
+/// JSON values (attributes and content states) are kept as their text, which keeps every literal
+/// as it was given (`1e2` stays `1e2`): the payload built when the request runs is the same.
+extension StartRequest: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case attributesType, attributes, contentState, alert, staleDate, relevanceScore, audience, channel, priority, expiration, at
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let values = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            attributesType: try values.decode(String.self, forKey: .attributesType),
+            attributes: try values.json(.attributes), contentState: try values.json(.contentState),
+            alert: try values.decode(AlertConfiguration.self, forKey: .alert),
+            staleDate: try values.decodeIfPresent(Date.self, forKey: .staleDate),
+            relevanceScore: try values.decodeIfPresent(Double.self, forKey: .relevanceScore),
+            audience: try values.decode(Audience.self, forKey: .audience),
+            channel: try values.decodeIfPresent(UpdateChannelChoice.self, forKey: .channel),
+            priority: try values.decode(PriorityChoice.self, forKey: .priority),
+            expiration: try values.decodeIfPresent(Date.self, forKey: .expiration), at: try values.decodeIfPresent(Date.self, forKey: .at))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var values = encoder.container(keyedBy: CodingKeys.self)
+        try values.encode(attributesType, forKey: .attributesType)
+        try values.encode(attributes.serializedString, forKey: .attributes)
+        try values.encode(contentState.serializedString, forKey: .contentState)
+        try values.encode(alert, forKey: .alert)
+        try values.encodeIfPresent(staleDate, forKey: .staleDate)
+        try values.encodeIfPresent(relevanceScore, forKey: .relevanceScore)
+        try values.encode(audience, forKey: .audience)
+        try values.encodeIfPresent(channel, forKey: .channel)
+        try values.encode(priority, forKey: .priority)
+        try values.encodeIfPresent(expiration, forKey: .expiration)
+        try values.encodeIfPresent(at, forKey: .at)
+    }
+}
+
+extension ChangeRequest: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case event, contentState, alert, staleDate, relevanceScore, dismissalDate, priority, expiration, at
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let values = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            event: try values.decode(LiveActivityPayload.Event.self, forKey: .event),
+            contentState: try values.contains(.contentState) ? values.json(.contentState) : nil,
+            alert: try values.decodeIfPresent(AlertConfiguration.self, forKey: .alert),
+            staleDate: try values.decodeIfPresent(Date.self, forKey: .staleDate),
+            relevanceScore: try values.decodeIfPresent(Double.self, forKey: .relevanceScore),
+            dismissalDate: try values.decodeIfPresent(Date.self, forKey: .dismissalDate),
+            priority: try values.decode(PriorityChoice.self, forKey: .priority),
+            expiration: try values.decodeIfPresent(Date.self, forKey: .expiration), at: try values.decodeIfPresent(Date.self, forKey: .at))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var values = encoder.container(keyedBy: CodingKeys.self)
+        try values.encode(event, forKey: .event)
+        try values.encodeIfPresent(contentState?.serializedString, forKey: .contentState)
+        try values.encodeIfPresent(alert, forKey: .alert)
+        try values.encodeIfPresent(staleDate, forKey: .staleDate)
+        try values.encodeIfPresent(relevanceScore, forKey: .relevanceScore)
+        try values.encodeIfPresent(dismissalDate, forKey: .dismissalDate)
+        try values.encode(priority, forKey: .priority)
+        try values.encodeIfPresent(expiration, forKey: .expiration)
+        try values.encodeIfPresent(at, forKey: .at)
+    }
+}
+
+extension KeyedDecodingContainer {
+    /// A JSON value kept as its text.
+    fileprivate func json(_ key: Key) throws -> JSONValue {
+        let text = try decode(String.self, forKey: key)
+        guard let value = try? JSONValue(parsing: text) else {
+            throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: "not JSON")
+        }
+        return value
     }
 }
 

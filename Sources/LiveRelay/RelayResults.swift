@@ -9,12 +9,11 @@ public struct ActivityDescription: Sendable, Hashable {
     public var schedules: [ScheduleRecord]
 }
 
-/// What the service needs of the API's wire format, which `LiveRelayHTTP` owns: a scheduled
-/// request waits in the store as the API's own JSON body (so it runs when due exactly as the
-/// request would have). Answers are not the service's: it keeps what a request did
-/// (`AcceptedRequest`), and the API renders it.
+/// What the service still needs of the API's wire format, which `LiveRelayHTTP` owns: the reader
+/// of schedules an earlier release kept as the API's request body (the service keeps a scheduled
+/// request as its own JSON now, `ScheduledRequest.stored()`). Answers are not the service's either:
+/// it keeps what a request did (`AcceptedRequest`), and the API renders it.
 public protocol RelayWireFormat: Sendable {
-    func json(of request: ScheduledRequest) -> JSONValue
     /// Throws when the stored body no longer reads as a request of `action`.
     func request(action: LiveActivityPayload.Event, json: JSONValue) throws -> ScheduledRequest
 }

@@ -11,10 +11,18 @@ extension RelayService {
     func schedule(
         app: String, key: String, _ request: ScheduledRequest, at: Date, context: WriteContext
     ) async throws -> AcceptedRequest {
-        var body = wire.json(of: request)
-        body.remove("at")  // run as given, when due
+        var waiting = request
+        switch waiting {  // run as given, when due
+        case .start(var start):
+            start.at = nil
+            waiting = .start(start)
+        case .change(var change):
+            change.at = nil
+            waiting = .change(change)
+        }
         let schedule = ScheduleRecord(
-            id: "sch_" + randomHex(bytes: 8), bundleID: app, key: key, action: request.action, request: body, dueAt: at, createdAt: now())
+            id: "sch_" + randomHex(bytes: 8), bundleID: app, key: key, action: request.action, request: try waiting.stored(), dueAt: at,
+            createdAt: now())
         try await store.insertSchedule(schedule, context: context)
         metrics.count("liverelay_requests_accepted_total", ["action": "schedule"])
         noteChange()
@@ -51,7 +59,7 @@ extension RelayService {
             let context = WriteContext(scheduleID: schedule.id)
             let request: ScheduledRequest
             do {
-                request = try wire.request(action: schedule.action, json: schedule.request)
+                request = try ScheduledRequest(stored: schedule.request) ?? wire.request(action: schedule.action, json: schedule.request)
             } catch {
                 try await store.failSchedule(id: schedule.id, reason: "\(error)")
                 continue

@@ -70,7 +70,7 @@ public enum DeliveryOutcome: Sendable, Hashable {
 }
 
 /// Which devices a start goes to.
-public enum Audience: Sendable, Hashable {
+public enum Audience: Sendable, Hashable, Codable {
     case devices([String])
     case users([String])
     /// Every device with a live push-to-start token for the attributes type.

@@ -1,12 +1,13 @@
 import Foundation
 import LiveActivityKit
-import LiveRelay
 import LiveRelayHTTP
 import LiveRelayStore
 import Testing
 
-/// A scheduled request waits in the store as the API's JSON body and is read back when due: it
-/// must come back exactly as it was accepted.
+@testable import LiveRelay
+
+/// A scheduled request waits in the store as its own JSON and is read back when due: it must
+/// come back exactly as it was accepted. One an earlier release kept as the API's body still reads.
 @Suite struct WireFormatTests {
     static let wire = RelayWire()
 
@@ -39,9 +40,31 @@ import Testing
     ]
 
     @Test(arguments: requests) func aRequestSurvivesItsWaitInTheStore(_ request: ScheduledRequest) throws {
-        let stored = Self.wire.json(of: request)
-        let read = try Self.wire.request(action: request.action, json: try JSONValue(parsing: stored.serialized))
-        #expect(read == request)
+        let stored = try request.stored()
+        #expect(ScheduledRequest(stored: try JSONValue(parsing: stored.serialized)) == request)
+        #expect(ScheduledRequest(stored: json(#"{"contentState": {"status": "soon"}}"#)) == nil, "the API's form is not this one")
+    }
+
+    /// As the release before typed schedules kept them: the API's body, dates in seconds since 1970.
+    @Test func aScheduleKeptAsTheAPIsBodyStillReads() throws {
+        let start = json(
+            #"{"attributesType": "DeliveryAttributes", "attributes": {"orderNumber": 42}, "contentState": {"status": "preparing"}, "alert": {"title": "T", "body": "B"}, "audience": {"everyone": true}, "priority": "auto", "expiration": 1800000600}"#
+        )
+        #expect(
+            try Self.wire.request(action: .start, json: start)
+                == .start(
+                    StartRequest(
+                        attributesType: "DeliveryAttributes", attributes: json(#"{"orderNumber": 42}"#),
+                        contentState: json(#"{"status": "preparing"}"#),
+                        alert: AlertConfiguration(title: "T", body: "B", sound: nil), audience: .everyone, priority: .auto,
+                        expiration: Date(timeIntervalSince1970: 1_800_000_600))))
+        let end = json(#"{"contentState": {"etaMinutes": 1e2}, "dismissalDate": 1800003600.5, "priority": 5}"#)
+        #expect(
+            try Self.wire.request(action: .end, json: end)
+                == .change(
+                    ChangeRequest(
+                        event: .end, contentState: json(#"{"etaMinutes": 1e2}"#), dismissalDate: Date(timeIntervalSince1970: 1_800_003_600.5),
+                        priority: .fixed(.powerConsiderate))))
     }
 
     @Test func anAcceptedRequestIsAnsweredAsTheAPIDocumentSays() {
