@@ -14,15 +14,17 @@ import Synchronization
 /// APNs environment, through the client of that pair. The APNs client itself refreshes the
 /// provider token on `ExpiredProviderToken`.
 public final class Dispatcher: Service {
-    private let relay: RelayService
-    private let apns: APNsRoutes
-    private var policy: DispatchPolicy { relay.configuration.dispatch }
+    private let context: DispatchContext
+    /// Where the workers run: the APNs connections' event loop.
+    private let executor: any TaskExecutor
+    private var policy: DispatchPolicy { context.policy }
     private var outcomes: DeliveryOutcomeRules { DeliveryOutcomeRules(policy: policy) }
-    private var logger: Logger { relay.logger }
+    private var logger: Logger { context.logger }
+    private var outbox: any OutboxStore & SessionAndLeaseStore { context.outbox }
 
-    public init(relay: RelayService, apns: APNsRoutes) {
-        self.relay = relay
-        self.apns = apns
+    public init(context: DispatchContext, apns: APNsRoutes) {
+        self.context = context
+        self.executor = apns.pushExecutor
     }
 
     public func run() async throws {
@@ -31,7 +33,7 @@ public final class Dispatcher: Service {
         var backoff = StoreBackoff()
         while true {
             do {
-                try await relay.store.releaseClaims(at: relay.now())
+                try await outbox.releaseClaims(at: context.now())
                 logger.log(backoff.succeeded(), who: "the dispatcher")
                 break
             } catch {
@@ -39,7 +41,7 @@ public final class Dispatcher: Service {
                 if Task.isCancelled { return }
                 let (wait, change) = backoff.failed()
                 logger.log(change, who: "the dispatcher", error: error)
-                relay.metrics.count("liverelay_store_failures_total", ["loop": "dispatcher"])
+                context.metrics.count("liverelay_store_failures_total", ["loop": "dispatcher"])
                 guard await StoreBackoff.pause(for: wait) else { return }
             }
         }
@@ -54,10 +56,10 @@ public final class Dispatcher: Service {
     /// fan-out), so that every instance helps send them without polling; until cancelled.
     private func hearOtherInstances() async {
         var backoff = StoreBackoff()
-        let signal = relay.outboxSignal
+        let signal = context.signal
         while !Task.isCancelled {
             do {
-                try await relay.store.watchOutbox { signal.queued() }
+                try await outbox.watchOutbox { signal.queued() }
                 return
             } catch {
                 if Task.isCancelled { return }
@@ -86,11 +88,11 @@ public final class Dispatcher: Service {
         let inbox = DispatchInbox()
         let limits = DispatchLoop.Limits(batchSize: policy.batchSize, recordingDelay: policy.recordingDelay)
         let work = SendQueue(
-            wake: relay.outboxSignal, limits: limits,
+            wake: context.signal, limits: limits,
             sizing: InFlightSizing(floor: policy.inFlight.lowerBound, ceiling: policy.inFlight.upperBound, now: .now))
         var loop = DispatchLoop(limits: limits, stopWhenIdle: stopWhenIdle, now: .now)
         if !stopWhenIdle {
-            relay.handOver.open(
+            context.handOver.open(
                 .init(
                     hasRoom: {
                         let counts = work.counts()
@@ -99,110 +101,115 @@ public final class Dispatcher: Service {
         }
         try await withThrowingDiscardingTaskGroup { group in
             var workers = 0
-            let policy = policy
-            func startWorkers(upTo limit: Int) {
-                while workers < limit {
-                    workers += 1
-                    group.addTask(executorPreference: apns.pushExecutor) {
-                        while let (delivery, sending) = await work.next() {
-                            // Claimed pushes wait here while the instance sends slower than it claims.
-                            guard policy.maySend(leasedUntil: delivery.nextAttemptAt, at: self.relay.now()) else {
-                                work.abandon(delivery, sending)
-                                continue
-                            }
-                            let (outcome, roundTrip) = await self.send(delivery)
-                            work.finished(delivery.id, outcome, sending, roundTrip: roundTrip, at: .now)
-                        }
-                    }
-                }
-            }
             defer {
-                relay.handOver.close()
+                context.handOver.close()
                 work.stop()
             }
             while true {
                 let stopping = Task.isShuttingDownGracefully || Task.isCancelled
                 if stopping {
-                    relay.handOver.close()
+                    context.handOver.close()
                     work.stop()
                 }
-                for event in inbox.takeAll() {
-                    switch event {
-                    case .claimed(let batch):
-                        work.add(batch)
-                        logger.log(loop.claimed(count: batch.count), who: "the dispatcher")
-                    case .recorded(let retries):
-                        logger.log(loop.recorded(retries: retries), who: "the dispatcher")
-                    case .failed(let error, let unrecorded):
-                        let failure = loop.storeFailed(whileRecording: unrecorded != nil, stopping: stopping, at: .now)
-                        // Cancelled, the store's work was interrupted: that is no store failure.
-                        if !Task.isCancelled {
-                            logger.log(failure.change, who: "the dispatcher", error: error)
-                            relay.metrics.count("liverelay_store_failures_total", ["loop": "dispatcher"])
-                        }
-                        if let unrecorded {
-                            if failure.keepOutcomes {
-                                work.putBack(unrecorded)
-                            } else {
-                                logger.error(
-                                    "outcomes not recorded at shutdown; their pushes will be sent again", metadata: ["count": "\(unrecorded.count)"])
-                            }
-                        }
-                    }
-                }
+                for event in inbox.takeAll() { take(event, loop: &loop, work: work, stopping: stopping) }
                 let counts = work.counts()
-                if !stopping { startWorkers(upTo: counts.inFlightLimit) }
-                relay.metrics.noteSending(
+                while !stopping && workers < counts.inFlightLimit {
+                    workers += 1
+                    group.addTask(executorPreference: executor) { await self.sendWhatComes(from: work) }
+                }
+                context.metrics.noteSending(
                     .init(inFlightLimit: counts.inFlightLimit, inFlight: counts.sending, shortestRoundTrip: counts.shortestRoundTrip))
                 let step = loop.next(
                     .init(
                         queued: counts.queued, sending: counts.sending, unrecorded: counts.unrecorded,
                         inFlightLimit: counts.inFlightLimit, now: .now, stopping: stopping),
-                    queuedSinceLastClaim: relay.outboxSignal.takeQueued)
+                    queuedSinceLastClaim: context.signal.takeQueued)
                 if step.record {
                     let (batch, abandoned) = work.takeOutcomes()
-                    group.addTask {
-                        await self.giveBack(abandoned)
-                        do {
-                            try await self.relay.store.recordOutcomes(batch, at: self.relay.now())
-                            self.relay.noteChange()
-                            inbox.put(.recorded(retries: batch.contains { $0.outcome.isRetry }))
-                        } catch {
-                            inbox.put(.failed(error, unrecorded: batch))
-                        }
-                        self.relay.outboxSignal.signal()
-                    }
+                    group.addTask { await self.record(batch, givingBack: abandoned, reportingTo: inbox) }
                 }
-                if step.claim {
-                    group.addTask {
-                        do {
-                            let now = self.relay.now()
-                            let batch = try await self.relay.store.claimDeliveries(
-                                dueBy: now, limit: self.policy.batchSize, leaseUntil: now + self.policy.lease)
-                            inbox.put(.claimed(batch))
-                        } catch {
-                            inbox.put(.failed(error, unrecorded: nil))
-                        }
-                        self.relay.outboxSignal.signal()
-                    }
-                }
+                if step.claim { group.addTask { await self.claim(reportingTo: inbox) } }
                 if step.finish { return }
                 // Nothing to do until a batch is claimed or recorded, the queue runs low, outcomes
                 // pile up, more is queued, or a retry comes due.
-                if step.askNextDue {
-                    do {
-                        let next = try await relay.store.nextDueDate()
-                        let now = ContinuousClock.now
-                        if loop.learned(nextDue: next.map { now + .milliseconds($0.timeIntervalSince(relay.now()) * 1000) }, at: now) {
-                            relay.outboxSignal.queued()
-                        }
-                    } catch {
-                        // Asked again next time round.
-                    }
-                }
+                if step.askNextDue { await askWhenNextDue(&loop) }
                 let wait = loop.wait(at: .now)
-                await relay.outboxSignal.wait(upTo: wait.duration, thenClaim: wait.thenClaim)
+                await context.signal.wait(upTo: wait.duration, thenClaim: wait.thenClaim)
             }
+        }
+    }
+
+    /// A worker: sends the claimed pushes the queue gives it, one at a time, until it stops.
+    private func sendWhatComes(from work: SendQueue) async {
+        while let (delivery, sending) = await work.next() {
+            // Claimed pushes wait here while the instance sends slower than it claims.
+            guard policy.maySend(leasedUntil: delivery.nextAttemptAt, at: context.now()) else {
+                work.abandon(delivery, sending)
+                continue
+            }
+            let (outcome, roundTrip) = await send(delivery)
+            work.finished(delivery.id, outcome, sending, roundTrip: roundTrip, at: .now)
+        }
+    }
+
+    /// What a side task reported: a batch claimed, outcomes recorded, or the store failing.
+    private func take(_ event: DispatchInbox.Event, loop: inout DispatchLoop, work: SendQueue, stopping: Bool) {
+        switch event {
+        case .claimed(let batch):
+            work.add(batch)
+            logger.log(loop.claimed(count: batch.count), who: "the dispatcher")
+        case .recorded(let retries):
+            logger.log(loop.recorded(retries: retries), who: "the dispatcher")
+        case .failed(let error, let unrecorded):
+            let failure = loop.storeFailed(whileRecording: unrecorded != nil, stopping: stopping, at: .now)
+            // Cancelled, the store's work was interrupted: that is no store failure.
+            if !Task.isCancelled {
+                logger.log(failure.change, who: "the dispatcher", error: error)
+                context.metrics.count("liverelay_store_failures_total", ["loop": "dispatcher"])
+            }
+            if let unrecorded {
+                if failure.keepOutcomes {
+                    work.putBack(unrecorded)
+                } else {
+                    logger.error("outcomes not recorded at shutdown; their pushes will be sent again", metadata: ["count": "\(unrecorded.count)"])
+                }
+            }
+        }
+    }
+
+    /// Records a batch of outcomes, after giving back the pushes abandoned unsent (a side task).
+    private func record(
+        _ batch: [(id: Int64, outcome: DeliveryOutcome)], givingBack abandoned: [DeliveryRecord], reportingTo inbox: DispatchInbox
+    ) async {
+        await giveBack(abandoned)
+        do {
+            try await outbox.recordOutcomes(batch, at: context.now())
+            context.noteChange()
+            inbox.put(.recorded(retries: batch.contains { $0.outcome.isRetry }))
+        } catch {
+            inbox.put(.failed(error, unrecorded: batch))
+        }
+        context.signal.signal()
+    }
+
+    /// Claims a batch of due pushes (a side task).
+    private func claim(reportingTo inbox: DispatchInbox) async {
+        do {
+            let now = context.now()
+            inbox.put(.claimed(try await outbox.claimDeliveries(dueBy: now, limit: policy.batchSize, leaseUntil: now + policy.lease)))
+        } catch {
+            inbox.put(.failed(error, unrecorded: nil))
+        }
+        context.signal.signal()
+    }
+
+    /// Learns when the next queued push is due; a store that fails is asked again next time round.
+    private func askWhenNextDue(_ loop: inout DispatchLoop) async {
+        let next: Date?
+        do { next = try await outbox.nextDueDate() } catch { return }
+        let now = ContinuousClock.now
+        if loop.learned(nextDue: next.map { now + .milliseconds($0.timeIntervalSince(context.now()) * 1000) }, at: now) {
+            context.signal.queued()
         }
     }
 
@@ -210,19 +217,19 @@ public final class Dispatcher: Service {
     /// run out instead.
     private func giveBack(_ abandoned: [DeliveryRecord]) async {
         guard !abandoned.isEmpty else { return }
-        let now = relay.now()
+        let now = context.now()
         for (leasedUntil, deliveries) in Dictionary(grouping: abandoned, by: \.nextAttemptAt) {
             do {
-                try await relay.store.abandonClaims(deliveries.map(\.id), leasedUntil: leasedUntil, at: now)
+                try await outbox.abandonClaims(deliveries.map(\.id), leasedUntil: leasedUntil, at: now)
             } catch {
                 logger.warning("claimed pushes not given back; due when their lease runs out", metadata: ["error": "\(error)"])
             }
         }
-        relay.metrics.count("liverelay_claims_abandoned_total", [:], by: abandoned.count)
+        context.metrics.count("liverelay_claims_abandoned_total", [:], by: abandoned.count)
         logger.warning(
             "claimed pushes given back unsent: this instance sends slower than it claims for its lease (--claim-lease)",
             metadata: ["count": "\(abandoned.count)"])
-        relay.outboxSignal.queued()
+        context.signal.queued()
     }
 
     /// Sends one push; `roundTrip`: how long APNs took to answer it, nil when it did not.
@@ -230,16 +237,14 @@ public final class Dispatcher: Service {
         let apns: APNsClient
         let topic: BundleID
         do {
-            let app = try await relay.app(delivery.bundleID)
-            apns = try relay.apnsClient(for: app, in: delivery.environment)
-            topic = try BundleID(app.bundleID)
+            (apns, topic) = try await context.route(delivery)
         } catch {
             // The app is gone, its key cannot sign, or the server no longer sends to the
             // environment: a dead letter that says so. A store that fails is tried again.
             let outcome =
                 error is RelayError || error is LiveActivityValidationError
                 ? DeliveryOutcome.failed(status: nil, reason: "\(error)", tokenIsDead: false)
-                : outcomes.outcome(ofNoAnswer: error, attempts: delivery.attempts + 1, at: relay.now())
+                : outcomes.outcome(ofNoAnswer: error, attempts: delivery.attempts + 1, at: context.now())
             record(outcome, delivery)
             return (outcome, nil)
         }
@@ -267,10 +272,10 @@ public final class Dispatcher: Service {
             if (200..<300).contains(answer.status) {
                 outcome = .sent(status: answer.status, apnsID: answer.header("apns-id") ?? answer.header("apns-request-id"))
             } else {
-                outcome = outcomes.outcome(of: APNsError(answer), attempts: delivery.attempts + 1, at: relay.now())
+                outcome = outcomes.outcome(of: APNsError(answer), attempts: delivery.attempts + 1, at: context.now())
             }
         } catch {
-            outcome = outcomes.outcome(ofNoAnswer: error, attempts: delivery.attempts + 1, at: relay.now())
+            outcome = outcomes.outcome(ofNoAnswer: error, attempts: delivery.attempts + 1, at: context.now())
         }
         record(outcome, delivery)
         return (outcome, roundTrip)
@@ -287,8 +292,8 @@ public final class Dispatcher: Service {
             result = dead ? "token_dead" : "failed"
             logger.warning("push failed", metadata: Self.metadata(delivery, status, reason))
         }
-        relay.metrics.count("liverelay_pushes_total", ["event": delivery.event.rawValue, "result": result])
-        relay.metrics.countPush(result: result, at: relay.now())
+        context.metrics.count("liverelay_pushes_total", ["event": delivery.event.rawValue, "result": result])
+        context.metrics.countPush(result: result, at: context.now())
     }
 
     private static func metadata(_ delivery: DeliveryRecord, _ status: Int?, _ reason: String) -> Logger.Metadata {
@@ -306,7 +311,7 @@ public final class Dispatcher: Service {
 }
 
 /// What the dispatcher's side tasks report to its loop.
-private final class DispatchInbox: Sendable {
+final class DispatchInbox: Sendable {
     enum Event: Sendable {
         case claimed([DeliveryRecord])
         case recorded(retries: Bool)

@@ -19,7 +19,8 @@ public struct RelayServer: Sendable {
         now: @escaping @Sendable () -> Date = { Date() }, logger: Logger = Logger(label: "liverelay")
     ) async throws -> RelayServer {
         let relay = try await RelayService.open(store: store, configuration: configuration, wire: RelayWire(), apns: apns, now: now, logger: logger)
-        return RelayServer(relay: relay, dispatcher: Dispatcher(relay: relay, apns: apns), api: RelayAPI(relay: relay, configuration: api))
+        return RelayServer(
+            relay: relay, dispatcher: Dispatcher(context: relay.dispatchContext, apns: apns), api: RelayAPI(relay: relay, configuration: api))
     }
 
     /// The long-lived parts, for one `ServiceGroup`; `onRunning` gets the API's port.
