@@ -60,7 +60,7 @@ struct KeyChange {
         var claimed: [DeliveryRecord] = []
         if handedOver {
             let rows = try await db.rows(PreparedStatements.HandedOverChange.self, arguments)
-            guard rows.first?.integer(23) == 1 else { return nil }
+            guard try rows.first?["written"].decode(Int64.self) == 1 else { return nil }
             claimed = try rows.filter { $0.integer(0) != nil }.map { row in
                 var record = try DeliveryRow(row: row).record
                 record.payload = planned.payload
@@ -68,7 +68,7 @@ struct KeyChange {
             }.sorted { $0.id < $1.id }
         } else {
             let rows = try await db.rows(PreparedStatements.QueuedChange.self, arguments + [.text(PostgresStore.outboxChannel)])
-            guard rows.first?.integer(0) == 1 else { return nil }
+            guard try rows.first?["written"].decode(Int64.self) == 1 else { return nil }
         }
         // After the change's pushes are written: an end's fan-out goes to the tokens live until now.
         if ends {
@@ -90,16 +90,16 @@ struct KeyChange {
         let statement: any PreparedSQL.Type = locked ? PreparedStatements.LockedChangeSnapshotRead.self : PreparedStatements.ChangeSnapshotRead.self
         guard let row = try await db.rows(statement, arguments).first else { return (ChangeSnapshot(activity: nil), "") }
         var activity = try ActivityRecord(row: row)
-        for (environment, id) in zip(try row[13].decode([String].self), try row[14].decode([String].self)) {
+        for (environment, id) in zip(try row["environments"].decode([String].self), try row["ids"].decode([String].self)) {
             activity.channelIDs[try PushEnvironment(stored: environment, column: "channels.environment")] = id
         }
-        let devices = try row[16].decode([String].self)
-        let activityIDs = try row[17].decode([String].self)
-        let noActivityID = try row[18].decode([Bool].self)
-        let tokens = try row[19].decode([String].self)
-        let frequent = try row[20].decode([Bool].self)
-        let registered = try row[21].decode([Double].self)
-        let environments = try row[22].decode([String].self)
+        let devices = try row["device_ids"].decode([String].self)
+        let activityIDs = try row["activity_ids"].decode([String].self)
+        let noActivityID = try row["no_activity_ids"].decode([Bool].self)
+        let tokens = try row["tokens"].decode([String].self)
+        let frequent = try row["frequent"].decode([Bool].self)
+        let registered = try row["registered"].decode([Double].self)
+        let environments = try row["token_environments"].decode([String].self)
         let liveTokens = try devices.indices.map { index in
             ActivityTokenRecord(
                 bundleID: app, key: key, deviceID: devices[index], activityID: noActivityID[index] ? nil : activityIDs[index],
@@ -108,9 +108,10 @@ struct KeyChange {
                 registeredAt: Date(timeIntervalSince1970: registered[index]), state: .live, stateReason: nil)
         }
         let counts = Dictionary(
-            zip(try row[23].decode([String].self), try row[24].decode([Int64].self).map(Int.init)), uniquingKeysWith: { $0 + $1 })
-        let snapshot = ChangeSnapshot(activity: activity, liveTokens: liveTokens, liveTokenCount: row.int(15) ?? 0, priority10Counts: counts)
-        return (snapshot, row.string(25))
+            zip(try row["targets"].decode([String].self), try row["counts"].decode([Int64].self).map(Int.init)), uniquingKeysWith: { $0 + $1 })
+        let snapshot = ChangeSnapshot(
+            activity: activity, liveTokens: liveTokens, liveTokenCount: Int(try row["live"].decode(Int64.self)), priority10Counts: counts)
+        return (snapshot, try row["version"].decode(String.self))
     }
 }
 

@@ -69,12 +69,13 @@ enum PreparedStatements {
     enum ActivityChannels: PreparedSQL { static let sql = SQLStatement.numbering(StoreStatements.activityChannels) }
     enum ChannelsOfKey: PreparedSQL { static let sql = SQLStatement.numbering(StoreStatements.channelsOfKeyRecords) }
 
-    /// What a change reads of its key, in one statement (`ChangeSnapshot`): the key (columns
-    /// 0–12), its channels (13, 14: environments and ids), how many live tokens it has (15) and,
-    /// when the change counts the budget (the first argument), the live tokens themselves (16–22,
-    /// arrays in device order; 18 says where `activity_id` is NULL) and the priority-10 counts by
-    /// device or channel (23, 24); then the version of the key's row (25: `xmin`, which every
-    /// write of the row changes). Arguments: counting, app, key, window start, app, key.
+    /// What a change reads of its key, in one statement (`ChangeSnapshot`): the key (its record's
+    /// columns first), then, by name, its channels (`environments`, `ids`), how many live tokens it
+    /// has (`live`) and, when the change counts the budget (the first argument), the live tokens
+    /// themselves (arrays in device order; `no_activity_ids` says where `activity_id` is NULL) and
+    /// the priority-10 counts by device or channel (`targets`, `counts`); then the version of the
+    /// key's row (`version`: `xmin`, which every write of the row changes). Arguments: counting,
+    /// app, key, window start, app, key.
     /// `LockedChangeSnapshotRead` also locks the key's row until the transaction ends.
     enum ChangeSnapshotRead: PreparedSQL { static let sql = changeSnapshotRead(locking: false) }
     enum LockedChangeSnapshotRead: PreparedSQL { static let sql = changeSnapshotRead(locking: true) }
@@ -86,7 +87,7 @@ enum PreparedStatements {
         return SQLStatement.numbering(
             """
             SELECT \(ActivityRecord.columns), c.environments, c.ids, t.live, t.device_ids, t.activity_ids, t.no_activity_ids, t.tokens,
-                t.frequent, t.registered, t.token_environments, p.targets, p.counts, a.xmin::text
+                t.frequent, t.registered, t.token_environments, p.targets, p.counts, a.xmin::text AS version
             FROM (SELECT ?::boolean AS counting) budget, activities a,
             LATERAL (
                 SELECT COALESCE(array_agg(environment ORDER BY environment), '{}') AS environments,
@@ -110,9 +111,9 @@ enum PreparedStatements {
     /// was made from: the key's new content, its payload, the supersede of the key's queued
     /// updates (when the outbox's rules decide exactly that), the listed pushes (as JSON records,
     /// `ListedDelivery`) and the fan-out. Queued, the pushes wake the other instances
-    /// (`pg_notify`); handed over, they come back claimed (columns 0–22, NULL when there are none).
-    /// The last column counts the rows changed: 0 when another write came first, and nothing
-    /// was written. Arguments, in order: the key's 8 new values, app, key, version; the payload,
+    /// (`pg_notify`); handed over, they come back claimed (a delivery's columns, NULL when there are
+    /// none). `written` counts the rows changed: 0 when another write came first, and nothing was
+    /// written. Arguments, in order: the key's 8 new values, app, key, version; the payload,
     /// whether anything is sent; the supersede's time, app, key, whether it applies; status,
     /// due, now and the JSON of the listed; the fan-out's event, priority, reason, expiration,
     /// timestamp, request, status, due, now, app, key, whether there is one; queued, the channel
@@ -126,7 +127,7 @@ enum PreparedStatements {
     private static func changeWrite(handedOver: Bool) -> String {
         let returning = handedOver ? " RETURNING \(DeliveryRecord.columns)" : ""
         let supersede = OutboxStatements.move(OutboxRules.supersedingKey(app: "", key: "", at: .distantPast)).text
-        let written = "(SELECT COUNT(*) FROM changed)"
+        let written = "(SELECT COUNT(*) FROM changed) AS written"
         return SQLStatement.numbering(
             """
             WITH changed AS (
