@@ -47,6 +47,11 @@ extension RelayService {
         }
     }
 
+    /// How many pushes wait to be sent or are being sent (cheap: read from the pending pushes alone).
+    public func pendingDeliveryCount() async throws -> Int {
+        try await store.pendingDeliveryCount()
+    }
+
     /// How many deliveries the outbox holds in each state.
     public func deliveryCounts() async throws -> [DeliveryStatus: Int] {
         try await store.deliveryCounts()

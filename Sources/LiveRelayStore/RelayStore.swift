@@ -141,7 +141,12 @@ public protocol OutboxStore: Sendable {
     /// Queues a failed push of the app (nil: any app) again beside it, unless `DeliveryRetry.refusal`
     /// says no (in the same transaction, so that two retries at once make one push).
     func retryDelivery(id: Int64, app: String?, at now: Date) async throws -> DeliveryRetry.Outcome
+    /// How many deliveries of the whole history are in each state (a read of every row: for
+    /// metrics and the dashboard, never for a request without a key).
     func deliveryCounts() async throws -> [DeliveryStatus: Int]
+    /// How many deliveries wait to be sent or are being sent: read from the index of claimable
+    /// pushes, so its cost is that of the pushes waiting, not of the history.
+    func pendingDeliveryCount() async throws -> Int
 }
 
 /// What instances share besides the data: dashboard sessions, leases, and the news that another

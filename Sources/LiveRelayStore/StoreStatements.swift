@@ -70,6 +70,9 @@ enum StoreStatements {
 
     static let insertSchedule = "INSERT INTO schedules (\(ScheduleRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
+    /// The pushes waiting to be sent or being sent (`deliveries_due`'s condition, so that index answers).
+    static let pendingDeliveryCount = "SELECT COUNT(*) FROM deliveries WHERE \(OutboxStatements.statusCondition(.claim))"
+
     static let insertIdempotencyKey =
         "INSERT INTO idempotency_keys (api_key_id, key, request_hash, answer, created_at) VALUES (?, ?, ?, ?, ?)"
     static let idempotentAnswer = "SELECT request_hash, status, body, answer FROM idempotency_keys WHERE api_key_id = ? AND key = ?"

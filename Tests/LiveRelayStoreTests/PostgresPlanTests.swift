@@ -130,6 +130,26 @@ struct PostgresPlanTests {
                 == "queued|9000\nsending|1000\n")
     }
 
+    /// `/v1/health` asks how many pushes wait, without a key: with a long history and a few
+    /// pushes waiting, the count reads the index of claimable pushes, not the history.
+    @Test func thePendingCountReadsOnlyWhatWaits() async throws {
+        let url = try TestPostgres.freshDatabase()
+        let store = try PostgresStore(url: url)
+        try await store.migrate()
+        try TestPostgres.psql(
+            url,
+            """
+            INSERT INTO payloads (body) VALUES ('\\x7b7d');
+            \(Self.pushes(1...50_000, status: "sent"))
+            \(Self.pushes(50_001...50_010, status: "queued"))
+            ANALYZE deliveries;
+            """)
+        #expect(try await store.pendingDeliveryCount() == 10)
+        await store.close()
+        let plan = try TestPostgres.psqlOutput(url, "EXPLAIN \(StoreStatements.pendingDeliveryCount)")
+        #expect(plan.contains("deliveries_due") && !plan.contains("Seq Scan"), "\(plan)")
+    }
+
     /// Inserts pushes numbered `range` (`i`) as updates of one payload, the values given as SQL
     /// expressions of `i`; the first payload must exist.
     private static func pushes(

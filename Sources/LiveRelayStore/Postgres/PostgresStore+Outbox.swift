@@ -123,6 +123,10 @@ extension PostgresStore {
         }
     }
 
+    public func pendingDeliveryCount() async throws -> Int {
+        try await rows(StoreStatements.pendingDeliveryCount).first?.int(0) ?? 0
+    }
+
     public func deliveryCounts() async throws -> [DeliveryStatus: Int] {
         var counts: [DeliveryStatus: Int] = [:]
         for row in try await rows("SELECT status, COUNT(*) FROM deliveries GROUP BY status") {

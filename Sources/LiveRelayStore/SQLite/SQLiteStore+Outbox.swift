@@ -128,6 +128,10 @@ extension SQLiteStore {
         }
     }
 
+    public func pendingDeliveryCount() async throws -> Int {
+        try await pool.read { db in try db.fetchOne(StoreStatements.pendingDeliveryCount) { $0[0] as Int } ?? 0 }
+    }
+
     public func deliveryCounts() async throws -> [DeliveryStatus: Int] {
         try await pool.read { db in
             var counts: [DeliveryStatus: Int] = [:]
