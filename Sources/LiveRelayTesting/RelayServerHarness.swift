@@ -178,11 +178,17 @@ public func withRelayHarness(
             var ports = port.stream.makeAsyncIterator()
             guard let bound = await ports.next() else { throw DeadlineExceeded(limit: deadline) }
             let harness = RelayHarness(emulator: emulator, server: server, store: store, baseURL: "http://127.0.0.1:\(bound)", keys: keys)
-            tasks.addTask { await emulator.reporter.run() }
             var failure: (any Error)?
-            do { try await body(harness) } catch { failure = error }
+            await withTaskGroup(of: Void.self) { reporting in
+                reporting.addTask { await emulator.reporter.run() }
+                do { try await body(harness) } catch { failure = error }
+                // The apps stop reporting before the server stops: no connection comes in then.
+                reporting.cancelAll()
+            }
+            // Gracefully, never by cancelling: a connection accepted while the server's task is
+            // cancelled is never served, and NIO traps on its unfinished writer ("Deinited
+            // NIOAsyncWriter without calling finish()", swift-nio issue 3481); it crashed a run.
             await group.triggerGracefulShutdown()
-            tasks.cancelAll()
             try? await tasks.waitForAll()
             if let failure {
                 await apns.shutdown()

@@ -10,6 +10,12 @@ struct KeyChange {
     let budget: ChangeBudget
     let handOver: HandOver?
 
+    /// How many placeholders each statement has, counted once.
+    static let placeholders = (
+        snapshot: PreparedStatements.ChangeSnapshotRead.placeholderCount, queued: PreparedStatements.QueuedChange.placeholderCount,
+        handedOver: PreparedStatements.HandedOverChange.placeholderCount
+    )
+
     /// A change written, with the answer to keep with it and when it was accepted.
     struct Written<Outcome: Sendable>: Sendable {
         var accepted: Accepted<Outcome>
@@ -43,23 +49,42 @@ struct KeyChange {
         let handedOver = entry.status != .queued
         let changed = planned.activity
         let fanOut = planned.fanOut
-        var arguments: [SQLArgument] = [
-            .text(changed.contentState?.serializedString), .seconds(changed.staleDate), .real(changed.relevanceScore),
-            .integer(changed.lastTimestamp), .text(changed.state.rawValue), .seconds(changed.endedAt), .text(changed.endReason?.rawValue),
-            .seconds(changed.dismissalDate), .text(app), .text(key), .text(version),
-            .bytes(planned.payload), .bool(!planned.deliveries.isEmpty || fanOut != nil),
-        ]
-        arguments += OutboxStatements.move(keySupersede).arguments + [.bool(supersedesInStatement)]
-        arguments += [.text(entry.status.rawValue), .seconds(entry.due), .seconds(at), .text(ListedDelivery.json(planned.deliveries))]
-        arguments += [
-            .text(fanOut?.event.rawValue), .integer(fanOut.map { Int64($0.priority.rawValue) }), .text(fanOut?.priorityReason),
-            .integer(fanOut?.expiration),
-            .integer(fanOut?.timestamp), .text(fanOut?.requestID), .text(entry.status.rawValue), .seconds(entry.due), .seconds(at),
-            .text(app), .text(key), .bool(fanOut != nil),
-        ]
+        var arguments = NamedArguments(PreparedStatements.changeWriteParameters(handedOver: handedOver))
+        arguments["content_state"] = .text(changed.contentState?.serializedString)
+        arguments["stale_date"] = .seconds(changed.staleDate)
+        arguments["relevance_score"] = .real(changed.relevanceScore)
+        arguments["last_timestamp"] = .integer(changed.lastTimestamp)
+        arguments["state"] = .text(changed.state.rawValue)
+        arguments["ended_at"] = .seconds(changed.endedAt)
+        arguments["end_reason"] = .text(changed.endReason?.rawValue)
+        arguments["dismissal_date"] = .seconds(changed.dismissalDate)
+        arguments["app"] = .text(app)
+        arguments["key"] = .text(key)
+        arguments["version"] = .text(version)
+        arguments["payload"] = .bytes(planned.payload)
+        arguments["sends_anything"] = .bool(!planned.deliveries.isEmpty || fanOut != nil)
+        arguments.bind("supersede", OutboxStatements.move(keySupersede).arguments)
+        arguments["supersede_applies"] = .bool(supersedesInStatement)
+        arguments["listed_status"] = .text(entry.status.rawValue)
+        arguments["listed_due"] = .seconds(entry.due)
+        arguments["listed_at"] = .seconds(at)
+        arguments["listed"] = .text(ListedDelivery.json(planned.deliveries))
+        arguments["fan_out_event"] = .text(fanOut?.event.rawValue)
+        arguments["fan_out_priority"] = .integer(fanOut.map { Int64($0.priority.rawValue) })
+        arguments["fan_out_reason"] = .text(fanOut?.priorityReason)
+        arguments["fan_out_expiration"] = .integer(fanOut?.expiration)
+        arguments["fan_out_timestamp"] = .integer(fanOut?.timestamp)
+        arguments["fan_out_request"] = .text(fanOut?.requestID)
+        arguments["fan_out_status"] = .text(entry.status.rawValue)
+        arguments["fan_out_due"] = .seconds(entry.due)
+        arguments["fan_out_at"] = .seconds(at)
+        arguments["fan_out_app"] = .text(app)
+        arguments["fan_out_key"] = .text(key)
+        arguments["fan_out"] = .bool(fanOut != nil)
         var claimed: [DeliveryRecord] = []
         if handedOver {
-            let rows = try await db.rows(PreparedStatements.HandedOverChange.self, arguments)
+            let rows = try await db.rows(
+                PreparedStatements.HandedOverChange.self, try arguments.positional(placeholders: Self.placeholders.handedOver))
             guard try rows.first?["written"].decode(Int64.self) == 1 else { return nil }
             claimed = try rows.filter { $0.integer(0) != nil }.map { row in
                 var record = try DeliveryRow(row: row).record
@@ -67,7 +92,8 @@ struct KeyChange {
                 return record
             }.sorted { $0.id < $1.id }
         } else {
-            let rows = try await db.rows(PreparedStatements.QueuedChange.self, arguments + [.text(PostgresStore.outboxChannel)])
+            arguments["notify_channel"] = .text(PostgresStore.outboxChannel)
+            let rows = try await db.rows(PreparedStatements.QueuedChange.self, try arguments.positional(placeholders: Self.placeholders.queued))
             guard try rows.first?["written"].decode(Int64.self) == 1 else { return nil }
         }
         // After the change's pushes are written: an end's fan-out goes to the tokens live until now.
@@ -83,12 +109,17 @@ struct KeyChange {
     /// The key as its plan sees it, and the version of its row.
     private func read(_ db: PostgresConnection, locked: Bool) async throws -> (ChangeSnapshot, version: String) {
         // Not counting, the counts' window starts after every push there is.
-        let arguments: [SQLArgument] = [
-            .bool(budget != .notCounted), .text(app), .text(key), .real(budget.windowStart?.timeIntervalSince1970 ?? .greatestFiniteMagnitude),
-            .text(app), .text(key),
-        ]
+        var arguments = NamedArguments(PreparedStatements.changeSnapshotParameters)
+        arguments["counting"] = .bool(budget != .notCounted)
+        arguments["counts_app"] = .text(app)
+        arguments["counts_key"] = .text(key)
+        arguments["window_start"] = .real(budget.windowStart?.timeIntervalSince1970 ?? .greatestFiniteMagnitude)
+        arguments["app"] = .text(app)
+        arguments["key"] = .text(key)
         let statement: any PreparedSQL.Type = locked ? PreparedStatements.LockedChangeSnapshotRead.self : PreparedStatements.ChangeSnapshotRead.self
-        guard let row = try await db.rows(statement, arguments).first else { return (ChangeSnapshot(activity: nil), "") }
+        guard let row = try await db.rows(statement, try arguments.positional(placeholders: Self.placeholders.snapshot)).first else {
+            return (ChangeSnapshot(activity: nil), "")
+        }
         var activity = try ActivityRecord(row: row)
         for (environment, id) in zip(try row["environments"].decode([String].self), try row["ids"].decode([String].self)) {
             activity.channelIDs[try PushEnvironment(stored: environment, column: "channels.environment")] = id

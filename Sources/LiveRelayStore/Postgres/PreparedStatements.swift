@@ -74,11 +74,12 @@ enum PreparedStatements {
     /// has (`live`) and, when the change counts the budget (the first argument), the live tokens
     /// themselves (arrays in device order; `no_activity_ids` says where `activity_id` is NULL) and
     /// the priority-10 counts by device or channel (`targets`, `counts`); then the version of the
-    /// key's row (`version`: `xmin`, which every write of the row changes). Arguments: counting,
-    /// app, key, window start, app, key.
+    /// key's row (`version`: `xmin`, which every write of the row changes).
     /// `LockedChangeSnapshotRead` also locks the key's row until the transaction ends.
     enum ChangeSnapshotRead: PreparedSQL { static let sql = changeSnapshotRead(locking: false) }
     enum LockedChangeSnapshotRead: PreparedSQL { static let sql = changeSnapshotRead(locking: true) }
+    /// Their parameters, in the order of their placeholders (`NamedArguments`).
+    static let changeSnapshotParameters = ["counting", "counts_app", "counts_key", "window_start", "app", "key"]
 
     private static func changeSnapshotRead(locking: Bool) -> String {
         func tokenArray(_ value: String, _ name: String) -> String {
@@ -113,13 +114,21 @@ enum PreparedStatements {
     /// `ListedDelivery`) and the fan-out. Queued, the pushes wake the other instances
     /// (`pg_notify`); handed over, they come back claimed (a delivery's columns, NULL when there are
     /// none). `written` counts the rows changed: 0 when another write came first, and nothing was
-    /// written. Arguments, in order: the key's 8 new values, app, key, version; the payload,
-    /// whether anything is sent; the supersede's time, app, key, whether it applies; status,
-    /// due, now and the JSON of the listed; the fan-out's event, priority, reason, expiration,
-    /// timestamp, request, status, due, now, app, key, whether there is one; queued, the channel
-    /// to notify.
+    /// written.
     enum QueuedChange: PreparedSQL { static let sql = changeWrite(handedOver: false) }
     enum HandedOverChange: PreparedSQL { static let sql = changeWrite(handedOver: true) }
+    /// Their parameters, in the order of their placeholders (`NamedArguments`): the key's new
+    /// values and the version its plan was made from; the payload; the supersede (its own
+    /// statement's arguments) and whether it applies; the listed pushes; the fan-out; queued, the
+    /// channel to notify.
+    static func changeWriteParameters(handedOver: Bool) -> [String] {
+        [
+            "content_state", "stale_date", "relevance_score", "last_timestamp", "state", "ended_at", "end_reason", "dismissal_date", "app", "key",
+            "version", "payload", "sends_anything", "supersede", "supersede_applies", "listed_status", "listed_due", "listed_at", "listed",
+            "fan_out_event", "fan_out_priority", "fan_out_reason", "fan_out_expiration", "fan_out_timestamp", "fan_out_request",
+            "fan_out_status", "fan_out_due", "fan_out_at", "fan_out_app", "fan_out_key", "fan_out",
+        ] + (handedOver ? [] : ["notify_channel"])
+    }
 
     /// Each push-writing `INSERT … SELECT` takes its values straight in its own select list: a
     /// parameter there gets its column's type, where one in a nested `SELECT` or a `UNION` would be
