@@ -119,7 +119,7 @@ extension StartRequest: Codable {
         let values = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
             attributesType: try values.decode(String.self, forKey: .attributesType),
-            attributes: try values.json(.attributes), contentState: try values.json(.contentState),
+            attributes: try values.decodeJSON(forKey: .attributes), contentState: try values.decodeJSON(forKey: .contentState),
             alert: try values.decode(AlertConfiguration.self, forKey: .alert),
             staleDate: try values.decodeIfPresent(Date.self, forKey: .staleDate),
             relevanceScore: try values.decodeIfPresent(Double.self, forKey: .relevanceScore),
@@ -132,8 +132,8 @@ extension StartRequest: Codable {
     public func encode(to encoder: any Encoder) throws {
         var values = encoder.container(keyedBy: CodingKeys.self)
         try values.encode(attributesType, forKey: .attributesType)
-        try values.encode(attributes.serializedString, forKey: .attributes)
-        try values.encode(contentState.serializedString, forKey: .contentState)
+        try values.encode(json: attributes, forKey: .attributes)
+        try values.encode(json: contentState, forKey: .contentState)
         try values.encode(alert, forKey: .alert)
         try values.encodeIfPresent(staleDate, forKey: .staleDate)
         try values.encodeIfPresent(relevanceScore, forKey: .relevanceScore)
@@ -154,7 +154,7 @@ extension ChangeRequest: Codable {
         let values = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
             event: try values.decode(LiveActivityPayload.Event.self, forKey: .event),
-            contentState: try values.contains(.contentState) ? values.json(.contentState) : nil,
+            contentState: try values.decodeJSONIfPresent(forKey: .contentState),
             alert: try values.decodeIfPresent(AlertConfiguration.self, forKey: .alert),
             staleDate: try values.decodeIfPresent(Date.self, forKey: .staleDate),
             relevanceScore: try values.decodeIfPresent(Double.self, forKey: .relevanceScore),
@@ -166,7 +166,7 @@ extension ChangeRequest: Codable {
     public func encode(to encoder: any Encoder) throws {
         var values = encoder.container(keyedBy: CodingKeys.self)
         try values.encode(event, forKey: .event)
-        try values.encodeIfPresent(contentState?.serializedString, forKey: .contentState)
+        try values.encodeIfPresent(json: contentState, forKey: .contentState)
         try values.encodeIfPresent(alert, forKey: .alert)
         try values.encodeIfPresent(staleDate, forKey: .staleDate)
         try values.encodeIfPresent(relevanceScore, forKey: .relevanceScore)
@@ -174,17 +174,6 @@ extension ChangeRequest: Codable {
         try values.encode(priority, forKey: .priority)
         try values.encodeIfPresent(expiration, forKey: .expiration)
         try values.encodeIfPresent(at, forKey: .at)
-    }
-}
-
-extension KeyedDecodingContainer {
-    /// A JSON value kept as its text.
-    fileprivate func json(_ key: Key) throws -> JSONValue {
-        let text = try decode(String.self, forKey: key)
-        guard let value = try? JSONValue(parsing: text) else {
-            throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: "not JSON")
-        }
-        return value
     }
 }
 

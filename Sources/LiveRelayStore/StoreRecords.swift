@@ -412,14 +412,11 @@ extension ScheduleRecord: Codable {
 
     public init(from decoder: any Decoder) throws {
         let values = try decoder.container(keyedBy: CodingKeys.self)
-        let request = try values.decode(String.self, forKey: .request)
-        guard let json = try? JSONValue(parsing: request) else {
-            throw DecodingError.dataCorruptedError(forKey: .request, in: values, debugDescription: "not JSON")
-        }
         self.init(
             id: try values.decode(String.self, forKey: .id), bundleID: try values.decode(String.self, forKey: .bundleID),
             key: try values.decode(String.self, forKey: .key), action: try values.decode(LiveActivityPayload.Event.self, forKey: .action),
-            request: json, dueAt: try values.decode(Date.self, forKey: .dueAt), state: try values.decode(State.self, forKey: .state),
+            request: try values.decodeJSON(forKey: .request), dueAt: try values.decode(Date.self, forKey: .dueAt),
+            state: try values.decode(State.self, forKey: .state),
             result: try values.decodeIfPresent(ScheduleResult.self, forKey: .result), createdAt: try values.decode(Date.self, forKey: .createdAt))
     }
 
@@ -429,7 +426,7 @@ extension ScheduleRecord: Codable {
         try values.encode(bundleID, forKey: .bundleID)
         try values.encode(key, forKey: .key)
         try values.encode(action, forKey: .action)
-        try values.encode(request.serializedString, forKey: .request)
+        try values.encode(json: request, forKey: .request)
         try values.encode(dueAt, forKey: .dueAt)
         try values.encode(state, forKey: .state)
         try values.encodeIfPresent(result, forKey: .result)

@@ -203,9 +203,12 @@ struct DeliveryRow {
 }
 
 /// Answers as the store keeps them: JSON of the typed values (`KeptAnswers.swift`).
+/// A typed value as the store keeps it: its JSON, as text.
+func storedText(_ value: some Encodable) throws -> String { String(decoding: try JSONEncoder().encode(value), as: UTF8.self) }
+
 extension AcceptedRequest {
     /// `idempotency_keys.answer`.
-    func storedText() throws -> String { String(decoding: try JSONEncoder().encode(self), as: UTF8.self) }
+    func storedText() throws -> String { try LiveRelayStore.storedText(self) }
 }
 
 extension KeptAnswer {
@@ -227,7 +230,7 @@ extension ScheduleResult {
     /// `schedules.result`: a run's acceptance as JSON, a failure's reason as text.
     func storedText() throws -> String {
         switch self {
-        case .accepted(let acceptance): String(decoding: try JSONEncoder().encode(acceptance), as: UTF8.self)
+        case .accepted(let acceptance): try LiveRelayStore.storedText(acceptance)
         case .failed(let reason), .rendered(let reason): reason
         }
     }

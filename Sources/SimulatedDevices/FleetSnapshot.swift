@@ -32,23 +32,6 @@ extension SimulatedDevice {
 
 // MARK: What is kept of each part
 
-// JSON values are kept as their serialised text, so that numbers keep their literal text.
-extension KeyedEncodingContainer {
-    mutating func encode(json: JSONValue, forKey key: Key) throws {
-        try encode(json.serializedString, forKey: key)
-    }
-}
-
-extension KeyedDecodingContainer {
-    func decodeJSON(forKey key: Key) throws -> JSONValue {
-        do {
-            return try JSONValue(parsing: Array(try decode(String.self, forKey: key).utf8))
-        } catch let error as JSONParseError {
-            throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: error.description)
-        }
-    }
-}
-
 extension ActivityContentState: Codable {
     private enum CodingKeys: String, CodingKey { case state, staleDate, relevanceScore }
 

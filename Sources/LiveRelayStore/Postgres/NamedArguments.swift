@@ -1,31 +1,53 @@
 import Foundation
 
-/// The arguments of a statement with many parameters, bound by name: the statement lists its
-/// parameters' names in the order of its placeholders, next to its text, and `positional()` gives
-/// the values in that order, or refuses a name unbound, bound twice or not listed. A name may stand
-/// for a run of placeholders (a fragment the outbox's rules wrote, with its own arguments).
+/// The names of a statement's parameters in the order of its placeholders, indexed once (a
+/// `static let` beside the statement's text).
+struct SQLParameters: Sendable, ExpressibleByArrayLiteral {
+    let names: [String]
+    fileprivate let positions: [String: Int]
+
+    init(_ names: [String]) {
+        self.names = names
+        positions = Dictionary(names.enumerated().map { ($0.element, $0.offset) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    init(arrayLiteral names: String...) { self.init(names) }
+
+    var count: Int { names.count }
+}
+
+/// The arguments of a statement with many parameters, bound by name: `positional()` gives the
+/// values in the order of the statement's `SQLParameters`, or refuses a name unbound, bound twice
+/// or not listed. A name may stand for a run of placeholders (a fragment the outbox's rules wrote,
+/// with its own arguments).
 struct NamedArguments {
-    private let parameters: [String]
-    private var values: [String: [SQLArgument]] = [:]
+    private let parameters: SQLParameters
+    private var values: [[SQLArgument]?]
     private var misnamed: [String] = []
 
-    init(_ parameters: [String]) { self.parameters = parameters }
+    init(_ parameters: SQLParameters) {
+        self.parameters = parameters
+        values = Array(repeating: nil, count: parameters.count)
+    }
 
     subscript(name: String) -> SQLArgument? {
-        get { values[name]?.first }
+        get { parameters.positions[name].flatMap { values[$0]?.first } }
         set { bind(name, newValue.map { [$0] } ?? []) }
     }
 
     /// Binds `name` to a run of values.
     mutating func bind(_ name: String, _ run: [SQLArgument]) {
-        if !parameters.contains(name) || values[name] != nil { misnamed.append(name) }
-        values[name] = run
+        guard let position = parameters.positions[name], values[position] == nil else {
+            misnamed.append(name)
+            return
+        }
+        values[position] = run
     }
 
     /// The values in the statement's order, `placeholders` of them.
     func positional(placeholders: Int) throws -> [SQLArgument] {
-        let unbound = parameters.filter { values[$0] == nil }
-        let arguments = parameters.flatMap { values[$0] ?? [] }
+        let unbound = parameters.names.indices.filter { values[$0] == nil }.map { parameters.names[$0] }
+        let arguments = values.flatMap { $0 ?? [] }
         guard misnamed.isEmpty, unbound.isEmpty, arguments.count == placeholders else {
             throw PostgresStoreInconsistency(
                 "a statement's arguments do not fit its parameters: unbound \(unbound), misnamed \(misnamed), \(arguments.count) of \(placeholders)")

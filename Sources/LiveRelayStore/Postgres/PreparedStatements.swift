@@ -79,7 +79,7 @@ enum PreparedStatements {
     enum ChangeSnapshotRead: PreparedSQL { static let sql = changeSnapshotRead(locking: false) }
     enum LockedChangeSnapshotRead: PreparedSQL { static let sql = changeSnapshotRead(locking: true) }
     /// Their parameters, in the order of their placeholders (`NamedArguments`).
-    static let changeSnapshotParameters = ["counting", "counts_app", "counts_key", "window_start", "app", "key"]
+    static let changeSnapshotParameters: SQLParameters = ["counting", "counts_app", "counts_key", "window_start", "app", "key"]
 
     private static func changeSnapshotRead(locking: Bool) -> String {
         func tokenArray(_ value: String, _ name: String) -> String {
@@ -121,14 +121,15 @@ enum PreparedStatements {
     /// values and the version its plan was made from; the payload; the supersede (its own
     /// statement's arguments) and whether it applies; the listed pushes; the fan-out; queued, the
     /// channel to notify.
-    static func changeWriteParameters(handedOver: Bool) -> [String] {
-        [
-            "content_state", "stale_date", "relevance_score", "last_timestamp", "state", "ended_at", "end_reason", "dismissal_date", "app", "key",
-            "version", "payload", "sends_anything", "supersede", "supersede_applies", "listed_status", "listed_due", "listed_at", "listed",
-            "fan_out_event", "fan_out_priority", "fan_out_reason", "fan_out_expiration", "fan_out_timestamp", "fan_out_request",
-            "fan_out_status", "fan_out_due", "fan_out_at", "fan_out_app", "fan_out_key", "fan_out",
-        ] + (handedOver ? [] : ["notify_channel"])
-    }
+    static func changeWriteParameters(handedOver: Bool) -> SQLParameters { handedOver ? handedOverChangeParameters : queuedChangeParameters }
+    private static let handedOverChangeParameters = SQLParameters(changeWriteNames)
+    private static let queuedChangeParameters = SQLParameters(changeWriteNames + ["notify_channel"])
+    private static let changeWriteNames = [
+        "content_state", "stale_date", "relevance_score", "last_timestamp", "state", "ended_at", "end_reason", "dismissal_date", "app", "key",
+        "version", "payload", "sends_anything", "supersede", "supersede_applies", "listed_status", "listed_due", "listed_at", "listed",
+        "fan_out_event", "fan_out_priority", "fan_out_reason", "fan_out_expiration", "fan_out_timestamp", "fan_out_request",
+        "fan_out_status", "fan_out_due", "fan_out_at", "fan_out_app", "fan_out_key", "fan_out",
+    ]
 
     /// Each push-writing `INSERT … SELECT` takes its values straight in its own select list: a
     /// parameter there gets its column's type, where one in a nested `SELECT` or a `UNION` would be
