@@ -41,16 +41,11 @@ extension Bench {
             defer { try? FileManager.default.removeItem(at: directory) }
             let location = StoreLocation(database ?? directory.appendingPathComponent("liverelay.sqlite").path)
             let store = try location.open()
-            let steps: [(name: String, runs: [Measured])]
-            do {
+            let steps = try await store.running {
                 try await store.migrate()
                 try await seed(store, at: location)
-                steps = try await measureRounds(store)
-            } catch {
-                await store.close()
-                throw error
+                return try await measureRounds(store)
             }
-            await store.close()
             print("")
             print("per push, mean of \(rounds) fan-outs to \(activities) activities:")
             var total = Measured()

@@ -106,8 +106,7 @@ extension Bench {
 
             let location = database.map(StoreLocation.init) ?? .sqlite(path: DataDirectory(dataDir).database)
             let store = try location.open()
-            let apiKeys: (admin: String, server: String)
-            do {
+            try await store.running {
                 try await store.migrate()
                 let seeding = ContinuousClock.now
                 if try await isSeeded(store, at: location) {
@@ -118,65 +117,61 @@ extension Bench {
                         "seeded \(tokens) tokens in \(location) in \(String(format: "%.1f", (ContinuousClock.now - seeding).seconds)) s: \(activities) under key \"match\", \(keys) keys of one, \(tokens - activities - keys) push-to-start"
                     )
                 }
-                apiKeys = (
-                    try await RelayService.createAPIKey(name: "bench admin", scope: .admin, in: store, at: Date()).secret,
-                    try await RelayService.createAPIKey(name: "bench server", scope: .server, in: store, at: Date()).secret
+                let apiKeys = (
+                    admin: try await RelayService.createAPIKey(name: "bench admin", scope: .admin, in: store, at: Date()).secret,
+                    server: try await RelayService.createAPIKey(name: "bench server", scope: .server, in: store, at: Date()).secret
                 )
-            } catch {
-                await store.close()
-                throw error
-            }
 
-            // The reference: our client alone, same emulator, same number of pushes.
-            let signingKey = try APNsSigningKey(privateKey: privateKey, keyID: BenchFixture.keyID, teamID: BenchFixture.teamID)
-            let clientConfiguration = APNsClient.Configuration(
-                environment: .custom(host: "127.0.0.1", port: endpoint.port, channelManagementPort: endpoint.port, caFile: caFile),
-                signingKey: signingKey, requestTimeout: .seconds(30))
-            let request = try BenchFixture.request()
-            func reference() async throws -> Double {
-                try await withAPNsClient(configuration: clientConfiguration) { client in
-                    _ = try await sendPushes(client: client, count: 5_000, inFlight: inFlight, request: request)
-                    return try await sendPushes(client: client, count: activities, inFlight: inFlight, request: request).rate
+                // The reference: our client alone, same emulator, same number of pushes.
+                let signingKey = try APNsSigningKey(privateKey: privateKey, keyID: BenchFixture.keyID, teamID: BenchFixture.teamID)
+                let clientConfiguration = APNsClient.Configuration(
+                    environment: .custom(host: "127.0.0.1", port: endpoint.port, channelManagementPort: endpoint.port, caFile: caFile),
+                    signingKey: signingKey, requestTimeout: .seconds(30))
+                let request = try BenchFixture.request()
+                func reference() async throws -> Double {
+                    try await withAPNsClient(configuration: clientConfiguration) { client in
+                        _ = try await sendPushes(client: client, count: 5_000, inFlight: inFlight, request: request)
+                        return try await sendPushes(client: client, count: activities, inFlight: inFlight, request: request).rate
+                    }
                 }
-            }
-            var firstReference = 0.0
-            if !distanceShare {
-                firstReference = try await reference()
-                say("bench client (before):  \(Int(firstReference)) pushes/s")
-            }
+                var firstReference = 0.0
+                if !distanceShare {
+                    firstReference = try await reference()
+                    say("bench client (before):  \(Int(firstReference)) pushes/s")
+                }
 
-            var servers: [ServerProcess] = []
-            defer { for server in servers { server.stop() } }
-            for index in 0..<instances {
-                // Each instance has a data directory of its own; they share the database.
-                let instanceDir = index == 0 ? dataDir : dataDir + "/instance-\(index + 1)"
-                try FileManager.default.createDirectory(atPath: instanceDir, withIntermediateDirectories: true)
-                let server = try await ServerProcess.start(
-                    [
-                        "serve", "--data-dir", instanceDir, "--http-port", "0", "--key-file", keyFile, "--key-id", BenchFixture.keyID,
-                        "--team-id", BenchFixture.teamID, "--bundle-id", BenchFixture.bundle.value, "--environment", "custom",
-                        "--host", "127.0.0.1", "--port", String(endpoint.port), "--management-port", String(endpoint.port), "--ca-file", caFile,
-                    ] + (database.map { ["--database", $0] } ?? []) + (maxInFlight.map { ["--max-in-flight", String($0)] } ?? []))
-                servers.append(server)
-                say("server \(index + 1): \(server.baseURL), pid \(server.pid); resident memory at start \(server.memory().current) MB")
-            }
-            let idle = servers.map { $0.memory() }
+                var servers: [ServerProcess] = []
+                defer { for server in servers { server.stop() } }
+                for index in 0..<instances {
+                    // Each instance has a data directory of its own; they share the database.
+                    let instanceDir = index == 0 ? dataDir : dataDir + "/instance-\(index + 1)"
+                    try FileManager.default.createDirectory(atPath: instanceDir, withIntermediateDirectories: true)
+                    let server = try await ServerProcess.start(
+                        [
+                            "serve", "--data-dir", instanceDir, "--http-port", "0", "--key-file", keyFile, "--key-id", BenchFixture.keyID,
+                            "--team-id", BenchFixture.teamID, "--bundle-id", BenchFixture.bundle.value, "--environment", "custom",
+                            "--host", "127.0.0.1", "--port", String(endpoint.port), "--management-port", String(endpoint.port), "--ca-file", caFile,
+                        ] + (database.map { ["--database", $0] } ?? []) + (maxInFlight.map { ["--max-in-flight", String($0)] } ?? []))
+                    servers.append(server)
+                    say("server \(index + 1): \(server.baseURL), pid \(server.pid); resident memory at start \(server.memory().current) MB")
+                }
+                let idle = servers.map { $0.memory() }
 
-            let http = HTTPClient(
-                eventLoopGroupProvider: .singleton,
-                configuration: HTTPClient.Configuration(
-                    connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)))
-            do {
-                let apis = servers.map { BenchAPI(http: http, baseURL: $0.baseURL, keys: apiKeys) }
-                try await measure(
-                    apis: apis, servers: servers, outbox: store, endpoint: endpoint, idle: idle, reference: reference, firstReference: firstReference)
-            } catch {
-                try? await http.shutdown()
-                await store.close()
-                throw error
+                let http = HTTPClient(
+                    eventLoopGroupProvider: .singleton,
+                    configuration: HTTPClient.Configuration(
+                        connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)))
+                do {
+                    let apis = servers.map { BenchAPI(http: http, baseURL: $0.baseURL, keys: apiKeys) }
+                    try await measure(
+                        apis: apis, servers: servers, outbox: store, endpoint: endpoint, idle: idle, reference: reference,
+                        firstReference: firstReference)
+                } catch {
+                    try? await http.shutdown()
+                    throw error
+                }
+                try await http.shutdown()
             }
-            try await http.shutdown()
-            await store.close()
         }
 
         private func measure(

@@ -10,8 +10,9 @@ public protocol RelayStore: RegistryStore, AcceptingStore, OutboxStore, SessionA
     /// Applies the named migrations not applied yet, in order; returns the names applied now.
     @discardableResult
     func migrate() async throws -> [String]
-    /// Lets go of the database (connections, the pool's task); the store is not used after.
-    func close() async
+    /// Runs what the store needs beside its statements (PostgreSQL's connection pool) until the
+    /// task is cancelled, calling `started` once statements can be served. Use `running(_:)`.
+    func run(started: @Sendable () -> Void) async
 }
 
 /// What apps and the operator register, and what the server knows of keys and tokens: apps, API
@@ -172,7 +173,18 @@ public protocol SessionAndLeaseStore: Sendable {
 }
 
 extension RelayStore {
-    public func close() async {}
+    /// Runs `body` while the store runs in a child task, and stops the store when `body` ends: a
+    /// scope, so no connection outlives its command, test or server. `serve` runs its whole
+    /// service group inside it: the store is used before the group starts and must outlive it.
+    public func running<Value>(_ body: () async throws -> Value) async throws -> Value {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            let (started, signal) = AsyncStream<Void>.makeStream()
+            group.addTask { await self.run(started: { signal.finish() }) }
+            for await _ in started {}
+            defer { group.cancelAll() }
+            return try await body()
+        }
+    }
 }
 
 extension SessionAndLeaseStore {

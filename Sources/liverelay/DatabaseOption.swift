@@ -17,20 +17,22 @@ struct DatabaseOption: ParsableArguments {
         return given.map(StoreLocation.init) ?? .sqlite(path: directory.database)
     }
 
-    /// Opens the store and brings its schema up to date; what fails names the option.
-    static func openMigrated(_ location: StoreLocation) async throws -> any RelayStore {
+    /// Opens the store, brings its schema up to date and runs `body` with it, the store running
+    /// for as long as `body` runs; what fails to open names the option.
+    static func withMigratedStore<Value>(_ location: StoreLocation, _ body: (any RelayStore) async throws -> Value) async throws -> Value {
         let store: any RelayStore
         do {
             store = try location.open()
         } catch {
             throw ValidationError("database: \(error)")
         }
-        do {
-            try await store.migrate()
-        } catch {
-            await store.close()
-            throw ValidationError("database: cannot use \(location): \(StoreLocation.explain(error))")
+        return try await store.running {
+            do {
+                try await store.migrate()
+            } catch {
+                throw ValidationError("database: cannot use \(location): \(StoreLocation.explain(error))")
+            }
+            return try await body(store)
         }
-        return store
     }
 }

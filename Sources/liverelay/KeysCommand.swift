@@ -69,19 +69,12 @@ struct Keys: AsyncParsableCommand {
             if case .sqlite(let path) = location, !FileManager.default.fileExists(atPath: path) {
                 throw ValidationError("data-dir: no database at \(path); `liverelay serve --data-dir \(dataDir)` makes one on its first start")
             }
-            let store = try await DatabaseOption.openMigrated(location)
-            let made: Result<(APIKeyRecord, String), any Error>
-            do {
+            let (record, secret) = try await DatabaseOption.withMigratedStore(location) { store in
                 if let app, try await !store.apps().contains(where: { $0.bundleID == app }) {
                     throw ValidationError("app: no app \(app) in \(location); the server registers its apps when it starts")
                 }
-                made = .success(
-                    try await RelayService.createAPIKey(name: name, scope: APIKeyScope(rawValue: scope)!, app: app, in: store, at: Date()))
-            } catch {
-                made = .failure(error)
+                return try await RelayService.createAPIKey(name: name, scope: APIKeyScope(rawValue: scope)!, app: app, in: store, at: Date())
             }
-            await store.close()
-            let (record, secret) = try made.get()
             print("API key \(record.id) (\(record.scope.rawValue), \"\(record.name)\"): \(secret)")
             print("The secret is shown only now; the server keeps its hash.")
         }

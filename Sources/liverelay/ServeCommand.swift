@@ -160,56 +160,59 @@ struct Serve: AsyncParsableCommand {
         if let budget { budgetPolicy.priority10PerHour = budget }
         if let frequentBudget { budgetPolicy.frequentPriority10PerHour = frequentBudget }
         let location = database.location(in: directory, configured: file?.database)
-        let store = try await DatabaseOption.openMigrated(location)
-        let server = try await RelayServer.open(
-            store: store,
-            configuration: RelayConfiguration(
-                budget: budgetPolicy,
-                dispatch: DispatchPolicy(
-                    inFlight: min(DispatchPolicy().inFlight.lowerBound, maxInFlight)...maxInFlight, lease: claimLease,
-                    requestTimeout: .milliseconds(Int(connection.timeout * 1000)))),
-            api: RelayAPIConfiguration(
-                host: httpHost, port: httpPort, timeouts: timeouts, devices: emulator.map { DeviceGallery(fleet: $0.devices, templates: drawing) },
-                publicURL: publicURL),
-            apns: apns, logger: logger)
-        for app in apps { _ = try await server.relay.registerApp(app) }
-        // A database of the release before apps held one app's data: it is this one's when one is named.
-        if apps.count == 1 { try await server.relay.adoptUnnamedData(bundleID: bundleID.value) }
-        let madeKeys = try await InitialKeys.makeIfNone(server: server, firstApp: bundleID.value, in: directory)
-        for contract in file?.contracts ?? [] {
-            _ = try await server.relay.registerContract(contract, bundleID: bundleID.value)
-        }
-        for (app, contracts) in file?.appContracts ?? [:] {
-            for contract in contracts { _ = try await server.relay.registerContract(contract, bundleID: app) }
-        }
+        // The store runs around the service group: it is used before the group starts, and its
+        // connections close only after every service has stopped.
+        try await DatabaseOption.withMigratedStore(location) { store in
+            let server = try await RelayServer.open(
+                store: store,
+                configuration: RelayConfiguration(
+                    budget: budgetPolicy,
+                    dispatch: DispatchPolicy(
+                        inFlight: min(DispatchPolicy().inFlight.lowerBound, maxInFlight)...maxInFlight, lease: claimLease,
+                        requestTimeout: .milliseconds(Int(connection.timeout * 1000)))),
+                api: RelayAPIConfiguration(
+                    host: httpHost, port: httpPort, timeouts: timeouts,
+                    devices: emulator.map { DeviceGallery(fleet: $0.devices, templates: drawing) },
+                    publicURL: publicURL),
+                apns: apns, logger: logger)
+            for app in apps { _ = try await server.relay.registerApp(app) }
+            // A database of the release before apps held one app's data: it is this one's when one is named.
+            if apps.count == 1 { try await server.relay.adoptUnnamedData(bundleID: bundleID.value) }
+            let madeKeys = try await InitialKeys.makeIfNone(server: server, firstApp: bundleID.value, in: directory)
+            for contract in file?.contracts ?? [] {
+                _ = try await server.relay.registerContract(contract, bundleID: bundleID.value)
+            }
+            for (app, contracts) in file?.appContracts ?? [:] {
+                for contract in contracts { _ = try await server.relay.registerContract(contract, bundleID: app) }
+            }
 
-        // Shutdown runs in reverse order: the APNs client and the database close after the dispatcher has stopped.
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
-            .init(service: StoreService(store: store)), .init(service: APNsClientService(routes: apns)),
-        ]
-        // The demo iPhone's app reports its tokens with the initial client key, also on later starts.
-        let demoClientKey = emulator == nil ? nil : (madeKeys[.client] ?? directory.keptInitialKeys()[.client])
-        let announce = Announcement(
-            host: httpHost, directory: directory, database: location, madeKeys: madeKeys, apps: apps.map(\.bundleID.value), emulator: emulator,
-            demoClientKey: demoClientKey)
-        services += server.services(logger: logger) { port in
-            await announce.apiRunning(port: port)
-        }.map { .init(service: $0) }
-        if let emulator {
-            services.append(.init(service: emulator))
-            services.append(
-                .init(
-                    service: emulator.controlApplication(port: 0, timeouts: timeouts, templates: drawing, logger: logger) { port in
-                        await announce.controlRunning(port: port)
-                    }))
-        }
-        do {
-            // In flight at a SIGTERM, a push has its request timeout to be answered and recorded.
-            let graceful = Duration.milliseconds(Int(connection.timeout * 1000)) + .seconds(5)
-            try await ServiceGroup(configuration: .stoppedBySignals(services, graceful: graceful, logger: logger)).run()
-        } catch let error as IOError where error.errnoCode == EADDRINUSE {
-            // Taken since the check: the other services were cancelled and have stopped.
-            throw StartFailure.portInUse(host: httpHost, port: httpPort)
+            // Shutdown runs in reverse order: the APNs client closes after the dispatcher has stopped
+            // (and the store after the whole group).
+            var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: APNsClientService(routes: apns))]
+            // The demo iPhone's app reports its tokens with the initial client key, also on later starts.
+            let demoClientKey = emulator == nil ? nil : (madeKeys[.client] ?? directory.keptInitialKeys()[.client])
+            let announce = Announcement(
+                host: httpHost, directory: directory, database: location, madeKeys: madeKeys, apps: apps.map(\.bundleID.value), emulator: emulator,
+                demoClientKey: demoClientKey)
+            services += server.services(logger: logger) { port in
+                await announce.apiRunning(port: port)
+            }.map { .init(service: $0) }
+            if let emulator {
+                services.append(.init(service: emulator))
+                services.append(
+                    .init(
+                        service: emulator.controlApplication(port: 0, timeouts: timeouts, templates: drawing, logger: logger) { port in
+                            await announce.controlRunning(port: port)
+                        }))
+            }
+            do {
+                // In flight at a SIGTERM, a push has its request timeout to be answered and recorded.
+                let graceful = Duration.milliseconds(Int(connection.timeout * 1000)) + .seconds(5)
+                try await ServiceGroup(configuration: .stoppedBySignals(services, graceful: graceful, logger: logger)).run()
+            } catch let error as IOError where error.errnoCode == EADDRINUSE {
+                // Taken since the check: the other services were cancelled and have stopped.
+                throw StartFailure.portInUse(host: httpHost, port: httpPort)
+            }
         }
         logger.notice("stopped")
     }

@@ -16,16 +16,6 @@ import SimulatedDevices
 import UnixSignals
 import WebPages
 
-/// Closes the store when the group shuts down.
-struct StoreService: Service {
-    let store: any RelayStore
-
-    func run() async throws {
-        try? await gracefulShutdown()
-        await store.close()
-    }
-}
-
 /// Closes the APNs clients' connections when the group shuts down.
 struct APNsClientService: Service {
     let routes: APNsRoutes

@@ -29,7 +29,6 @@ struct ReadmeTourTests {
             // As a person would, after the demo app has reported its push-to-start token.
             let store = try SQLiteStore(path: directory + "/data/liverelay.sqlite")
             try await eventually { try await store.pushToStartTokens(deviceID: "demo-iphone").count == 1 }
-            await store.close()
             let shell = try #require(server.printed.split(separator: "\n").first { $0.hasPrefix("shell:") }?.dropFirst("shell:".count))
             let statuses = directory + "/statuses"
             // Its output goes to files: a read of a pipe would block a thread of the cooperative

@@ -22,34 +22,35 @@ struct ServePostgresTests {
             #expect(!FileManager.default.fileExists(atPath: dataDir + "/liverelay.sqlite"))
             let keys = try initialKeys(dataDir: dataDir)
             let store = try PostgresStore(url: database)
-            try await eventually { try await store.pushToStartTokens(deviceID: "demo-iphone").count == 1 }
-            let (path, body) = try server.printedStart()
-            let key = path.split(separator: "/")[2]
-            let started = try await server.call(.POST, path, key: keys.server, body: body)
-            #expect(started.status == 201, "\(started.json)")
-            try await eventually {
-                let answer = try await server.call(.GET, "/v1/activities/\(key)", key: keys.server)
-                return answer.json["tokens"]?.arrayElements?.first?["state"] == .string("live")
+            try await store.running {
+                try await eventually { try await store.pushToStartTokens(deviceID: "demo-iphone").count == 1 }
+                let (path, body) = try server.printedStart()
+                let key = path.split(separator: "/")[2]
+                let started = try await server.call(.POST, path, key: keys.server, body: body)
+                #expect(started.status == 201, "\(started.json)")
+                try await eventually {
+                    let answer = try await server.call(.GET, "/v1/activities/\(key)", key: keys.server)
+                    return answer.json["tokens"]?.arrayElements?.first?["state"] == .string("live")
+                }
+                let watch = try #require(server.printed.split(separator: "\n").first { $0.hasPrefix("watch it:") }?.split(separator: " ").last)
+                #expect(try await httpCall(.GET, String(watch)).json["lockScreen"]?.arrayElements?.count == 1)
+
+                // A key made offline goes into the same database and works at once.
+                let made = try await liverelay(["keys", "create", "--scope", "admin", "--name", "offline", "--database", database])
+                #expect(made.status == 0, "\(made.stderr)")
+                let secret = try #require(made.stdout.split(whereSeparator: \.isWhitespace).map(String.init).first { $0.hasPrefix("lr_admin_") })
+                #expect(try await server.call(.GET, "/v1/api-keys", key: secret).status == 200)
+
+                #expect(await server.stop() == 0)
+                server = try await ServeProcess.start(["serve", "--data-dir", dataDir, "--http-port", "0", "--database", database])
+                let after = try await server.call(.GET, "/v1/activities/\(key)", key: keys.server)
+                #expect(after.status == 200 && after.json["state"] == .string("active"), "\(after.json)")
+                let update = try await server.call(
+                    .POST, "/v1/activities/\(key)/update", key: keys.server,
+                    body: JSONValue(parsing: #"{"contentState": {"status": "on the way", "etaMinutes": 10}}"#))
+                #expect(update.status == 200, "\(update.json)")
+                #expect(await server.stop() == 0)
             }
-            let watch = try #require(server.printed.split(separator: "\n").first { $0.hasPrefix("watch it:") }?.split(separator: " ").last)
-            #expect(try await httpCall(.GET, String(watch)).json["lockScreen"]?.arrayElements?.count == 1)
-
-            // A key made offline goes into the same database and works at once.
-            let made = try await liverelay(["keys", "create", "--scope", "admin", "--name", "offline", "--database", database])
-            #expect(made.status == 0, "\(made.stderr)")
-            let secret = try #require(made.stdout.split(whereSeparator: \.isWhitespace).map(String.init).first { $0.hasPrefix("lr_admin_") })
-            #expect(try await server.call(.GET, "/v1/api-keys", key: secret).status == 200)
-
-            #expect(await server.stop() == 0)
-            server = try await ServeProcess.start(["serve", "--data-dir", dataDir, "--http-port", "0", "--database", database])
-            let after = try await server.call(.GET, "/v1/activities/\(key)", key: keys.server)
-            #expect(after.status == 200 && after.json["state"] == .string("active"), "\(after.json)")
-            let update = try await server.call(
-                .POST, "/v1/activities/\(key)/update", key: keys.server,
-                body: JSONValue(parsing: #"{"contentState": {"status": "on the way", "etaMinutes": 10}}"#))
-            #expect(update.status == 200, "\(update.json)")
-            #expect(await server.stop() == 0)
-            await store.close()
         }
     }
 

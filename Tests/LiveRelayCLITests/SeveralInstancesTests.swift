@@ -91,8 +91,11 @@ struct SeveralInstancesTests {
         try await withDeadline(.seconds(480)) {
             let setup = try await InstancesSetup.start(in: directory, devices: devices)
             do {
-                let (one, two) = (try await setup.startInstance("one"), try await setup.startInstance("two"))
-                try await body(setup, one, two, try initialKeys(dataDir: directory + "/one"))
+                try await setup.store.running {
+                    try await setup.seed()
+                    let (one, two) = (try await setup.startInstance("one"), try await setup.startInstance("two"))
+                    try await body(setup, one, two, try initialKeys(dataDir: directory + "/one"))
+                }
             } catch {
                 await setup.close()
                 throw error
@@ -145,6 +148,7 @@ struct InstancesSetup {
     let database: String
     let store: PostgresStore
     let directory: String
+    let devices: Int
 
     static func start(in directory: String, devices: Int) async throws -> InstancesSetup {
         let signingKey = P256.Signing.PrivateKey()
@@ -167,8 +171,13 @@ struct InstancesSetup {
         }
         let database = try TestPostgres.freshDatabase()
         let store = try PostgresStore(url: database)
+        return InstancesSetup(emulator: emulator, ports: ports, database: database, store: store, directory: directory, devices: devices)
+    }
+
+    /// Migrates the database, and seeds the key and an update token per device (the tokens above)
+    /// in one statement each. The store runs.
+    func seed() async throws {
         try await store.migrate()
-        // Seeded in one statement each: the key, and an update token per device (the tokens above).
         let now = Int(Date().timeIntervalSince1970)
         try TestPostgres.psql(
             database,
@@ -179,7 +188,6 @@ struct InstancesSetup {
             SELECT '\(SeveralInstancesTests.bundleID)', 'match', 'iphone-' || i, lpad(to_hex(i), 64, '0'), false, \(now), 'live', 'sandbox'
             FROM generate_series(1, \(devices)) AS i
             """)
-        return InstancesSetup(emulator: emulator, ports: ports, database: database, store: store, directory: directory)
     }
 
     /// The token of device `index`, as the seeding statement writes it.
@@ -227,7 +235,6 @@ struct InstancesSetup {
     }
 
     func close() async {
-        await store.close()
         emulator.send(SIGKILL)
         _ = await emulator.exitCode()
     }

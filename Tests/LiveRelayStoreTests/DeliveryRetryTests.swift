@@ -46,47 +46,55 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases) func aRetryQueuesTheSamePushBesideTheFailedOneOnce(kind: StoreKind) async throws {
-        let store = try await kind.make().store
-        let failed = try await failedUpdate(store)
-        guard case .retried(let retry) = try await store.retryDelivery(id: failed.id, app: nil, at: t0 + 20) else {
-            Issue.record("the failed update should be retried")
-            return
+        try await kind.withStore { subject in
+            let store = subject.store
+            let failed = try await failedUpdate(store)
+            guard case .retried(let retry) = try await store.retryDelivery(id: failed.id, app: nil, at: t0 + 20) else {
+                Issue.record("the failed update should be retried")
+                return
+            }
+            #expect(retry.id > failed.id)
+            #expect(retry.status == .queued && retry.attempts == 0 && retry.nextAttemptAt == t0 + 20)
+            #expect(retry.payload == failed.payload && retry.target == failed.target && retry.requestID == failed.requestID)
+            #expect(retry.priority == failed.priority && retry.timestamp == failed.timestamp && retry.environment == failed.environment)
+            #expect(retry.priorityReason == "retry of push \(failed.id)")
+            // The failure stays as it was; a second retry finds the first one newer.
+            let history = try await store.deliveries(DeliveryQuery(key: "order-1", reason: "BadExpirationDate"))
+            #expect(history.map(\.id) == [failed.id] && history[0].status == .failed)
+            #expect(try await store.retryDelivery(id: failed.id, app: nil, at: t0 + 21) == .refused(.newerPush(id: retry.id)))
+            #expect(try await store.retryDelivery(id: retry.id, app: nil, at: t0 + 21) == .refused(.notFailed(.queued)))
+            #expect(try await store.retryDelivery(id: 999_999, app: nil, at: t0 + 21) == .notFound)
+            // A push of another app is not there for a caller bound to one.
+            #expect(try await store.retryDelivery(id: failed.id, app: "com.example.other", at: t0 + 21) == .notFound)
+            #expect(try await store.claimDeliveries(dueBy: t0 + 21, limit: 10, leaseUntil: t0 + 80).map(\.id) == [retry.id])
         }
-        #expect(retry.id > failed.id)
-        #expect(retry.status == .queued && retry.attempts == 0 && retry.nextAttemptAt == t0 + 20)
-        #expect(retry.payload == failed.payload && retry.target == failed.target && retry.requestID == failed.requestID)
-        #expect(retry.priority == failed.priority && retry.timestamp == failed.timestamp && retry.environment == failed.environment)
-        #expect(retry.priorityReason == "retry of push \(failed.id)")
-        // The failure stays as it was; a second retry finds the first one newer.
-        let history = try await store.deliveries(DeliveryQuery(key: "order-1", reason: "BadExpirationDate"))
-        #expect(history.map(\.id) == [failed.id] && history[0].status == .failed)
-        #expect(try await store.retryDelivery(id: failed.id, app: nil, at: t0 + 21) == .refused(.newerPush(id: retry.id)))
-        #expect(try await store.retryDelivery(id: retry.id, app: nil, at: t0 + 21) == .refused(.notFailed(.queued)))
-        #expect(try await store.retryDelivery(id: 999_999, app: nil, at: t0 + 21) == .notFound)
-        // A push of another app is not there for a caller bound to one.
-        #expect(try await store.retryDelivery(id: failed.id, app: "com.example.other", at: t0 + 21) == .notFound)
-        #expect(try await store.claimDeliveries(dueBy: t0 + 21, limit: 10, leaseUntil: t0 + 80).map(\.id) == [retry.id])
     }
 
     @Test(arguments: StoreKind.allCases) func twoRetriesAtOnceQueueOnePush(kind: StoreKind) async throws {
-        let store = try await kind.make().store
-        let failed = try await failedUpdate(store)
-        async let first = store.retryDelivery(id: failed.id, app: nil, at: t0 + 20)
-        async let second = store.retryDelivery(id: failed.id, app: nil, at: t0 + 20)
-        let outcomes = [try await first, try await second]
-        #expect(outcomes.filter { if case .retried = $0 { true } else { false } }.count == 1)
-        #expect(try await store.deliveries(DeliveryQuery(key: "order-1", status: .queued)).count == 1)
+        try await kind.withStore { subject in
+            let store = subject.store
+            let failed = try await failedUpdate(store)
+            async let first = store.retryDelivery(id: failed.id, app: nil, at: t0 + 20)
+            async let second = store.retryDelivery(id: failed.id, app: nil, at: t0 + 20)
+            let outcomes = [try await first, try await second]
+            #expect(outcomes.filter { if case .retried = $0 { true } else { false } }.count == 1)
+            #expect(try await store.deliveries(DeliveryQuery(key: "order-1", status: .queued)).count == 1)
+        }
     }
 
     @Test(arguments: StoreKind.allCases) func aDeadTokenOrANewerPushRefusesTheRetry(kind: StoreKind) async throws {
-        let store = try await kind.make().store
-        let dead = try await failedUpdate(store, reason: "BadDeviceToken", tokenIsDead: true)
-        #expect(try await store.retryDelivery(id: dead.id, app: nil, at: t0 + 20) == .refused(.targetGone("the token is dead (BadDeviceToken)")))
+        try await kind.withStore { subject in
+            let store = subject.store
+            let dead = try await failedUpdate(store, reason: "BadDeviceToken", tokenIsDead: true)
+            #expect(try await store.retryDelivery(id: dead.id, app: nil, at: t0 + 20) == .refused(.targetGone("the token is dead (BadDeviceToken)")))
 
-        let other = try await kind.make().store
-        let failed = try await failedUpdate(other)
-        try await other.change("order-1", body: "delivered", at: t0 + 30)
-        let newer = try #require(try await other.deliveries(DeliveryQuery(key: "order-1", status: .queued)).first)
-        #expect(try await other.retryDelivery(id: failed.id, app: nil, at: t0 + 31) == .refused(.newerPush(id: newer.id)))
+            try await kind.withStore { subject in
+                let other = subject.store
+                let failed = try await failedUpdate(other)
+                try await other.change("order-1", body: "delivered", at: t0 + 30)
+                let newer = try #require(try await other.deliveries(DeliveryQuery(key: "order-1", status: .queued)).first)
+                #expect(try await other.retryDelivery(id: failed.id, app: nil, at: t0 + 31) == .refused(.newerPush(id: newer.id)))
+            }
+        }
     }
 }

@@ -60,7 +60,6 @@ import Testing
             )
         }
         #expect(try await store.idempotentAnswer(apiKeyID: "key-1", key: "new")?.answer == .typed(.accepted(acceptance)))
-        await store.close()
     }
 
     /// The database at `path` with the named migrations before `first` applied, as the release

@@ -14,8 +14,9 @@ struct PostgresPlanTests {
     @Test func deliveriesLookedUpByIDAreFoundByPrimaryKeyWhileTheStatisticsSayNothingIsInFlight() async throws {
         let url = try TestPostgres.freshDatabase()
         let store = try PostgresStore(url: url)
-        try await store.migrate()
-        await store.close()
+        try await store.running {
+            try await store.migrate()
+        }
         try TestPostgres.psql(
             url,
             """
@@ -58,8 +59,9 @@ struct PostgresPlanTests {
     @Test func aKeysPriority10CountReadsItsOwnPushesAfterALargeFanOut() async throws {
         let url = try TestPostgres.freshDatabase()
         let store = try PostgresStore(url: url)
-        try await store.migrate()
-        await store.close()
+        try await store.running {
+            try await store.migrate()
+        }
         try TestPostgres.psql(
             url,
             """
@@ -102,20 +104,21 @@ struct PostgresPlanTests {
         let url = try TestPostgres.freshDatabase()
         // One connection, whose plan of the claim is made at its first claim, on an empty table.
         let store = try PostgresStore(url: url, maximumConnections: 1)
-        try await store.migrate()
-        let now = Date(timeIntervalSince1970: 50)
-        #expect(try await store.claimDeliveries(dueBy: now, limit: 1_000, leaseUntil: now + 30).isEmpty)
-        try TestPostgres.psql(
-            url,
-            """
-            INSERT INTO payloads (body) VALUES ('\\x7b7d');
-            \(Self.pushes(1...10_000, status: "queued"))
-            """)
-        let claimed = try await store.claimDeliveries(dueBy: now, limit: 1_000, leaseUntil: now + 30)
-        #expect(claimed.count == 1_000)
-        // A backend's counters reach the statistics when its connection ends; read before
-        // anything else scans the table.
-        await store.close()
+        try await store.running {
+            try await store.migrate()
+            let now = Date(timeIntervalSince1970: 50)
+            #expect(try await store.claimDeliveries(dueBy: now, limit: 1_000, leaseUntil: now + 30).isEmpty)
+            try TestPostgres.psql(
+                url,
+                """
+                INSERT INTO payloads (body) VALUES ('\\x7b7d');
+                \(Self.pushes(1...10_000, status: "queued"))
+                """)
+            let claimed = try await store.claimDeliveries(dueBy: now, limit: 1_000, leaseUntil: now + 30)
+            #expect(claimed.count == 1_000)
+            // A backend's counters reach the statistics when its connection ends; read before
+            // anything else scans the table.
+        }
         @Sendable func statistics() throws -> (updated: Int, sequentiallyRead: Int) {
             // This schema's table (the tests share a database, each in a schema of its own).
             let row = try TestPostgres.psqlOutput(url, "SELECT n_tup_upd, seq_tup_read FROM pg_stat_user_tables WHERE relid = 'deliveries'::regclass")
@@ -135,17 +138,18 @@ struct PostgresPlanTests {
     @Test func thePendingCountReadsOnlyWhatWaits() async throws {
         let url = try TestPostgres.freshDatabase()
         let store = try PostgresStore(url: url)
-        try await store.migrate()
-        try TestPostgres.psql(
-            url,
-            """
-            INSERT INTO payloads (body) VALUES ('\\x7b7d');
-            \(Self.pushes(1...50_000, status: "sent"))
-            \(Self.pushes(50_001...50_010, status: "queued"))
-            ANALYZE deliveries;
-            """)
-        #expect(try await store.pendingDeliveryCount() == 10)
-        await store.close()
+        try await store.running {
+            try await store.migrate()
+            try TestPostgres.psql(
+                url,
+                """
+                INSERT INTO payloads (body) VALUES ('\\x7b7d');
+                \(Self.pushes(1...50_000, status: "sent"))
+                \(Self.pushes(50_001...50_010, status: "queued"))
+                ANALYZE deliveries;
+                """)
+            #expect(try await store.pendingDeliveryCount() == 10)
+        }
         let plan = try TestPostgres.psqlOutput(url, "EXPLAIN \(StoreStatements.pendingDeliveryCount)")
         #expect(plan.contains("deliveries_due") && !plan.contains("Seq Scan"), "\(plan)")
     }

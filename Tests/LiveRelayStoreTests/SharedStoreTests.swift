@@ -11,40 +11,43 @@ struct SharedStoreTests {
     @Test func aKeysRateHoldsAcrossInstances() async throws {
         let url = try TestPostgres.freshDatabase()
         let (one, two) = (try PostgresStore(url: url), try PostgresStore(url: url))
-        try await one.migrate()
-        let bucket = TokenBucket(rate: 2, burst: 3)
-        #expect(try await one.takeRequest("key-1", from: bucket, at: t0) == nil)
-        #expect(try await two.takeRequest("key-1", from: bucket, at: t0) == nil)
-        #expect(try await one.takeRequest("key-1", from: bucket, at: t0) == nil)
-        #expect(try await two.takeRequest("key-1", from: bucket, at: t0) == 1)
-        #expect(try await one.takeRequest("key-1", from: bucket, at: t0) == 1)
-        // Another key has its own bucket; half a second refills one request.
-        #expect(try await two.takeRequest("key-2", from: bucket, at: t0) == nil)
-        #expect(try await two.takeRequest("key-1", from: bucket, at: t0 + 0.5) == nil)
-        #expect(try await one.takeRequest("key-1", from: bucket, at: t0 + 0.5) == 1)
-        // Refilled to the burst, no more.
-        for _ in 0..<3 { #expect(try await one.takeRequest("key-1", from: bucket, at: t0 + 100) == nil) }
-        #expect(try await two.takeRequest("key-1", from: bucket, at: t0 + 100) == 1)
-        await one.close()
-        await two.close()
+        try await one.running {
+            try await two.running {
+                try await one.migrate()
+                let bucket = TokenBucket(rate: 2, burst: 3)
+                #expect(try await one.takeRequest("key-1", from: bucket, at: t0) == nil)
+                #expect(try await two.takeRequest("key-1", from: bucket, at: t0) == nil)
+                #expect(try await one.takeRequest("key-1", from: bucket, at: t0) == nil)
+                #expect(try await two.takeRequest("key-1", from: bucket, at: t0) == 1)
+                #expect(try await one.takeRequest("key-1", from: bucket, at: t0) == 1)
+                // Another key has its own bucket; half a second refills one request.
+                #expect(try await two.takeRequest("key-2", from: bucket, at: t0) == nil)
+                #expect(try await two.takeRequest("key-1", from: bucket, at: t0 + 0.5) == nil)
+                #expect(try await one.takeRequest("key-1", from: bucket, at: t0 + 0.5) == 1)
+                // Refilled to the burst, no more.
+                for _ in 0..<3 { #expect(try await one.takeRequest("key-1", from: bucket, at: t0 + 100) == nil) }
+                #expect(try await two.takeRequest("key-1", from: bucket, at: t0 + 100) == 1)
+            }
+        }
     }
 
     /// Imported tokens are what registering them one by one would have made: the key's activity,
     /// its live update tokens (a change reaches each), and push-to-start tokens to start with.
     @Test func importedTokensAreAsIfRegistered() async throws {
         let store = try PostgresStore(url: try TestPostgres.freshDatabase())
-        try await store.migrate()
-        let devices = ["iphone-1", "iphone-2", "iphone-3"]
-        try await store.importTokens(
-            activityTokens: devices.map { activityToken("match", $0) }, attributesType: deliveryType,
-            pushToStart: [pushToStart("ipad-1"), pushToStart("ipad-2", user: "u2")])
-        let counts = try await store.counts()
-        #expect((counts.liveActivityTokens, counts.pushToStartTokens, counts.activeKeys) == (3, 2, 1))
-        #expect(try await store.activity(app: testApp, key: "match")?.attributesType == deliveryType)
-        #expect(try await store.pushToStartTokens(deviceID: "ipad-2") == [pushToStart("ipad-2", user: "u2")])
-        try await store.change("match", body: "u1", at: t0 + 1)
-        let claimed = try await store.claimDeliveries(dueBy: t0 + 1, limit: 10, leaseUntil: t0 + 61)
-        #expect(claimed.map(\.target.name).sorted() == devices)
-        await store.close()
+        try await store.running {
+            try await store.migrate()
+            let devices = ["iphone-1", "iphone-2", "iphone-3"]
+            try await store.importTokens(
+                activityTokens: devices.map { activityToken("match", $0) }, attributesType: deliveryType,
+                pushToStart: [pushToStart("ipad-1"), pushToStart("ipad-2", user: "u2")])
+            let counts = try await store.counts()
+            #expect((counts.liveActivityTokens, counts.pushToStartTokens, counts.activeKeys) == (3, 2, 1))
+            #expect(try await store.activity(app: testApp, key: "match")?.attributesType == deliveryType)
+            #expect(try await store.pushToStartTokens(deviceID: "ipad-2") == [pushToStart("ipad-2", user: "u2")])
+            try await store.change("match", body: "u1", at: t0 + 1)
+            let claimed = try await store.claimDeliveries(dueBy: t0 + 1, limit: 10, leaseUntil: t0 + 61)
+            #expect(claimed.map(\.target.name).sorted() == devices)
+        }
     }
 }

@@ -4,7 +4,6 @@ import Logging
 import NIOCore
 import NIOSSL
 import PostgresNIO
-import Synchronization
 
 /// The store on a PostgreSQL server, for several `serve` instances on one database. The same
 /// contract as `SQLiteStore`, the same named migrations, the same outbox rules; what differs is
@@ -21,34 +20,23 @@ import Synchronization
 ///   the same error as one taken before.
 public final class PostgresStore: InstanceSharedStore {
     let client: PostgresClient
-    let running: Task<Void, Never>
-    /// Set just before the pool's `run()` starts, which marks the pool running before it first
-    /// suspends: leased before then, the pool logs a warning.
-    private let started: Arc<Atomic<Bool>>
     let target: PostgresURL
 
     /// Connects to `url` (`postgres://user:password@host:port/database`; `?host=/dir` for a Unix
-    /// socket in `/dir`; `?sslmode=disable|prefer|require`). Call `migrate()` before use and
-    /// `close()` at the end.
+    /// socket in `/dir`; `?sslmode=disable|prefer|require`). Use it within `running(_:)`, which
+    /// runs its connection pool; then `migrate()` before anything else.
     public init(url: String, maximumConnections: Int = 20, logger: Logger = Logger(label: "liverelay.postgres")) throws {
         target = try PostgresURL(url)
         var configuration = target.configuration
         configuration.options.maximumConnections = maximumConnections
         client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        let (client, started) = (self.client, Arc(Atomic(false)))
-        running = Task {
-            started.value.store(true, ordering: .releasing)
-            await client.run()
-        }
-        self.started = started
     }
 
-    deinit { running.cancel() }
-
-    /// Closes every connection.
-    public func close() async {
-        running.cancel()
-        await running.value
+    /// Runs the connection pool until the task is cancelled, then closes every connection. The
+    /// pool marks itself running before it first suspends, so `started` is called just before.
+    public func run(started: @Sendable () -> Void) async {
+        started()
+        await client.run()
     }
 
     @discardableResult
@@ -78,18 +66,12 @@ public final class PostgresStore: InstanceSharedStore {
 // MARK: Statements shared by the transactions
 
 extension PostgresStore {
-    func ready() async {
-        while !started.value.load(ordering: .acquiring) { await Task.yield() }
-    }
-
     func connection<Value: Sendable>(_ body: (PostgresConnection) async throws -> Value) async throws -> Value {
-        await ready()
-        return try await client.withConnection(body)
+        try await client.withConnection(body)
     }
 
     func rows(_ sql: String, _ arguments: [SQLArgument] = []) async throws -> [PostgresRandomAccessRow] {
-        await ready()
-        return try await client.query(SQLStatement(text: sql, arguments: arguments).postgresQuery, logger: Self.quiet).collect()
+        try await client.query(SQLStatement(text: sql, arguments: arguments).postgresQuery, logger: Self.quiet).collect()
             .map { $0.makeRandomAccess() }
     }
 
@@ -336,10 +318,4 @@ extension PostgresRandomAccessRow: StoreRow {
 extension PSQLError {
     /// A unique key taken (SQLSTATE 23505).
     var isUniqueViolation: Bool { code == .server && serverInfo?[.sqlState] == "23505" }
-}
-
-/// A class box, so that the store and the pool's task share one atomic.
-private final class Arc<Value: ~Copyable>: Sendable where Value: Sendable {
-    let value: Value
-    init(_ value: consuming Value) { self.value = value }
 }

@@ -74,6 +74,9 @@ public final class SQLiteStore: RelayStore {
         try await pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA query_only = \(failing ? 1 : 0)") }
     }
 
+    /// A file needs nothing running beside its statements.
+    public func run(started: @Sendable () -> Void) async { started() }
+
     @discardableResult
     public func migrate() async throws -> [String] {
         var migrator = DatabaseMigrator()
