@@ -20,9 +20,6 @@ let package = Package(
         .library(name: "APNs", targets: ["APNs"]),
         .library(name: "SimulatedDevices", targets: ["SimulatedDevices"]),
         .library(name: "APNsEmulator", targets: ["APNsEmulator"]),
-        .library(name: "LiveRelayStore", targets: ["LiveRelayStore"]),
-        .library(name: "LiveRelay", targets: ["LiveRelay"]),
-        .library(name: "LiveRelayHTTP", targets: ["LiveRelayHTTP"]),
         .executable(name: "liverelay", targets: ["liverelay"]),
     ],
     dependencies: [

@@ -6,17 +6,17 @@ import Logging
 
 /// Every failure of a JSON API, as one shape: `{"error": {"code", "message", "field"}}`, with the
 /// status chosen here and nowhere else.
-public struct APIError: Error, HTTPResponseError, CustomStringConvertible {
-    public let status: HTTPResponse.Status
+package struct APIError: Error, HTTPResponseError, CustomStringConvertible {
+    package let status: HTTPResponse.Status
     /// Stable and machine-readable (`missing`, `unknown_key`, `not_found`, …).
-    public let code: String
-    public let message: String
+    package let code: String
+    package let message: String
     /// The request field, path parameter or query parameter at fault.
-    public let field: String?
+    package let field: String?
     /// On a `500`: the id under which the server's log holds what went wrong.
-    public let requestID: String?
+    package let requestID: String?
 
-    public init(_ status: HTTPResponse.Status, code: String, message: String, field: String? = nil, requestID: String? = nil) {
+    package init(_ status: HTTPResponse.Status, code: String, message: String, field: String? = nil, requestID: String? = nil) {
         self.status = status
         self.code = code
         self.message = message
@@ -24,10 +24,10 @@ public struct APIError: Error, HTTPResponseError, CustomStringConvertible {
         self.requestID = requestID
     }
 
-    public var description: String { field.map { "\($0): \(message)" } ?? message }
+    package var description: String { field.map { "\($0): \(message)" } ?? message }
 
     /// A field that breaks a rule: 400 with the rule's code.
-    public static func invalid(_ error: LiveActivityValidationError, field: String? = nil) -> APIError {
+    package static func invalid(_ error: LiveActivityValidationError, field: String? = nil) -> APIError {
         APIError(.badRequest, code: error.code.description, message: error.message, field: field ?? error.field)
     }
 
@@ -36,15 +36,15 @@ public struct APIError: Error, HTTPResponseError, CustomStringConvertible {
         self.init(.badRequest, code: error.code, message: error.message, field: error.field)
     }
 
-    public static func invalid(_ field: String, _ rule: String) -> APIError {
+    package static func invalid(_ field: String, _ rule: String) -> APIError {
         APIError(.badRequest, code: "invalid_value", message: rule, field: field)
     }
 
-    public static func notFound(_ field: String, _ message: String) -> APIError {
+    package static func notFound(_ field: String, _ message: String) -> APIError {
         APIError(.notFound, code: "not_found", message: message, field: field)
     }
 
-    public func response(from request: Request, context: some RequestContext) throws -> Response {
+    package func response(from request: Request, context: some RequestContext) throws -> Response {
         var error: JSONValue.Members = [("code", .string(code)), ("message", .string(message))]
         if let field { error.append(("field", .string(field))) }
         if let requestID { error.append(("requestID", .string(requestID))) }

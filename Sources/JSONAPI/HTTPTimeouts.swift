@@ -6,24 +6,24 @@ import NIOCore
 
 /// How long a client of one of our HTTP APIs may take: the defence against slow and idle
 /// connections (headers sent a byte at a time, bodies trickled in, connections left open).
-public struct HTTPTimeouts: Sendable, Hashable {
+package struct HTTPTimeouts: Sendable, Hashable {
     /// A connection with no request in progress is closed after this long. It also bounds how
     /// long a request's head may take to arrive: bytes of an unfinished head are not activity.
-    public var idle: Duration
+    package var idle: Duration
     /// A request's body must arrive whole within this long after its head, or the answer is
     /// `408 request_timeout` and the connection is closed.
-    public var body: Duration
+    package var body: Duration
 
-    public init(idle: Duration = .seconds(60), body: Duration = .seconds(30)) {
+    package init(idle: Duration = .seconds(60), body: Duration = .seconds(30)) {
         self.idle = idle
         self.body = body
     }
 
     /// What either may be set to, in seconds.
-    public static let allowedSeconds = 0.1...3600.0
+    package static let allowedSeconds = 0.1...3600.0
 
     /// The HTTP/1.1 server that closes idle connections.
-    public var server: HTTPServerBuilder {
+    package var server: HTTPServerBuilder {
         .http1(configuration: HTTP1Channel.Configuration(idleTimeout: TimeAmount(idle)))
     }
 }

@@ -12,7 +12,7 @@ import Synchronization
 /// one at first, more as the pushes in flight need, up to `maximumConnections`.
 /// Apps that share a key share its clients. Every client runs on one event loop, so the
 /// dispatcher's workers send through any of them without a thread hop.
-public final class APNsRoutes: Sendable {
+package final class APNsRoutes: Sendable {
     private struct Route: Hashable {
         var teamID: String
         var keyID: String
@@ -25,14 +25,14 @@ public final class APNsRoutes: Sendable {
     private let eventLoop: any EventLoop
     private let clients = Mutex<[Route: APNsClient]>([:])
     /// The most connections each client opens.
-    public let maximumConnections: Int
+    package let maximumConnections: Int
 
     /// What `maximumConnections` may be set to.
-    public static let allowedConnections = 1...64
+    package static let allowedConnections = 1...64
     /// Where the dispatcher's workers run cheapest: the clients' event loop.
     let pushExecutor: any TaskExecutor
 
-    public init(
+    package init(
         endpoints: [PushEnvironment: APNsEnvironment], now: @escaping @Sendable () -> Date = { Date() },
         maximumConnections: Int = 16, eventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next()
     ) {
@@ -44,11 +44,11 @@ public final class APNsRoutes: Sendable {
     }
 
     /// The environments served.
-    public var environments: Set<PushEnvironment> { Set(endpoints.keys) }
+    package var environments: Set<PushEnvironment> { Set(endpoints.keys) }
 
     /// The client that sends for `app` in `environment`; nil when that environment is not served.
     /// Throws when the app's key cannot sign.
-    public func client(for app: AppRecord, in environment: PushEnvironment) throws -> APNsClient? {
+    package func client(for app: AppRecord, in environment: PushEnvironment) throws -> APNsClient? {
         guard let endpoint = endpoints[environment] else { return nil }
         let route = Route(teamID: app.teamID, keyID: app.keyID, signingKey: app.signingKey, environment: environment)
         if let client = clients.withLock({ $0[route] }) { return client }
@@ -67,12 +67,12 @@ public final class APNsRoutes: Sendable {
     }
 
     /// Push connections open or opening now, of every client.
-    public var pushConnectionCount: Int {
+    package var pushConnectionCount: Int {
         clients.withLock { Array($0.values) }.reduce(0) { $0 + $1.pushConnectionCount }
     }
 
     /// Closes every client's connections.
-    public func shutdown() async {
+    package func shutdown() async {
         for client in clients.withLock({ Array($0.values) }) { await client.shutdown() }
     }
 }

@@ -5,19 +5,19 @@ import LiveRelayStore
 /// value is random and kept only as its hash. A session lives 12 hours, and ends at once when it
 /// is signed out or its key is revoked.
 extension RelayService {
-    public static let dashboardSessionLifetime: TimeInterval = 12 * 3600
+    package static let dashboardSessionLifetime: TimeInterval = 12 * 3600
     /// The scopes that may sign in: the operator, and people who only watch.
-    public static let dashboardScopes: [APIKeyScope] = [.admin, .viewer]
+    package static let dashboardScopes: [APIKeyScope] = [.admin, .viewer]
 
     /// A new session: the cookie's value (shown once) and what is kept.
-    public struct DashboardSignIn: Sendable {
-        public let cookie: String
-        public let session: DashboardSessionRecord
-        public let key: APIKeyRecord
+    package struct DashboardSignIn: Sendable {
+        package let cookie: String
+        package let session: DashboardSessionRecord
+        package let key: APIKeyRecord
     }
 
     /// Signs in with an API key's secret.
-    public func signIn(secret: String, from source: String) async throws -> DashboardSignIn {
+    package func signIn(secret: String, from source: String) async throws -> DashboardSignIn {
         guard let key = try await authenticate(secret: secret, from: source, route: "dashboard") else {
             throw RelayError(.unauthorized, .unauthorized, message: "the API key is unknown or revoked", field: "key")
         }
@@ -36,11 +36,11 @@ extension RelayService {
     }
 
     /// The live session a cookie names, with its key.
-    public func dashboardSession(cookie: String) async throws -> (session: DashboardSessionRecord, key: APIKeyRecord)? {
+    package func dashboardSession(cookie: String) async throws -> (session: DashboardSessionRecord, key: APIKeyRecord)? {
         try await store.dashboardSession(idHash: Self.hash(cookie), at: now())
     }
 
-    public func signOut(cookie: String) async throws {
+    package func signOut(cookie: String) async throws {
         try await store.deleteDashboardSession(idHash: Self.hash(cookie))
     }
 }

@@ -6,7 +6,7 @@ import LiveRelayStore
 /// status for a reason APNs adds later): a token to drop is dead (`410`, `BadDeviceToken`,
 /// `DeviceTokenNotForTopic`, …); what APNs advises retrying comes back later with exponential
 /// backoff, until `maximumAttempts`; the rest are dead letters.
-public struct DeliveryOutcomeRules: Sendable {
+package struct DeliveryOutcomeRules: Sendable {
     let policy: DispatchPolicy
 
     func outcome(of error: APNsError, attempts: Int, at now: Date) -> DeliveryOutcome {
@@ -25,7 +25,7 @@ public struct DeliveryOutcomeRules: Sendable {
 
     /// Whether a push that failed with this stored answer killed its token: nothing sent to the
     /// token again can arrive, so it is not offered for a retry.
-    public static func killedToken(status: Int?, reason: String?) -> Bool {
+    package static func killedToken(status: Int?, reason: String?) -> Bool {
         guard let status else { return false }
         return killsToken(APNsError(status: status, reason: APNsReason(reason ?? "")))
     }

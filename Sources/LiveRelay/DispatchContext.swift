@@ -7,7 +7,7 @@ import Logging
 /// What the dispatcher works with, built once by the service (`RelayService.dispatchContext`): the
 /// outbox, its policy and clock, where it reports, how it is woken and handed pushes, and how a
 /// push finds the APNs client that sends it.
-public struct DispatchContext: Sendable {
+package struct DispatchContext: Sendable {
     let outbox: any OutboxStore & SessionAndLeaseStore
     let policy: DispatchPolicy
     let now: @Sendable () -> Date
@@ -26,7 +26,7 @@ public struct DispatchContext: Sendable {
 
 extension RelayService {
     /// What a dispatcher of this service works with.
-    public var dispatchContext: DispatchContext {
+    package var dispatchContext: DispatchContext {
         DispatchContext(
             outbox: store, policy: configuration.dispatch, now: now, logger: logger, metrics: metrics, signal: outboxSignal, handOver: handOver,
             noteChange: { self.noteChange() },

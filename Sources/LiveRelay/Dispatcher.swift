@@ -13,7 +13,7 @@ import Synchronization
 /// Each push goes for its app, signed with the app's credentials, to its token's (or channel's)
 /// APNs environment, through the client of that pair. The APNs client itself refreshes the
 /// provider token on `ExpiredProviderToken`.
-public final class Dispatcher: Service {
+package final class Dispatcher: Service {
     private let context: DispatchContext
     /// Where the workers run: the APNs connections' event loop.
     private let executor: any TaskExecutor
@@ -22,12 +22,12 @@ public final class Dispatcher: Service {
     private var logger: Logger { context.logger }
     private var outbox: any OutboxStore & SessionAndLeaseStore { context.outbox }
 
-    public init(context: DispatchContext, apns: APNsRoutes) {
+    package init(context: DispatchContext, apns: APNsRoutes) {
         self.context = context
         self.executor = apns.pushExecutor
     }
 
-    public func run() async throws {
+    package func run() async throws {
         // No claim survives a restart: what was in flight when the process died is due again.
         // A store that fails now is waited for, as the loop waits for it later.
         var backoff = StoreBackoff()
@@ -71,7 +71,7 @@ public final class Dispatcher: Service {
     }
 
     /// Sends until nothing is due now and nothing is in flight (tests, benchmarks).
-    public func drain() async throws {
+    package func drain() async throws {
         try await pump(stopWhenIdle: true)
     }
 

@@ -2,19 +2,19 @@ import Foundation
 import LiveActivityKit
 
 /// How the service behaves; every default is what `liverelay serve` runs with.
-public struct RelayConfiguration: Sendable {
-    public var budget: BudgetPolicy
+package struct RelayConfiguration: Sendable {
+    package var budget: BudgetPolicy
     /// How long an activity may run before the system ends it (Apple: 8 hours).
-    public var activityLifetime: TimeInterval
+    package var activityLifetime: TimeInterval
     /// How long APNs may still deliver a Most-Recent-Message-Stored channel's message, so how
     /// long a channel outlives its ended key before LiveRelay deletes it (Apple: 8 hours).
-    public var channelStorageWindow: TimeInterval
-    public var dispatch: DispatchPolicy
+    package var channelStorageWindow: TimeInterval
+    package var dispatch: DispatchPolicy
     /// How long the instance that runs what time does (schedules, expiry, channel clean-up) holds
     /// that work between two ticks: when it dies, another instance takes over within this long.
-    public var tickerLease: TimeInterval
+    package var tickerLease: TimeInterval
 
-    public init(
+    package init(
         budget: BudgetPolicy = .init(), activityLifetime: TimeInterval = 8 * 3600,
         channelStorageWindow: TimeInterval = 8 * 3600, dispatch: DispatchPolicy = .init(), tickerLease: TimeInterval = 10
     ) {
@@ -28,48 +28,48 @@ public struct RelayConfiguration: Sendable {
 
 /// Priority-10 pushes each activity may get per hour with `priority: "auto"`. Apple publishes no
 /// figure; community reports suggest about 15 an hour, far more with frequent updates enabled.
-public struct BudgetPolicy: Sendable, Hashable {
-    public var priority10PerHour: Int
+package struct BudgetPolicy: Sendable, Hashable {
+    package var priority10PerHour: Int
     /// When the device reported `frequentPushesEnabled`.
-    public var frequentPriority10PerHour: Int
+    package var frequentPriority10PerHour: Int
 
     /// What either figure may be set to.
-    public static let allowed = 0...100_000
+    package static let allowed = 0...100_000
 
-    public init(priority10PerHour: Int = 12, frequentPriority10PerHour: Int = 120) {
+    package init(priority10PerHour: Int = 12, frequentPriority10PerHour: Int = 120) {
         self.priority10PerHour = priority10PerHour
         self.frequentPriority10PerHour = frequentPriority10PerHour
     }
 }
 
 /// How the dispatcher sends.
-public struct DispatchPolicy: Sendable, Hashable {
+package struct DispatchPolicy: Sendable, Hashable {
     /// Pushes in flight at once: at least the lower bound, more as the round trip to APNs needs
     /// (`InFlightSizing`), at most the upper (`serve --max-in-flight`). Many streams let both ends
     /// read and write in large batches: on loopback a fan-out ran at a median 92% of `bench client`
     /// with 800 in flight, 84% with 400. The APNs client opens connections as these need
     /// (`ConnectionPlan`).
-    public var inFlight: ClosedRange<Int>
+    package var inFlight: ClosedRange<Int>
     /// Deliveries claimed per round trip to the store.
-    public var batchSize: Int
+    package var batchSize: Int
     /// A request with at most this many pushes claims them itself, in the transaction that
     /// accepts it, while the dispatcher runs with room: they are sent at once, and the dispatcher
     /// saves the transaction that would claim them. Bigger requests are queued.
-    public var handOverLimit: Int
+    package var handOverLimit: Int
     /// How long a claim lasts without an outcome before the push is due again (a crash).
-    public var lease: TimeInterval
+    package var lease: TimeInterval
     /// The first retry waits this long; each next one twice as long, up to `maximumBackoff`.
-    public var initialBackoff: TimeInterval
-    public var maximumBackoff: TimeInterval
+    package var initialBackoff: TimeInterval
+    package var maximumBackoff: TimeInterval
     /// After this many attempts a retryable failure becomes a dead letter.
-    public var maximumAttempts: Int
+    package var maximumAttempts: Int
     /// How long one push may take.
-    public var requestTimeout: Duration
+    package var requestTimeout: Duration
     /// How long an outcome may wait to be recorded with others (real time): one transaction per
     /// push would cost more than the push when updates come one by one.
-    public var recordingDelay: Duration
+    package var recordingDelay: Duration
 
-    public init(
+    package init(
         inFlight: ClosedRange<Int> = 800...10_000, batchSize: Int = 1000, handOverLimit: Int = 100, lease: TimeInterval = 60,
         initialBackoff: TimeInterval = 1,
         maximumBackoff: TimeInterval = 300, maximumAttempts: Int = 8, requestTimeout: Duration = .seconds(10),
@@ -91,12 +91,12 @@ public struct DispatchPolicy: Sendable, Hashable {
     /// while the claim still stands, with time left to record it; one sent later could be claimed
     /// again by another instance meanwhile, and sent twice. A dispatcher that falls this far
     /// behind gives the push back (`RelayStore.abandonClaims`).
-    public func maySend(leasedUntil: Date, at now: Date) -> Bool {
+    package func maySend(leasedUntil: Date, at now: Date) -> Bool {
         leasedUntil.timeIntervalSince(now) >= lease / 2
     }
 
     /// The wait before attempt `attempts + 1`.
-    public func backoff(afterAttempts attempts: Int) -> TimeInterval {
+    package func backoff(afterAttempts attempts: Int) -> TimeInterval {
         min(maximumBackoff, initialBackoff * pow(2, Double(max(0, attempts - 1))))
     }
 }

@@ -3,8 +3,8 @@ import LiveActivityKit
 import LiveRelayStore
 
 /// A request the service refuses, and why; the HTTP layer turns `kind` into the status.
-public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
-    public enum Kind: Sendable, Hashable {
+package struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
+    package enum Kind: Sendable, Hashable {
         /// 400: a field breaks a rule.
         case invalid
         /// 401: the API key is unknown or revoked.
@@ -26,44 +26,44 @@ public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Stable and machine-readable; the API's `code`.
-    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
+    package struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        package let rawValue: String
+        package init(rawValue: String) { self.rawValue = rawValue }
+        package var description: String { rawValue }
 
-        public static let invalidValue = Code(rawValue: "invalid_value")
-        public static let missing = Code(rawValue: "missing")
-        public static let notFound = Code(rawValue: "not_found")
+        package static let invalidValue = Code(rawValue: "invalid_value")
+        package static let missing = Code(rawValue: "missing")
+        package static let notFound = Code(rawValue: "not_found")
         /// The API key is for another app.
-        public static let otherApp = Code(rawValue: "other_app")
-        public static let unauthorized = Code(rawValue: "unauthorized")
-        public static let wrongScope = Code(rawValue: "wrong_scope")
-        public static let keyExists = Code(rawValue: "key_exists")
-        public static let activityEnded = Code(rawValue: "activity_ended")
+        package static let otherApp = Code(rawValue: "other_app")
+        package static let unauthorized = Code(rawValue: "unauthorized")
+        package static let wrongScope = Code(rawValue: "wrong_scope")
+        package static let keyExists = Code(rawValue: "key_exists")
+        package static let activityEnded = Code(rawValue: "activity_ended")
         /// The same idempotency key was committed by a concurrent request.
-        public static let idempotencyConflict = Code(rawValue: "idempotency_conflict")
-        public static let scheduleNotPending = Code(rawValue: "schedule_not_pending")
+        package static let idempotencyConflict = Code(rawValue: "idempotency_conflict")
+        package static let scheduleNotPending = Code(rawValue: "schedule_not_pending")
         /// A push that is not a failure, or whose target is gone, or that a newer push replaced.
-        public static let notRetryable = Code(rawValue: "not_retryable")
-        public static let lastAdminKey = Code(rawValue: "last_admin_key")
-        public static let apnsUnavailable = Code(rawValue: "apns_unavailable")
-        public static let apnsRefused = Code(rawValue: "apns_refused")
+        package static let notRetryable = Code(rawValue: "not_retryable")
+        package static let lastAdminKey = Code(rawValue: "last_admin_key")
+        package static let apnsUnavailable = Code(rawValue: "apns_unavailable")
+        package static let apnsRefused = Code(rawValue: "apns_refused")
         /// The app's widget would not decode the attributes or content state: the iPhone would drop the push.
-        public static let doesNotDecode = Code(rawValue: "content_does_not_decode")
+        package static let doesNotDecode = Code(rawValue: "content_does_not_decode")
         /// The app's stored contract for the type no longer reads: it must be registered again.
-        public static let contractUnreadable = Code(rawValue: "contract_unreadable")
+        package static let contractUnreadable = Code(rawValue: "contract_unreadable")
         /// Too many failed authentications from the caller's address.
-        public static let tooManyFailures = Code(rawValue: "too_many_failures")
+        package static let tooManyFailures = Code(rawValue: "too_many_failures")
     }
 
-    public let kind: Kind
-    public let code: Code
-    public let message: String
-    public let field: String?
+    package let kind: Kind
+    package let code: Code
+    package let message: String
+    package let field: String?
     /// Seconds to wait, for `.throttled`.
-    public let retryAfter: Int?
+    package let retryAfter: Int?
 
-    public init(_ kind: Kind, _ code: Code, message: String, field: String? = nil, retryAfter: Int? = nil) {
+    package init(_ kind: Kind, _ code: Code, message: String, field: String? = nil, retryAfter: Int? = nil) {
         self.kind = kind
         self.code = code
         self.message = message
@@ -71,7 +71,7 @@ public struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
         self.retryAfter = retryAfter
     }
 
-    public var description: String { field.map { "\($0): \(message)" } ?? message }
+    package var description: String { field.map { "\($0): \(message)" } ?? message }
 
     static func invalid(_ field: String, _ rule: String) -> RelayError {
         RelayError(.invalid, .invalidValue, message: rule, field: field)

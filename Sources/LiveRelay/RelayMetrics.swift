@@ -4,7 +4,7 @@ import Synchronization
 
 /// Counters in Prometheus' text format. Labels are bounded (actions, events, results, scopes),
 /// never a token, key or device id.
-public final class RelayMetrics: Sendable {
+package final class RelayMetrics: Sendable {
     private let counters = Mutex<[String: [String: Int]]>([:])
     /// Pushes answered in each of the last hour's minutes (by minute since 1970), by result.
     private let minutes = Mutex<[Int64: [String: Int]]>([:])
@@ -13,7 +13,7 @@ public final class RelayMetrics: Sendable {
     private let nearBudget = Mutex<[KeyNearBudget.Key: KeyNearBudget]>([:])
     static let nearBudgetKept = 10_000
 
-    public init() {}
+    package init() {}
 
     /// Keeps a key whose change at `date` spent most of a budget, and forgets it once a change spends less.
     func noteBudget(_ use: BudgetUse?, app: String, key: String, at date: Date) {
@@ -38,7 +38,7 @@ public final class RelayMetrics: Sendable {
 
     /// The keys this process saw spend most of a target's budget in the hour before `date`, the
     /// fullest first.
-    public func keysNearBudget(at date: Date, limit: Int) -> [KeyNearBudget] {
+    package func keysNearBudget(at date: Date, limit: Int) -> [KeyNearBudget] {
         nearBudget.withLock { Array($0.values) }
             .filter { $0.at > date - 3600 }
             .sorted { ($0.use.share, $0.at) > ($1.use.share, $1.at) }
@@ -55,7 +55,7 @@ public final class RelayMetrics: Sendable {
     }
 
     /// This process's pushes per minute by result, for the `count` minutes up to `date`'s, oldest first.
-    public func pushesPerMinute(upTo date: Date, count: Int) -> [(minute: Date, results: [String: Int])] {
+    package func pushesPerMinute(upTo date: Date, count: Int) -> [(minute: Date, results: [String: Int])] {
         let last = Int64((date.timeIntervalSince1970 / 60).rounded(.down))
         let kept = minutes.withLock { $0 }
         return (last - Int64(count) + 1...last).map { minute in (Date(timeIntervalSince1970: Double(minute) * 60), kept[minute] ?? [:]) }
@@ -67,7 +67,7 @@ public final class RelayMetrics: Sendable {
     }
 
     /// The value of one series, for tests.
-    public func value(_ name: String, _ labels: [String: String] = [:]) -> Int {
+    package func value(_ name: String, _ labels: [String: String] = [:]) -> Int {
         let series = labels.sorted { $0.key < $1.key }.map { "\($0.key)=\"\($0.value)\"" }.joined(separator: ",")
         return counters.withLock { $0[name]?[series] ?? 0 }
     }
@@ -86,7 +86,7 @@ public final class RelayMetrics: Sendable {
     }
 
     /// The series without labels of a rendered text, by name (benchmarks and tests read gauges).
-    public static func unlabelledValues(in text: String) -> [String: Int] {
+    package static func unlabelledValues(in text: String) -> [String: Int] {
         Dictionary(
             text.split(separator: "\n").compactMap { line -> (String, Int)? in
                 let parts = line.split(separator: " ")
@@ -122,7 +122,7 @@ public final class RelayMetrics: Sendable {
 
     /// Counters, then gauges of how pushes are sent (`apnsConnections`: open or opening now) and
     /// of what the store holds.
-    public func render(store: StoreCounts, deliveries: [DeliveryStatus: Int], apnsConnections: Int) -> String {
+    package func render(store: StoreCounts, deliveries: [DeliveryStatus: Int], apnsConnections: Int) -> String {
         var text = ""
         for (name, series) in counters.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
             text += Self.header(name, "counter")
@@ -146,13 +146,13 @@ public final class RelayMetrics: Sendable {
 }
 
 /// A key that spent most of a device's or channel's hourly priority-10 budget, and when.
-public struct KeyNearBudget: Sendable, Hashable {
+package struct KeyNearBudget: Sendable, Hashable {
     struct Key: Hashable {
         var app: String
         var key: String
     }
-    public var app: String
-    public var key: String
-    public var use: BudgetUse
-    public var at: Date
+    package var app: String
+    package var key: String
+    package var use: BudgetUse
+    package var at: Date
 }

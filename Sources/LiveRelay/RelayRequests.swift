@@ -3,13 +3,13 @@ import LiveActivityKit
 import LiveRelayStore
 
 /// The priority asked for a push: a fixed one, or `auto` (the budget governor decides).
-public enum PriorityChoice: Sendable, Hashable, Codable {
+package enum PriorityChoice: Sendable, Hashable, Codable {
     case fixed(APNsPriority)
     case auto
 }
 
 /// Where a start's activities take their updates from.
-public enum UpdateChannelChoice: Sendable, Hashable, Codable {
+package enum UpdateChannelChoice: Sendable, Hashable, Codable {
     /// A new broadcast channel with this message storage policy (0 or 1).
     case create(storagePolicy: Int)
     /// A channel that already exists.
@@ -17,22 +17,22 @@ public enum UpdateChannelChoice: Sendable, Hashable, Codable {
 }
 
 /// Starts a key on an audience's devices through their push-to-start tokens.
-public struct StartRequest: Sendable, Hashable {
-    public var attributesType: String
-    public var attributes: JSONValue
-    public var contentState: JSONValue
-    public var alert: AlertConfiguration
-    public var staleDate: Date?
-    public var relevanceScore: Double?
-    public var audience: Audience
+package struct StartRequest: Sendable, Hashable {
+    package var attributesType: String
+    package var attributes: JSONValue
+    package var contentState: JSONValue
+    package var alert: AlertConfiguration
+    package var staleDate: Date?
+    package var relevanceScore: Double?
+    package var audience: Audience
     /// nil: each device gets its own update token (`input-push-token`).
-    public var channel: UpdateChannelChoice?
-    public var priority: PriorityChoice
-    public var expiration: Date?
+    package var channel: UpdateChannelChoice?
+    package var priority: PriorityChoice
+    package var expiration: Date?
     /// When to run it; nil or past: now.
-    public var at: Date?
+    package var at: Date?
 
-    public init(
+    package init(
         attributesType: String, attributes: JSONValue, contentState: JSONValue, alert: AlertConfiguration, staleDate: Date? = nil,
         relevanceScore: Double? = nil, audience: Audience, channel: UpdateChannelChoice? = nil, priority: PriorityChoice = .fixed(.immediate),
         expiration: Date? = nil, at: Date? = nil
@@ -52,20 +52,20 @@ public struct StartRequest: Sendable, Hashable {
 }
 
 /// Updates or ends a key.
-public struct ChangeRequest: Sendable, Hashable {
-    public var event: LiveActivityPayload.Event
+package struct ChangeRequest: Sendable, Hashable {
+    package var event: LiveActivityPayload.Event
     /// Required on update; an end without it repeats the last content.
-    public var contentState: JSONValue?
-    public var alert: AlertConfiguration?
-    public var staleDate: Date?
-    public var relevanceScore: Double?
+    package var contentState: JSONValue?
+    package var alert: AlertConfiguration?
+    package var staleDate: Date?
+    package var relevanceScore: Double?
     /// End only: when the ended activity leaves the Lock Screen (now or earlier: at once).
-    public var dismissalDate: Date?
-    public var priority: PriorityChoice
-    public var expiration: Date?
-    public var at: Date?
+    package var dismissalDate: Date?
+    package var priority: PriorityChoice
+    package var expiration: Date?
+    package var at: Date?
 
-    public init(
+    package init(
         event: LiveActivityPayload.Event, contentState: JSONValue?, alert: AlertConfiguration? = nil, staleDate: Date? = nil,
         relevanceScore: Double? = nil, dismissalDate: Date? = nil, priority: PriorityChoice = .auto, expiration: Date? = nil, at: Date? = nil
     ) {
@@ -83,12 +83,12 @@ public struct ChangeRequest: Sendable, Hashable {
 
 /// A request that can wait in the store until it is due, kept there as its own JSON (`Codable`:
 /// `stored()`), not the API's.
-public enum ScheduledRequest: Sendable, Hashable, Codable {
+package enum ScheduledRequest: Sendable, Hashable, Codable {
     case start(StartRequest)
     case change(ChangeRequest)
 
     /// The schedule's action.
-    public var action: LiveActivityPayload.Event {
+    package var action: LiveActivityPayload.Event {
         switch self {
         case .start: .start
         case .change(let change): change.event
@@ -115,7 +115,7 @@ extension StartRequest: Codable {
         case attributesType, attributes, contentState, alert, staleDate, relevanceScore, audience, channel, priority, expiration, at
     }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let values = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
             attributesType: try values.decode(String.self, forKey: .attributesType),
@@ -129,7 +129,7 @@ extension StartRequest: Codable {
             expiration: try values.decodeIfPresent(Date.self, forKey: .expiration), at: try values.decodeIfPresent(Date.self, forKey: .at))
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var values = encoder.container(keyedBy: CodingKeys.self)
         try values.encode(attributesType, forKey: .attributesType)
         try values.encode(json: attributes, forKey: .attributes)
@@ -150,7 +150,7 @@ extension ChangeRequest: Codable {
         case event, contentState, alert, staleDate, relevanceScore, dismissalDate, priority, expiration, at
     }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let values = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
             event: try values.decode(LiveActivityPayload.Event.self, forKey: .event),
@@ -163,7 +163,7 @@ extension ChangeRequest: Codable {
             expiration: try values.decodeIfPresent(Date.self, forKey: .expiration), at: try values.decodeIfPresent(Date.self, forKey: .at))
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var values = encoder.container(keyedBy: CodingKeys.self)
         try values.encode(event, forKey: .event)
         try values.encodeIfPresent(json: contentState, forKey: .contentState)
@@ -178,14 +178,14 @@ extension ChangeRequest: Codable {
 }
 
 /// An app the server is to send for, with the credentials its pushes are signed with.
-public struct AppRegistration: Sendable, Hashable {
-    public var bundleID: BundleID
-    public var teamID: String
-    public var keyID: String
+package struct AppRegistration: Sendable, Hashable {
+    package var bundleID: BundleID
+    package var teamID: String
+    package var keyID: String
     /// The `.p8` key, PEM.
-    public var signingKey: String
+    package var signingKey: String
 
-    public init(bundleID: BundleID, teamID: String, keyID: String, signingKey: String) {
+    package init(bundleID: BundleID, teamID: String, keyID: String, signingKey: String) {
         self.bundleID = bundleID
         self.teamID = teamID
         self.keyID = keyID
@@ -194,17 +194,17 @@ public struct AppRegistration: Sendable, Hashable {
 }
 
 /// An app's push-to-start token for an attributes type.
-public struct PushToStartRegistration: Sendable, Hashable {
-    public var deviceID: String
-    public var bundleID: String
-    public var attributesType: String
-    public var token: DeviceToken
-    public var frequentPushesEnabled: Bool
+package struct PushToStartRegistration: Sendable, Hashable {
+    package var deviceID: String
+    package var bundleID: String
+    package var attributesType: String
+    package var token: DeviceToken
+    package var frequentPushesEnabled: Bool
     /// The app build's `aps-environment`: where the token is valid.
-    public var environment: PushEnvironment
-    public var userID: String?
+    package var environment: PushEnvironment
+    package var userID: String?
 
-    public init(
+    package init(
         deviceID: String, bundleID: String, attributesType: String, token: DeviceToken, frequentPushesEnabled: Bool = false,
         environment: PushEnvironment = .sandbox, userID: String? = nil
     ) {
@@ -219,17 +219,17 @@ public struct PushToStartRegistration: Sendable, Hashable {
 }
 
 /// An activity's update token, under the key the app knows it by.
-public struct ActivityTokenRegistration: Sendable, Hashable {
-    public var deviceID: String
-    public var bundleID: String
-    public var activityID: String?
-    public var attributesType: String
-    public var token: DeviceToken
-    public var frequentPushesEnabled: Bool
+package struct ActivityTokenRegistration: Sendable, Hashable {
+    package var deviceID: String
+    package var bundleID: String
+    package var activityID: String?
+    package var attributesType: String
+    package var token: DeviceToken
+    package var frequentPushesEnabled: Bool
     /// The app build's `aps-environment`: where the token is valid.
-    public var environment: PushEnvironment
+    package var environment: PushEnvironment
 
-    public init(
+    package init(
         deviceID: String, bundleID: String, activityID: String? = nil, attributesType: String, token: DeviceToken,
         frequentPushesEnabled: Bool = false, environment: PushEnvironment = .sandbox
     ) {
@@ -244,16 +244,16 @@ public struct ActivityTokenRegistration: Sendable, Hashable {
 }
 
 /// The activity ended or the person dismissed it, as the app reports.
-public struct EndedReport: Sendable, Hashable {
-    public var deviceID: String
-    public var bundleID: String
+package struct EndedReport: Sendable, Hashable {
+    package var deviceID: String
+    package var bundleID: String
     /// The device's id of the activity, when the app gives it.
-    public var activityID: String?
-    public var state: ActivityTokenState
-    public var cause: String?
-    public var at: Date?
+    package var activityID: String?
+    package var state: ActivityTokenState
+    package var cause: String?
+    package var at: Date?
 
-    public init(deviceID: String, bundleID: String, activityID: String? = nil, state: ActivityTokenState, cause: String? = nil, at: Date? = nil) {
+    package init(deviceID: String, bundleID: String, activityID: String? = nil, state: ActivityTokenState, cause: String? = nil, at: Date? = nil) {
         self.deviceID = deviceID
         self.bundleID = bundleID
         self.activityID = activityID

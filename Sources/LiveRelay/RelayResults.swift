@@ -3,17 +3,17 @@ import LiveActivityKit
 import LiveRelayStore
 
 /// A key as the service knows it: its record, its tokens with their last results, its schedules.
-public struct ActivityDescription: Sendable, Hashable {
-    public var activity: ActivityRecord
-    public var tokens: [ActivityTokenRecord]
-    public var schedules: [ScheduleRecord]
+package struct ActivityDescription: Sendable, Hashable {
+    package var activity: ActivityRecord
+    package var tokens: [ActivityTokenRecord]
+    package var schedules: [ScheduleRecord]
 }
 
 /// What the service still needs of the API's wire format, which `LiveRelayHTTP` owns: the reader
 /// of schedules an earlier release kept as the API's request body (the service keeps a scheduled
 /// request as its own JSON now, `ScheduledRequest.stored()`). Answers are not the service's either:
 /// it keeps what a request did (`AcceptedRequest`), and the API renders it.
-public protocol RelayWireFormat: Sendable {
+package protocol RelayWireFormat: Sendable {
     /// Throws when the stored body no longer reads as a request of `action`.
     func request(action: LiveActivityPayload.Event, json: JSONValue) throws -> ScheduledRequest
 }

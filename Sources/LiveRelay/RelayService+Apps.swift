@@ -11,7 +11,7 @@ extension RelayService {
     /// Registers an app, or replaces its credentials: its pushes are signed with them from now on.
     /// `isNew`: the server did not have the app before.
     @discardableResult
-    public func registerApp(_ registration: AppRegistration) async throws -> (record: AppRecord, isNew: Bool) {
+    package func registerApp(_ registration: AppRegistration) async throws -> (record: AppRecord, isNew: Bool) {
         do {
             _ = try APNsSigningKey(pem: registration.signingKey, keyID: registration.keyID, teamID: registration.teamID)
         } catch {
@@ -29,12 +29,12 @@ extension RelayService {
         return (app, existing == nil)
     }
 
-    public func apps() async throws -> [AppRecord] {
+    package func apps() async throws -> [AppRecord] {
         try await appBook.value(from: store).values.sorted { $0.bundleID < $1.bundleID }
     }
 
     /// The apps that have an activity under `key`.
-    public func apps(holdingKey key: String) async throws -> [String] {
+    package func apps(holdingKey key: String) async throws -> [String] {
         var holding: [String] = []
         for app in try await apps() where try await store.activity(app: app.bundleID, key: key) != nil {
             holding.append(app.bundleID)
@@ -43,7 +43,7 @@ extension RelayService {
     }
 
     /// The app, or 404 naming `field`.
-    public func app(_ bundleID: String, field: String = "app") async throws -> AppRecord {
+    package func app(_ bundleID: String, field: String = "app") async throws -> AppRecord {
         guard let app = try await appBook.value(from: store)[bundleID] else {
             throw RelayError.notFound(field, "no app \(bundleID) on this server (PUT /v1/apps/\(bundleID) registers it)")
         }
@@ -51,7 +51,7 @@ extension RelayService {
     }
 
     /// Gives `bundleID` what an earlier release's store held for its one app (see `0009-apps`).
-    public func adoptUnnamedData(bundleID: String) async throws {
+    package func adoptUnnamedData(bundleID: String) async throws {
         if try await store.adoptUnnamedData(bundleID: bundleID) {
             logger.notice("data of the release before apps now belongs to \(bundleID)")
         }

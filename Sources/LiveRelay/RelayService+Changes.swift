@@ -9,7 +9,7 @@ import Synchronization
 /// Starting, updating and ending keys.
 extension RelayService {
     /// Starts the app's `key` on the audience's devices through their push-to-start tokens, or schedules it.
-    public func start(
+    package func start(
         app bundleID: String, key: String, _ request: StartRequest, idempotency: IdempotencyClaim? = nil
     ) async throws -> AcceptedRequest {
         try await start(app: try await app(bundleID), key: key, request, context: WriteContext(idempotency: idempotency))
@@ -66,7 +66,7 @@ extension RelayService {
 
     /// Updates or ends the app's `key`: one push per live update token, or one broadcast per
     /// channel when the key is bound to channels; or schedules it.
-    public func change(
+    package func change(
         app bundleID: String, key: String, _ request: ChangeRequest, idempotency: IdempotencyClaim? = nil
     ) async throws -> AcceptedRequest {
         try await change(app: try await app(bundleID), key: key, request, context: WriteContext(idempotency: idempotency))

@@ -34,12 +34,12 @@ extension RelayService {
         }
     }
 
-    public func channels() async throws -> [ChannelRecord] {
+    package func channels() async throws -> [ChannelRecord] {
         try await store.channels()
     }
 
     /// Deletes a live channel at APNs and marks it deleted.
-    public func deleteChannel(_ id: String) async throws {
+    package func deleteChannel(_ id: String) async throws {
         guard let channel = try await store.channel(id: id), channel.deletedAt == nil else {
             throw RelayError.notFound("id", "no live channel \(id)")
         }

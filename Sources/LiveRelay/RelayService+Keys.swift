@@ -10,7 +10,7 @@ import Synchronization
 extension RelayService {
     /// Makes a key and returns its secret, which is shown once: only its hash is stored. A client
     /// key is for one app; a server key for one app or (nil) for every app; an admin key for every app.
-    public func createAPIKey(
+    package func createAPIKey(
         name: String, scope: APIKeyScope, app bundleID: String? = nil
     ) async throws -> (record: APIKeyRecord, secret: String) {
         switch (scope, bundleID) {
@@ -25,7 +25,7 @@ extension RelayService {
     }
 
     /// The same without a running server: `liverelay keys create` recovers access this way.
-    public static func createAPIKey(
+    package static func createAPIKey(
         name: String, scope: APIKeyScope, app bundleID: String? = nil, in store: any RelayStore, at date: Date
     ) async throws -> (record: APIKeyRecord, secret: String) {
         let secret = "lr_\(scope.rawValue)_" + randomHex(bytes: 24)
@@ -38,7 +38,7 @@ extension RelayService {
     /// The live key with this secret, presented from `source` (an address) through `route` (`api`,
     /// `dashboard`). A source that keeps failing is refused for a while (`AuthenticationFailures`),
     /// but for keys this process has seen live.
-    public func authenticate(secret: String, from source: String, route: String) async throws -> APIKeyRecord? {
+    package func authenticate(secret: String, from source: String, route: String) async throws -> APIKeyRecord? {
         let hash = Self.hash(secret)
         let moment = ContinuousClock.now
         let cached = keyCache.withLock { $0[hash] }
@@ -72,7 +72,7 @@ extension RelayService {
 
     /// Revokes a key at once. The last live admin key stays: without it nothing could make a key
     /// (`liverelay keys create` makes one offline).
-    public func revokeAPIKey(id: String) async throws {
+    package func revokeAPIKey(id: String) async throws {
         switch try await store.revokeAPIKey(id: id, at: now()) {
         case .revoked:
             keyCache.withLock { cache in cache = cache.filter { $0.value.key.id != id } }
@@ -88,12 +88,12 @@ extension RelayService {
         }
     }
 
-    public func apiKeys() async throws -> [APIKeyRecord] {
+    package func apiKeys() async throws -> [APIKeyRecord] {
         try await store.apiKeys()
     }
 
     /// The answer kept under an idempotency key of an API key, if any.
-    public func idempotentAnswer(apiKeyID: String, key: String) async throws -> IdempotentAnswer? {
+    package func idempotentAnswer(apiKeyID: String, key: String) async throws -> IdempotentAnswer? {
         try await store.idempotentAnswer(apiKeyID: apiKeyID, key: key)
     }
 

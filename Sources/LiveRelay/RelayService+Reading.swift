@@ -9,7 +9,7 @@ import Synchronization
 /// What the API and the dashboard read.
 extension RelayService {
     /// An app's key, its tokens with their last delivery results, and its schedules.
-    public func describe(app: String, key: String) async throws -> ActivityDescription {
+    package func describe(app: String, key: String) async throws -> ActivityDescription {
         try Self.checkKey(key)
         guard var activity = try await store.activity(app: app, key: key) else {
             throw RelayError.notFound("key", "no activity key \"\(key)\"")
@@ -20,12 +20,12 @@ extension RelayService {
     }
 
     /// A page of activities, newest first.
-    public func activities(_ query: ActivityQuery) async throws -> [ActivityRecord] {
+    package func activities(_ query: ActivityQuery) async throws -> [ActivityRecord] {
         try await store.activities(query)
     }
 
     /// The outbox's deliveries, newest first, as people read them: without the pushes' bytes.
-    public func deliveries(_ query: DeliveryQuery) async throws -> [DeliveryRecord] {
+    package func deliveries(_ query: DeliveryQuery) async throws -> [DeliveryRecord] {
         var query = query
         query.includePayloads = false
         return try await store.deliveries(query)
@@ -33,7 +33,7 @@ extension RelayService {
 
     /// Sends a failed push again: the same payload to the same target, queued beside the failure
     /// (`DeliveryRetry`). `app`: the only app the caller may act for, if bound to one.
-    public func retryDelivery(id: Int64, app: String?) async throws -> DeliveryRecord {
+    package func retryDelivery(id: Int64, app: String?) async throws -> DeliveryRecord {
         switch try await store.retryDelivery(id: id, app: app, at: now()) {
         case .retried(let delivery):
             noteChange()
@@ -48,17 +48,17 @@ extension RelayService {
     }
 
     /// How many pushes wait to be sent or are being sent (cheap: read from the pending pushes alone).
-    public func pendingDeliveryCount() async throws -> Int {
+    package func pendingDeliveryCount() async throws -> Int {
         try await store.pendingDeliveryCount()
     }
 
     /// How many deliveries the outbox holds in each state.
-    public func deliveryCounts() async throws -> [DeliveryStatus: Int] {
+    package func deliveryCounts() async throws -> [DeliveryStatus: Int] {
         try await store.deliveryCounts()
     }
 
     /// The metrics in Prometheus' text format.
-    public func renderMetrics() async throws -> String {
+    package func renderMetrics() async throws -> String {
         metrics.render(
             store: try await store.counts(), deliveries: try await store.deliveryCounts(), apnsConnections: apns?.pushConnectionCount ?? 0)
     }

@@ -8,7 +8,7 @@ import Synchronization
 
 /// What apps send: their tokens, the ends their devices saw, and their contracts.
 extension RelayService {
-    public func registerPushToStartToken(_ registration: PushToStartRegistration) async throws {
+    package func registerPushToStartToken(_ registration: PushToStartRegistration) async throws {
         try await checkApp(bundleID: registration.bundleID, environment: registration.environment)
         try await store.savePushToStartToken(
             PushToStartTokenRecord(
@@ -23,7 +23,7 @@ extension RelayService {
     /// Registers a device's update token under the key (creating the key when the app started
     /// the activity itself) and returns the key.
     @discardableResult
-    public func registerActivityToken(key: String, _ registration: ActivityTokenRegistration) async throws -> ActivityRecord {
+    package func registerActivityToken(key: String, _ registration: ActivityTokenRegistration) async throws -> ActivityRecord {
         try Self.checkKey(key)
         try await checkApp(bundleID: registration.bundleID, environment: registration.environment)
         do {
@@ -46,7 +46,7 @@ extension RelayService {
 
     /// Records that the activity ended or was dismissed on the device; false when the device has
     /// no token under the key (a channel-subscribed activity has none).
-    public func reportEnded(key: String, _ report: EndedReport) async throws -> Bool {
+    package func reportEnded(key: String, _ report: EndedReport) async throws -> Bool {
         try Self.checkKey(key)
         try await checkApp(bundleID: report.bundleID)
         guard try await store.activity(app: report.bundleID, key: key) != nil else {
@@ -78,7 +78,7 @@ extension RelayService {
 
     /// Registers (or replaces) what the app's widget decodes `contract.attributesType` from: the
     /// requests that follow are checked against it.
-    public func registerContract(_ contract: ActivityContract, bundleID: String) async throws -> ContractRecord {
+    package func registerContract(_ contract: ActivityContract, bundleID: String) async throws -> ContractRecord {
         try await checkApp(bundleID: bundleID)
         let record = ContractRecord(bundleID: bundleID, attributesType: contract.attributesType, contract: contract.json, updatedAt: now())
         try await store.saveContract(record)
@@ -90,11 +90,11 @@ extension RelayService {
     }
 
     /// The contracts of an app (nil: of every app).
-    public func contracts(app bundleID: String?) async throws -> [ContractRecord] {
+    package func contracts(app bundleID: String?) async throws -> [ContractRecord] {
         try await store.contracts().filter { bundleID == nil || $0.bundleID == bundleID }
     }
 
-    public func contract(app bundleID: String, attributesType: String) async throws -> ContractRecord {
+    package func contract(app bundleID: String, attributesType: String) async throws -> ContractRecord {
         guard let record = try await contracts(app: bundleID).first(where: { $0.attributesType == attributesType }) else {
             throw RelayError.notFound("attributesType", "no contract registered for \(attributesType) of \(bundleID)")
         }

@@ -30,16 +30,16 @@ extension RelayService {
     }
 
     /// The schedules of an app (nil: every app), of one key if given.
-    public func schedules(app: String?, key: String?) async throws -> [ScheduleRecord] {
+    package func schedules(app: String?, key: String?) async throws -> [ScheduleRecord] {
         try await store.schedules(app: app, key: key)
     }
 
-    public func schedule(id: String) async throws -> ScheduleRecord {
+    package func schedule(id: String) async throws -> ScheduleRecord {
         guard let schedule = try await store.schedule(id: id) else { throw RelayError.notFound("id", "no schedule \(id)") }
         return schedule
     }
 
-    public func cancelSchedule(id: String) async throws -> ScheduleRecord {
+    package func cancelSchedule(id: String) async throws -> ScheduleRecord {
         do {
             guard let schedule = try await store.cancelSchedule(id: id, at: now()) else { throw RelayError.notFound("id", "no schedule \(id)") }
             noteChange()
@@ -52,7 +52,7 @@ extension RelayService {
     /// Runs the schedules that are due; a schedule whose request no longer reads or applies fails
     /// with the reason.
     @discardableResult
-    public func runDueSchedules() async throws -> Int {
+    package func runDueSchedules() async throws -> Int {
         let due = try await store.dueSchedules(at: now(), limit: 100)
         if !due.isEmpty { noteChange() }
         for schedule in due {

@@ -14,7 +14,7 @@ extension RelayService {
     /// tick; when it dies, another takes the lease once it runs out (`tickerLease`). Returns
     /// whether this instance did the work.
     @discardableResult
-    public func tick() async throws -> Bool {
+    package func tick() async throws -> Bool {
         let start = now()
         guard try await store.takeLease("ticker", holder: instanceID, until: start + configuration.tickerLease, at: start) else { return false }
         try await runDueSchedules()

@@ -10,13 +10,13 @@ import Synchronization
 /// from the backend, written with their pushes to the outbox in one transaction; schedules,
 /// expiry and channel cleanup. Every key, token, channel and push belongs to one app. The
 /// dispatcher sends what this accepts.
-public final class RelayService: Sendable {
+package final class RelayService: Sendable {
     /// Internal: everything above the core reaches the store through the service.
     let store: any RelayStore
-    public let configuration: RelayConfiguration
+    package let configuration: RelayConfiguration
     /// The API's format of scheduled requests and kept answers.
     let wire: any RelayWireFormat
-    public let metrics: RelayMetrics
+    package let metrics: RelayMetrics
     /// Sends, and creates and deletes broadcast channels, in each environment served; nil when no
     /// APNs is configured (tests of the API alone, which take tokens of both environments).
     let apns: APNsRoutes?
@@ -25,7 +25,7 @@ public final class RelayService: Sendable {
     /// Wakes the dispatcher when pushes are queued (here, or by another instance on the same store).
     let outboxSignal = OutboxSignal()
     /// This process among the instances sharing a store: the holder of the leases it takes.
-    public let instanceID = randomHex(bytes: 8)
+    package let instanceID = randomHex(bytes: 8)
     /// Takes the pushes of small requests straight to the running dispatcher.
     let handOver = DispatchHandOver()
     let governor: PriorityGovernor
@@ -43,7 +43,7 @@ public final class RelayService: Sendable {
     private let changes = Atomic<UInt64>(0)
 
     /// The service over `store`, migrated first.
-    public static func open(
+    package static func open(
         store: any RelayStore, configuration: RelayConfiguration, wire: any RelayWireFormat, apns: APNsRoutes?,
         now: @escaping @Sendable () -> Date = { Date() }, logger: Logger = Logger(label: "liverelay")
     ) async throws -> RelayService {
@@ -53,7 +53,7 @@ public final class RelayService: Sendable {
     }
 
     /// The service over a store already migrated.
-    public init(
+    package init(
         store: any RelayStore, configuration: RelayConfiguration, wire: any RelayWireFormat, apns: APNsRoutes?,
         now: @escaping @Sendable () -> Date = { Date() }, logger: Logger = Logger(label: "liverelay")
     ) {
@@ -82,17 +82,17 @@ public final class RelayService: Sendable {
         }
     }
 
-    public var currentDate: Date { now() }
+    package var currentDate: Date { now() }
 
     /// Grows with every change this process makes to what the store holds, so that a watcher (the
     /// dashboard's live pages) knows when to look again. Changes made by other instances sharing
     /// the store are not counted.
-    public var revision: UInt64 { changes.load(ordering: .relaxed) }
+    package var revision: UInt64 { changes.load(ordering: .relaxed) }
 
     func noteChange() { changes.add(1, ordering: .relaxed) }
 
     /// The APNs environments whose tokens this server takes and sends to.
-    public var environments: Set<PushEnvironment> { apns?.environments ?? Set(PushEnvironment.allCases) }
+    package var environments: Set<PushEnvironment> { apns?.environments ?? Set(PushEnvironment.allCases) }
 }
 
 func randomHex(bytes: Int) -> String {

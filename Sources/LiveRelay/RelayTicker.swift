@@ -1,16 +1,16 @@
 import ServiceLifecycle
 
 /// Runs what time does on its own (schedules, expiry, channel cleanup) once a second.
-public struct RelayTicker: Service {
+package struct RelayTicker: Service {
     let relay: RelayService
     let interval: Duration
 
-    public init(relay: RelayService, interval: Duration = .seconds(1)) {
+    package init(relay: RelayService, interval: Duration = .seconds(1)) {
         self.relay = relay
         self.interval = interval
     }
 
-    public func run() async throws {
+    package func run() async throws {
         var backoff = StoreBackoff(initial: interval, maximum: .seconds(30))
         while !Task.isShuttingDownGracefully, !Task.isCancelled {
             var wait = interval

@@ -4,7 +4,7 @@ import Synchronization
 
 /// Per-key token buckets: in memory, or, on a store several instances share, in the store, so
 /// that a key's rate holds across them.
-public final class RequestLimiter: Sendable {
+package final class RequestLimiter: Sendable {
     private let bucket: TokenBucket
     private let shared: (any InstanceSharedStore)?
     private let buckets = Mutex<[String: (tokens: Double, at: Date)]>([:])
@@ -15,7 +15,7 @@ public final class RequestLimiter: Sendable {
     }
 
     /// Takes one request; nil when allowed, else the whole seconds to wait.
-    public func take(_ key: String, at now: Date) async throws -> Int? {
+    package func take(_ key: String, at now: Date) async throws -> Int? {
         if let shared { return try await shared.takeRequest(key, from: bucket, at: now) }
         return buckets.withLock { buckets in
             var held = buckets[key] ?? (bucket.burst, now)
@@ -32,13 +32,13 @@ public final class RequestLimiter: Sendable {
 extension RelayService {
     /// Buckets of `rate` requests a second per key, `burst` at most at once, kept where this
     /// server's instances all see them.
-    public func requestLimiter(rate: Double, burst: Double) -> RequestLimiter {
+    package func requestLimiter(rate: Double, burst: Double) -> RequestLimiter {
         RequestLimiter(rate: rate, burst: burst, store: store)
     }
 
     /// Whether other instances share the store: what they change, this one does not hear of.
-    public var isShared: Bool { store is any InstanceSharedStore }
+    package var isShared: Bool { store is any InstanceSharedStore }
 
     /// Sizes of what the store holds.
-    public func counts() async throws -> StoreCounts { try await store.counts() }
+    package func counts() async throws -> StoreCounts { try await store.counts() }
 }

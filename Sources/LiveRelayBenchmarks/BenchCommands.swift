@@ -10,12 +10,12 @@ import Synchronization
 
 /// `liverelay bench`: every figure Documentation/benchmarks.md quotes, each measured against a reference in the
 /// same run. The endpoint and the server under load run as child processes of this executable.
-public struct Bench: AsyncParsableCommand {
-    public static let configuration = CommandConfiguration(
+package struct Bench: AsyncParsableCommand {
+    package static let configuration = CommandConfiguration(
         abstract: "Benchmarks (build with -c release; debug builds are ~30× slower).",
         subcommands: [Client.self, Emulator.self, Devices.self, Server.self, Outbox.self, AsyncHTTPClientLoad.self, Endpoint.self])
 
-    public init() {}
+    package init() {}
 
     /// A bench's `--database` is a PostgreSQL address: the SQLite it measures otherwise is its own.
     static func requirePostgres(_ database: String?, sqliteIs own: String) throws {

@@ -56,7 +56,7 @@ func contractOfEveryType() -> ActivityContract {
 #if FUZZING
     /// libFuzzer's entry point, which its runtime refers to.
     @_cdecl("LLVMFuzzerTestOneInput")
-    public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    package func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         fuzzOneInput(UnsafeRawBufferPointer(start: data, count: size))
         return 0
     }

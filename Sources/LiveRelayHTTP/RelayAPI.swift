@@ -11,26 +11,26 @@ import NIOCore
 import WebPages
 
 /// How the HTTP API guards itself.
-public struct RelayAPIConfiguration: Sendable {
-    public var host: String
+package struct RelayAPIConfiguration: Sendable {
+    package var host: String
     /// 0 picks a free port.
-    public var port: Int
+    package var port: Int
     /// Largest request body accepted (413 beyond).
-    public var maximumBodySize: Int
+    package var maximumBodySize: Int
     /// Requests per second each API key may make, and the burst above it (429 with `Retry-After` beyond).
-    public var requestsPerSecond: Double
-    public var burst: Double
+    package var requestsPerSecond: Double
+    package var burst: Double
     /// Idle connections (and request heads) 60 s, bodies 30 s.
-    public var timeouts: HTTPTimeouts
+    package var timeouts: HTTPTimeouts
     /// The built-in emulator's simulated devices, drawn on the dashboard's devices page.
-    public var devices: DeviceGallery?
+    package var devices: DeviceGallery?
     /// Whether pushes go to the built-in emulator (whose devices are then drawn), not to Apple.
-    public var sendsToBuiltInEmulator: Bool { devices != nil }
+    package var sendsToBuiltInEmulator: Bool { devices != nil }
     /// Where people reach the API and the dashboard, when that is not `host:port` (a proxy in
     /// front of it); an `https://` address makes the dashboard's cookies `Secure`.
-    public var publicURL: String?
+    package var publicURL: String?
 
-    public init(
+    package init(
         host: String = "127.0.0.1", port: Int = 8080, maximumBodySize: Int = 64 * 1024, requestsPerSecond: Double = 500, burst: Double = 1000,
         timeouts: HTTPTimeouts = .init(), devices: DeviceGallery? = nil, publicURL: String? = nil
     ) {
@@ -46,9 +46,9 @@ public struct RelayAPIConfiguration: Sendable {
 }
 
 /// Request context of the API: the body limit and the caller's key, once authenticated.
-public struct RelayRequestContext: RequestContext {
-    public var coreContext: CoreRequestContextStorage
-    public var apiKey: APIKeyRecord?
+package struct RelayRequestContext: RequestContext {
+    package var coreContext: CoreRequestContextStorage
+    package var apiKey: APIKeyRecord?
     /// The dashboard session's form token, once signed in there.
     var dashboardFormToken: String?
     var bodyLimit = 64 * 1024
@@ -58,36 +58,36 @@ public struct RelayRequestContext: RequestContext {
     /// into text only when asked: most requests never are).
     var source: String { remoteAddress?.ipAddress ?? "unknown" }
 
-    public init(source: ApplicationRequestContextSource) {
+    package init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress
     }
 
-    public var maxUploadSize: Int { bodyLimit }
+    package var maxUploadSize: Int { bodyLimit }
 }
 
 /// The HTTP API under `/v1`, described by `/openapi.json`.
-public struct RelayAPI: Sendable {
-    public let relay: RelayService
-    public let configuration: RelayAPIConfiguration
+package struct RelayAPI: Sendable {
+    package let relay: RelayService
+    package let configuration: RelayAPIConfiguration
     private let limiter: RequestLimiter
     private let wire = RelayWire()
 
-    public init(relay: RelayService, configuration: RelayAPIConfiguration = .init()) {
+    package init(relay: RelayService, configuration: RelayAPIConfiguration = .init()) {
         self.relay = relay
         self.configuration = configuration
         self.limiter = relay.requestLimiter(rate: configuration.requestsPerSecond, burst: configuration.burst)
     }
 
     /// The OpenAPI 3.1 document of this API, as shipped in the repository.
-    public static let openAPIDocument: [UInt8] = {
+    package static let openAPIDocument: [UInt8] = {
         guard let url = Bundle.module.url(forResource: "openapi", withExtension: "json"), let data = try? Data(contentsOf: url) else {
             return Array(#"{"openapi":"3.1.0","info":{"title":"LiveRelay","version":"missing"},"paths":{}}"#.utf8)
         }
         return [UInt8](data)
     }()
 
-    public func router() -> Router<RelayRequestContext> {
+    package func router() -> Router<RelayRequestContext> {
         let router = Router(context: RelayRequestContext.self)
         let routes = RouteTable()
         router.add(middleware: APIErrorMiddleware())
@@ -398,7 +398,7 @@ public struct RelayAPI: Sendable {
 
 extension RelayAPI {
     /// The API as an application; `onRunning` gets the port it is bound to.
-    public func application(
+    package func application(
         logger: Logger = Logger(label: "liverelay.http"), onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         Application(

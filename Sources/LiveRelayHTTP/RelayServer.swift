@@ -8,13 +8,13 @@ import ServiceLifecycle
 
 /// The whole server over one store and its APNs clients: the service, the HTTP API, the
 /// dispatcher and the ticker. `liverelay serve` and the tests build it the same way.
-public struct RelayServer: Sendable {
-    public let relay: RelayService
-    public let dispatcher: Dispatcher
-    public let api: RelayAPI
+package struct RelayServer: Sendable {
+    package let relay: RelayService
+    package let dispatcher: Dispatcher
+    package let api: RelayAPI
 
     /// Migrates `store` before anything else touches it.
-    public static func open(
+    package static func open(
         store: any RelayStore, configuration: RelayConfiguration, api: RelayAPIConfiguration = .init(), apns: APNsRoutes,
         now: @escaping @Sendable () -> Date = { Date() }, logger: Logger = Logger(label: "liverelay")
     ) async throws -> RelayServer {
@@ -24,7 +24,7 @@ public struct RelayServer: Sendable {
     }
 
     /// The long-lived parts, for one `ServiceGroup`; `onRunning` gets the API's port.
-    public func services(
+    package func services(
         logger: Logger = Logger(label: "liverelay.http"), onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> [any Service] {
         [api.application(logger: logger, onRunning: onRunning), dispatcher, RelayTicker(relay: relay)]
@@ -34,7 +34,7 @@ public struct RelayServer: Sendable {
     /// admin key, and a server and a client key for `firstApp`. A server key of one app keeps
     /// working unchanged when apps are added; one for another app, or for every app, is made when
     /// needed, as is a viewer key.
-    public func bootstrapKeys(firstApp: String) async throws -> [APIKeyScope: String] {
+    package func bootstrapKeys(firstApp: String) async throws -> [APIKeyScope: String] {
         guard try await relay.apiKeys().isEmpty else { return [:] }
         var secrets: [APIKeyScope: String] = [:]
         for scope in [APIKeyScope.admin, .server, .client] {

@@ -7,11 +7,11 @@ import LiveRelayStore
 /// The API's format of requests and answers: an accepted request's answer, fresh or replayed for
 /// its idempotency key, is rendered from what it did by `answer`; a schedule an earlier release
 /// kept as this API's request body is read by `request(action:json:)`.
-public struct RelayWire: RelayWireFormat {
-    public init() {}
+package struct RelayWire: RelayWireFormat {
+    package init() {}
 
     /// A request body as this API reads it (as an earlier release kept a schedule's).
-    public func request(action: LiveActivityPayload.Event, json: JSONValue) throws -> ScheduledRequest {
+    package func request(action: LiveActivityPayload.Event, json: JSONValue) throws -> ScheduledRequest {
         switch action {
         case .start: .start(try StartRequest(json: json))
         case .update, .end: .change(try ChangeRequest(event: action, json: json))
@@ -20,7 +20,7 @@ public struct RelayWire: RelayWireFormat {
 
     /// The HTTP answer to an accepted request: `201` for a start, `200` for an update or end, `202`
     /// for a schedule, with the body the API document describes.
-    public func answer(_ accepted: AcceptedRequest) -> (status: Int, body: JSONValue) {
+    package func answer(_ accepted: AcceptedRequest) -> (status: Int, body: JSONValue) {
         switch accepted {
         case .accepted(let acceptance): (acceptance.action == .start ? 201 : 200, RelayView.json(acceptance))
         case .scheduled(let schedule): (202, RelayView.json(schedule))

@@ -6,27 +6,27 @@ import LiveActivityKit
 // is rendered from them by the API, whether fresh or replayed.
 
 /// What an accepted start, update or end did.
-public struct Acceptance: Sendable, Hashable, Codable {
-    public var key: String
-    public var action: LiveActivityPayload.Event
+package struct Acceptance: Sendable, Hashable, Codable {
+    package var key: String
+    package var action: LiveActivityPayload.Event
     /// Shared by the request's pushes in the outbox.
-    public var requestID: String
+    package var requestID: String
     /// The payload's `timestamp`, which orders the key's pushes on the device.
-    public var timestamp: Int64
+    package var timestamp: Int64
     /// How many pushes were queued (a broadcast counts one).
-    public var deliveries: Int
+    package var deliveries: Int
     /// The key's state after the request.
-    public var state: ActivityKeyState
+    package var state: ActivityKeyState
     /// The broadcast channels the key's updates go through, one per APNs environment, when it has any.
-    public var channelIDs: [PushEnvironment: String]
+    package var channelIDs: [PushEnvironment: String]
     /// What the sender should know although the request was accepted: that it reached no device,
     /// or that a date was probably meant in another unit.
-    public var warnings: [String]
+    package var warnings: [String]
     /// The most of one target's hourly priority-10 budget the request spent, when it spent any
     /// (not answered; the dashboard's overview keeps it).
-    public var budgetUse: BudgetUse?
+    package var budgetUse: BudgetUse?
 
-    public init(
+    package init(
         key: String, action: LiveActivityPayload.Event, requestID: String, timestamp: Int64, deliveries: Int, state: ActivityKeyState,
         channelIDs: [PushEnvironment: String] = [:],
         warnings: [String] = [], budgetUse: BudgetUse? = nil
@@ -44,25 +44,25 @@ public struct Acceptance: Sendable, Hashable, Codable {
 }
 
 /// A start, update or end done now, or kept to run at its time.
-public enum AcceptedRequest: Sendable, Hashable, Codable {
+package enum AcceptedRequest: Sendable, Hashable, Codable {
     case accepted(Acceptance)
     case scheduled(ScheduleRecord)
 }
 
 /// A target's priority-10 pushes in the last hour against its hourly budget.
-public struct BudgetUse: Sendable, Hashable, Codable {
-    public var used: Int
-    public var limit: Int
+package struct BudgetUse: Sendable, Hashable, Codable {
+    package var used: Int
+    package var limit: Int
 
-    public init(used: Int, limit: Int) { (self.used, self.limit) = (used, limit) }
+    package init(used: Int, limit: Int) { (self.used, self.limit) = (used, limit) }
 
     /// Three quarters spent or more: the next pushes may soon go at priority 5.
-    public var isNearLimit: Bool { used * 4 >= limit * 3 }
-    public var share: Double { limit == 0 ? 1 : Double(used) / Double(limit) }
+    package var isNearLimit: Bool { used * 4 >= limit * 3 }
+    package var share: Double { limit == 0 ? 1 : Double(used) / Double(limit) }
 }
 
 /// What an idempotency key keeps of its request's answer.
-public enum KeptAnswer: Sendable, Hashable {
+package enum KeptAnswer: Sendable, Hashable {
     case typed(AcceptedRequest)
     /// An answer a release before typed answers kept as the HTTP answer it gave (migration
     /// `0014-typed-answers`): replayed as it was.
@@ -70,7 +70,7 @@ public enum KeptAnswer: Sendable, Hashable {
 }
 
 /// What running a schedule gave.
-public enum ScheduleResult: Sendable, Hashable, Codable {
+package enum ScheduleResult: Sendable, Hashable, Codable {
     /// It ran, and this is what its request did.
     case accepted(Acceptance)
     /// It could not run, and why.

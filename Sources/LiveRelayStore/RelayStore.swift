@@ -6,7 +6,7 @@ import LiveActivityKit
 /// pushes in the outbox and its idempotency record are stored together or not at all.
 ///
 /// Every implementation passes the same contract suite (`LiveRelayStoreTests`).
-public protocol RelayStore: RegistryStore, AcceptingStore, OutboxStore, SessionAndLeaseStore {
+package protocol RelayStore: RegistryStore, AcceptingStore, OutboxStore, SessionAndLeaseStore {
     /// Applies the named migrations not applied yet, in order; returns the names applied now.
     @discardableResult
     func migrate() async throws -> [String]
@@ -17,7 +17,7 @@ public protocol RelayStore: RegistryStore, AcceptingStore, OutboxStore, SessionA
 
 /// What apps and the operator register, and what the server knows of keys and tokens: apps, API
 /// keys, tokens, contracts, channels, and the activities under their keys.
-public protocol RegistryStore: Sendable {
+package protocol RegistryStore: Sendable {
     // MARK: Apps
 
     /// Registers an app or replaces its credentials.
@@ -78,7 +78,7 @@ public protocol RegistryStore: Sendable {
 }
 
 /// The writes that accept a backend's request, with their pushes, idempotency keys and schedules.
-public protocol AcceptingStore: Sendable {
+package protocol AcceptingStore: Sendable {
     // MARK: Accepting requests
 
     /// The answer kept under an idempotency key, if any.
@@ -120,7 +120,7 @@ public protocol AcceptingStore: Sendable {
 }
 
 /// The outbox: claiming pushes, recording what became of them, and the history of every push.
-public protocol OutboxStore: Sendable {
+package protocol OutboxStore: Sendable {
     // MARK: The outbox
 
     /// Claims up to `limit` due deliveries for sending until `leaseUntil`; a claim that gets no
@@ -152,7 +152,7 @@ public protocol OutboxStore: Sendable {
 
 /// What instances share besides the data: dashboard sessions, leases, and the news that another
 /// instance queued pushes.
-public protocol SessionAndLeaseStore: Sendable {
+package protocol SessionAndLeaseStore: Sendable {
     // MARK: Dashboard sessions
 
     /// Keeps a new session, and forgets those that have run out by its start.
@@ -176,7 +176,7 @@ extension RelayStore {
     /// Runs `body` while the store runs in a child task, and stops the store when `body` ends: a
     /// scope, so no connection outlives its command, test or server. `serve` runs its whole
     /// service group inside it: the store is used before the group starts and must outlive it.
-    public func running<Value>(_ body: () async throws -> Value) async throws -> Value {
+    package func running<Value>(_ body: () async throws -> Value) async throws -> Value {
         try await withThrowingTaskGroup(of: Void.self) { group in
             let (started, signal) = AsyncStream<Void>.makeStream()
             group.addTask { await self.run(started: { signal.finish() }) }
@@ -188,17 +188,17 @@ extension RelayStore {
 }
 
 extension SessionAndLeaseStore {
-    public func watchOutbox(_ queued: @escaping @Sendable () -> Void) async throws {}
+    package func watchOutbox(_ queued: @escaping @Sendable () -> Void) async throws {}
 }
 
 /// Sizes of what the store holds.
-public struct StoreCounts: Sendable, Hashable {
-    public var pushToStartTokens: Int
-    public var liveActivityTokens: Int
-    public var activeKeys: Int
-    public var channels: Int
+package struct StoreCounts: Sendable, Hashable {
+    package var pushToStartTokens: Int
+    package var liveActivityTokens: Int
+    package var activeKeys: Int
+    package var channels: Int
 
-    public init(pushToStartTokens: Int, liveActivityTokens: Int, activeKeys: Int, channels: Int) {
+    package init(pushToStartTokens: Int, liveActivityTokens: Int, activeKeys: Int, channels: Int) {
         self.pushToStartTokens = pushToStartTokens
         self.liveActivityTokens = liveActivityTokens
         self.activeKeys = activeKeys

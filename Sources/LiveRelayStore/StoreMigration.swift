@@ -1,6 +1,6 @@
 /// A named schema change. Names are shared by every engine, so `liverelay` reports the same
 /// migration history whichever store runs; never edit one that has shipped, add another.
-public struct StoreMigration: Sendable {
-    public let name: String
-    public let statements: [String]
+package struct StoreMigration: Sendable {
+    package let name: String
+    package let statements: [String]
 }

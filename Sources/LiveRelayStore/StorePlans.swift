@@ -5,21 +5,21 @@ import LiveActivityKit
 // records) and what comes back (what was accepted, what became of a send, the store's own refusals).
 
 /// A push to queue, all but its target, as an accepted request planned it.
-public struct NewPush: Sendable, Hashable {
-    public var bundleID: String
-    public var key: String
-    public var event: LiveActivityPayload.Event
+package struct NewPush: Sendable, Hashable {
+    package var bundleID: String
+    package var key: String
+    package var event: LiveActivityPayload.Event
     /// Index into the plan's payloads; pushes of one request share one stored body.
-    public var payloadIndex: Int
-    public var priority: APNsPriority
+    package var payloadIndex: Int
+    package var priority: APNsPriority
     /// Why this priority (`requested`, `alert`, `within budget 3/15`, `over budget`).
-    public var priorityReason: String
+    package var priorityReason: String
     /// `apns-expiration` in seconds since 1970; nil sends none.
-    public var expiration: Int64?
-    public var timestamp: Int64
-    public var requestID: String
+    package var expiration: Int64?
+    package var timestamp: Int64
+    package var requestID: String
 
-    public init(
+    package init(
         bundleID: String, key: String, event: LiveActivityPayload.Event, payloadIndex: Int, priority: APNsPriority, priorityReason: String,
         expiration: Int64?,
         timestamp: Int64, requestID: String
@@ -37,13 +37,13 @@ public struct NewPush: Sendable, Hashable {
 }
 
 /// A push to queue to one target.
-public struct NewDelivery: Sendable, Hashable {
-    public var push: NewPush
-    public var target: DeliveryTarget
+package struct NewDelivery: Sendable, Hashable {
+    package var push: NewPush
+    package var target: DeliveryTarget
     /// The APNs environment of the target's token or channel.
-    public var environment: PushEnvironment
+    package var environment: PushEnvironment
 
-    public init(
+    package init(
         bundleID: String, key: String, event: LiveActivityPayload.Event, target: DeliveryTarget, environment: PushEnvironment,
         payloadIndex: Int, priority: APNsPriority, priorityReason: String, expiration: Int64?, timestamp: Int64, requestID: String
     ) {
@@ -56,7 +56,7 @@ public struct NewDelivery: Sendable, Hashable {
 }
 
 /// What became of one send.
-public enum DeliveryOutcome: Sendable, Hashable {
+package enum DeliveryOutcome: Sendable, Hashable {
     case sent(status: Int, apnsID: String?)
     /// Try again at `at`; `status`/`reason` are nil when no answer came.
     case retry(at: Date, status: Int?, reason: String)
@@ -64,13 +64,13 @@ public enum DeliveryOutcome: Sendable, Hashable {
     case failed(status: Int?, reason: String, tokenIsDead: Bool)
 
     /// To be sent again later: the push is due again at a time of its own.
-    public var isRetry: Bool {
+    package var isRetry: Bool {
         if case .retry = self { true } else { false }
     }
 }
 
 /// Which devices a start goes to.
-public enum Audience: Sendable, Hashable, Codable {
+package enum Audience: Sendable, Hashable, Codable {
     case devices([String])
     case users([String])
     /// Every device with a live push-to-start token for the attributes type.
@@ -78,12 +78,12 @@ public enum Audience: Sendable, Hashable, Codable {
 }
 
 /// A write's idempotency key, and the hash of the request it came with.
-public struct IdempotencyClaim: Sendable, Hashable {
-    public var apiKeyID: String
-    public var key: String
-    public var requestHash: String
+package struct IdempotencyClaim: Sendable, Hashable {
+    package var apiKeyID: String
+    package var key: String
+    package var requestHash: String
 
-    public init(apiKeyID: String, key: String, requestHash: String) {
+    package init(apiKeyID: String, key: String, requestHash: String) {
         self.apiKeyID = apiKeyID
         self.key = key
         self.requestHash = requestHash
@@ -91,25 +91,25 @@ public struct IdempotencyClaim: Sendable, Hashable {
 }
 
 /// An idempotency key's request and the answer kept for it.
-public struct IdempotentAnswer: Sendable, Hashable {
-    public var requestHash: String
-    public var answer: KeptAnswer
+package struct IdempotentAnswer: Sendable, Hashable {
+    package var requestHash: String
+    package var answer: KeptAnswer
 
-    public init(requestHash: String, answer: KeptAnswer) {
+    package init(requestHash: String, answer: KeptAnswer) {
         self.requestHash = requestHash
         self.answer = answer
     }
 }
 
 /// What else an accepting write records in its transaction.
-public struct WriteContext: Sendable, Hashable {
-    public var idempotency: IdempotencyClaim?
+package struct WriteContext: Sendable, Hashable {
+    package var idempotency: IdempotencyClaim?
     /// The schedule this write runs; it is marked done with the write.
-    public var scheduleID: String?
+    package var scheduleID: String?
     /// Set when a dispatcher is running with room to take the request's pushes at once.
-    public var handOver: HandOver?
+    package var handOver: HandOver?
 
-    public init(idempotency: IdempotencyClaim? = nil, scheduleID: String? = nil, handOver: HandOver? = nil) {
+    package init(idempotency: IdempotencyClaim? = nil, scheduleID: String? = nil, handOver: HandOver? = nil) {
         self.idempotency = idempotency
         self.scheduleID = scheduleID
         self.handOver = handOver
@@ -119,11 +119,11 @@ public struct WriteContext: Sendable, Hashable {
 /// Lets an accepting write claim its own pushes for the running dispatcher, leased until
 /// `leaseUntil` as a claim would, when there are at most `limit`: the dispatcher then sends them
 /// at once, without a transaction of its own to claim them. Past the limit they are queued.
-public struct HandOver: Sendable, Hashable {
-    public var leaseUntil: Date
-    public var limit: Int
+package struct HandOver: Sendable, Hashable {
+    package var leaseUntil: Date
+    package var limit: Int
 
-    public init(leaseUntil: Date, limit: Int) {
+    package init(leaseUntil: Date, limit: Int) {
         self.leaseUntil = leaseUntil
         self.limit = limit
     }
@@ -131,11 +131,11 @@ public struct HandOver: Sendable, Hashable {
 
 /// What an accepting write stored: the outcome its plan gave, and the pushes it claimed for the
 /// dispatcher (empty unless it was given a hand-over and the pushes fit in it).
-public struct Accepted<Outcome: Sendable>: Sendable {
-    public var outcome: Outcome
-    public var claimed: [DeliveryRecord]
+package struct Accepted<Outcome: Sendable>: Sendable {
+    package var outcome: Outcome
+    package var claimed: [DeliveryRecord]
 
-    public init(outcome: Outcome, claimed: [DeliveryRecord] = []) {
+    package init(outcome: Outcome, claimed: [DeliveryRecord] = []) {
         self.outcome = outcome
         self.claimed = claimed
     }
@@ -143,14 +143,14 @@ public struct Accepted<Outcome: Sendable>: Sendable {
 
 /// A start to record: the new key, the pushes (to the audience's push-to-start tokens), and what
 /// the request did (`acceptance`), kept for the write's idempotency key or schedule.
-public struct StartPlan: Sendable {
-    public var acceptedAt: Date
-    public var activity: ActivityRecord
-    public var payloads: [[UInt8]]
-    public var deliveries: [NewDelivery]
-    public var acceptance: Acceptance
+package struct StartPlan: Sendable {
+    package var acceptedAt: Date
+    package var activity: ActivityRecord
+    package var payloads: [[UInt8]]
+    package var deliveries: [NewDelivery]
+    package var acceptance: Acceptance
 
-    public init(acceptedAt: Date, activity: ActivityRecord, payloads: [[UInt8]], deliveries: [NewDelivery], acceptance: Acceptance) {
+    package init(acceptedAt: Date, activity: ActivityRecord, payloads: [[UInt8]], deliveries: [NewDelivery], acceptance: Acceptance) {
         self.acceptedAt = acceptedAt
         self.activity = activity
         self.payloads = payloads
@@ -160,7 +160,7 @@ public struct StartPlan: Sendable {
 }
 
 /// How an update or end spends the priority-10 budget, which decides what the store reads for it.
-public enum ChangeBudget: Sendable, Hashable {
+package enum ChangeBudget: Sendable, Hashable {
     /// One priority fits every push (asked for, or an alert's): the store reads only how many live
     /// tokens the key has, and the plan's `fanOut` goes to each.
     case notCounted
@@ -169,26 +169,26 @@ public enum ChangeBudget: Sendable, Hashable {
     case perDevice(windowStart: Date)
 
     /// Where the counting window starts; nil when nothing is counted.
-    public var windowStart: Date? {
+    package var windowStart: Date? {
         if case .perDevice(let start) = self { start } else { nil }
     }
 }
 
 /// What an update or end sees of its key, in its transaction.
-public struct ChangeSnapshot: Sendable {
-    public var activity: ActivityRecord?
+package struct ChangeSnapshot: Sendable {
+    package var activity: ActivityRecord?
     /// The key's live update tokens, when the change decides a priority for each (it asked for
     /// their budget counts); otherwise empty, and the plan's `fanOut` goes to every one.
-    public var liveTokens: [ActivityTokenRecord]
+    package var liveTokens: [ActivityTokenRecord]
     /// How many live update tokens the key has.
-    public var liveTokenCount: Int
+    package var liveTokenCount: Int
     /// Priority-10 pushes queued or sent to each device under the key since the budget window
     /// began; broadcasts count under their channel id.
-    public var priority10Counts: [String: Int]
+    package var priority10Counts: [String: Int]
     /// The channels the key is bound to.
-    public var channels: [ChannelRecord]
+    package var channels: [ChannelRecord]
 
-    public init(
+    package init(
         activity: ActivityRecord?, liveTokens: [ActivityTokenRecord] = [], liveTokenCount: Int = 0, priority10Counts: [String: Int] = [:],
         channels: [ChannelRecord] = []
     ) {
@@ -202,23 +202,23 @@ public struct ChangeSnapshot: Sendable {
 
 /// An update or end to record: the key's new state, the pushes, and what the request did, kept for the
 /// write's idempotency key or schedule.
-public struct ChangePlan: Sendable {
-    public var acceptedAt: Date
+package struct ChangePlan: Sendable {
+    package var acceptedAt: Date
     /// The key after the change: the store writes its content and, when it ended, its lifecycle
     /// fields (state, end date and reason, dismissal date); a change never alters the rest.
-    public var activity: ActivityRecord
+    package var activity: ActivityRecord
     /// The one payload every push of the change carries (each push's `payloadIndex` is 0).
-    public var payload: [UInt8]
-    public var deliveries: [NewDelivery]
+    package var payload: [UInt8]
+    package var deliveries: [NewDelivery]
     /// Besides `deliveries`, one push like this to each of the key's live update tokens: the
     /// store writes them from its own rows, so a fan-out to a million tokens never passes
     /// through memory.
-    public var fanOut: NewPush?
+    package var fanOut: NewPush?
     /// When the key's channels are to be deleted (set when the key ends).
-    public var channelDeleteAfter: Date?
-    public var acceptance: Acceptance
+    package var channelDeleteAfter: Date?
+    package var acceptance: Acceptance
 
-    public init(
+    package init(
         acceptedAt: Date, activity: ActivityRecord, payload: [UInt8], deliveries: [NewDelivery] = [], fanOut: NewPush? = nil,
         channelDeleteAfter: Date? = nil, acceptance: Acceptance
     ) {
@@ -233,18 +233,18 @@ public struct ChangePlan: Sendable {
 }
 
 /// Errors of the store's own rules; the service maps them to API answers.
-public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
-    public enum Code: String, Sendable, Hashable {
+package struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    package enum Code: String, Sendable, Hashable {
         case keyExists, keyEnded, idempotencyKeyTaken, scheduleNotPending
     }
 
-    public let code: Code
-    public let message: String
+    package let code: Code
+    package let message: String
 
-    public init(_ code: Code, _ message: String) {
+    package init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
 
-    public var description: String { message }
+    package var description: String { message }
 }

@@ -4,7 +4,7 @@ import LiveActivityKit
 // What the store holds, one type per table or state: the records both engines read and write.
 
 /// What an API key may do. Each route accepts exactly one scope.
-public enum APIKeyScope: String, Sendable, Hashable, CaseIterable, Codable {
+package enum APIKeyScope: String, Sendable, Hashable, CaseIterable, Codable {
     /// The app: registers its tokens and reports ended activities.
     case client
     /// The backend: starts, updates, ends and schedules activities, reads keys and deliveries.
@@ -17,16 +17,16 @@ public enum APIKeyScope: String, Sendable, Hashable, CaseIterable, Codable {
 
 /// An app the server sends for: its bundle ID and the APNs credentials that sign its pushes (apps of
 /// one team may share a key).
-public struct AppRecord: Sendable, Hashable {
-    public var bundleID: String
-    public var teamID: String
-    public var keyID: String
+package struct AppRecord: Sendable, Hashable {
+    package var bundleID: String
+    package var teamID: String
+    package var keyID: String
     /// The `.p8` key, PEM.
-    public var signingKey: String
-    public var createdAt: Date
-    public var updatedAt: Date
+    package var signingKey: String
+    package var createdAt: Date
+    package var updatedAt: Date
 
-    public init(bundleID: String, teamID: String, keyID: String, signingKey: String, createdAt: Date, updatedAt: Date) {
+    package init(bundleID: String, teamID: String, keyID: String, signingKey: String, createdAt: Date, updatedAt: Date) {
         self.bundleID = bundleID
         self.teamID = teamID
         self.keyID = keyID
@@ -37,17 +37,17 @@ public struct AppRecord: Sendable, Hashable {
 }
 
 /// An API key as stored: only the SHA-256 of its secret is kept.
-public struct APIKeyRecord: Sendable, Hashable {
-    public var id: String
-    public var name: String
-    public var scope: APIKeyScope
+package struct APIKeyRecord: Sendable, Hashable {
+    package var id: String
+    package var name: String
+    package var scope: APIKeyScope
     /// The app the key is for; nil for every app (a client key is always for one).
-    public var bundleID: String?
-    public var secretHash: Data
-    public var createdAt: Date
-    public var revokedAt: Date?
+    package var bundleID: String?
+    package var secretHash: Data
+    package var createdAt: Date
+    package var revokedAt: Date?
 
-    public init(
+    package init(
         id: String, name: String, scope: APIKeyScope, bundleID: String? = nil, secretHash: Data, createdAt: Date, revokedAt: Date? = nil
     ) {
         self.id = id
@@ -61,7 +61,7 @@ public struct APIKeyRecord: Sendable, Hashable {
 }
 
 /// What a revocation did.
-public enum APIKeyRevocation: Sendable, Hashable {
+package enum APIKeyRevocation: Sendable, Hashable {
     case revoked
     /// No unrevoked key has the id.
     case notFound
@@ -71,19 +71,19 @@ public enum APIKeyRevocation: Sendable, Hashable {
 
 /// A device's push-to-start token for one attributes type (one per device and type; a new one
 /// replaces the old).
-public struct PushToStartTokenRecord: Sendable, Hashable {
-    public var bundleID: String
-    public var deviceID: String
-    public var attributesType: String
-    public var userID: String?
-    public var token: String
-    public var frequentPushesEnabled: Bool
-    public var environment: PushEnvironment
-    public var updatedAt: Date
+package struct PushToStartTokenRecord: Sendable, Hashable {
+    package var bundleID: String
+    package var deviceID: String
+    package var attributesType: String
+    package var userID: String?
+    package var token: String
+    package var frequentPushesEnabled: Bool
+    package var environment: PushEnvironment
+    package var updatedAt: Date
     /// Why APNs refused the token for good (`Unregistered`, `BadDeviceToken`, …); nil while live.
-    public var deadReason: String?
+    package var deadReason: String?
 
-    public init(
+    package init(
         bundleID: String, deviceID: String, attributesType: String, userID: String? = nil, token: String, frequentPushesEnabled: Bool,
         environment: PushEnvironment, updatedAt: Date, deadReason: String? = nil
     ) {
@@ -100,14 +100,14 @@ public struct PushToStartTokenRecord: Sendable, Hashable {
 }
 
 /// Whether an activity key still takes updates.
-public enum ActivityKeyState: String, Sendable, Hashable, Codable {
+package enum ActivityKeyState: String, Sendable, Hashable, Codable {
     case active
     case ended
 }
 
 /// Why a key ended. Its devices' own ends (the person dismissed it, the app or the system ended
 /// it) are its tokens' states, not the key's.
-public enum ActivityEndReason: String, Sendable, Hashable, Codable {
+package enum ActivityEndReason: String, Sendable, Hashable, Codable {
     /// The backend ended it.
     case ended
     /// It passed the 8-hour limit, as the iPhone ends it.
@@ -115,29 +115,29 @@ public enum ActivityEndReason: String, Sendable, Hashable, Codable {
 }
 
 /// An activity key: one person's order or a million people's match, as the backend named it.
-public struct ActivityRecord: Sendable, Hashable {
+package struct ActivityRecord: Sendable, Hashable {
     /// The app the key belongs to: keys of two apps never meet.
-    public var bundleID: String
-    public var key: String
-    public var attributesType: String
-    public var attributes: JSONValue?
-    public var state: ActivityKeyState
+    package var bundleID: String
+    package var key: String
+    package var attributesType: String
+    package var attributes: JSONValue?
+    package var state: ActivityKeyState
     /// The broadcast channels the key is bound to, at most one per APNs environment; updates then
     /// go as one broadcast per channel.
-    public var channelIDs: [PushEnvironment: String]
-    public var contentState: JSONValue?
-    public var staleDate: Date?
-    public var relevanceScore: Double?
-    public var startedAt: Date
-    public var endedAt: Date?
-    public var endReason: ActivityEndReason?
-    public var dismissalDate: Date?
+    package var channelIDs: [PushEnvironment: String]
+    package var contentState: JSONValue?
+    package var staleDate: Date?
+    package var relevanceScore: Double?
+    package var startedAt: Date
+    package var endedAt: Date?
+    package var endReason: ActivityEndReason?
+    package var dismissalDate: Date?
     /// The `timestamp` of the last accepted change, so that a later one is always newer.
-    public var lastTimestamp: Int64
+    package var lastTimestamp: Int64
     /// How its devices stand, by their update tokens: read with a listing (nil: not read).
-    public var devices: ActivityDevices?
+    package var devices: ActivityDevices?
 
-    public init(
+    package init(
         bundleID: String, key: String, attributesType: String, attributes: JSONValue? = nil, state: ActivityKeyState = .active,
         channelIDs: [PushEnvironment: String] = [:], contentState: JSONValue? = nil, staleDate: Date? = nil, relevanceScore: Double? = nil,
         startedAt: Date, endedAt: Date? = nil, endReason: ActivityEndReason? = nil, dismissalDate: Date? = nil, lastTimestamp: Int64
@@ -163,26 +163,26 @@ public struct ActivityRecord: Sendable, Hashable {
 /// activity is shown. The key's own state is the backend's (it ended the key, or the 8 hours
 /// passed); its devices may have ended it before (the person dismissed it, the app or the system
 /// ended it), or never have reported it.
-public struct ActivityDevices: Sendable, Hashable {
-    public var live: Int
-    public var ended: Int
-    public var dismissed: Int
+package struct ActivityDevices: Sendable, Hashable {
+    package var live: Int
+    package var ended: Int
+    package var dismissed: Int
     /// Tokens APNs refused for good.
-    public var dead: Int
+    package var dead: Int
 
-    public init(live: Int = 0, ended: Int = 0, dismissed: Int = 0, dead: Int = 0) {
+    package init(live: Int = 0, ended: Int = 0, dismissed: Int = 0, dead: Int = 0) {
         (self.live, self.ended, self.dismissed, self.dead) = (live, ended, dismissed, dead)
     }
 
-    public init(counts: [ActivityTokenState: Int]) {
+    package init(counts: [ActivityTokenState: Int]) {
         self.init(live: counts[.live] ?? 0, ended: counts[.ended] ?? 0, dismissed: counts[.dismissed] ?? 0, dead: counts[.dead] ?? 0)
     }
 
-    public init(tokens: [ActivityTokenRecord]) {
+    package init(tokens: [ActivityTokenRecord]) {
         self.init(counts: Dictionary(tokens.map { ($0.state, 1) }, uniquingKeysWith: +))
     }
 
-    public enum Reach: String, Sendable, Hashable {
+    package enum Reach: String, Sendable, Hashable {
         /// At least one device shows it (its token is live).
         case live
         /// Devices reported it, and on every one it is over: ended, dismissed or its token dead.
@@ -191,14 +191,14 @@ public struct ActivityDevices: Sendable, Hashable {
         case noDevice
     }
 
-    public var reach: Reach {
+    package var reach: Reach {
         if live > 0 { return .live }
         return ended + dismissed + dead > 0 ? .endedOnEveryDevice : .noDevice
     }
 }
 
 /// The state of a device's update token under a key.
-public enum ActivityTokenState: String, Sendable, Hashable, Codable, CaseIterable {
+package enum ActivityTokenState: String, Sendable, Hashable, Codable, CaseIterable {
     /// Pushed to on every update.
     case live
     /// The activity ended on the device.
@@ -210,23 +210,23 @@ public enum ActivityTokenState: String, Sendable, Hashable, Codable, CaseIterabl
 }
 
 /// A device's update token for the activity it runs under a key (one per device and key).
-public struct ActivityTokenRecord: Sendable, Hashable {
-    public var bundleID: String
-    public var key: String
-    public var deviceID: String
-    public var activityID: String?
-    public var token: String
-    public var frequentPushesEnabled: Bool
-    public var environment: PushEnvironment
-    public var registeredAt: Date
-    public var state: ActivityTokenState
-    public var stateReason: String?
+package struct ActivityTokenRecord: Sendable, Hashable {
+    package var bundleID: String
+    package var key: String
+    package var deviceID: String
+    package var activityID: String?
+    package var token: String
+    package var frequentPushesEnabled: Bool
+    package var environment: PushEnvironment
+    package var registeredAt: Date
+    package var state: ActivityTokenState
+    package var stateReason: String?
     /// APNs' answer to the last delivery: its status, and its reason when refused.
-    public var lastStatus: Int?
-    public var lastReason: String?
-    public var lastDeliveryAt: Date?
+    package var lastStatus: Int?
+    package var lastReason: String?
+    package var lastDeliveryAt: Date?
 
-    public init(
+    package init(
         bundleID: String, key: String, deviceID: String, activityID: String? = nil, token: String, frequentPushesEnabled: Bool,
         environment: PushEnvironment, registeredAt: Date, state: ActivityTokenState = .live, stateReason: String? = nil,
         lastStatus: Int? = nil, lastReason: String? = nil, lastDeliveryAt: Date? = nil
@@ -249,13 +249,13 @@ public struct ActivityTokenRecord: Sendable, Hashable {
 
 /// What an app's widget decodes one attributes type from, as the app registered it: the contract's
 /// JSON (`ActivityContract`'s form), kept as given.
-public struct ContractRecord: Sendable, Hashable {
-    public var bundleID: String
-    public var attributesType: String
-    public var contract: JSONValue
-    public var updatedAt: Date
+package struct ContractRecord: Sendable, Hashable {
+    package var bundleID: String
+    package var attributesType: String
+    package var contract: JSONValue
+    package var updatedAt: Date
 
-    public init(bundleID: String, attributesType: String, contract: JSONValue, updatedAt: Date) {
+    package init(bundleID: String, attributesType: String, contract: JSONValue, updatedAt: Date) {
         self.bundleID = bundleID
         self.attributesType = attributesType
         self.contract = contract
@@ -264,20 +264,20 @@ public struct ContractRecord: Sendable, Hashable {
 }
 
 /// A broadcast channel LiveRelay created or was given for a key.
-public struct ChannelRecord: Sendable, Hashable {
-    public var channelID: String
+package struct ChannelRecord: Sendable, Hashable {
+    package var channelID: String
     /// The app whose channel it is.
-    public var bundleID: String
+    package var bundleID: String
     /// Where APNs keeps it: only devices of this environment can subscribe to it.
-    public var environment: PushEnvironment
-    public var key: String?
-    public var storagePolicy: Int
-    public var createdAt: Date
+    package var environment: PushEnvironment
+    package var key: String?
+    package var storagePolicy: Int
+    package var createdAt: Date
     /// When the channel is to be deleted at APNs (its key ended, plus the storage window).
-    public var deleteAfter: Date?
-    public var deletedAt: Date?
+    package var deleteAfter: Date?
+    package var deletedAt: Date?
 
-    public init(
+    package init(
         channelID: String, bundleID: String, environment: PushEnvironment, key: String?, storagePolicy: Int, createdAt: Date,
         deleteAfter: Date? = nil, deletedAt: Date? = nil
     ) {
@@ -293,7 +293,7 @@ public struct ChannelRecord: Sendable, Hashable {
 }
 
 /// A push's place in the outbox.
-public enum DeliveryStatus: String, Sendable, Hashable, CaseIterable, Codable {
+package enum DeliveryStatus: String, Sendable, Hashable, CaseIterable, Codable {
     /// Waiting to be sent (again, after a retryable failure, when `attempts > 0`).
     case queued
     /// Claimed by the dispatcher; back to due when the lease runs out without an answer.
@@ -309,38 +309,38 @@ public enum DeliveryStatus: String, Sendable, Hashable, CaseIterable, Codable {
 }
 
 /// What a delivery goes to: a device token, or a broadcast channel.
-public enum DeliveryTarget: Sendable, Hashable {
+package enum DeliveryTarget: Sendable, Hashable {
     case pushToStartToken(deviceID: String, token: String)
     case activityToken(deviceID: String, token: String)
     case channel(String)
 }
 
 /// A push in the outbox, with its history.
-public struct DeliveryRecord: Sendable, Hashable {
-    public var id: Int64
+package struct DeliveryRecord: Sendable, Hashable {
+    package var id: Int64
     /// The app it is sent for: its topic and the credentials that sign it.
-    public var bundleID: String
-    public var key: String
-    public var event: LiveActivityPayload.Event
-    public var target: DeliveryTarget
+    package var bundleID: String
+    package var key: String
+    package var event: LiveActivityPayload.Event
+    package var target: DeliveryTarget
     /// Where it is sent: the APNs environment of its token or channel.
-    public var environment: PushEnvironment
-    public var payload: [UInt8]
-    public var priority: APNsPriority
-    public var priorityReason: String
-    public var expiration: Int64?
-    public var timestamp: Int64
-    public var requestID: String
-    public var status: DeliveryStatus
-    public var attempts: Int
-    public var nextAttemptAt: Date
-    public var createdAt: Date
-    public var finishedAt: Date?
-    public var apnsStatus: Int?
-    public var apnsReason: String?
-    public var apnsID: String?
+    package var environment: PushEnvironment
+    package var payload: [UInt8]
+    package var priority: APNsPriority
+    package var priorityReason: String
+    package var expiration: Int64?
+    package var timestamp: Int64
+    package var requestID: String
+    package var status: DeliveryStatus
+    package var attempts: Int
+    package var nextAttemptAt: Date
+    package var createdAt: Date
+    package var finishedAt: Date?
+    package var apnsStatus: Int?
+    package var apnsReason: String?
+    package var apnsID: String?
 
-    public init(
+    package init(
         id: Int64, bundleID: String, key: String, event: LiveActivityPayload.Event, target: DeliveryTarget, environment: PushEnvironment,
         payload: [UInt8], priority: APNsPriority, priorityReason: String,
         expiration: Int64?, timestamp: Int64, requestID: String, status: DeliveryStatus, attempts: Int, nextAttemptAt: Date,
@@ -370,24 +370,24 @@ public struct DeliveryRecord: Sendable, Hashable {
 }
 
 /// A start, update or end to run later.
-public struct ScheduleRecord: Sendable, Hashable {
-    public enum State: String, Sendable, Hashable, Codable {
+package struct ScheduleRecord: Sendable, Hashable {
+    package enum State: String, Sendable, Hashable, Codable {
         case pending, done, cancelled, failed
     }
 
-    public var id: String
-    public var bundleID: String
-    public var key: String
-    public var action: LiveActivityPayload.Event
+    package var id: String
+    package var bundleID: String
+    package var key: String
+    package var action: LiveActivityPayload.Event
     /// The request body, as the API accepted it.
-    public var request: JSONValue
-    public var dueAt: Date
-    public var state: State
+    package var request: JSONValue
+    package var dueAt: Date
+    package var state: State
     /// What running it gave (nil while it waits, or when it was cancelled).
-    public var result: ScheduleResult?
-    public var createdAt: Date
+    package var result: ScheduleResult?
+    package var createdAt: Date
 
-    public init(
+    package init(
         id: String, bundleID: String, key: String, action: LiveActivityPayload.Event, request: JSONValue, dueAt: Date, state: State = .pending,
         result: ScheduleResult? = nil, createdAt: Date
     ) {
@@ -410,7 +410,7 @@ extension ScheduleRecord: Codable {
         case id, bundleID, key, action, request, dueAt, state, result, createdAt
     }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let values = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
             id: try values.decode(String.self, forKey: .id), bundleID: try values.decode(String.self, forKey: .bundleID),
@@ -420,7 +420,7 @@ extension ScheduleRecord: Codable {
             result: try values.decodeIfPresent(ScheduleResult.self, forKey: .result), createdAt: try values.decode(Date.self, forKey: .createdAt))
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var values = encoder.container(keyedBy: CodingKeys.self)
         try values.encode(id, forKey: .id)
         try values.encode(bundleID, forKey: .bundleID)
@@ -436,14 +436,14 @@ extension ScheduleRecord: Codable {
 
 /// A person signed in to the dashboard with an API key. Only the SHA-256 of the cookie's value is
 /// kept, as for API keys; the form token guards every form of the session.
-public struct DashboardSessionRecord: Sendable, Hashable {
-    public var idHash: Data
-    public var apiKeyID: String
-    public var formToken: String
-    public var signedInAt: Date
-    public var expiresAt: Date
+package struct DashboardSessionRecord: Sendable, Hashable {
+    package var idHash: Data
+    package var apiKeyID: String
+    package var formToken: String
+    package var signedInAt: Date
+    package var expiresAt: Date
 
-    public init(idHash: Data, apiKeyID: String, formToken: String, signedInAt: Date, expiresAt: Date) {
+    package init(idHash: Data, apiKeyID: String, formToken: String, signedInAt: Date, expiresAt: Date) {
         self.idHash = idHash
         self.apiKeyID = apiKeyID
         self.formToken = formToken

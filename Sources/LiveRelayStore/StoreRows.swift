@@ -14,16 +14,16 @@ protocol StoreRow {
 
 /// A row holds a value this release has no meaning for (written by a newer release, or by hand):
 /// the read fails instead of guessing, so that nothing is sent or shown on a guess.
-public struct UnreadableStoreValue: Error, Sendable, Hashable, CustomStringConvertible {
-    public let column: String
-    public let value: String
+package struct UnreadableStoreValue: Error, Sendable, Hashable, CustomStringConvertible {
+    package let column: String
+    package let value: String
 
-    public init(column: String, value: String) {
+    package init(column: String, value: String) {
         self.column = column
         self.value = value
     }
 
-    public var description: String { "the store's \(column) holds \(value), which this release cannot read" }
+    package var description: String { "the store's \(column) holds \(value), which this release cannot read" }
 }
 
 extension RawRepresentable where RawValue == String {

@@ -11,30 +11,30 @@ import NIOHTTP1
 /// A real browser for the tests: headless Chromium driven by `chromedriver` over the W3C WebDriver
 /// protocol (JSON over HTTP), as Selenium drives it. Debian's `chromium` and `chromium-driver`;
 /// where they are missing, `availability` says so, and CI fails on it (as with `TestPostgres`).
-public final class Browser: Sendable {
-    public static let driverPath = ProcessInfo.processInfo.environment["LIVERELAY_CHROMEDRIVER"] ?? "/usr/bin/chromedriver"
-    public static let chromiumPath = ProcessInfo.processInfo.environment["LIVERELAY_CHROMIUM"] ?? "/usr/bin/chromium"
+package final class Browser: Sendable {
+    package static let driverPath = ProcessInfo.processInfo.environment["LIVERELAY_CHROMEDRIVER"] ?? "/usr/bin/chromedriver"
+    package static let chromiumPath = ProcessInfo.processInfo.environment["LIVERELAY_CHROMIUM"] ?? "/usr/bin/chromium"
 
     /// Whether there is a browser to drive, or why not.
-    public static var availability: Result<Void, Unavailable> {
+    package static var availability: Result<Void, Unavailable> {
         for path in [driverPath, chromiumPath] where !FileManager.default.isExecutableFile(atPath: path) {
             return .failure(Unavailable(description: "\(path) is missing (Debian: apt-get install chromium chromium-driver)"))
         }
         return .success(())
     }
 
-    public static var isAvailable: Bool { (try? availability.get()) != nil }
+    package static var isAvailable: Bool { (try? availability.get()) != nil }
 
-    public static var skipNote: String {
+    package static var skipNote: String {
         guard case .failure(let reason) = availability else { return "" }
         return "SKIPPED: the dashboard was NOT tested in a browser: \(reason)"
     }
 
-    public typealias Unavailable = TestRequirement.Unavailable
+    package typealias Unavailable = TestRequirement.Unavailable
 
     /// What the browser answered with an error.
-    public struct Failure: Error, CustomStringConvertible {
-        public let description: String
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
     }
 
     private let driver: ChildProcess
@@ -52,7 +52,7 @@ public final class Browser: Sendable {
 
     /// Starts `chromedriver` and a headless Chromium of `width` × `height` CSS pixels, runs `body`
     /// with it, and closes both whatever happens.
-    public static func with<Value: Sendable>(
+    package static func with<Value: Sendable>(
         width: Int = 1280, height: Int = 900, _ body: (Browser) async throws -> Value
     ) async throws -> Value {
         try availability.get()
@@ -125,12 +125,12 @@ public final class Browser: Sendable {
 
     // MARK: Commands
 
-    public func open(_ url: String) async throws { _ = try await command(.POST, "/url", .object([("url", .string(url))])) }
+    package func open(_ url: String) async throws { _ = try await command(.POST, "/url", .object([("url", .string(url))])) }
 
-    public func currentURL() async throws -> String { try await command(.GET, "/url").stringValue ?? "" }
+    package func currentURL() async throws -> String { try await command(.GET, "/url").stringValue ?? "" }
 
     /// The first element `selector` (CSS) finds, or nil.
-    public func element(_ selector: String) async throws -> Element? {
+    package func element(_ selector: String) async throws -> Element? {
         do {
             let found = try await command(.POST, "/element", .object([("using", .string("css selector")), ("value", .string(selector))]))
             return found.objectMembers?.first.flatMap { $0.value.stringValue }.map { Element(browser: self, id: $0) }
@@ -140,7 +140,7 @@ public final class Browser: Sendable {
     }
 
     /// The element `selector` finds, once it exists (within the deadline of `eventually`).
-    public func waitFor(_ selector: String, timeout: Duration = .seconds(10)) async throws -> Element {
+    package func waitFor(_ selector: String, timeout: Duration = .seconds(10)) async throws -> Element {
         let start = ContinuousClock.now
         while true {
             if let found = try await element(selector) { return found }
@@ -151,7 +151,7 @@ public final class Browser: Sendable {
 
     /// The visible text of what `selector` finds, once it exists: read in one step, so that a live
     /// section swapped in the meantime cannot leave a stale element behind.
-    public func text(_ selector: String = "body", timeout: Duration = .seconds(10)) async throws -> String {
+    package func text(_ selector: String = "body", timeout: Duration = .seconds(10)) async throws -> String {
         let start = ContinuousClock.now
         let script = "const found = document.querySelector(arguments[0]); return found === null ? null : found.innerText;"
         while true {
@@ -164,7 +164,7 @@ public final class Browser: Sendable {
 
     /// Runs `script` in the page and gives its result.
     @discardableResult
-    public func run(_ script: String) async throws -> JSONValue {
+    package func run(_ script: String) async throws -> JSONValue {
         try await command(.POST, "/execute/sync", .object([("script", .string(script)), ("args", .array([]))]))
     }
 
@@ -185,7 +185,7 @@ public final class Browser: Sendable {
 
     /// A PNG of the viewport, written to `path` (folders made as needed). `fullPage`: the whole
     /// page's height, not only the viewport's (which grows for it, then goes back).
-    public func screenshot(to path: String, fullPage: Bool = false) async throws {
+    package func screenshot(to path: String, fullPage: Bool = false) async throws {
         if fullPage, let pageHeight = try await run("return document.documentElement.scrollHeight").doubleValue {
             try await setViewport(height: max(height, Int(pageHeight)))
         }
@@ -198,16 +198,16 @@ public final class Browser: Sendable {
         try png.write(to: URL(fileURLWithPath: path))
     }
 
-    public struct Element: Sendable {
+    package struct Element: Sendable {
         let browser: Browser
         let id: String
 
-        public func click() async throws { _ = try await browser.command(.POST, "/element/\(id)/click", .object([])) }
-        public func type(_ text: String) async throws {
+        package func click() async throws { _ = try await browser.command(.POST, "/element/\(id)/click", .object([])) }
+        package func type(_ text: String) async throws {
             _ = try await browser.command(.POST, "/element/\(id)/value", .object([("text", .string(text))]))
         }
-        public func clear() async throws { _ = try await browser.command(.POST, "/element/\(id)/clear", .object([])) }
-        public func text() async throws -> String { try await browser.command(.GET, "/element/\(id)/text").stringValue ?? "" }
+        package func clear() async throws { _ = try await browser.command(.POST, "/element/\(id)/clear", .object([])) }
+        package func text() async throws -> String { try await browser.command(.GET, "/element/\(id)/text").stringValue ?? "" }
     }
 
     // MARK: The protocol

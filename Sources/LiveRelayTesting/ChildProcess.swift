@@ -10,9 +10,9 @@ import Synchronization
 /// of `/proc/self/fd`: swift-corelibs-foundation pull request 5472), and a test process holding
 /// servers, connection pools and other children is one. The child gets only the descriptors
 /// given here: every other one is closed in it, so that it never holds another child's pipe open.
-public final class ChildProcess: Sendable {
+package final class ChildProcess: Sendable {
     /// Where one of the child's standard streams goes.
-    public enum Stream: Sendable {
+    package enum Stream: Sendable {
         /// Nowhere (`/dev/null`).
         case null
         /// A pipe whose other end this process holds.
@@ -21,11 +21,11 @@ public final class ChildProcess: Sendable {
         case sameAsOutput
     }
 
-    public let pid: pid_t
+    package let pid: pid_t
     /// This process's ends of the pipes asked for.
-    public let input: FileHandle?
-    public let output: FileHandle?
-    public let errors: FileHandle?
+    package let input: FileHandle?
+    package let output: FileHandle?
+    package let errors: FileHandle?
     private let exit = Mutex<Int32?>(nil)
 
     private init(pid: pid_t, input: FileHandle?, output: FileHandle?, errors: FileHandle?) {
@@ -38,7 +38,7 @@ public final class ChildProcess: Sendable {
     /// Starts `executable` with `arguments` and `environment` (nothing of this process's own).
     /// `yielding`: at the lowest CPU priority (`nice -n 19`), for load that must not starve the
     /// tests running beside it.
-    public static func start(
+    package static func start(
         _ executable: String, _ arguments: [String], environment: [String: String], input: Stream = .null, output: Stream = .pipe,
         errors: Stream = .null, yielding: Bool = false
     ) throws -> ChildProcess {
@@ -78,14 +78,14 @@ public final class ChildProcess: Sendable {
     }
 
     /// The environment of this process, without the variables `dropping` starts.
-    public static func environment(dropping prefix: String) -> [String: String] {
+    package static func environment(dropping prefix: String) -> [String: String] {
         ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix(prefix) }
     }
 
-    public var isRunning: Bool { reap(blocking: false) == nil }
+    package var isRunning: Bool { reap(blocking: false) == nil }
 
     /// Its exit code, once it has exited (128 + the signal when one killed it).
-    public func exitCode() async -> Int32 {
+    package func exitCode() async -> Int32 {
         while true {
             if let code = reap(blocking: false) { return code }
             try? await Task.sleep(for: .milliseconds(5))
@@ -94,7 +94,7 @@ public final class ChildProcess: Sendable {
 
     /// Waits, blocking the thread, until it has exited; its exit code.
     @discardableResult
-    public func waitUntilExit() -> Int32 {
+    package func waitUntilExit() -> Int32 {
         reap(blocking: true) ?? -1
     }
 
@@ -113,7 +113,7 @@ public final class ChildProcess: Sendable {
     }
 
     /// Sends `signal` while it runs.
-    public func send(_ signal: Int32) {
+    package func send(_ signal: Int32) {
         if isRunning { kill(pid, signal) }
     }
 
@@ -127,14 +127,14 @@ public final class ChildProcess: Sendable {
     }
 }
 
-public struct SpawnFailed: Error, CustomStringConvertible {
-    public var executable: String
-    public var code: Int32
-    public var description: String { "cannot start \(executable): \(String(cString: strerror(code)))" }
+package struct SpawnFailed: Error, CustomStringConvertible {
+    package var executable: String
+    package var code: Int32
+    package var description: String { "cannot start \(executable): \(String(cString: strerror(code)))" }
 }
 
 /// A loopback port free now, for a program that cannot be told to pick one (chromedriver, nghttpd).
-public func freeLoopbackPort() throws -> Int {
+package func freeLoopbackPort() throws -> Int {
     let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard descriptor >= 0 else { throw TestRequirement.Unavailable(description: "socket: \(String(cString: strerror(errno)))") }
     defer { close(descriptor) }

@@ -15,7 +15,7 @@ import Synchronization
 /// default is generous: `swift test` runs every suite at once, and on two cores a test that takes
 /// a fraction of a second alone may wait its turn for half a minute (the limit catches hangs,
 /// not slowness).
-public func withDeadline<T: Sendable>(
+package func withDeadline<T: Sendable>(
     _ limit: Duration = .seconds(60), _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
     try await withThrowingTaskGroup(of: T.self) { group in
@@ -29,58 +29,58 @@ public func withDeadline<T: Sendable>(
     }
 }
 
-public struct DeadlineExceeded: Error, CustomStringConvertible {
-    public let limit: Duration
-    public var description: String { "the test did not finish within \(limit)" }
+package struct DeadlineExceeded: Error, CustomStringConvertible {
+    package let limit: Duration
+    package var description: String { "the test did not finish within \(limit)" }
 }
 
 /// A wall clock a test moves by hand.
-public final class ManualClock: Sendable {
+package final class ManualClock: Sendable {
     private let current: Mutex<Date>
 
-    public init(_ start: Date = Date(timeIntervalSince1970: 1_795_000_000)) {
+    package init(_ start: Date = Date(timeIntervalSince1970: 1_795_000_000)) {
         current = Mutex(start)
     }
 
-    public var now: Date { current.withLock { $0 } }
+    package var now: Date { current.withLock { $0 } }
 
-    public func advance(by interval: TimeInterval) {
+    package func advance(by interval: TimeInterval) {
         current.withLock { $0 = $0.addingTimeInterval(interval) }
     }
 
     /// For `APNsClient.Configuration.now`.
-    public var function: @Sendable () -> Date { { [self] in self.now } }
+    package var function: @Sendable () -> Date { { [self] in self.now } }
 }
 
 /// A fresh P-256 signing key with made-up ids, and its public half for verifying tokens.
-public struct TestSigningKey: Sendable {
-    public let privateKey: P256.Signing.PrivateKey
-    public let signingKey: APNsSigningKey
-    public var publicKey: P256.Signing.PublicKey { privateKey.publicKey }
+package struct TestSigningKey: Sendable {
+    package let privateKey: P256.Signing.PrivateKey
+    package let signingKey: APNsSigningKey
+    package var publicKey: P256.Signing.PublicKey { privateKey.publicKey }
     /// The key as a `.p8` file holds it.
-    public var pem: String { privateKey.pemRepresentation }
+    package var pem: String { privateKey.pemRepresentation }
 
-    public init(keyID: String = "KEYID12345", teamID: String = "TEAMID1234") {
+    package init(keyID: String = "KEYID12345", teamID: String = "TEAMID1234") {
         privateKey = P256.Signing.PrivateKey()
         signingKey = try! APNsSigningKey(privateKey: privateKey, keyID: keyID, teamID: teamID)
     }
 
     /// `bundleID` as an app signed with this key.
-    public func app(_ bundleID: BundleID) -> AppRegistration {
+    package func app(_ bundleID: BundleID) -> AppRegistration {
         AppRegistration(bundleID: bundleID, teamID: signingKey.teamID, keyID: signingKey.keyID, signingKey: pem)
     }
 }
 
 /// A 160-character hex token, the usual length of Live Activity tokens.
-public func liveActivityToken(_ seed: UInt8 = 0xAB) -> DeviceToken {
+package func liveActivityToken(_ seed: UInt8 = 0xAB) -> DeviceToken {
     try! DeviceToken(String(repeating: String(format: "%02x", seed), count: 80))
 }
 
 /// An APNs endpoint on loopback (HTTP/2 over TLS, port 0) that records every request and
 /// answers from a script, or accepts like APNs when the script is empty.
-public final class ScriptedAPNsServer: Sendable {
-    public let server: HTTP2TLSServer
-    public let caFile: String
+package final class ScriptedAPNsServer: Sendable {
+    package let server: HTTP2TLSServer
+    package let caFile: String
     private let recorder: Recorder
 
     private final class Recorder: RequestResponder {
@@ -113,7 +113,7 @@ public final class ScriptedAPNsServer: Sendable {
         self.recorder = recorder
     }
 
-    public static func start(maxConcurrentStreams: Int = 1000) async throws -> ScriptedAPNsServer {
+    package static func start(maxConcurrentStreams: Int = 1000) async throws -> ScriptedAPNsServer {
         let certificates = try EmulatorCertificates.generate()
         let caFile = TestFiles.path("scripted-ca", pathExtension: "pem")
         try certificates.writeCertificateAuthority(to: caFile)
@@ -123,30 +123,30 @@ public final class ScriptedAPNsServer: Sendable {
     }
 
     /// The next requests get these answers, in order; then the fallback applies again.
-    public func enqueue(_ answers: ServerAnswer...) {
+    package func enqueue(_ answers: ServerAnswer...) {
         recorder.state.withLock { $0.script.append(contentsOf: answers) }
     }
 
     /// How requests are answered when the script is empty (default: accepted like APNs).
-    public func setFallback(_ fallback: @escaping @Sendable (ReceivedRequest) -> ServerAnswer) {
+    package func setFallback(_ fallback: @escaping @Sendable (ReceivedRequest) -> ServerAnswer) {
         recorder.state.withLock { $0.fallback = fallback }
     }
 
     /// Every request received so far.
-    public var received: [ReceivedRequest] { recorder.state.withLock { $0.received } }
+    package var received: [ReceivedRequest] { recorder.state.withLock { $0.received } }
 
     /// An environment pointing both services at this server, trusting its CA.
-    public var environment: APNsEnvironment {
+    package var environment: APNsEnvironment {
         .custom(host: "127.0.0.1", port: server.port, channelManagementPort: server.port, caFile: caFile)
     }
 
-    public func shutdown() async {
+    package func shutdown() async {
         await server.shutdown()
         try? FileManager.default.removeItem(atPath: caFile)
     }
 
     /// An APNs error answer: the status, `{"reason": …}` (plus `timestamp` in ms) and `apns-id`.
-    public static func rejection(
+    package static func rejection(
         _ status: Int, _ reason: String, timestampMilliseconds: Int64? = nil, apnsID: String = UUID().uuidString.lowercased()
     ) -> ServerAnswer {
         let error = APNsError(
@@ -159,7 +159,7 @@ public final class ScriptedAPNsServer: Sendable {
 
 /// Whether two JSON documents mean the same: objects compared without regard to key order,
 /// numbers by value (`0.0` equals `0`). For comparing against Apple's pretty-printed examples.
-public func jsonEquivalent(_ a: JSONValue, _ b: JSONValue) -> Bool {
+package func jsonEquivalent(_ a: JSONValue, _ b: JSONValue) -> Bool {
     switch (a, b) {
     case (.number(let x), .number(let y)): return Double(x) == Double(y)
     case (.array(let x), .array(let y)): return x.count == y.count && zip(x, y).allSatisfy(jsonEquivalent)
@@ -173,7 +173,7 @@ public func jsonEquivalent(_ a: JSONValue, _ b: JSONValue) -> Bool {
 extension JSONValue {
     /// The same document with every object's keys sorted: number literals and strings untouched.
     /// Foundation's `JSONEncoder` on Linux writes keys in hash order, which differs between runs.
-    public var sortedKeys: JSONValue {
+    package var sortedKeys: JSONValue {
         switch self {
         case .array(let elements): .array(elements.map(\.sortedKeys))
         case .object(let members): .object(members.map { ($0.key, $0.value.sortedKeys) }.sorted { $0.0 < $1.0 })
@@ -185,7 +185,7 @@ extension JSONValue {
 /// A running emulator, its CA written to a temporary file, and our client trusting its sandbox, signing
 /// with `key` (registered with the emulator unless `registerKey` is false) on the emulator's
 /// clock, on `connections`; all under a deadline, and shut down afterwards.
-public func withEmulatorAndClient(
+package func withEmulatorAndClient(
     _ configuration: APNsEmulator.Configuration = .init(), key: TestSigningKey = TestSigningKey(), registerKey: Bool = true,
     connections: ClosedRange<Int> = 1...1,
     _ body: @escaping @Sendable (APNsEmulator, APNsClient) async throws -> Void
@@ -214,24 +214,24 @@ public func withEmulatorAndClient(
 }
 
 /// Log lines kept in memory, for tests of what the server logs.
-public final class CapturedLogs: Sendable {
-    public struct Line: Sendable {
-        public var level: Logger.Level
-        public var message: String
-        public var metadata: [String: String]
+package final class CapturedLogs: Sendable {
+    package struct Line: Sendable {
+        package var level: Logger.Level
+        package var message: String
+        package var metadata: [String: String]
     }
 
     private let lines = Mutex<[Line]>([])
 
-    public init() {}
+    package init() {}
 
-    public var all: [Line] { lines.withLock { $0 } }
+    package var all: [Line] { lines.withLock { $0 } }
 
     /// The lines whose message contains `text`.
-    public func lines(containing text: String) -> [Line] { all.filter { $0.message.contains(text) } }
+    package func lines(containing text: String) -> [Line] { all.filter { $0.message.contains(text) } }
 
     /// A logger that writes here, from `level` up.
-    public func logger(label: String = "liverelay.tests", level: Logger.Level = .info) -> Logger {
+    package func logger(label: String = "liverelay.tests", level: Logger.Level = .info) -> Logger {
         var logger = Logger(label: label) { _ in Handler(logs: self) }
         logger.logLevel = level
         return logger
@@ -258,7 +258,7 @@ public final class CapturedLogs: Sendable {
 
 /// A plain TCP connection that writes what it is told, when it is told, and keeps what comes back:
 /// for tests of slow and idle clients.
-public final class RawTCPConnection: Sendable {
+package final class RawTCPConnection: Sendable {
     private let channel: any Channel
     private let reader: Reader
 
@@ -267,7 +267,7 @@ public final class RawTCPConnection: Sendable {
         self.reader = reader
     }
 
-    public static func connect(host: String = "127.0.0.1", port: Int) async throws -> RawTCPConnection {
+    package static func connect(host: String = "127.0.0.1", port: Int) async throws -> RawTCPConnection {
         let reader = Reader()
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(reader) } }
@@ -277,15 +277,15 @@ public final class RawTCPConnection: Sendable {
     }
 
     /// Everything received so far, as text.
-    public var received: String { reader.state.withLock { String(decoding: $0.bytes, as: UTF8.self) } }
+    package var received: String { reader.state.withLock { String(decoding: $0.bytes, as: UTF8.self) } }
     /// Whether the other end closed the connection.
-    public var isClosed: Bool { reader.state.withLock { $0.closed } }
+    package var isClosed: Bool { reader.state.withLock { $0.closed } }
 
-    public func write(_ text: String) async throws {
+    package func write(_ text: String) async throws {
         try await channel.writeAndFlush(ByteBuffer(string: text))
     }
 
-    public func close() async {
+    package func close() async {
         try? await channel.close()
     }
 

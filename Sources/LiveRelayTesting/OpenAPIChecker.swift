@@ -5,18 +5,18 @@ import LiveActivityKit
 /// documented, and the JSON body must match the response's schema (the JSON Schema keywords the
 /// document uses: type, properties, required, additionalProperties, items, enum, const, oneOf,
 /// minItems, $ref).
-public struct OpenAPIChecker: Sendable {
-    public let document: JSONValue
+package struct OpenAPIChecker: Sendable {
+    package let document: JSONValue
 
-    public init(document: JSONValue) {
+    package init(document: JSONValue) {
         self.document = document
     }
 
-    public struct Mismatch: Error, CustomStringConvertible {
-        public let description: String
+    package struct Mismatch: Error, CustomStringConvertible {
+        package let description: String
     }
 
-    public func check(method: String, path: String, status: Int, body: JSONValue?) throws {
+    package func check(method: String, path: String, status: Int, body: JSONValue?) throws {
         let route = path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path
         guard let (template, item) = pathItem(for: route) else { throw Mismatch(description: "\(route) is not in the document") }
         guard let operation = item[method.lowercased()] else { throw Mismatch(description: "\(method) \(template) is not in the document") }

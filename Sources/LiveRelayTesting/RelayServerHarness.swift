@@ -18,18 +18,18 @@ import WebPages
 /// clock, with one key of each scope. The
 /// dispatcher and the ticker do not run by themselves: a test sends with `dispatch()` and lets
 /// time act with `tick()`, so every step is deterministic.
-public final class RelayHarness: Sendable {
-    public static let bundleID = try! BundleID("com.example.liverelay.tests")
+package final class RelayHarness: Sendable {
+    package static let bundleID = try! BundleID("com.example.liverelay.tests")
     /// Every answer is checked against the OpenAPI document the server serves.
     static let checker = OpenAPIChecker(document: try! JSONValue(parsing: RelayAPI.openAPIDocument))
 
-    public let emulator: APNsEmulator
-    public let server: RelayServer
+    package let emulator: APNsEmulator
+    package let server: RelayServer
     /// What the server keeps, for tests to look at (the service itself keeps its store private).
-    public let store: SQLiteStore
-    public let baseURL: String
-    public let keys: [APIKeyScope: String]
-    public var relay: RelayService { server.relay }
+    package let store: SQLiteStore
+    package let baseURL: String
+    package let keys: [APIKeyScope: String]
+    package var relay: RelayService { server.relay }
 
     init(emulator: APNsEmulator, server: RelayServer, store: SQLiteStore, baseURL: String, keys: [APIKeyScope: String]) {
         self.emulator = emulator
@@ -40,10 +40,10 @@ public final class RelayHarness: Sendable {
     }
 
     /// Sends everything due now.
-    public func dispatch() async throws { try await server.dispatcher.drain() }
+    package func dispatch() async throws { try await server.dispatcher.drain() }
 
     /// Moves the emulator's clock (and so the server's) and lets time act on both sides.
-    public func advance(by seconds: TimeInterval) async throws {
+    package func advance(by seconds: TimeInterval) async throws {
         emulator.clock.advance(by: seconds)
         emulator.devices.advanceAll()
         try await relay.tick()
@@ -51,18 +51,18 @@ public final class RelayHarness: Sendable {
 
     // MARK: Requests
 
-    public struct Answer: Sendable {
-        public var status: Int
-        public var json: JSONValue
-        public var headers: [(name: String, value: String)]
-        public var text: String
+    package struct Answer: Sendable {
+        package var status: Int
+        package var json: JSONValue
+        package var headers: [(name: String, value: String)]
+        package var text: String
 
-        public func header(_ name: String) -> String? { headers.first { $0.name.lowercased() == name.lowercased() }?.value }
+        package func header(_ name: String) -> String? { headers.first { $0.name.lowercased() == name.lowercased() }?.value }
     }
 
     /// A request with `scope`'s key (or `secret`, or none when both are nil); `raw` is a body sent
     /// as written (broken JSON).
-    public func call(
+    package func call(
         _ method: HTTPMethod, _ path: String, _ body: JSONValue? = nil, raw: String? = nil, scope: APIKeyScope? = .server,
         secret: String? = nil, headers: [(String, String)] = []
     ) async throws -> Answer {
@@ -85,11 +85,11 @@ public final class RelayHarness: Sendable {
             headers: response.headers.map { ($0.name, $0.value) }, text: text)
     }
 
-    public func post(_ path: String, _ body: JSONValue, scope: APIKeyScope? = .server, headers: [(String, String)] = []) async throws -> Answer {
+    package func post(_ path: String, _ body: JSONValue, scope: APIKeyScope? = .server, headers: [(String, String)] = []) async throws -> Answer {
         try await call(.POST, path, body, scope: scope, headers: headers)
     }
 
-    public func get(_ path: String, scope: APIKeyScope? = .server) async throws -> Answer {
+    package func get(_ path: String, scope: APIKeyScope? = .server) async throws -> Answer {
         try await call(.GET, path, scope: scope)
     }
 
@@ -97,7 +97,7 @@ public final class RelayHarness: Sendable {
 
     /// Registers another app signed with `key` (which the emulator then trusts), and returns a
     /// client key for it.
-    public func addApp(_ bundleID: BundleID, key: TestSigningKey) async throws -> String {
+    package func addApp(_ bundleID: BundleID, key: TestSigningKey) async throws -> String {
         emulator.registry.register(EmulatorKey(keyID: key.signingKey.keyID, teamID: key.signingKey.teamID, publicKey: key.publicKey))
         _ = try await relay.registerApp(key.app(bundleID))
         return try await relay.createAPIKey(name: "client of \(bundleID.value)", scope: .client, app: bundleID.value).secret
@@ -108,7 +108,7 @@ public final class RelayHarness: Sendable {
     /// A device with an app installed (the harness's unless told), reporting its tokens to this
     /// server with `clientKey` (the harness's app's unless told): a development build (sandbox
     /// tokens) unless `environment` says otherwise.
-    public func addDevice(
+    package func addDevice(
         _ id: String, types: [ActivityAttributesType], frequentUpdates: Bool = false, environment: PushEnvironment = .sandbox,
         app: BundleID = RelayHarness.bundleID, clientKey: String? = nil
     ) throws {
@@ -120,14 +120,14 @@ public final class RelayHarness: Sendable {
     }
 
     /// Waits (under the test's deadline) until `condition` holds; checks every 10 ms.
-    public func eventually(_ what: String = "condition", _ condition: @Sendable () async throws -> Bool) async throws {
+    package func eventually(_ what: String = "condition", _ condition: @Sendable () async throws -> Bool) async throws {
         try await LiveRelayTesting.eventually(condition)
     }
 }
 
 /// Waits (under the caller's deadline) until `condition` holds; checks every `interval` (a
 /// condition that costs the system under test, as a count of 10,000 rows, wants a longer one).
-public func eventually(every interval: Duration = .milliseconds(10), _ condition: () async throws -> Bool) async throws {
+package func eventually(every interval: Duration = .milliseconds(10), _ condition: () async throws -> Bool) async throws {
     while try await !condition() {
         try Task.checkCancellation()
         try await Task.sleep(for: interval)
@@ -137,7 +137,7 @@ public func eventually(every interval: Duration = .milliseconds(10), _ condition
 /// Runs `body` against a fresh server and emulator, under a deadline, and shuts both down. The
 /// server sends to `environments` (both unless told); it logs into `logs` when given (from `info`
 /// up), else only what is critical.
-public func withRelayHarness(
+package func withRelayHarness(
     environments: Set<PushEnvironment> = Set(PushEnvironment.allCases),
     emulator configureEmulator: @escaping @Sendable (inout APNsEmulator.Configuration) -> Void = { _ in },
     configure: @escaping @Sendable (inout RelayConfiguration, inout RelayAPIConfiguration) -> Void = { _, _ in },

@@ -4,9 +4,9 @@ import Foundation
 /// removed when the process exits. Without it a run of the suite left about 170 MB behind (a
 /// store per contract test, certificates, data directories), and CI's disk has run out before.
 /// The PostgreSQL cluster the tests start is removed with its server (`TestPostgres`).
-public enum TestFiles {
+package enum TestFiles {
     /// This process's folder, made on first use.
-    public static let root: String = {
+    package static let root: String = {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-tests-\(UUID().uuidString.prefix(8))").path
         try? FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         rootAtExit = root
@@ -18,13 +18,13 @@ public enum TestFiles {
 
     /// A path no one has used, `<name>-<UUID>` with `pathExtension` if there is one; nothing is
     /// written there.
-    public static func path(_ name: String, pathExtension: String? = nil) -> String {
+    package static func path(_ name: String, pathExtension: String? = nil) -> String {
         let file = "\(name)-\(UUID().uuidString)" + (pathExtension.map { ".\($0)" } ?? "")
         return (root as NSString).appendingPathComponent(file)
     }
 
     /// A new, empty folder.
-    public static func folder(_ name: String) throws -> String {
+    package static func folder(_ name: String) throws -> String {
         let folder = path(name)
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         return folder

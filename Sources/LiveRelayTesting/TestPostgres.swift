@@ -7,29 +7,29 @@ import Foundation
 ///
 /// Without either, `availability` says why: CI (`CI` set) must fail on it, and a developer's run
 /// says loudly that the PostgreSQL tests were skipped (`PostgresTests`).
-public enum TestPostgres {
+package enum TestPostgres {
     /// The server's address, or why there is none.
-    public static let availability: Result<String, Unavailable> = {
+    package static let availability: Result<String, Unavailable> = {
         if let url = ProcessInfo.processInfo.environment["LIVERELAY_TEST_POSTGRES"], !url.isEmpty { return .success(url) }
         return Result { () throws(Unavailable) in try LocalServer.start() }
     }()
 
-    public static var isAvailable: Bool { (try? availability.get()) != nil }
+    package static var isAvailable: Bool { (try? availability.get()) != nil }
 
     /// What a skipped PostgreSQL test says: loudly, that PostgreSQL was not tested, and why.
-    public static var skipNote: String {
+    package static var skipNote: String {
         guard case .failure(let reason) = availability else { return "" }
         return "SKIPPED: PostgreSQL was NOT tested: \(reason)"
     }
 
     /// Whether this run is CI, where a missing PostgreSQL is a failure, not a skip.
-    public static var isCI: Bool { TestRequirement.isCI }
+    package static var isCI: Bool { TestRequirement.isCI }
 
-    public typealias Unavailable = TestRequirement.Unavailable
+    package typealias Unavailable = TestRequirement.Unavailable
 
     /// The address of a new, empty schema on the server, as its only search path: what one test
     /// or one group of `serve` instances shares.
-    public static func freshDatabase() throws -> String {
+    package static func freshDatabase() throws -> String {
         let base = try availability.get()
         let schema = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         try psql(base, "CREATE SCHEMA \(schema)")
@@ -38,13 +38,13 @@ public enum TestPostgres {
     }
 
     /// Runs one statement with `psql`.
-    public static func psql(_ url: String, _ sql: String) throws {
+    package static func psql(_ url: String, _ sql: String) throws {
         _ = try psqlOutput(url, sql)
     }
 
     /// Runs statements (`;`-separated, in one session) with `psql`; what they printed, rows as
     /// unaligned lines.
-    public static func psqlOutput(_ url: String, _ sql: String) throws -> String {
+    package static func psqlOutput(_ url: String, _ sql: String) throws -> String {
         let log = TestFiles.path("psql", pathExtension: "log")
         defer { try? FileManager.default.removeItem(atPath: log) }
         let status = shell(

@@ -2,14 +2,14 @@ import Foundation
 
 /// What some tests need from the machine (a PostgreSQL server, a browser): CI must have it, and
 /// fails without it; elsewhere its tests are reported skipped, with why.
-public enum TestRequirement {
+package enum TestRequirement {
     /// Whether this run is CI (`CI` set), where a missing requirement is a failure, not a skip.
-    public static var isCI: Bool { !(ProcessInfo.processInfo.environment["CI"] ?? "").isEmpty }
+    package static var isCI: Bool { !(ProcessInfo.processInfo.environment["CI"] ?? "").isEmpty }
 
     /// Why a requirement is missing.
-    public struct Unavailable: Error, CustomStringConvertible {
-        public let description: String
+    package struct Unavailable: Error, CustomStringConvertible {
+        package let description: String
 
-        public init(description: String) { self.description = description }
+        package init(description: String) { self.description = description }
     }
 }

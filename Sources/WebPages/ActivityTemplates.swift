@@ -5,7 +5,7 @@ import SimulatedDevices
 
 /// The places a Live Activity's widget fills (seed 000): the Lock Screen presentation (also the
 /// banner and StandBy), the compact and minimal Dynamic Island, and the four expanded regions.
-public enum TemplateRegion: String, Sendable, CaseIterable {
+package enum TemplateRegion: String, Sendable, CaseIterable {
     case lockScreen, compactLeading, compactTrailing, minimal, expandedLeading, expandedTrailing, expandedCenter, expandedBottom
 }
 
@@ -19,9 +19,9 @@ public enum TemplateRegion: String, Sendable, CaseIterable {
 /// Rendering is bounded: a template that includes itself, however indirectly, or partials nested
 /// deeper than `maximumPartialDepth` is refused as it is added, and so is a partial named by a
 /// value (`{{>*name}}`), which the pushed content could point anywhere.
-public struct ActivityTemplates: Sendable {
+package struct ActivityTemplates: Sendable {
     /// Partials within partials, at most.
-    public static let maximumPartialDepth = 8
+    package static let maximumPartialDepth = 8
 
     private var library = MustacheLibrary()
     /// Which regions have a template, by attributes type.
@@ -29,17 +29,17 @@ public struct ActivityTemplates: Sendable {
     /// The partials each template includes, by the name it is registered under.
     private var includes: [String: Set<String>] = [:]
 
-    public init() {}
+    package init() {}
 
     /// A template that cannot be used, and why, naming its file.
-    public struct LoadError: Error, CustomStringConvertible {
-        public var file: String
-        public var reason: String
-        public var description: String { "\(file): \(reason)" }
+    package struct LoadError: Error, CustomStringConvertible {
+        package var file: String
+        package var reason: String
+        package var description: String { "\(file): \(reason)" }
     }
 
     /// Reads every template under `folder`.
-    public init(folder: String) throws(LoadError) {
+    package init(folder: String) throws(LoadError) {
         let manager = FileManager.default
         var isFolder: ObjCBool = false
         guard manager.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue else {
@@ -68,14 +68,14 @@ public struct ActivityTemplates: Sendable {
     }
 
     /// Adds the template of one region of one attributes type.
-    public mutating func add(_ text: String, for region: TemplateRegion, of attributesType: String, file: String? = nil) throws(LoadError) {
+    package mutating func add(_ text: String, for region: TemplateRegion, of attributesType: String, file: String? = nil) throws(LoadError) {
         let name = Self.name(region, of: attributesType)
         try register(text, named: name, file: file ?? "\(name).mustache")
         regions[attributesType, default: []].insert(region)
     }
 
     /// Adds a partial that templates include with `{{> name}}`.
-    public mutating func addPartial(named name: String, _ text: String, file: String? = nil) throws(LoadError) {
+    package mutating func addPartial(named name: String, _ text: String, file: String? = nil) throws(LoadError) {
         try register(text, named: name, file: file ?? "\(name).mustache")
     }
 
@@ -133,10 +133,10 @@ public struct ActivityTemplates: Sendable {
         for name in includes.keys.sorted() { _ = try height(name) }
     }
 
-    public var attributesTypes: [String] { regions.keys.sorted() }
+    package var attributesTypes: [String] { regions.keys.sorted() }
 
     /// The region of `activity` drawn by its type's template, or `nil` when it has none.
-    public func render(_ region: TemplateRegion, of activity: PresentedActivity) -> HTML? {
+    package func render(_ region: TemplateRegion, of activity: PresentedActivity) -> HTML? {
         guard regions[activity.attributesType]?.contains(region) == true,
             let text = library.render(Self.context(of: activity), withTemplate: Self.name(region, of: activity.attributesType))
         else { return nil }

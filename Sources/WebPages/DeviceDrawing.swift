@@ -4,21 +4,21 @@ import SimulatedDevices
 
 /// One simulated device as the page draws it: what the person sees and what they may change.
 /// Equal snapshots draw the same markup, so a page changes exactly when its snapshots do.
-public struct DrawnDevice: Sendable, Hashable {
-    public var id: String
-    public var model: DeviceModel
-    public var isOnline: Bool
-    public var apps: [App]
-    public var presentation: DevicePresentation
+package struct DrawnDevice: Sendable, Hashable {
+    package var id: String
+    package var model: DeviceModel
+    package var isOnline: Bool
+    package var apps: [App]
+    package var presentation: DevicePresentation
     /// The clock as the status bar shows it (to the minute).
-    public var clock: String
+    package var clock: String
 
-    public struct App: Sendable, Hashable {
-        public var bundleID: String
-        public var liveActivitiesEnabled: Bool
+    package struct App: Sendable, Hashable {
+        package var bundleID: String
+        package var liveActivitiesEnabled: Bool
     }
 
-    public init(_ device: SimulatedDevice, at now: Date) {
+    package init(_ device: SimulatedDevice, at now: Date) {
         id = device.id
         model = device.model
         isOnline = device.isOnline
@@ -40,7 +40,7 @@ public struct DrawnDevice: Sendable, Hashable {
 extension DeviceFleet {
     /// The first `limit` devices by id (of `only`, when given), drawn as they are now (time
     /// applied), and how many there are.
-    public func drawn(limit: Int, only: [String]? = nil) -> (devices: [DrawnDevice], total: Int) {
+    package func drawn(limit: Int, only: [String]? = nil) -> (devices: [DrawnDevice], total: Int) {
         let ids = only.map { $0.filter(contains) } ?? deviceIDs
         let devices = ids.prefix(limit).compactMap { id in try? withDevice(id) { device, now in (DrawnDevice(device, at: now), []) } }
         return (devices, ids.count)
@@ -49,11 +49,11 @@ extension DeviceFleet {
 
 /// Where a device's buttons send the person's actions, and the hidden fields each form carries
 /// (the form token).
-public struct PersonControls: Sendable {
-    public var action: String
-    public var hiddenFields: [(name: String, value: String)]
+package struct PersonControls: Sendable {
+    package var action: String
+    package var hiddenFields: [(name: String, value: String)]
 
-    public init(action: String, hiddenFields: [(name: String, value: String)]) {
+    package init(action: String, hiddenFields: [(name: String, value: String)]) {
         (self.action, self.hiddenFields) = (action, hiddenFields)
     }
 }
@@ -61,10 +61,10 @@ public struct PersonControls: Sendable {
 /// The simulated iPhones as markup: a phone (Lock Screen when locked; the Dynamic Island, or the
 /// banner of a device without one, when unlocked), StandBy, and the paired Watch's Smart Stack,
 /// each region filled by the attributes type's template or by a generic layout of its fields.
-public enum DeviceDrawing {
+package enum DeviceDrawing {
     /// One device, its views side by side, and the person's buttons when `controls` is given.
     /// The section's id makes it a live section of the page.
-    public static func device(_ device: DrawnDevice, templates: ActivityTemplates, controls: PersonControls?) -> HTML {
+    package static func device(_ device: DrawnDevice, templates: ActivityTemplates, controls: PersonControls?) -> HTML {
         let shown = device.presentation
         let modelName: String =
             switch device.model {
@@ -85,7 +85,7 @@ public enum DeviceDrawing {
     }
 
     /// The phone alone, as the person sees it now (beside an activity's timeline).
-    public static func phoneAlone(_ device: DrawnDevice, templates: ActivityTemplates) -> HTML {
+    package static func phoneAlone(_ device: DrawnDevice, templates: ActivityTemplates) -> HTML {
         "<div class=\"phone-alone\" id=\"phone-\(device.id)\" data-live><p class=\"muted\">\(device.id)</p>\(phone(device, templates: templates))</div>"
     }
 

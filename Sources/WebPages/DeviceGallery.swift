@@ -3,19 +3,19 @@ import SimulatedDevices
 
 /// The simulated devices a page draws, and the templates that fill their regions: the dashboard
 /// of `serve` with its built-in emulator, and `liverelay emulator`'s control port, draw the same.
-public struct DeviceGallery: Sendable {
-    public let fleet: DeviceFleet
-    public let templates: ActivityTemplates
+package struct DeviceGallery: Sendable {
+    package let fleet: DeviceFleet
+    package let templates: ActivityTemplates
     /// A page draws at most this many devices; `?device=` draws one of any number.
-    public static let pageLimit = 24
+    package static let pageLimit = 24
 
-    public init(fleet: DeviceFleet, templates: ActivityTemplates = .init()) {
+    package init(fleet: DeviceFleet, templates: ActivityTemplates = .init()) {
         (self.fleet, self.templates) = (fleet, templates)
     }
 
     /// The devices part of a page (every device, or those of `only`), and a token of what it
     /// shows (for `LivePage.events`).
-    public func draw(only: [String]?, controls: PersonControls?) -> (html: HTML, shows: String) {
+    package func draw(only: [String]?, controls: PersonControls?) -> (html: HTML, shows: String) {
         let (devices, total) = fleet.drawn(limit: Self.pageLimit, only: only)
         let note: HTML =
             if total == 0 {
@@ -29,14 +29,14 @@ public struct DeviceGallery: Sendable {
     }
 
     /// The phones of `only` alone, as an activity's page shows those holding it, and a token of what they show.
-    public func phones(only: [String]) -> (html: HTML, shows: String) {
+    package func phones(only: [String]) -> (html: HTML, shows: String) {
         let devices = fleet.drawn(limit: Self.pageLimit, only: only).devices
         return (devices.html { DeviceDrawing.phoneAlone($0, templates: templates) }, Self.token(devices))
     }
 
     /// What a page drawing every device, or those of `only`, shows now, as a short token: equal
     /// when the page would be the same.
-    public func shows(only: [String]?) -> String {
+    package func shows(only: [String]?) -> String {
         Self.token(fleet.drawn(limit: Self.pageLimit, only: only).devices)
     }
 
@@ -47,7 +47,7 @@ public struct DeviceGallery: Sendable {
     }
 
     /// Carries out a drawn device's button: the device it names, and what the person did.
-    public func perform(_ form: FormFields) throws -> String {
+    package func perform(_ form: FormFields) throws -> String {
         let (deviceID, action) = try form.personAction()
         try fleet.perform(action, on: deviceID)
         return deviceID

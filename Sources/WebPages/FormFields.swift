@@ -5,14 +5,14 @@ import SimulatedDevices
 
 /// An `application/x-www-form-urlencoded` body, as browsers send forms; the first of a repeated
 /// name counts.
-public struct FormFields: Sendable {
+package struct FormFields: Sendable {
     private var fields: [String: String] = [:]
 
-    public subscript(_ name: String) -> String? { fields[name] }
+    package subscript(_ name: String) -> String? { fields[name] }
 
     /// Whether field `name` holds `expected`, compared in a time that does not depend on where
     /// they differ (a form token).
-    public func has(_ name: String, equalTo expected: String) -> Bool {
+    package func has(_ name: String, equalTo expected: String) -> Bool {
         guard let sent = fields[name] else { return false }
         let (x, y) = (Array(sent.utf8), Array(expected.utf8))
         guard x.count == y.count else { return false }
@@ -20,17 +20,17 @@ public struct FormFields: Sendable {
     }
 
     /// A new form token: 128 random bits in hex.
-    public static func newToken() -> String {
+    package static func newToken() -> String {
         var generator = SystemRandomNumberGenerator()
         return (0..<16).map { _ in String(format: "%02x", UInt8.random(in: .min ... .max, using: &generator)) }.joined()
     }
 
-    public static func read(_ request: inout Request, _ context: some RequestContext) async throws -> FormFields {
+    package static func read(_ request: inout Request, _ context: some RequestContext) async throws -> FormFields {
         let buffer = try await request.collectBody(upTo: context.maxUploadSize)
         return try FormFields(encoded: String(buffer: buffer))
     }
 
-    public init(encoded: String) throws {
+    package init(encoded: String) throws {
         for pair in encoded.split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             func decoded(_ part: Substring) throws -> String {
@@ -45,7 +45,7 @@ public struct FormFields: Sendable {
     }
 
     /// The device and the person's action a drawn iPhone's button sent.
-    public func personAction() throws -> (deviceID: String, action: PersonAction) {
+    package func personAction() throws -> (deviceID: String, action: PersonAction) {
         guard let device = self["device"], !device.isEmpty else { throw APIError.invalid("device", "the form names no device") }
         func required(_ name: String) throws -> String {
             guard let value = self[name], !value.isEmpty else { throw APIError.invalid(name, "is required with action \(self["action"] ?? "")") }

@@ -1,21 +1,21 @@
 /// Markup whose interpolated text is escaped: a `String` put into an `HTML` literal cannot open a
 /// tag or leave an attribute's quotes; only another `HTML` goes in as markup.
-public struct HTML: Sendable, Hashable, ExpressibleByStringInterpolation, CustomStringConvertible {
-    public private(set) var markup: String
+package struct HTML: Sendable, Hashable, ExpressibleByStringInterpolation, CustomStringConvertible {
+    package private(set) var markup: String
 
-    public init(stringLiteral value: String) { markup = value }
-    public init(stringInterpolation: StringInterpolation) { markup = stringInterpolation.markup }
+    package init(stringLiteral value: String) { markup = value }
+    package init(stringInterpolation: StringInterpolation) { markup = stringInterpolation.markup }
     /// Markup made elsewhere under the same rule (a template that escapes every value it inserts).
     init(markup: String) { self.markup = markup }
 
-    public var description: String { markup }
+    package var description: String { markup }
 
-    public static let empty = HTML(markup: "")
+    package static let empty = HTML(markup: "")
 
     /// The pieces one after another.
-    public init(_ pieces: some Sequence<HTML>) { markup = pieces.map(\.markup).joined() }
+    package init(_ pieces: some Sequence<HTML>) { markup = pieces.map(\.markup).joined() }
 
-    public static func escaped(_ text: String) -> String {
+    package static func escaped(_ text: String) -> String {
         var escaped = ""
         escaped.reserveCapacity(text.utf8.count)
         for character in text.unicodeScalars {
@@ -31,25 +31,25 @@ public struct HTML: Sendable, Hashable, ExpressibleByStringInterpolation, Custom
         return escaped
     }
 
-    public struct StringInterpolation: StringInterpolationProtocol {
+    package struct StringInterpolation: StringInterpolationProtocol {
         fileprivate var markup = ""
 
-        public init(literalCapacity: Int, interpolationCount: Int) { markup.reserveCapacity(literalCapacity + interpolationCount * 16) }
-        public mutating func appendLiteral(_ literal: String) { markup += literal }
-        public mutating func appendInterpolation(_ text: String) { markup += HTML.escaped(text) }
-        public mutating func appendInterpolation(_ text: Substring) { markup += HTML.escaped(String(text)) }
-        public mutating func appendInterpolation(_ number: some BinaryInteger) { markup += String(number) }
-        public mutating func appendInterpolation(_ html: HTML) { markup += html.markup }
-        public mutating func appendInterpolation(_ pieces: [HTML]) { markup += pieces.map(\.markup).joined() }
+        package init(literalCapacity: Int, interpolationCount: Int) { markup.reserveCapacity(literalCapacity + interpolationCount * 16) }
+        package mutating func appendLiteral(_ literal: String) { markup += literal }
+        package mutating func appendInterpolation(_ text: String) { markup += HTML.escaped(text) }
+        package mutating func appendInterpolation(_ text: Substring) { markup += HTML.escaped(String(text)) }
+        package mutating func appendInterpolation(_ number: some BinaryInteger) { markup += String(number) }
+        package mutating func appendInterpolation(_ html: HTML) { markup += html.markup }
+        package mutating func appendInterpolation(_ pieces: [HTML]) { markup += pieces.map(\.markup).joined() }
     }
 }
 
 extension Sequence {
     /// The markup of each element, one after another.
-    public func html(_ transform: (Element) throws -> HTML) rethrows -> HTML { HTML(try map(transform)) }
+    package func html(_ transform: (Element) throws -> HTML) rethrows -> HTML { HTML(try map(transform)) }
 }
 
 extension HTML {
     /// The pieces one after another.
-    public static func + (lhs: HTML, rhs: HTML) -> HTML { HTML([lhs, rhs]) }
+    package static func + (lhs: HTML, rhs: HTML) -> HTML { HTML([lhs, rhs]) }
 }

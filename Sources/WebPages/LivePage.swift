@@ -9,15 +9,15 @@ import ServiceLifecycle
 /// would draw; the script then fetches the page again and swaps each `data-live` section that has
 /// an id, but for one the person is editing (a field focused or changed). Without JavaScript the
 /// pages read the same.
-public enum LivePage {
+package enum LivePage {
     /// A stream ends after this and the browser opens another, so none outlives its need.
-    public static let streamLifetime = Duration.seconds(600)
+    package static let streamLifetime = Duration.seconds(600)
     static let tick = Duration.milliseconds(250)
     /// Quiet ticks before a heartbeat: 5 s.
     static let heartbeatTicks = 20
 
     /// What the page last showed: the last event's id when the browser reconnects, else `?since=`.
-    public static func shown(_ request: Request) -> String? {
+    package static func shown(_ request: Request) -> String? {
         request.headers[.lastEventID] ?? request.uri.queryParameters["since"].map(String.init)
     }
 
@@ -25,7 +25,7 @@ public enum LivePage {
     /// what the page shows (checked four times a second), and also every `forcedEvery` when set.
     /// A heartbeat comment goes out every 5 s of quiet; at each, and before each `changed`, the
     /// stream ends once `stillAllowed` says no (a session signed out, its key revoked).
-    public static func events(
+    package static func events(
         shown: String?, forcedEvery: Duration? = nil, stillAllowed: @escaping @Sendable () async -> Bool = { true },
         current: @escaping @Sendable () -> String
     ) -> Response {
@@ -58,7 +58,7 @@ public enum LivePage {
     }
 
     /// The script every live page loads.
-    public static let script = """
+    package static let script = """
         "use strict";
         (function () {
           if (!window.EventSource || !document.body.dataset.events) return;
@@ -94,7 +94,7 @@ public enum LivePage {
         """
 
     /// What every page says about itself: no framing, scripts and styles of this origin only, never cached.
-    public static func html(_ page: HTML, status: HTTPResponse.Status = .ok) -> Response {
+    package static func html(_ page: HTML, status: HTTPResponse.Status = .ok) -> Response {
         Response(
             status: status,
             headers: [
@@ -110,7 +110,7 @@ public enum LivePage {
     static let contentSecurityPolicy =
         "default-src 'self'; style-src-attr 'unsafe-inline'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
 
-    public static func asset(_ text: String, type: String) -> Response {
+    package static func asset(_ text: String, type: String) -> Response {
         Response(
             status: .ok, headers: [.contentType: type, .cacheControl: "no-cache", HTTPField.Name("X-Content-Type-Options")!: "nosniff"],
             body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
@@ -118,18 +118,18 @@ public enum LivePage {
 
     /// The pages' icon (a Live Activity's rounded card with a progress bar), served as
     /// `/favicon.ico` too, where browsers look first.
-    public static let icon = """
+    package static let icon = """
         <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect x="1" y="6" width="30" height="20" rx="6" fill="#1d1d1f"/>\
         <rect x="6" y="18" width="20" height="3" rx="1.5" fill="#3a3a3c"/><rect x="6" y="18" width="13" height="3" rx="1.5" fill="#34c759"/>\
         <circle cx="9" cy="12" r="2.5" fill="#f2f2f7"/></svg>
         """
 
-    public static func redirect(_ path: String) -> Response {
+    package static func redirect(_ path: String) -> Response {
         Response(status: .seeOther, headers: [.location: path, .cacheControl: "no-store"])
     }
 }
 
 extension HTTPField.Name {
     /// Where a reconnecting `EventSource` says which event it saw last.
-    public static let lastEventID = Self("Last-Event-ID")!
+    package static let lastEventID = Self("Last-Event-ID")!
 }

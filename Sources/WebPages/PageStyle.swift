@@ -1,7 +1,7 @@
 /// The style sheet of the dashboard and of the emulator's devices page, inside the binary: no CDN,
 /// no build step.
-public enum PageStyle {
-    public static let sheet =
+package enum PageStyle {
+    package static let sheet =
         baseStyle + stride(from: 5, through: 100, by: 5).map { ".h\($0) { height: \($0)%; }" }.joined(separator: " ") + "\n"
         + devices
 

@@ -29,23 +29,23 @@ import WebPages
 ///     PUT    /latency                     {sandbox?, production?}: "100" or "40-120" (from now on, every answer)
 ///
 /// and the simulated devices' routes (DeviceControlAPI.swift) and page (DevicesPage.swift).
-public struct EmulatorControlAPI: Sendable {
-    public let emulator: APNsEmulator
+package struct EmulatorControlAPI: Sendable {
+    package let emulator: APNsEmulator
     /// How long a request body may take to arrive (`HTTPTimeouts.body`).
-    public let bodyTimeout: Duration
+    package let bodyTimeout: Duration
     /// What fills the drawn devices' regions.
-    public let templates: ActivityTemplates
+    package let templates: ActivityTemplates
     /// Carried by the devices page's forms.
     let formToken: String
 
-    public init(emulator: APNsEmulator, bodyTimeout: Duration = HTTPTimeouts().body, templates: ActivityTemplates = .init()) {
+    package init(emulator: APNsEmulator, bodyTimeout: Duration = HTTPTimeouts().body, templates: ActivityTemplates = .init()) {
         self.emulator = emulator
         self.bodyTimeout = bodyTimeout
         self.templates = templates
         formToken = FormFields.newToken()
     }
 
-    public func router() -> Router<ControlRequestContext> {
+    package func router() -> Router<ControlRequestContext> {
         let router = Router(context: ControlRequestContext.self)
         router.add(middleware: APIErrorMiddleware())
         router.add(middleware: LoopbackOnlyMiddleware(formRoutes: ["/person"]))
@@ -264,14 +264,14 @@ public struct EmulatorControlAPI: Sendable {
 }
 
 /// Request context of the control API: JSON with ISO 8601 dates and keys in a stable order.
-public struct ControlRequestContext: RequestContext {
-    public var coreContext: CoreRequestContextStorage
+package struct ControlRequestContext: RequestContext {
+    package var coreContext: CoreRequestContextStorage
 
-    public init(source: ApplicationRequestContextSource) {
+    package init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
     }
 
-    public var responseEncoder: JSONEncoder {
+    package var responseEncoder: JSONEncoder {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.sortedKeys]
@@ -292,7 +292,7 @@ extension Request {
 extension APNsEmulator {
     /// The control API as an application listening on the emulator's host; `onRunning` gets the
     /// port it is bound to (0 picks a free one).
-    public func controlApplication(
+    package func controlApplication(
         port: Int = 0, timeouts: HTTPTimeouts = .init(), templates: ActivityTemplates = .init(),
         logger: Logger = Logger(label: "liverelay.emulator.control"), onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {

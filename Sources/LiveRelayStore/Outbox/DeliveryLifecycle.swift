@@ -15,7 +15,7 @@ import Foundation
 /// A push in flight is never superseded or skipped: its answer must still be recorded. An answer
 /// to a push no longer claimed (its lease ran out, or a restart released it) changes nothing.
 /// Only its claimer withdraws a push, before sending it.
-public enum DeliveryEvent: String, Sendable, Hashable, CaseIterable {
+package enum DeliveryEvent: String, Sendable, Hashable, CaseIterable {
     /// A dispatcher takes it to send, leased until a time: when it is queued and due, or again when
     /// an earlier claim's lease ran out without an answer (its dispatcher died).
     case claim
@@ -38,10 +38,10 @@ public enum DeliveryEvent: String, Sendable, Hashable, CaseIterable {
 
     /// The statuses the event moves a delivery from, in declaration order: what a store's
     /// statement requires of the rows it changes.
-    public var sources: [DeliveryStatus] { DeliveryStatus.allCases.filter { $0.after(self) != nil } }
+    package var sources: [DeliveryStatus] { DeliveryStatus.allCases.filter { $0.after(self) != nil } }
 
     /// The status the event moves a delivery to.
-    public var destination: DeliveryStatus {
+    package var destination: DeliveryStatus {
         // Every event has a source and one destination (DeliveryLifecycleTests).
         sources.first!.after(self)!
     }
@@ -49,7 +49,7 @@ public enum DeliveryEvent: String, Sendable, Hashable, CaseIterable {
 
 extension DeliveryStatus {
     /// The status `event` moves a delivery in this status to, or nil when the event does not apply.
-    public func after(_ event: DeliveryEvent) -> DeliveryStatus? {
+    package func after(_ event: DeliveryEvent) -> DeliveryStatus? {
         switch (self, event) {
         case (.queued, .claim), (.sending, .claim): .sending
         case (.sending, .sent): .sent
@@ -62,16 +62,16 @@ extension DeliveryStatus {
     }
 
     /// Nothing happens to it any more.
-    public var isFinal: Bool { DeliveryEvent.allCases.allSatisfy { after($0) == nil } }
+    package var isFinal: Bool { DeliveryEvent.allCases.allSatisfy { after($0) == nil } }
 
     /// It was sent, or may still be: it counts against its key's priority-10 budget, which
     /// counts what reaches devices (APNs throttles what it delivers, not what it refuses).
-    public var countsTowardBudget: Bool { self == .sent || !isFinal }
+    package var countsTowardBudget: Bool { self == .sent || !isFinal }
 }
 
 extension DeliveryOutcome {
     /// The event that records this outcome.
-    public var event: DeliveryEvent {
+    package var event: DeliveryEvent {
         switch self {
         case .sent: .sent
         case .retry: .retry
@@ -81,14 +81,14 @@ extension DeliveryOutcome {
 }
 
 /// A delivery's target kind, as stored.
-public enum DeliveryTargetKind: String, Sendable, Hashable, CaseIterable {
+package enum DeliveryTargetKind: String, Sendable, Hashable, CaseIterable {
     case pushToStart = "push-to-start"
     case activity
     case channel
 }
 
 extension DeliveryTarget {
-    public var kind: DeliveryTargetKind {
+    package var kind: DeliveryTargetKind {
         switch self {
         case .pushToStartToken: .pushToStart
         case .activityToken: .activity

@@ -3,9 +3,9 @@ import Foundation
 /// Sending a failed push again, by hand (the dashboard, `POST /v1/deliveries/{id}/retry`): the
 /// failure stays in the outbox's history, and a new push with the same payload, request and
 /// target is queued beside it, due at once.
-public enum DeliveryRetry: Sendable, Hashable {
+package enum DeliveryRetry: Sendable, Hashable {
     /// Why a push cannot be sent again.
-    public enum Refusal: Sendable, Hashable, CustomStringConvertible {
+    package enum Refusal: Sendable, Hashable, CustomStringConvertible {
         /// Only a dead letter is retried: anything else is still on its way, or got there.
         case notFailed(DeliveryStatus)
         /// The token (or channel) is no longer one to send to.
@@ -13,7 +13,7 @@ public enum DeliveryRetry: Sendable, Hashable {
         /// A later push to the same target is queued, on its way or sent: this one's content is old.
         case newerPush(id: Int64)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .notFailed(let status): "only a failed push is retried; this one is \(status.rawValue)"
             case .targetGone(let why): "its target is gone: \(why)"
@@ -23,13 +23,13 @@ public enum DeliveryRetry: Sendable, Hashable {
     }
 
     /// What became of the target since the push failed.
-    public enum TargetState: Sendable, Hashable {
+    package enum TargetState: Sendable, Hashable {
         case live
         case gone(String)
     }
 
     /// The answer a store gives.
-    public enum Outcome: Sendable, Hashable {
+    package enum Outcome: Sendable, Hashable {
         case retried(DeliveryRecord)
         case refused(Refusal)
         case notFound
@@ -38,7 +38,7 @@ public enum DeliveryRetry: Sendable, Hashable {
     /// Whether `later` makes `push`'s content old: a later push of the same key to the same device
     /// (whatever its token, which may have rotated) or channel, queued, on its way or sent.
     /// (`StoreStatements.newerPush` asks the same of the store.)
-    public static func isNewer(_ later: DeliveryRecord, than push: DeliveryRecord) -> Bool {
+    package static func isNewer(_ later: DeliveryRecord, than push: DeliveryRecord) -> Bool {
         let (kind, device, _, channel) = later.target.columns
         let (pushKind, pushDevice, _, pushChannel) = push.target.columns
         return later.id > push.id && later.bundleID == push.bundleID && later.key == push.key
@@ -47,7 +47,7 @@ public enum DeliveryRetry: Sendable, Hashable {
     }
 
     /// Whether the push may be sent again, from what the store read in one transaction.
-    public static func refusal(status: DeliveryStatus, target: TargetState, newerPush: Int64?) -> Refusal? {
+    package static func refusal(status: DeliveryStatus, target: TargetState, newerPush: Int64?) -> Refusal? {
         guard status == .failed else { return .notFailed(status) }
         if case .gone(let why) = target { return .targetGone(why) }
         if let newerPush { return .newerPush(id: newerPush) }

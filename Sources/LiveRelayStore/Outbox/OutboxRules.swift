@@ -2,7 +2,7 @@ import Foundation
 import LiveActivityKit
 
 /// What happened that matters to the pushes in the outbox.
-public enum OutboxTrigger: Sendable, Hashable {
+package enum OutboxTrigger: Sendable, Hashable {
     /// A request was accepted with these pushes (and `fanOut`, one to each live token of its key).
     case accepted(deliveries: [NewDelivery], fanOut: NewPush?)
     /// The answer to a claimed push was recorded.
@@ -26,12 +26,12 @@ public enum OutboxTrigger: Sendable, Hashable {
 }
 
 /// A push whose answer was recorded while it was claimed.
-public struct AnsweredDelivery: Sendable, Hashable {
-    public var bundleID: String
-    public var key: String
-    public var target: DeliveryTarget
+package struct AnsweredDelivery: Sendable, Hashable {
+    package var bundleID: String
+    package var key: String
+    package var target: DeliveryTarget
 
-    public init(bundleID: String, key: String, target: DeliveryTarget) {
+    package init(bundleID: String, key: String, target: DeliveryTarget) {
         self.bundleID = bundleID
         self.key = key
         self.target = target
@@ -39,7 +39,7 @@ public struct AnsweredDelivery: Sendable, Hashable {
 }
 
 /// One thing a store does to carry out the rules.
-public enum OutboxDecision: Sendable, Hashable {
+package enum OutboxDecision: Sendable, Hashable {
     /// Applies an event to the deliveries a selection picks, of those in a status it applies to.
     case move(DeliveryMove)
     /// APNs refused the token for good: nothing is sent to it again.
@@ -47,15 +47,15 @@ public enum OutboxDecision: Sendable, Hashable {
 }
 
 /// An event applied to every delivery a selection picks, among those in the statuses it moves from.
-public struct DeliveryMove: Sendable, Hashable {
-    public var event: DeliveryEvent
-    public var selection: DeliverySelection
+package struct DeliveryMove: Sendable, Hashable {
+    package var event: DeliveryEvent
+    package var selection: DeliverySelection
     /// When: `finished_at` of a delivery it finishes, else its new `next_attempt_at`.
-    public var at: Date
+    package var at: Date
     /// Why, kept as the delivery's reason; nil leaves the reason as it is.
-    public var reason: String?
+    package var reason: String?
 
-    public init(_ event: DeliveryEvent, _ selection: DeliverySelection, at: Date, reason: String? = nil) {
+    package init(_ event: DeliveryEvent, _ selection: DeliverySelection, at: Date, reason: String? = nil) {
         self.event = event
         self.selection = selection
         self.at = at
@@ -64,22 +64,22 @@ public struct DeliveryMove: Sendable, Hashable {
 }
 
 /// Which deliveries a move applies to: each field that is set must match.
-public struct DeliverySelection: Sendable, Hashable {
-    public var bundleID: String?
-    public var key: String?
-    public var deviceID: String?
-    public var token: String?
-    public var channelID: String?
+package struct DeliverySelection: Sendable, Hashable {
+    package var bundleID: String?
+    package var key: String?
+    package var deviceID: String?
+    package var token: String?
+    package var channelID: String?
     /// These deliveries only.
-    public var ids: [Int64]?
-    public var targets: [DeliveryTargetKind]?
-    public var events: [String]?
+    package var ids: [Int64]?
+    package var targets: [DeliveryTargetKind]?
+    package var events: [String]?
     /// Only push-to-starts whose device has reported an activity under their key.
-    public var onlyStartsThatArrived: Bool
+    package var onlyStartsThatArrived: Bool
     /// Only deliveries due (or leased) no later than this.
-    public var dueBy: Date?
+    package var dueBy: Date?
 
-    public init(
+    package init(
         bundleID: String? = nil, key: String? = nil, deviceID: String? = nil, token: String? = nil, channelID: String? = nil,
         ids: [Int64]? = nil, targets: [DeliveryTargetKind]? = nil, events: [String]? = nil, onlyStartsThatArrived: Bool = false,
         dueBy: Date? = nil
@@ -97,37 +97,37 @@ public struct DeliverySelection: Sendable, Hashable {
     }
 
     /// Every delivery.
-    public static let all = DeliverySelection()
+    package static let all = DeliverySelection()
 }
 
 /// A token APNs refused for good.
-public struct DeadToken: Sendable, Hashable {
-    public enum Kind: Sendable, Hashable {
+package struct DeadToken: Sendable, Hashable {
+    package enum Kind: Sendable, Hashable {
         case pushToStart, activity
     }
 
-    public var bundleID: String
+    package var bundleID: String
     /// The key of the push that found it dead: an update token is the key's.
-    public var key: String
-    public var kind: Kind
-    public var deviceID: String
-    public var token: String
-    public var reason: String
+    package var key: String
+    package var kind: Kind
+    package var deviceID: String
+    package var token: String
+    package var reason: String
 }
 
 /// What each thing that happens does to the pushes in the outbox, decided without a database:
 /// every store carries out the decisions (`DeliveryMove`s are statements of its engine), and the
 /// lifecycle of each push is `DeliveryStatus.after(_:)`.
-public enum OutboxRules {
+package enum OutboxRules {
     /// What an accepted request's pushes are written as: claimed for the running dispatcher,
     /// leased as a claim would be, when a hand-over allows as many (it sends them at once, without
     /// a transaction to claim them); else queued, due now.
-    public static func entry(count: Int, handOver: HandOver?, at now: Date) -> (status: DeliveryStatus, due: Date) {
+    package static func entry(count: Int, handOver: HandOver?, at now: Date) -> (status: DeliveryStatus, due: Date) {
         guard let handOver, count <= handOver.limit else { return (.queued, now) }
         return (DeliveryEvent.claim.destination, handOver.leaseUntil)
     }
 
-    public static func decisions(after trigger: OutboxTrigger, at now: Date) -> [OutboxDecision] {
+    package static func decisions(after trigger: OutboxTrigger, at now: Date) -> [OutboxDecision] {
         switch trigger {
         case .accepted(let deliveries, let fanOut):
             return superseded(by: deliveries, fanOut: fanOut, at: now).map(OutboxDecision.move)

@@ -10,19 +10,19 @@ import Synchronization
 extension PostgresStore {
     // MARK: Accepting requests
 
-    public func idempotentAnswer(apiKeyID: String, key: String) async throws -> IdempotentAnswer? {
+    package func idempotentAnswer(apiKeyID: String, key: String) async throws -> IdempotentAnswer? {
         try await rows(StoreStatements.idempotentAnswer, [.text(apiKeyID), .text(key)]).first.map { row in
             IdempotentAnswer(requestHash: row.string(0), answer: try KeptAnswer(status: row.int(1), body: row.bytes(2), answer: row.text(3)))
         }
     }
 
-    public func audienceEnvironments(app: String, attributesType: String, audience: Audience) async throws -> Set<PushEnvironment> {
+    package func audienceEnvironments(app: String, attributesType: String, audience: Audience) async throws -> Set<PushEnvironment> {
         try await connection { db in
             Set(try await Self.pushToStartTokens(db, app: app, attributesType: attributesType, audience: audience).map(\.environment))
         }
     }
 
-    public func acceptStart<Outcome: Sendable>(
+    package func acceptStart<Outcome: Sendable>(
         app: String, key: String, attributesType: String, audience: Audience, context: WriteContext,
         plan: @Sendable ([PushToStartTokenRecord]) throws -> (StartPlan, Outcome)
     ) async throws -> Accepted<Outcome> {
@@ -51,7 +51,7 @@ extension PostgresStore {
     /// planned from (optimistic). One that must be written with more (an idempotency key, a
     /// schedule, an end's tokens and channels, other outbox decisions), or that another write
     /// came before, is planned again in a transaction that holds the key's row.
-    public func acceptChange<Outcome: Sendable>(
+    package func acceptChange<Outcome: Sendable>(
         app: String, key: String, budget: ChangeBudget, context: WriteContext, plan: @Sendable (ChangeSnapshot) throws -> (ChangePlan, Outcome)
     ) async throws -> Accepted<Outcome> {
         let change = KeyChange(app: app, key: key, budget: budget, handOver: context.handOver)
@@ -72,7 +72,7 @@ extension PostgresStore {
 
     // MARK: Schedules
 
-    public func insertSchedule(_ schedule: ScheduleRecord, context: WriteContext) async throws {
+    package func insertSchedule(_ schedule: ScheduleRecord, context: WriteContext) async throws {
         try await transaction { db in
             try await db.run(
                 StoreStatements.insertSchedule,
@@ -85,12 +85,12 @@ extension PostgresStore {
         }
     }
 
-    public func schedule(id: String) async throws -> ScheduleRecord? {
+    package func schedule(id: String) async throws -> ScheduleRecord? {
         try await rows("SELECT \(ScheduleRecord.columns) FROM schedules WHERE id = ?", [.text(id)])
             .first.map(ScheduleRecord.init(row:))
     }
 
-    public func schedules(app: String?, key: String?) async throws -> [ScheduleRecord] {
+    package func schedules(app: String?, key: String?) async throws -> [ScheduleRecord] {
         try await rows(
             """
             SELECT \(ScheduleRecord.columns) FROM schedules WHERE (?::text IS NULL OR bundle_id = ?) AND (?::text IS NULL OR key = ?)
@@ -100,7 +100,7 @@ extension PostgresStore {
         ).map(ScheduleRecord.init(row:))
     }
 
-    public func cancelSchedule(id: String, at: Date) async throws -> ScheduleRecord? {
+    package func cancelSchedule(id: String, at: Date) async throws -> ScheduleRecord? {
         try await transaction { db in
             guard
                 var schedule = try await db.rows("SELECT \(ScheduleRecord.columns) FROM schedules WHERE id = ? FOR UPDATE", [.text(id)])
@@ -115,14 +115,14 @@ extension PostgresStore {
         }
     }
 
-    public func dueSchedules(at: Date, limit: Int) async throws -> [ScheduleRecord] {
+    package func dueSchedules(at: Date, limit: Int) async throws -> [ScheduleRecord] {
         try await rows(
             "SELECT \(ScheduleRecord.columns) FROM schedules WHERE state = 'pending' AND due_at <= ? ORDER BY due_at, id LIMIT ?",
             [.seconds(at), .integer(Int64(limit))]
         ).map(ScheduleRecord.init(row:))
     }
 
-    public func failSchedule(id: String, reason: String) async throws {
+    package func failSchedule(id: String, reason: String) async throws {
         try await run(
             "UPDATE schedules SET state = 'failed', result = ? WHERE id = ? AND state = 'pending'", [.text(reason), .text(id)])
     }

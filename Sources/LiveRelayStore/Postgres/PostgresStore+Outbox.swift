@@ -10,7 +10,7 @@ import Synchronization
 extension PostgresStore {
     // MARK: The outbox
 
-    public func claimDeliveries(dueBy now: Date, limit: Int, leaseUntil: Date) async throws -> [DeliveryRecord] {
+    package func claimDeliveries(dueBy now: Date, limit: Int, leaseUntil: Date) async throws -> [DeliveryRecord] {
         try await transaction { db in
             // SKIP LOCKED: instances claiming at once each take other pushes, and none waits.
             let claimed = try await db.rows(Self.claim, [.seconds(leaseUntil), .seconds(now), .integer(Int64(limit))]).map(DeliveryRow.init(row:))
@@ -37,15 +37,15 @@ extension PostgresStore {
         RETURNING \(DeliveryRecord.columns)
         """
 
-    public func releaseClaims(at: Date) async throws {
+    package func releaseClaims(at: Date) async throws {
         try await transaction { db in try await db.carryOut(.restarted(alone: false), at: at) }
     }
 
-    public func abandonClaims(_ ids: [Int64], leasedUntil: Date, at: Date) async throws {
+    package func abandonClaims(_ ids: [Int64], leasedUntil: Date, at: Date) async throws {
         try await transaction { db in try await db.carryOut(.abandoned(ids: ids, leasedUntil: leasedUntil), at: at) }
     }
 
-    public func recordOutcomes(_ outcomes: [(id: Int64, outcome: DeliveryOutcome)], at: Date) async throws {
+    package func recordOutcomes(_ outcomes: [(id: Int64, outcome: DeliveryOutcome)], at: Date) async throws {
         guard !outcomes.isEmpty else { return }
         try await transaction { db in
             var sent: (ids: [Int64], statuses: [Int64], apnsIDs: [String]) = ([], [], [])
@@ -77,11 +77,11 @@ extension PostgresStore {
         }
     }
 
-    public func nextDueDate() async throws -> Date? {
+    package func nextDueDate() async throws -> Date? {
         try await rows(PreparedStatements.NextDue.self, []).first?.date(0)
     }
 
-    public func deliveries(_ query: DeliveryQuery) async throws -> [DeliveryRecord] {
+    package func deliveries(_ query: DeliveryQuery) async throws -> [DeliveryRecord] {
         try await connection { db in
             let rows = try await db.rows(
                 """
@@ -100,7 +100,7 @@ extension PostgresStore {
         }
     }
 
-    public func retryDelivery(id: Int64, app: String?, at now: Date) async throws -> DeliveryRetry.Outcome {
+    package func retryDelivery(id: Int64, app: String?, at now: Date) async throws -> DeliveryRetry.Outcome {
         try await transaction { db in
             guard
                 let failed = try await db.rows(StoreStatements.retryCandidate + " FOR UPDATE", [.integer(id)]).first.map(DeliveryRow.init(row:))?
@@ -123,11 +123,11 @@ extension PostgresStore {
         }
     }
 
-    public func pendingDeliveryCount() async throws -> Int {
+    package func pendingDeliveryCount() async throws -> Int {
         try await rows(StoreStatements.pendingDeliveryCount).first?.int(0) ?? 0
     }
 
-    public func deliveryCounts() async throws -> [DeliveryStatus: Int] {
+    package func deliveryCounts() async throws -> [DeliveryStatus: Int] {
         var counts: [DeliveryStatus: Int] = [:]
         for row in try await rows("SELECT status, COUNT(*) FROM deliveries GROUP BY status") {
             counts[try DeliveryStatus(stored: row.string(0), column: "deliveries.status")] = row.int(1)

@@ -10,17 +10,17 @@ import Synchronization
 extension PostgresStore {
     // MARK: Apps
 
-    public func saveApp(_ app: AppRecord) async throws {
+    package func saveApp(_ app: AppRecord) async throws {
         try await run(
             StoreStatements.saveApp,
             [.text(app.bundleID), .text(app.teamID), .text(app.keyID), .text(app.signingKey), .seconds(app.createdAt), .seconds(app.updatedAt)])
     }
 
-    public func apps() async throws -> [AppRecord] {
+    package func apps() async throws -> [AppRecord] {
         try await rows("SELECT \(AppRecord.columns) FROM apps ORDER BY bundle_id").map(AppRecord.init(row:))
     }
 
-    public func adoptUnnamedData(bundleID: String) async throws -> Bool {
+    package func adoptUnnamedData(bundleID: String) async throws -> Bool {
         try await transaction { db in
             var adopted = false
             for table in [
@@ -34,7 +34,7 @@ extension PostgresStore {
 
     // MARK: API keys
 
-    public func insertAPIKey(_ key: APIKeyRecord) async throws {
+    package func insertAPIKey(_ key: APIKeyRecord) async throws {
         try await run(
             StoreStatements.insertAPIKey,
             [
@@ -43,18 +43,18 @@ extension PostgresStore {
             ])
     }
 
-    public func apiKey(secretHash: Data) async throws -> APIKeyRecord? {
+    package func apiKey(secretHash: Data) async throws -> APIKeyRecord? {
         try await rows(
             "SELECT \(APIKeyRecord.columns) FROM api_keys WHERE secret_hash = ?", [.bytes(Array(secretHash))]
         ).first.map(APIKeyRecord.init(row:))
     }
 
-    public func apiKeys() async throws -> [APIKeyRecord] {
+    package func apiKeys() async throws -> [APIKeyRecord] {
         try await rows("SELECT \(APIKeyRecord.columns) FROM api_keys ORDER BY created_at, id")
             .map(APIKeyRecord.init(row:))
     }
 
-    public func revokeAPIKey(id: String, at: Date) async throws -> APIKeyRevocation {
+    package func revokeAPIKey(id: String, at: Date) async throws -> APIKeyRevocation {
         try await transaction { db in
             // The key and every live admin key, locked in one order: of two revocations at once,
             // the second reads what the first wrote.
@@ -73,7 +73,7 @@ extension PostgresStore {
 
     // MARK: Registrations
 
-    public func savePushToStartToken(_ token: PushToStartTokenRecord) async throws {
+    package func savePushToStartToken(_ token: PushToStartTokenRecord) async throws {
         try await run(
             StoreStatements.savePushToStartToken,
             [
@@ -86,7 +86,7 @@ extension PostgresStore {
     /// the registration routes would write one by one, for seeding a benchmark's million tokens
     /// (a transaction each takes most of an hour). A key gets its activity from its first token,
     /// registered as `saveActivityToken` does; its other tokens join it as they are.
-    public func importTokens(activityTokens: [ActivityTokenRecord], attributesType: String, pushToStart: [PushToStartTokenRecord]) async throws {
+    package func importTokens(activityTokens: [ActivityTokenRecord], attributesType: String, pushToStart: [PushToStartTokenRecord]) async throws {
         var keysSeen = Set<[String]>()
         var others: [ActivityTokenRecord] = []
         for token in activityTokens {
@@ -143,7 +143,7 @@ extension PostgresStore {
     }
 
     @discardableResult
-    public func saveActivityToken(_ token: ActivityTokenRecord, attributesType: String) async throws -> ActivityRecord {
+    package func saveActivityToken(_ token: ActivityTokenRecord, attributesType: String) async throws -> ActivityRecord {
         try await transaction { db in
             // The key, created active when the app started the activity itself.
             let created = ActivityRecord(
@@ -169,7 +169,7 @@ extension PostgresStore {
         }
     }
 
-    public func endActivityToken(app: String, key: String, deviceID: String, state: ActivityTokenState, at: Date) async throws -> Bool {
+    package func endActivityToken(app: String, key: String, deviceID: String, state: ActivityTokenState, at: Date) async throws -> Bool {
         try await transaction { db in
             let changed = try await db.changed(
                 StoreStatements.endActivityToken,
@@ -182,16 +182,16 @@ extension PostgresStore {
 
     // MARK: Keys and tokens
 
-    public func activities(_ query: ActivityQuery) async throws -> [ActivityRecord] {
+    package func activities(_ query: ActivityQuery) async throws -> [ActivityRecord] {
         let statement = StoreStatements.activities(query)
         return try await rows(statement.text, statement.arguments).map(ActivityRecord.listed(row:))
     }
 
-    public func activity(app: String, key: String) async throws -> ActivityRecord? {
+    package func activity(app: String, key: String) async throws -> ActivityRecord? {
         try await connection { db in try await Self.activity(db, app: app, key: key, locked: false) }
     }
 
-    public func activityTokens(app: String, key: String) async throws -> [ActivityTokenRecord] {
+    package func activityTokens(app: String, key: String) async throws -> [ActivityTokenRecord] {
         // A token's last result is that of its newest delivery that was attempted.
         try await rows(
             """
@@ -210,14 +210,14 @@ extension PostgresStore {
         }
     }
 
-    public func pushToStartTokens(deviceID: String) async throws -> [PushToStartTokenRecord] {
+    package func pushToStartTokens(deviceID: String) async throws -> [PushToStartTokenRecord] {
         try await rows(
             "SELECT \(PushToStartTokenRecord.columns) FROM push_to_start_tokens WHERE device_id = ? ORDER BY bundle_id, attributes_type",
             [.text(deviceID)]
         ).map(PushToStartTokenRecord.init(row:))
     }
 
-    public func expireActivities(startedBefore: Date, at: Date, channelDeleteAfter: Date) async throws -> [String] {
+    package func expireActivities(startedBefore: Date, at: Date, channelDeleteAfter: Date) async throws -> [String] {
         try await transaction { db in
             let keys = try await db.rows(
                 "SELECT bundle_id, key FROM activities WHERE state = 'active' AND started_at < ? ORDER BY bundle_id, key FOR UPDATE SKIP LOCKED",
@@ -239,7 +239,7 @@ extension PostgresStore {
         }
     }
 
-    public func counts() async throws -> StoreCounts {
+    package func counts() async throws -> StoreCounts {
         let row = try await rows(
             """
             SELECT (SELECT COUNT(*) FROM push_to_start_tokens WHERE dead_reason IS NULL),
@@ -254,20 +254,20 @@ extension PostgresStore {
 
     // MARK: Contracts
 
-    public func saveContract(_ contract: ContractRecord) async throws {
+    package func saveContract(_ contract: ContractRecord) async throws {
         try await run(
             StoreStatements.saveContract,
             [.text(contract.bundleID), .text(contract.attributesType), .text(contract.contract.serializedString), .seconds(contract.updatedAt)])
     }
 
-    public func contracts() async throws -> [ContractRecord] {
+    package func contracts() async throws -> [ContractRecord] {
         try await rows("SELECT \(ContractRecord.columns) FROM contracts ORDER BY bundle_id, attributes_type")
             .map(ContractRecord.init(row:))
     }
 
     // MARK: Channels
 
-    public func saveChannel(_ channel: ChannelRecord) async throws {
+    package func saveChannel(_ channel: ChannelRecord) async throws {
         try await run(
             StoreStatements.saveChannel,
             [
@@ -276,24 +276,24 @@ extension PostgresStore {
             ])
     }
 
-    public func channels() async throws -> [ChannelRecord] {
+    package func channels() async throws -> [ChannelRecord] {
         try await rows("SELECT \(ChannelRecord.columns) FROM channels ORDER BY created_at, channel_id")
             .map(ChannelRecord.init(row:))
     }
 
-    public func channel(id: String) async throws -> ChannelRecord? {
+    package func channel(id: String) async throws -> ChannelRecord? {
         try await rows("SELECT \(ChannelRecord.columns) FROM channels WHERE channel_id = ?", [.text(id)])
             .first.map(ChannelRecord.init(row:))
     }
 
-    public func channelsToDelete(at: Date) async throws -> [ChannelRecord] {
+    package func channelsToDelete(at: Date) async throws -> [ChannelRecord] {
         try await rows(
             "SELECT \(ChannelRecord.columns) FROM channels WHERE deleted_at IS NULL AND delete_after <= ? ORDER BY delete_after",
             [.seconds(at)]
         ).map(ChannelRecord.init(row:))
     }
 
-    public func markChannelDeleted(id: String, at: Date) async throws {
+    package func markChannelDeleted(id: String, at: Date) async throws {
         try await run("UPDATE channels SET deleted_at = ? WHERE channel_id = ?", [.seconds(at), .text(id)])
     }
 }

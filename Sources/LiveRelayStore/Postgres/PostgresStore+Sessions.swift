@@ -10,7 +10,7 @@ import Synchronization
 extension PostgresStore {
     // MARK: Dashboard sessions
 
-    public func insertDashboardSession(_ session: DashboardSessionRecord) async throws {
+    package func insertDashboardSession(_ session: DashboardSessionRecord) async throws {
         try await transaction { db in
             try await db.run(StoreStatements.deleteExpiredDashboardSessions, [.seconds(session.signedInAt)])
             try await db.run(
@@ -22,25 +22,25 @@ extension PostgresStore {
         }
     }
 
-    public func dashboardSession(idHash: Data, at now: Date) async throws -> (session: DashboardSessionRecord, key: APIKeyRecord)? {
+    package func dashboardSession(idHash: Data, at now: Date) async throws -> (session: DashboardSessionRecord, key: APIKeyRecord)? {
         try await rows(StoreStatements.dashboardSession, [.bytes(Array(idHash)), .seconds(now)]).first.map { row in
             (DashboardSessionRecord(row: row, idHash: idHash), try APIKeyRecord(row: row))
         }
     }
 
-    public func deleteDashboardSession(idHash: Data) async throws {
+    package func deleteDashboardSession(idHash: Data) async throws {
         try await run(StoreStatements.deleteDashboardSession, [.bytes(Array(idHash))])
     }
 
     // MARK: Instances
 
-    public func takeLease(_ name: String, holder: String, until: Date, at now: Date) async throws -> Bool {
+    package func takeLease(_ name: String, holder: String, until: Date, at now: Date) async throws -> Bool {
         try await !rows(StoreStatements.takeLease, [.text(name), .text(holder), .seconds(until), .seconds(now)]).isEmpty
     }
 
     /// LISTENs on its own connection, held while it watches; queued pushes are NOTIFYed in the
     /// transaction that queues them, so a listener hears of them once they are committed.
-    public func watchOutbox(_ queued: @escaping @Sendable () -> Void) async throws {
+    package func watchOutbox(_ queued: @escaping @Sendable () -> Void) async throws {
         try await connection { connection in
             try await connection.listen(on: Self.outboxChannel) { notifications in
                 for try await _ in notifications { queued() }
@@ -50,7 +50,7 @@ extension PostgresStore {
 
     /// One statement takes a token when the refilled bucket holds one (as `TokenBucket.refilled`
     /// computes); nothing comes back when it does not, and the wait is then read.
-    public func takeRequest(_ key: String, from bucket: TokenBucket, at now: Date) async throws -> Int? {
+    package func takeRequest(_ key: String, from bucket: TokenBucket, at now: Date) async throws -> Int? {
         let (burst, seconds, rate): (SQLArgument, SQLArgument, SQLArgument) = (.real(bucket.burst), .seconds(now), .real(bucket.rate))
         let taken = try await rows(
             PreparedStatements.TakeRequest.self, [.text(key), .real(bucket.burst - 1), seconds, burst, seconds, rate, seconds, burst, seconds, rate])

@@ -18,14 +18,14 @@ import PostgresNIO
 ///   with one writer.
 /// - A unique key taken by a concurrent writer (a start's activity key, an idempotency key) is
 ///   the same error as one taken before.
-public final class PostgresStore: InstanceSharedStore {
+package final class PostgresStore: InstanceSharedStore {
     let client: PostgresClient
     let target: PostgresURL
 
     /// Connects to `url` (`postgres://user:password@host:port/database`; `?host=/dir` for a Unix
     /// socket in `/dir`; `?sslmode=disable|prefer|require`). Use it within `running(_:)`, which
     /// runs its connection pool; then `migrate()` before anything else.
-    public init(url: String, maximumConnections: Int = 20, logger: Logger = Logger(label: "liverelay.postgres")) throws {
+    package init(url: String, maximumConnections: Int = 20, logger: Logger = Logger(label: "liverelay.postgres")) throws {
         target = try PostgresURL(url)
         var configuration = target.configuration
         configuration.options.maximumConnections = maximumConnections
@@ -34,13 +34,13 @@ public final class PostgresStore: InstanceSharedStore {
 
     /// Runs the connection pool until the task is cancelled, then closes every connection. The
     /// pool marks itself running before it first suspends, so `started` is called just before.
-    public func run(started: @Sendable () -> Void) async {
+    package func run(started: @Sendable () -> Void) async {
         started()
         await client.run()
     }
 
     @discardableResult
-    public func migrate() async throws -> [String] {
+    package func migrate() async throws -> [String] {
         try await target.probe(logger: Self.quiet)
         return try await transaction { db in
             // Instances starting together on one schema: one migrates, the others then find it done.

@@ -102,8 +102,8 @@ struct PostgresURL: CustomStringConvertible {
 }
 
 /// A database address that does not read, and why.
-public struct InvalidDatabaseURL: Error, CustomStringConvertible {
-    public let description: String
+package struct InvalidDatabaseURL: Error, CustomStringConvertible {
+    package let description: String
 
     init(_ description: String) { self.description = description }
 }

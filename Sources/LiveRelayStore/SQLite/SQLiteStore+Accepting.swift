@@ -7,7 +7,7 @@ import Synchronization
 extension SQLiteStore {
     // MARK: Accepting requests
 
-    public func idempotentAnswer(apiKeyID: String, key: String) async throws -> IdempotentAnswer? {
+    package func idempotentAnswer(apiKeyID: String, key: String) async throws -> IdempotentAnswer? {
         try await pool.read { db in
             try db.fetchOne(StoreStatements.idempotentAnswer, [apiKeyID, key]) { row in
                 IdempotentAnswer(requestHash: row[0], answer: try KeptAnswer(status: row.int(1), body: row.bytes(2), answer: row.text(3)))
@@ -15,13 +15,13 @@ extension SQLiteStore {
         }
     }
 
-    public func audienceEnvironments(app: String, attributesType: String, audience: Audience) async throws -> Set<PushEnvironment> {
+    package func audienceEnvironments(app: String, attributesType: String, audience: Audience) async throws -> Set<PushEnvironment> {
         try await pool.read { db in
             Set(try Self.pushToStartTokens(db, app: app, attributesType: attributesType, audience: audience).map(\.environment))
         }
     }
 
-    public func acceptStart<Outcome: Sendable>(
+    package func acceptStart<Outcome: Sendable>(
         app: String, key: String, attributesType: String, audience: Audience, context: WriteContext,
         plan: @Sendable ([PushToStartTokenRecord]) throws -> (StartPlan, Outcome)
     ) async throws -> Accepted<Outcome> {
@@ -39,7 +39,7 @@ extension SQLiteStore {
         }
     }
 
-    public func acceptChange<Outcome: Sendable>(
+    package func acceptChange<Outcome: Sendable>(
         app: String, key: String, budget: ChangeBudget, context: WriteContext,
         plan: @Sendable (ChangeSnapshot) throws -> (ChangePlan, Outcome)
     ) async throws -> Accepted<Outcome> {
@@ -94,7 +94,7 @@ extension SQLiteStore {
 
     // MARK: Schedules
 
-    public func insertSchedule(_ schedule: ScheduleRecord, context: WriteContext) async throws {
+    package func insertSchedule(_ schedule: ScheduleRecord, context: WriteContext) async throws {
         try await write { db in
             try db.run(
                 StoreStatements.insertSchedule,
@@ -106,13 +106,13 @@ extension SQLiteStore {
         }
     }
 
-    public func schedule(id: String) async throws -> ScheduleRecord? {
+    package func schedule(id: String) async throws -> ScheduleRecord? {
         try await pool.read { db in
             try db.fetchOne("SELECT \(ScheduleRecord.columns) FROM schedules WHERE id = ?", [id], as: ScheduleRecord.init(row:))
         }
     }
 
-    public func schedules(app: String?, key: String?) async throws -> [ScheduleRecord] {
+    package func schedules(app: String?, key: String?) async throws -> [ScheduleRecord] {
         try await pool.read { db in
             try db.fetchAll(
                 """
@@ -123,7 +123,7 @@ extension SQLiteStore {
         }
     }
 
-    public func cancelSchedule(id: String, at: Date) async throws -> ScheduleRecord? {
+    package func cancelSchedule(id: String, at: Date) async throws -> ScheduleRecord? {
         try await write { db in
             guard let schedule = try db.fetchOne("SELECT \(ScheduleRecord.columns) FROM schedules WHERE id = ?", [id], as: ScheduleRecord.init(row:))
             else {
@@ -139,7 +139,7 @@ extension SQLiteStore {
         }
     }
 
-    public func dueSchedules(at: Date, limit: Int) async throws -> [ScheduleRecord] {
+    package func dueSchedules(at: Date, limit: Int) async throws -> [ScheduleRecord] {
         try await pool.read { db in
             try db.fetchAll(
                 "SELECT \(ScheduleRecord.columns) FROM schedules WHERE state = 'pending' AND due_at <= ? ORDER BY due_at, id LIMIT ?",
@@ -147,7 +147,7 @@ extension SQLiteStore {
         }
     }
 
-    public func failSchedule(id: String, reason: String) async throws {
+    package func failSchedule(id: String, reason: String) async throws {
         try await write { db in
             try db.run("UPDATE schedules SET state = 'failed', result = ? WHERE id = ? AND state = 'pending'", [reason, id])
         }

@@ -7,7 +7,7 @@ import Synchronization
 extension SQLiteStore {
     // MARK: The outbox
 
-    public func claimDeliveries(dueBy now: Date, limit: Int, leaseUntil: Date) async throws -> [DeliveryRecord] {
+    package func claimDeliveries(dueBy now: Date, limit: Int, leaseUntil: Date) async throws -> [DeliveryRecord] {
         try await write { db in
             // One statement picks and leases; RETURNING gives no order, so the oldest go first by id.
             let claimed = try db.fetchAll(
@@ -19,11 +19,11 @@ extension SQLiteStore {
         }
     }
 
-    public func releaseClaims(at: Date) async throws {
+    package func releaseClaims(at: Date) async throws {
         try await write { db in try db.carryOut(.restarted(alone: true), at: at) }
     }
 
-    public func abandonClaims(_ ids: [Int64], leasedUntil: Date, at: Date) async throws {
+    package func abandonClaims(_ ids: [Int64], leasedUntil: Date, at: Date) async throws {
         try await write { db in try db.carryOut(.abandoned(ids: ids, leasedUntil: leasedUntil), at: at) }
     }
 
@@ -56,7 +56,7 @@ extension SQLiteStore {
         })
     private static let recordSentStatuses = OutboxStatements.sourceStatuses(.sent)
 
-    public func recordOutcomes(_ outcomes: [(id: Int64, outcome: DeliveryOutcome)], at: Date) async throws {
+    package func recordOutcomes(_ outcomes: [(id: Int64, outcome: DeliveryOutcome)], at: Date) async throws {
         guard !outcomes.isEmpty else { return }
         try await write { db in
             let now = at.seconds
@@ -85,13 +85,13 @@ extension SQLiteStore {
         }
     }
 
-    public func nextDueDate() async throws -> Date? {
+    package func nextDueDate() async throws -> Date? {
         try await pool.read { db in
             try db.fetchOne("SELECT MIN(next_attempt_at) FROM deliveries WHERE \(OutboxStatements.statusCondition(.claim))") { $0.date(0) } ?? nil
         }
     }
 
-    public func deliveries(_ query: DeliveryQuery) async throws -> [DeliveryRecord] {
+    package func deliveries(_ query: DeliveryQuery) async throws -> [DeliveryRecord] {
         try await pool.read { db in
             let rows = try db.fetchAll(
                 """
@@ -109,7 +109,7 @@ extension SQLiteStore {
         }
     }
 
-    public func retryDelivery(id: Int64, app: String?, at now: Date) async throws -> DeliveryRetry.Outcome {
+    package func retryDelivery(id: Int64, app: String?, at now: Date) async throws -> DeliveryRetry.Outcome {
         try await write { db in
             guard let failed = try db.fetchOne(StoreStatements.retryCandidate, [id], as: DeliveryRow.init(row:))?.record,
                 app == nil || failed.bundleID == app
@@ -128,11 +128,11 @@ extension SQLiteStore {
         }
     }
 
-    public func pendingDeliveryCount() async throws -> Int {
+    package func pendingDeliveryCount() async throws -> Int {
         try await pool.read { db in try db.fetchOne(StoreStatements.pendingDeliveryCount) { $0[0] as Int } ?? 0 }
     }
 
-    public func deliveryCounts() async throws -> [DeliveryStatus: Int] {
+    package func deliveryCounts() async throws -> [DeliveryStatus: Int] {
         try await pool.read { db in
             var counts: [DeliveryStatus: Int] = [:]
             try db.forEach("SELECT status, COUNT(*) FROM deliveries GROUP BY status") { row in

@@ -7,7 +7,7 @@ import Synchronization
 extension SQLiteStore {
     // MARK: Apps
 
-    public func saveApp(_ app: AppRecord) async throws {
+    package func saveApp(_ app: AppRecord) async throws {
         try await write { db in
             try db.run(
                 StoreStatements.saveApp,
@@ -15,13 +15,13 @@ extension SQLiteStore {
         }
     }
 
-    public func apps() async throws -> [AppRecord] {
+    package func apps() async throws -> [AppRecord] {
         try await pool.read { db in
             try db.fetchAll("SELECT \(AppRecord.columns) FROM apps ORDER BY bundle_id", as: AppRecord.init(row:))
         }
     }
 
-    public func adoptUnnamedData(bundleID: String) async throws -> Bool {
+    package func adoptUnnamedData(bundleID: String) async throws -> Bool {
         try await write { db in
             var adopted = false
             for table in [
@@ -36,7 +36,7 @@ extension SQLiteStore {
 
     // MARK: API keys
 
-    public func insertAPIKey(_ key: APIKeyRecord) async throws {
+    package func insertAPIKey(_ key: APIKeyRecord) async throws {
         try await write { db in
             try db.run(
                 StoreStatements.insertAPIKey,
@@ -44,19 +44,19 @@ extension SQLiteStore {
         }
     }
 
-    public func apiKey(secretHash: Data) async throws -> APIKeyRecord? {
+    package func apiKey(secretHash: Data) async throws -> APIKeyRecord? {
         try await pool.read { db in
             try db.fetchOne("SELECT \(APIKeyRecord.columns) FROM api_keys WHERE secret_hash = ?", [secretHash], as: APIKeyRecord.init(row:))
         }
     }
 
-    public func apiKeys() async throws -> [APIKeyRecord] {
+    package func apiKeys() async throws -> [APIKeyRecord] {
         try await pool.read { db in
             try db.fetchAll("SELECT \(APIKeyRecord.columns) FROM api_keys ORDER BY created_at, id", as: APIKeyRecord.init(row:))
         }
     }
 
-    public func revokeAPIKey(id: String, at: Date) async throws -> APIKeyRevocation {
+    package func revokeAPIKey(id: String, at: Date) async throws -> APIKeyRevocation {
         try await write { db in
             let scope = try String.fetchOne(db, sql: "SELECT scope FROM api_keys WHERE id = ? AND revoked_at IS NULL", arguments: [id])
             guard let scope else { return .notFound }
@@ -72,7 +72,7 @@ extension SQLiteStore {
 
     // MARK: Registrations
 
-    public func savePushToStartToken(_ token: PushToStartTokenRecord) async throws {
+    package func savePushToStartToken(_ token: PushToStartTokenRecord) async throws {
         try await write { db in
             try db.run(
                 StoreStatements.savePushToStartToken,
@@ -84,7 +84,7 @@ extension SQLiteStore {
     }
 
     @discardableResult
-    public func saveActivityToken(_ token: ActivityTokenRecord, attributesType: String) async throws -> ActivityRecord {
+    package func saveActivityToken(_ token: ActivityTokenRecord, attributesType: String) async throws -> ActivityRecord {
         try await write { db in
             var activity = try Self.activity(db, app: token.bundleID, key: token.key)
             if let existing = activity, existing.state == .ended {
@@ -108,7 +108,7 @@ extension SQLiteStore {
         }
     }
 
-    public func endActivityToken(app: String, key: String, deviceID: String, state: ActivityTokenState, at: Date) async throws -> Bool {
+    package func endActivityToken(app: String, key: String, deviceID: String, state: ActivityTokenState, at: Date) async throws -> Bool {
         try await write { db in
             try db.run(
                 StoreStatements.endActivityToken,
@@ -121,16 +121,16 @@ extension SQLiteStore {
 
     // MARK: Keys and tokens
 
-    public func activities(_ query: ActivityQuery) async throws -> [ActivityRecord] {
+    package func activities(_ query: ActivityQuery) async throws -> [ActivityRecord] {
         let statement = StoreStatements.activities(query)
         return try await pool.read { db in try db.fetchAll(statement.text, statement.sqliteArguments, as: ActivityRecord.listed(row:)) }
     }
 
-    public func activity(app: String, key: String) async throws -> ActivityRecord? {
+    package func activity(app: String, key: String) async throws -> ActivityRecord? {
         try await pool.read { db in try Self.activity(db, app: app, key: key) }
     }
 
-    public func activityTokens(app: String, key: String) async throws -> [ActivityTokenRecord] {
+    package func activityTokens(app: String, key: String) async throws -> [ActivityTokenRecord] {
         try await pool.read { db in
             // A token's last result is that of its newest delivery that was attempted.
             try db.fetchAll(
@@ -150,7 +150,7 @@ extension SQLiteStore {
         }
     }
 
-    public func pushToStartTokens(deviceID: String) async throws -> [PushToStartTokenRecord] {
+    package func pushToStartTokens(deviceID: String) async throws -> [PushToStartTokenRecord] {
         try await pool.read { db in
             try db.fetchAll(
                 "SELECT \(PushToStartTokenRecord.columns) FROM push_to_start_tokens WHERE device_id = ? ORDER BY bundle_id, attributes_type",
@@ -159,7 +159,7 @@ extension SQLiteStore {
         }
     }
 
-    public func expireActivities(startedBefore: Date, at: Date, channelDeleteAfter: Date) async throws -> [String] {
+    package func expireActivities(startedBefore: Date, at: Date, channelDeleteAfter: Date) async throws -> [String] {
         try await write { db in
             let keys = try db.fetchAll(
                 "SELECT bundle_id, key FROM activities WHERE state = 'active' AND started_at < ? ORDER BY bundle_id, key",
@@ -181,7 +181,7 @@ extension SQLiteStore {
         }
     }
 
-    public func counts() async throws -> StoreCounts {
+    package func counts() async throws -> StoreCounts {
         try await pool.read { db in
             StoreCounts(
                 pushToStartTokens: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM push_to_start_tokens WHERE dead_reason IS NULL") ?? 0,
@@ -193,7 +193,7 @@ extension SQLiteStore {
 
     // MARK: Contracts
 
-    public func saveContract(_ contract: ContractRecord) async throws {
+    package func saveContract(_ contract: ContractRecord) async throws {
         try await write { db in
             try db.run(
                 StoreStatements.saveContract,
@@ -201,14 +201,14 @@ extension SQLiteStore {
         }
     }
 
-    public func contracts() async throws -> [ContractRecord] {
+    package func contracts() async throws -> [ContractRecord] {
         try await pool.read { db in
             try db.fetchAll(
                 "SELECT \(ContractRecord.columns) FROM contracts ORDER BY bundle_id, attributes_type", as: ContractRecord.init(row:))
         }
     }
 
-    public func saveChannel(_ channel: ChannelRecord) async throws {
+    package func saveChannel(_ channel: ChannelRecord) async throws {
         try await write { db in
             try db.run(
                 StoreStatements.saveChannel,
@@ -219,19 +219,19 @@ extension SQLiteStore {
         }
     }
 
-    public func channels() async throws -> [ChannelRecord] {
+    package func channels() async throws -> [ChannelRecord] {
         try await pool.read { db in
             try db.fetchAll("SELECT \(ChannelRecord.columns) FROM channels ORDER BY created_at, channel_id", as: ChannelRecord.init(row:))
         }
     }
 
-    public func channel(id: String) async throws -> ChannelRecord? {
+    package func channel(id: String) async throws -> ChannelRecord? {
         try await pool.read { db in
             try db.fetchOne("SELECT \(ChannelRecord.columns) FROM channels WHERE channel_id = ?", [id], as: ChannelRecord.init(row:))
         }
     }
 
-    public func channelsToDelete(at: Date) async throws -> [ChannelRecord] {
+    package func channelsToDelete(at: Date) async throws -> [ChannelRecord] {
         try await pool.read { db in
             try db.fetchAll(
                 "SELECT \(ChannelRecord.columns) FROM channels WHERE deleted_at IS NULL AND delete_after <= ? ORDER BY delete_after",
@@ -239,7 +239,7 @@ extension SQLiteStore {
         }
     }
 
-    public func markChannelDeleted(id: String, at: Date) async throws {
+    package func markChannelDeleted(id: String, at: Date) async throws {
         try await write { db in
             try db.run("UPDATE channels SET deleted_at = ? WHERE channel_id = ?", [at.seconds, id])
         }

@@ -7,7 +7,7 @@ import Synchronization
 extension SQLiteStore {
     // MARK: Dashboard sessions
 
-    public func insertDashboardSession(_ session: DashboardSessionRecord) async throws {
+    package func insertDashboardSession(_ session: DashboardSessionRecord) async throws {
         try await write { db in
             try db.run(StoreStatements.deleteExpiredDashboardSessions, [session.signedInAt.seconds])
             try db.run(
@@ -16,7 +16,7 @@ extension SQLiteStore {
         }
     }
 
-    public func dashboardSession(idHash: Data, at now: Date) async throws -> (session: DashboardSessionRecord, key: APIKeyRecord)? {
+    package func dashboardSession(idHash: Data, at now: Date) async throws -> (session: DashboardSessionRecord, key: APIKeyRecord)? {
         try await pool.read { db in
             try db.fetchOne(StoreStatements.dashboardSession, [idHash, now.seconds]) { row in
                 (DashboardSessionRecord(row: row, idHash: idHash), try APIKeyRecord(row: row))
@@ -24,13 +24,13 @@ extension SQLiteStore {
         }
     }
 
-    public func deleteDashboardSession(idHash: Data) async throws {
+    package func deleteDashboardSession(idHash: Data) async throws {
         try await write { db in try db.run(StoreStatements.deleteDashboardSession, [idHash]) }
     }
 
     // MARK: Instances
 
-    public func takeLease(_ name: String, holder: String, until: Date, at now: Date) async throws -> Bool {
+    package func takeLease(_ name: String, holder: String, until: Date, at now: Date) async throws -> Bool {
         try await write { db in
             try db.fetchOne(StoreStatements.takeLease, [name, holder, until.seconds, now.seconds]) { _ in true } ?? false
         }

@@ -10,9 +10,9 @@ import Synchronization
 ///
 /// Committed transactions survive the process being killed (`synchronous=NORMAL` in WAL mode
 /// loses at most the last transactions on power loss, never on a crash of the process).
-public final class SQLiteStore: RelayStore {
+package final class SQLiteStore: RelayStore {
     let pool: DatabasePool
-    public let path: String
+    package let path: String
     /// Copies the WAL back into the database file beside the writer, never inside a commit.
     /// SQLite's automatic checkpoint runs in whichever commit crosses 1000 pages, and the request
     /// behind that commit would wait for the copy and an fsync.
@@ -23,7 +23,7 @@ public final class SQLiteStore: RelayStore {
     /// `-wal` and `-shm` files are the owner's alone (0600): they hold full push tokens. SQLite
     /// gives the last two the database file's mode, so an empty file made 0600 comes first, and
     /// files made by an older release are tightened.
-    public init(path: String) throws {
+    package init(path: String) throws {
         let manager = FileManager.default
         if !manager.fileExists(atPath: path) {
             guard manager.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
@@ -75,10 +75,10 @@ public final class SQLiteStore: RelayStore {
     }
 
     /// A file needs nothing running beside its statements.
-    public func run(started: @Sendable () -> Void) async { started() }
+    package func run(started: @Sendable () -> Void) async { started() }
 
     @discardableResult
-    public func migrate() async throws -> [String] {
+    package func migrate() async throws -> [String] {
         var migrator = DatabaseMigrator()
         for migration in SQLiteMigrations.all {
             migrator.registerMigration(migration.name) { db in
