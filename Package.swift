@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "APNs", targets: ["APNs"]),
         .library(name: "SimulatedDevices", targets: ["SimulatedDevices"]),
         .library(name: "APNsEmulator", targets: ["APNsEmulator"]),
+        .library(name: "LiveRelayKit", targets: ["LiveRelayKit"]),
         .executable(name: "liverelay", targets: ["liverelay"]),
     ],
     dependencies: [
@@ -45,6 +46,9 @@ let package = Package(
         // The vocabulary of Live Activities and the APNs payload. Foundation only, so an iOS app
         // can share its attribute types with the server.
         .target(name: "LiveActivityKit"),
+        // What an iOS app adds to hand its tokens and activities to the server; every simulated
+        // iPhone runs it too. Foundation only (URLSession).
+        .target(name: "LiveRelayKit"),
         // The APNs provider client: ES256 provider tokens, HTTP/2 over TLS, typed answers.
         .target(
             name: "APNs",
@@ -184,6 +188,8 @@ let package = Package(
             ]
         ),
         .testTarget(name: "LiveActivityKitTests", dependencies: ["LiveActivityKit", "LiveRelayTesting"]),
+        // LiveRelayKit's decisions as values, its backlog on a real file, without a network.
+        .testTarget(name: "LiveRelayKitTests", dependencies: ["LiveRelayKit"]),
         .testTarget(name: "SimulatedDevicesTests", dependencies: ["SimulatedDevices", "LiveActivityKit"]),
         // The drawn devices and their templates, without a server.
         .testTarget(name: "WebPagesTests", dependencies: ["WebPages", "SimulatedDevices", "LiveActivityKit", "LiveRelayTesting"]),

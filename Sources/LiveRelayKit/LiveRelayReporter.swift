@@ -1,0 +1,108 @@
+import Foundation
+
+/// Hands an app's tokens and activities to a LiveRelay server: adapters give it what ActivityKit
+/// did (`observe`), it decides what to report (`ReportPlanner`), keeps the reports in order in
+/// its storage until the server acknowledges them, and sends them (`run`), retrying while the
+/// server cannot be reached, across launches.
+public actor LiveRelayReporter {
+    public let reporter: Reporter
+    private let transport: any ReportTransport
+    private let storage: any ReportStorage
+    private let policy: RetryPolicy
+    private let sleep: @Sendable (Duration) async throws -> Void
+    private let now: @Sendable () -> Date
+    private let log: @Sendable (String) -> Void
+    private var backlog: ReportBacklog
+    private let wake = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    /// The latest outcomes, newest last, for an app's diagnostics (and the emulator's page).
+    public private(set) var recent: [Delivered] = []
+
+    /// A report that left the backlog, and how.
+    public struct Delivered: Sendable, Hashable {
+        public var report: Report
+        public var decision: DeliveryDecision
+        public var attempts: Int
+    }
+
+    /// `contracts`: what the widget decodes each attributes type from, reported before its first
+    /// push-to-start token. `sleep` and `now` are the clock (tests give their own); `log` hears
+    /// every dropped report and every storage failure.
+    public init(
+        reporter: Reporter, contracts: [ActivityContractShape] = [], transport: any ReportTransport, storage: any ReportStorage,
+        policy: RetryPolicy = RetryPolicy(), sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
+        now: @escaping @Sendable () -> Date = { Date() }, log: @escaping @Sendable (String) -> Void = { print($0) }
+    ) {
+        self.reporter = reporter
+        self.transport = transport
+        self.storage = storage
+        self.policy = policy
+        self.sleep = sleep
+        self.now = now
+        self.log = log
+        var backlog = ReportBacklog(planner: ReportPlanner(contracts: contracts))
+        do {
+            if let data = try storage.load() {
+                backlog = try JSONDecoder().decode(ReportBacklog.self, from: data)
+                backlog.planner.contracts = ReportPlanner(contracts: contracts).contracts
+            }
+        } catch {
+            log("LiveRelayKit: the backlog could not be read, a new one is begun: \(error)")
+        }
+        self.backlog = backlog
+    }
+
+    /// Reports not acknowledged yet, oldest first.
+    public var pending: [Report] { backlog.pending.map(\.report) }
+
+    /// What ActivityKit did: the reports it calls for join the backlog (saved before this returns).
+    public func observe(_ observation: Observation) {
+        let reports = backlog.planner.plan(observation, at: now())
+        backlog.append(reports)
+        save()
+        if !reports.isEmpty { wake.continuation.yield() }
+    }
+
+    /// Sends the backlog, oldest first, until the task is cancelled.
+    public func run() async {
+        var signals = wake.stream.makeAsyncIterator()
+        while !Task.isCancelled {
+            guard let next = backlog.pending.first else {
+                guard await signals.next() != nil else { return }
+                continue
+            }
+            let outcome: SendOutcome
+            do {
+                outcome = await transport.send(try next.report.request(from: reporter))
+            } catch {
+                outcome = .answered(status: 400, retryAfter: nil, message: "could not be encoded: \(error)")
+            }
+            if Task.isCancelled { return }
+            let attempt = next.attempts + 1
+            let decision = policy.decide(outcome, attempt: attempt)
+            switch decision {
+            case .acknowledged, .drop:
+                if case .drop(let reason) = decision { log("LiveRelayKit: dropped \(next.report): \(reason)") }
+                backlog.pending.removeFirst()
+                save()
+                remember(Delivered(report: next.report, decision: decision, attempts: attempt))
+            case .retry(let pause):
+                backlog.pending[0].attempts = attempt
+                save()
+                do { try await sleep(pause) } catch { return }
+            }
+        }
+    }
+
+    private func remember(_ delivered: Delivered) {
+        recent.append(delivered)
+        if recent.count > 50 { recent.removeFirst(recent.count - 50) }
+    }
+
+    private func save() {
+        do {
+            try storage.save(try JSONEncoder().encode(backlog))
+        } catch {
+            log("LiveRelayKit: the backlog could not be saved: \(error)")
+        }
+    }
+}

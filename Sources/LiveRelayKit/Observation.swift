@@ -1,0 +1,40 @@
+import Foundation
+
+/// What an adapter saw ActivityKit do, in ActivityKit's terms: the only input of LiveRelayKit's
+/// decisions. The ActivityKit adapter and the simulated iPhones' adapter both translate their
+/// sequences into these, so that everything after is the same code.
+public enum Observation: Sendable, Hashable, Codable {
+    /// `Activity<T>.pushToStartTokenUpdates` gave a token for the attributes type.
+    case pushToStartToken(attributesType: String, token: Data)
+    /// `Activity<T>.activityUpdates` (or the app's own request) gave an activity; `key` is the
+    /// value of the attribute the backend keys it by.
+    case activity(id: String, attributesType: String, key: String, pushType: PushTarget)
+    /// `activity.pushTokenUpdates` gave a token.
+    case activityToken(activityID: String, token: Data)
+    /// `activity.activityStateUpdates` gave a state.
+    case activityState(activityID: String, state: ObservedState)
+    /// The app ended the activity itself (`activity.end(…)`), just before ActivityKit reports `.ended`.
+    case endedByApp(activityID: String)
+    /// `ActivityAuthorizationInfo`: Live Activities switched on or off, frequent updates allowed or not.
+    case authorization(activitiesEnabled: Bool, frequentPushesEnabled: Bool)
+}
+
+/// How an activity receives its pushes, as it was requested (`PushType`).
+public enum PushTarget: Sendable, Hashable, Codable {
+    /// No pushes: the app updates it itself.
+    case none
+    /// Pushes to its own update token (`.token`).
+    case token
+    /// Broadcast pushes on a channel (`.channel(id)`, iOS 18).
+    case channel(String)
+}
+
+/// `ActivityState`, as LiveRelayKit needs it.
+public enum ObservedState: String, Sendable, Hashable, Codable {
+    /// Scheduled, not started yet (iOS 26).
+    case pending
+    case active
+    case stale
+    case ended
+    case dismissed
+}

@@ -1,0 +1,127 @@
+import Foundation
+
+/// One thing the server is to hear from the app, in the order it happened. Kept in the backlog
+/// until the server acknowledges it.
+public enum Report: Sendable, Hashable, Codable {
+    /// What the app's widget decodes the attributes type from (`PUT /v1/contracts/{type}`).
+    case contract(ActivityContractShape)
+    /// A push-to-start token (`POST /v1/push-to-start-tokens`).
+    case pushToStartToken(attributesType: String, token: String, frequentPushesEnabled: Bool)
+    /// An activity's update token under its key (`POST /v1/activities/{key}/tokens`).
+    case activityToken(key: String, activityID: String, attributesType: String, token: String, frequentPushesEnabled: Bool)
+    /// An activity ended or dismissed, and by whom (`POST /v1/activities/{key}/ended`).
+    case ended(key: String, activityID: String, state: EndState, cause: EndCause, at: Date)
+
+    public enum EndState: String, Sendable, Hashable, Codable {
+        case ended, dismissed
+    }
+
+    /// Who ended an activity, as far as the app can tell: ActivityKit says only that it ended.
+    public enum EndCause: String, Sendable, Hashable, Codable {
+        /// The app called `end`.
+        case app
+        /// The person removed it from the Lock Screen while it was still going.
+        case person
+        /// Neither: an `end` push from the server, or the system (the 8-hour limit).
+        case system
+    }
+
+    /// The activity key the report is about, if any: reports of one key keep their order.
+    var key: String? {
+        switch self {
+        case .contract, .pushToStartToken: nil
+        case .activityToken(let key, _, _, _, _), .ended(let key, _, _, _, _): key
+        }
+    }
+}
+
+/// An HTTP request to the server: what a report becomes, given who sends it.
+public struct ReportRequest: Sendable, Hashable {
+    public var method: String
+    /// From the server's root, percent-encoded (`/v1/activities/order%2042/tokens`).
+    public var path: String
+    public var body: Data
+}
+
+/// Who is reporting: the same on every report of one app on one device.
+public struct Reporter: Sendable, Hashable, Codable {
+    public var deviceID: String
+    public var bundleID: String
+    public var environment: APNsEnvironment
+
+    public init(deviceID: String, bundleID: String, environment: APNsEnvironment) {
+        self.deviceID = deviceID
+        self.bundleID = bundleID
+        self.environment = environment
+    }
+}
+
+/// Where the app's tokens are valid: its `aps-environment` entitlement.
+public enum APNsEnvironment: String, Sendable, Hashable, Codable {
+    /// `development`: builds run from Xcode.
+    case sandbox
+    /// `production`: TestFlight and the App Store.
+    case production
+}
+
+extension Report {
+    /// The request that carries the report, in the server's API (`openapi.json`).
+    public func request(from reporter: Reporter) throws -> ReportRequest {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        encoder.dateEncodingStrategy = .iso8601
+        switch self {
+        case .contract(let shape):
+            let body = ContractBody(bundleID: reporter.bundleID, attributes: shape.attributes, contentState: shape.contentState)
+            return ReportRequest(method: "PUT", path: "/v1/contracts/" + Self.segment(shape.attributesType), body: try encoder.encode(body))
+        case .pushToStartToken(let type, let token, let frequent):
+            let body = TokenBody(
+                deviceID: reporter.deviceID, bundleID: reporter.bundleID, activityID: nil, attributesType: type, token: token,
+                frequentPushesEnabled: frequent, environment: reporter.environment)
+            return ReportRequest(method: "POST", path: "/v1/push-to-start-tokens", body: try encoder.encode(body))
+        case .activityToken(let key, let activityID, let type, let token, let frequent):
+            let body = TokenBody(
+                deviceID: reporter.deviceID, bundleID: reporter.bundleID, activityID: activityID, attributesType: type, token: token,
+                frequentPushesEnabled: frequent, environment: reporter.environment)
+            return ReportRequest(method: "POST", path: "/v1/activities/\(Self.segment(key))/tokens", body: try encoder.encode(body))
+        case .ended(let key, let activityID, let state, let cause, let at):
+            let body = EndedBody(deviceID: reporter.deviceID, bundleID: reporter.bundleID, activityID: activityID, state: state, cause: cause, at: at)
+            return ReportRequest(method: "POST", path: "/v1/activities/\(Self.segment(key))/ended", body: try encoder.encode(body))
+        }
+    }
+
+    /// One path segment: a key may hold `/` or spaces.
+    static func segment(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/?#"))) ?? text
+    }
+
+    private struct ContractBody: Encodable {
+        var bundleID: String
+        var attributes: [String: ContractType]
+        var contentState: [String: ContractType]
+    }
+
+    private struct TokenBody: Encodable {
+        var deviceID: String
+        var bundleID: String
+        var activityID: String?
+        var attributesType: String
+        var token: String
+        var frequentPushesEnabled: Bool
+        var environment: APNsEnvironment
+    }
+
+    private struct EndedBody: Encodable {
+        var deviceID: String
+        var bundleID: String
+        var activityID: String
+        var state: EndState
+        var cause: EndCause
+        var at: Date
+    }
+}
+
+extension Data {
+    /// A token as the server takes it: lowercase hex.
+    var hex: String { map { String(format: "%02x", $0) }.joined() }
+}

@@ -1,0 +1,64 @@
+import Foundation
+
+/// What LiveRelayKit keeps across launches, in one small file: the planner's memory and the
+/// reports not yet acknowledged, in order. Rewritten whole (atomically) at each change: a few
+/// kilobytes, written only when something happens.
+struct ReportBacklog: Sendable, Hashable, Codable {
+    var planner: ReportPlanner
+    var pending: [PendingReport] = []
+    var nextSequence = 1
+
+    struct PendingReport: Sendable, Hashable, Codable {
+        var sequence: Int
+        var report: Report
+        /// Attempts that failed so far.
+        var attempts = 0
+    }
+
+    mutating func append(_ reports: [Report]) {
+        for report in reports {
+            pending.append(PendingReport(sequence: nextSequence, report: report))
+            nextSequence += 1
+        }
+    }
+
+    /// A file too big for a few tokens is not read: it is not ours, or it was damaged.
+    static let largestFile = 4 * 1_024 * 1_024
+}
+
+/// Where the backlog lives.
+public protocol ReportStorage: Sendable {
+    /// The saved bytes, or `nil` when nothing was saved yet.
+    func load() throws -> Data?
+    func save(_ data: Data) throws
+}
+
+/// A file in the app's storage (by default under Application Support), replaced atomically.
+public struct FileReportStorage: ReportStorage {
+    public let url: URL
+
+    public init(url: URL) {
+        self.url = url
+    }
+
+    public func load() throws -> Data? {
+        guard FileManager.default.fileExists(atPath: url.path) else { return nil }
+        let size = try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int ?? 0
+        guard size <= ReportBacklog.largestFile else { throw BacklogTooLarge(path: url.path, size: size) }
+        return try Data(contentsOf: url)
+    }
+
+    public func save(_ data: Data) throws {
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try data.write(to: url, options: .atomic)
+    }
+}
+
+/// The backlog file is larger than any backlog of ours.
+public struct BacklogTooLarge: Error, CustomStringConvertible {
+    public var path: String
+    public var size: Int
+    public var description: String {
+        "LiveRelayKit: \(path) holds \(size) bytes, more than a backlog ever does; it is left as it is and a new one begun"
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+
+/// How one attempt to send a report went.
+public enum SendOutcome: Sendable, Hashable {
+    /// The server answered with `status`; `retryAfter` from its `Retry-After`, in seconds.
+    case answered(status: Int, retryAfter: Double?, message: String)
+    /// No answer: no network, the server down, a timeout.
+    case unreachable(String)
+}
+
+/// What to do with a report after an attempt.
+public enum DeliveryDecision: Sendable, Hashable {
+    /// The server has it: done, never sent again.
+    case acknowledged
+    /// Try again after the pause; the reports after it wait, so that they arrive in order.
+    case retry(after: Duration)
+    /// The server says it can never succeed (a 4xx other than 408 and 429): dropped, with why.
+    case drop(reason: String)
+}
+
+/// When to try again: exponential back-off from one second to five minutes, or the server's
+/// `Retry-After` when it gives one (at most an hour).
+public struct RetryPolicy: Sendable, Hashable {
+    public var firstPause: Duration = .seconds(1)
+    public var longestPause: Duration = .seconds(300)
+
+    public init() {}
+
+    /// The decision after attempt number `attempt` (1 for the first) ended with `outcome`.
+    public func decide(_ outcome: SendOutcome, attempt: Int) -> DeliveryDecision {
+        switch outcome {
+        case .answered(let status, _, _) where (200..<300).contains(status):
+            return .acknowledged
+        case .answered(let status, let retryAfter, _) where status == 408 || status == 429 || status >= 500:
+            if let retryAfter, retryAfter >= 0 { return .retry(after: .milliseconds(Int(min(retryAfter, 3_600) * 1_000))) }
+            return .retry(after: backOff(attempt: attempt))
+        case .answered(let status, _, let message):
+            return .drop(reason: "the server refused it for good (\(status)): \(message)")
+        case .unreachable:
+            return .retry(after: backOff(attempt: attempt))
+        }
+    }
+
+    func backOff(attempt: Int) -> Duration {
+        let doublings = min(max(attempt - 1, 0), 20)
+        return min(firstPause * (1 << doublings), longestPause)
+    }
+}

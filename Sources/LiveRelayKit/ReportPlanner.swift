@@ -1,0 +1,114 @@
+import Foundation
+
+/// LiveRelayKit's decisions, as a value: from what ActivityKit did (`Observation`), what the
+/// server is to hear (`Report`), and nothing twice. Kept with the backlog, so that a relaunched
+/// app, to which ActivityKit hands its current tokens again, does not report them again.
+public struct ReportPlanner: Sendable, Hashable, Codable {
+    /// The contracts of the app's attributes types, by type name: each is reported before the
+    /// type's first push-to-start token, and again only when it changes.
+    public var contracts: [String: ActivityContractShape]
+    public private(set) var activitiesEnabled = true
+    public private(set) var frequentPushesEnabled = false
+    /// The latest push-to-start token per type, reported or not (held while Live Activities are off).
+    private var pushToStartTokens: [String: String] = [:]
+    /// What the server holds: the push-to-start token per type, the contracts.
+    private var reportedPushToStart: [String: String] = [:]
+    private var reportedContracts: [String: ActivityContractShape] = [:]
+    /// Activities seen and not yet dismissed, by ActivityKit's id.
+    private var activities: [String: Tracked] = [:]
+
+    struct Tracked: Sendable, Hashable, Codable {
+        var key: String
+        var attributesType: String
+        var pushType: PushTarget
+        var token: String?
+        var endedByApp = false
+        var end: Report.EndCause?
+    }
+
+    public init(contracts: [ActivityContractShape] = []) {
+        self.contracts = Dictionary(contracts.map { ($0.attributesType, $0) }, uniquingKeysWith: { _, last in last })
+    }
+
+    /// What to report, in order, now that `observation` happened at `now`.
+    public mutating func plan(_ observation: Observation, at now: Date) -> [Report] {
+        switch observation {
+        case .pushToStartToken(let type, let token):
+            pushToStartTokens[type] = token.hex
+            return pushToStartReports(for: type)
+
+        case .activity(let id, let type, let key, let pushType):
+            guard activities[id] == nil else { return [] }
+            activities[id] = Tracked(key: key, attributesType: type, pushType: pushType)
+            return []
+
+        case .activityToken(let id, let token):
+            guard var activity = activities[id], activity.end == nil, activity.token != token.hex else { return [] }
+            activity.token = token.hex
+            activities[id] = activity
+            return [
+                .activityToken(
+                    key: activity.key, activityID: id, attributesType: activity.attributesType, token: token.hex,
+                    frequentPushesEnabled: frequentPushesEnabled)
+            ]
+
+        case .endedByApp(let id):
+            activities[id]?.endedByApp = true
+            return []
+
+        case .activityState(let id, let state):
+            guard var activity = activities[id] else { return [] }
+            switch state {
+            case .pending, .active, .stale:
+                return []
+            case .ended:
+                guard activity.end == nil else { return [] }
+                let cause: Report.EndCause = activity.endedByApp ? .app : .system
+                activity.end = cause
+                activities[id] = activity
+                return [.ended(key: activity.key, activityID: id, state: .ended, cause: cause, at: now)]
+            case .dismissed:
+                // Gone from the Lock Screen before it ended: the person removed it.
+                activities[id] = nil
+                return [.ended(key: activity.key, activityID: id, state: .dismissed, cause: activity.end ?? .person, at: now)]
+            }
+
+        case .authorization(let enabled, let frequent):
+            let (wasEnabled, wasFrequent) = (activitiesEnabled, frequentPushesEnabled)
+            (activitiesEnabled, frequentPushesEnabled) = (enabled, frequent)
+            if !enabled {
+                // Switched off: the server's push-to-start tokens no longer start anything. They
+                // are reported again once switched on (iOS then issues new ones).
+                reportedPushToStart = [:]
+                return []
+            }
+            var reports: [Report] = []
+            if !wasEnabled || wasFrequent != frequent {
+                if wasFrequent != frequent { reportedPushToStart = [:] }
+                for type in pushToStartTokens.keys.sorted() { reports += pushToStartReports(for: type) }
+            }
+            if wasFrequent != frequent {
+                for (id, activity) in activities.sorted(by: { $0.key < $1.key }) where activity.end == nil {
+                    guard let token = activity.token else { continue }
+                    reports.append(
+                        .activityToken(
+                            key: activity.key, activityID: id, attributesType: activity.attributesType, token: token,
+                            frequentPushesEnabled: frequent))
+                }
+            }
+            return reports
+        }
+    }
+
+    /// The type's push-to-start token if the server does not hold it, its contract first.
+    private mutating func pushToStartReports(for type: String) -> [Report] {
+        guard activitiesEnabled, let token = pushToStartTokens[type], reportedPushToStart[type] != token else { return [] }
+        reportedPushToStart[type] = token
+        var reports: [Report] = []
+        if let contract = contracts[type], reportedContracts[type] != contract {
+            reportedContracts[type] = contract
+            reports.append(.contract(contract))
+        }
+        return reports + [.pushToStartToken(attributesType: type, token: token, frequentPushesEnabled: frequentPushesEnabled)]
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Sends one report's request to the server and says how it went; never throws.
+public protocol ReportTransport: Sendable {
+    func send(_ request: ReportRequest) async -> SendOutcome
+}
+
+/// The server over `URLSession`, with the client key and LiveRelayKit's version in the headers.
+public struct URLSessionTransport: ReportTransport {
+    public let server: URL
+    public let clientKey: String
+    public let session: URLSession
+    /// A request not answered within this is taken as unreachable, and retried.
+    public let timeout: TimeInterval
+
+    public init(server: URL, clientKey: String, session: URLSession = .shared, timeout: TimeInterval = 30) {
+        self.server = server
+        self.clientKey = clientKey
+        self.session = session
+        self.timeout = timeout
+    }
+
+    public func send(_ report: ReportRequest) async -> SendOutcome {
+        let base = server.absoluteString.hasSuffix("/") ? String(server.absoluteString.dropLast()) : server.absoluteString
+        guard let url = URL(string: base + report.path) else {
+            return .answered(status: 400, retryAfter: nil, message: "not a URL: \(base + report.path)")
+        }
+        var request = URLRequest(url: url, timeoutInterval: timeout)
+        request.httpMethod = report.method
+        request.httpBody = report.body
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.setValue("Bearer \(clientKey)", forHTTPHeaderField: "Authorization")
+        request.setValue(LiveRelayKitVersion.current, forHTTPHeaderField: LiveRelayKitVersion.header)
+        do {
+            let (data, response) = try await session.data(for: request)
+            guard let http = response as? HTTPURLResponse else { return .unreachable("not an HTTP answer") }
+            let retryAfter = (http.value(forHTTPHeaderField: "Retry-After")).flatMap(Double.init)
+            return .answered(status: http.statusCode, retryAfter: retryAfter, message: String(decoding: data.prefix(1_000), as: UTF8.self))
+        } catch {
+            return .unreachable("\(error)")
+        }
+    }
+}
+
+/// Which LiveRelayKit sent a report: the server shows it with the device.
+public enum LiveRelayKitVersion {
+    public static let current = "0.1.0"
+    public static let header = "LiveRelayKit-Version"
+}

@@ -1,0 +1,159 @@
+import Foundation
+import LiveRelayKit
+import Synchronization
+import Testing
+
+/// A server that answers as it is told, and remembers what reached it.
+final class ScriptedServer: ReportTransport {
+    private let state = Mutex((answers: [SendOutcome](), received: [ReportRequest](), attempts: 0))
+
+    /// Answers given in turn; when none is left, `200`.
+    init(_ answers: [SendOutcome] = []) { state.withLock { $0.answers = answers } }
+
+    func send(_ request: ReportRequest) async -> SendOutcome {
+        state.withLock { state in
+            state.attempts += 1
+            let answer = state.answers.isEmpty ? .answered(status: 200, retryAfter: nil, message: "") : state.answers.removeFirst()
+            if case .answered(let status, _, _) = answer, (200..<300).contains(status) { state.received.append(request) }
+            return answer
+        }
+    }
+
+    /// The paths of what the server acknowledged, in order.
+    var received: [String] { state.withLock { $0.received.map { "\($0.method) \($0.path)" } } }
+    var attempts: Int { state.withLock { $0.attempts } }
+}
+
+/// The pauses the reporter asked for, taken at once: tests do not sleep.
+final class Pauses: Sendable {
+    private let taken = Mutex([Duration]())
+    var all: [Duration] { taken.withLock { $0 } }
+    var sleep: @Sendable (Duration) async throws -> Void {
+        { pause in
+            try Task.checkCancellation()
+            self.taken.withLock { $0.append(pause) }
+            await Task.yield()
+        }
+    }
+}
+
+final class Lines: Sendable {
+    private let lines = Mutex([String]())
+    var all: [String] { lines.withLock { $0 } }
+    var log: @Sendable (String) -> Void { { line in self.lines.withLock { $0.append(line) } } }
+}
+
+let iphone = Reporter(deviceID: "iphone-1", bundleID: "com.example.app", environment: .sandbox)
+
+func storage() -> FileReportStorage {
+    FileReportStorage(url: FileManager.default.temporaryDirectory.appendingPathComponent("liverelaykit-\(UUID().uuidString)/backlog.json"))
+}
+
+/// Runs `reporter` until `done` holds (at most 10 s), then stops it.
+func send(_ reporter: LiveRelayReporter, until done: @escaping @Sendable () async -> Bool) async throws {
+    let running = Task { await reporter.run() }
+    defer { running.cancel() }
+    let deadline = ContinuousClock.now + .seconds(10)
+    while await !done() {
+        try #require(ContinuousClock.now < deadline, "the reports did not arrive")
+        await Task.yield()
+    }
+}
+
+struct LiveRelayReporterTests {
+    @Test func whileTheServerIsDownReportsWaitAndThenArriveOnceInOrder() async throws {
+        let down = Array(repeating: SendOutcome.unreachable("connection refused"), count: 5)
+        let server = ScriptedServer(down + [.answered(status: 503, retryAfter: 7, message: "")])
+        let pauses = Pauses()
+        let reporter = LiveRelayReporter(reporter: iphone, contracts: [orderContract], transport: server, storage: storage(), sleep: pauses.sleep)
+        await reporter.observe(.pushToStartToken(attributesType: orderType, token: token(1)))
+        await reporter.observe(.activity(id: "a1", attributesType: orderType, key: "order-42", pushType: .token))
+        await reporter.observe(.activityToken(activityID: "a1", token: token(3)))
+        await reporter.observe(.activityState(activityID: "a1", state: .dismissed))
+        try await send(reporter) { await reporter.pending.isEmpty }
+        #expect(
+            server.received == [
+                "PUT /v1/contracts/DeliveryAttributes", "POST /v1/push-to-start-tokens", "POST /v1/activities/order-42/tokens",
+                "POST /v1/activities/order-42/ended",
+            ])
+        // Back-off doubling from a second, then the server's Retry-After.
+        #expect(pauses.all == [.seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(16), .seconds(7)])
+    }
+
+    @Test func aRelaunchSendsWhatWasNotAcknowledgedAndNothingThatWas() async throws {
+        let file = storage()
+        let server = ScriptedServer()
+        let first = LiveRelayReporter(reporter: iphone, contracts: [orderContract], transport: server, storage: file, sleep: Pauses().sleep)
+        await first.observe(.pushToStartToken(attributesType: orderType, token: token(1)))
+        try await send(first) { await first.pending.isEmpty }
+        #expect(server.received.count == 2)
+        // The app is killed with a report not sent yet.
+        await first.observe(.activity(id: "a1", attributesType: orderType, key: "order-42", pushType: .token))
+        await first.observe(.activityToken(activityID: "a1", token: token(3)))
+
+        let second = LiveRelayReporter(reporter: iphone, contracts: [orderContract], transport: server, storage: file, sleep: Pauses().sleep)
+        #expect(await second.pending.count == 1)
+        // ActivityKit hands the relaunched app its current tokens again: already reported.
+        await second.observe(.pushToStartToken(attributesType: orderType, token: token(1)))
+        await second.observe(.activity(id: "a1", attributesType: orderType, key: "order-42", pushType: .token))
+        await second.observe(.activityToken(activityID: "a1", token: token(3)))
+        try await send(second) { await second.pending.isEmpty }
+        #expect(server.received == ["PUT /v1/contracts/DeliveryAttributes", "POST /v1/push-to-start-tokens", "POST /v1/activities/order-42/tokens"])
+    }
+
+    @Test func aReportTheServerRefusesForGoodIsDroppedWithALogLineAndTheNextGoesOn() async throws {
+        let server = ScriptedServer([
+            .answered(status: 429, retryAfter: nil, message: "slow down"),
+            .answered(status: 404, retryAfter: nil, message: #"{"error":{"code":"not_found"}}"#),
+        ])
+        let lines = Lines()
+        let reporter = LiveRelayReporter(reporter: iphone, transport: server, storage: storage(), sleep: Pauses().sleep, log: lines.log)
+        await reporter.observe(.activity(id: "a1", attributesType: orderType, key: "gone", pushType: .token))
+        await reporter.observe(.activityToken(activityID: "a1", token: token(3)))
+        await reporter.observe(.activity(id: "a2", attributesType: orderType, key: "order-43", pushType: .token))
+        await reporter.observe(.activityToken(activityID: "a2", token: token(4)))
+        try await send(reporter) { await reporter.pending.isEmpty }
+        // 429 was retried; 404 dropped.
+        #expect(server.attempts == 3)
+        #expect(server.received == ["POST /v1/activities/order-43/tokens"])
+        #expect(lines.all.count == 1 && lines.all[0].contains("404") && lines.all[0].contains("gone"))
+        #expect(
+            await reporter.recent.map(\.decision) == [
+                .drop(reason: #"the server refused it for good (404): {"error":{"code":"not_found"}}"#), .acknowledged,
+            ])
+    }
+
+    @Test func cancellingTheSenderStopsItWhetherItWaitsForWorkOrForTheServer() async throws {
+        let idle = LiveRelayReporter(reporter: iphone, transport: ScriptedServer(), storage: storage())
+        let waiting = Task { await idle.run() }
+        for _ in 0..<100 { await Task.yield() }
+        waiting.cancel()
+        try await ended(waiting)
+        // Waiting out a minute's back-off with the real clock: cancelled, it ends at once.
+        let server = ScriptedServer(Array(repeating: .unreachable("down"), count: 100))
+        var policy = RetryPolicy()
+        policy.firstPause = .seconds(60)
+        let failing = LiveRelayReporter(reporter: iphone, transport: server, storage: storage(), policy: policy)
+        await failing.observe(.pushToStartToken(attributesType: orderType, token: token(1)))
+        let retrying = Task { await failing.run() }
+        while server.attempts == 0 { await Task.yield() }
+        retrying.cancel()
+        try await ended(retrying)
+        #expect(await failing.pending.count == 1 && server.attempts == 1)
+    }
+
+    /// Fails unless `task` ends within ten seconds.
+    private func ended(_ task: Task<Void, Never>) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        let done = Lines()
+        let watcher = Task {
+            await task.value
+            done.log("ended")
+        }
+        defer { watcher.cancel() }
+        while done.all.isEmpty {
+            try #require(ContinuousClock.now < deadline, "the sender did not stop")
+            await Task.yield()
+        }
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import LiveRelayKit
+import Testing
+
+let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+let orderType = "DeliveryAttributes"
+let orderContract = ActivityContractShape(
+    attributesType: orderType, attributes: ["activityKey": .named("String")], contentState: ["status": .named("String"), "eta": .named("Int?")])
+
+func token(_ byte: UInt8) -> Data { Data(repeating: byte, count: 32) }
+func hex(_ byte: UInt8) -> String { String(repeating: String(format: "%02x", byte), count: 32) }
+
+/// Each rule of what LiveRelayKit reports, and when, as a value.
+struct ReportPlannerTests {
+    @Test func aPushToStartTokenIsReportedOnceAfterItsContractAndEachRotationAgain() {
+        var planner = ReportPlanner(contracts: [orderContract])
+        #expect(
+            planner.plan(.pushToStartToken(attributesType: orderType, token: token(1)), at: t0) == [
+                .contract(orderContract), .pushToStartToken(attributesType: orderType, token: hex(1), frequentPushesEnabled: false),
+            ])
+        // ActivityKit hands the current token again at each launch: nothing new.
+        #expect(planner.plan(.pushToStartToken(attributesType: orderType, token: token(1)), at: t0).isEmpty)
+        // A rotation: the new token, the contract already known.
+        #expect(
+            planner.plan(.pushToStartToken(attributesType: orderType, token: token(2)), at: t0)
+                == [.pushToStartToken(attributesType: orderType, token: hex(2), frequentPushesEnabled: false)])
+    }
+
+    @Test func anActivitysTokensAreReportedUnderItsKeyOncePerToken() {
+        var planner = ReportPlanner()
+        // A token of an activity not seen yet has no key: nothing to report it under.
+        #expect(planner.plan(.activityToken(activityID: "a1", token: token(3)), at: t0).isEmpty)
+        #expect(planner.plan(.activity(id: "a1", attributesType: orderType, key: "order-42", pushType: .token), at: t0).isEmpty)
+        let first = Report.activityToken(key: "order-42", activityID: "a1", attributesType: orderType, token: hex(3), frequentPushesEnabled: false)
+        #expect(planner.plan(.activityToken(activityID: "a1", token: token(3)), at: t0) == [first])
+        #expect(planner.plan(.activityToken(activityID: "a1", token: token(3)), at: t0).isEmpty)
+        #expect(
+            planner.plan(.activityToken(activityID: "a1", token: token(4)), at: t0) == [
+                .activityToken(key: "order-42", activityID: "a1", attributesType: orderType, token: hex(4), frequentPushesEnabled: false)
+            ])
+    }
+
+    @Test func anEndIsReportedOnceWithWhoEndedIt() {
+        var planner = ReportPlanner()
+        for id in ["by-app", "by-system", "by-person"] {
+            _ = planner.plan(.activity(id: id, attributesType: orderType, key: id, pushType: .token), at: t0)
+        }
+        _ = planner.plan(.endedByApp(activityID: "by-app"), at: t0)
+        #expect(
+            planner.plan(.activityState(activityID: "by-app", state: .ended), at: t0 + 1)
+                == [.ended(key: "by-app", activityID: "by-app", state: .ended, cause: .app, at: t0 + 1)])
+        #expect(planner.plan(.activityState(activityID: "by-app", state: .ended), at: t0 + 2).isEmpty)
+        // Dismissed after it ended: the dismissal, with the end's cause.
+        #expect(
+            planner.plan(.activityState(activityID: "by-app", state: .dismissed), at: t0 + 3)
+                == [.ended(key: "by-app", activityID: "by-app", state: .dismissed, cause: .app, at: t0 + 3)])
+        #expect(
+            planner.plan(.activityState(activityID: "by-system", state: .ended), at: t0 + 4)
+                == [.ended(key: "by-system", activityID: "by-system", state: .ended, cause: .system, at: t0 + 4)])
+        // Dismissed while it was still going: the person removed it.
+        #expect(planner.plan(.activityState(activityID: "by-person", state: .stale), at: t0 + 5).isEmpty)
+        #expect(
+            planner.plan(.activityState(activityID: "by-person", state: .dismissed), at: t0 + 6)
+                == [.ended(key: "by-person", activityID: "by-person", state: .dismissed, cause: .person, at: t0 + 6)])
+        // An ended activity's token is not reported any more.
+        #expect(planner.plan(.activityToken(activityID: "by-system", token: token(9)), at: t0 + 7).isEmpty)
+    }
+
+    @Test func liveActivitiesSwitchedOffHoldPushToStartTokensUntilSwitchedOn() {
+        var planner = ReportPlanner()
+        _ = planner.plan(.pushToStartToken(attributesType: orderType, token: token(1)), at: t0)
+        #expect(planner.plan(.authorization(activitiesEnabled: false, frequentPushesEnabled: false), at: t0).isEmpty)
+        // Issued while off: held.
+        #expect(planner.plan(.pushToStartToken(attributesType: orderType, token: token(2)), at: t0).isEmpty)
+        #expect(
+            planner.plan(.authorization(activitiesEnabled: true, frequentPushesEnabled: false), at: t0)
+                == [.pushToStartToken(attributesType: orderType, token: hex(2), frequentPushesEnabled: false)])
+    }
+
+    @Test func frequentUpdatesAllowedReportTheTokensAgainWithTheirNewSetting() {
+        var planner = ReportPlanner()
+        _ = planner.plan(.pushToStartToken(attributesType: orderType, token: token(1)), at: t0)
+        _ = planner.plan(.activity(id: "a1", attributesType: orderType, key: "match", pushType: .token), at: t0)
+        _ = planner.plan(.activityToken(activityID: "a1", token: token(3)), at: t0)
+        #expect(
+            planner.plan(.authorization(activitiesEnabled: true, frequentPushesEnabled: true), at: t0) == [
+                .pushToStartToken(attributesType: orderType, token: hex(1), frequentPushesEnabled: true),
+                .activityToken(key: "match", activityID: "a1", attributesType: orderType, token: hex(3), frequentPushesEnabled: true),
+            ])
+        #expect(planner.plan(.authorization(activitiesEnabled: true, frequentPushesEnabled: true), at: t0).isEmpty)
+    }
+
+    @Test func reportsBecomeTheServersRequests() throws {
+        let reporter = Reporter(deviceID: "iphone-1", bundleID: "com.example.app", environment: .production)
+        let contract = try Report.contract(orderContract).request(from: reporter)
+        #expect(contract.method == "PUT" && contract.path == "/v1/contracts/DeliveryAttributes")
+        #expect(
+            String(decoding: contract.body, as: UTF8.self)
+                == #"{"attributes":{"activityKey":"String"},"bundleID":"com.example.app","contentState":{"eta":"Int?","status":"String"}}"#)
+        let tokens = try Report.activityToken(
+            key: "order 42/b", activityID: "a1", attributesType: orderType, token: hex(3), frequentPushesEnabled: true
+        )
+        .request(from: reporter)
+        #expect(tokens.path == "/v1/activities/order%2042%2Fb/tokens")
+        let ended = try Report.ended(key: "k", activityID: "a1", state: .dismissed, cause: .person, at: t0).request(from: reporter)
+        #expect(
+            String(decoding: ended.body, as: UTF8.self)
+                == #"{"activityID":"a1","at":"2027-01-15T08:00:00Z","bundleID":"com.example.app","cause":"person","deviceID":"iphone-1","state":"dismissed"}"#
+        )
+        let nested = ContractType.fields(["tags": .array(.named("String")), "kind": .enumeration(["a", "b"]), "note": .optional(.named("String"))])
+        let encoded = String(decoding: try JSONEncoder.sorted.encode(nested), as: UTF8.self)
+        #expect(encoded == #"{"fields":{"kind":{"enum":["a","b"]},"note":{"optional":"String"},"tags":{"array":"String"}}}"#)
+        #expect(try JSONDecoder().decode(ContractType.self, from: Data(encoded.utf8)) == nested)
+    }
+}
+
+extension JSONEncoder {
+    static var sorted: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return encoder
+    }
+}
