@@ -87,14 +87,13 @@ let package = Package(
             name: "APNsEmulator",
             dependencies: [
                 "LiveActivityKit", "APNs", "SimulatedDevices", "JSONAPI", "WebPages",
+                // Simulated apps report to a LiveRelay server through the package real apps add.
+                "LiveRelayKit",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                // Simulated apps report their tokens to a LiveRelay server over HTTP, as real apps do.
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ] + http2OverTLS
         ),

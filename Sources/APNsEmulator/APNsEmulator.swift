@@ -88,8 +88,8 @@ public final class APNsEmulator: Sendable {
     /// The simulated iPhones behind this APNs: they issue the tokens it routes and take the
     /// pushes it accepts.
     public let devices: DeviceFleet
-    /// Sends simulated apps' tokens to the LiveRelay server each app is told about.
-    public let reporter: TokenReporter
+    /// The simulated apps' LiveRelayKit, reporting to the LiveRelay server each app is set up with.
+    public let reporter: AppReporters
     /// The emulator's time, which tests and the control API move forward.
     public var clock: VirtualClock { devices.clock }
     public let certificates: EmulatorCertificates
@@ -129,7 +129,8 @@ public final class APNsEmulator: Sendable {
         self.journal = journal
         self.faults = faults
         self.devices = devices
-        self.reporter = TokenReporter(fleet: devices)
+        // Each app's LiveRelayKit backlog beside the state file, as an app keeps it in its storage.
+        self.reporter = AppReporters(fleet: devices, folder: stateFile.map { URL(fileURLWithPath: $0.path + ".liverelaykit") })
         self.certificates = certificates
         self.listeners = listeners
     }

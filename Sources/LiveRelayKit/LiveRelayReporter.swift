@@ -12,6 +12,7 @@ public actor LiveRelayReporter {
     private let sleep: @Sendable (Duration) async throws -> Void
     private let now: @Sendable () -> Date
     private let log: @Sendable (String) -> Void
+    private let delivered: @Sendable (Delivered) -> Void
     private var backlog: ReportBacklog
     private let wake = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     /// The latest outcomes, newest last, for an app's diagnostics (and the emulator's page).
@@ -20,18 +21,24 @@ public actor LiveRelayReporter {
     /// A report that left the backlog, and how.
     public struct Delivered: Sendable, Hashable {
         public var report: Report
+        public var request: ReportRequest
+        /// The last attempt's.
+        public var outcome: SendOutcome
         public var decision: DeliveryDecision
         public var attempts: Int
     }
 
     /// `contracts`: what the widget decodes each attributes type from, reported before its first
     /// push-to-start token. `sleep` and `now` are the clock (tests give their own); `log` hears
-    /// every dropped report and every storage failure.
+    /// every dropped report and every storage failure; `delivered`, each report that left the
+    /// backlog (for an app's diagnostics).
     public init(
         reporter: Reporter, contracts: [ActivityContractShape] = [], transport: any ReportTransport, storage: any ReportStorage,
         policy: RetryPolicy = RetryPolicy(), sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
-        now: @escaping @Sendable () -> Date = { Date() }, log: @escaping @Sendable (String) -> Void = { print($0) }
+        now: @escaping @Sendable () -> Date = { Date() }, log: @escaping @Sendable (String) -> Void = { print($0) },
+        delivered: @escaping @Sendable (Delivered) -> Void = { _ in }
     ) {
+        self.delivered = delivered
         self.reporter = reporter
         self.transport = transport
         self.storage = storage
@@ -70,10 +77,13 @@ public actor LiveRelayReporter {
                 guard await signals.next() != nil else { return }
                 continue
             }
+            let request: ReportRequest
             let outcome: SendOutcome
             do {
-                outcome = await transport.send(try next.report.request(from: reporter))
+                request = try next.report.request(from: reporter)
+                outcome = await transport.send(request)
             } catch {
+                request = ReportRequest(method: "", path: "", body: Data())
                 outcome = .answered(status: 400, retryAfter: nil, message: "could not be encoded: \(error)")
             }
             if Task.isCancelled { return }
@@ -84,7 +94,7 @@ public actor LiveRelayReporter {
                 if case .drop(let reason) = decision { log("LiveRelayKit: dropped \(next.report): \(reason)") }
                 backlog.pending.removeFirst()
                 save()
-                remember(Delivered(report: next.report, decision: decision, attempts: attempt))
+                remember(Delivered(report: next.report, request: request, outcome: outcome, decision: decision, attempts: attempt))
             case .retry(let pause):
                 backlog.pending[0].attempts = attempt
                 save()
@@ -94,6 +104,7 @@ public actor LiveRelayReporter {
     }
 
     private func remember(_ delivered: Delivered) {
+        self.delivered(delivered)
         recent.append(delivered)
         if recent.count > 50 { recent.removeFirst(recent.count - 50) }
     }

@@ -113,7 +113,7 @@ package final class RelayHarness: Sendable {
         app: BundleID = RelayHarness.bundleID, clientKey: String? = nil
     ) throws {
         if !emulator.devices.contains(id) { try emulator.devices.addDevice(id: id) }
-        try emulator.reporter.setTarget(TokenReporting(url: baseURL, clientKey: clientKey ?? keys[.client]), deviceID: id, bundleID: app.value)
+        try emulator.reporter.setTarget(AppReporting(url: baseURL, clientKey: clientKey ?? keys[.client]), deviceID: id, bundleID: app.value)
         try emulator.devices.install(
             SimulatedApp(bundleID: app.value, supportsFrequentUpdates: frequentUpdates, attributeTypes: types, environment: environment),
             on: id)

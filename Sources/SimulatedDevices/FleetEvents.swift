@@ -15,7 +15,7 @@ public struct FleetEvent: Sendable, Hashable {
         case .tokenIssued(_, let bundleID, _, _), .activityStarted(_, let bundleID, _, _), .contentUpdated(_, let bundleID, _),
             .stateChanged(_, let bundleID, _, _):
             bundleID
-        case .tokenRetired(_, _, let bundleID):
+        case .tokenRetired(_, _, let bundleID), .authorizationChanged(let bundleID, _, _):
             bundleID
         }
     }
@@ -25,7 +25,7 @@ public struct FleetEvent: Sendable, Hashable {
         switch event {
         case .activityStarted(let id, _, _, _), .contentUpdated(let id, _, _), .stateChanged(let id, _, _, _): id
         case .tokenIssued(_, _, .update(let id), _): id
-        case .tokenIssued, .tokenRetired: nil
+        case .tokenIssued, .tokenRetired, .authorizationChanged: nil
         }
     }
 }

@@ -14,6 +14,9 @@ public enum DeviceEvent: Sendable, Hashable {
     case contentUpdated(activityID: String, bundleID: String, content: ActivityContentState)
     /// `Activity.activityStateUpdates`.
     case stateChanged(activityID: String, bundleID: String, to: ActivityState, cause: ActivityStateMachine.Transition.Cause)
+    /// The person switched the app's Live Activities or frequent updates on or off in Settings
+    /// (`ActivityAuthorizationInfo`'s `activityEnablementUpdates`, `frequentPushEnablementUpdates`).
+    case authorizationChanged(bundleID: String, activitiesEnabled: Bool, frequentPushesEnabled: Bool)
 
     public enum TokenKind: Sendable, Hashable {
         case update(activityID: String)
@@ -97,12 +100,18 @@ public struct SimulatedDevice: Sendable {
     public mutating func setSettings(
         of bundleID: String, liveActivitiesEnabled: Bool? = nil, frequentUpdatesEnabled: Bool? = nil, at now: Date
     ) -> [DeviceEvent] {
-        guard apps[bundleID] != nil else { return [] }
+        guard let before = apps[bundleID] else { return [] }
         if let liveActivitiesEnabled { apps[bundleID]?.liveActivitiesEnabled = liveActivitiesEnabled }
         if let frequentUpdatesEnabled { apps[bundleID]?.frequentUpdatesEnabled = frequentUpdatesEnabled }
-        guard apps[bundleID]?.liveActivitiesEnabled == false else { return [] }
+        guard let after = apps[bundleID] else { return [] }
+        var events: [DeviceEvent] = []
+        if (before.areActivitiesEnabled, before.frequentPushesEnabled) != (after.areActivitiesEnabled, after.frequentPushesEnabled) {
+            events.append(
+                .authorizationChanged(bundleID: bundleID, activitiesEnabled: after.areActivitiesEnabled, frequentPushesEnabled: after.frequentPushesEnabled))
+        }
+        guard !after.liveActivitiesEnabled else { return events }
         write("Live Activities turned off: ending the app's activities", bundleID, at: now)
-        return endAll(of: bundleID, cause: .endedBySystem, at: now)
+        return events + endAll(of: bundleID, cause: .endedBySystem, at: now)
     }
 
     public mutating func setForeground(_ bundleID: String, _ inForeground: Bool) {

@@ -76,7 +76,7 @@ enum DemoApple {
     /// with its tokens and activities: it is launched, and reports what it has.
     static func installApp(on emulator: APNsEmulator, reportingTo url: String, clientKey: String) throws {
         if !emulator.devices.contains(deviceID) { try emulator.devices.addDevice(id: deviceID) }
-        try emulator.reporter.setTarget(TokenReporting(url: url, clientKey: clientKey), deviceID: deviceID, bundleID: bundleID.value)
+        try emulator.reporter.setTarget(AppReporting(url: url, clientKey: clientKey), deviceID: deviceID, bundleID: bundleID.value)
         if try emulator.devices.device(deviceID).apps[bundleID.value]?.attributeTypes[attributesType.name] != attributesType {
             try emulator.devices.install(SimulatedApp(bundleID: bundleID.value, attributeTypes: [attributesType]), on: deviceID)
         }

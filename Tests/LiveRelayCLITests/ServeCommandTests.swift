@@ -348,7 +348,7 @@ struct CrashSetup {
         for id in devices {
             try emulator.devices.addDevice(id: id)
             try emulator.reporter.setTarget(
-                TokenReporting(url: server.baseURL, clientKey: keys.client), deviceID: id, bundleID: ServeCommandTests.bundleID)
+                AppReporting(url: server.baseURL, clientKey: keys.client), deviceID: id, bundleID: ServeCommandTests.bundleID)
             try emulator.devices.install(
                 SimulatedApp(bundleID: ServeCommandTests.bundleID, attributeTypes: [ServeCommandTests.deliveryType]), on: id)
         }

@@ -298,13 +298,13 @@ extension EmulatorControlAPI {
         ShownAlert(title: try alert.requireString("title"), body: try alert.string("body") ?? "", sound: try alert.string("sound"), at: date)
     }
 
-    private func reporting(_ body: JSONBodyReader) throws -> TokenReporting? {
+    private func reporting(_ body: JSONBodyReader) throws -> AppReporting? {
         guard let target = try body.object("reportTo", fields: ["url", "clientKey", "activityKeyAttribute"]) else { return nil }
         let url = try target.requireString("url")
         guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme ?? ""), parsed.host != nil else {
             throw APIError.invalid("reportTo.url", "must be an http(s) URL such as http://127.0.0.1:8080, got \"\(url)\"")
         }
-        return TokenReporting(
+        return AppReporting(
             url: url, clientKey: try target.string("clientKey"), activityKeyAttribute: try target.string("activityKeyAttribute") ?? "activityKey")
     }
 

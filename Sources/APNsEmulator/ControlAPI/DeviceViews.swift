@@ -90,6 +90,7 @@ enum PresentationJSON {
         case .activityStarted: "activityStarted"
         case .contentUpdated: "contentUpdated"
         case .stateChanged: "stateChanged"
+        case .authorizationChanged: "authorizationChanged"
         }
     }
 
@@ -118,6 +119,8 @@ enum PresentationJSON {
             ]
         case .stateChanged(_, _, let state, let cause):
             members += [("state", .string(state.rawValue)), ("cause", .string(cause.rawValue))]
+        case .authorizationChanged(_, let enabled, let frequent):
+            members += [("activitiesEnabled", .bool(enabled)), ("frequentPushesEnabled", .bool(frequent))]
         }
         return .object(members)
     }

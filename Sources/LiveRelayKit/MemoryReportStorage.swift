@@ -1,0 +1,13 @@
+import Foundation
+import Synchronization
+
+/// A backlog kept in memory only: for previews and tests, and for simulated apps of an emulator
+/// that keeps no state. Shared by the instances given the same one, as a file would be.
+public final class MemoryReportStorage: ReportStorage {
+    private let data = Mutex<Data?>(nil)
+
+    public init() {}
+
+    public func load() throws -> Data? { data.withLock { $0 } }
+    public func save(_ data: Data) throws { self.data.withLock { $0 = data } }
+}
