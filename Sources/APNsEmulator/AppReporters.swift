@@ -111,7 +111,11 @@ public final class AppReporters: Sendable {
     private func handle(_ work: Work) async {
         switch work {
         case .launch(let key, let target):
-            running.withLock { $0.removeValue(forKey: key) }?.sending.cancel()
+            // The app quits before it launches again: its old sender stops before the new one reads the backlog.
+            if let old = running.withLock({ $0.removeValue(forKey: key) }) {
+                old.sending.cancel()
+                await old.sending.value
+            }
             guard let target else { return }
             let reporter = makeReporter(key, target)
             running.withLock { $0[key] = Running(target: target, reporter: reporter, sending: Task { await reporter.run() }) }
@@ -119,6 +123,10 @@ public final class AppReporters: Sendable {
         case .event(let event):
             let key = AppKey(deviceID: event.deviceID, bundleID: event.bundleID)
             guard let app = running.withLock({ $0[key] }) else { return }
+            if case .tokenIssued(_, _, .pushToStart, _) = event.event {
+                // The app's types as installed (reporting may be set up before the install).
+                await app.reporter.setContracts(contracts(key))
+            }
             for observation in observations(event, app.target) { await app.reporter.observe(observation) }
         }
     }
@@ -126,7 +134,6 @@ public final class AppReporters: Sendable {
     private func makeReporter(_ key: AppKey, _ target: AppReporting) -> LiveRelayReporter {
         let app = try? fleet.device(key.deviceID).apps[key.bundleID]
         let environment: LiveRelayKit.APNsEnvironment = app?.environment == .production ? .production : .sandbox
-        let contracts = (app?.attributeTypes.values.compactMap(\.contract) ?? []).compactMap(Self.shape)
         let server = URL(string: target.url) ?? URL(fileURLWithPath: "/")
         let storage: any ReportStorage
         // A backlog per server: what one server heard says nothing of another.
@@ -143,11 +150,18 @@ public final class AppReporters: Sendable {
         }
         let logger = logger
         return LiveRelayReporter(
-            reporter: Reporter(deviceID: key.deviceID, bundleID: key.bundleID, environment: environment), contracts: contracts,
+            reporter: Reporter(deviceID: key.deviceID, bundleID: key.bundleID, environment: environment), contracts: contracts(key),
             transport: URLSessionTransport(server: server, clientKey: target.clientKey ?? ""), storage: storage,
-            now: { [fleet] in fleet.clock.now },
+            // The device's time: a test moves it, and a back-off with it.
+            sleep: { [fleet] in try await fleet.clock.sleep(for: $0) }, now: { [fleet] in fleet.clock.now },
             log: { line in logger.warning("\(line)", metadata: ["device": "\(key.deviceID)", "app": "\(key.bundleID)"]) },
             delivered: { [weak self] delivered in self?.keep(delivered, key) })
+    }
+
+    /// What the app's widget decodes its types from.
+    private func contracts(_ key: AppKey) -> [ActivityContractShape] {
+        let app = try? fleet.device(key.deviceID).apps[key.bundleID]
+        return (app?.attributeTypes.values.compactMap(\.contract) ?? []).compactMap(Self.shape)
     }
 
     private func keep(_ delivered: LiveRelayReporter.Delivered, _ key: AppKey) {

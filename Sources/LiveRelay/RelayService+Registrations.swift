@@ -20,6 +20,17 @@ extension RelayService {
         logger.info("push-to-start token registered", metadata: ["device": "\(registration.deviceID)", "token": "\(registration.token.shortened)"])
     }
 
+    /// Forgets the device's push-to-start tokens of the app (Live Activities switched off on it:
+    /// a start would not show); returns how many there were. The app registers new ones when
+    /// they are switched on again.
+    package func withdrawPushToStartTokens(deviceID: String, bundleID: String) async throws -> Int {
+        try await checkApp(bundleID: bundleID)
+        let withdrawn = try await store.withdrawPushToStartTokens(app: bundleID, deviceID: deviceID)
+        noteChange()
+        logger.info("push-to-start tokens withdrawn", metadata: ["device": "\(deviceID)", "count": "\(withdrawn)"])
+        return withdrawn
+    }
+
     /// Registers a device's update token under the key (creating the key when the app started
     /// the activity itself) and returns the key.
     @discardableResult
@@ -54,7 +65,7 @@ extension RelayService {
         }
         defer { noteChange() }
         return try await store.endActivityToken(
-            app: report.bundleID, key: key, deviceID: report.deviceID, state: report.state, at: report.at ?? now())
+            app: report.bundleID, key: key, deviceID: report.deviceID, state: report.state, cause: report.cause, at: report.at ?? now())
     }
 
     /// An app's report names a registered app, and a token one of the environments served.

@@ -109,6 +109,11 @@ package struct RelayAPI: Sendable {
             try await relay.registerPushToStartToken(registration)
             return Self.json(.object([("registered", .bool(true))]), status: .created)
         }
+        client.post("/push-to-start-tokens/withdraw") { request, context in
+            let body = try await request.decodeJSON(WithdrawBody.self, context: context)
+            let app = try Self.bodyApp(body.namedApp, context)
+            return Self.json(.object([("withdrawn", .integer(try await relay.withdrawPushToStartTokens(deviceID: body.deviceID, bundleID: app)))]))
+        }
         client.post("/activities/{key}/tokens") { request, context in
             let key = try activityKey(context)
             let body = try await request.decodeJSON(ActivityTokenBody.self, context: context)

@@ -101,6 +101,23 @@ package struct PushToStartBody: APIRequestBody {
     }
 }
 
+/// `POST /v1/push-to-start-tokens/withdraw` (client key): Live Activities switched off on the device.
+package struct WithdrawBody: APIRequestBody {
+    package static let fields = CodingKeys.allCases.map(\.rawValue)
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case deviceID, bundleID
+    }
+
+    let deviceID: String
+    let namedApp: String?
+
+    package init(from decoder: any Decoder) throws {
+        let body = try decoder.container(keyedBy: CodingKeys.self)
+        namedApp = try body.nonEmptyString(.bundleID)
+        deviceID = try body.requireNonEmptyString(.deviceID)
+    }
+}
+
 /// `POST /v1/activities/{key}/tokens` (client key).
 package struct ActivityTokenBody: APIRequestBody {
     package static let fields = CodingKeys.allCases.map(\.rawValue)
@@ -133,6 +150,8 @@ package struct EndedBody: APIRequestBody {
 
     /// Its app's bundle ID ("" when the body leaves it to the key's app: `RelayAPI.bodyApp`).
     var report: EndedReport
+    /// Who ended it, in the app's words (LiveRelayKit's: `app`, `person`, `system`), kept with the token.
+    static let longestCause = 100
     let namedApp: String?
 
     package init(from decoder: any Decoder) throws {
@@ -147,9 +166,11 @@ package struct EndedBody: APIRequestBody {
         case "dismissed": state = .dismissed
         default: throw DecodingError.dataCorruptedError(forKey: .state, in: body, debugDescription: "must be \"ended\" or \"dismissed\"")
         }
-        report = EndedReport(
-            deviceID: deviceID, bundleID: bundleID, activityID: activityID, state: state,
-            cause: try body.decodeIfPresent(String.self, forKey: .cause), at: try body.date(.at))
+        let cause = try body.decodeIfPresent(String.self, forKey: .cause)
+        if let cause, cause.count > Self.longestCause {
+            throw DecodingError.dataCorruptedError(forKey: .cause, in: body, debugDescription: "must be at most \(Self.longestCause) characters")
+        }
+        report = EndedReport(deviceID: deviceID, bundleID: bundleID, activityID: activityID, state: state, cause: cause, at: try body.date(.at))
     }
 }
 

@@ -61,6 +61,12 @@ public actor LiveRelayReporter {
     /// Reports not acknowledged yet, oldest first.
     public var pending: [Report] { backlog.pending.map(\.report) }
 
+    /// Replaces what the widget decodes each attributes type from; a changed one is reported
+    /// before the type's next push-to-start token.
+    public func setContracts(_ contracts: [ActivityContractShape]) {
+        backlog.planner.contracts = ReportPlanner(contracts: contracts).contracts
+    }
+
     /// What ActivityKit did: the reports it calls for join the backlog (saved before this returns).
     public func observe(_ observation: Observation) {
         let reports = backlog.planner.plan(observation, at: now())

@@ -7,6 +7,9 @@ public enum Report: Sendable, Hashable, Codable {
     case contract(ActivityContractShape)
     /// A push-to-start token (`POST /v1/push-to-start-tokens`).
     case pushToStartToken(attributesType: String, token: String, frequentPushesEnabled: Bool)
+    /// Live Activities were switched off: the device's push-to-start tokens start nothing now
+    /// (`POST /v1/push-to-start-tokens/withdraw`).
+    case pushToStartWithdrawn
     /// An activity's update token under its key (`POST /v1/activities/{key}/tokens`).
     case activityToken(key: String, activityID: String, attributesType: String, token: String, frequentPushesEnabled: Bool)
     /// An activity ended or dismissed, and by whom (`POST /v1/activities/{key}/ended`).
@@ -29,7 +32,7 @@ public enum Report: Sendable, Hashable, Codable {
     /// The activity key the report is about, if any: reports of one key keep their order.
     var key: String? {
         switch self {
-        case .contract, .pushToStartToken: nil
+        case .contract, .pushToStartToken, .pushToStartWithdrawn: nil
         case .activityToken(let key, _, _, _, _), .ended(let key, _, _, _, _): key
         }
     }
@@ -79,6 +82,9 @@ extension Report {
                 deviceID: reporter.deviceID, bundleID: reporter.bundleID, activityID: nil, attributesType: type, token: token,
                 frequentPushesEnabled: frequent, environment: reporter.environment)
             return ReportRequest(method: "POST", path: "/v1/push-to-start-tokens", body: try encoder.encode(body))
+        case .pushToStartWithdrawn:
+            let body = DeviceBody(deviceID: reporter.deviceID, bundleID: reporter.bundleID)
+            return ReportRequest(method: "POST", path: "/v1/push-to-start-tokens/withdraw", body: try encoder.encode(body))
         case .activityToken(let key, let activityID, let type, let token, let frequent):
             let body = TokenBody(
                 deviceID: reporter.deviceID, bundleID: reporter.bundleID, activityID: activityID, attributesType: type, token: token,
@@ -99,6 +105,11 @@ extension Report {
         var bundleID: String
         var attributes: [String: ContractType]
         var contentState: [String: ContractType]
+    }
+
+    private struct DeviceBody: Encodable {
+        var deviceID: String
+        var bundleID: String
     }
 
     private struct TokenBody: Encodable {

@@ -79,8 +79,10 @@ public struct ReportPlanner: Sendable, Hashable, Codable {
             if !enabled {
                 // Switched off: the server's push-to-start tokens no longer start anything. They
                 // are reported again once switched on (iOS then issues new ones).
+                guard wasEnabled else { return [] }
+                let held = !reportedPushToStart.isEmpty
                 reportedPushToStart = [:]
-                return []
+                return held ? [.pushToStartWithdrawn] : []
             }
             var reports: [Report] = []
             if !wasEnabled || wasFrequent != frequent {

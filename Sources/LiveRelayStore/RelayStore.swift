@@ -41,12 +41,15 @@ package protocol RegistryStore: Sendable {
 
     /// Registers or replaces the device's push-to-start token for the type (and revives it).
     func savePushToStartToken(_ token: PushToStartTokenRecord) async throws
+    /// Deletes the device's push-to-start tokens of the app; returns how many there were.
+    func withdrawPushToStartTokens(app: String, deviceID: String) async throws -> Int
     /// Registers or replaces the device's update token under the key, creating the key (active,
     /// with `attributesType`) when an app started the activity itself. Throws `keyEnded`.
     @discardableResult
     func saveActivityToken(_ token: ActivityTokenRecord, attributesType: String) async throws -> ActivityRecord
-    /// Marks the device's token under the key ended or dismissed; false when there is none.
-    func endActivityToken(app: String, key: String, deviceID: String, state: ActivityTokenState, at: Date) async throws -> Bool
+    /// Marks the device's token under the key ended or dismissed, with the device's word on who
+    /// ended it (`cause`); false when there is none.
+    func endActivityToken(app: String, key: String, deviceID: String, state: ActivityTokenState, cause: String?, at: Date) async throws -> Bool
 
     // MARK: Keys and tokens
 

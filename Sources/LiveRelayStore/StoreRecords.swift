@@ -211,6 +211,9 @@ package enum ActivityTokenState: String, Sendable, Hashable, Codable, CaseIterab
 
 /// A device's update token for the activity it runs under a key (one per device and key).
 package struct ActivityTokenRecord: Sendable, Hashable {
+    /// The state's reason when the device reported the end: `reported by the device (person)`.
+    static func reportedReason(_ cause: String?) -> String { "reported by the device" + (cause.map { " (\($0))" } ?? "") }
+
     package var bundleID: String
     package var key: String
     package var deviceID: String

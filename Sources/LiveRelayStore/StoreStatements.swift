@@ -19,6 +19,9 @@ enum StoreStatements {
             environment = excluded.environment, updated_at = excluded.updated_at, dead_reason = NULL
         """
 
+    /// A device's push-to-start tokens for an app, every type: Live Activities were switched off.
+    static let withdrawPushToStartTokens = "DELETE FROM push_to_start_tokens WHERE bundle_id = ? AND device_id = ?"
+
     /// A device's update token under a key, live (again).
     static let saveActivityToken = """
         INSERT INTO activity_tokens
@@ -30,7 +33,7 @@ enum StoreStatements {
         """
 
     static let endActivityToken =
-        "UPDATE activity_tokens SET state = ?, state_reason = 'reported by the device' WHERE bundle_id = ? AND key = ? AND device_id = ?"
+        "UPDATE activity_tokens SET state = ?, state_reason = ? WHERE bundle_id = ? AND key = ? AND device_id = ?"
 
     static let insertActivity = "INSERT INTO activities (\(ActivityRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 

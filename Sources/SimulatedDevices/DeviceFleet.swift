@@ -23,6 +23,19 @@ public final class VirtualClock: Sendable {
     }
 
     public var function: @Sendable () -> Date { { [self] in now } }
+
+    /// Returns once this clock has moved `duration` on, by the wall clock or by `advance`,
+    /// whichever comes first (a simulated app's pause between attempts, say); looks every tenth
+    /// of a second. Throws `CancellationError` when the task is cancelled.
+    public func sleep(for duration: Duration) async throws {
+        let (seconds, attoseconds) = duration.components
+        let until = now + TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
+        while true {
+            let left = until.timeIntervalSince(now)
+            guard left > 0 else { return }
+            try await Task.sleep(for: .milliseconds(Int(min(left, 0.1) * 1_000) + 1))
+        }
+    }
 }
 
 /// Every simulated device, reachable by id and by the tokens they hold; the device side of the

@@ -107,7 +107,8 @@ public struct SimulatedDevice: Sendable {
         var events: [DeviceEvent] = []
         if (before.areActivitiesEnabled, before.frequentPushesEnabled) != (after.areActivitiesEnabled, after.frequentPushesEnabled) {
             events.append(
-                .authorizationChanged(bundleID: bundleID, activitiesEnabled: after.areActivitiesEnabled, frequentPushesEnabled: after.frequentPushesEnabled))
+                .authorizationChanged(
+                    bundleID: bundleID, activitiesEnabled: after.areActivitiesEnabled, frequentPushesEnabled: after.frequentPushesEnabled))
         }
         guard !after.liveActivitiesEnabled else { return events }
         write("Live Activities turned off: ending the app's activities", bundleID, at: now)
@@ -175,7 +176,12 @@ public struct SimulatedDevice: Sendable {
     public mutating func dismissByPerson(activityID: String, at now: Date) -> [DeviceEvent] {
         guard let index = activities.firstIndex(where: { $0.id == activityID }) else { return [] }
         let transitions = activities[index].lifecycle.dismissByPerson(at: now)
-        return record(transitions, of: index, at: now) + advance(to: now)
+        // The app hears one state, `.dismissed` (spec §8.1, "user removal of the UI"): not an
+        // end first, which it would take for the system's.
+        let events = record(transitions, of: index, at: now).filter { event in
+            if case .stateChanged(_, _, .ended, .endedByPerson) = event { false } else { true }
+        }
+        return events + advance(to: now)
     }
 
     /// Locking ends transient activities.

@@ -49,14 +49,14 @@ func storage() -> FileReportStorage {
     FileReportStorage(url: FileManager.default.temporaryDirectory.appendingPathComponent("liverelaykit-\(UUID().uuidString)/backlog.json"))
 }
 
-/// Runs `reporter` until `done` holds (at most 10 s), then stops it.
+/// Runs `reporter` until `done` holds (looking every 5 ms, for at most 30 s), then stops it.
 func send(_ reporter: LiveRelayReporter, until done: @escaping @Sendable () async -> Bool) async throws {
     let running = Task { await reporter.run() }
     defer { running.cancel() }
-    let deadline = ContinuousClock.now + .seconds(10)
+    let deadline = ContinuousClock.now + .seconds(30)
     while await !done() {
         try #require(ContinuousClock.now < deadline, "the reports did not arrive")
-        await Task.yield()
+        try await Task.sleep(for: .milliseconds(5))
     }
 }
 
@@ -126,7 +126,7 @@ struct LiveRelayReporterTests {
     @Test func cancellingTheSenderStopsItWhetherItWaitsForWorkOrForTheServer() async throws {
         let idle = LiveRelayReporter(reporter: iphone, transport: ScriptedServer(), storage: storage())
         let waiting = Task { await idle.run() }
-        for _ in 0..<100 { await Task.yield() }
+        try await Task.sleep(for: .milliseconds(20))
         waiting.cancel()
         try await ended(waiting)
         // Waiting out a minute's back-off with the real clock: cancelled, it ends at once.
@@ -136,15 +136,15 @@ struct LiveRelayReporterTests {
         let failing = LiveRelayReporter(reporter: iphone, transport: server, storage: storage(), policy: policy)
         await failing.observe(.pushToStartToken(attributesType: orderType, token: token(1)))
         let retrying = Task { await failing.run() }
-        while server.attempts == 0 { await Task.yield() }
+        while server.attempts == 0 { try await Task.sleep(for: .milliseconds(5)) }
         retrying.cancel()
         try await ended(retrying)
         #expect(await failing.pending.count == 1 && server.attempts == 1)
     }
 
-    /// Fails unless `task` ends within ten seconds.
+    /// Fails unless `task` ends within thirty seconds (its back-off is a minute).
     private func ended(_ task: Task<Void, Never>) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(30)
         let done = Lines()
         let watcher = Task {
             await task.value
@@ -153,7 +153,7 @@ struct LiveRelayReporterTests {
         defer { watcher.cancel() }
         while done.all.isEmpty {
             try #require(ContinuousClock.now < deadline, "the sender did not stop")
-            await Task.yield()
+            try await Task.sleep(for: .milliseconds(5))
         }
     }
 }

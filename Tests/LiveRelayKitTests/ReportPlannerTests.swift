@@ -69,6 +69,7 @@ struct ReportPlannerTests {
     @Test func liveActivitiesSwitchedOffHoldPushToStartTokensUntilSwitchedOn() {
         var planner = ReportPlanner()
         _ = planner.plan(.pushToStartToken(attributesType: orderType, token: token(1)), at: t0)
+        #expect(planner.plan(.authorization(activitiesEnabled: false, frequentPushesEnabled: false), at: t0) == [.pushToStartWithdrawn])
         #expect(planner.plan(.authorization(activitiesEnabled: false, frequentPushesEnabled: false), at: t0).isEmpty)
         // Issued while off: held.
         #expect(planner.plan(.pushToStartToken(attributesType: orderType, token: token(2)), at: t0).isEmpty)

@@ -334,6 +334,25 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         }
     }
 
+    /// Live Activities switched off on a device: its push-to-start tokens of that app go, every
+    /// type; another device's and another app's on the same device stay.
+    @Test(arguments: StoreKind.allCases) func withdrawingADevicesPushToStartTokensTakesOnlyThatAppsOnThatDevice(kind: StoreKind) async throws {
+        try await kind.withStore { subject in
+            let store = subject.store
+            var other = pushToStart("iphone-1", token: "other-type")
+            other.attributesType = "ScoreAttributes"
+            for token in [
+                pushToStart("iphone-1"), other, pushToStart("iphone-2"), pushToStart("iphone-1", token: "other-app", app: "com.example.other"),
+            ] {
+                try await store.savePushToStartToken(token)
+            }
+            #expect(try await store.withdrawPushToStartTokens(app: testApp, deviceID: "iphone-1") == 2)
+            #expect(try await store.pushToStartTokens(deviceID: "iphone-1").map(\.token) == ["other-app"])
+            #expect(try await store.pushToStartTokens(deviceID: "iphone-2").count == 1)
+            #expect(try await store.withdrawPushToStartTokens(app: testApp, deviceID: "iphone-1") == 0)
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func anActivityTokenCreatesItsKeyAndReplacesTheDevicesOldToken(kind: StoreKind) async throws {
         try await kind.withStore { subject in
             let store = subject.store
@@ -368,8 +387,10 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
             let inFlight = try await store.claimDeliveries(dueBy: t0 + 1, limit: 10, leaseUntil: t0 + 61)
             try await store.change("order-1", body: "u2", at: t0 + 2)
 
-            #expect(try await store.endActivityToken(app: testApp, key: "order-1", deviceID: "iphone-1", state: .dismissed, at: t0 + 3))
-            #expect(try await store.endActivityToken(app: testApp, key: "order-1", deviceID: "iphone-9", state: .dismissed, at: t0 + 3) == false)
+            #expect(try await store.endActivityToken(app: testApp, key: "order-1", deviceID: "iphone-1", state: .dismissed, cause: nil, at: t0 + 3))
+            #expect(
+                try await store.endActivityToken(app: testApp, key: "order-1", deviceID: "iphone-9", state: .dismissed, cause: nil, at: t0 + 3)
+                    == false)
             #expect(try await store.statuses(key: "order-1") == ["u1→iphone-1": .sending, "u2→iphone-1": .skipped])
             // The push in flight still gets its outcome recorded.
             try await store.recordOutcomes([(inFlight[0].id, .sent(status: 200, apnsID: "a"))], at: t0 + 4)
@@ -404,8 +425,8 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
             for device in ["iphone-1", "iphone-2", "iphone-3"] {
                 try await store.saveActivityToken(activityToken("order-1", device), attributesType: deliveryType)
             }
-            _ = try await store.endActivityToken(app: testApp, key: "order-1", deviceID: "iphone-1", state: .dismissed, at: t0 + 1)
-            _ = try await store.endActivityToken(app: testApp, key: "order-1", deviceID: "iphone-2", state: .ended, at: t0 + 1)
+            _ = try await store.endActivityToken(app: testApp, key: "order-1", deviceID: "iphone-1", state: .dismissed, cause: nil, at: t0 + 1)
+            _ = try await store.endActivityToken(app: testApp, key: "order-1", deviceID: "iphone-2", state: .ended, cause: nil, at: t0 + 1)
             try await store.saveActivityToken(activityToken("order-2", "iphone-1"), attributesType: deliveryType)
             let listed = try await store.activities(ActivityQuery(bundleID: testApp))
             let devices = Dictionary(uniqueKeysWithValues: listed.map { ($0.key, $0.devices) })
@@ -503,7 +524,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         try await kind.withStore { subject in
             let store = subject.store
             try await store.registerActivity("match", on: ["iphone-1", "iphone-2"])
-            _ = try await store.endActivityToken(app: testApp, key: "match", deviceID: "iphone-2", state: .ended, at: t0)
+            _ = try await store.endActivityToken(app: testApp, key: "match", deviceID: "iphone-2", state: .ended, cause: nil, at: t0)
             var third = activityToken("match", "iphone-3", environment: .production, at: t0 + 1.25)
             (third.activityID, third.frequentPushesEnabled) = ("activity-3", true)
             try await store.saveActivityToken(third, attributesType: deliveryType)

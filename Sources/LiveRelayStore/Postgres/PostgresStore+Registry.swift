@@ -82,6 +82,10 @@ extension PostgresStore {
             ])
     }
 
+    package func withdrawPushToStartTokens(app: String, deviceID: String) async throws -> Int {
+        try await transaction { db in try await db.changed(StoreStatements.withdrawPushToStartTokens, [.text(app), .text(deviceID)]) }
+    }
+
     /// Registers many tokens into a store that has none of them yet, 10,000 to a statement: what
     /// the registration routes would write one by one, for seeding a benchmark's million tokens
     /// (a transaction each takes most of an hour). A key gets its activity from its first token,
@@ -169,11 +173,13 @@ extension PostgresStore {
         }
     }
 
-    package func endActivityToken(app: String, key: String, deviceID: String, state: ActivityTokenState, at: Date) async throws -> Bool {
+    package func endActivityToken(
+        app: String, key: String, deviceID: String, state: ActivityTokenState, cause: String?, at: Date
+    ) async throws -> Bool {
         try await transaction { db in
             let changed = try await db.changed(
                 StoreStatements.endActivityToken,
-                [.text(state.rawValue), .text(app), .text(key), .text(deviceID)])
+                [.text(state.rawValue), .text(ActivityTokenRecord.reportedReason(cause)), .text(app), .text(key), .text(deviceID)])
             guard changed > 0 else { return false }
             try await db.carryOut(.activityEndedOnDevice(app: app, key: key, deviceID: deviceID, state: state), at: at)
             return true

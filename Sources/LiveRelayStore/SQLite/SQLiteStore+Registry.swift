@@ -83,6 +83,13 @@ extension SQLiteStore {
         }
     }
 
+    package func withdrawPushToStartTokens(app: String, deviceID: String) async throws -> Int {
+        try await write { db in
+            try db.run(StoreStatements.withdrawPushToStartTokens, [app, deviceID])
+            return db.changesCount
+        }
+    }
+
     @discardableResult
     package func saveActivityToken(_ token: ActivityTokenRecord, attributesType: String) async throws -> ActivityRecord {
         try await write { db in
@@ -108,11 +115,13 @@ extension SQLiteStore {
         }
     }
 
-    package func endActivityToken(app: String, key: String, deviceID: String, state: ActivityTokenState, at: Date) async throws -> Bool {
+    package func endActivityToken(
+        app: String, key: String, deviceID: String, state: ActivityTokenState, cause: String?, at: Date
+    ) async throws -> Bool {
         try await write { db in
             try db.run(
                 StoreStatements.endActivityToken,
-                [state.rawValue, app, key, deviceID])
+                [state.rawValue, ActivityTokenRecord.reportedReason(cause), app, key, deviceID])
             guard db.changesCount > 0 else { return false }
             try db.carryOut(.activityEndedOnDevice(app: app, key: key, deviceID: deviceID, state: state), at: at)
             return true

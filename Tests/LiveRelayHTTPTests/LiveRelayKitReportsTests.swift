@@ -1,0 +1,98 @@
+import APNsEmulator
+import Foundation
+import LiveActivityKit
+import LiveRelayStore
+import LiveRelayTesting
+import SimulatedDevices
+import Testing
+
+/// What an app's LiveRelayKit tells the server, end to end: simulated iPhones run it (the same
+/// package an app ships), reporting to a real server over HTTP.
+struct LiveRelayKitReportsTests {
+    @Test func aPushToStartTokenIsRegisteredWithItsContractAndItsRotationReplacesIt() async throws {
+        try await withRelayHarness { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            let first = try #require(try await relay.store.pushToStartTokens(deviceID: "iphone-1").first?.token)
+            #expect(try await relay.store.contracts().map { "\($0.bundleID) \($0.attributesType)" } == ["\(harnessApp) DeliveryAttributes"])
+            try relay.emulator.devices.withDevice("iphone-1") { device, now in
+                ((), device.rotatePushToStartToken(bundleID: harnessApp, attributesType: "DeliveryAttributes", at: now))
+            }
+            let rotated = try #require(try relay.emulator.devices.device("iphone-1").apps[harnessApp]?.pushToStartTokens["DeliveryAttributes"])
+            #expect(rotated != first)
+            try await relay.eventually { try await relay.store.pushToStartTokens(deviceID: "iphone-1").map(\.token) == [rotated] }
+        }
+    }
+
+    @Test func aPushStartedActivitysTokenIsRegisteredUnderItsKeyWithinASecondAndItsRotationReplacesIt() async throws {
+        try await withRelayHarness { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            _ = try await relay.post("/v1/activities/order-7/start", startBody(key: "order-7"))
+            try await relay.dispatch()
+            try await relay.eventually { try relay.activity(on: "iphone-1") != nil }
+            let issued = ContinuousClock.now
+            try await relay.waitForToken("order-7", device: "iphone-1")
+            // About 12 ms on an idle machine: nothing waits for a timer. The bound allows for the
+            // whole test suite running beside it on two cores (1.3 s seen).
+            #expect(ContinuousClock.now - issued < .seconds(5))
+            let activity = try #require(try relay.activity(on: "iphone-1"))
+            try relay.emulator.devices.withDevice("iphone-1") { device, now in ((), device.rotateUpdateToken(activityID: activity.id, at: now)) }
+            let rotated = try #require(try relay.activity(on: "iphone-1")?.pushToken)
+            try await relay.eventually { try await relay.store.activityTokens(app: harnessApp, key: "order-7").map(\.token) == [rotated] }
+        }
+    }
+
+    @Test func thePersonDismissingAndTheSystemEndingAreReportedWithWhoEndedIt() async throws {
+        try await withRelayHarness { relay in
+            try await relay.startActivity("dismissed", on: ["iphone-1"])
+            let activity = try #require(try relay.activity(on: "iphone-1"))
+            try relay.emulator.devices.withDevice("iphone-1") { device, now in ((), device.dismissByPerson(activityID: activity.id, at: now)) }
+            try await relay.eventually {
+                try await relay.store.activityTokens(app: harnessApp, key: "dismissed").map(\.stateReason) == ["reported by the device (person)"]
+            }
+            #expect(try await relay.store.activityTokens(app: harnessApp, key: "dismissed").map(\.state) == [.dismissed])
+
+            // Started on both iPhones; each ends it at eight hours (the server's own clock is not
+            // asked here: only the devices move on).
+            try await relay.startActivity("expires", on: ["iphone-2"])
+            relay.emulator.clock.advance(by: 8 * 3600 + 1)
+            relay.emulator.devices.advanceAll()
+            try await relay.eventually {
+                try await relay.store.activityTokens(app: harnessApp, key: "expires").map(\.stateReason)
+                    == Array(
+                        repeating: "reported by the device (system)", count: 2)
+            }
+            #expect(try await relay.store.activityTokens(app: harnessApp, key: "expires").map(\.state) == [.ended, .ended])
+        }
+    }
+
+    @Test func liveActivitiesSwitchedOffWithdrawThePushToStartTokenAndOnRegisterItAgain() async throws {
+        try await withRelayHarness { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            try relay.emulator.devices.withDevice("iphone-1") { device, now in
+                ((), device.setSettings(of: harnessApp, liveActivitiesEnabled: false, at: now))
+            }
+            try await relay.eventually { try await relay.store.pushToStartTokens(deviceID: "iphone-1").isEmpty }
+            // Nothing to start while off: the start reaches no device, and says so.
+            let start = try await relay.post("/v1/activities/k/start", startBody(key: "k"))
+            #expect(start.json["deliveries"] == .integer(0))
+            try relay.emulator.devices.withDevice("iphone-1") { device, now in
+                ((), device.setSettings(of: harnessApp, liveActivitiesEnabled: true, at: now))
+            }
+            try await relay.eventually { try await relay.store.pushToStartTokens(deviceID: "iphone-1").count == 1 }
+        }
+    }
+
+    @Test func twoAppsOnOnePhoneReportEachToItsOwnAppInItsOwnEnvironment() async throws {
+        try await withRelayHarness { relay in
+            let other = try BundleID("com.example.liverelay.scores")
+            let otherClientKey = try await relay.addApp(other, key: TestSigningKey())
+            try await relay.addRegisteredDevice("iphone-1")
+            try relay.addDevice("iphone-1", types: [deliveryType], environment: .production, app: other, clientKey: otherClientKey)
+            try await relay.eventually { try await relay.store.pushToStartTokens(deviceID: "iphone-1").count == 2 }
+            let tokens = try await relay.store.pushToStartTokens(deviceID: "iphone-1").sorted { $0.bundleID < $1.bundleID }
+            #expect(tokens.map(\.bundleID) == [other.value, harnessApp])
+            #expect(tokens.map(\.environment) == [.production, .sandbox])
+            #expect(relay.emulator.reporter.reports.allSatisfy { $0.status.map { (200..<300).contains($0) } == true })
+        }
+    }
+}
