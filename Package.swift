@@ -14,7 +14,8 @@ let http2OverTLS: [Target.Dependency] = [
 
 let package = Package(
     name: "LiveRelay",
-    platforms: [.macOS(.v15)],
+    // iOS for LiveRelayKit (and LiveActivityKit): push-to-start tokens need iOS 17.2, which it checks per call.
+    platforms: [.macOS(.v15), .iOS(.v17)],
     products: [
         .library(name: "LiveActivityKit", targets: ["LiveActivityKit"]),
         .library(name: "APNs", targets: ["APNs"]),
@@ -234,7 +235,7 @@ let package = Package(
             name: "LiveRelayHTTPTests",
             dependencies: [
                 "LiveRelay", "LiveRelayHTTP", "LiveRelayStore", "APNs", "APNsEmulator", "SimulatedDevices",
-                "LiveActivityKit", "LiveRelayTesting", "JSONAPI",
+                "LiveActivityKit", "LiveRelayTesting", "JSONAPI", "LiveRelayKit",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -181,9 +181,9 @@ public final class AppReporters: Sendable {
 
     /// What ActivityKit hands an app at launch: `ActivityAuthorizationInfo`, each type's
     /// `pushToStartTokenUpdates`, `Activity.activities` with their tokens and states.
-    private func launchObservations(_ key: AppKey, _ target: AppReporting) -> [Observation] {
+    private func launchObservations(_ key: AppKey, _ target: AppReporting) -> [ActivityObservation] {
         guard let device = try? fleet.device(key.deviceID), let app = device.apps[key.bundleID] else { return [] }
-        var observations: [Observation] = [
+        var observations: [ActivityObservation] = [
             .authorization(activitiesEnabled: app.areActivitiesEnabled, frequentPushesEnabled: app.frequentPushesEnabled)
         ]
         for (type, token) in app.pushToStartTokens.sorted(by: { $0.key < $1.key }) {
@@ -203,7 +203,7 @@ public final class AppReporters: Sendable {
     }
 
     /// One of the fleet's events, as the app's ActivityKit sequences give it.
-    private func observations(_ event: FleetEvent, _ target: AppReporting) -> [Observation] {
+    private func observations(_ event: FleetEvent, _ target: AppReporting) -> [ActivityObservation] {
         switch event.event {
         case .authorizationChanged(_, let enabled, let frequent):
             return [.authorization(activitiesEnabled: enabled, frequentPushesEnabled: frequent)]
@@ -227,7 +227,7 @@ public final class AppReporters: Sendable {
     private static func data(_ hex: String) -> Data { (try? DeviceToken(hex))?.data ?? Data() }
 
     private static func appeared(_ id: String, _ type: String, _ attributes: JSONValue, _ pushType: ActivityPushType, _ target: AppReporting)
-        -> Observation
+        -> ActivityObservation
     {
         let value = attributes[target.activityKeyAttribute]
         let key = value?.stringValue ?? (value.flatMap { if case .number(let literal) = $0 { literal } else { nil } }) ?? id

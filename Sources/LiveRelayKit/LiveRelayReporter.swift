@@ -67,8 +67,13 @@ public actor LiveRelayReporter {
         backlog.planner.contracts = ReportPlanner(contracts: contracts).contracts
     }
 
+    /// Adds (or replaces) one type's contract.
+    public func include(_ contract: ActivityContractShape) {
+        backlog.planner.contracts[contract.attributesType] = contract
+    }
+
     /// What ActivityKit did: the reports it calls for join the backlog (saved before this returns).
-    public func observe(_ observation: Observation) {
+    public func observe(_ observation: ActivityObservation) {
         let reports = backlog.planner.plan(observation, at: now())
         backlog.append(reports)
         save()

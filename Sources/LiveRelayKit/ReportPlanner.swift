@@ -1,6 +1,6 @@
 import Foundation
 
-/// LiveRelayKit's decisions, as a value: from what ActivityKit did (`Observation`), what the
+/// LiveRelayKit's decisions, as a value: from what ActivityKit did (`ActivityObservation`), what the
 /// server is to hear (`Report`), and nothing twice. Kept with the backlog, so that a relaunched
 /// app, to which ActivityKit hands its current tokens again, does not report them again.
 public struct ReportPlanner: Sendable, Hashable, Codable {
@@ -31,7 +31,7 @@ public struct ReportPlanner: Sendable, Hashable, Codable {
     }
 
     /// What to report, in order, now that `observation` happened at `now`.
-    public mutating func plan(_ observation: Observation, at now: Date) -> [Report] {
+    public mutating func plan(_ observation: ActivityObservation, at now: Date) -> [Report] {
         switch observation {
         case .pushToStartToken(let type, let token):
             pushToStartTokens[type] = token.hex

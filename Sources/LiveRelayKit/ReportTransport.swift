@@ -35,14 +35,29 @@ public struct URLSessionTransport: ReportTransport {
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.setValue("Bearer \(clientKey)", forHTTPHeaderField: "Authorization")
         request.setValue(LiveRelayKitVersion.current, forHTTPHeaderField: LiveRelayKitVersion.header)
-        do {
-            let (data, response) = try await session.data(for: request)
-            guard let http = response as? HTTPURLResponse else { return .unreachable("not an HTTP answer") }
-            let retryAfter = (http.value(forHTTPHeaderField: "Retry-After")).flatMap(Double.init)
-            return .answered(status: http.statusCode, retryAfter: retryAfter, message: String(decoding: data.prefix(1_000), as: UTF8.self))
-        } catch {
-            return .unreachable("\(error)")
+        let task = Locked<URLSessionDataTask?>(nil)
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (answered: CheckedContinuation<SendOutcome, Never>) in
+                let dataTask = session.dataTask(with: request) { data, response, error in
+                    answered.resume(returning: Self.outcome(data, response, error))
+                }
+                task.withLock { $0 = dataTask }
+                dataTask.resume()
+            }
+        } onCancel: {
+            // Not from here: cancelling runs this while the task's status is locked, and
+            // Linux's URLSession then waits on a queue whose completion waits for that lock.
+            // (Its async `data(for:)` deadlocks on cancellation so; seen in this test suite.)
+            let dataTask = task.withLock { $0 }
+            DispatchQueue.global().async { dataTask?.cancel() }
         }
+    }
+
+    private static func outcome(_ data: Data?, _ response: URLResponse?, _ error: (any Error)?) -> SendOutcome {
+        if let error { return .unreachable("\(error)") }
+        guard let http = response as? HTTPURLResponse else { return .unreachable("not an HTTP answer") }
+        let retryAfter = http.value(forHTTPHeaderField: "Retry-After").flatMap(Double.init)
+        return .answered(status: http.statusCode, retryAfter: retryAfter, message: String(decoding: (data ?? Data()).prefix(1_000), as: UTF8.self))
     }
 }
 

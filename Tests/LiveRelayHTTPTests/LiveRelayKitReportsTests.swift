@@ -1,6 +1,7 @@
 import APNsEmulator
 import Foundation
 import LiveActivityKit
+import LiveRelayKit
 import LiveRelayStore
 import LiveRelayTesting
 import SimulatedDevices
@@ -93,6 +94,46 @@ struct LiveRelayKitReportsTests {
             #expect(tokens.map(\.bundleID) == [other.value, harnessApp])
             #expect(tokens.map(\.environment) == [.production, .sandbox])
             #expect(relay.emulator.reporter.reports.allSatisfy { $0.status.map { (200..<300).contains($0) } == true })
+        }
+    }
+}
+
+/// An app's own types, as its widget decodes them.
+private struct OrderAttributes: Codable {
+    struct ContentState: Codable, Hashable {
+        enum Step: String, Codable, CaseIterable { case preparing, onTheWay = "on the way" }
+        var step: Step
+        var etaMinutes: Int
+    }
+    var activityKey: String
+}
+
+extension LiveRelayKitReportsTests {
+    /// The contract LiveRelayKit reads from an app's Swift types is one the server takes, and the
+    /// server then refuses what those types would not decode.
+    @Test func aContractReadFromSwiftTypesIsTheOneTheServerChecks() async throws {
+        try await withRelayHarness { relay in
+            let client = LiveRelayClient(
+                server: try #require(URL(string: relay.baseURL)), clientKey: try #require(relay.keys[.client]), bundleID: harnessApp,
+                environment: .sandbox, deviceID: "iphone-9", storage: MemoryReportStorage())
+            client.start()
+            await client.include(
+                try ActivityContractShape(
+                    attributesType: "OrderAttributes", attributes: OrderAttributes.self, contentState: OrderAttributes.ContentState.self))
+            await client.observe(.pushToStartToken(attributesType: "OrderAttributes", token: Data(repeating: 7, count: 32)))
+            try await relay.eventually { try await relay.store.pushToStartTokens(deviceID: "iphone-9").count == 1 }
+            let start: (JSONValue) async throws -> RelayHarness.Answer = { state in
+                try await relay.post(
+                    "/v1/activities/o-1/start",
+                    .object([
+                        ("attributesType", .string("OrderAttributes")), ("attributes", .object([("activityKey", .string("o-1"))])),
+                        ("contentState", state), ("alert", json(#"{"title": "Order", "body": "Preparing"}"#)),
+                        ("audience", json(#"{"everyone": true}"#)),
+                    ]))
+            }
+            let refused = try await start(json(#"{"step": "cooking", "etaMinutes": 5}"#))
+            #expect(refused.status == 422 && refused.json["error"]?["field"] == .string("contentState.step"), "\(refused.json)")
+            #expect(try await start(json(#"{"step": "on the way", "etaMinutes": 5}"#)).status == 201)
         }
     }
 }

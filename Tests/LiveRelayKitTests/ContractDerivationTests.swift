@@ -26,7 +26,6 @@ struct Ledger: Codable {
     var entries: [String: Int]
 }
 
-
 struct Recursive: Codable {
     var child: [Recursive]
 }

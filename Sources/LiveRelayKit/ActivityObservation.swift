@@ -3,7 +3,7 @@ import Foundation
 /// What an adapter saw ActivityKit do, in ActivityKit's terms: the only input of LiveRelayKit's
 /// decisions. The ActivityKit adapter and the simulated iPhones' adapter both translate their
 /// sequences into these, so that everything after is the same code.
-public enum Observation: Sendable, Hashable, Codable {
+public enum ActivityObservation: Sendable, Hashable, Codable {
     /// `Activity<T>.pushToStartTokenUpdates` gave a token for the attributes type.
     case pushToStartToken(attributesType: String, token: Data)
     /// `Activity<T>.activityUpdates` (or the app's own request) gave an activity; `key` is the

@@ -1,0 +1,140 @@
+import Foundation
+
+/// An app's link to its LiveRelay server: set up once at launch with the server's address and
+/// the app's client key; then `track(_:)` each attributes type (on iOS), and LiveRelayKit reports
+/// by itself what ActivityKit does: push-to-start tokens, each activity's update token under its
+/// key, ends and who ended them, Live Activities switched off and on.
+///
+///     let liveRelay = LiveRelayClient(server: URL(string: "https://relay.example.com")!, clientKey: "lr_client_…")
+///     liveRelay.track(DeliveryAttributes.self)
+///
+/// Everything it sends waits in a small file in the app's storage until the server has it, so
+/// nothing is lost to a network outage or to the app being killed.
+public final class LiveRelayClient: Sendable {
+    /// Who reports: this device and app, and the app's APNs environment.
+    public let reporter: Reporter
+    /// The attribute whose value is the backend's key of an activity (`"order-42"`).
+    public let activityKeyAttribute: String
+    let relay: LiveRelayReporter
+    private let tasks = Locked<(sending: Task<Void, Never>?, tracking: [Task<Void, Never>], authorization: Bool)>((nil, [], false))
+
+    /// - Parameters:
+    ///   - server: the server's base URL.
+    ///   - clientKey: the app's client key (`liverelay keys create --scope client --app …`).
+    ///   - activityKeyAttribute: the attributes' field holding the backend's key; without it on a
+    ///     type, the activity's id stands in.
+    ///   - bundleID: the app's own unless given.
+    ///   - environment: the app's `aps-environment` unless given (`APNsEnvironment.ofThisApp`).
+    ///   - deviceID: a random id made once and kept with the backlog unless given.
+    ///   - storage: where the backlog is kept; a file under Application Support unless given.
+    public init(
+        server: URL, clientKey: String, activityKeyAttribute: String = "activityKey", bundleID: String? = nil,
+        environment: APNsEnvironment? = nil, deviceID: String? = nil, storage: (any ReportStorage)? = nil,
+        log: @escaping @Sendable (String) -> Void = { print($0) }
+    ) {
+        let folder = Self.defaultFolder(for: server)
+        reporter = Reporter(
+            deviceID: deviceID ?? Self.installationID(in: folder), bundleID: bundleID ?? Bundle.main.bundleIdentifier ?? "unknown",
+            environment: environment ?? .ofThisApp)
+        self.activityKeyAttribute = activityKeyAttribute
+        relay = LiveRelayReporter(
+            reporter: reporter, transport: URLSessionTransport(server: server, clientKey: clientKey),
+            storage: storage ?? FileReportStorage(url: folder.appendingPathComponent("backlog.json")), log: log)
+    }
+
+    deinit {
+        tasks.withLock { tasks in
+            tasks.sending?.cancel()
+            for task in tasks.tracking { task.cancel() }
+        }
+    }
+
+    /// Starts sending the backlog (once; `track` does it too). It stops when the client goes.
+    public func start() {
+        tasks.withLock { tasks in
+            guard tasks.sending == nil else { return }
+            tasks.sending = Task { [relay] in await relay.run() }
+        }
+    }
+
+    /// What the widget decodes a type from, reported before its first push-to-start token
+    /// (`track` derives it from the Swift types by itself).
+    public func include(_ contract: ActivityContractShape) async {
+        await relay.include(contract)
+    }
+
+    /// What ActivityKit did, for an app that reports by hand (or an adapter of its own).
+    public func observe(_ observation: ActivityObservation) async {
+        await relay.observe(observation)
+    }
+
+    /// Call before `activity.end(…)`: the end is then reported as the app's. ActivityKit says
+    /// only that an activity ended, not who ended it.
+    public func appWillEnd(activityID: String) async {
+        await relay.observe(.endedByApp(activityID: activityID))
+    }
+
+    /// True the first time only: Live Activities' settings are followed once, whatever the types.
+    func claimAuthorization() -> Bool {
+        tasks.withLock { tasks in
+            defer { tasks.authorization = true }
+            return !tasks.authorization
+        }
+    }
+
+    func keep(_ task: Task<Void, Never>) {
+        tasks.withLock { $0.tracking.append(task) }
+    }
+
+    /// The backend's key of an activity: the attribute's value (a string or a number), else its id.
+    public func activityKey(of attributes: some Encodable, activityID: String) -> String {
+        guard let data = try? JSONEncoder().encode(attributes),
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return activityID }
+        switch object[activityKeyAttribute] {
+        case let text as String: return text
+        case let number as NSNumber: return number.stringValue
+        default: return activityID
+        }
+    }
+
+    /// Application Support/LiveRelayKit/<server's host and port>.
+    static func defaultFolder(for server: URL) -> URL {
+        let base =
+            (try? FileManager.default.url(for: .applicationSupportDirectory, in: .userDomainMask, appropriateFor: nil, create: true))
+            ?? FileManager.default.temporaryDirectory
+        let name = [server.host ?? "server", server.port.map(String.init)].compactMap { $0 }.joined(separator: "-")
+        return base.appendingPathComponent("LiveRelayKit").appendingPathComponent(name)
+    }
+
+    /// A random id made at the first launch and kept: which device reports, without asking UIKit
+    /// (whose `identifierForVendor` lives on the main actor).
+    static func installationID(in folder: URL) -> String {
+        let file = folder.appendingPathComponent("device-id")
+        if let data = try? Data(contentsOf: file), let id = String(data: data, encoding: .utf8), !id.isEmpty { return id }
+        let id = UUID().uuidString
+        try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try? Data(id.utf8).write(to: file, options: .atomic)
+        return id
+    }
+}
+
+extension APNsEnvironment {
+    /// The running app's `aps-environment`, as its provisioning profile says: `development` is
+    /// the sandbox; an App Store build has no profile in its bundle and is production.
+    public static var ofThisApp: APNsEnvironment {
+        guard let url = Bundle.main.url(forResource: "embedded", withExtension: "mobileprovision"),
+            let data = try? Data(contentsOf: url)
+        else { return .production }
+        return environment(inProfile: data)
+    }
+
+    /// The `aps-environment` of a provisioning profile: its property list sits in the signed
+    /// file as text.
+    static func environment(inProfile data: Data) -> APNsEnvironment {
+        let text = String(decoding: data, as: UTF8.self)
+        guard let key = text.range(of: "<key>aps-environment</key>") else { return .production }
+        let rest = text[key.upperBound...].drop(while: { $0.isWhitespace })
+        return rest.hasPrefix("<string>development</string>") ? .sandbox : .production
+    }
+}

@@ -1,0 +1,40 @@
+import Foundation
+import Testing
+
+@testable import LiveRelayKit
+
+/// What the set-up finds by itself: the activity's key, the app's APNs environment, the device.
+struct LiveRelayClientTests {
+    struct Attributes: Codable {
+        var activityKey: String?
+        var orderNumber: Int
+    }
+
+    @Test func anActivitysKeyIsItsAttributeOrElseItsID() {
+        let client = LiveRelayClient(
+            server: URL(string: "http://127.0.0.1:1")!, clientKey: "k", bundleID: "b", environment: .sandbox, deviceID: "d",
+            storage: MemoryReportStorage())
+        #expect(client.activityKey(of: Attributes(activityKey: "order-42", orderNumber: 1), activityID: "A1") == "order-42")
+        #expect(client.activityKey(of: Attributes(activityKey: nil, orderNumber: 1), activityID: "A1") == "A1")
+        let byNumber = LiveRelayClient(
+            server: URL(string: "http://127.0.0.1:1")!, clientKey: "k", activityKeyAttribute: "orderNumber", bundleID: "b", environment: .sandbox,
+            deviceID: "d", storage: MemoryReportStorage())
+        #expect(byNumber.activityKey(of: Attributes(activityKey: nil, orderNumber: 42), activityID: "A1") == "42")
+    }
+
+    @Test func theEnvironmentIsTheProvisioningProfilesApsEnvironment() {
+        func profile(_ value: String) -> Data {
+            Data("garbage\u{0}<plist><dict><key>aps-environment</key>\n\t\t<string>\(value)</string></dict></plist>\u{1}".utf8)
+        }
+        #expect(APNsEnvironment.environment(inProfile: profile("development")) == .sandbox)
+        #expect(APNsEnvironment.environment(inProfile: profile("production")) == .production)
+        #expect(APNsEnvironment.environment(inProfile: Data("no entitlement".utf8)) == .production)
+    }
+
+    @Test func theDeviceIDIsMadeOnceAndKept() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("liverelaykit-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let first = LiveRelayClient.installationID(in: folder)
+        #expect(LiveRelayClient.installationID(in: folder) == first && UUID(uuidString: first) != nil)
+    }
+}
