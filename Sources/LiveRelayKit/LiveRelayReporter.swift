@@ -74,9 +74,11 @@ public actor LiveRelayReporter {
 
     /// What ActivityKit did: the reports it calls for join the backlog (saved before this returns).
     public func observe(_ observation: ActivityObservation) {
+        let before = backlog
         let reports = backlog.planner.plan(observation, at: now())
         backlog.append(reports)
-        save()
+        // What ActivityKit repeats at each launch changes nothing: nothing to write.
+        if backlog != before { save() }
         if !reports.isEmpty { wake.continuation.yield() }
     }
 

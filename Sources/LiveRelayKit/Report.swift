@@ -29,11 +29,13 @@ public enum Report: Sendable, Hashable, Codable {
         case system
     }
 
-    /// The activity key the report is about, if any: reports of one key keep their order.
-    var key: String? {
+    /// What a token report sets on the server (a type's push-to-start token, an activity's
+    /// update token): a newer report of the same slot makes an older one needless.
+    var tokenSlot: String? {
         switch self {
-        case .contract, .pushToStartToken, .pushToStartWithdrawn: nil
-        case .activityToken(let key, _, _, _, _), .ended(let key, _, _, _, _): key
+        case .pushToStartToken(let type, _, _): "push-to-start \(type)"
+        case .activityToken(_, let activityID, _, _, _): "activity \(activityID)"
+        case .contract, .pushToStartWithdrawn, .ended: nil
         }
     }
 }

@@ -15,8 +15,14 @@ struct ReportBacklog: Sendable, Hashable, Codable {
         var attempts = 0
     }
 
+    /// Adds reports at the end. A token replaces an older one of the same type or activity still
+    /// waiting behind the first (which may be on its way): the server needs only the newest, and
+    /// the file stays small however long the server is away.
     mutating func append(_ reports: [Report]) {
         for report in reports {
+            if let slot = report.tokenSlot {
+                pending = pending.enumerated().filter { $0.offset == 0 || $0.element.report.tokenSlot != slot }.map(\.element)
+            }
             pending.append(PendingReport(sequence: nextSequence, report: report))
             nextSequence += 1
         }

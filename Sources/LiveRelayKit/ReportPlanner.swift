@@ -21,10 +21,16 @@ public struct ReportPlanner: Sendable, Hashable, Codable {
         var key: String
         var attributesType: String
         var pushType: PushTarget
+        /// When LiveRelayKit first heard of it.
+        var since: Date
         var token: String?
         var endedByApp = false
         var end: Report.EndCause?
     }
+
+    /// No activity lives longer (8 hours active, 4 more on the Lock Screen), so one first heard
+    /// of earlier is forgotten: its dismissal may have happened while the app was not running.
+    static let forgottenAfter: TimeInterval = 13 * 3600
 
     public init(contracts: [ActivityContractShape] = []) {
         self.contracts = Dictionary(contracts.map { ($0.attributesType, $0) }, uniquingKeysWith: { _, last in last })
@@ -32,6 +38,7 @@ public struct ReportPlanner: Sendable, Hashable, Codable {
 
     /// What to report, in order, now that `observation` happened at `now`.
     public mutating func plan(_ observation: ActivityObservation, at now: Date) -> [Report] {
+        activities = activities.filter { $0.value.since > now - Self.forgottenAfter }
         switch observation {
         case .pushToStartToken(let type, let token):
             pushToStartTokens[type] = token.hex
@@ -39,7 +46,7 @@ public struct ReportPlanner: Sendable, Hashable, Codable {
 
         case .activity(let id, let type, let key, let pushType):
             guard activities[id] == nil else { return [] }
-            activities[id] = Tracked(key: key, attributesType: type, pushType: pushType)
+            activities[id] = Tracked(key: key, attributesType: type, pushType: pushType, since: now)
             return []
 
         case .activityToken(let id, let token):

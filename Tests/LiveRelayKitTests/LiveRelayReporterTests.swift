@@ -157,3 +157,20 @@ struct LiveRelayReporterTests {
         }
     }
 }
+
+extension LiveRelayReporterTests {
+    /// While the server is away, a token replaces the older one of the same type or activity
+    /// waiting in the backlog: the server needs only the newest, and the file stays small.
+    @Test func aNewerTokenReplacesTheOneWaitingBehindTheFirst() async throws {
+        let reporter = LiveRelayReporter(reporter: iphone, transport: ScriptedServer(), storage: storage())
+        await reporter.observe(.activity(id: "a1", attributesType: orderType, key: "k", pushType: .token))
+        for byte in UInt8(1)...5 { await reporter.observe(.pushToStartToken(attributesType: orderType, token: token(byte))) }
+        for byte in UInt8(6)...8 { await reporter.observe(.activityToken(activityID: "a1", token: token(byte))) }
+        #expect(
+            await reporter.pending == [
+                .pushToStartToken(attributesType: orderType, token: hex(1), frequentPushesEnabled: false),
+                .pushToStartToken(attributesType: orderType, token: hex(5), frequentPushesEnabled: false),
+                .activityToken(key: "k", activityID: "a1", attributesType: orderType, token: hex(8), frequentPushesEnabled: false),
+            ])
+    }
+}

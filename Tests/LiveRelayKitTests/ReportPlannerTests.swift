@@ -122,3 +122,14 @@ extension JSONEncoder {
         return encoder
     }
 }
+
+extension ReportPlannerTests {
+    /// No activity outlives 12 hours: one first heard of 13 hours ago is forgotten (its dismissal
+    /// may have come while the app was not running), so the planner's memory stays small.
+    @Test func anActivityHeardOfThirteenHoursAgoIsForgotten() {
+        var planner = ReportPlanner()
+        _ = planner.plan(.activity(id: "a1", attributesType: orderType, key: "k", pushType: .token), at: t0)
+        #expect(planner.plan(.activityToken(activityID: "a1", token: token(3)), at: t0 + 12 * 3600).count == 1)
+        #expect(planner.plan(.activityState(activityID: "a1", state: .ended), at: t0 + 13 * 3600 + 1).isEmpty)
+    }
+}
