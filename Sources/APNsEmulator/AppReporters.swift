@@ -105,7 +105,11 @@ public final class AppReporters: Sendable {
             await group.next()
             group.cancelAll()
         }
-        for app in running.withLock({ $0.values }) { app.sending.cancel() }
+        // No request is left in flight when the emulator stops.
+        for app in running.withLock({ $0.values }) {
+            app.sending.cancel()
+            await app.sending.value
+        }
     }
 
     private func handle(_ work: Work) async {

@@ -228,11 +228,14 @@ package struct ActivityTokenRegistration: Sendable, Hashable {
     package var frequentPushesEnabled: Bool
     /// The app build's `aps-environment`: where the token is valid.
     package var environment: PushEnvironment
+    /// What reported it (`LiveRelayKit 0.1.0`), from the request's `LiveRelayKit-Version`.
+    package var reportedBy: String?
 
     package init(
         deviceID: String, bundleID: String, activityID: String? = nil, attributesType: String, token: DeviceToken,
-        frequentPushesEnabled: Bool = false, environment: PushEnvironment = .sandbox
+        frequentPushesEnabled: Bool = false, environment: PushEnvironment = .sandbox, reportedBy: String? = nil
     ) {
+        self.reportedBy = reportedBy
         self.deviceID = deviceID
         self.bundleID = bundleID
         self.activityID = activityID

@@ -42,7 +42,7 @@ extension RelayService {
                 ActivityTokenRecord(
                     bundleID: registration.bundleID, key: key, deviceID: registration.deviceID, activityID: registration.activityID,
                     token: registration.token.hex, frequentPushesEnabled: registration.frequentPushesEnabled,
-                    environment: registration.environment, registeredAt: now()),
+                    environment: registration.environment, registeredAt: now(), reportedBy: registration.reportedBy),
                 attributesType: registration.attributesType)
             metrics.count("liverelay_registrations_total", ["kind": "activity"])
             noteChange()

@@ -119,6 +119,7 @@ package struct RelayAPI: Sendable {
             let body = try await request.decodeJSON(ActivityTokenBody.self, context: context)
             var registration = body.registration
             registration.bundleID = try Self.bodyApp(body.namedApp, context)
+            registration.reportedBy = try Self.reportedBy(request)
             let activity = try await relay.registerActivityToken(key: key, registration)
             return Self.json(.object([("key", .string(key)), ("state", .string(activity.state.rawValue))]), status: .created)
         }
@@ -308,6 +309,17 @@ package struct RelayAPI: Sendable {
         }
         try check(context, mayActFor: app)
         return app
+    }
+
+    /// `LiveRelayKit-Version: 0.1.0` as `LiveRelayKit 0.1.0`; nil without the header.
+    static func reportedBy(_ request: Request) throws -> String? {
+        guard let version = request.headers[HTTPField.Name("LiveRelayKit-Version")!] else { return nil }
+        let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: ".-+"))
+        guard (1...32).contains(version.count), version.unicodeScalars.allSatisfy({ $0.isASCII && allowed.contains($0) }) else {
+            throw RelayError(
+                .invalid, .invalidValue, message: "must be 1 to 32 letters, digits, '.', '-' or '+', such as 0.1.0", field: "LiveRelayKit-Version")
+        }
+        return "LiveRelayKit \(version)"
     }
 
     /// A key for one app acts only for it.

@@ -97,6 +97,7 @@ enum RelayView {
         ]
         if let id = token.activityID { members.append(("activityID", .string(id))) }
         if let reason = token.stateReason { members.append(("stateReason", .string(reason))) }
+        if let reporter = token.reportedBy { members.append(("reportedBy", .string(reporter))) }
         var last: JSONValue.Members = []
         if let status = token.lastStatus { last.append(("status", .integer(status))) }
         if let reason = token.lastReason { last.append(("reason", .string(reason))) }

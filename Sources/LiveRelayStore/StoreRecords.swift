@@ -228,12 +228,15 @@ package struct ActivityTokenRecord: Sendable, Hashable {
     package var lastStatus: Int?
     package var lastReason: String?
     package var lastDeliveryAt: Date?
+    /// What the app reported it with (`LiveRelayKit 0.1.0`), when it said.
+    package var reportedBy: String?
 
     package init(
         bundleID: String, key: String, deviceID: String, activityID: String? = nil, token: String, frequentPushesEnabled: Bool,
         environment: PushEnvironment, registeredAt: Date, state: ActivityTokenState = .live, stateReason: String? = nil,
-        lastStatus: Int? = nil, lastReason: String? = nil, lastDeliveryAt: Date? = nil
+        lastStatus: Int? = nil, lastReason: String? = nil, lastDeliveryAt: Date? = nil, reportedBy: String? = nil
     ) {
+        self.reportedBy = reportedBy
         self.bundleID = bundleID
         self.key = key
         self.deviceID = deviceID

@@ -133,10 +133,15 @@ extension ActivityRecord {
 extension ActivityTokenRecord {
     static let columns = columns(nil)
 
+    /// The columns `init(row:)` reads, in order; what a query selects after them starts at `names.count`.
+    static let names = [
+        "key", "device_id", "activity_id", "token", "frequent_pushes", "registered_at", "state", "state_reason", "environment", "bundle_id",
+        "reported_by",
+    ]
+
     /// The columns `init(row:)` reads, of the table named `alias` if given.
     static func columns(_ alias: String?) -> String {
-        ["key", "device_id", "activity_id", "token", "frequent_pushes", "registered_at", "state", "state_reason", "environment", "bundle_id"]
-            .map { column in alias.map { "\($0).\(column)" } ?? column }.joined(separator: ", ")
+        names.map { column in alias.map { "\($0).\(column)" } ?? column }.joined(separator: ", ")
     }
 
     /// A token without its last result, which comes from the deliveries.
@@ -144,7 +149,7 @@ extension ActivityTokenRecord {
         self.init(
             bundleID: row.string(9), key: row.string(0), deviceID: row.string(1), activityID: row.text(2), token: row.string(3),
             frequentPushesEnabled: row.bool(4), environment: try row.value(8, "activity_tokens.environment"), registeredAt: row.date(5)!,
-            state: try row.value(6, "activity_tokens.state"), stateReason: row.text(7))
+            state: try row.value(6, "activity_tokens.state"), stateReason: row.text(7), reportedBy: row.text(10))
     }
 }
 

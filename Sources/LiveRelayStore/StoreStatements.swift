@@ -25,11 +25,12 @@ enum StoreStatements {
     /// A device's update token under a key, live (again).
     static let saveActivityToken = """
         INSERT INTO activity_tokens
-            (key, device_id, activity_id, token, frequent_pushes, registered_at, state, state_reason, environment, bundle_id)
-        VALUES (?, ?, ?, ?, ?, ?, 'live', NULL, ?, ?)
+            (key, device_id, activity_id, token, frequent_pushes, registered_at, state, state_reason, environment, bundle_id, reported_by)
+        VALUES (?, ?, ?, ?, ?, ?, 'live', NULL, ?, ?, ?)
         ON CONFLICT (bundle_id, key, device_id) DO UPDATE SET
             activity_id = excluded.activity_id, token = excluded.token, frequent_pushes = excluded.frequent_pushes,
-            registered_at = excluded.registered_at, state = 'live', state_reason = NULL, environment = excluded.environment
+            registered_at = excluded.registered_at, state = 'live', state_reason = NULL, environment = excluded.environment,
+            reported_by = excluded.reported_by
         """
 
     static let endActivityToken =

@@ -39,6 +39,20 @@ struct LiveRelayKitReportsTests {
             try relay.emulator.devices.withDevice("iphone-1") { device, now in ((), device.rotateUpdateToken(activityID: activity.id, at: now)) }
             let rotated = try #require(try relay.activity(on: "iphone-1")?.pushToken)
             try await relay.eventually { try await relay.store.activityTokens(app: harnessApp, key: "order-7").map(\.token) == [rotated] }
+
+            // The server tells which reports came from LiveRelayKit, and which version.
+            let reporter = "LiveRelayKit \(LiveRelayKitVersion.current)"
+            #expect(try await relay.get("/v1/activities/order-7").json["tokens"]?[0]?["reportedBy"] == .string(reporter))
+            let browser = DashboardBrowser(relay)
+            _ = try await browser.signIn(key: try #require(relay.keys[.admin]))
+            #expect(try await browser.get("/dashboard/activity?app=\(harnessApp)&key=order-7").text.contains("<td>\(reporter)</td>"))
+            let odd = try await relay.post(
+                "/v1/activities/order-7/tokens",
+                .object([
+                    ("deviceID", .string("iphone-2")), ("attributesType", .string("DeliveryAttributes")),
+                    ("token", .string(String(repeating: "ab", count: 32))),
+                ]), scope: .client, headers: [("LiveRelayKit-Version", "1.0 <script>")])
+            #expect(odd.status == 400 && odd.json["error"]?["field"] == .string("LiveRelayKit-Version"), "\(odd.json)")
         }
     }
 

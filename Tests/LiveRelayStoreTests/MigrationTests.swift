@@ -107,6 +107,7 @@ import Testing
         #expect(
             try await store.migrate() == [
                 "0008-environments", "0009-apps", "0010-leases", "0011-rate-buckets", "0012-dashboard", "0013-key-statistics", "0014-typed-answers",
+                "0015-reported-by",
             ])
         try await store.adoptUnnamedData(bundleID: Self.app)
         let match = try #require(try await store.activity(app: Self.app, key: "match-1"))
@@ -153,7 +154,7 @@ extension MigrationTests {
         let store = try SQLiteStore(path: try await Self.databaseOfTheReleaseBeforeApps())
         #expect(
             try await store.migrate() == [
-                "0009-apps", "0010-leases", "0011-rate-buckets", "0012-dashboard", "0013-key-statistics", "0014-typed-answers",
+                "0009-apps", "0010-leases", "0011-rate-buckets", "0012-dashboard", "0013-key-statistics", "0014-typed-answers", "0015-reported-by",
             ])
         // Kept under no app until the server names the one it served.
         #expect(try await store.activity(app: Self.app, key: "order-1") == nil)

@@ -83,7 +83,8 @@ extension DashboardPages {
             return """
                 <tr><td>\(token.deviceID)</td><td>\(token.environment.rawValue)</td>
                 <td><span class="badge \(token.state.rawValue)">\(token.state.rawValue)</span>\(token.stateReason.map { HTML(" <span class=\"muted\">\($0)</span>") } ?? .empty)</td>
-                <td><code>\(DeviceToken.shortened(token.token))</code></td><td>\(last)</td></tr>
+                <td><code>\(DeviceToken.shortened(token.token))</code></td><td>\(last)</td>
+                <td>\(token.reportedBy.map { HTML("\($0)") } ?? "<span class=\"muted\">not said</span>")</td></tr>
                 """
         }
         let facts: HTML = """
@@ -108,7 +109,7 @@ extension DashboardPages {
             </div>
             <div class="\(phones == nil ? "activity-body" : "activity-body with-phones")"><div>
             <section data-live id="activity-tokens"><h2>Tokens</h2>
-            \(description.tokens.isEmpty ? HTML("<p class=\"empty\">No activity token yet: the key's pushes go to its channel, or no device has reported one.</p>") : HTML("<table><thead><tr><th>Device</th><th>Environment</th><th>State</th><th>Token</th><th>Last APNs answer</th></tr></thead><tbody>\(tokens)</tbody></table>"))
+            \(description.tokens.isEmpty ? HTML("<p class=\"empty\">No activity token yet: the key's pushes go to its channel, or no device has reported one.</p>") : HTML("<table><thead><tr><th>Device</th><th>Environment</th><th>State</th><th>Token</th><th>Last APNs answer</th><th>Reported by</th></tr></thead><tbody>\(tokens)</tbody></table>"))
             </section>
             \(changeForms(activity, viewer: viewer, refused: refused))
             <section data-live id="activity-timeline"><h2>Timeline</h2>\(timeline(deliveries, viewer: viewer))</section>

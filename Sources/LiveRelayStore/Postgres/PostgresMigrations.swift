@@ -202,5 +202,6 @@ enum PostgresMigrations {
             statements: [
                 "ALTER TABLE idempotency_keys ALTER COLUMN status DROP NOT NULL, ALTER COLUMN body DROP NOT NULL, ADD COLUMN answer text"
             ]),
+        StoreMigration(name: "0015-reported-by", statements: ["ALTER TABLE activity_tokens ADD COLUMN reported_by text"]),
     ]
 }

@@ -165,7 +165,7 @@ extension PostgresStore {
                 StoreStatements.saveActivityToken,
                 [
                     .text(token.key), .text(token.deviceID), .text(token.activityID), .text(token.token), .bool(token.frequentPushesEnabled),
-                    .seconds(token.registeredAt), .text(token.environment.rawValue), .text(token.bundleID),
+                    .seconds(token.registeredAt), .text(token.environment.rawValue), .text(token.bundleID), .text(token.reportedBy),
                 ])
             try await db.carryOut(
                 .activityTokenRegistered(app: token.bundleID, key: token.key, deviceID: token.deviceID), at: token.registeredAt)
@@ -211,7 +211,8 @@ extension PostgresStore {
             [.text(app), .text(key)]
         ).map { row in
             var token = try ActivityTokenRecord(row: row)
-            (token.lastStatus, token.lastReason, token.lastDeliveryAt) = (row.int(10), row.text(11), row.date(12))
+            let last = ActivityTokenRecord.names.count
+            (token.lastStatus, token.lastReason, token.lastDeliveryAt) = (row.int(last), row.text(last + 1), row.date(last + 2))
             return token
         }
     }

@@ -272,5 +272,7 @@ enum SQLiteMigrations {
                 "DROP TABLE idempotency_keys",
                 "ALTER TABLE idempotency_keys_typed RENAME TO idempotency_keys",
             ]),
+        // What reported each update token: `LiveRelayKit 0.1.0`, from the request's header.
+        StoreMigration(name: "0015-reported-by", statements: ["ALTER TABLE activity_tokens ADD COLUMN reported_by TEXT"]),
     ]
 }

@@ -107,7 +107,7 @@ extension SQLiteStore {
                 StoreStatements.saveActivityToken,
                 [
                     token.key, token.deviceID, token.activityID, token.token, token.frequentPushesEnabled,
-                    token.registeredAt.seconds, token.environment.rawValue, token.bundleID,
+                    token.registeredAt.seconds, token.environment.rawValue, token.bundleID, token.reportedBy,
                 ])
             try db.carryOut(
                 .activityTokenRegistered(app: token.bundleID, key: token.key, deviceID: token.deviceID), at: token.registeredAt)
@@ -153,7 +153,8 @@ extension SQLiteStore {
                 """, [app, key]
             ) { row in
                 var token = try ActivityTokenRecord(row: row)
-                (token.lastStatus, token.lastReason, token.lastDeliveryAt) = (row.int(10), row.text(11), row.date(12))
+                let last = ActivityTokenRecord.names.count
+                (token.lastStatus, token.lastReason, token.lastDeliveryAt) = (row.int(last), row.text(last + 1), row.date(last + 2))
                 return token
             }
         }
