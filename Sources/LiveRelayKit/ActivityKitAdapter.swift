@@ -15,22 +15,27 @@
             start()
             let name = String(describing: Attributes.self)
             let relay = relay
+            var contract: ActivityContractShape?
             do {
-                let contract = try ActivityContractShape(
+                contract = try ActivityContractShape(
                     attributesType: name, attributes: Attributes.self, contentState: Attributes.ContentState.self)
-                keep(Task { [weak self] in await self?.include(contract) })
             } catch {
                 print("LiveRelayKit: no contract for \(name): \(error)")
             }
             trackAuthorization()
+            // The contract first, in the same task: it goes to the server before the first token.
+            let known = contract
             if #available(iOS 17.2, *) {
                 // https://developer.apple.com/documentation/activitykit/activity/pushtostarttokenupdates
                 keep(
                     Task {
+                        if let known { await relay.include(known) }
                         for await token in Activity<Attributes>.pushToStartTokenUpdates {
                             await relay.observe(.pushToStartToken(attributesType: name, token: token))
                         }
                     })
+            } else if let known {
+                keep(Task { await relay.include(known) })
             }
             // Those already there at launch (https://developer.apple.com/documentation/activitykit/activity/activities),
             // then each new one (https://developer.apple.com/documentation/activitykit/activity/activityupdates-swift.type.property).
@@ -44,59 +49,55 @@
                 })
         }
 
-        /// One activity: registered under its key, then its tokens and its states.
+        /// One activity: registered under its key, then its tokens and its states, each sequence
+        /// read by a task of its own; each task first says the activity exists (the core hears it
+        /// once), so neither depends on the other having started.
         private func follow<Attributes: ActivityAttributes>(_ activity: Activity<Attributes>, type: String) {
             let relay = relay
             let id = activity.id
             // `attributes` does not throw (https://developer.apple.com/documentation/activitykit/activity/attributes).
-            let key = activityKey(of: activity.attributes, activityID: id)
+            let appeared = ActivityObservation.activity(
+                id: id, attributesType: type, key: activityKey(of: activity.attributes, activityID: id), pushType: .token)
             // https://developer.apple.com/documentation/activitykit/activity/pushtokenupdates-swift.property
-            let tokens = activity.pushTokenUpdates
+            // Each sequence goes to one task, and the activity is not used after: ActivityKit's
+            // sequences do not say they are `Sendable`, hence the promise.
+            nonisolated(unsafe) let tokens = activity.pushTokenUpdates
             // https://developer.apple.com/documentation/activitykit/activity/activitystateupdates-swift.property
-            let states = activity.activityStateUpdates
+            nonisolated(unsafe) let states = activity.activityStateUpdates
             keep(
                 Task {
-                    await relay.observe(.activity(id: id, attributesType: type, key: key, pushType: .token))
-                    await withTaskGroup(of: Void.self) { group in
-                        group.addTask {
-                            for await token in tokens { await relay.observe(.activityToken(activityID: id, token: token)) }
-                        }
-                        group.addTask {
-                            for await state in states {
-                                guard let observed = ObservedState(state) else { continue }
-                                await relay.observe(.activityState(activityID: id, state: observed))
-                            }
-                        }
+                    await relay.observe(appeared)
+                    for await token in tokens { await relay.observe(.activityToken(activityID: id, token: token)) }
+                })
+            keep(
+                Task {
+                    await relay.observe(appeared)
+                    for await state in states {
+                        guard let observed = ObservedState(state) else { continue }
+                        await relay.observe(.activityState(activityID: id, state: observed))
                     }
                 })
         }
 
-        /// Live Activities switched on or off, frequent updates allowed or not
-        /// (https://developer.apple.com/documentation/activitykit/activityauthorizationinfo).
+        /// Live Activities switched on or off, frequent updates allowed or not, once whatever the
+        /// types (https://developer.apple.com/documentation/activitykit/activityauthorizationinfo:
+        /// `areActivitiesEnabled`, `frequentPushesEnabled` and their update sequences). Each task
+        /// makes its own `ActivityAuthorizationInfo`, which is not `Sendable`.
         private func trackAuthorization() {
             guard claimAuthorization() else { return }
             let relay = relay
+            @Sendable func now() -> ActivityObservation {
+                let info = ActivityAuthorizationInfo()
+                return .authorization(activitiesEnabled: info.areActivitiesEnabled, frequentPushesEnabled: info.frequentPushesEnabled)
+            }
             keep(
                 Task {
-                    let info = ActivityAuthorizationInfo()
-                    await relay.observe(
-                        .authorization(activitiesEnabled: info.areActivitiesEnabled, frequentPushesEnabled: info.frequentPushesEnabled))
-                    await withTaskGroup(of: Void.self) { group in
-                        group.addTask {
-                            for await enabled in info.activityEnablementUpdates {
-                                await relay.observe(
-                                    .authorization(
-                                        activitiesEnabled: enabled, frequentPushesEnabled: ActivityAuthorizationInfo().frequentPushesEnabled))
-                            }
-                        }
-                        group.addTask {
-                            for await frequent in info.frequentPushEnablementUpdates {
-                                await relay.observe(
-                                    .authorization(
-                                        activitiesEnabled: ActivityAuthorizationInfo().areActivitiesEnabled, frequentPushesEnabled: frequent))
-                            }
-                        }
-                    }
+                    await relay.observe(now())
+                    for await _ in ActivityAuthorizationInfo().activityEnablementUpdates { await relay.observe(now()) }
+                })
+            keep(
+                Task {
+                    for await _ in ActivityAuthorizationInfo().frequentPushEnablementUpdates { await relay.observe(now()) }
                 })
         }
     }
