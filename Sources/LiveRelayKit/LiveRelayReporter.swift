@@ -82,8 +82,18 @@ public actor LiveRelayReporter {
         if !reports.isEmpty { wake.continuation.yield() }
     }
 
-    /// Sends the backlog, oldest first, until the task is cancelled.
+    /// Whether `run` is sending: one sender at a time keeps the order.
+    private var sending = false
+
+    /// Sends the backlog, oldest first, until the task is cancelled. A second call while one
+    /// sends returns at once.
     public func run() async {
+        guard !sending else {
+            log("LiveRelayKit: run() called while already sending; ignored")
+            return
+        }
+        sending = true
+        defer { sending = false }
         var signals = wake.stream.makeAsyncIterator()
         while !Task.isCancelled {
             guard let next = backlog.pending.first else {

@@ -65,6 +65,6 @@ public struct BacklogTooLarge: Error, CustomStringConvertible {
     public var path: String
     public var size: Int
     public var description: String {
-        "LiveRelayKit: \(path) holds \(size) bytes, more than a backlog ever does; it is left as it is and a new one begun"
+        "LiveRelayKit: \(path) holds \(size) bytes, more than a backlog ever does; a new one replaces it"
     }
 }

@@ -60,6 +60,7 @@ func send(_ reporter: LiveRelayReporter, until done: @escaping @Sendable () asyn
     }
 }
 
+@Suite(.timeLimit(.minutes(1)))
 struct LiveRelayReporterTests {
     @Test func whileTheServerIsDownReportsWaitAndThenArriveOnceInOrder() async throws {
         let down = Array(repeating: SendOutcome.unreachable("connection refused"), count: 5)
@@ -172,5 +173,23 @@ extension LiveRelayReporterTests {
                 .pushToStartToken(attributesType: orderType, token: hex(5), frequentPushesEnabled: false),
                 .activityToken(key: "k", activityID: "a1", attributesType: orderType, token: hex(8), frequentPushesEnabled: false),
             ])
+    }
+}
+
+extension LiveRelayReporterTests {
+    /// One sender at a time: a second `run()` while one sends returns at once, saying so, and
+    /// the first goes on.
+    @Test func aSecondSenderReturnsAtOnce() async throws {
+        let lines = Lines()
+        let server = ScriptedServer()
+        let reporter = LiveRelayReporter(reporter: iphone, transport: server, storage: storage(), log: lines.log)
+        let first = Task { await reporter.run() }
+        defer { first.cancel() }
+        await reporter.observe(.pushToStartToken(attributesType: orderType, token: token(1)))
+        while server.received.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+        await reporter.run()
+        #expect(lines.all == ["LiveRelayKit: run() called while already sending; ignored"])
+        await reporter.observe(.pushToStartToken(attributesType: orderType, token: token(2)))
+        while server.received.count < 2 { try await Task.sleep(for: .milliseconds(5)) }
     }
 }
