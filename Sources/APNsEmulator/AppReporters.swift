@@ -194,7 +194,8 @@ public final class AppReporters: Sendable {
             observations.append(.pushToStartToken(attributesType: type, token: Self.data(token)))
         }
         for activity in device.activities where activity.bundleID == key.bundleID {
-            observations.append(Self.appeared(activity.id, activity.attributesType, activity.attributes, activity.pushType, target))
+            observations.append(
+                Self.appeared(activity.id, activity.attributesType, activity.attributes, activity.pushType, activity.state, target))
             if activity.lifecycle.isOngoing, let token = activity.pushToken {
                 observations.append(.activityToken(activityID: activity.id, token: Self.data(token)))
             }
@@ -214,8 +215,8 @@ public final class AppReporters: Sendable {
         case .tokenIssued(let token, _, .pushToStart(let type), _):
             return [.pushToStartToken(attributesType: type, token: Self.data(token))]
         case .activityStarted(let id, _, let type, let attributes):
-            let pushType = (try? fleet.device(event.deviceID).activity(id))?.pushType ?? .token
-            return [Self.appeared(id, type, attributes, pushType, target)]
+            let activity = try? fleet.device(event.deviceID).activity(id)
+            return [Self.appeared(id, type, attributes, activity?.pushType ?? .token, activity?.state ?? .active, target)]
         case .tokenIssued(let token, _, .update(let id), _):
             return [.activityToken(activityID: id, token: Self.data(token))]
         case .stateChanged(let id, _, let state, let cause):
@@ -230,9 +231,9 @@ public final class AppReporters: Sendable {
     /// A token the device issued: lowercase hex.
     private static func data(_ hex: String) -> Data { (try? DeviceToken(hex))?.data ?? Data() }
 
-    private static func appeared(_ id: String, _ type: String, _ attributes: JSONValue, _ pushType: ActivityPushType, _ target: AppReporting)
-        -> ActivityObservation
-    {
+    private static func appeared(
+        _ id: String, _ type: String, _ attributes: JSONValue, _ pushType: ActivityPushType, _ state: ActivityState, _ target: AppReporting
+    ) -> ActivityObservation {
         let value = attributes[target.activityKeyAttribute]
         let key = value?.stringValue ?? (value.flatMap { if case .number(let literal) = $0 { literal } else { nil } }) ?? id
         let target: PushTarget =
@@ -241,7 +242,7 @@ public final class AppReporters: Sendable {
             case .token: .token
             case .channel(let channelID): .channel(channelID)
             }
-        return .activity(id: id, attributesType: type, key: key, pushType: target)
+        return .activity(id: id, attributesType: type, key: key, pushType: target, scheduled: state == .pending)
     }
 
     /// A simulated app's contract in LiveRelayKit's terms: the same schema language.

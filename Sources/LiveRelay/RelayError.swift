@@ -39,6 +39,8 @@ package struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
         package static let unauthorized = Code(rawValue: "unauthorized")
         package static let wrongScope = Code(rawValue: "wrong_scope")
         package static let keyExists = Code(rawValue: "key_exists")
+        /// A device's report names a channel the key does not have.
+        package static let otherChannel = Code(rawValue: "other_channel")
         package static let activityEnded = Code(rawValue: "activity_ended")
         /// The same idempotency key was committed by a concurrent request.
         package static let idempotencyConflict = Code(rawValue: "idempotency_conflict")

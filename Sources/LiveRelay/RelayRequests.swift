@@ -247,6 +247,30 @@ package struct ActivityTokenRegistration: Sendable, Hashable {
 }
 
 /// The activity ended or the person dismissed it, as the app reports.
+/// A device's channel-bound activity under a key: it listens to the key's channel (`POST
+/// /v1/activities/{key}/listening`).
+package struct ChannelListenerRegistration: Sendable, Hashable {
+    package var deviceID: String
+    package var bundleID: String
+    package var activityID: String?
+    package var channelID: String
+    package var environment: PushEnvironment
+    /// What reported it (`LiveRelayKit 0.1.0`), from the request's `LiveRelayKit-Version`.
+    package var reportedBy: String?
+
+    package init(
+        deviceID: String, bundleID: String, activityID: String? = nil, channelID: String, environment: PushEnvironment = .sandbox,
+        reportedBy: String? = nil
+    ) {
+        self.deviceID = deviceID
+        self.bundleID = bundleID
+        self.activityID = activityID
+        self.channelID = channelID
+        self.environment = environment
+        self.reportedBy = reportedBy
+    }
+}
+
 package struct EndedReport: Sendable, Hashable {
     package var deviceID: String
     package var bundleID: String

@@ -6,6 +6,8 @@ import LiveRelayStore
 package struct ActivityDescription: Sendable, Hashable {
     package var activity: ActivityRecord
     package var tokens: [ActivityTokenRecord]
+    /// The devices whose channel-bound activity listens to the key's channel.
+    package var listeners: [ChannelListenerRecord]
     package var schedules: [ScheduleRecord]
 }
 

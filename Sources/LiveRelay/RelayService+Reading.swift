@@ -8,7 +8,8 @@ import Synchronization
 
 /// What the API and the dashboard read.
 extension RelayService {
-    /// An app's key, its tokens with their last delivery results, and its schedules.
+    /// An app's key, its tokens with their last delivery results, the devices listening to its
+    /// channel, and its schedules.
     package func describe(app: String, key: String) async throws -> ActivityDescription {
         try Self.checkKey(key)
         guard var activity = try await store.activity(app: app, key: key) else {
@@ -16,7 +17,9 @@ extension RelayService {
         }
         let tokens = try await store.activityTokens(app: app, key: key)
         activity.devices = ActivityDevices(tokens: tokens)
-        return ActivityDescription(activity: activity, tokens: tokens, schedules: try await store.schedules(app: app, key: key))
+        return ActivityDescription(
+            activity: activity, tokens: tokens, listeners: try await store.channelListeners(app: app, key: key),
+            schedules: try await store.schedules(app: app, key: key))
     }
 
     /// A page of activities, newest first.

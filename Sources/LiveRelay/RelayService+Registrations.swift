@@ -55,8 +55,37 @@ extension RelayService {
         }
     }
 
-    /// Records that the activity ended or was dismissed on the device; false when the device has
-    /// no token under the key (a channel-subscribed activity has none).
+    /// Records that the device's channel-bound activity listens to the key's channel: the one the
+    /// key has in the device's environment, which the report must name.
+    package func registerChannelListener(key: String, _ registration: ChannelListenerRegistration) async throws {
+        try Self.checkKey(key)
+        try await checkApp(bundleID: registration.bundleID, environment: registration.environment)
+        guard let activity = try await store.activity(app: registration.bundleID, key: key) else {
+            throw RelayError.notFound("key", "no activity key \"\(key)\"")
+        }
+        guard activity.channelIDs[registration.environment] == registration.channelID else {
+            let has = activity.channelIDs[registration.environment].map { "its channel in \(registration.environment.rawValue) is \($0)" }
+            throw RelayError(
+                .conflict, .otherChannel,
+                message: "\(registration.channelID) is not the key's channel: \(has ?? "it has none in \(registration.environment.rawValue)")",
+                field: "channelID")
+        }
+        do {
+            try await store.saveChannelListener(
+                ChannelListenerRecord(
+                    bundleID: registration.bundleID, key: key, deviceID: registration.deviceID, activityID: registration.activityID,
+                    channelID: registration.channelID, environment: registration.environment, registeredAt: now(),
+                    reportedBy: registration.reportedBy))
+        } catch let error as StoreError {
+            throw RelayError(error)
+        }
+        metrics.count("liverelay_registrations_total", ["kind": "channel_listener"])
+        noteChange()
+        logger.info("channel listener registered", metadata: ["activity.key": "\(key)", "device": "\(registration.deviceID)"])
+    }
+
+    /// Records that the activity ended or was dismissed on the device; false when the device
+    /// reported neither a token nor a channel under the key.
     package func reportEnded(key: String, _ report: EndedReport) async throws -> Bool {
         try Self.checkKey(key)
         try await checkApp(bundleID: report.bundleID)
@@ -64,7 +93,7 @@ extension RelayService {
             throw RelayError.notFound("key", "no activity key \"\(key)\"")
         }
         defer { noteChange() }
-        return try await store.endActivityToken(
+        return try await store.endActivityOnDevice(
             app: report.bundleID, key: key, deviceID: report.deviceID, state: report.state, cause: report.cause, at: report.at ?? now())
     }
 

@@ -123,6 +123,15 @@ package struct RelayAPI: Sendable {
             let activity = try await relay.registerActivityToken(key: key, registration)
             return Self.json(.object([("key", .string(key)), ("state", .string(activity.state.rawValue))]), status: .created)
         }
+        client.post("/activities/{key}/listening") { request, context in
+            let key = try activityKey(context)
+            let body = try await request.decodeJSON(ChannelListenerBody.self, context: context)
+            var registration = body.registration
+            registration.bundleID = try Self.bodyApp(body.namedApp, context)
+            registration.reportedBy = try Self.reportedBy(request)
+            try await relay.registerChannelListener(key: key, registration)
+            return Self.json(.object([("key", .string(key)), ("listening", .bool(true))]), status: .created)
+        }
         client.post("/activities/{key}/ended") { request, context in
             let body = try await request.decodeJSON(EndedBody.self, context: context)
             var report = body.report

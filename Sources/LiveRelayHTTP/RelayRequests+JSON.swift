@@ -141,6 +141,34 @@ package struct ActivityTokenBody: APIRequestBody {
     }
 }
 
+/// `POST /v1/activities/{key}/listening` (client key): the device's channel-bound activity
+/// listens to the key's channel.
+package struct ChannelListenerBody: APIRequestBody {
+    package static let fields = CodingKeys.allCases.map(\.rawValue)
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case deviceID, bundleID, activityID, channelID, environment
+    }
+
+    /// APNs' channel ids are base64 of a few bytes; this is far above any.
+    static let longestChannelID = 256
+    /// Its app's bundle ID ("" when the body leaves it to the key's app: `RelayAPI.bodyApp`).
+    var registration: ChannelListenerRegistration
+    let namedApp: String?
+
+    package init(from decoder: any Decoder) throws {
+        let body = try decoder.container(keyedBy: CodingKeys.self)
+        namedApp = try body.nonEmptyString(.bundleID)
+        let channelID = try body.requireNonEmptyString(.channelID)
+        guard channelID.utf8.count <= Self.longestChannelID else {
+            throw DecodingError.dataCorruptedError(forKey: .channelID, in: body, debugDescription: "must be at most \(Self.longestChannelID) bytes")
+        }
+        registration = ChannelListenerRegistration(
+            deviceID: try body.requireNonEmptyString(.deviceID), bundleID: namedApp ?? "",
+            activityID: try body.decodeIfPresent(String.self, forKey: .activityID), channelID: channelID,
+            environment: try body.environment(.environment))
+    }
+}
+
 /// `POST /v1/activities/{key}/ended` (client key): the activity ended or the person dismissed it.
 package struct EndedBody: APIRequestBody {
     package static let fields = CodingKeys.allCases.map(\.rawValue)

@@ -38,6 +38,7 @@ enum RelayView {
     static func json(_ description: ActivityDescription) -> JSONValue {
         var members = activityMembers(description.activity)
         members.append(("tokens", .array(description.tokens.map(json))))
+        members.append(("listeners", .array(description.listeners.map(json))))
         members.append(("schedules", .array(description.schedules.map(json))))
         return .object(members)
     }
@@ -103,6 +104,17 @@ enum RelayView {
         if let reason = token.lastReason { last.append(("reason", .string(reason))) }
         if let at = token.lastDeliveryAt { last.append(("at", date(at))) }
         if !last.isEmpty { members.append(("lastDelivery", .object(last))) }
+        return .object(members)
+    }
+
+    static func json(_ listener: ChannelListenerRecord) -> JSONValue {
+        var members: JSONValue.Members = [
+            ("deviceID", .string(listener.deviceID)), ("channelID", .string(listener.channelID)), ("state", .string(listener.state.rawValue)),
+            ("environment", .string(listener.environment.rawValue)), ("registeredAt", date(listener.registeredAt)),
+        ]
+        if let id = listener.activityID { members.append(("activityID", .string(id))) }
+        if let reason = listener.stateReason { members.append(("stateReason", .string(reason))) }
+        if let reporter = listener.reportedBy { members.append(("reportedBy", .string(reporter))) }
         return .object(members)
     }
 

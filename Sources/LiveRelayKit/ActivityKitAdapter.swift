@@ -56,8 +56,12 @@
             let relay = relay
             let id = activity.id
             // `attributes` does not throw (https://developer.apple.com/documentation/activitykit/activity/attributes).
+            // ActivityKit documents no property that tells an activity's push type: each is taken
+            // for `.token` (an app that requests `.channel` tells the client itself, your-app.md).
+            // https://developer.apple.com/documentation/activitykit/activity/activitystate
             let appeared = ActivityObservation.activity(
-                id: id, attributesType: type, key: activityKey(of: activity.attributes, activityID: id), pushType: .token)
+                id: id, attributesType: type, key: activityKey(of: activity.attributes, activityID: id), pushType: .token,
+                scheduled: ObservedState.isPending(activity.activityState))
             // https://developer.apple.com/documentation/activitykit/activity/pushtokenupdates-swift.property
             // Each sequence goes to one task, and the activity is not used after: ActivityKit's
             // sequences do not say they are `Sendable`, hence the promise.
@@ -113,8 +117,13 @@
             case .dismissed: self = .dismissed
             @unknown default:
                 // `.pending` (iOS 26) among them: it becomes `.active` when its start date comes.
-                return nil
+                guard Self.isPending(state) else { return nil }
+                self = .pending
             }
         }
+
+        /// `ActivityState.pending` (iOS 26), named by its description so that this compiles with
+        /// SDKs that do not have it.
+        static func isPending(_ state: ActivityState) -> Bool { String(describing: state) == "pending" }
     }
 #endif

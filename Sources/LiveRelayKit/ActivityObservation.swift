@@ -7,8 +7,9 @@ public enum ActivityObservation: Sendable, Hashable, Codable {
     /// `Activity<T>.pushToStartTokenUpdates` gave a token for the attributes type.
     case pushToStartToken(attributesType: String, token: Data)
     /// `Activity<T>.activityUpdates` (or the app's own request) gave an activity; `key` is the
-    /// value of the attribute the backend keys it by.
-    case activity(id: String, attributesType: String, key: String, pushType: PushTarget)
+    /// value of the attribute the backend keys it by; `scheduled`, its `activityState` was
+    /// `.pending` (iOS 26: requested with a later start date).
+    case activity(id: String, attributesType: String, key: String, pushType: PushTarget, scheduled: Bool = false)
     /// `activity.pushTokenUpdates` gave a token.
     case activityToken(activityID: String, token: Data)
     /// `activity.activityStateUpdates` gave a state.

@@ -12,6 +12,9 @@ public enum Report: Sendable, Hashable, Codable {
     case pushToStartWithdrawn
     /// An activity's update token under its key (`POST /v1/activities/{key}/tokens`).
     case activityToken(key: String, activityID: String, attributesType: String, token: String, frequentPushesEnabled: Bool)
+    /// A channel-bound activity listens to its key's channel: it has no update token
+    /// (`POST /v1/activities/{key}/listening`).
+    case listening(key: String, activityID: String, channelID: String)
     /// An activity ended or dismissed, and by whom (`POST /v1/activities/{key}/ended`).
     case ended(key: String, activityID: String, state: EndState, cause: EndCause, at: Date)
 
@@ -35,7 +38,7 @@ public enum Report: Sendable, Hashable, Codable {
         switch self {
         case .pushToStartToken(let type, _, _): "push-to-start \(type)"
         case .activityToken(_, let activityID, _, _, _): "activity \(activityID)"
-        case .contract, .pushToStartWithdrawn, .ended: nil
+        case .contract, .pushToStartWithdrawn, .listening, .ended: nil
         }
     }
 }
@@ -92,6 +95,11 @@ extension Report {
                 deviceID: reporter.deviceID, bundleID: reporter.bundleID, activityID: activityID, attributesType: type, token: token,
                 frequentPushesEnabled: frequent, environment: reporter.environment)
             return ReportRequest(method: "POST", path: "/v1/activities/\(Self.segment(key))/tokens", body: try encoder.encode(body))
+        case .listening(let key, let activityID, let channelID):
+            let body = ListeningBody(
+                deviceID: reporter.deviceID, bundleID: reporter.bundleID, activityID: activityID, channelID: channelID,
+                environment: reporter.environment)
+            return ReportRequest(method: "POST", path: "/v1/activities/\(Self.segment(key))/listening", body: try encoder.encode(body))
         case .ended(let key, let activityID, let state, let cause, let at):
             let body = EndedBody(deviceID: reporter.deviceID, bundleID: reporter.bundleID, activityID: activityID, state: state, cause: cause, at: at)
             return ReportRequest(method: "POST", path: "/v1/activities/\(Self.segment(key))/ended", body: try encoder.encode(body))
@@ -121,6 +129,14 @@ extension Report {
         var attributesType: String
         var token: String
         var frequentPushesEnabled: Bool
+        var environment: APNsEnvironment
+    }
+
+    private struct ListeningBody: Encodable {
+        var deviceID: String
+        var bundleID: String
+        var activityID: String
+        var channelID: String
         var environment: APNsEnvironment
     }
 

@@ -24,6 +24,9 @@ public struct ReportPlanner: Sendable, Hashable, Codable {
         /// When LiveRelayKit first heard of it.
         var since: Date
         var token: String?
+        /// Scheduled and not started yet (`pending`): its token or channel is reported when it
+        /// starts, since until then it takes no update. (`nil` in a backlog of LiveRelayKit 0.1.)
+        var waitingForStart: Bool?
         var endedByApp = false
         var end: Report.EndCause?
     }
@@ -44,20 +47,16 @@ public struct ReportPlanner: Sendable, Hashable, Codable {
             pushToStartTokens[type] = token.hex
             return pushToStartReports(for: type)
 
-        case .activity(let id, let type, let key, let pushType):
+        case .activity(let id, let type, let key, let pushType, let scheduled):
             guard activities[id] == nil else { return [] }
-            activities[id] = Tracked(key: key, attributesType: type, pushType: pushType, since: now)
-            return []
+            activities[id] = Tracked(key: key, attributesType: type, pushType: pushType, since: now, waitingForStart: scheduled)
+            return scheduled ? [] : arrival(of: id)
 
         case .activityToken(let id, let token):
             guard var activity = activities[id], activity.end == nil, activity.token != token.hex else { return [] }
             activity.token = token.hex
             activities[id] = activity
-            return [
-                .activityToken(
-                    key: activity.key, activityID: id, attributesType: activity.attributesType, token: token.hex,
-                    frequentPushesEnabled: frequentPushesEnabled)
-            ]
+            return activity.waitingForStart == true ? [] : arrival(of: id)
 
         case .endedByApp(let id):
             activities[id]?.endedByApp = true
@@ -66,8 +65,13 @@ public struct ReportPlanner: Sendable, Hashable, Codable {
         case .activityState(let id, let state):
             guard var activity = activities[id] else { return [] }
             switch state {
-            case .pending, .active, .stale:
+            case .pending:
                 return []
+            case .active, .stale:
+                // A scheduled activity started: the server may update it now.
+                guard activity.waitingForStart == true, activity.end == nil else { return [] }
+                activities[id]?.waitingForStart = false
+                return arrival(of: id)
             case .ended:
                 guard activity.end == nil else { return [] }
                 let cause: Report.EndCause = activity.endedByApp ? .app : .system
@@ -97,7 +101,7 @@ public struct ReportPlanner: Sendable, Hashable, Codable {
                 for type in pushToStartTokens.keys.sorted() { reports += pushToStartReports(for: type) }
             }
             if wasFrequent != frequent {
-                for (id, activity) in activities.sorted(by: { $0.key < $1.key }) where activity.end == nil {
+                for (id, activity) in activities.sorted(by: { $0.key < $1.key }) where activity.end == nil && activity.waitingForStart != true {
                     guard let token = activity.token else { continue }
                     reports.append(
                         .activityToken(
@@ -106,6 +110,25 @@ public struct ReportPlanner: Sendable, Hashable, Codable {
                 }
             }
             return reports
+        }
+    }
+
+    /// How the server reaches the activity: its update token once it has one, or the channel it
+    /// listens to (a channel-bound activity never has a token).
+    private func arrival(of id: String) -> [Report] {
+        guard let activity = activities[id] else { return [] }
+        switch activity.pushType {
+        case .none:
+            return []
+        case .token:
+            guard let token = activity.token else { return [] }
+            return [
+                .activityToken(
+                    key: activity.key, activityID: id, attributesType: activity.attributesType, token: token,
+                    frequentPushesEnabled: frequentPushesEnabled)
+            ]
+        case .channel(let channelID):
+            return [.listening(key: activity.key, activityID: id, channelID: channelID)]
         }
     }
 

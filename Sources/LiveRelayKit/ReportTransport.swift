@@ -63,6 +63,6 @@ public struct URLSessionTransport: ReportTransport {
 
 /// Which LiveRelayKit sent a report: the server shows it with the device.
 public enum LiveRelayKitVersion {
-    public static let current = "0.1.0"
+    public static let current = "0.2.0"
     public static let header = "LiveRelayKit-Version"
 }

@@ -47,15 +47,23 @@ package protocol RegistryStore: Sendable {
     /// with `attributesType`) when an app started the activity itself. Throws `keyEnded`.
     @discardableResult
     func saveActivityToken(_ token: ActivityTokenRecord, attributesType: String) async throws -> ActivityRecord
-    /// Marks the device's token under the key ended or dismissed, with the device's word on who
-    /// ended it (`cause`); false when there is none.
-    func endActivityToken(app: String, key: String, deviceID: String, state: ActivityTokenState, cause: String?, at: Date) async throws -> Bool
+    /// Records that the device's channel-bound activity under the key listens to its channel:
+    /// the key must exist and not have ended (`keyEnded`).
+    @discardableResult
+    func saveChannelListener(_ listener: ChannelListenerRecord) async throws -> ActivityRecord
+    /// Marks the device's activity under the key (its token, or its listening to the key's
+    /// channel) ended or dismissed, with the device's word on who ended it (`cause`); false when
+    /// the device reported none.
+    func endActivityOnDevice(app: String, key: String, deviceID: String, state: ActivityTokenState, cause: String?, at: Date) async throws
+        -> Bool
 
     // MARK: Keys and tokens
 
     func activity(app: String, key: String) async throws -> ActivityRecord?
     /// The tokens under the app's `key`, each with the result of its latest attempted delivery.
     func activityTokens(app: String, key: String) async throws -> [ActivityTokenRecord]
+    /// The devices whose activity under the app's `key` listens to its channel.
+    func channelListeners(app: String, key: String) async throws -> [ChannelListenerRecord]
     func pushToStartTokens(deviceID: String) async throws -> [PushToStartTokenRecord]
     /// Ends every active key started before `startedBefore` (`expired`), setting their channels
     /// to be deleted at `channelDeleteAfter`. Returns the keys ended.

@@ -253,6 +253,39 @@ package struct ActivityTokenRecord: Sendable, Hashable {
     }
 }
 
+/// A device's channel-bound activity under a key (`PushType.channel`, iOS 18): it has no update
+/// token, and hears the key's updates on the key's channel in its environment. What the device
+/// reported, and nothing the server decides: it stays `live` until the device reports the end.
+package struct ChannelListenerRecord: Sendable, Hashable {
+    package var bundleID: String
+    package var key: String
+    package var deviceID: String
+    package var activityID: String?
+    package var channelID: String
+    package var environment: PushEnvironment
+    package var registeredAt: Date
+    /// `live` while it listens, then `ended` or `dismissed` as the device reported.
+    package var state: ActivityTokenState
+    package var stateReason: String?
+    package var reportedBy: String?
+
+    package init(
+        bundleID: String, key: String, deviceID: String, activityID: String? = nil, channelID: String, environment: PushEnvironment,
+        registeredAt: Date, state: ActivityTokenState = .live, stateReason: String? = nil, reportedBy: String? = nil
+    ) {
+        self.bundleID = bundleID
+        self.key = key
+        self.deviceID = deviceID
+        self.activityID = activityID
+        self.channelID = channelID
+        self.environment = environment
+        self.registeredAt = registeredAt
+        self.state = state
+        self.stateReason = stateReason
+        self.reportedBy = reportedBy
+    }
+}
+
 /// What an app's widget decodes one attributes type from, as the app registered it: the contract's
 /// JSON (`ActivityContract`'s form), kept as given.
 package struct ContractRecord: Sendable, Hashable {

@@ -153,6 +153,18 @@ extension ActivityTokenRecord {
     }
 }
 
+extension ChannelListenerRecord {
+    static let columns =
+        "bundle_id, key, device_id, activity_id, channel_id, environment, registered_at, state, state_reason, reported_by"
+
+    init(row: some StoreRow) throws {
+        self.init(
+            bundleID: row.string(0), key: row.string(1), deviceID: row.string(2), activityID: row.text(3), channelID: row.string(4),
+            environment: try row.value(5, "channel_listeners.environment"), registeredAt: row.date(6)!,
+            state: try row.value(7, "channel_listeners.state"), stateReason: row.text(8), reportedBy: row.text(9))
+    }
+}
+
 extension ChannelRecord {
     static let columns = "channel_id, key, storage_policy, created_at, delete_after, deleted_at, environment, bundle_id"
 

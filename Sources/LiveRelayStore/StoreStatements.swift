@@ -33,8 +33,24 @@ enum StoreStatements {
             reported_by = excluded.reported_by
         """
 
-    static let endActivityToken =
-        "UPDATE activity_tokens SET state = ?, state_reason = ? WHERE bundle_id = ? AND key = ? AND device_id = ?"
+    /// A device's channel-bound activity under a key, listening (again).
+    static let saveChannelListener = """
+        INSERT INTO channel_listeners (\(ChannelListenerRecord.columns))
+        VALUES (?, ?, ?, ?, ?, ?, ?, 'live', NULL, ?)
+        ON CONFLICT (bundle_id, key, device_id) DO UPDATE SET
+            activity_id = excluded.activity_id, channel_id = excluded.channel_id, environment = excluded.environment,
+            registered_at = excluded.registered_at, state = 'live', state_reason = NULL, reported_by = excluded.reported_by
+        """
+
+    static let channelListeners =
+        "SELECT \(ChannelListenerRecord.columns) FROM channel_listeners WHERE bundle_id = ? AND key = ? ORDER BY device_id"
+
+    /// The device's end of its activity under a key, token or channel-bound: the same arguments
+    /// for each (state, reason, app, key, device).
+    static let endOnDevice = [
+        "UPDATE activity_tokens SET state = ?, state_reason = ? WHERE bundle_id = ? AND key = ? AND device_id = ?",
+        "UPDATE channel_listeners SET state = ?, state_reason = ? WHERE bundle_id = ? AND key = ? AND device_id = ?",
+    ]
 
     static let insertActivity = "INSERT INTO activities (\(ActivityRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 

@@ -131,7 +131,8 @@ package enum PageStyle {
         .stack-card { position: relative; background: #1c1c1e; border-radius: 14px; padding: 18px 8px 8px; display: flex; justify-content: space-between; align-items: center; gap: 4px; }
         .stack-card .tag { position: absolute; top: 4px; right: 6px; }
         .watch .alert { background: #2c2c2e; border-radius: 10px; padding: 6px 8px; }
-        .person { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; } .clock-buttons { display: inline-flex; flex-wrap: wrap; gap: 6px; align-items: center; }
+        .person { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; } .person form { max-width: 100%; }
+        .person button { white-space: normal; overflow-wrap: anywhere; max-width: 100%; text-align: left; } .clock-buttons { display: inline-flex; flex-wrap: wrap; gap: 6px; align-items: center; }
         .devices-note { margin-top: 0; }
         .activity-body.with-phones { display: grid; grid-template-columns: minmax(0, 1fr) auto; gap: 24px; align-items: start; }
         .on-device { position: sticky; top: 12px; } .phone-alone > p { margin: 0 0 6px; font-size: 13px; }

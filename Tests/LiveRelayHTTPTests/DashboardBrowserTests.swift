@@ -115,9 +115,16 @@ struct DashboardBrowserTests {
         try await withRelayHarness(deadline: .seconds(150)) { relay in
             _ = try await relay.failedUpdate("order-1234567890-with-a-long-key", answered: .badExpirationDate)
             _ = try await relay.relay.createAPIKey(name: "support desk with a long name", scope: .viewer)
+            // A channel-bound activity, whose device reports that it listens.
+            relay.emulator.registry.setBroadcastEnabled(for: nil)
+            _ = try await relay.post(
+                "/v1/activities/match-7/start", startBody(key: "match-7", extra: [("channel", json(#"{"storagePolicy": 1}"#))]))
+            try await relay.dispatch()
+            try await eventually { try await relay.store.channelListeners(app: harnessApp, key: "match-7").count == 1 }
             let pages = [
                 ("overview", "/dashboard"), ("activities", "/dashboard/activities"),
-                ("activity", DashboardBrowser.activityPath("order-1234567890-with-a-long-key")), ("deliveries", "/dashboard/deliveries"),
+                ("activity", DashboardBrowser.activityPath("order-1234567890-with-a-long-key")),
+                ("channel-activity", DashboardBrowser.activityPath("match-7")), ("deliveries", "/dashboard/deliveries"),
                 ("channels", "/dashboard/channels"), ("api-keys", "/dashboard/api-keys"), ("devices", "/dashboard/devices"),
             ]
             for (width, height, prefix) in [(390, 844, "phone-"), (1280, 900, "")] {
@@ -133,11 +140,19 @@ struct DashboardBrowserTests {
                             const out = [...document.querySelectorAll('.bar a, .bar button')]
                                 .filter(e => e.getBoundingClientRect().right > \(width) + 1 || e.getBoundingClientRect().left < 0)
                                 .map(e => e.textContent);
-                            return [document.documentElement.scrollWidth, out.join(', ')];
+                            const clipped = e => { for (let p = e.parentElement; p; p = p.parentElement) {
+                                if (['auto', 'scroll', 'hidden'].includes(getComputedStyle(p).overflowX)) return true; } return false; };
+                            const wide = [...document.querySelectorAll('main *')]
+                                .filter(e => e.getBoundingClientRect().right > \(width) + 1 && !clipped(e)
+                                    && !(e.parentElement && e.parentElement.getBoundingClientRect().right > \(width) + 1 && !clipped(e.parentElement)))
+                                .slice(0, 3).map(e => e.tagName + (e.id ? '#' + e.id : '') + '.' + e.className + ' ' + e.textContent.slice(0, 40));
+                            return [document.documentElement.scrollWidth, out.join(', '), wide.join(' | ')];
                             """)
                         // A phone widens its layout to the page's content: the page must fit the device.
                         let scrollWidth = fit[0]?.doubleValue ?? 0
-                        #expect(scrollWidth <= Double(width), "\(name) at \(width) px scrolls sideways: \(scrollWidth) px wide")
+                        #expect(
+                            scrollWidth <= Double(width),
+                            "\(name) at \(width) px scrolls sideways: \(scrollWidth) px wide, from \(fit[2]?.stringValue ?? "")")
                         #expect(fit[1] == .string(""), "\(name) at \(width) px: out of reach: \(fit[1]?.stringValue ?? "")")
                         try await browser.screenshot(to: Self.screenshots + "/\(prefix)\(name).png", fullPage: true)
                     }

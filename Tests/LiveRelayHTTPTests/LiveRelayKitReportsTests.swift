@@ -151,3 +151,80 @@ extension LiveRelayKitReportsTests {
         }
     }
 }
+
+extension LiveRelayKitReportsTests {
+    /// A channel-bound activity has no update token: LiveRelayKit reports that it listens to the
+    /// key's channel, which the server shows with the key, and its dismissal as for a token.
+    @Test func aChannelBoundActivityReportsThatItListensToItsKeysChannel() async throws {
+        try await withRelayHarness { relay in
+            relay.emulator.registry.setBroadcastEnabled(for: nil)
+            try await relay.addRegisteredDevice("iphone-1")
+            let started = try await relay.post(
+                "/v1/activities/match-7/start", startBody(key: "match-7", extra: [("channel", json(#"{"storagePolicy": 1}"#))]))
+            let channel = try #require(started.json["channelID"]?.stringValue)
+            try await relay.dispatch()
+            try await relay.eventually { try await relay.store.channelListeners(app: harnessApp, key: "match-7").count == 1 }
+            let activity = try #require(try relay.activity(on: "iphone-1"))
+            let listener = try #require(try await relay.get("/v1/activities/match-7").json["listeners"]?[0])
+            #expect(listener["deviceID"] == .string("iphone-1") && listener["channelID"] == .string(channel), "\(listener)")
+            #expect(listener["activityID"] == .string(activity.id) && listener["state"] == .string("live"))
+            #expect(listener["reportedBy"] == .string("LiveRelayKit \(LiveRelayKitVersion.current)"))
+            #expect(try await relay.get("/v1/activities/match-7").json["tokens"] == .array([]))
+            let browser = DashboardBrowser(relay)
+            _ = try await browser.signIn(key: try #require(relay.keys[.admin]))
+            let page = try await browser.get("/dashboard/activity?app=\(harnessApp)&key=match-7").text
+            #expect(page.contains("Listening on its channel") && page.contains("<code>\(channel)</code>"))
+
+            try relay.emulator.devices.withDevice("iphone-1") { device, now in ((), device.dismissByPerson(activityID: activity.id, at: now)) }
+            try await relay.eventually {
+                try await relay.store.channelListeners(app: harnessApp, key: "match-7").map(\.stateReason) == ["reported by the device (person)"]
+            }
+
+            // A report must name the key's own channel, of a key that exists.
+            func report(_ key: String, channel: String) async throws -> RelayHarness.Answer {
+                try await relay.post(
+                    "/v1/activities/\(key)/listening",
+                    .object([("deviceID", .string("iphone-2")), ("channelID", .string(channel)), ("environment", .string("sandbox"))]),
+                    scope: .client)
+            }
+            let other = try await report("match-7", channel: "b3RoZXI=")
+            #expect(other.status == 409 && other.json["error"]?["field"] == .string("channelID"), "\(other.json)")
+            #expect(other.json["error"]?["message"]?.stringValue?.contains("its channel in sandbox is \(channel)") == true)
+            let unknown = try await report("no-such-key", channel: channel)
+            #expect(unknown.status == 404 && unknown.json["error"]?["field"] == .string("key"), "\(unknown.json)")
+        }
+    }
+
+    /// A scheduled activity (iOS 26) takes no update until its start date: its token reaches the
+    /// server when it becomes active, not when iOS issues it.
+    @Test func aScheduledActivitysTokenIsRegisteredWhenItBecomesActive() async throws {
+        try await withRelayHarness { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            let id = try relay.emulator.devices.withDevice("iphone-1") { device, now in
+                device.setForeground(harnessApp, true)
+                let requested = try device.request(
+                    bundleID: harnessApp, attributesType: "DeliveryAttributes",
+                    attributes: json(#"{"activityKey": "pickup-9", "orderNumber": 9}"#), content: ActivityContentState(state: content("booked", 60)),
+                    pushType: .token, alert: ShownAlert(title: "Pickup", body: "Booked", at: now), start: now + 600, at: now)
+                return (requested.activityID, requested.events)
+            }
+            #expect(try relay.activity(on: "iphone-1")?.state == .pending)
+            relay.emulator.clock.advance(by: relay.emulator.configuration.devices.tokenIssueDelay)
+            relay.emulator.devices.advanceAll()
+            #expect(try relay.activity(on: "iphone-1")?.pushToken != nil)
+            // The token is issued; give LiveRelayKit the time it takes to report a token (the
+            // push-to-start's arrival below is the sign it has worked through what came before).
+            try relay.emulator.devices.withDevice("iphone-1") { device, now in
+                ((), device.rotatePushToStartToken(bundleID: harnessApp, attributesType: "DeliveryAttributes", at: now))
+            }
+            let rotated = try #require(try relay.emulator.devices.device("iphone-1").apps[harnessApp]?.pushToStartTokens["DeliveryAttributes"])
+            try await relay.eventually { try await relay.store.pushToStartTokens(deviceID: "iphone-1").map(\.token) == [rotated] }
+            #expect(try await relay.store.activity(app: harnessApp, key: "pickup-9") == nil)
+
+            relay.emulator.clock.advance(by: 600)
+            relay.emulator.devices.advanceAll()
+            #expect(try relay.activity(on: "iphone-1")?.state == .active)
+            try await relay.eventually { try await relay.store.activityTokens(app: harnessApp, key: "pickup-9").map(\.activityID) == [id] }
+        }
+    }
+}

@@ -133,3 +133,59 @@ extension ReportPlannerTests {
         #expect(planner.plan(.activityState(activityID: "a1", state: .ended), at: t0 + 13 * 3600 + 1).isEmpty)
     }
 }
+
+extension ReportPlannerTests {
+    /// A channel-bound activity never gets an update token: it reports, once, that it listens to
+    /// its key's channel, and its end as any activity.
+    @Test func aChannelBoundActivityReportsOnceThatItListensToItsChannel() throws {
+        var planner = ReportPlanner()
+        let appeared = ActivityObservation.activity(id: "a1", attributesType: orderType, key: "match-7", pushType: .channel("Y2hhbm5lbA=="))
+        #expect(planner.plan(appeared, at: t0) == [.listening(key: "match-7", activityID: "a1", channelID: "Y2hhbm5lbA==")])
+        // A relaunch hands the activity again: nothing new.
+        #expect(planner.plan(appeared, at: t0 + 1).isEmpty)
+        #expect(
+            planner.plan(.activityState(activityID: "a1", state: .dismissed), at: t0 + 2)
+                == [.ended(key: "match-7", activityID: "a1", state: .dismissed, cause: .person, at: t0 + 2)])
+        // Without pushes, there is nothing to tell the server how to reach it.
+        #expect(planner.plan(.activity(id: "a2", attributesType: orderType, key: "local", pushType: .none), at: t0).isEmpty)
+
+        let request = try Report.listening(key: "match 7", activityID: "a1", channelID: "Y2hhbm5lbA==")
+            .request(from: Reporter(deviceID: "iphone-1", bundleID: "com.example.app", environment: .sandbox))
+        #expect(request.method == "POST" && request.path == "/v1/activities/match%207/listening")
+        #expect(
+            String(decoding: request.body, as: UTF8.self)
+                == #"{"activityID":"a1","bundleID":"com.example.app","channelID":"Y2hhbm5lbA==","deviceID":"iphone-1","environment":"sandbox"}"#)
+    }
+
+    /// A scheduled activity (iOS 26, `pending`) takes no update before its start date: its token,
+    /// or its channel, is reported when it becomes active, and its rotations from then on.
+    @Test func aScheduledActivityIsReportedWhenItBecomesActive() {
+        var planner = ReportPlanner()
+        #expect(planner.plan(.activity(id: "a1", attributesType: orderType, key: "k", pushType: .token, scheduled: true), at: t0).isEmpty)
+        #expect(planner.plan(.activityToken(activityID: "a1", token: token(3)), at: t0 + 1).isEmpty)
+        #expect(planner.plan(.activityToken(activityID: "a1", token: token(4)), at: t0 + 2).isEmpty)
+        // Switching frequent updates on does not give it away before it starts.
+        #expect(planner.plan(.authorization(activitiesEnabled: true, frequentPushesEnabled: true), at: t0 + 3).isEmpty)
+        #expect(
+            planner.plan(.activityState(activityID: "a1", state: .active), at: t0 + 60)
+                == [.activityToken(key: "k", activityID: "a1", attributesType: orderType, token: hex(4), frequentPushesEnabled: true)])
+        #expect(planner.plan(.activityState(activityID: "a1", state: .active), at: t0 + 61).isEmpty)
+        #expect(
+            planner.plan(.activityToken(activityID: "a1", token: token(5)), at: t0 + 62)
+                == [.activityToken(key: "k", activityID: "a1", attributesType: orderType, token: hex(5), frequentPushesEnabled: true)])
+
+        let channel = ActivityObservation.activity(id: "a2", attributesType: orderType, key: "m", pushType: .channel("Yw=="), scheduled: true)
+        #expect(planner.plan(channel, at: t0).isEmpty)
+        #expect(
+            planner.plan(.activityState(activityID: "a2", state: .active), at: t0 + 60) == [.listening(key: "m", activityID: "a2", channelID: "Yw==")]
+        )
+
+        // Ended before its start date: only the end.
+        _ = planner.plan(.activity(id: "a3", attributesType: orderType, key: "n", pushType: .token, scheduled: true), at: t0)
+        _ = planner.plan(.activityToken(activityID: "a3", token: token(6)), at: t0 + 1)
+        _ = planner.plan(.endedByApp(activityID: "a3"), at: t0 + 2)
+        #expect(
+            planner.plan(.activityState(activityID: "a3", state: .ended), at: t0 + 2)
+                == [.ended(key: "n", activityID: "a3", state: .ended, cause: .app, at: t0 + 2)])
+    }
+}

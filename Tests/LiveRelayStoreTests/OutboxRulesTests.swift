@@ -174,7 +174,7 @@ import Testing
             .skip, DeliverySelection(bundleID: testApp, key: "k", deviceID: "a", targets: [.pushToStart], onlyStartsThatArrived: true), at: now,
             reason: Self.startArrived)
         #expect(OutboxRules.decisions(after: .answered(answered, .retry(at: now + 1, status: nil, reason: "no answer")), at: now) == [.move(skip)])
-        #expect(OutboxRules.decisions(after: .activityTokenRegistered(app: testApp, key: "k", deviceID: "a"), at: now) == [.move(skip)])
+        #expect(OutboxRules.decisions(after: .activityReported(app: testApp, key: "k", deviceID: "a"), at: now) == [.move(skip)])
     }
 
     /// A start claimed again after its lease ran out is withdrawn if its activity was reported.

@@ -254,7 +254,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
                 subject.firstMigrations == [
                     "0001-api-keys", "0002-registry", "0003-outbox", "0004-requests", "0005-budget-index", "0006-lighter-outbox", "0007-contracts",
                     "0008-environments", "0009-apps", "0010-leases", "0011-rate-buckets", "0012-dashboard", "0013-key-statistics",
-                    "0014-typed-answers", "0015-reported-by",
+                    "0014-typed-answers", "0015-reported-by", "0016-channel-listeners",
                 ])
             #expect(try await subject.store.migrate() == [])
             try await subject.reopened { reopened async throws in
@@ -387,15 +387,54 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
             let inFlight = try await store.claimDeliveries(dueBy: t0 + 1, limit: 10, leaseUntil: t0 + 61)
             try await store.change("order-1", body: "u2", at: t0 + 2)
 
-            #expect(try await store.endActivityToken(app: testApp, key: "order-1", deviceID: "iphone-1", state: .dismissed, cause: nil, at: t0 + 3))
             #expect(
-                try await store.endActivityToken(app: testApp, key: "order-1", deviceID: "iphone-9", state: .dismissed, cause: nil, at: t0 + 3)
+                try await store.endActivityOnDevice(app: testApp, key: "order-1", deviceID: "iphone-1", state: .dismissed, cause: nil, at: t0 + 3))
+            #expect(
+                try await store.endActivityOnDevice(app: testApp, key: "order-1", deviceID: "iphone-9", state: .dismissed, cause: nil, at: t0 + 3)
                     == false)
             #expect(try await store.statuses(key: "order-1") == ["u1→iphone-1": .sending, "u2→iphone-1": .skipped])
             // The push in flight still gets its outcome recorded.
             try await store.recordOutcomes([(inFlight[0].id, .sent(status: 200, apnsID: "a"))], at: t0 + 4)
             #expect(try await store.statuses(key: "order-1")["u1→iphone-1"] == .sent)
             #expect(try await store.activityTokens(app: testApp, key: "order-1").first?.state == .dismissed)
+        }
+    }
+
+    /// A channel-bound activity has no token: the device's report that it listens is kept beside
+    /// the tokens, ends as a token does, counts as the start's arrival, and an ended key takes none.
+    @Test(arguments: StoreKind.allCases) func aDeviceListeningToTheKeysChannelIsKeptAndEndsAsATokenDoes(kind: StoreKind) async throws {
+        try await kind.withStore { subject in
+            let store = subject.store
+            for device in ["iphone-1", "iphone-2"] { try await store.savePushToStartToken(pushToStart(device)) }
+            try await store.start("match")
+            _ = try await store.claimDeliveries(dueBy: t0, limit: 10, leaseUntil: t0 + 60)
+            func listener(_ device: String, at: Date) -> ChannelListenerRecord {
+                ChannelListenerRecord(
+                    bundleID: testApp, key: "match", deviceID: device, activityID: "act-\(device)", channelID: "chan-1", environment: .sandbox,
+                    registeredAt: at, reportedBy: "LiveRelayKit 0.2.0")
+            }
+            #expect(try await store.saveChannelListener(listener("iphone-1", at: t0 + 1)).key == "match")
+            #expect(try await store.channelListeners(app: testApp, key: "match") == [listener("iphone-1", at: t0 + 1)])
+            #expect(try await store.activityTokens(app: testApp, key: "match").isEmpty)
+
+            // Its start is not sent again once claimed again: it arrived.
+            try await store.releaseClaims(at: t0 + 5)
+            let again = try await store.claimDeliveries(dueBy: t0 + 60, limit: 10, leaseUntil: t0 + 120)
+            #expect(again.map(\.target.name) == ["iphone-2"])
+            #expect(try await store.statuses(key: "match")["start match→iphone-1"] == .skipped)
+
+            #expect(
+                try await store.endActivityOnDevice(app: testApp, key: "match", deviceID: "iphone-1", state: .dismissed, cause: "person", at: t0 + 6))
+            let ended = try #require(try await store.channelListeners(app: testApp, key: "match").first)
+            #expect(ended.state == .dismissed && ended.stateReason == "reported by the device (person)")
+            // Listening again (the same device's new activity under the key) makes it live.
+            try await store.saveChannelListener(listener("iphone-1", at: t0 + 7))
+            #expect(try await store.channelListeners(app: testApp, key: "match").map(\.state) == [.live])
+
+            try await store.change("match", event: .end, body: "full time", at: t0 + 10)
+            await #expect(throws: StoreError(.keyEnded, "activity key \"match\" has ended")) {
+                try await store.saveChannelListener(listener("iphone-2", at: t0 + 11))
+            }
         }
     }
 
@@ -425,8 +464,8 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
             for device in ["iphone-1", "iphone-2", "iphone-3"] {
                 try await store.saveActivityToken(activityToken("order-1", device), attributesType: deliveryType)
             }
-            _ = try await store.endActivityToken(app: testApp, key: "order-1", deviceID: "iphone-1", state: .dismissed, cause: nil, at: t0 + 1)
-            _ = try await store.endActivityToken(app: testApp, key: "order-1", deviceID: "iphone-2", state: .ended, cause: nil, at: t0 + 1)
+            _ = try await store.endActivityOnDevice(app: testApp, key: "order-1", deviceID: "iphone-1", state: .dismissed, cause: nil, at: t0 + 1)
+            _ = try await store.endActivityOnDevice(app: testApp, key: "order-1", deviceID: "iphone-2", state: .ended, cause: nil, at: t0 + 1)
             try await store.saveActivityToken(activityToken("order-2", "iphone-1"), attributesType: deliveryType)
             let listed = try await store.activities(ActivityQuery(bundleID: testApp))
             let devices = Dictionary(uniqueKeysWithValues: listed.map { ($0.key, $0.devices) })
@@ -524,7 +563,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         try await kind.withStore { subject in
             let store = subject.store
             try await store.registerActivity("match", on: ["iphone-1", "iphone-2"])
-            _ = try await store.endActivityToken(app: testApp, key: "match", deviceID: "iphone-2", state: .ended, cause: nil, at: t0)
+            _ = try await store.endActivityOnDevice(app: testApp, key: "match", deviceID: "iphone-2", state: .ended, cause: nil, at: t0)
             var third = activityToken("match", "iphone-3", environment: .production, at: t0 + 1.25)
             (third.activityID, third.frequentPushesEnabled) = ("activity-3", true)
             try await store.saveActivityToken(third, attributesType: deliveryType)

@@ -87,6 +87,14 @@ extension DashboardPages {
                 <td>\(token.reportedBy.map { HTML("\($0)") } ?? "<span class=\"muted\">not said</span>")</td></tr>
                 """
         }
+        let listeners = description.listeners.html { listener in
+            """
+            <tr><td>\(listener.deviceID)</td><td>\(listener.environment.rawValue)</td>
+            <td><span class="badge \(listener.state.rawValue)">\(listener.state == .live ? "listening" : listener.state.rawValue)</span>\(listener.stateReason.map { HTML(" <span class=\"muted\">\($0)</span>") } ?? .empty)</td>
+            <td><code>\(listener.channelID)</code></td><td>\(time(listener.registeredAt))</td>
+            <td>\(listener.reportedBy.map { HTML("\($0)") } ?? "<span class=\"muted\">not said</span>")</td></tr>
+            """
+        }
         let facts: HTML = """
             <dl class="facts">
             <dt>App</dt><dd>\(activity.bundleID)</dd><dt>Attributes type</dt><dd>\(activity.attributesType)</dd>
@@ -109,7 +117,8 @@ extension DashboardPages {
             </div>
             <div class="\(phones == nil ? "activity-body" : "activity-body with-phones")"><div>
             <section data-live id="activity-tokens"><h2>Tokens</h2>
-            \(description.tokens.isEmpty ? HTML("<p class=\"empty\">No activity token yet: the key's pushes go to its channel, or no device has reported one.</p>") : HTML("<table><thead><tr><th>Device</th><th>Environment</th><th>State</th><th>Token</th><th>Last APNs answer</th><th>Reported by</th></tr></thead><tbody>\(tokens)</tbody></table>"))
+            \(description.tokens.isEmpty ? HTML("<p class=\"empty\">No activity token: the key's pushes go to its channel, or no device has reported one yet.</p>") : HTML("<table><thead><tr><th>Device</th><th>Environment</th><th>State</th><th>Token</th><th>Last APNs answer</th><th>Reported by</th></tr></thead><tbody>\(tokens)</tbody></table>"))
+            \(description.listeners.isEmpty ? HTML.empty : HTML("<h3>Listening on its channel</h3><table><thead><tr><th>Device</th><th>Environment</th><th>State</th><th>Channel</th><th>Since</th><th>Reported by</th></tr></thead><tbody>\(listeners)</tbody></table>"))
             </section>
             \(changeForms(activity, viewer: viewer, refused: refused))
             <section data-live id="activity-timeline"><h2>Timeline</h2>\(timeline(deliveries, viewer: viewer))</section>

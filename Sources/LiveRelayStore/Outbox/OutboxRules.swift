@@ -7,8 +7,8 @@ package enum OutboxTrigger: Sendable, Hashable {
     case accepted(deliveries: [NewDelivery], fanOut: NewPush?)
     /// The answer to a claimed push was recorded.
     case answered(AnsweredDelivery, DeliveryOutcome)
-    /// A device reported an activity (its update token) under a key.
-    case activityTokenRegistered(app: String, key: String, deviceID: String)
+    /// A device reported an activity under a key: its update token, or that it listens to the key's channel.
+    case activityReported(app: String, key: String, deviceID: String)
     /// A device reported the activity under a key ended or dismissed.
     case activityEndedOnDevice(app: String, key: String, deviceID: String, state: ActivityTokenState)
     /// A key ran past the eight hours an activity lives.
@@ -153,7 +153,7 @@ package enum OutboxRules {
         case .answered:
             return []
 
-        case .activityTokenRegistered(let app, let key, let deviceID):
+        case .activityReported(let app, let key, let deviceID):
             return [.move(startsThatArrived(DeliverySelection(bundleID: app, key: key, deviceID: deviceID), at: now))]
 
         case .activityEndedOnDevice(let app, let key, let deviceID, let state):

@@ -154,8 +154,10 @@ enum OutboxStatements {
         if selection.onlyStartsThatArrived {
             conditions.append(
                 """
-                EXISTS (SELECT 1 FROM activity_tokens t
+                (EXISTS (SELECT 1 FROM activity_tokens t
                     WHERE t.bundle_id = deliveries.bundle_id AND t.key = deliveries.key AND t.device_id = deliveries.device_id)
+                OR EXISTS (SELECT 1 FROM channel_listeners l
+                    WHERE l.bundle_id = deliveries.bundle_id AND l.key = deliveries.key AND l.device_id = deliveries.device_id))
                 """)
         }
         return (conditions.joined(separator: " AND "), arguments)

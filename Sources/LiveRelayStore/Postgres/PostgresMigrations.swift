@@ -203,5 +203,16 @@ enum PostgresMigrations {
                 "ALTER TABLE idempotency_keys ALTER COLUMN status DROP NOT NULL, ALTER COLUMN body DROP NOT NULL, ADD COLUMN answer text"
             ]),
         StoreMigration(name: "0015-reported-by", statements: ["ALTER TABLE activity_tokens ADD COLUMN reported_by text"]),
+        StoreMigration(
+            name: "0016-channel-listeners",
+            statements: [
+                """
+                CREATE TABLE channel_listeners (
+                    bundle_id text NOT NULL, key text NOT NULL, device_id text NOT NULL, activity_id text, channel_id text NOT NULL,
+                    environment text NOT NULL, registered_at double precision NOT NULL, state text NOT NULL, state_reason text,
+                    reported_by text,
+                    PRIMARY KEY (bundle_id, key, device_id))
+                """
+            ]),
     ]
 }

@@ -168,18 +168,44 @@ extension PostgresStore {
                     .seconds(token.registeredAt), .text(token.environment.rawValue), .text(token.bundleID), .text(token.reportedBy),
                 ])
             try await db.carryOut(
-                .activityTokenRegistered(app: token.bundleID, key: token.key, deviceID: token.deviceID), at: token.registeredAt)
+                .activityReported(app: token.bundleID, key: token.key, deviceID: token.deviceID), at: token.registeredAt)
             return activity
         }
     }
 
-    package func endActivityToken(
+    @discardableResult
+    package func saveChannelListener(_ listener: ChannelListenerRecord) async throws -> ActivityRecord {
+        try await transaction { db in
+            // Locked: an end of the key waits for the listener, or the listener sees the end.
+            guard let activity = try await Self.activity(db, app: listener.bundleID, key: listener.key, locked: true), activity.state != .ended
+            else {
+                throw StoreError(.keyEnded, "activity key \"\(listener.key)\" has ended")
+            }
+            try await db.run(
+                StoreStatements.saveChannelListener,
+                [
+                    .text(listener.bundleID), .text(listener.key), .text(listener.deviceID), .text(listener.activityID), .text(listener.channelID),
+                    .text(listener.environment.rawValue), .seconds(listener.registeredAt), .text(listener.reportedBy),
+                ])
+            try await db.carryOut(
+                .activityReported(app: listener.bundleID, key: listener.key, deviceID: listener.deviceID), at: listener.registeredAt)
+            return activity
+        }
+    }
+
+    package func channelListeners(app: String, key: String) async throws -> [ChannelListenerRecord] {
+        try await rows(StoreStatements.channelListeners, [.text(app), .text(key)]).map(ChannelListenerRecord.init(row:))
+    }
+
+    package func endActivityOnDevice(
         app: String, key: String, deviceID: String, state: ActivityTokenState, cause: String?, at: Date
     ) async throws -> Bool {
         try await transaction { db in
-            let changed = try await db.changed(
-                StoreStatements.endActivityToken,
-                [.text(state.rawValue), .text(ActivityTokenRecord.reportedReason(cause)), .text(app), .text(key), .text(deviceID)])
+            var changed = 0
+            for statement in StoreStatements.endOnDevice {
+                changed += try await db.changed(
+                    statement, [.text(state.rawValue), .text(ActivityTokenRecord.reportedReason(cause)), .text(app), .text(key), .text(deviceID)])
+            }
             guard changed > 0 else { return false }
             try await db.carryOut(.activityEndedOnDevice(app: app, key: key, deviceID: deviceID, state: state), at: at)
             return true

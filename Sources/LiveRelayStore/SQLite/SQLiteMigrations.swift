@@ -274,5 +274,16 @@ enum SQLiteMigrations {
             ]),
         // What reported each update token: `LiveRelayKit 0.1.0`, from the request's header.
         StoreMigration(name: "0015-reported-by", statements: ["ALTER TABLE activity_tokens ADD COLUMN reported_by TEXT"]),
+        // Devices whose channel-bound activity listens to its key's channel (they have no update token).
+        StoreMigration(
+            name: "0016-channel-listeners",
+            statements: [
+                """
+                CREATE TABLE channel_listeners (
+                    bundle_id TEXT NOT NULL, key TEXT NOT NULL, device_id TEXT NOT NULL, activity_id TEXT, channel_id TEXT NOT NULL,
+                    environment TEXT NOT NULL, registered_at REAL NOT NULL, state TEXT NOT NULL, state_reason TEXT, reported_by TEXT,
+                    PRIMARY KEY (bundle_id, key, device_id)) WITHOUT ROWID
+                """
+            ]),
     ]
 }

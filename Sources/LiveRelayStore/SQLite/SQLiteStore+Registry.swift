@@ -110,19 +110,42 @@ extension SQLiteStore {
                     token.registeredAt.seconds, token.environment.rawValue, token.bundleID, token.reportedBy,
                 ])
             try db.carryOut(
-                .activityTokenRegistered(app: token.bundleID, key: token.key, deviceID: token.deviceID), at: token.registeredAt)
+                .activityReported(app: token.bundleID, key: token.key, deviceID: token.deviceID), at: token.registeredAt)
             return activity!
         }
     }
 
-    package func endActivityToken(
+    @discardableResult
+    package func saveChannelListener(_ listener: ChannelListenerRecord) async throws -> ActivityRecord {
+        try await write { db in
+            guard let activity = try Self.activity(db, app: listener.bundleID, key: listener.key), activity.state != .ended else {
+                throw StoreError(.keyEnded, "activity key \"\(listener.key)\" has ended")
+            }
+            try db.run(
+                StoreStatements.saveChannelListener,
+                [
+                    listener.bundleID, listener.key, listener.deviceID, listener.activityID, listener.channelID, listener.environment.rawValue,
+                    listener.registeredAt.seconds, listener.reportedBy,
+                ])
+            try db.carryOut(.activityReported(app: listener.bundleID, key: listener.key, deviceID: listener.deviceID), at: listener.registeredAt)
+            return activity
+        }
+    }
+
+    package func channelListeners(app: String, key: String) async throws -> [ChannelListenerRecord] {
+        try await pool.read { db in try db.fetchAll(StoreStatements.channelListeners, [app, key], as: ChannelListenerRecord.init(row:)) }
+    }
+
+    package func endActivityOnDevice(
         app: String, key: String, deviceID: String, state: ActivityTokenState, cause: String?, at: Date
     ) async throws -> Bool {
         try await write { db in
-            try db.run(
-                StoreStatements.endActivityToken,
-                [state.rawValue, ActivityTokenRecord.reportedReason(cause), app, key, deviceID])
-            guard db.changesCount > 0 else { return false }
+            var changed = 0
+            for statement in StoreStatements.endOnDevice {
+                try db.run(statement, [state.rawValue, ActivityTokenRecord.reportedReason(cause), app, key, deviceID])
+                changed += db.changesCount
+            }
+            guard changed > 0 else { return false }
             try db.carryOut(.activityEndedOnDevice(app: app, key: key, deviceID: deviceID, state: state), at: at)
             return true
         }
