@@ -50,6 +50,12 @@ let package = Package(
         // What an iOS app adds to hand its tokens and activities to the server; every simulated
         // iPhone runs it too. Foundation only (URLSession).
         .target(name: "LiveRelayKit"),
+        // LiveRelayKit's ActivityKit adapter (the same file, linked) compiled against the simulated
+        // iPhones' ActivityKit API, which has ActivityKit's shapes: it type-checks the adapter on
+        // Linux, and the tests run it, with app types of Swift, against a real server.
+        .target(
+            name: "LiveRelayKitOnSimulatedDevices", dependencies: ["LiveRelayKit", "SimulatedDevices", "LiveActivityKit"],
+            swiftSettings: [.define("LIVERELAYKIT_ON_SIMULATED_DEVICES")]),
         // The APNs provider client: ES256 provider tokens, HTTP/2 over TLS, typed answers.
         .target(
             name: "APNs",
@@ -235,7 +241,7 @@ let package = Package(
             name: "LiveRelayHTTPTests",
             dependencies: [
                 "LiveRelay", "LiveRelayHTTP", "LiveRelayStore", "APNs", "APNsEmulator", "SimulatedDevices",
-                "LiveActivityKit", "LiveRelayTesting", "JSONAPI", "LiveRelayKit",
+                "LiveActivityKit", "LiveRelayTesting", "JSONAPI", "LiveRelayKit", "LiveRelayKitOnSimulatedDevices",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

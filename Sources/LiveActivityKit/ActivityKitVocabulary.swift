@@ -83,11 +83,3 @@ public enum ActivityState: String, Sendable, Hashable, Codable, CaseIterable {
     /// Gone from the screen.
     case dismissed
 }
-
-/// How a Live Activity receives remote updates, as in ActivityKit.
-public enum PushType: Sendable, Hashable {
-    /// Per-activity update token.
-    case token
-    /// A broadcast channel (iOS 18), by its base64 channel id.
-    case channel(String)
-}

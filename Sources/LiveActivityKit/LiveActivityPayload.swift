@@ -83,7 +83,7 @@ extension LiveActivityPayload {
         public var attributes: JSONValue?
         /// Start only (iOS 18): `.token` asks for an update token (`input-push-token: 1`);
         /// `.channel(id)` subscribes the new activity to a broadcast channel.
-        public var inputPush: PushType?
+        public var inputPush: InputPush?
         /// Custom keys beside `aps` (ActivityKit ignores them; your app may read them).
         public var customKeys: JSONValue.Members
 
@@ -91,7 +91,7 @@ extension LiveActivityPayload {
             event: Event, timestamp: Date, contentState: JSONValue? = nil, staleDate: Date? = nil,
             dismissalPolicy: ActivityUIDismissalPolicy = .default, relevanceScore: Double? = nil,
             alert: AlertConfiguration? = nil, attributesType: String? = nil, attributes: JSONValue? = nil,
-            inputPush: PushType? = nil, customKeys: JSONValue.Members = []
+            inputPush: InputPush? = nil, customKeys: JSONValue.Members = []
         ) {
             self.event = event
             self.timestamp = timestamp
@@ -105,6 +105,15 @@ extension LiveActivityPayload {
             self.inputPush = inputPush
             self.customKeys = customKeys
         }
+    }
+
+    /// How a push-started activity is to receive its updates (the start's `input-push-token` or
+    /// `input-push-channel`): what ActivityKit's `PushType` is on the device.
+    public enum InputPush: Sendable, Hashable {
+        /// Its own update token.
+        case token
+        /// A broadcast channel (iOS 18), by its base64 channel id.
+        case channel(String)
     }
 
     /// Encodes `fields` into a document, `aps` keys in the order of Apple's key table. A
@@ -144,7 +153,7 @@ extension LiveActivityPayload {
         alert: AlertConfiguration,
         timestamp: Date,
         attributesType: String = String(describing: Attributes.self),
-        inputPush: PushType? = nil
+        inputPush: InputPush? = nil
     ) throws -> LiveActivityPayload {
         try checkRelevance(content.relevanceScore)
         return LiveActivityPayload(

@@ -1,11 +1,20 @@
-#if canImport(ActivityKit)
-    import ActivityKit
+#if canImport(ActivityKit) || LIVERELAYKIT_ON_SIMULATED_DEVICES
+    #if canImport(ActivityKit)
+        import ActivityKit
+    #else
+        // The simulated iPhones' ActivityKit, in ActivityKit's shapes (LiveRelayKitOnSimulatedDevices).
+        import LiveActivityKit
+        import LiveRelayKit
+        import SimulatedDevices
+    #endif
     import Foundation
 
     // LiveRelayKit's adapter over ActivityKit: each of ActivityKit's sequences, turned into the
     // observations the platform-free core decides from. Every call is one Apple documents, with the
-    // page it is documented on; the simulated iPhones run the same core through their own adapter
-    // (APNsEmulator's AppReporters), over the same sequences.
+    // page it is documented on. On Linux this file is compiled against the simulated iPhones'
+    // ActivityKit, which has ActivityKit's shapes (the target LiveRelayKitOnSimulatedDevices), and
+    // tests run it against a real server; the emulator's apps, whose types are JSON rather than
+    // Swift, report through AppReporters over the same devices.
 
     extension LiveRelayClient {
         /// Reports everything about one attributes type, from now until the client goes: its
@@ -27,10 +36,11 @@
             let known = contract
             if #available(iOS 17.2, *) {
                 // https://developer.apple.com/documentation/activitykit/activity/pushtostarttokenupdates
+                let tokens = Handed(Activity<Attributes>.pushToStartTokenUpdates)
                 keep(
                     Task {
                         if let known { await relay.include(known) }
-                        for await token in Activity<Attributes>.pushToStartTokenUpdates {
+                        for await token in tokens.value {
                             await relay.observe(.pushToStartToken(attributesType: name, token: token))
                         }
                     })
@@ -40,13 +50,9 @@
             // Those already there at launch (https://developer.apple.com/documentation/activitykit/activity/activities),
             // then each new one (https://developer.apple.com/documentation/activitykit/activity/activityupdates-swift.type.property).
             for activity in Activity<Attributes>.activities { follow(activity, type: name) }
-            keep(
-                Task { [weak self] in
-                    for await activity in Activity<Attributes>.activityUpdates {
-                        guard let self else { return }
-                        self.follow(activity, type: name)
-                    }
-                })
+            let activities = Handed(Activity<Attributes>.activityUpdates)
+            let follow = Handed { [weak self] (activity: Activity<Attributes>) in self?.follow(activity, type: name) }
+            keep(Task { for await activity in activities.value { follow.value(activity) } })
         }
 
         /// One activity: registered under its key, then its tokens and its states, each sequence
@@ -63,20 +69,18 @@
                 id: id, attributesType: type, key: activityKey(of: activity.attributes, activityID: id), pushType: .token,
                 scheduled: ObservedState.isPending(activity.activityState))
             // https://developer.apple.com/documentation/activitykit/activity/pushtokenupdates-swift.property
-            // Each sequence goes to one task, and the activity is not used after: ActivityKit's
-            // sequences do not say they are `Sendable`, hence the promise.
-            nonisolated(unsafe) let tokens = activity.pushTokenUpdates
+            let tokens = Handed(activity.pushTokenUpdates)
             // https://developer.apple.com/documentation/activitykit/activity/activitystateupdates-swift.property
-            nonisolated(unsafe) let states = activity.activityStateUpdates
+            let states = Handed(activity.activityStateUpdates)
             keep(
                 Task {
                     await relay.observe(appeared)
-                    for await token in tokens { await relay.observe(.activityToken(activityID: id, token: token)) }
+                    for await token in tokens.value { await relay.observe(.activityToken(activityID: id, token: token)) }
                 })
             keep(
                 Task {
                     await relay.observe(appeared)
-                    for await state in states {
+                    for await state in states.value {
                         guard let observed = ObservedState(state) else { continue }
                         await relay.observe(.activityState(activityID: id, state: observed))
                     }
@@ -106,19 +110,28 @@
         }
     }
 
+    /// One of ActivityKit's sequences, which do not say they are `Sendable`, handed to the one task
+    /// that reads it and used nowhere else. (A `nonisolated(unsafe)` local is not enough: Swift 6.3
+    /// refuses to send a closure that captures it, as compiling against the simulated iPhones'
+    /// ActivityKit showed.)
+    private struct Handed<Value>: @unchecked Sendable {
+        let value: Value
+        init(_ value: Value) { self.value = value }
+    }
+
     extension ObservedState {
         /// `ActivityState` (https://developer.apple.com/documentation/activitykit/activitystate): an
-        /// enumeration Apple may add cases to, so unknown ones are skipped.
+        /// enumeration Apple adds cases to, so it is compared rather than switched over (an SDK
+        /// with a case this file does not name would make a switch incomplete); unknown ones are skipped.
         init?(_ state: ActivityState) {
-            switch state {
-            case .active: self = .active
-            case .stale: self = .stale
-            case .ended: self = .ended
-            case .dismissed: self = .dismissed
-            @unknown default:
-                // `.pending` (iOS 26) among them: it becomes `.active` when its start date comes.
-                guard Self.isPending(state) else { return nil }
+            let known: [(ActivityState, ObservedState)] = [(.active, .active), (.stale, .stale), (.ended, .ended), (.dismissed, .dismissed)]
+            if let match = known.first(where: { $0.0 == state }) {
+                self = match.1
+            } else if Self.isPending(state) {
+                // Scheduled (iOS 26): it becomes `.active` when its start date comes.
                 self = .pending
+            } else {
+                return nil
             }
         }
 

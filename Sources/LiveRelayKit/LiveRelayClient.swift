@@ -15,7 +15,7 @@ public final class LiveRelayClient: Sendable {
     public let reporter: Reporter
     /// The attribute whose value is the backend's key of an activity (`"order-42"`).
     public let activityKeyAttribute: String
-    let relay: LiveRelayReporter
+    package let relay: LiveRelayReporter
     private let tasks = Locked<(sending: Task<Void, Never>?, tracking: [Task<Void, Never>], authorization: Bool)>((nil, [], false))
 
     /// - Parameters:
@@ -75,14 +75,14 @@ public final class LiveRelayClient: Sendable {
     }
 
     /// True the first time only: Live Activities' settings are followed once, whatever the types.
-    func claimAuthorization() -> Bool {
+    package func claimAuthorization() -> Bool {
         tasks.withLock { tasks in
             defer { tasks.authorization = true }
             return !tasks.authorization
         }
     }
 
-    func keep(_ task: Task<Void, Never>) {
+    package func keep(_ task: Task<Void, Never>) {
         tasks.withLock { $0.tracking.append(task) }
     }
 

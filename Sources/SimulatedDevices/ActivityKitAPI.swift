@@ -1,9 +1,13 @@
 import Foundation
 import LiveActivityKit
 
-// ActivityKit's API, for app-side logic written and tested on Linux against a simulated device.
-// The names follow ActivityKit; the one addition is the app (`AppProcess`), which on an iPhone
-// is the process the code runs in.
+// ActivityKit's API, for app-side logic written and tested on Linux against a simulated device,
+// in ActivityKit's shapes, so that the same code compiles against ActivityKit: `Activity` is a
+// class that is not `Sendable`, its `attributes` and `content` do not throw, `update` and `end`
+// are `async`, `PushType` is a structure. The one addition is the app the code runs in
+// (`AppProcess`), which on an iPhone is the process: several simulated apps share this one, so
+// each runs its code inside `app.run { … }`, and ActivityKit's static members (`Activity.request`,
+// `Activity.activities`, `ActivityAuthorizationInfo()`) act for the app of the task that calls them.
 
 /// An app installed on a simulated device, seen from inside it.
 public struct AppProcess: Sendable {
@@ -11,16 +15,26 @@ public struct AppProcess: Sendable {
     public let deviceID: String
     public let bundleID: String
 
-    /// `ActivityAuthorizationInfo`.
-    public var areActivitiesEnabled: Bool { app?.areActivitiesEnabled ?? false }
-    public var frequentPushesEnabled: Bool { app?.frequentPushesEnabled ?? false }
+    /// The app whose code the current task runs (`run(_:)`).
+    @TaskLocal public static var current: AppProcess?
 
-    private var app: SimulatedApp? { try? fleet.device(deviceID).apps[bundleID] }
+    /// Runs `body` as the app's code: ActivityKit's static members act for this app in it, and in
+    /// the tasks it creates.
+    public func run<Value>(_ body: () async throws -> Value) async rethrows -> Value {
+        try await Self.$current.withValue(self, operation: body)
+    }
+
+    var app: SimulatedApp? { try? fleet.device(deviceID).apps[bundleID] }
 
     /// Brings the app to the foreground (only then may it request activities) or sends it back.
     public func setForeground(_ inForeground: Bool) throws {
         try fleet.withDevice(deviceID) { device, _ in (device.setForeground(bundleID, inForeground), []) }
     }
+}
+
+/// Code that uses ActivityKit outside `AppProcess.run`: on an iPhone, it always runs in an app.
+public struct NotInAnApp: Error, Hashable, CustomStringConvertible {
+    public var description: String { "ActivityKit was called outside an app: run the code in app.run { … }" }
 }
 
 extension DeviceFleet {
@@ -32,28 +46,85 @@ extension DeviceFleet {
     }
 }
 
-/// A Live Activity of the app, as ActivityKit's `Activity<Attributes>`.
-public struct Activity<Attributes: ActivityAttributes>: Sendable, Identifiable {
-    public let id: String
-    public let app: AppProcess
+/// How a Live Activity receives remote updates, as ActivityKit's `PushType`: a structure of
+/// constants, not an enumeration to switch over.
+public struct PushType: Sendable, Hashable {
+    let kind: ActivityPushType
 
-    /// The activity as the device holds it now; `nil` once it is forgotten after dismissal.
-    private var current: SimulatedActivity? { try? app.fleet.device(app.deviceID).activity(id) }
+    /// Its own update token.
+    public static var token: PushType { PushType(kind: .token) }
+    /// A broadcast channel (iOS 18), by its base64 channel id.
+    public static func channel(_ name: String) -> PushType { PushType(kind: .channel(name)) }
+}
 
-    public var attributes: Attributes {
-        get throws {
-            guard let current else { throw ActivityGone(activityID: id) }
-            return try current.attributes.decoded(as: Attributes.self)
+/// `ActivityAuthorizationInfo`: whether the app of the current task may show Live Activities.
+public struct ActivityAuthorizationInfo {
+    private let process: AppProcess?
+
+    public init() {
+        process = AppProcess.current
+    }
+
+    public var areActivitiesEnabled: Bool { process?.app?.areActivitiesEnabled ?? false }
+    public var frequentPushesEnabled: Bool { process?.app?.frequentPushesEnabled ?? false }
+
+    /// Each change of `areActivitiesEnabled`, from now on.
+    public var activityEnablementUpdates: FleetSequence<Bool> {
+        updates { enabled, _ in enabled }
+    }
+
+    /// Each change of `frequentPushesEnabled`, from now on.
+    public var frequentPushEnablementUpdates: FleetSequence<Bool> {
+        updates { _, frequent in frequent }
+    }
+
+    private func updates(_ value: @escaping (Bool, Bool) -> Bool) -> FleetSequence<Bool> {
+        guard let process else { return .finished }
+        let bundleID = process.bundleID
+        var last = value(areActivitiesEnabled, frequentPushesEnabled)
+        return process.fleet.sequence(on: process.deviceID) { event in
+            guard case .authorizationChanged(bundleID, let enabled, let frequent) = event.event, value(enabled, frequent) != last else {
+                return .skip
+            }
+            last = value(enabled, frequent)
+            return .element(last)
         }
     }
+}
+
+/// A Live Activity of the app, as ActivityKit's `Activity<Attributes>`.
+public final class Activity<Attributes: ActivityAttributes>: Identifiable {
+    public let id: String
+    /// Set once at the start, as in ActivityKit.
+    public let attributes: Attributes
+    private let process: AppProcess
+    /// The content last read or set by the app, shown once the device forgets the activity.
+    private var lastContent: ActivityContent<Attributes.ContentState>
+
+    private init(id: String, attributes: Attributes, content: ActivityContent<Attributes.ContentState>, process: AppProcess) {
+        self.id = id
+        self.attributes = attributes
+        self.lastContent = content
+        self.process = process
+    }
+
+    /// The activity of the device's, typed; `nil` when its attributes or content do not decode
+    /// into this type (ActivityKit gives an app only activities of its types).
+    convenience init?(_ activity: SimulatedActivity, in process: AppProcess) {
+        guard let attributes = try? activity.attributes.decoded(as: Attributes.self), let content = try? Self.typed(activity.content) else {
+            return nil
+        }
+        self.init(id: activity.id, attributes: attributes, content: content, process: process)
+    }
+
+    /// The activity as the device holds it now; `nil` once it is forgotten after dismissal.
+    private var current: SimulatedActivity? { try? process.fleet.device(process.deviceID).activity(id) }
 
     public var activityState: ActivityState { current?.state ?? .dismissed }
 
     public var content: ActivityContent<Attributes.ContentState> {
-        get throws {
-            guard let current else { throw ActivityGone(activityID: id) }
-            return try Self.typed(current.content)
-        }
+        if let current, let content = try? Self.typed(current.content) { lastContent = content }
+        return lastContent
     }
 
     /// The current update token; `nil` until the system issues it (see `pushTokenUpdates`).
@@ -61,47 +132,45 @@ public struct Activity<Attributes: ActivityAttributes>: Sendable, Identifiable {
 
     // MARK: Starting
 
-    /// `Activity.request(attributes:content:pushType:style:alertConfiguration:start:)`, in `app`.
+    /// `Activity.request(attributes:content:pushType:style:alertConfiguration:start:)`, in the
+    /// current task's app.
     public static func request(
-        in app: AppProcess, attributes: Attributes, content: ActivityContent<Attributes.ContentState>,
-        pushType: PushType? = nil, style: ActivityStyle = .standard, alertConfiguration: AlertConfiguration? = nil,
-        start: Date? = nil
+        attributes: Attributes, content: ActivityContent<Attributes.ContentState>, pushType: PushType? = nil, style: ActivityStyle = .standard,
+        alertConfiguration: AlertConfiguration? = nil, start: Date? = nil
     ) throws -> Activity<Attributes> {
+        guard let process = AppProcess.current else { throw NotInAnApp() }
         let attributesJSON = try JSONValue(encoding: attributes)
         let contentState = try ActivityContentState(content)
-        let id = try app.fleet.withDevice(app.deviceID) { device, now in
-            let type = String(describing: Attributes.self)
+        let id = try process.fleet.withDevice(process.deviceID) { device, now in
             let alert = alertConfiguration.map { ShownAlert($0, at: start ?? now) }
-            let pushType: ActivityPushType =
-                switch pushType {
-                case nil: .none
-                case .token: .token
-                case .channel(let channelID): .channel(channelID)
-                }
             return try device.request(
-                bundleID: app.bundleID, attributesType: type, attributes: attributesJSON, content: contentState,
-                pushType: pushType, style: style, alert: alert, start: start, at: now)
+                bundleID: process.bundleID, attributesType: String(describing: Attributes.self), attributes: attributesJSON, content: contentState,
+                pushType: pushType?.kind ?? .none, style: style, alert: alert, start: start, at: now)
         }
-        return Activity(id: id, app: app)
+        return Activity(id: id, attributes: attributes, content: content, process: process)
     }
 
-    /// `Activity.activities`: the app's activities of this type that are not dismissed.
-    public static func activities(in app: AppProcess) -> [Activity<Attributes>] {
+    /// `Activity.activities`: the current task's app's activities of this type that are not dismissed.
+    public static var activities: [Activity<Attributes>] {
+        guard let process = AppProcess.current else { return [] }
         let type = String(describing: Attributes.self)
-        let device = try? app.fleet.device(app.deviceID)
+        let device = try? process.fleet.device(process.deviceID)
         return (device?.activities ?? [])
-            .filter { $0.bundleID == app.bundleID && $0.attributesType == type && $0.state != .dismissed }
-            .map { Activity(id: $0.id, app: app) }
+            .filter { $0.bundleID == process.bundleID && $0.attributesType == type && $0.state != .dismissed }
+            .compactMap { Activity($0, in: process) }
     }
 
     // MARK: The app's changes
 
-    /// `Activity.update(_:alertConfiguration:timestamp:)`.
-    public func update(_ content: ActivityContent<Attributes.ContentState>, alertConfiguration: AlertConfiguration? = nil, timestamp: Date? = nil)
-        throws
-    {
-        let contentState = try ActivityContentState(content)
-        try app.fleet.withDevice(app.deviceID) { device, now in
+    /// `Activity.update(_:alertConfiguration:timestamp:)`. As in ActivityKit, it does not throw:
+    /// an update the activity cannot take (ended, older than its last) is written in the device's log.
+    public func update(
+        _ content: ActivityContent<Attributes.ContentState>, alertConfiguration: AlertConfiguration? = nil, timestamp: Date? = nil
+    ) async {
+        guard let contentState = try? ActivityContentState(content) else { return }
+        lastContent = content
+        let id = id
+        try? process.fleet.withDevice(process.deviceID) { device, now in
             (
                 (),
                 device.update(
@@ -111,9 +180,11 @@ public struct Activity<Attributes: ActivityAttributes>: Sendable, Identifiable {
     }
 
     /// `Activity.end(_:dismissalPolicy:)`.
-    public func end(_ content: ActivityContent<Attributes.ContentState>?, dismissalPolicy: ActivityUIDismissalPolicy = .default) throws {
-        let contentState = try content.map(ActivityContentState.init)
-        try app.fleet.withDevice(app.deviceID) { device, now in
+    public func end(_ content: ActivityContent<Attributes.ContentState>?, dismissalPolicy: ActivityUIDismissalPolicy = .default) async {
+        let contentState = content.flatMap { try? ActivityContentState($0) }
+        if let content { lastContent = content }
+        let id = id
+        try? process.fleet.withDevice(process.deviceID) { device, now in
             ((), device.end(activityID: id, content: contentState, dismissalPolicy: dismissalPolicy, at: now))
         }
     }
@@ -124,8 +195,8 @@ public struct Activity<Attributes: ActivityAttributes>: Sendable, Identifiable {
     /// every new one; finishes when the activity is dismissed.
     public var pushTokenUpdates: FleetSequence<Data> {
         let id = id
-        return app.fleet.sequence(
-            on: app.deviceID, initial: { device in device.activity(id)?.pushToken.map { [DeviceToken(unchecked: $0).data] } ?? [] }
+        return process.fleet.sequence(
+            on: process.deviceID, initial: { device in device.activity(id)?.pushToken.map { [DeviceToken(unchecked: $0).data] } ?? [] }
         ) { event in
             switch event.event {
             case .tokenIssued(let token, _, .update(id), _): .element(DeviceToken(unchecked: token).data)
@@ -138,7 +209,7 @@ public struct Activity<Attributes: ActivityAttributes>: Sendable, Identifiable {
     /// `Activity.contentUpdates`: each content applied from now on.
     public var contentUpdates: FleetSequence<ActivityContent<Attributes.ContentState>> {
         let id = id
-        return app.fleet.sequence(on: app.deviceID) { event in
+        return process.fleet.sequence(on: process.deviceID) { event in
             switch event.event {
             case .contentUpdated(id, _, let content): (try? Self.typed(content)).map { .element($0) } ?? .skip
             case .stateChanged(id, _, .dismissed, _): .finish
@@ -150,7 +221,7 @@ public struct Activity<Attributes: ActivityAttributes>: Sendable, Identifiable {
     /// `Activity.activityStateUpdates`: each state from now on, ending with `.dismissed`.
     public var activityStateUpdates: FleetSequence<ActivityState> {
         let id = id
-        return app.fleet.sequence(on: app.deviceID) { event in
+        return process.fleet.sequence(on: process.deviceID) { event in
             switch event.event {
             case .stateChanged(id, _, .dismissed, _): .last(.dismissed)
             case .stateChanged(id, _, let state, _): .element(state)
@@ -159,34 +230,36 @@ public struct Activity<Attributes: ActivityAttributes>: Sendable, Identifiable {
         }
     }
 
-    /// `Activity.activityUpdates`: activities of this type the app gains from now on, including
-    /// those started by push.
-    public static func activityUpdates(in app: AppProcess) -> FleetSequence<Activity<Attributes>> {
+    /// `Activity.activityUpdates`: activities of this type the current task's app gains from now
+    /// on, including those started by push.
+    public static var activityUpdates: FleetSequence<Activity<Attributes>> {
+        guard let process = AppProcess.current else { return .finished }
         let type = String(describing: Attributes.self)
-        return app.fleet.sequence(on: app.deviceID) { event in
-            guard case .activityStarted(let id, app.bundleID, type, _) = event.event else { return .skip }
-            return .element(Activity(id: id, app: app))
+        return process.fleet.sequence(on: process.deviceID) { event in
+            guard case .activityStarted(let id, process.bundleID, type, _) = event.event,
+                let activity = try? process.fleet.device(process.deviceID).activity(id), let typed = Activity(activity, in: process)
+            else { return .skip }
+            return .element(typed)
         }
     }
 
     /// `Activity.pushToStartToken`.
-    public static func pushToStartToken(in app: AppProcess) -> Data? {
+    public static var pushToStartToken: Data? {
         let type = String(describing: Attributes.self)
-        return (try? app.fleet.device(app.deviceID).apps[app.bundleID]?.pushToStartTokens[type]).flatMap { $0 }.map {
-            DeviceToken(unchecked: $0).data
-        }
+        return AppProcess.current?.app?.pushToStartTokens[type].map { DeviceToken(unchecked: $0).data }
     }
 
     /// `Activity.pushToStartTokenUpdates`: the current push-to-start token, then each new one.
-    public static func pushToStartTokenUpdates(in app: AppProcess) -> FleetSequence<Data> {
+    public static var pushToStartTokenUpdates: FleetSequence<Data> {
+        guard let process = AppProcess.current else { return .finished }
         let type = String(describing: Attributes.self)
-        return app.fleet.sequence(
-            on: app.deviceID,
+        return process.fleet.sequence(
+            on: process.deviceID,
             initial: { device in
-                device.apps[app.bundleID]?.pushToStartTokens[type].map { [DeviceToken(unchecked: $0).data] } ?? []
+                device.apps[process.bundleID]?.pushToStartTokens[type].map { [DeviceToken(unchecked: $0).data] } ?? []
             }
         ) { event in
-            guard case .tokenIssued(let token, app.bundleID, .pushToStart(type), _) = event.event else { return .skip }
+            guard case .tokenIssued(let token, process.bundleID, .pushToStart(type), _) = event.event else { return .skip }
             return .element(DeviceToken(unchecked: token).data)
         }
     }
@@ -195,12 +268,6 @@ public struct Activity<Attributes: ActivityAttributes>: Sendable, Identifiable {
         ActivityContent(
             state: try content.state.decoded(as: Attributes.ContentState.self), staleDate: content.staleDate, relevanceScore: content.relevanceScore)
     }
-}
-
-/// The device no longer holds the activity: it was dismissed and forgotten.
-public struct ActivityGone: Error, Hashable, CustomStringConvertible {
-    public var activityID: String
-    public var description: String { "the activity \(activityID) was dismissed and is gone from the device" }
 }
 
 /// One of ActivityKit's sequences, read from the fleet's event log: what the device already
@@ -220,6 +287,11 @@ public struct FleetSequence<Element>: AsyncSequence {
     let initial: [Element]
     let events: AsyncStream<FleetEvent>
     let step: (FleetEvent) -> Step
+
+    /// A sequence with nothing in it: what code outside an app is given.
+    static var finished: FleetSequence {
+        FleetSequence(initial: [], events: AsyncStream { $0.finish() }, step: { _ in .finish })
+    }
 
     public struct AsyncIterator: AsyncIteratorProtocol {
         var initial: IndexingIterator<[Element]>

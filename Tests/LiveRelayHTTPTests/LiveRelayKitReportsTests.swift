@@ -2,6 +2,7 @@ import APNsEmulator
 import Foundation
 import LiveActivityKit
 import LiveRelayKit
+import LiveRelayKitOnSimulatedDevices
 import LiveRelayStore
 import LiveRelayTesting
 import SimulatedDevices
@@ -113,7 +114,7 @@ struct LiveRelayKitReportsTests {
 }
 
 /// An app's own types, as its widget decodes them.
-private struct OrderAttributes: Codable {
+private struct OrderAttributes: ActivityAttributes {
     struct ContentState: Codable, Hashable {
         enum Step: String, Codable, CaseIterable { case preparing, onTheWay = "on the way" }
         var step: Step
@@ -225,6 +226,54 @@ extension LiveRelayKitReportsTests {
             relay.emulator.devices.advanceAll()
             #expect(try relay.activity(on: "iphone-1")?.state == .active)
             try await relay.eventually { try await relay.store.activityTokens(app: harnessApp, key: "pickup-9").map(\.activityID) == [id] }
+        }
+    }
+}
+
+extension LiveRelayKitReportsTests {
+    /// LiveRelayKit's ActivityKit adapter itself (the file an iOS app compiles), compiled against
+    /// the simulated iPhones' ActivityKit, in an app whose types are Swift: what it reports reaches
+    /// a real server, from ActivityKit's own sequences.
+    @Test func theActivityKitAdapterReportsAnAppWhoseTypesAreSwift() async throws {
+        try await withRelayHarness { relay in
+            try relay.emulator.devices.addDevice(id: "iphone-swift")
+            let app = try relay.emulator.devices.install(
+                SimulatedApp(bundleID: harnessApp, attributeTypes: [ActivityAttributesType(OrderAttributes.self)]), on: "iphone-swift")
+            let client = LiveRelayClient(
+                server: try #require(URL(string: relay.baseURL)), clientKey: try #require(relay.keys[.client]), bundleID: harnessApp,
+                environment: .sandbox, deviceID: "iphone-swift", storage: MemoryReportStorage())
+            await app.run { client.track(OrderAttributes.self) }
+
+            // The contract read from the Swift types, then the push-to-start token.
+            try await relay.eventually { try await relay.store.pushToStartTokens(deviceID: "iphone-swift").count == 1 }
+            #expect(try await relay.store.contracts().contains { $0.attributesType == "OrderAttributes" })
+
+            // Started by a push: ActivityKit's activityUpdates, then the activity's pushTokenUpdates.
+            let start = try await relay.post(
+                "/v1/activities/o-7/start",
+                .object([
+                    ("attributesType", .string("OrderAttributes")), ("attributes", .object([("activityKey", .string("o-7"))])),
+                    ("contentState", json(#"{"step": "preparing", "etaMinutes": 20}"#)), ("alert", json(#"{"title": "Order", "body": "Preparing"}"#)),
+                    ("audience", json(#"{"devices": ["iphone-swift"]}"#)),
+                ]))
+            #expect(start.status == 201, "\(start.json)")
+            try await relay.dispatch()
+            try await relay.waitForToken("o-7", device: "iphone-swift")
+            let activity = try #require(try relay.activity(on: "iphone-swift"))
+            #expect(try await relay.store.activityTokens(app: harnessApp, key: "o-7").map(\.activityID) == [activity.id])
+
+            // The person removes it: activityStateUpdates says dismissed, reported as the person's.
+            try relay.emulator.devices.withDevice("iphone-swift") { device, now in ((), device.dismissByPerson(activityID: activity.id, at: now)) }
+            try await relay.eventually {
+                try await relay.store.activityTokens(app: harnessApp, key: "o-7").map(\.stateReason) == ["reported by the device (person)"]
+            }
+
+            // Live Activities switched off: ActivityAuthorizationInfo's updates withdraw the token.
+            try relay.emulator.devices.withDevice("iphone-swift") { device, now in
+                ((), device.setSettings(of: harnessApp, liveActivitiesEnabled: false, at: now))
+            }
+            try await relay.eventually { try await relay.store.pushToStartTokens(deviceID: "iphone-swift").isEmpty }
+            withExtendedLifetime(client) {}
         }
     }
 }

@@ -1,0 +1,1 @@
+../LiveRelayKit/ActivityKitAdapter.swift
