@@ -253,13 +253,15 @@ package struct ChannelListenerRegistration: Sendable, Hashable {
     package var deviceID: String
     package var bundleID: String
     package var activityID: String?
-    package var channelID: String
+    /// The channel the device named; `nil`: the key's, whichever it is (an activity started by a
+    /// push cannot tell its channel on iOS).
+    package var channelID: String?
     package var environment: PushEnvironment
     /// What reported it (`LiveRelayKit 0.1.0`), from the request's `LiveRelayKit-Version`.
     package var reportedBy: String?
 
     package init(
-        deviceID: String, bundleID: String, activityID: String? = nil, channelID: String, environment: PushEnvironment = .sandbox,
+        deviceID: String, bundleID: String, activityID: String? = nil, channelID: String? = nil, environment: PushEnvironment = .sandbox,
         reportedBy: String? = nil
     ) {
         self.deviceID = deviceID

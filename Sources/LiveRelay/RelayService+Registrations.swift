@@ -56,25 +56,27 @@ extension RelayService {
     }
 
     /// Records that the device's channel-bound activity listens to the key's channel: the one the
-    /// key has in the device's environment, which the report must name.
+    /// key has in the device's environment, which the report may name (it must then be that one).
     package func registerChannelListener(key: String, _ registration: ChannelListenerRegistration) async throws {
         try Self.checkKey(key)
         try await checkApp(bundleID: registration.bundleID, environment: registration.environment)
         guard let activity = try await store.activity(app: registration.bundleID, key: key) else {
             throw RelayError.notFound("key", "no activity key \"\(key)\"")
         }
-        guard activity.channelIDs[registration.environment] == registration.channelID else {
-            let has = activity.channelIDs[registration.environment].map { "its channel in \(registration.environment.rawValue) is \($0)" }
+        let environment = registration.environment.rawValue
+        guard let channelID = activity.channelIDs[registration.environment] else {
+            throw RelayError(.conflict, .otherChannel, message: "the key has no channel in \(environment)", field: "channelID")
+        }
+        if let named = registration.channelID, named != channelID {
             throw RelayError(
-                .conflict, .otherChannel,
-                message: "\(registration.channelID) is not the key's channel: \(has ?? "it has none in \(registration.environment.rawValue)")",
+                .conflict, .otherChannel, message: "\(named) is not the key's channel: its channel in \(environment) is \(channelID)",
                 field: "channelID")
         }
         do {
             try await store.saveChannelListener(
                 ChannelListenerRecord(
                     bundleID: registration.bundleID, key: key, deviceID: registration.deviceID, activityID: registration.activityID,
-                    channelID: registration.channelID, environment: registration.environment, registeredAt: now(),
+                    channelID: channelID, environment: registration.environment, registeredAt: now(),
                     reportedBy: registration.reportedBy))
         } catch let error as StoreError {
             throw RelayError(error)

@@ -158,8 +158,8 @@ package struct ChannelListenerBody: APIRequestBody {
     package init(from decoder: any Decoder) throws {
         let body = try decoder.container(keyedBy: CodingKeys.self)
         namedApp = try body.nonEmptyString(.bundleID)
-        let channelID = try body.requireNonEmptyString(.channelID)
-        guard channelID.utf8.count <= Self.longestChannelID else {
+        let channelID = try body.nonEmptyString(.channelID)
+        if let channelID, channelID.utf8.count > Self.longestChannelID {
             throw DecodingError.dataCorruptedError(forKey: .channelID, in: body, debugDescription: "must be at most \(Self.longestChannelID) bytes")
         }
         registration = ChannelListenerRegistration(

@@ -20,7 +20,12 @@
         /// Reports everything about one attributes type, from now until the client goes: its
         /// contract (read from the Swift types), its push-to-start tokens, and every activity of the
         /// type, those the app requests and those started by a push.
-        public func track<Attributes: ActivityAttributes>(_ type: Attributes.Type) {
+        ///
+        /// `channelBound`: the type's activities receive their updates on their key's broadcast
+        /// channel (iOS 18: requested with `.channel`, or started by a push that names one), so
+        /// each is reported as listening rather than waited on for a token. ActivityKit documents
+        /// no property that tells an activity's push type, so the app says it.
+        public func track<Attributes: ActivityAttributes>(_ type: Attributes.Type, channelBound: Bool = false) {
             start()
             let name = String(describing: Attributes.self)
             let relay = relay
@@ -49,24 +54,23 @@
             }
             // Those already there at launch (https://developer.apple.com/documentation/activitykit/activity/activities),
             // then each new one (https://developer.apple.com/documentation/activitykit/activity/activityupdates-swift.type.property).
-            for activity in Activity<Attributes>.activities { follow(activity, type: name) }
+            let pushType: PushTarget = channelBound ? .channel(nil) : .token
+            for activity in Activity<Attributes>.activities { follow(activity, type: name, pushType: pushType) }
             let activities = Handed(Activity<Attributes>.activityUpdates)
-            let follow = Handed { [weak self] (activity: Activity<Attributes>) in self?.follow(activity, type: name) }
+            let follow = Handed { [weak self] (activity: Activity<Attributes>) in self?.follow(activity, type: name, pushType: pushType) }
             keep(Task { for await activity in activities.value { follow.value(activity) } })
         }
 
         /// One activity: registered under its key, then its tokens and its states, each sequence
         /// read by a task of its own; each task first says the activity exists (the core hears it
         /// once), so neither depends on the other having started.
-        private func follow<Attributes: ActivityAttributes>(_ activity: Activity<Attributes>, type: String) {
+        private func follow<Attributes: ActivityAttributes>(_ activity: Activity<Attributes>, type: String, pushType: PushTarget) {
             let relay = relay
             let id = activity.id
             // `attributes` does not throw (https://developer.apple.com/documentation/activitykit/activity/attributes).
-            // ActivityKit documents no property that tells an activity's push type: each is taken
-            // for `.token` (an app that requests `.channel` tells the client itself, your-app.md).
             // https://developer.apple.com/documentation/activitykit/activity/activitystate
             let appeared = ActivityObservation.activity(
-                id: id, attributesType: type, key: activityKey(of: activity.attributes, activityID: id), pushType: .token,
+                id: id, attributesType: type, key: activityKey(of: activity.attributes, activityID: id), pushType: pushType,
                 scheduled: ObservedState.isPending(activity.activityState))
             // https://developer.apple.com/documentation/activitykit/activity/pushtokenupdates-swift.property
             let tokens = Handed(activity.pushTokenUpdates)

@@ -26,8 +26,9 @@ public enum PushTarget: Sendable, Hashable, Codable {
     case none
     /// Pushes to its own update token (`.token`).
     case token
-    /// Broadcast pushes on a channel (`.channel(id)`, iOS 18).
-    case channel(String)
+    /// Broadcast pushes on a channel (`.channel(id)`, iOS 18); `nil`: the key's channel, which
+    /// the server knows (ActivityKit does not tell an app the channel of an activity a push started).
+    case channel(String?)
 }
 
 /// `ActivityState`, as LiveRelayKit needs it.

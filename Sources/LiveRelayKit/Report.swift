@@ -12,9 +12,9 @@ public enum Report: Sendable, Hashable, Codable {
     case pushToStartWithdrawn
     /// An activity's update token under its key (`POST /v1/activities/{key}/tokens`).
     case activityToken(key: String, activityID: String, attributesType: String, token: String, frequentPushesEnabled: Bool)
-    /// A channel-bound activity listens to its key's channel: it has no update token
-    /// (`POST /v1/activities/{key}/listening`).
-    case listening(key: String, activityID: String, channelID: String)
+    /// A channel-bound activity listens to its key's channel (`nil`: whichever the key has in the
+    /// app's environment): it has no update token (`POST /v1/activities/{key}/listening`).
+    case listening(key: String, activityID: String, channelID: String?)
     /// An activity ended or dismissed, and by whom (`POST /v1/activities/{key}/ended`).
     case ended(key: String, activityID: String, state: EndState, cause: EndCause, at: Date)
 
@@ -136,7 +136,7 @@ extension Report {
         var deviceID: String
         var bundleID: String
         var activityID: String
-        var channelID: String
+        var channelID: String?
         var environment: APNsEnvironment
     }
 

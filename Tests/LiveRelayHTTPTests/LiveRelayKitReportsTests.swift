@@ -113,6 +113,14 @@ struct LiveRelayKitReportsTests {
     }
 }
 
+/// A type whose activities listen to a broadcast channel.
+private struct MatchAttributes: ActivityAttributes {
+    struct ContentState: Codable, Hashable {
+        var score: String
+    }
+    var activityKey: String
+}
+
 /// An app's own types, as its widget decodes them.
 private struct OrderAttributes: ActivityAttributes {
     struct ContentState: Codable, Hashable {
@@ -237,12 +245,19 @@ extension LiveRelayKitReportsTests {
     @Test func theActivityKitAdapterReportsAnAppWhoseTypesAreSwift() async throws {
         try await withRelayHarness { relay in
             try relay.emulator.devices.addDevice(id: "iphone-swift")
+            relay.emulator.registry.setBroadcastEnabled(for: nil)
             let app = try relay.emulator.devices.install(
-                SimulatedApp(bundleID: harnessApp, attributeTypes: [ActivityAttributesType(OrderAttributes.self)]), on: "iphone-swift")
+                SimulatedApp(
+                    bundleID: harnessApp,
+                    attributeTypes: [ActivityAttributesType(OrderAttributes.self), ActivityAttributesType(MatchAttributes.self)]),
+                on: "iphone-swift")
             let client = LiveRelayClient(
                 server: try #require(URL(string: relay.baseURL)), clientKey: try #require(relay.keys[.client]), bundleID: harnessApp,
                 environment: .sandbox, deviceID: "iphone-swift", storage: MemoryReportStorage())
-            await app.run { client.track(OrderAttributes.self) }
+            await app.run {
+                client.track(OrderAttributes.self)
+                client.track(MatchAttributes.self, channelBound: true)
+            }
 
             // The contract read from the Swift types, then the push-to-start token.
             try await relay.eventually { try await relay.store.pushToStartTokens(deviceID: "iphone-swift").count == 1 }
@@ -267,6 +282,20 @@ extension LiveRelayKitReportsTests {
             try await relay.eventually {
                 try await relay.store.activityTokens(app: harnessApp, key: "o-7").map(\.stateReason) == ["reported by the device (person)"]
             }
+
+            // A channel-bound type: its push-started activity is reported listening to its key's
+            // channel, which the app cannot tell and the server knows.
+            try await relay.eventually { try await relay.store.pushToStartTokens(deviceID: "iphone-swift").count == 2 }
+            let match = try await relay.post(
+                "/v1/activities/m-1/start",
+                .object([
+                    ("attributesType", .string("MatchAttributes")), ("attributes", .object([("activityKey", .string("m-1"))])),
+                    ("contentState", json(#"{"score": "0-0"}"#)), ("alert", json(#"{"title": "Kick-off", "body": "0-0"}"#)),
+                    ("audience", json(#"{"devices": ["iphone-swift"]}"#)), ("channel", json(#"{"storagePolicy": 1}"#)),
+                ]))
+            let channel = try #require(match.json["channelID"]?.stringValue, "\(match.json)")
+            try await relay.dispatch()
+            try await relay.eventually { try await relay.store.channelListeners(app: harnessApp, key: "m-1").map(\.channelID) == [channel] }
 
             // Live Activities switched off: ActivityAuthorizationInfo's updates withdraw the token.
             try relay.emulator.devices.withDevice("iphone-swift") { device, now in

@@ -146,6 +146,15 @@ extension ReportPlannerTests {
         #expect(
             planner.plan(.activityState(activityID: "a1", state: .dismissed), at: t0 + 2)
                 == [.ended(key: "match-7", activityID: "a1", state: .dismissed, cause: .person, at: t0 + 2)])
+        // Its channel unknown (on iOS, one a push started): the key's, which the server knows.
+        #expect(
+            planner.plan(.activity(id: "a3", attributesType: orderType, key: "match-8", pushType: .channel(nil)), at: t0)
+                == [.listening(key: "match-8", activityID: "a3", channelID: nil)])
+        let unnamed = try Report.listening(key: "match-8", activityID: "a3", channelID: nil)
+            .request(from: Reporter(deviceID: "iphone-1", bundleID: "com.example.app", environment: .sandbox))
+        #expect(
+            String(decoding: unnamed.body, as: UTF8.self)
+                == #"{"activityID":"a3","bundleID":"com.example.app","deviceID":"iphone-1","environment":"sandbox"}"#)
         // Without pushes, there is nothing to tell the server how to reach it.
         #expect(planner.plan(.activity(id: "a2", attributesType: orderType, key: "local", pushType: .none), at: t0).isEmpty)
 
