@@ -27,6 +27,11 @@ extension RelayService {
         try await store.activities(query)
     }
 
+    /// A page of the event log, in order.
+    package func events(_ query: EventQuery) async throws -> [EventRecord] {
+        try await store.events(query)
+    }
+
     /// The outbox's deliveries, newest first, as people read them: without the pushes' bytes.
     package func deliveries(_ query: DeliveryQuery) async throws -> [DeliveryRecord] {
         var query = query

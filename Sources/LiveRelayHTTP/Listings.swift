@@ -96,6 +96,37 @@ extension DeliveryQuery {
     }
 }
 
+/// How the API names a page of the event log: `after` (the `next` of the page before: where to
+/// read on from), `type` (comma-separated), `key`, `app` and `limit`.
+extension EventQuery {
+    static let largestPage = 1000
+
+    init(parameters: [String: String], bundleID: String?) throws {
+        self.init(bundleID: bundleID ?? parameters["app"], key: parameters["key"])
+        if let after = parameters["after"] {
+            guard let place = Int64(after), place >= 0 else { throw APIError.invalid("after", "must be the next of an earlier page, or 0") }
+            self.after = place
+        }
+        if let names = parameters["type"] {
+            var types: Set<EventType> = []
+            for name in names.split(separator: ",", omittingEmptySubsequences: false) {
+                guard let type = EventType(rawValue: String(name)) else {
+                    throw APIError.invalid(
+                        "type", "must be event types separated by commas, of \(EventType.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                types.insert(type)
+            }
+            self.types = types
+        }
+        if let text = parameters["limit"] {
+            guard let value = Int(text), (1...Self.largestPage).contains(value) else {
+                throw APIError.invalid("limit", "must be 1 to \(Self.largestPage)")
+            }
+            self.limit = value
+        }
+    }
+}
+
 /// Query strings made here: every character but the unreserved ones (and `/`) percent-encoded,
 /// so that a key holding `&`, `=`, `+`, `?` or `#` comes back as it went.
 enum QueryString {

@@ -162,6 +162,13 @@ package struct RelayAPI: Sendable {
             return Self.json(RelayView.json(try await relay.describe(app: try await app(request, context, key: key), key: key)))
         }
         server.get("/deliveries") { request, context in try await deliveries(request, context) }
+        router.group("/v1").add(middleware: guarded(.server, .admin)).get("/events") { request, context in
+            let query = try EventQuery(parameters: request.queryDictionary(), bundleID: try Self.appFilter(request, context))
+            let page = try await relay.events(query)
+            // Where to read on from: after the last event read, or where this read started.
+            let next = page.last?.sequence ?? query.after
+            return Self.json(.object([("events", .array(page.map(RelayView.json))), ("next", .string(String(next)))]))
+        }
         server.post("/deliveries/{id}/retry") { request, context in
             let text = try Self.pathParameter("id", context)
             guard let id = Int64(text) else { throw APIError.invalid("id", "must be a delivery id") }

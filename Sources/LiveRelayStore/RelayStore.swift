@@ -64,6 +64,13 @@ package protocol RegistryStore: Sendable {
     func activityTokens(app: String, key: String) async throws -> [ActivityTokenRecord]
     /// The devices whose activity under the app's `key` listens to its channel.
     func channelListeners(app: String, key: String) async throws -> [ChannelListenerRecord]
+
+    // MARK: Events
+
+    /// A page of the event log, in order (`EventRecord.sequence`). Events written in the same
+    /// transactions as their changes; each is read once it is committed and after every event
+    /// before it.
+    func events(_ query: EventQuery) async throws -> [EventRecord]
     func pushToStartTokens(deviceID: String) async throws -> [PushToStartTokenRecord]
     /// Ends every active key started before `startedBefore` (`expired`), setting their channels
     /// to be deleted at `channelDeleteAfter`. Returns the keys ended.

@@ -286,6 +286,20 @@ package struct ChannelListenerRecord: Sendable, Hashable {
     }
 }
 
+extension ActivityTokenRecord {
+    /// The token's registration, as the outbox's rules take it.
+    func report(isNew: Bool) -> ReportedActivity {
+        ReportedActivity(bundleID: bundleID, key: key, deviceID: deviceID, activityID: activityID, environment: environment, isNew: isNew)
+    }
+}
+
+extension ChannelListenerRecord {
+    func report(isNew: Bool) -> ReportedActivity {
+        ReportedActivity(
+            bundleID: bundleID, key: key, deviceID: deviceID, activityID: activityID, environment: environment, channelID: channelID, isNew: isNew)
+    }
+}
+
 /// What an app's widget decodes one attributes type from, as the app registered it: the contract's
 /// JSON (`ActivityContract`'s form), kept as given.
 package struct ContractRecord: Sendable, Hashable {

@@ -153,6 +153,21 @@ extension ActivityTokenRecord {
     }
 }
 
+extension EventRecord {
+    static let columns = "seq, id, type, bundle_id, environment, key, device_id, occurred_at, data"
+
+    init(row: some StoreRow) throws {
+        let environment = try row.text(4).map { text in
+            guard let value = PushEnvironment(rawValue: text) else { throw UnreadableStoreValue(column: "events.environment", value: "\"\(text)\"") }
+            return value
+        }
+        self.init(
+            sequence: row.integer(0) ?? 0, id: row.string(1), type: try row.value(2, "events.type"), bundleID: row.string(3),
+            environment: environment, key: row.string(5), deviceID: row.text(6), occurredAt: row.date(7)!,
+            data: (try? JSONValue(parsing: row.string(8))) ?? .object([]))
+    }
+}
+
 extension ChannelListenerRecord {
     static let columns =
         "bundle_id, key, device_id, activity_id, channel_id, environment, registered_at, state, state_reason, reported_by"

@@ -45,6 +45,39 @@ enum StoreStatements {
     static let channelListeners =
         "SELECT \(ChannelListenerRecord.columns) FROM channel_listeners WHERE bundle_id = ? AND key = ? ORDER BY device_id"
 
+    /// A page of events after a place in the log, in order; the query's filters as arguments.
+    static func events(_ query: EventQuery) -> SQLStatement {
+        var conditions = ["seq > ?"]
+        var arguments: [SQLArgument] = [.integer(query.after)]
+        if let app = query.bundleID {
+            conditions.append("bundle_id = ?")
+            arguments.append(.text(app))
+        }
+        if let key = query.key {
+            conditions.append("key = ?")
+            arguments.append(.text(key))
+        }
+        if let types = query.types, !types.isEmpty {
+            let sorted = types.map(\.rawValue).sorted()
+            conditions.append("type IN (\(SQLStatement.marks(sorted.count)))")
+            arguments += sorted.map { .text($0) }
+        }
+        return SQLStatement(
+            text: "SELECT \(EventRecord.columns) FROM events WHERE \(conditions.joined(separator: " AND ")) ORDER BY seq LIMIT ?",
+            arguments: arguments + [.integer(Int64(query.limit))])
+    }
+
+    /// The state of a device's token under a key, if it has one (app, key, device).
+    static let tokenState = "SELECT state FROM activity_tokens WHERE bundle_id = ? AND key = ? AND device_id = ?"
+
+    static let listenerState = "SELECT state FROM channel_listeners WHERE bundle_id = ? AND key = ? AND device_id = ?"
+
+    /// How many live activities the device has under a key, token or channel-bound (app, key, device twice).
+    static let liveOnDevice = """
+        SELECT (SELECT COUNT(*) FROM activity_tokens WHERE bundle_id = ? AND key = ? AND device_id = ? AND state = 'live')
+            + (SELECT COUNT(*) FROM channel_listeners WHERE bundle_id = ? AND key = ? AND device_id = ? AND state = 'live')
+        """
+
     /// The device's end of its activity under a key, token or channel-bound: the same arguments
     /// for each (state, reason, app, key, device).
     static let endOnDevice = [

@@ -141,6 +141,10 @@ import Testing
                     DeliveryMove(
                         .skip, DeliverySelection(bundleID: testApp, key: "k", deviceID: "a", token: "ta"), at: now,
                         reason: "token dead: Unregistered")),
+                .record(
+                    NewEvent(
+                        .tokenInvalidated, bundleID: testApp, key: "k", environment: .sandbox, deviceID: "a",
+                        data: [("token", .string("update")), ("reason", .string("Unregistered")), ("status", .integer(410))])),
             ])
     }
 
@@ -151,18 +155,39 @@ import Testing
         #expect(
             decisions.first
                 == .killToken(DeadToken(bundleID: testApp, key: "k", kind: .pushToStart, deviceID: "a", token: "p", reason: "BadDeviceToken")))
-        #expect(decisions.count == 2)
+        #expect(decisions.count == 3)
+        guard case .record(let event) = decisions.last else {
+            Issue.record("no event: \(decisions)")
+            return
+        }
+        #expect(event.type == .tokenInvalidated && event.data["token"] == .string("push-to-start"))
     }
 
-    /// A dead letter that says nothing of its token, a channel's refusal and a push that was sent
-    /// change nothing else.
-    @Test func otherAnswersDecideNothingMore() {
-        let token = delivery(.activityToken(deviceID: "a", token: "ta"))
-        #expect(OutboxRules.decisions(after: .answered(token, .failed(status: 400, reason: "BadPriority", tokenIsDead: false)), at: now).isEmpty)
+    /// A dead letter that says nothing of its token, or a channel's refusal, is only the backend's
+    /// to hear of (`push.failed`); a push sent, or to be tried again, changes nothing else.
+    @Test func otherAnswersDecideNothingMoreThanAnEvent() {
+        let token = AnsweredDelivery(
+            id: 7, bundleID: testApp, key: "k", event: .end, target: .activityToken(deviceID: "a", token: "ta"), environment: .production,
+            attempts: 3)
+        #expect(
+            OutboxRules.decisions(after: .answered(token, .failed(status: 400, reason: "BadPriority", tokenIsDead: false)), at: now) == [
+                .record(
+                    NewEvent(
+                        .pushFailed, bundleID: testApp, key: "k", environment: .production, deviceID: "a",
+                        data: [
+                            ("deliveryID", .integer(7)), ("action", .string("end")), ("target", .string("activity")), ("channelID", .null),
+                            ("status", .integer(400)), ("reason", .string("BadPriority")), ("attempts", .integer(3)),
+                        ]))
+            ])
         #expect(OutboxRules.decisions(after: .answered(token, .sent(status: 200, apnsID: "x")), at: now).isEmpty)
         #expect(OutboxRules.decisions(after: .answered(token, .retry(at: now + 1, status: 429, reason: "TooManyRequests")), at: now).isEmpty)
         let channel = delivery(.channel("ch"))
-        #expect(OutboxRules.decisions(after: .answered(channel, .failed(status: 410, reason: "Unregistered", tokenIsDead: true)), at: now).isEmpty)
+        let refused = OutboxRules.decisions(after: .answered(channel, .failed(status: 410, reason: "Unregistered", tokenIsDead: true)), at: now)
+        guard case .record(let event) = refused.first, refused.count == 1 else {
+            Issue.record("\(refused)")
+            return
+        }
+        #expect(event.type == .pushFailed && event.deviceID == nil && event.data["channelID"] == .string("ch"))
     }
 
     static let startArrived = "not sent (again): the device has reported an activity for the key, and another start would start a second one"
@@ -174,7 +199,9 @@ import Testing
             .skip, DeliverySelection(bundleID: testApp, key: "k", deviceID: "a", targets: [.pushToStart], onlyStartsThatArrived: true), at: now,
             reason: Self.startArrived)
         #expect(OutboxRules.decisions(after: .answered(answered, .retry(at: now + 1, status: nil, reason: "no answer")), at: now) == [.move(skip)])
-        #expect(OutboxRules.decisions(after: .activityReported(app: testApp, key: "k", deviceID: "a"), at: now) == [.move(skip)])
+        // A rotation: the device had it already.
+        let rotated = ReportedActivity(bundleID: testApp, key: "k", deviceID: "a", activityID: "act", environment: .sandbox, isNew: false)
+        #expect(OutboxRules.decisions(after: .activityReported(rotated), at: now) == [.move(skip)])
     }
 
     /// A start claimed again after its lease ran out is withdrawn if its activity was reported.
@@ -189,21 +216,49 @@ import Testing
         #expect(OutboxRules.decisions(after: .claimed(starts: []), at: now).isEmpty)
     }
 
-    @Test func anActivityOverOnTheDeviceGetsNoMoreUpdates() {
+    /// Over on the device: no more updates to it, the backend hears who ended it, and, if it was
+    /// the last device that had it, that every device has.
+    @Test func anActivityOverOnTheDeviceGetsNoMoreUpdatesAndIsAnEvent() {
+        let ended = NewEvent(
+            .activityEnded, bundleID: testApp, key: "k", deviceID: "a", data: [("state", .string("dismissed")), ("cause", .string("person"))])
+        let skip = OutboxDecision.move(
+            DeliveryMove(
+                .skip, DeliverySelection(bundleID: testApp, key: "k", deviceID: "a", targets: [.activity]), at: now,
+                reason: "activity dismissed on the device"))
+        let endedThere = OutboxTrigger.activityEndedOnDevice(app: testApp, key: "k", deviceID: "a", state: .dismissed, cause: "person", wasLive: true)
         #expect(
-            OutboxRules.decisions(after: .activityEndedOnDevice(app: testApp, key: "k", deviceID: "a", state: .dismissed), at: now) == [
-                .move(
-                    DeliveryMove(
-                        .skip, DeliverySelection(bundleID: testApp, key: "k", deviceID: "a", targets: [.activity]), at: now,
-                        reason: "activity dismissed on the device"))
+            OutboxRules.decisions(after: endedThere, at: now) == [
+                skip, .record(ended),
+                .recordIfEndedOnEveryDevice(NewEvent(.activityEnded, bundleID: testApp, key: "k", data: [("allDevices", .bool(true))])),
             ])
+        // Dismissed after it ended there: said, but every device's end was said already.
+        let again = OutboxTrigger.activityEndedOnDevice(app: testApp, key: "k", deviceID: "a", state: .dismissed, cause: "person", wasLive: false)
+        #expect(OutboxRules.decisions(after: again, at: now) == [skip, .record(ended)])
     }
 
-    @Test func anExpiredActivityGetsNothingMore() {
+    @Test func anExpiredActivityGetsNothingMoreAndTheBackendHearsTheSystemEndedIt() {
         #expect(
             OutboxRules.decisions(after: .activityExpired(app: testApp, key: "k"), at: now) == [
-                .move(DeliveryMove(.skip, DeliverySelection(bundleID: testApp, key: "k"), at: now, reason: "activity expired"))
+                .move(DeliveryMove(.skip, DeliverySelection(bundleID: testApp, key: "k"), at: now, reason: "activity expired")),
+                .record(NewEvent(.activityEnded, bundleID: testApp, key: "k", data: [("cause", .string("system")), ("reason", .string("expired"))])),
             ])
+        #expect(
+            OutboxRules.decisions(after: .keyEnded(app: testApp, key: "k"), at: now)
+                == [.record(NewEvent(.activityEnded, bundleID: testApp, key: "k", data: [("cause", .string("backend"))]))])
+    }
+
+    /// A device's first report of the activity is its start; a rotation is not.
+    @Test func aDevicesFirstReportIsTheActivitysStart() {
+        let first = ReportedActivity(
+            bundleID: testApp, key: "k", deviceID: "a", activityID: "act", environment: .production, channelID: "ch-1", isNew: true)
+        let decisions = OutboxRules.decisions(after: .activityReported(first), at: now)
+        #expect(
+            decisions.last
+                == .record(
+                    NewEvent(
+                        .activityStarted, bundleID: testApp, key: "k", environment: .production, deviceID: "a",
+                        data: [("via", .string("channel")), ("activityID", .string("act")), ("channelID", .string("ch-1"))])))
+        #expect(decisions.count == 2)
     }
 
     @Test func aRestartAloneReleasesEveryClaimAndSkipsStartsThatArrived() {

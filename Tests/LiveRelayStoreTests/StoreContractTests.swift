@@ -254,7 +254,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
                 subject.firstMigrations == [
                     "0001-api-keys", "0002-registry", "0003-outbox", "0004-requests", "0005-budget-index", "0006-lighter-outbox", "0007-contracts",
                     "0008-environments", "0009-apps", "0010-leases", "0011-rate-buckets", "0012-dashboard", "0013-key-statistics",
-                    "0014-typed-answers", "0015-reported-by", "0016-channel-listeners",
+                    "0014-typed-answers", "0015-reported-by", "0016-channel-listeners", "0017-events",
                 ])
             #expect(try await subject.store.migrate() == [])
             try await subject.reopened { reopened async throws in
@@ -435,6 +435,83 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
             await #expect(throws: StoreError(.keyEnded, "activity key \"match\" has ended")) {
                 try await store.saveChannelListener(listener("iphone-2", at: t0 + 11))
             }
+        }
+    }
+
+    // MARK: Events
+
+    /// The log hears each device's start (not a token's rotation) and end, with its cause, and
+    /// once when every device that had the activity has ended it; read in order, by page and filter.
+    @Test(arguments: StoreKind.allCases) func theLogHearsEachDevicesStartAndEndAndWhenEveryDeviceEndedIt(kind: StoreKind) async throws {
+        try await kind.withStore { subject in
+            let store = subject.store
+            try await store.saveActivityToken(activityToken("order-1", "iphone-1", at: t0), attributesType: deliveryType)
+            try await store.saveActivityToken(activityToken("order-1", "iphone-1", token: "rotated", at: t0 + 1), attributesType: deliveryType)
+            try await store.saveActivityToken(
+                activityToken("order-1", "iphone-2", environment: .production, at: t0 + 2), attributesType: deliveryType)
+            _ = try await store.endActivityOnDevice(
+                app: testApp, key: "order-1", deviceID: "iphone-1", state: .dismissed, cause: "person", at: t0 + 3)
+            _ = try await store.endActivityOnDevice(app: testApp, key: "order-1", deviceID: "iphone-2", state: .ended, cause: "system", at: t0 + 4)
+            _ = try await store.endActivityOnDevice(
+                app: testApp, key: "order-1", deviceID: "iphone-2", state: .dismissed, cause: "system", at: t0 + 5)
+            try await store.saveActivityToken(activityToken("order-2", "iphone-1", at: t0 + 6), attributesType: deliveryType)
+
+            let events = try await store.events(EventQuery(bundleID: testApp))
+            let seen = events.map { event in
+                [event.type.rawValue, event.key, event.deviceID ?? "-", event.environment?.rawValue ?? "-", event.data.serializedString].joined(
+                    separator: " ")
+            }
+            #expect(
+                seen == [
+                    #"activity.started order-1 iphone-1 sandbox {"via":"token"}"#,
+                    #"activity.started order-1 iphone-2 production {"via":"token"}"#,
+                    #"activity.ended order-1 iphone-1 - {"state":"dismissed","cause":"person"}"#,
+                    #"activity.ended order-1 iphone-2 - {"state":"ended","cause":"system"}"#,
+                    #"activity.ended order-1 - - {"allDevices":true}"#,
+                    #"activity.ended order-1 iphone-2 - {"state":"dismissed","cause":"system"}"#,
+                    #"activity.started order-2 iphone-1 sandbox {"via":"token"}"#,
+                ])
+            #expect(events.map(\.occurredAt) == [t0, t0 + 2, t0 + 3, t0 + 4, t0 + 4, t0 + 5, t0 + 6])
+            #expect(zip(events, events.dropFirst()).allSatisfy { $0.sequence < $1.sequence })
+            #expect(Set(events.map(\.id)).count == events.count && events.allSatisfy { $0.id.hasPrefix("evt_") })
+
+            // Read on from a place, a page at a time, by type, by key.
+            let after = try await store.events(EventQuery(bundleID: testApp, after: events[1].sequence, limit: 2))
+            #expect(after.map(\.id) == events[2..<4].map(\.id))
+            #expect(try await store.events(EventQuery(bundleID: testApp, types: [.activityStarted])).count == 3)
+            #expect(try await store.events(EventQuery(bundleID: testApp, key: "order-2")).map(\.id) == [events[6].id])
+            #expect(try await store.events(EventQuery(bundleID: "com.example.other")).isEmpty)
+        }
+    }
+
+    /// The backend ending a key, the eight hours, a dead token and a push failed for good: each
+    /// an event, written with the change.
+    @Test(arguments: StoreKind.allCases) func theLogHearsEndsByTheBackendAndTheSystemDeadTokensAndFailedPushes(kind: StoreKind) async throws {
+        try await kind.withStore { subject in
+            let store = subject.store
+            try await store.registerActivity("order-1", on: ["iphone-1", "iphone-2"])
+            try await store.change("order-1", body: "u1", at: t0 + 1)
+            let claimed = try await store.claimDeliveries(dueBy: t0 + 1, limit: 10, leaseUntil: t0 + 60)
+            #expect(claimed.count == 2)
+            try await store.recordOutcomes(
+                [
+                    (claimed[0].id, .failed(status: 410, reason: "Unregistered", tokenIsDead: true)),
+                    (claimed[1].id, .failed(status: 400, reason: "BadPriority", tokenIsDead: false)),
+                ], at: t0 + 2)
+            try await store.change("order-1", event: .end, body: "done", at: t0 + 3)
+            try await store.start("order-2", at: t0)
+            _ = try await store.expireActivities(startedBefore: t0 + 1, at: t0 + 8 * 3600, channelDeleteAfter: t0 + 9 * 3600)
+
+            let events = try await store.events(EventQuery(bundleID: testApp, types: [.tokenInvalidated, .pushFailed, .activityEnded]))
+            #expect(
+                events.map { "\($0.type.rawValue) \($0.key) \($0.deviceID ?? "-")" } == [
+                    "token.invalidated order-1 \(claimed[0].target.name)", "push.failed order-1 \(claimed[1].target.name)",
+                    "activity.ended order-1 -", "activity.ended order-2 -",
+                ])
+            #expect(events[0].data["reason"] == .string("Unregistered") && events[0].data["token"] == .string("update"))
+            #expect(events[1].data["deliveryID"] == .integer(claimed[1].id) && events[1].data["reason"] == .string("BadPriority"))
+            #expect(events[1].data["action"] == .string("update") && events[1].environment == .sandbox)
+            #expect(events[2].data["cause"] == .string("backend") && events[3].data["cause"] == .string("system"))
         }
     }
 

@@ -95,4 +95,17 @@ extension DeliveryTarget {
         case .channel: .channel
         }
     }
+
+    /// The channel's id; nil for a token.
+    package var channelID: String? {
+        if case .channel(let id) = self { id } else { nil }
+    }
+
+    /// The device a token belongs to; nil for a channel.
+    package var deviceID: String? {
+        switch self {
+        case .pushToStartToken(let deviceID, _), .activityToken(let deviceID, _): deviceID
+        case .channel: nil
+        }
+    }
 }

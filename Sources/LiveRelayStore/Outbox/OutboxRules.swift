@@ -8,11 +8,14 @@ package enum OutboxTrigger: Sendable, Hashable {
     /// The answer to a claimed push was recorded.
     case answered(AnsweredDelivery, DeliveryOutcome)
     /// A device reported an activity under a key: its update token, or that it listens to the key's channel.
-    case activityReported(app: String, key: String, deviceID: String)
-    /// A device reported the activity under a key ended or dismissed.
-    case activityEndedOnDevice(app: String, key: String, deviceID: String, state: ActivityTokenState)
+    case activityReported(ReportedActivity)
+    /// A device reported the activity under a key ended or dismissed (`cause`: who, in its
+    /// words); `wasLive`: it had not reported an end before.
+    case activityEndedOnDevice(app: String, key: String, deviceID: String, state: ActivityTokenState, cause: String?, wasLive: Bool)
     /// A key ran past the eight hours an activity lives.
     case activityExpired(app: String, key: String)
+    /// The backend ended a key (`/end`).
+    case keyEnded(app: String, key: String)
     /// Pushes were claimed to be sent (among them, `starts`: the push-to-starts).
     case claimed(starts: [Int64])
     /// A dispatcher gave these claimed pushes up unsent, leased until `leasedUntil`: too little
@@ -27,14 +30,52 @@ package enum OutboxTrigger: Sendable, Hashable {
 
 /// A push whose answer was recorded while it was claimed.
 package struct AnsweredDelivery: Sendable, Hashable {
+    package var id: Int64
     package var bundleID: String
     package var key: String
+    package var event: LiveActivityPayload.Event
     package var target: DeliveryTarget
+    package var environment: PushEnvironment
+    /// Attempts made, this one included.
+    package var attempts: Int
 
-    package init(bundleID: String, key: String, target: DeliveryTarget) {
+    package init(
+        id: Int64 = 0, bundleID: String, key: String, event: LiveActivityPayload.Event = .update, target: DeliveryTarget,
+        environment: PushEnvironment = .sandbox, attempts: Int = 1
+    ) {
+        self.id = id
         self.bundleID = bundleID
         self.key = key
+        self.event = event
         self.target = target
+        self.environment = environment
+        self.attempts = attempts
+    }
+}
+
+/// A device's report of an activity under a key, as the store found it.
+package struct ReportedActivity: Sendable, Hashable {
+    package var bundleID: String
+    package var key: String
+    package var deviceID: String
+    package var activityID: String?
+    package var environment: PushEnvironment
+    /// The channel it listens to; nil: it reported an update token.
+    package var channelID: String?
+    /// The device had no live activity under the key before (not a token's rotation).
+    package var isNew: Bool
+
+    package init(
+        bundleID: String, key: String, deviceID: String, activityID: String?, environment: PushEnvironment, channelID: String? = nil,
+        isNew: Bool
+    ) {
+        self.bundleID = bundleID
+        self.key = key
+        self.deviceID = deviceID
+        self.activityID = activityID
+        self.environment = environment
+        self.channelID = channelID
+        self.isNew = isNew
     }
 }
 
@@ -44,6 +85,11 @@ package enum OutboxDecision: Sendable, Hashable {
     case move(DeliveryMove)
     /// APNs refused the token for good: nothing is sent to it again.
     case killToken(DeadToken)
+    /// Writes an event to the log.
+    case record(NewEvent)
+    /// Writes the event once no device still has the key's activity (no live token, no
+    /// listener), and some device had it.
+    case recordIfEndedOnEveryDevice(NewEvent)
 }
 
 /// An event applied to every delivery a selection picks, among those in the statuses it moves from.
@@ -137,32 +183,62 @@ package enum OutboxRules {
             guard case .pushToStartToken(let deviceID, _) = delivery.target else { return [] }
             return [.move(startsThatArrived(DeliverySelection(bundleID: delivery.bundleID, key: delivery.key, deviceID: deviceID), at: now))]
 
-        case .answered(let delivery, .failed(_, let reason, tokenIsDead: true)):
+        case .answered(let delivery, .failed(let status, let reason, tokenIsDead: true)):
             let kind: DeadToken.Kind
             let (deviceID, token): (String, String)
             switch delivery.target {
             case .pushToStartToken(let device, let value): (kind, deviceID, token) = (.pushToStart, device, value)
             case .activityToken(let device, let value): (kind, deviceID, token) = (.activity, device, value)
             // APNs' answers about a channel never say a token is dead.
-            case .channel: return []
+            case .channel: return [.record(failed(delivery, status: status, reason: reason))]
             }
             let dead = DeadToken(bundleID: delivery.bundleID, key: delivery.key, kind: kind, deviceID: deviceID, token: token, reason: reason)
             let waiting = DeliverySelection(bundleID: delivery.bundleID, key: delivery.key, deviceID: deviceID, token: token)
-            return [.killToken(dead), .move(DeliveryMove(.skip, waiting, at: now, reason: "token dead: \(reason)"))]
+            let invalidated = NewEvent(
+                .tokenInvalidated, bundleID: delivery.bundleID, key: delivery.key, environment: delivery.environment, deviceID: deviceID,
+                data: [
+                    ("token", .string(kind == .activity ? "update" : "push-to-start")), ("reason", .string(reason)),
+                    ("status", status.map { .integer(Int64($0)) } ?? .null),
+                ])
+            return [.killToken(dead), .move(DeliveryMove(.skip, waiting, at: now, reason: "token dead: \(reason)")), .record(invalidated)]
+
+        case .answered(let delivery, .failed(let status, let reason, tokenIsDead: false)):
+            return [.record(failed(delivery, status: status, reason: reason))]
 
         case .answered:
             return []
 
-        case .activityReported(let app, let key, let deviceID):
-            return [.move(startsThatArrived(DeliverySelection(bundleID: app, key: key, deviceID: deviceID), at: now))]
+        case .activityReported(let report):
+            let arrived = OutboxDecision.move(
+                startsThatArrived(DeliverySelection(bundleID: report.bundleID, key: report.key, deviceID: report.deviceID), at: now))
+            guard report.isNew else { return [arrived] }
+            var data: JSONValue.Members = [("via", .string(report.channelID == nil ? "token" : "channel"))]
+            if let id = report.activityID { data.append(("activityID", .string(id))) }
+            if let channel = report.channelID { data.append(("channelID", .string(channel))) }
+            let started = NewEvent(
+                .activityStarted, bundleID: report.bundleID, key: report.key, environment: report.environment, deviceID: report.deviceID, data: data)
+            return [arrived, .record(started)]
 
-        case .activityEndedOnDevice(let app, let key, let deviceID, let state):
+        case .activityEndedOnDevice(let app, let key, let deviceID, let state, let cause, let wasLive):
             // Nothing more to send to an activity that is over on the device.
             let updates = DeliverySelection(bundleID: app, key: key, deviceID: deviceID, targets: [.activity])
-            return [.move(DeliveryMove(.skip, updates, at: now, reason: "activity \(state.rawValue) on the device"))]
+            let ended = NewEvent(
+                .activityEnded, bundleID: app, key: key, deviceID: deviceID,
+                data: [("state", .string(state.rawValue)), ("cause", cause.map(JSONValue.string) ?? .null)])
+            var decisions: [OutboxDecision] = [
+                .move(DeliveryMove(.skip, updates, at: now, reason: "activity \(state.rawValue) on the device")), .record(ended),
+            ]
+            if wasLive {
+                decisions.append(.recordIfEndedOnEveryDevice(NewEvent(.activityEnded, bundleID: app, key: key, data: [("allDevices", .bool(true))])))
+            }
+            return decisions
 
         case .activityExpired(let app, let key):
-            return [.move(DeliveryMove(.skip, DeliverySelection(bundleID: app, key: key), at: now, reason: "activity expired"))]
+            let ended = NewEvent(.activityEnded, bundleID: app, key: key, data: [("cause", .string("system")), ("reason", .string("expired"))])
+            return [.move(DeliveryMove(.skip, DeliverySelection(bundleID: app, key: key), at: now, reason: "activity expired")), .record(ended)]
+
+        case .keyEnded(let app, let key):
+            return [.record(NewEvent(.activityEnded, bundleID: app, key: key, data: [("cause", .string("backend"))]))]
 
         case .claimed(let starts):
             // A start claimed again once its lease ran out (its sender died, or a restart beside
@@ -184,6 +260,18 @@ package enum OutboxRules {
             let arrived = OutboxDecision.move(startsThatArrived(.all, at: now))
             return alone ? [.move(DeliveryMove(.release, .all, at: now)), arrived] : [arrived]
         }
+    }
+
+    /// A push that failed for good, as the backend hears of it.
+    private static func failed(_ delivery: AnsweredDelivery, status: Int?, reason: String) -> NewEvent {
+        NewEvent(
+            .pushFailed, bundleID: delivery.bundleID, key: delivery.key, environment: delivery.environment, deviceID: delivery.target.deviceID,
+            data: [
+                ("deliveryID", .integer(delivery.id)), ("action", .string(delivery.event.rawValue)),
+                ("target", .string(delivery.target.kind.rawValue)), ("channelID", delivery.target.channelID.map(JSONValue.string) ?? .null),
+                ("status", status.map { .integer(Int64($0)) } ?? .null), ("reason", .string(reason)),
+                ("attempts", .integer(Int64(delivery.attempts))),
+            ])
     }
 
     /// The queued pushes that new ones make pointless. A change goes to every live token of its

@@ -1,4 +1,5 @@
 import Foundation
+import LiveActivityKit
 
 /// A statement with `?` for each argument, and the arguments in order. Written once for every
 /// engine: SQLite takes it as it is, PostgreSQL with `$1`, `$2`… (`numbered`).
@@ -80,17 +81,51 @@ enum OutboxStatements {
         }
         let (statuses, statusArguments) = statusCondition(amongIDs: event)
         return SQLStatement(
-            text: "UPDATE deliveries SET \(set) WHERE id = ? AND \(statuses) RETURNING bundle_id, key, target, device_id, token, channel_id",
+            text: "UPDATE deliveries SET \(set) WHERE id = ? AND \(statuses) RETURNING \(answeredColumns)",
             arguments: arguments + [.integer(id)] + statusArguments)
     }
 
+    /// What an `answer` statement returns, which `answered(_:)` reads.
+    static let answeredColumns = "bundle_id, key, target, device_id, token, channel_id, id, event, environment, attempts"
+
     /// The delivery an `answer` statement returned.
-    static func answered(bundleID: String, key: String, target kind: String, deviceID: String?, token: String?, channelID: String?) throws
-        -> AnsweredDelivery
-    {
-        guard let kind = DeliveryTargetKind(rawValue: kind) else { throw UnreadableStoreValue(column: "deliveries.target", value: "\"\(kind)\"") }
+    static func answered(_ row: some StoreRow) throws -> AnsweredDelivery {
+        let kind = row.string(2)
+        guard let target = DeliveryTargetKind(rawValue: kind) else { throw UnreadableStoreValue(column: "deliveries.target", value: "\"\(kind)\"") }
         return AnsweredDelivery(
-            bundleID: bundleID, key: key, target: DeliveryTarget(kind: kind, deviceID: deviceID, token: token, channelID: channelID))
+            id: row.integer(6) ?? 0, bundleID: row.string(0), key: row.string(1), event: try row.value(7, "deliveries.event"),
+            target: DeliveryTarget(kind: target, deviceID: row.text(3), token: row.text(4), channelID: row.text(5)),
+            environment: try row.value(8, "deliveries.environment"), attempts: Int(row.integer(9) ?? 1))
+    }
+
+    /// Writes `event` to the log, at `at`; `onlyIfEndedOnEveryDevice`: only when no device of its
+    /// key still has the activity.
+    static func record(_ event: NewEvent, at: Date, onlyIfEndedOnEveryDevice: Bool = false) -> SQLStatement {
+        let values: [SQLArgument] = [
+            .text(NewEvent.newID()), .text(event.type.rawValue), .text(event.bundleID), .text(event.environment?.rawValue), .text(event.key),
+            .text(event.deviceID), .seconds(at), .text(event.data.serializedString),
+        ]
+        let columns = "id, type, bundle_id, environment, key, device_id, occurred_at, data"
+        guard onlyIfEndedOnEveryDevice else {
+            return SQLStatement(text: "INSERT INTO events (\(columns)) VALUES (\(SQLStatement.marks(values.count)))", arguments: values)
+        }
+        return SQLStatement(
+            text: """
+                INSERT INTO events (\(columns)) SELECT \(SQLStatement.marks(values.count))
+                WHERE NOT EXISTS (SELECT 1 FROM activity_tokens WHERE bundle_id = ? AND key = ? AND state = 'live')
+                    AND NOT EXISTS (SELECT 1 FROM channel_listeners WHERE bundle_id = ? AND key = ? AND state = 'live')
+                """,
+            arguments: values + [.text(event.bundleID), .text(event.key), .text(event.bundleID), .text(event.key)])
+    }
+
+    /// The statement that carries out a decision.
+    static func statement(_ decision: OutboxDecision, at now: Date) -> SQLStatement {
+        switch decision {
+        case .move(let move): OutboxStatements.move(move)
+        case .killToken(let token): OutboxStatements.kill(token)
+        case .record(let event): OutboxStatements.record(event, at: now)
+        case .recordIfEndedOnEveryDevice(let event): OutboxStatements.record(event, at: now, onlyIfEndedOnEveryDevice: true)
+        }
     }
 
     static func kill(_ token: DeadToken) -> SQLStatement {

@@ -42,7 +42,8 @@ struct KeyChange {
         let keySupersede = OutboxRules.supersedingKey(app: app, key: key, at: at)
         let supersedesInStatement = decisions == [.move(keySupersede)]
         if !locked && (ends || !(supersedesInStatement || decisions.isEmpty)) { return nil }
-        if !supersedesInStatement { try await db.carryOut(decisions) }
+        if !supersedesInStatement { try await db.carryOut(decisions, at: at) }
+        if ends, snapshot.activity?.state != .ended { try await db.carryOut(.keyEnded(app: app, key: key), at: at) }
 
         let entry = OutboxRules.entry(
             count: planned.deliveries.count + (planned.fanOut == nil ? 0 : snapshot.liveTokenCount), handOver: handOver, at: at)

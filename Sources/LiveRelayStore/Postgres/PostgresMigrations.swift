@@ -214,5 +214,18 @@ enum PostgresMigrations {
                     PRIMARY KEY (bundle_id, key, device_id))
                 """
             ]),
+        // Numbered once committed (`seq`, by `SequenceEvents`): a number drawn at the insert
+        // could be read before a smaller one still uncommitted, which a reader would then skip.
+        StoreMigration(
+            name: "0017-events",
+            statements: [
+                """
+                CREATE TABLE events (
+                    row_id bigserial PRIMARY KEY, seq bigint UNIQUE, id text NOT NULL UNIQUE, type text NOT NULL, bundle_id text NOT NULL,
+                    environment text, key text NOT NULL, device_id text, occurred_at double precision NOT NULL, data text NOT NULL)
+                """,
+                "CREATE INDEX events_by_app ON events (bundle_id, seq)",
+                "CREATE INDEX events_unnumbered ON events (row_id) WHERE seq IS NULL",
+            ]),
     ]
 }

@@ -57,11 +57,7 @@ extension PostgresStore {
                     sent.apnsIDs.append(apnsID ?? "")
                 case .retry, .failed:
                     let answer = OutboxStatements.answer(id: id, outcome, at: at)
-                    let answered = try await db.rows(answer).first.map { row in
-                        try OutboxStatements.answered(
-                            bundleID: row.string(0), key: row.string(1), target: row.string(2), deviceID: row.text(3), token: row.text(4),
-                            channelID: row.text(5))
-                    }
+                    let answered = try await db.rows(answer).first.map { row in try OutboxStatements.answered(row) }
                     // An answer to a push no longer claimed changes nothing.
                     if let answered { try await db.carryOut(.answered(answered, outcome), at: at) }
                 }

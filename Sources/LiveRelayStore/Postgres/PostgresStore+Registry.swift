@@ -161,14 +161,15 @@ extension PostgresStore {
             if activity.state == .ended {
                 throw StoreError(.keyEnded, "activity key \"\(activity.key)\" has ended")
             }
+            let before = try await db.rows(StoreStatements.tokenState, [.text(token.bundleID), .text(token.key), .text(token.deviceID)]).first?.text(
+                0)
             try await db.run(
                 StoreStatements.saveActivityToken,
                 [
                     .text(token.key), .text(token.deviceID), .text(token.activityID), .text(token.token), .bool(token.frequentPushesEnabled),
                     .seconds(token.registeredAt), .text(token.environment.rawValue), .text(token.bundleID), .text(token.reportedBy),
                 ])
-            try await db.carryOut(
-                .activityReported(app: token.bundleID, key: token.key, deviceID: token.deviceID), at: token.registeredAt)
+            try await db.carryOut(.activityReported(token.report(isNew: before != ActivityTokenState.live.rawValue)), at: token.registeredAt)
             return activity
         }
     }
@@ -181,14 +182,16 @@ extension PostgresStore {
             else {
                 throw StoreError(.keyEnded, "activity key \"\(listener.key)\" has ended")
             }
+            let before = try await db.rows(
+                StoreStatements.listenerState, [.text(listener.bundleID), .text(listener.key), .text(listener.deviceID)]
+            ).first?.text(0)
             try await db.run(
                 StoreStatements.saveChannelListener,
                 [
                     .text(listener.bundleID), .text(listener.key), .text(listener.deviceID), .text(listener.activityID), .text(listener.channelID),
                     .text(listener.environment.rawValue), .seconds(listener.registeredAt), .text(listener.reportedBy),
                 ])
-            try await db.carryOut(
-                .activityReported(app: listener.bundleID, key: listener.key, deviceID: listener.deviceID), at: listener.registeredAt)
+            try await db.carryOut(.activityReported(listener.report(isNew: before != ActivityTokenState.live.rawValue)), at: listener.registeredAt)
             return activity
         }
     }
@@ -197,17 +200,40 @@ extension PostgresStore {
         try await rows(StoreStatements.channelListeners, [.text(app), .text(key)]).map(ChannelListenerRecord.init(row:))
     }
 
+    package func events(_ query: EventQuery) async throws -> [EventRecord] {
+        try await transaction { db in
+            // Number what has committed, in the order it was written, under a lock so that two
+            // readers never number at once: an event uncommitted now gets a later number than
+            // every one read now, and none is skipped. A key's events were written holding the
+            // key, so they are numbered in their order.
+            try await db.run("SELECT pg_advisory_xact_lock(\(Self.eventNumbering))")
+            try await db.run(
+                """
+                WITH top AS (SELECT COALESCE(MAX(seq), 0) AS seq FROM events),
+                    unnumbered AS (SELECT row_id, ROW_NUMBER() OVER (ORDER BY row_id) AS n FROM events WHERE seq IS NULL)
+                UPDATE events SET seq = top.seq + unnumbered.n FROM top, unnumbered WHERE events.row_id = unnumbered.row_id
+                """)
+            return try await db.rows(StoreStatements.events(query)).map(EventRecord.init(row:))
+        }
+    }
+
+    /// The advisory lock held while events are numbered.
+    static let eventNumbering: Int64 = 0x4C52_4556  // "LREV"
+
     package func endActivityOnDevice(
         app: String, key: String, deviceID: String, state: ActivityTokenState, cause: String?, at: Date
     ) async throws -> Bool {
         try await transaction { db in
+            let device: [SQLArgument] = [.text(app), .text(key), .text(deviceID)]
+            let live = try await db.rows(StoreStatements.liveOnDevice, device + device).first?.integer(0) ?? 0
             var changed = 0
             for statement in StoreStatements.endOnDevice {
                 changed += try await db.changed(
                     statement, [.text(state.rawValue), .text(ActivityTokenRecord.reportedReason(cause)), .text(app), .text(key), .text(deviceID)])
             }
             guard changed > 0 else { return false }
-            try await db.carryOut(.activityEndedOnDevice(app: app, key: key, deviceID: deviceID, state: state), at: at)
+            try await db.carryOut(
+                .activityEndedOnDevice(app: app, key: key, deviceID: deviceID, state: state, cause: cause, wasLive: live > 0), at: at)
             return true
         }
     }

@@ -257,16 +257,11 @@ extension PostgresStore {
 extension PostgresConnection {
     /// Carries out what the outbox's rules decide after `trigger`.
     func carryOut(_ trigger: OutboxTrigger, at now: Date) async throws {
-        try await carryOut(OutboxRules.decisions(after: trigger, at: now))
+        try await carryOut(OutboxRules.decisions(after: trigger, at: now), at: now)
     }
 
-    func carryOut(_ decisions: [OutboxDecision]) async throws {
-        for decision in decisions {
-            switch decision {
-            case .move(let move): try await rows(OutboxStatements.move(move))
-            case .killToken(let token): try await rows(OutboxStatements.kill(token))
-            }
-        }
+    func carryOut(_ decisions: [OutboxDecision], at now: Date) async throws {
+        for decision in decisions { try await rows(OutboxStatements.statement(decision, at: now)) }
     }
 
     func run(_ sql: String, _ arguments: [SQLArgument] = []) async throws {

@@ -285,5 +285,16 @@ enum SQLiteMigrations {
                     PRIMARY KEY (bundle_id, key, device_id)) WITHOUT ROWID
                 """
             ]),
+        // What happened to the apps' activities, for their backends, in the order it is read.
+        StoreMigration(
+            name: "0017-events",
+            statements: [
+                """
+                CREATE TABLE events (
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, type TEXT NOT NULL, bundle_id TEXT NOT NULL,
+                    environment TEXT, key TEXT NOT NULL, device_id TEXT, occurred_at REAL NOT NULL, data TEXT NOT NULL)
+                """,
+                "CREATE INDEX events_by_app ON events (bundle_id, seq)",
+            ]),
     ]
 }

@@ -78,6 +78,7 @@ extension SQLiteStore {
                 db, payloads: [planned.payload], deliveries: planned.deliveries, fanOut: planned.fanOut.map { ($0, tokenCount) },
                 at: planned.acceptedAt, handOver: context.handOver)
             if planned.activity.state == .ended {
+                if activity?.state != .ended { try db.carryOut(.keyEnded(app: app, key: key), at: planned.acceptedAt) }
                 try db.run(
                     StoreStatements.endKeyTokens,
                     [app, key])

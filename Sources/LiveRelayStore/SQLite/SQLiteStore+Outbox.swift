@@ -67,10 +67,7 @@ extension SQLiteStore {
                     sent.append((id, status, apnsID))
                 case .retry, .failed:
                     let answer = OutboxStatements.answer(id: id, outcome, at: at)
-                    let answered = try db.fetchOne(answer.text, answer.sqliteArguments) { row in
-                        try OutboxStatements.answered(
-                            bundleID: row[0], key: row[1], target: row[2], deviceID: row[3], token: row[4], channelID: row[5])
-                    }
+                    let answered = try db.fetchOne(answer.text, answer.sqliteArguments) { row in try OutboxStatements.answered(row) }
                     // An answer to a push no longer claimed changes nothing.
                     if let answered { try db.carryOut(.answered(answered, outcome), at: at) }
                 }

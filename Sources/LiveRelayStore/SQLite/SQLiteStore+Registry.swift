@@ -103,14 +103,14 @@ extension SQLiteStore {
                 try Self.insert(db, activity: created)
                 activity = created
             }
+            let before = try db.fetchOne(StoreStatements.tokenState, [token.bundleID, token.key, token.deviceID]) { $0[0] as String }
             try db.run(
                 StoreStatements.saveActivityToken,
                 [
                     token.key, token.deviceID, token.activityID, token.token, token.frequentPushesEnabled,
                     token.registeredAt.seconds, token.environment.rawValue, token.bundleID, token.reportedBy,
                 ])
-            try db.carryOut(
-                .activityReported(app: token.bundleID, key: token.key, deviceID: token.deviceID), at: token.registeredAt)
+            try db.carryOut(.activityReported(token.report(isNew: before != ActivityTokenState.live.rawValue)), at: token.registeredAt)
             return activity!
         }
     }
@@ -121,13 +121,14 @@ extension SQLiteStore {
             guard let activity = try Self.activity(db, app: listener.bundleID, key: listener.key), activity.state != .ended else {
                 throw StoreError(.keyEnded, "activity key \"\(listener.key)\" has ended")
             }
+            let before = try db.fetchOne(StoreStatements.listenerState, [listener.bundleID, listener.key, listener.deviceID]) { $0[0] as String }
             try db.run(
                 StoreStatements.saveChannelListener,
                 [
                     listener.bundleID, listener.key, listener.deviceID, listener.activityID, listener.channelID, listener.environment.rawValue,
                     listener.registeredAt.seconds, listener.reportedBy,
                 ])
-            try db.carryOut(.activityReported(app: listener.bundleID, key: listener.key, deviceID: listener.deviceID), at: listener.registeredAt)
+            try db.carryOut(.activityReported(listener.report(isNew: before != ActivityTokenState.live.rawValue)), at: listener.registeredAt)
             return activity
         }
     }
@@ -136,17 +137,25 @@ extension SQLiteStore {
         try await pool.read { db in try db.fetchAll(StoreStatements.channelListeners, [app, key], as: ChannelListenerRecord.init(row:)) }
     }
 
+    package func events(_ query: EventQuery) async throws -> [EventRecord] {
+        // One writer: the log's numbers are drawn in commit order.
+        let statement = StoreStatements.events(query)
+        return try await pool.read { db in try db.fetchAll(statement.text, statement.sqliteArguments, as: EventRecord.init(row:)) }
+    }
+
     package func endActivityOnDevice(
         app: String, key: String, deviceID: String, state: ActivityTokenState, cause: String?, at: Date
     ) async throws -> Bool {
         try await write { db in
+            let live = try db.fetchOne(StoreStatements.liveOnDevice, [app, key, deviceID, app, key, deviceID]) { $0[0] as Int } ?? 0
             var changed = 0
             for statement in StoreStatements.endOnDevice {
                 try db.run(statement, [state.rawValue, ActivityTokenRecord.reportedReason(cause), app, key, deviceID])
                 changed += db.changesCount
             }
             guard changed > 0 else { return false }
-            try db.carryOut(.activityEndedOnDevice(app: app, key: key, deviceID: deviceID, state: state), at: at)
+            try db.carryOut(
+                .activityEndedOnDevice(app: app, key: key, deviceID: deviceID, state: state, cause: cause, wasLive: live > 0), at: at)
             return true
         }
     }

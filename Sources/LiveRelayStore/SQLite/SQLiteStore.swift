@@ -251,11 +251,7 @@ extension Database {
     /// Carries out what the outbox's rules decide after `trigger`.
     func carryOut(_ trigger: OutboxTrigger, at now: Date) throws {
         for decision in OutboxRules.decisions(after: trigger, at: now) {
-            let statement =
-                switch decision {
-                case .move(let move): OutboxStatements.move(move)
-                case .killToken(let token): OutboxStatements.kill(token)
-                }
+            let statement = OutboxStatements.statement(decision, at: now)
             try run(statement.text, statement.sqliteArguments)
         }
     }

@@ -1,0 +1,62 @@
+import APNs
+import APNsEmulator
+import Foundation
+import LiveActivityKit
+import LiveRelayStore
+import LiveRelayTesting
+import SimulatedDevices
+import Testing
+
+/// What a backend hears by reading the event log (`GET /v1/events`), from a real server whose
+/// simulated iPhones report through LiveRelayKit.
+struct EventsEndToEndTests {
+    func events(_ relay: RelayHarness, _ query: String) async throws -> (events: [JSONValue], next: String) {
+        let page = try await relay.get("/v1/events?" + query)
+        #expect(page.status == 200, "\(page.json)")
+        return (page.json["events"]?.arrayElements ?? [], page.json["next"]?.stringValue ?? "")
+    }
+
+    @Test func aBackendHearsTheActivityStartOnTheIPhoneAndThePersonDismissIt() async throws {
+        try await withRelayHarness { relay in
+            try await relay.startActivity("order-1", on: ["iphone-1"])
+            let activity = try #require(try relay.activity(on: "iphone-1"))
+            try relay.emulator.devices.withDevice("iphone-1") { device, now in ((), device.dismissByPerson(activityID: activity.id, at: now)) }
+            try await relay.eventually { try await self.events(relay, "key=order-1").events.count == 3 }
+
+            let (page, next) = try await events(relay, "key=order-1")
+            #expect(page.map { $0["type"]?.stringValue ?? "" } == ["activity.started", "activity.ended", "activity.ended"])
+            #expect(page[0]["deviceID"] == .string("iphone-1") && page[0]["environment"] == .string("sandbox"))
+            #expect(page[0]["data"]?["activityID"] == .string(activity.id) && page[0]["data"]?["via"] == .string("token"))
+            #expect(page[1]["data"]?["cause"] == .string("person") && page[1]["data"]?["state"] == .string("dismissed"))
+            #expect(page[2]["deviceID"] == nil && page[2]["data"]?["allDevices"] == .bool(true))
+            #expect(page.allSatisfy { $0["bundleID"] == .string(harnessApp) && $0["id"]?.stringValue?.hasPrefix("evt_") == true })
+
+            // Read on from `next`: nothing new, and the same place to read on from.
+            #expect(try await events(relay, "key=order-1&after=\(next)") == ([], next))
+            // The backend ends another key: heard as its end, by the backend.
+            _ = try await relay.post("/v1/activities/order-2/start", startBody(key: "order-2"))
+            try await relay.dispatch()
+            try await relay.waitForToken("order-2", device: "iphone-1")
+            _ = try await relay.post("/v1/activities/order-2/end", .object([("contentState", content("delivered", 0))]))
+            let ends = try await events(relay, "after=\(next)&type=activity.ended")
+            #expect(ends.events.map { $0["data"]?["cause"] } == [.string("backend")], "\(ends.events)")
+        }
+    }
+
+    @Test func aDeadTokenAndAFailedPushAreEvents() async throws {
+        try await withRelayHarness { relay in
+            _ = try await relay.failedUpdate("order-1", answered: .unregistered)
+            let (page, _) = try await events(relay, "type=token.invalidated,push.failed")
+            #expect(page.map { $0["type"]?.stringValue ?? "" } == ["token.invalidated"], "\(page)")
+            #expect(page.first?["data"]?["reason"] == .string("Unregistered") && page.first?["deviceID"] == .string("iphone-1"))
+
+            // Bad input is refused naming the parameter; an app's client key may not read the log.
+            let wrongType = try await relay.get("/v1/events?type=activity.started,nope")
+            #expect(wrongType.status == 400 && wrongType.json["error"]?["field"] == .string("type"), "\(wrongType.json)")
+            let wrongPlace = try await relay.get("/v1/events?after=-1")
+            #expect(wrongPlace.status == 400 && wrongPlace.json["error"]?["field"] == .string("after"))
+            #expect(try await relay.get("/v1/events", scope: .client).status == 403)
+            #expect(try await relay.get("/v1/events", scope: .admin).status == 200)
+        }
+    }
+}
