@@ -129,7 +129,7 @@ public final class AppReporters: Sendable {
             guard let app = running.withLock({ $0[key] }) else { return }
             if case .tokenIssued(_, _, .pushToStart, _) = event.event {
                 // The app's types as installed (reporting may be set up before the install).
-                await app.reporter.setContracts(contracts(key))
+                await app.reporter.include(contracts(key))
             }
             for observation in observations(event, app.target) { await app.reporter.observe(observation) }
         }

@@ -13,12 +13,20 @@ package struct RelayConfiguration: Sendable {
     /// How long the instance that runs what time does (schedules, expiry, channel clean-up) holds
     /// that work between two ticks: when it dies, another instance takes over within this long.
     package var tickerLease: TimeInterval
+    /// How long after APNs accepted a push-to-start a device must report the activity before the
+    /// start is `activity.start_unconfirmed`: the iPhone may have dropped it without a word (§14).
+    package var startConfirmationWindow: TimeInterval
+
+    /// What `startConfirmationWindow` may be set to.
+    package static let startConfirmationWindows: ClosedRange<TimeInterval> = 10...86_400
 
     package init(
         budget: BudgetPolicy = .init(), activityLifetime: TimeInterval = 8 * 3600,
-        channelStorageWindow: TimeInterval = 8 * 3600, dispatch: DispatchPolicy = .init(), tickerLease: TimeInterval = 10
+        channelStorageWindow: TimeInterval = 8 * 3600, dispatch: DispatchPolicy = .init(), tickerLease: TimeInterval = 10,
+        startConfirmationWindow: TimeInterval = 120
     ) {
         self.tickerLease = tickerLease
+        self.startConfirmationWindow = startConfirmationWindow
         self.budget = budget
         self.activityLifetime = activityLifetime
         self.channelStorageWindow = channelStorageWindow

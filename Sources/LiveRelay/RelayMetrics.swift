@@ -101,6 +101,7 @@ package final class RelayMetrics: Sendable {
         "liverelay_requests_accepted_total": "Starts, updates and ends accepted, by action.",
         "liverelay_registrations_total": "Tokens, reports and contracts the apps registered, by kind.",
         "liverelay_activities_expired_total": "Activities ended by the 8-hour limit.",
+        "liverelay_unconfirmed_starts_total": "Push-to-starts APNs accepted whose activity no device reported within the confirmation window.",
         "liverelay_claims_abandoned_total": "Claimed pushes given back unsent, due again at once.",
         "liverelay_store_failures_total": "Failed attempts of a loop that lives on the store, by loop (dispatcher, ticker).",
         "liverelay_authentication_failures_total": "API keys presented that are unknown or revoked, by route (api, dashboard).",

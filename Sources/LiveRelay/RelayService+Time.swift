@@ -26,6 +26,7 @@ extension RelayService {
             metrics.count("liverelay_activities_expired_total", [:], by: expired.count)
             logger.info("activities expired", metadata: ["count": "\(expired.count)"])
         }
+        try await recordUnconfirmedStarts(at: date)
         for channel in try await store.channelsToDelete(at: date) where apns != nil {
             // A channel kept from before apps, for an app not named yet, waits for it.
             guard try await appBook.value(from: store)[channel.bundleID] != nil else { continue }
@@ -36,5 +37,22 @@ extension RelayService {
             }
         }
         return true
+    }
+
+    /// Push-to-starts APNs accepted that no device confirmed within the window: each an
+    /// `activity.start_unconfirmed`, looked for once per span of time. After a restart (or when
+    /// this instance takes the ticker over) it looks back over the window again, and the store
+    /// writes each key and device's event once.
+    func recordUnconfirmedStarts(at date: Date) async throws {
+        let window = configuration.startConfirmationWindow
+        let until = date - window
+        let from = startsCheckedUntil.withLock { $0 } ?? until - max(window, 600)
+        guard until > from else { return }
+        let recorded = try await store.recordUnconfirmedStarts(sentAfter: from, sentBefore: until, at: date)
+        startsCheckedUntil.withLock { $0 = until }
+        guard recorded > 0 else { return }
+        noteChange()
+        metrics.count("liverelay_unconfirmed_starts_total", [:], by: recorded)
+        logger.warning("push-to-starts no device confirmed", metadata: ["count": "\(recorded)", "window": "\(Int(window)) s"])
     }
 }

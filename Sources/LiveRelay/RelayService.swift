@@ -40,6 +40,8 @@ package final class RelayService: Sendable {
     let keyCache = Mutex<[Data: (key: APIKeyRecord, until: ContinuousClock.Instant)]>([:])
     static let keyCacheTTL = Duration.seconds(5)
     let failures = Mutex(AuthenticationFailures())
+    /// Up to when the ticker has looked for push-to-starts no device confirmed (nil: not yet).
+    let startsCheckedUntil = Mutex<Date?>(nil)
     private let changes = Atomic<UInt64>(0)
 
     /// The service over `store`, migrated first.

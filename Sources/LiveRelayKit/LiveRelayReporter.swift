@@ -50,7 +50,8 @@ public actor LiveRelayReporter {
         do {
             if let data = try storage.load() {
                 backlog = try JSONDecoder().decode(ReportBacklog.self, from: data)
-                backlog.planner.contracts = ReportPlanner(contracts: contracts).contracts
+                // This launch's types: one that changed since is reported (`include`).
+                backlog.append(backlog.planner.include(contracts))
             }
         } catch {
             log("LiveRelayKit: the backlog could not be read, a new one is begun: \(error)")
@@ -61,21 +62,26 @@ public actor LiveRelayReporter {
     /// Reports not acknowledged yet, oldest first.
     public var pending: [Report] { backlog.pending.map(\.report) }
 
-    /// Replaces what the widget decodes each attributes type from; a changed one is reported
-    /// before the type's next push-to-start token.
-    public func setContracts(_ contracts: [ActivityContractShape]) {
-        backlog.planner.contracts = ReportPlanner(contracts: contracts).contracts
+    /// Adds or replaces what the widget decodes attributes types from: each is reported before its
+    /// type's push-to-start token, or at once if the server has that token already and not this
+    /// contract (`ReportPlanner.include`).
+    public func include(_ contracts: [ActivityContractShape]) {
+        let before = backlog
+        add(backlog.planner.include(contracts), changedSince: before)
     }
 
-    /// Adds (or replaces) one type's contract.
     public func include(_ contract: ActivityContractShape) {
-        backlog.planner.contracts[contract.attributesType] = contract
+        include([contract])
     }
 
     /// What ActivityKit did: the reports it calls for join the backlog (saved before this returns).
     public func observe(_ observation: ActivityObservation) {
         let before = backlog
-        let reports = backlog.planner.plan(observation, at: now())
+        add(backlog.planner.plan(observation, at: now()), changedSince: before)
+    }
+
+    /// Puts `reports` in the backlog and wakes the sender; writes the file if anything changed.
+    private func add(_ reports: [Report], changedSince before: ReportBacklog) {
         backlog.append(reports)
         // What ActivityKit repeats at each launch changes nothing: nothing to write.
         if backlog != before { save() }

@@ -5,8 +5,8 @@ import Foundation
 /// app, to which ActivityKit hands its current tokens again, does not report them again.
 public struct ReportPlanner: Sendable, Hashable, Codable {
     /// The contracts of the app's attributes types, by type name: each is reported before the
-    /// type's first push-to-start token, and again only when it changes.
-    public var contracts: [String: ActivityContractShape]
+    /// type's first push-to-start token, and again only when it changes (`include`).
+    public private(set) var contracts: [String: ActivityContractShape]
     public private(set) var activitiesEnabled = true
     public private(set) var frequentPushesEnabled = false
     /// The latest push-to-start token per type, reported or not (held while Live Activities are off).
@@ -130,6 +130,21 @@ public struct ReportPlanner: Sendable, Hashable, Codable {
         case .channel(let channelID):
             return [.listening(key: activity.key, activityID: id, channelID: channelID)]
         }
+    }
+
+    /// Adds or replaces contracts. One the server should have now (its type's push-to-start
+    /// token is registered) and does not, new or changed, is reported at once: it may come after
+    /// the token (an app that learns its types late, a new version of the app).
+    public mutating func include(_ added: [ActivityContractShape]) -> [Report] {
+        var reports: [Report] = []
+        for contract in added {
+            let type = contract.attributesType
+            contracts[type] = contract
+            guard reportedPushToStart[type] != nil, reportedContracts[type] != contract else { continue }
+            reportedContracts[type] = contract
+            reports.append(.contract(contract))
+        }
+        return reports
     }
 
     /// The type's push-to-start token if the server does not hold it, its contract first.

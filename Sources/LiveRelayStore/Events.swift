@@ -8,9 +8,14 @@ import LiveActivityKit
 package enum EventType: String, Sendable, Hashable, CaseIterable, Codable {
     /// A device reported the activity: its first update token, or that it listens to the key's channel.
     case activityStarted = "activity.started"
+    /// APNs accepted a push-to-start, and the device did not report the activity within the
+    /// confirmation window: it may have dropped the start without a word. Once per key and device.
+    case activityStartUnconfirmed = "activity.start_unconfirmed"
     /// The activity ended: on one device (with `deviceID`, as the device reported it), on every
     /// device that had it (`allDevices`), or the key itself (by the backend, or at 8 hours).
     case activityEnded = "activity.ended"
+    /// A channel of the key was deleted at APNs (its key ended, and the storage window passed).
+    case channelDeleted = "channel.deleted"
     /// APNs refused a token for good (`Unregistered`, `BadDeviceToken`, `ExpiredToken`).
     case tokenInvalidated = "token.invalidated"
     /// A push failed for good: it will not be sent again.

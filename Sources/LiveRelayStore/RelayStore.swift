@@ -71,6 +71,10 @@ package protocol RegistryStore: Sendable {
     /// transactions as their changes; each is read once it is committed and after every event
     /// before it.
     func events(_ query: EventQuery) async throws -> [EventRecord]
+    /// Writes `activity.start_unconfirmed` for each push-to-start APNs accepted between the two
+    /// dates whose device has reported no activity under its key, once per key and device;
+    /// returns how many.
+    func recordUnconfirmedStarts(sentAfter: Date, sentBefore: Date, at now: Date) async throws -> Int
     func pushToStartTokens(deviceID: String) async throws -> [PushToStartTokenRecord]
     /// Ends every active key started before `startedBefore` (`expired`), setting their channels
     /// to be deleted at `channelDeleteAfter`. Returns the keys ended.

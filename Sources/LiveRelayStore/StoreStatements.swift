@@ -1,3 +1,6 @@
+import Foundation
+import LiveActivityKit
+
 /// The statements both engines run as written, with `?` for each argument (PostgreSQL's are
 /// numbered from them): where the SQL of the two is the same, it is here once. What differs
 /// stays with each engine: SQLite's batched `VALUES` and id ranges, PostgreSQL's locks, arrays and
@@ -65,6 +68,46 @@ enum StoreStatements {
         return SQLStatement(
             text: "SELECT \(EventRecord.columns) FROM events WHERE \(conditions.joined(separator: " AND ")) ORDER BY seq LIMIT ?",
             arguments: arguments + [.integer(Int64(query.limit))])
+    }
+
+    /// Push-to-starts APNs accepted in a span of time (after, before) whose device reported no
+    /// activity under their key and has no `activity.start_unconfirmed` for it yet, oldest first.
+    static let unconfirmedStarts = """
+        SELECT d.id, d.bundle_id, d.key, d.device_id, d.environment, d.apns_id, d.finished_at FROM deliveries d
+        WHERE d.event = 'start' AND d.status = 'sent' AND d.finished_at > ? AND d.finished_at <= ?
+            AND NOT EXISTS (SELECT 1 FROM activity_tokens t WHERE t.bundle_id = d.bundle_id AND t.key = d.key AND t.device_id = d.device_id)
+            AND NOT EXISTS (SELECT 1 FROM channel_listeners l WHERE l.bundle_id = d.bundle_id AND l.key = d.key AND l.device_id = d.device_id)
+            AND NOT EXISTS (
+                SELECT 1 FROM events e
+                WHERE e.bundle_id = d.bundle_id AND e.key = d.key AND e.device_id = d.device_id AND e.type = 'activity.start_unconfirmed')
+        ORDER BY d.finished_at, d.id LIMIT 1000
+        """
+
+    /// The event of an `unconfirmedStarts` row.
+    static func unconfirmedStart(_ row: some StoreRow, window: TimeInterval) throws -> NewEvent {
+        var data: JSONValue.Members = [("deliveryID", .integer(row.integer(0) ?? 0))]
+        if let apnsID = row.text(5) { data.append(("apnsID", .string(apnsID))) }
+        if let sent = row.date(6) { data.append(("sentAt", .string(sent.iso8601))) }
+        data.append(("waitedSeconds", .integer(Int64(window))))
+        return NewEvent(
+            .activityStartUnconfirmed, bundleID: row.string(1), key: row.string(2), environment: try row.value(4, "deliveries.environment"),
+            deviceID: row.text(3), data: data)
+    }
+
+    /// A channel marked deleted, once (id, when): the first marking's time stays, and it is
+    /// written with the `channel.deleted` event of its key, before the mark.
+    static func channelDeleted(id: String, at: Date) -> [SQLStatement] {
+        let data = JSONValue.object([("channelID", .string(id))]).serializedString
+        return [
+            SQLStatement(
+                text: """
+                    INSERT INTO events (id, type, bundle_id, environment, key, device_id, occurred_at, data)
+                    SELECT ?, ?, bundle_id, environment, COALESCE(key, ''), NULL, ?, ? FROM channels WHERE channel_id = ? AND deleted_at IS NULL
+                    """,
+                arguments: [.text(NewEvent.newID()), .text(EventType.channelDeleted.rawValue), .seconds(at), .text(data), .text(id)]),
+            SQLStatement(
+                text: "UPDATE channels SET deleted_at = ? WHERE channel_id = ? AND deleted_at IS NULL", arguments: [.seconds(at), .text(id)]),
+        ]
     }
 
     /// The state of a device's token under a key, if it has one (app, key, device).

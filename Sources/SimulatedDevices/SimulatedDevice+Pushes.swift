@@ -94,6 +94,9 @@ extension SimulatedDevice {
             write("dropped a start push: \(why)", bundleID, at: now)
             return []
         }
+        guard !wasKilledByUpdate(pushToStartToken: token) else {
+            return drop("its push-to-start token predates the iOS update and starts nothing (switch Live Activities off and on for a new one)")
+        }
         let aps = payload["aps"]
         guard let event = aps?["event"]?.stringValue else { return drop("aps.event is missing") }
         guard event == "start" else { return drop("a push-to-start token takes only event start, got \(event)") }

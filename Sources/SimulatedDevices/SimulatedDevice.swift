@@ -65,6 +65,8 @@ public struct SimulatedDevice: Sendable {
     /// Pushes waiting for the opportunistic delay or for budget, newest per target.
     private var deferred: [String: HeldPush] = [:]
     private var tokenGenerator: TokenGenerator
+    /// Push-to-start tokens an iOS update killed (`updateOS`): APNs still takes pushes to them.
+    private var tokensKilledByUpdate: Set<String> = []
 
     public init(
         id: String, model: DeviceModel = .iPhoneWithDynamicIsland, hasPairedWatch: Bool = false,
@@ -110,7 +112,15 @@ public struct SimulatedDevice: Sendable {
                 .authorizationChanged(
                     bundleID: bundleID, activitiesEnabled: after.areActivitiesEnabled, frequentPushesEnabled: after.frequentPushesEnabled))
         }
-        guard !after.liveActivitiesEnabled else { return events }
+        if after.liveActivitiesEnabled {
+            guard !before.liveActivitiesEnabled else { return events }
+            // Switched back on: a token an iOS update killed is replaced (what people did, §14.2).
+            for (type, token) in after.pushToStartTokens.sorted(by: { $0.key < $1.key }) where tokensKilledByUpdate.contains(token) {
+                tokensKilledByUpdate.remove(token)
+                events += rotatePushToStartToken(bundleID: bundleID, attributesType: type, at: now)
+            }
+            return events
+        }
         write("Live Activities turned off: ending the app's activities", bundleID, at: now)
         return events + endAll(of: bundleID, cause: .endedBySystem, at: now)
     }
@@ -118,6 +128,19 @@ public struct SimulatedDevice: Sendable {
     public mutating func setForeground(_ bundleID: String, _ inForeground: Bool) {
         apps[bundleID]?.isInForeground = inForeground
     }
+
+    /// An iOS update that, as iOS 27.0 did (spec §14.2), silently kills every app's push-to-start
+    /// tokens: APNs keeps answering 200 to starts sent to them, and nothing appears.
+    mutating func updateOS(at now: Date) -> [DeviceEvent] {
+        for app in apps.values { tokensKilledByUpdate.formUnion(app.pushToStartTokens.values) }
+        write(
+            "iOS updated: the apps' push-to-start tokens start nothing now, while APNs still answers 200, until Live Activities are switched off and on",
+            nil, at: now)
+        return []
+    }
+
+    /// Whether an iOS update killed this push-to-start token.
+    public func wasKilledByUpdate(pushToStartToken token: String) -> Bool { tokensKilledByUpdate.contains(token.lowercased()) }
 
     /// Replaces a push-to-start token, as the system does now and then.
     public mutating func rotatePushToStartToken(bundleID: String, attributesType: String, at now: Date) -> [DeviceEvent] {

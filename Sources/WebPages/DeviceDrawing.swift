@@ -224,6 +224,7 @@ package enum DeviceDrawing {
         return """
             <div class="person" aria-label="What the person does">
             \(button(shown.isLocked ? "Unlock" : "Lock", [("action", shown.isLocked ? "unlock" : "lock")], quiet: false))\(button(device.isOnline ? "Go offline" : "Go online", [("action", device.isOnline ? "offline" : "online")]))\(settings)\(dismiss)
+            \(button("Update iOS", [("action", "update-os")]))
             <span class="clock-buttons"><span class="muted">Advance the clock</span> \(clock)</span>
             </div>
             """

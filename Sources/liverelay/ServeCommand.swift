@@ -68,6 +68,11 @@ struct Serve: AsyncParsableCommand {
     var claimLease: Double = DispatchPolicy().lease
     @Option(
         help: ArgumentHelp(
+            "A push-to-start APNs accepted, whose activity no device reported within this long, is an activity.start_unconfirmed event.",
+            valueName: "seconds"))
+    var startConfirmationWindow: Double = RelayConfiguration().startConfirmationWindow
+    @Option(
+        help: ArgumentHelp(
             "Pushes this instance keeps in flight to APNs at most; below that, as many as the measured round trip needs.", valueName: "count"))
     var maxInFlight: Int = DispatchPolicy().inFlight.upperBound
     @Option(
@@ -94,6 +99,9 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError(
                 "apns-connections: must be \(APNsRoutes.allowedConnections.lowerBound) to \(APNsRoutes.allowedConnections.upperBound), got \(apnsConnections)"
             )
+        }
+        guard RelayConfiguration.startConfirmationWindows.contains(startConfirmationWindow) else {
+            throw ValidationError("start-confirmation-window: must be 10 to 86400 seconds, got \(startConfirmationWindow)")
         }
         guard (1...3600).contains(claimLease) else { throw ValidationError("claim-lease: must be 1 to 3600 seconds, got \(claimLease)") }
         guard connection.timeout > 0, connection.timeout <= 3600 else {
@@ -169,7 +177,8 @@ struct Serve: AsyncParsableCommand {
                     budget: budgetPolicy,
                     dispatch: DispatchPolicy(
                         inFlight: min(DispatchPolicy().inFlight.lowerBound, maxInFlight)...maxInFlight, lease: claimLease,
-                        requestTimeout: .milliseconds(Int(connection.timeout * 1000)))),
+                        requestTimeout: .milliseconds(Int(connection.timeout * 1000))),
+                    startConfirmationWindow: startConfirmationWindow),
                 api: RelayAPIConfiguration(
                     host: httpHost, port: httpPort, timeouts: timeouts,
                     devices: emulator.map { DeviceGallery(fleet: $0.devices, templates: drawing) },

@@ -28,7 +28,8 @@ final class ServeProcess: Sendable {
     /// `yielding`: at the lowest CPU priority (`ChildProcess.start`).
     static func start(_ arguments: [String], yielding: Bool = false) async throws -> ServeProcess {
         let process = try ChildProcess.start(
-            liverelayExecutable.path, arguments, environment: ChildProcess.environment(dropping: "LIVERELAY_"), yielding: yielding)
+            liverelayExecutable.path, arguments, environment: ChildProcess.environment(dropping: "LIVERELAY_"), errors: .sameAsOutput,
+            yielding: yielding)
         let printed = PrintedText()
         // Drained as it comes, so that a full pipe never blocks the server.
         process.output?.readabilityHandler = { handle in
@@ -72,7 +73,15 @@ final class ServeProcess: Sendable {
     /// then stalls until its deadline).
     func stop() async -> Int32 {
         process.send(SIGTERM)
-        return await process.exitCode()
+        let status = await process.exitCode()
+        // Its errors are in `printed` (a crash's message among them): a failing run says why.
+        if status != 0 {
+            // A crash's report starts with the backtracer's "Program crashed" line.
+            let text = printed
+            let crash = text.range(of: "Program crashed").map { String(text[$0.lowerBound...].prefix(6000)) } ?? String(text.suffix(4000))
+            print("serve exited with \(status) at SIGTERM; it printed:\n\(crash)")
+        }
+        return status
     }
 
     deinit {

@@ -27,7 +27,7 @@ struct EventsEndToEndTests {
             #expect(page.map { $0["type"]?.stringValue ?? "" } == ["activity.started", "activity.ended", "activity.ended"])
             #expect(page[0]["deviceID"] == .string("iphone-1") && page[0]["environment"] == .string("sandbox"))
             #expect(page[0]["data"]?["activityID"] == .string(activity.id) && page[0]["data"]?["via"] == .string("token"))
-            #expect(page[1]["data"]?["cause"] == .string("person") && page[1]["data"]?["state"] == .string("dismissed"))
+            #expect(page[1]["data"]?["cause"] == .string("dismissed") && page[1]["data"]?["state"] == .string("dismissed"))
             #expect(page[2]["deviceID"] == nil && page[2]["data"]?["allDevices"] == .bool(true))
             #expect(page.allSatisfy { $0["bundleID"] == .string(harnessApp) && $0["id"]?.stringValue?.hasPrefix("evt_") == true })
 
@@ -57,6 +57,48 @@ struct EventsEndToEndTests {
             #expect(wrongPlace.status == 400 && wrongPlace.json["error"]?["field"] == .string("after"))
             #expect(try await relay.get("/v1/events", scope: .client).status == 403)
             #expect(try await relay.get("/v1/events", scope: .admin).status == 200)
+        }
+    }
+
+    /// The silent start: an iOS update killed the iPhone's push-to-start token, APNs still
+    /// answers 200, nothing appears. After the window the backend hears the start was not
+    /// confirmed; switching Live Activities off and on gives a token that works again.
+    @Test func aStartTheIPhoneDroppedSilentlyIsUnconfirmedAfterTheWindow() async throws {
+        try await withRelayHarness { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            try relay.emulator.devices.perform(.updateOS, on: "iphone-1")
+            #expect(try await relay.post("/v1/activities/order-1/start", startBody(key: "order-1")).status == 201)
+            try await relay.dispatch()
+            #expect(try await relay.store.deliveries(DeliveryQuery(key: "order-1")).map(\.status) == [.sent], "APNs answered 200")
+            #expect(try relay.activity(on: "iphone-1") == nil)
+            #expect(try relay.emulator.devices.device("iphone-1").log.last?.message.contains("predates the iOS update") == true)
+
+            try await relay.advance(by: 60)
+            #expect(try await events(relay, "type=activity.start_unconfirmed").events.isEmpty, "within the window")
+            try await relay.advance(by: 61)
+            let (unconfirmed, _) = try await events(relay, "type=activity.start_unconfirmed")
+            #expect(unconfirmed.map { $0["deviceID"] } == [.string("iphone-1")], "\(unconfirmed)")
+            #expect(unconfirmed.first?["key"] == .string("order-1") && unconfirmed.first?["data"]?["waitedSeconds"] == .integer(120))
+            try await relay.advance(by: 120)
+            #expect(try await events(relay, "type=activity.start_unconfirmed").events.count == 1, "once per key and device")
+            // The dashboard flags the key, and lists what the backend heard.
+            let browser = DashboardBrowser(relay)
+            _ = try await browser.signIn(key: try #require(relay.keys[.admin]))
+            let page = try await browser.get("/dashboard/activity?app=\(harnessApp)&key=order-1").text
+            #expect(page.contains("Start not confirmed on iphone-1") && page.contains("<code>activity.start_unconfirmed</code>"))
+
+            // Live Activities off and on: a new push-to-start token, and a start that shows.
+            let killed = try await relay.store.pushToStartTokens(deviceID: "iphone-1").map(\.token)
+            for enabled in [false, true] {
+                try relay.emulator.devices.perform(.setLiveActivities(bundleID: harnessApp, enabled: enabled), on: "iphone-1")
+            }
+            try await relay.eventually {
+                let tokens = try await relay.store.pushToStartTokens(deviceID: "iphone-1").map(\.token)
+                return tokens.count == 1 && tokens != killed
+            }
+            #expect(try await relay.post("/v1/activities/order-2/start", startBody(key: "order-2")).status == 201)
+            try await relay.dispatch()
+            try await relay.waitForToken("order-2", device: "iphone-1")
         }
     }
 }

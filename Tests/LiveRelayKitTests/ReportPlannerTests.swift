@@ -198,3 +198,27 @@ extension ReportPlannerTests {
                 == [.ended(key: "n", activityID: "a3", state: .ended, cause: .app, at: t0 + 2)])
     }
 }
+
+extension ReportPlannerTests {
+    /// A contract learnt after its type's push-to-start token was reported (the app launched
+    /// before its types were known; a new version of the app) is reported at once, not only
+    /// before the next token, which may never come. (Seen as the demo iPhone's contract missing
+    /// from the server once in a few loaded runs.)
+    @Test func aContractLearntAfterItsTypesTokenIsReportedAtOnce() {
+        var planner = ReportPlanner()
+        #expect(
+            planner.plan(.pushToStartToken(attributesType: orderType, token: token(1)), at: t0)
+                == [.pushToStartToken(attributesType: orderType, token: hex(1), frequentPushesEnabled: false)])
+        #expect(planner.include([orderContract]) == [.contract(orderContract)])
+        #expect(planner.include([orderContract]).isEmpty, "once")
+        // A changed contract: again. A type with no token yet: before its token, as always.
+        var changed = orderContract
+        changed.contentState["note"] = .optional(.named("String"))
+        #expect(planner.include([changed]) == [.contract(changed)])
+        let other = ActivityContractShape(attributesType: "Other", attributes: [:], contentState: ["x": .named("Int")])
+        #expect(planner.include([other]).isEmpty)
+        #expect(
+            planner.plan(.pushToStartToken(attributesType: "Other", token: token(2)), at: t0)
+                == [.contract(other), .pushToStartToken(attributesType: "Other", token: hex(2), frequentPushesEnabled: false)])
+    }
+}

@@ -220,7 +220,7 @@ import Testing
     /// the last device that had it, that every device has.
     @Test func anActivityOverOnTheDeviceGetsNoMoreUpdatesAndIsAnEvent() {
         let ended = NewEvent(
-            .activityEnded, bundleID: testApp, key: "k", deviceID: "a", data: [("state", .string("dismissed")), ("cause", .string("person"))])
+            .activityEnded, bundleID: testApp, key: "k", deviceID: "a", data: [("state", .string("dismissed")), ("cause", .string("dismissed"))])
         let skip = OutboxDecision.move(
             DeliveryMove(
                 .skip, DeliverySelection(bundleID: testApp, key: "k", deviceID: "a", targets: [.activity]), at: now,

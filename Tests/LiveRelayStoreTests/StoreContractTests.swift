@@ -465,7 +465,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
                 seen == [
                     #"activity.started order-1 iphone-1 sandbox {"via":"token"}"#,
                     #"activity.started order-1 iphone-2 production {"via":"token"}"#,
-                    #"activity.ended order-1 iphone-1 - {"state":"dismissed","cause":"person"}"#,
+                    #"activity.ended order-1 iphone-1 - {"state":"dismissed","cause":"dismissed"}"#,
                     #"activity.ended order-1 iphone-2 - {"state":"ended","cause":"system"}"#,
                     #"activity.ended order-1 - - {"allDevices":true}"#,
                     #"activity.ended order-1 iphone-2 - {"state":"dismissed","cause":"system"}"#,
@@ -512,6 +512,30 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
             #expect(events[1].data["deliveryID"] == .integer(claimed[1].id) && events[1].data["reason"] == .string("BadPriority"))
             #expect(events[1].data["action"] == .string("update") && events[1].environment == .sandbox)
             #expect(events[2].data["cause"] == .string("backend") && events[3].data["cause"] == .string("system"))
+        }
+    }
+
+    /// A push-to-start APNs accepted whose device reported nothing is unconfirmed once the window
+    /// passed, once per key and device; one whose device reported the activity is not.
+    @Test(arguments: StoreKind.allCases) func aStartNoDeviceConfirmedIsUnconfirmedOnce(kind: StoreKind) async throws {
+        try await kind.withStore { subject in
+            let store = subject.store
+            for device in ["iphone-1", "iphone-2", "iphone-3"] { try await store.savePushToStartToken(pushToStart(device)) }
+            try await store.start("order-1")
+            let claimed = try await store.claimDeliveries(dueBy: t0, limit: 10, leaseUntil: t0 + 60)
+            try await store.recordOutcomes(claimed.prefix(2).map { ($0.id, .sent(status: 200, apnsID: "apns-\($0.id)")) }, at: t0 + 1)
+            // iphone-3's is still in flight; iphone-1 reports the activity.
+            try await store.saveActivityToken(activityToken("order-1", "iphone-1", at: t0 + 2), attributesType: deliveryType)
+
+            #expect(try await store.recordUnconfirmedStarts(sentAfter: t0 - 600, sentBefore: t0 + 0.5, at: t0 + 120.5) == 0)
+            #expect(try await store.recordUnconfirmedStarts(sentAfter: t0 - 600, sentBefore: t0 + 1, at: t0 + 121) == 1)
+            // Looked at again (a restart, another instance): not twice.
+            #expect(try await store.recordUnconfirmedStarts(sentAfter: t0 - 600, sentBefore: t0 + 10, at: t0 + 130) == 0)
+            let events = try await store.events(EventQuery(bundleID: testApp, types: [.activityStartUnconfirmed]))
+            #expect(events.map(\.deviceID) == ["iphone-2"] && events.first?.environment == .sandbox)
+            let sent = try #require(claimed.first { $0.target.name == "iphone-2" })
+            #expect(events.first?.data["deliveryID"] == .integer(sent.id) && events.first?.data["apnsID"] == .string("apns-\(sent.id)"))
+            #expect(events.first?.occurredAt == t0 + 121)
         }
     }
 
@@ -723,6 +747,13 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
             #expect(try await store.channelsToDelete(at: t0 + 8 * 3600).isEmpty)
             #expect(try await store.channelsToDelete(at: t0 + 120 + 8 * 3600).map(\.channelID) == ["chan-1"])
             try await store.markChannelDeleted(id: "chan-1", at: t0 + 9 * 3600)
+            try await store.markChannelDeleted(id: "chan-1", at: t0 + 9 * 3600 + 1)
+            let deleted = try await store.events(EventQuery(bundleID: testApp, types: [.channelDeleted]))
+            #expect(
+                deleted.map { "\($0.key) \($0.environment?.rawValue ?? "-") \($0.data.serializedString)" } == [
+                    #"final sandbox {"channelID":"chan-1"}"#
+                ])
+            #expect(deleted.first?.occurredAt == t0 + 9 * 3600, "once: the first marking")
             #expect(try await store.channelsToDelete(at: t0 + 10 * 3600).isEmpty)
             #expect(try await store.channel(id: "chan-1")?.deletedAt == t0 + 9 * 3600)
             #expect(try await store.counts().channels == 0)

@@ -49,6 +49,12 @@ extension EmulatorControlAPI {
             if let online = body.online { try fleet.perform(online ? .goOnline : .goOffline, on: id) }
             return try deviceView(id)
         }
+        // An iOS update that silently kills the apps' push-to-start tokens (spec §14.2).
+        router.post("/devices/{id}/os-update") { _, context in
+            let id = try deviceID(context)
+            try fleet.perform(.updateOS, on: id)
+            return try deviceView(id)
+        }
         router.get("/devices/{id}/presentation") { _, context in
             JSONResponse(PresentationJSON.json(try fleet.presentation(of: try deviceID(context))))
         }

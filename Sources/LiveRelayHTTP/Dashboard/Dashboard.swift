@@ -150,6 +150,7 @@ struct Dashboard: Sendable {
     private func activityPage(app: String, key: String, viewer: DashboardViewer, refused: DashboardPages.RefusedChange? = nil) async throws -> HTML {
         let description = try await relay.describe(app: app, key: key)
         let deliveries = try await relay.deliveries(DeliveryQuery(bundleID: app, key: key, limit: 200))
+        let log = try await relay.events(EventQuery(bundleID: app, key: key, limit: 200))
         // With the built-in emulator, the phones that show the activity now, beside its timeline:
         // those whose token is live, and those listening to its channel. Drawn live, so that a
         // phone appears when its first token arrives and goes when the activity ends there.
@@ -162,7 +163,7 @@ struct Dashboard: Sendable {
             phones = held.isEmpty ? ("", devices.shows(only: [])) : devices.phones(only: held)
         }
         return DashboardPages.activity(
-            description, deliveries: deliveries, phones: phones?.html, viewer: viewer, refused: refused,
+            description, deliveries: deliveries, log: log, phones: phones?.html, viewer: viewer, refused: refused,
             events: Self.eventsPath(viewer, devices: held.map { ("device", $0) }, shows: phones?.shows))
     }
 

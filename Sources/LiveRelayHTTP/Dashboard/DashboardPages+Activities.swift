@@ -71,10 +71,16 @@ extension DashboardPages {
     /// One activity; `phones`, the simulated devices that show it (empty: none does), drawn beside
     /// its timeline; nil without simulated devices.
     static func activity(
-        _ description: ActivityDescription, deliveries: [DeliveryRecord], phones: HTML? = nil, viewer: DashboardViewer,
-        refused: RefusedChange? = nil, events: String? = nil
+        _ description: ActivityDescription, deliveries: [DeliveryRecord], log: [EventRecord] = [], phones: HTML? = nil,
+        viewer: DashboardViewer, refused: RefusedChange? = nil, events: String? = nil
     ) -> HTML {
         let activity = description.activity
+        // A start APNs accepted that a device never confirmed: the iPhone may have dropped it.
+        let unconfirmed = log.filter { $0.type == .activityStartUnconfirmed }.compactMap(\.deviceID)
+        let flag: HTML =
+            unconfirmed.isEmpty
+            ? .empty
+            : "<p class=\"notice error\">Start not confirmed on \(unconfirmed.joined(separator: ", ")): APNs accepted it, and the device reported no activity. The iPhone may have dropped it without a word (a push-to-start token an iOS update killed, its own budget).</p>"
         let tokens = description.tokens.html { token in
             let last: HTML =
                 if let status = token.lastStatus {
@@ -110,7 +116,7 @@ extension DashboardPages {
             activity.key, section: .activities, viewer: viewer, events: events,
             """
             <p class="crumbs"><a href="/dashboard/activities">Activities</a> / \(activity.bundleID)</p>
-            <div data-live id="activity-head"><h1>\(activity.key) \(stateBadge(activity))</h1>\(facts)</div>
+            <div data-live id="activity-head"><h1>\(activity.key) \(stateBadge(activity))</h1>\(flag)\(facts)</div>
             <div class="columns" data-live id="activity-content">
             <section class="card"><h2>Content state</h2>\(json(activity.contentState))</section>
             <section class="card"><h2>Attributes</h2>\(json(activity.attributes))</section>
@@ -122,6 +128,7 @@ extension DashboardPages {
             </section>
             \(changeForms(activity, viewer: viewer, refused: refused))
             <section data-live id="activity-timeline"><h2>Timeline</h2>\(timeline(deliveries, viewer: viewer))</section>
+            <section data-live id="activity-events"><h2>Events</h2>\(eventList(log))</section>
             <section data-live id="activity-schedules"><h2>Schedules</h2>\(schedules(description.schedules, viewer: viewer))</section>
             </div>\(phones.map { drawn in
                 let none: HTML = "<p class=\"empty\">No device shows it now.</p>"
@@ -152,6 +159,22 @@ extension DashboardPages {
 
     /// Every push of the key, newest request first: when it was accepted, with which priority and
     /// why, and each delivery's way through the outbox and APNs' answer.
+    /// What the backend hears of the key (`GET /v1/events`), oldest first: a list, which wraps
+    /// on a phone where a table of free-form data would not.
+    static func eventList(_ log: [EventRecord]) -> HTML {
+        guard !log.isEmpty else { return "<p class=\"empty\">No event yet.</p>" }
+        let items = log.html { event in
+            let data = (event.data.objectMembers ?? []).filter { $0.value != .null }.map {
+                "\($0.key): \($0.value.stringValue ?? $0.value.serializedString)"
+            }
+            return """
+                <li><code>\(event.type.rawValue)</code> · \(event.deviceID ?? "every device") · \(time(event.occurredAt))
+                <div class="muted">\(data.joined(separator: ", "))</div></li>
+                """
+        }
+        return "<ul class=\"event-list\">\(items)</ul>"
+    }
+
     static func timeline(_ deliveries: [DeliveryRecord], viewer: DashboardViewer) -> HTML {
         guard !deliveries.isEmpty else { return "<p class=\"empty\">No push yet.</p>" }
         var order: [String] = []

@@ -220,11 +220,12 @@ package enum OutboxRules {
             return [arrived, .record(started)]
 
         case .activityEndedOnDevice(let app, let key, let deviceID, let state, let cause, let wasLive):
-            // Nothing more to send to an activity that is over on the device.
+            // Nothing more to send to an activity that is over on the device. The backend hears
+            // who ended it in the log's words: the person's removal is `dismissed`.
             let updates = DeliverySelection(bundleID: app, key: key, deviceID: deviceID, targets: [.activity])
             let ended = NewEvent(
                 .activityEnded, bundleID: app, key: key, deviceID: deviceID,
-                data: [("state", .string(state.rawValue)), ("cause", cause.map(JSONValue.string) ?? .null)])
+                data: [("state", .string(state.rawValue)), ("cause", cause.map { .string($0 == "person" ? "dismissed" : $0) } ?? .null)])
             var decisions: [OutboxDecision] = [
                 .move(DeliveryMove(.skip, updates, at: now, reason: "activity \(state.rawValue) on the device")), .record(ended),
             ]

@@ -225,6 +225,8 @@ enum PostgresMigrations {
                     environment text, key text NOT NULL, device_id text, occurred_at double precision NOT NULL, data text NOT NULL)
                 """,
                 "CREATE INDEX events_by_app ON events (bundle_id, seq)",
+                "CREATE INDEX events_by_device ON events (bundle_id, key, device_id, type)",
+                "CREATE INDEX deliveries_sent_starts ON deliveries (finished_at) WHERE event = 'start' AND status = 'sent'",
                 "CREATE INDEX events_unnumbered ON events (row_id) WHERE seq IS NULL",
             ]),
     ]

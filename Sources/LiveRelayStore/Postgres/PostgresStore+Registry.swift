@@ -220,6 +220,16 @@ extension PostgresStore {
     /// The advisory lock held while events are numbered.
     static let eventNumbering: Int64 = 0x4C52_4556  // "LREV"
 
+    package func recordUnconfirmedStarts(sentAfter: Date, sentBefore: Date, at now: Date) async throws -> Int {
+        try await transaction { db in
+            let events = try await db.rows(StoreStatements.unconfirmedStarts, [.seconds(sentAfter), .seconds(sentBefore)]).map { row in
+                try StoreStatements.unconfirmedStart(row, window: now.timeIntervalSince(sentBefore))
+            }
+            for event in events { try await db.rows(OutboxStatements.record(event, at: now)) }
+            return events.count
+        }
+    }
+
     package func endActivityOnDevice(
         app: String, key: String, deviceID: String, state: ActivityTokenState, cause: String?, at: Date
     ) async throws -> Bool {
@@ -353,6 +363,8 @@ extension PostgresStore {
     }
 
     package func markChannelDeleted(id: String, at: Date) async throws {
-        try await run("UPDATE channels SET deleted_at = ? WHERE channel_id = ?", [.seconds(at), .text(id)])
+        try await transaction { db in
+            for statement in StoreStatements.channelDeleted(id: id, at: at) { try await db.rows(statement) }
+        }
     }
 }

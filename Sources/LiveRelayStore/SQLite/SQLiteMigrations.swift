@@ -295,6 +295,9 @@ enum SQLiteMigrations {
                     environment TEXT, key TEXT NOT NULL, device_id TEXT, occurred_at REAL NOT NULL, data TEXT NOT NULL)
                 """,
                 "CREATE INDEX events_by_app ON events (bundle_id, seq)",
+                "CREATE INDEX events_by_device ON events (bundle_id, key, device_id, type)",
+                // The push-to-starts the ticker checks were confirmed, by when APNs accepted them.
+                "CREATE INDEX deliveries_sent_starts ON deliveries (finished_at) WHERE event = 'start' AND status = 'sent'",
             ]),
     ]
 }

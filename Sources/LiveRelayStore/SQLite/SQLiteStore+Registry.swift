@@ -143,6 +143,19 @@ extension SQLiteStore {
         return try await pool.read { db in try db.fetchAll(statement.text, statement.sqliteArguments, as: EventRecord.init(row:)) }
     }
 
+    package func recordUnconfirmedStarts(sentAfter: Date, sentBefore: Date, at now: Date) async throws -> Int {
+        try await write { db in
+            let events = try db.fetchAll(StoreStatements.unconfirmedStarts, [sentAfter.seconds, sentBefore.seconds]) { row in
+                try StoreStatements.unconfirmedStart(row, window: now.timeIntervalSince(sentBefore))
+            }
+            for event in events {
+                let statement = OutboxStatements.record(event, at: now)
+                try db.run(statement.text, statement.sqliteArguments)
+            }
+            return events.count
+        }
+    }
+
     package func endActivityOnDevice(
         app: String, key: String, deviceID: String, state: ActivityTokenState, cause: String?, at: Date
     ) async throws -> Bool {
@@ -283,7 +296,7 @@ extension SQLiteStore {
 
     package func markChannelDeleted(id: String, at: Date) async throws {
         try await write { db in
-            try db.run("UPDATE channels SET deleted_at = ? WHERE channel_id = ?", [at.seconds, id])
+            for statement in StoreStatements.channelDeleted(id: id, at: at) { try db.run(statement.text, statement.sqliteArguments) }
         }
     }
 }
