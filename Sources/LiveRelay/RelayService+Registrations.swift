@@ -112,7 +112,8 @@ extension RelayService {
 
     /// Keys are chosen by the backend: 1 to 200 characters (Unicode scalars, as the OpenAPI
     /// document counts them), no whitespace or control characters.
-    static func checkKey(_ key: String) throws {
+    /// A key the backend may choose: also what a `key` filter must be (PostgreSQL's text holds no NUL).
+    package static func checkKey(_ key: String) throws {
         guard !key.isEmpty, key.unicodeScalars.count <= 200,
             !key.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F })
         else { throw RelayError.invalid("key", "must be 1 to 200 characters without spaces or control characters") }

@@ -164,6 +164,7 @@ package struct RelayAPI: Sendable {
         server.get("/deliveries") { request, context in try await deliveries(request, context) }
         router.group("/v1").add(middleware: guarded(.server, .admin)).get("/events") { request, context in
             let query = try EventQuery(parameters: request.queryDictionary(), bundleID: try Self.appFilter(request, context))
+            if let key = query.key { try RelayService.checkKey(key) }
             let page = try await relay.events(query)
             // Where to read on from: after the last event read, or where this read started.
             let next = page.last?.sequence ?? query.after
@@ -353,6 +354,8 @@ package struct RelayAPI: Sendable {
 
     private func deliveries(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
         let filter = try DeliveryQuery(parameters: request.queryDictionary(), bundleID: try Self.appFilter(request, context))
+        // A key no key can hold is refused, rather than read (PostgreSQL's text holds no NUL).
+        if let key = filter.key { try RelayService.checkKey(key) }
         let page = try await relay.deliveries(filter)
         var members: JSONValue.Members = [("deliveries", .array(page.map(RelayView.json)))]
         if page.count == filter.limit, let last = page.last { members.append(("before", .integer(last.id))) }

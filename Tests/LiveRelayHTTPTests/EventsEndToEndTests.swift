@@ -55,6 +55,11 @@ struct EventsEndToEndTests {
             #expect(wrongType.status == 400 && wrongType.json["error"]?["field"] == .string("type"), "\(wrongType.json)")
             let wrongPlace = try await relay.get("/v1/events?after=-1")
             #expect(wrongPlace.status == 400 && wrongPlace.json["error"]?["field"] == .string("after"))
+            // A key no key can hold (PostgreSQL's text holds no NUL): refused, here as for deliveries.
+            for route in ["events", "deliveries"] {
+                let nul = try await relay.get("/v1/\(route)?key=a%00b")
+                #expect(nul.status == 400 && nul.json["error"]?["field"] == .string("key"), "\(route): \(nul.json)")
+            }
             #expect(try await relay.get("/v1/events", scope: .client).status == 403)
             #expect(try await relay.get("/v1/events", scope: .admin).status == 200)
         }
