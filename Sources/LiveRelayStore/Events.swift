@@ -20,6 +20,8 @@ package enum EventType: String, Sendable, Hashable, CaseIterable, Codable {
     case tokenInvalidated = "token.invalidated"
     /// A push failed for good: it will not be sent again.
     case pushFailed = "push.failed"
+    /// Sent on request to one webhook endpoint, to try it (`POST /v1/webhooks/{id}/test`).
+    case webhookTest = "webhook.test"
 }
 
 /// An event as it is written, before the store numbers it.

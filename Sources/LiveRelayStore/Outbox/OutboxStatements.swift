@@ -100,9 +100,9 @@ enum OutboxStatements {
 
     /// Writes `event` to the log, at `at`; `onlyIfEndedOnEveryDevice`: only when no device of its
     /// key still has the activity.
-    static func record(_ event: NewEvent, at: Date, onlyIfEndedOnEveryDevice: Bool = false) -> SQLStatement {
+    static func record(_ event: NewEvent, at: Date, id: String = NewEvent.newID(), onlyIfEndedOnEveryDevice: Bool = false) -> SQLStatement {
         let values: [SQLArgument] = [
-            .text(NewEvent.newID()), .text(event.type.rawValue), .text(event.bundleID), .text(event.environment?.rawValue), .text(event.key),
+            .text(id), .text(event.type.rawValue), .text(event.bundleID), .text(event.environment?.rawValue), .text(event.key),
             .text(event.deviceID), .seconds(at), .text(event.data.serializedString),
         ]
         let columns = "id, type, bundle_id, environment, key, device_id, occurred_at, data"

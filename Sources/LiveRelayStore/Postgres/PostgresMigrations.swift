@@ -229,5 +229,22 @@ enum PostgresMigrations {
                 "CREATE INDEX deliveries_sent_starts ON deliveries (finished_at) WHERE event = 'start' AND status = 'sent'",
                 "CREATE INDEX events_unnumbered ON events (row_id) WHERE seq IS NULL",
             ]),
+        StoreMigration(
+            name: "0018-webhooks",
+            statements: [
+                """
+                CREATE TABLE webhook_endpoints (
+                    id text PRIMARY KEY, bundle_id text NOT NULL, url text NOT NULL, description text, event_types text, secret text NOT NULL,
+                    enabled boolean NOT NULL, disabled_reason text, failing_since double precision, created_at double precision NOT NULL,
+                    updated_at double precision NOT NULL, cursor bigint NOT NULL)
+                """,
+                """
+                CREATE TABLE webhook_deliveries (
+                    id bigserial PRIMARY KEY, endpoint_id text NOT NULL, event_id text NOT NULL, event_seq bigint NOT NULL, key text NOT NULL,
+                    status text NOT NULL, attempts integer NOT NULL, due_at double precision NOT NULL, lease_until double precision,
+                    last_attempt_at double precision, last_status integer, last_error text, last_latency_ms integer, last_excerpt text,
+                    finished_at double precision, UNIQUE (endpoint_id, event_id))
+                """,
+            ] + WebhookStatements.indexes),
     ]
 }

@@ -206,15 +206,20 @@ extension PostgresStore {
             // readers never number at once: an event uncommitted now gets a later number than
             // every one read now, and none is skipped. A key's events were written holding the
             // key, so they are numbered in their order.
-            try await db.run("SELECT pg_advisory_xact_lock(\(Self.eventNumbering))")
-            try await db.run(
-                """
-                WITH top AS (SELECT COALESCE(MAX(seq), 0) AS seq FROM events),
-                    unnumbered AS (SELECT row_id, ROW_NUMBER() OVER (ORDER BY row_id) AS n FROM events WHERE seq IS NULL)
-                UPDATE events SET seq = top.seq + unnumbered.n FROM top, unnumbered WHERE events.row_id = unnumbered.row_id
-                """)
+            try await numberEvents(db)
             return try await db.rows(StoreStatements.events(query)).map(EventRecord.init(row:))
         }
+    }
+
+    /// Numbers the events committed so far, holding the numbering lock to the transaction's end.
+    func numberEvents(_ db: PostgresConnection) async throws {
+        try await db.run("SELECT pg_advisory_xact_lock(\(Self.eventNumbering))")
+        try await db.run(
+            """
+            WITH top AS (SELECT COALESCE(MAX(seq), 0) AS seq FROM events),
+                unnumbered AS (SELECT row_id, ROW_NUMBER() OVER (ORDER BY row_id) AS n FROM events WHERE seq IS NULL)
+            UPDATE events SET seq = top.seq + unnumbered.n FROM top, unnumbered WHERE events.row_id = unnumbered.row_id
+            """)
     }
 
     /// The advisory lock held while events are numbered.

@@ -299,5 +299,23 @@ enum SQLiteMigrations {
                 // The push-to-starts the ticker checks were confirmed, by when APNs accepted them.
                 "CREATE INDEX deliveries_sent_starts ON deliveries (finished_at) WHERE event = 'start' AND status = 'sent'",
             ]),
+        // Where backends hear their events, and each event's delivery to each of them.
+        StoreMigration(
+            name: "0018-webhooks",
+            statements: [
+                """
+                CREATE TABLE webhook_endpoints (
+                    id TEXT PRIMARY KEY, bundle_id TEXT NOT NULL, url TEXT NOT NULL, description TEXT, event_types TEXT, secret TEXT NOT NULL,
+                    enabled INTEGER NOT NULL, disabled_reason TEXT, failing_since REAL, created_at REAL NOT NULL, updated_at REAL NOT NULL,
+                    cursor INTEGER NOT NULL)
+                """,
+                """
+                CREATE TABLE webhook_deliveries (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT, endpoint_id TEXT NOT NULL, event_id TEXT NOT NULL, event_seq INTEGER NOT NULL,
+                    key TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL, due_at REAL NOT NULL, lease_until REAL,
+                    last_attempt_at REAL, last_status INTEGER, last_error TEXT, last_latency_ms INTEGER, last_excerpt TEXT, finished_at REAL,
+                    UNIQUE (endpoint_id, event_id))
+                """,
+            ] + WebhookStatements.indexes),
     ]
 }

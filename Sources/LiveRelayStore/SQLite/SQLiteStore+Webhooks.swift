@@ -1,0 +1,104 @@
+import Foundation
+import GRDB
+
+extension SQLiteStore {
+    package func insertWebhookEndpoint(_ endpoint: WebhookEndpointRecord) async throws {
+        try await write { db in try db.run(WebhookStatements.insertEndpoint, arguments(WebhookStatements.endpointArguments(endpoint))) }
+    }
+
+    package func updateWebhookEndpoint(_ endpoint: WebhookEndpointRecord) async throws -> Bool {
+        try await write { db in
+            try db.run(WebhookStatements.updateEndpoint, arguments(WebhookStatements.updateArguments(endpoint)))
+            return db.changesCount > 0
+        }
+    }
+
+    package func webhookEndpoints(app: String?) async throws -> [WebhookEndpointRecord] {
+        try await pool.read { db in
+            guard let app else { return try db.fetchAll(WebhookStatements.allEndpoints, as: WebhookEndpointRecord.init(row:)) }
+            return try db.fetchAll(WebhookStatements.appEndpoints, [app], as: WebhookEndpointRecord.init(row:))
+        }
+    }
+
+    package func webhookEndpoint(id: String) async throws -> WebhookEndpointRecord? {
+        try await pool.read { db in try db.fetchOne(WebhookStatements.endpoint, [id], as: WebhookEndpointRecord.init(row:)) }
+    }
+
+    package func deleteWebhookEndpoint(id: String) async throws -> Bool {
+        try await write { db in
+            try db.run(WebhookStatements.deleteDeliveries, [id])
+            try db.run(WebhookStatements.deleteEndpoint, [id])
+            return db.changesCount > 0
+        }
+    }
+
+    package func recordTestEvent(_ event: NewEvent, endpointID: String, at: Date) async throws -> String {
+        try await write { db in
+            let id = NewEvent.newID()
+            let statement = OutboxStatements.record(event, at: at, id: id)
+            try db.run(statement.text, statement.sqliteArguments)
+            // Outside the key's order (number 0): a test waits for nothing and holds nothing up.
+            try db.run(WebhookStatements.redeliver, arguments([.text(endpointID), .text(id), .integer(0), .text(event.key), .seconds(at)]))
+            return id
+        }
+    }
+
+    package func redeliverWebhookEvent(endpointID: String, eventID: String, at: Date) async throws -> Bool {
+        try await write { db in
+            guard let endpoint = try db.fetchOne(WebhookStatements.endpoint, [endpointID], as: WebhookEndpointRecord.init(row:)),
+                let event = try db.fetchOne(WebhookStatements.appEvent, [endpoint.bundleID, eventID], as: { ($0.integer(0) ?? 0, $0.string(1)) })
+            else { return false }
+            try db.run(WebhookStatements.redeliver, arguments([.text(endpointID), .text(eventID), .integer(event.0), .text(event.1), .seconds(at)]))
+            return true
+        }
+    }
+
+    package func claimWebhookDeliveries(dueBy now: Date, limit: Int, leaseUntil: Date) async throws -> [ClaimedWebhookDelivery] {
+        try await write { db in
+            // One writer: the log's numbers are drawn in commit order, so the feed skips none.
+            let last = try db.fetchOne(WebhookStatements.lastEvent, as: { $0.integer(0) ?? 0 }) ?? 0
+            let batch = Int64(WebhookStatements.feedBatch)
+            try db.run(WebhookStatements.feed, arguments([.seconds(now), .integer(batch), .integer(last), .integer(last)]))
+            try db.run(
+                WebhookStatements.advanceCursors, arguments([.integer(batch), .integer(last), .integer(batch), .integer(last), .integer(last)]))
+            let ids = try db.fetchAll(WebhookStatements.due, [now.seconds, now.seconds, limit], as: { $0.integer(0) ?? 0 })
+            guard !ids.isEmpty else { return [] }
+            let lease = WebhookStatements.lease(ids, until: leaseUntil)
+            try db.execute(sql: lease.text, arguments: lease.sqliteArguments)
+            let claimed = WebhookStatements.claimed(ids)
+            return try Row.fetchAll(db, sql: claimed.text, arguments: claimed.sqliteArguments).map(WebhookStatements.claimedDelivery)
+        }
+    }
+
+    package func recordWebhookOutcomes(_ outcomes: [(id: Int64, outcome: WebhookOutcome)], disableFailingSince: Date, at: Date) async throws
+        -> [String]
+    {
+        guard !outcomes.isEmpty else { return [] }
+        return try await write { db in
+            let owners = WebhookStatements.endpoints(of: outcomes.map(\.id))
+            let endpoints = Dictionary(
+                try Row.fetchAll(db, sql: owners.text, arguments: owners.sqliteArguments).map { ($0.integer(0) ?? 0, $0.string(1)) },
+                uniquingKeysWith: { first, _ in first })
+            for (id, outcome) in outcomes {
+                let statement = WebhookStatements.record(id: id, outcome)
+                try db.run(statement.text, statement.sqliteArguments)
+            }
+            var disabled: [String] = []
+            for health in WebhookStatements.EndpointHealth.of(outcomes, endpoints: endpoints) {
+                try db.run(health.update.text, health.update.sqliteArguments)
+                if let disable = health.disable(failingSince: disableFailingSince) {
+                    disabled += try db.fetchAll(disable.text, disable.sqliteArguments, as: { $0.string(0) })
+                }
+            }
+            return disabled
+        }
+    }
+
+    package func webhookDeliveries(endpointID: String, limit: Int) async throws -> [WebhookDeliveryRecord] {
+        try await pool.read { db in try db.fetchAll(WebhookStatements.deliveries, [endpointID, limit], as: WebhookDeliveryRecord.init(row:)) }
+    }
+
+    private func arguments(_ values: [SQLArgument]) -> StatementArguments {
+        SQLStatement(text: "", arguments: values).sqliteArguments
+    }
+}

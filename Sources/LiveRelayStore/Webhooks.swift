@@ -1,0 +1,391 @@
+import Foundation
+import LiveActivityKit
+
+/// Where an app's backend hears its events: an address the events are posted to, signed with the
+/// endpoint's secret (Standard Webhooks).
+package struct WebhookEndpointRecord: Sendable, Hashable {
+    /// `we_…`
+    package var id: String
+    package var bundleID: String
+    package var url: String
+    package var description: String?
+    /// The event types it is sent (nil: every type).
+    package var eventTypes: Set<EventType>?
+    /// `whsec_…`: shown once, when the endpoint is made.
+    package var secret: String
+    package var enabled: Bool
+    /// Why it was disabled: by the server after failing for days, or by its owner.
+    package var disabledReason: String?
+    /// When its attempts started failing, with none delivered since (nil: the last one worked).
+    package var failingSince: Date?
+    package var createdAt: Date
+    package var updatedAt: Date
+
+    package init(
+        id: String, bundleID: String, url: String, description: String? = nil, eventTypes: Set<EventType>? = nil, secret: String,
+        enabled: Bool = true, disabledReason: String? = nil, failingSince: Date? = nil, createdAt: Date, updatedAt: Date? = nil
+    ) {
+        self.id = id
+        self.bundleID = bundleID
+        self.url = url
+        self.description = description
+        self.eventTypes = eventTypes
+        self.secret = secret
+        self.enabled = enabled
+        self.disabledReason = disabledReason
+        self.failingSince = failingSince
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt ?? createdAt
+    }
+
+    /// Whether the endpoint is sent events of `type` (a test goes only to the endpoint tested).
+    package func wants(_ type: EventType) -> Bool {
+        type != .webhookTest && (eventTypes?.contains(type) ?? true)
+    }
+}
+
+/// What became of one attempt to post an event to an endpoint.
+package struct WebhookAttempt: Sendable, Hashable {
+    package var at: Date
+    /// The endpoint's HTTP status, when it answered.
+    package var status: Int?
+    /// Why it did not count as delivered, when it did not: the status, a timeout, a refused address…
+    package var error: String?
+    package var latencyMilliseconds: Int
+    /// The start of the endpoint's answer, for people (a few hundred characters at most).
+    package var excerpt: String?
+
+    package init(at: Date, status: Int? = nil, error: String? = nil, latencyMilliseconds: Int = 0, excerpt: String? = nil) {
+        self.at = at
+        self.status = status
+        self.error = error
+        self.latencyMilliseconds = latencyMilliseconds
+        self.excerpt = excerpt
+    }
+
+    /// Any 2xx answer, and nothing else, delivers (a redirect is not followed).
+    package var delivered: Bool { error == nil && status.map { (200..<300).contains($0) } == true }
+}
+
+package enum WebhookDeliveryStatus: String, Sendable, Hashable, CaseIterable, Codable {
+    /// To be posted, or being posted (leased), or waiting for its next attempt.
+    case pending
+    case delivered
+    /// Every attempt failed; it is not posted again unless redelivered.
+    case failed
+}
+
+/// What to do with a delivery after an attempt.
+package enum WebhookOutcome: Sendable, Hashable {
+    case delivered(WebhookAttempt)
+    /// Failed; the next attempt at `at`.
+    case retry(WebhookAttempt, at: Date)
+    /// Failed for the last time.
+    case gaveUp(WebhookAttempt)
+
+    var attempt: WebhookAttempt {
+        switch self {
+        case .delivered(let attempt), .retry(let attempt, _), .gaveUp(let attempt): attempt
+        }
+    }
+}
+
+/// An event's delivery to one endpoint, as people read it.
+package struct WebhookDeliveryRecord: Sendable, Hashable {
+    package var id: Int64
+    package var endpointID: String
+    package var eventID: String
+    package var eventType: EventType
+    package var key: String
+    package var status: WebhookDeliveryStatus
+    package var attempts: Int
+    /// When it is next attempted, while pending.
+    package var dueAt: Date
+    package var lastAttempt: WebhookAttempt?
+    package var finishedAt: Date?
+}
+
+/// A delivery claimed to be posted: the event, and where to post it with what secret.
+package struct ClaimedWebhookDelivery: Sendable, Hashable {
+    package var id: Int64
+    /// Attempts made before this one.
+    package var attempts: Int
+    package var endpointID: String
+    package var url: String
+    package var secret: String
+    package var event: EventRecord
+}
+
+/// The endpoints, and each event's delivery to each endpoint that wants it: queued from the
+/// event log in its order, posted in order per key, retried, and kept as the endpoint's history.
+package protocol WebhookStore: Sendable {
+    /// Keeps a new endpoint: it is sent the events written from now on.
+    func insertWebhookEndpoint(_ endpoint: WebhookEndpointRecord) async throws
+    /// Replaces an endpoint's address, description, types and state (never its secret); false
+    /// when there is none with its id.
+    func updateWebhookEndpoint(_ endpoint: WebhookEndpointRecord) async throws -> Bool
+    /// The endpoints of an app (nil: every app), oldest first.
+    func webhookEndpoints(app: String?) async throws -> [WebhookEndpointRecord]
+    func webhookEndpoint(id: String) async throws -> WebhookEndpointRecord?
+    /// Deletes the endpoint and its deliveries; false when there was none.
+    func deleteWebhookEndpoint(id: String) async throws -> Bool
+    /// Writes `event` (a `webhook.test`) to the log, queued for this endpoint alone; returns its id.
+    func recordTestEvent(_ event: NewEvent, endpointID: String, at: Date) async throws -> String
+    /// Queues the event for the endpoint again, at once (its earlier attempts forgotten); false
+    /// when the endpoint's app has no such event.
+    func redeliverWebhookEvent(endpointID: String, eventID: String, at: Date) async throws -> Bool
+    /// Queues the events written since the last call for every enabled endpoint that wants them,
+    /// then claims up to `limit` due deliveries until `leaseUntil`: of each endpoint and key, only
+    /// the oldest undelivered event (in order per key). A claim that gets no outcome (a crash) is
+    /// due again after its lease.
+    func claimWebhookDeliveries(dueBy now: Date, limit: Int, leaseUntil: Date) async throws -> [ClaimedWebhookDelivery]
+    /// Records the outcomes and what they mean for their endpoints: one delivered clears its
+    /// endpoint's failing; one failed starts it, and an endpoint failing since before
+    /// `disableFailingSince` is disabled. Returns the endpoints disabled now.
+    @discardableResult
+    func recordWebhookOutcomes(_ outcomes: [(id: Int64, outcome: WebhookOutcome)], disableFailingSince: Date, at: Date) async throws
+        -> [String]
+    /// The endpoint's latest deliveries, the last attempted first.
+    func webhookDeliveries(endpointID: String, limit: Int) async throws -> [WebhookDeliveryRecord]
+}
+
+extension NewEvent {
+    /// A new endpoint's id.
+    package static func newEndpointID() -> String {
+        "we_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+    }
+}
+
+// MARK: Statements (the same text for both engines)
+
+enum WebhookStatements {
+    /// The deliveries' indexes: due ones, each key's in order, an endpoint's latest.
+    static let indexes = [
+        "CREATE INDEX webhook_deliveries_due ON webhook_deliveries (due_at) WHERE status = 'pending'",
+        "CREATE INDEX webhook_deliveries_in_order ON webhook_deliveries (endpoint_id, key, event_seq) WHERE status = 'pending'",
+        "CREATE INDEX webhook_deliveries_recent ON webhook_deliveries (endpoint_id, last_attempt_at)",
+    ]
+
+    static let endpointColumns =
+        "id, bundle_id, url, description, event_types, secret, enabled, disabled_reason, failing_since, created_at, updated_at"
+
+    /// A new endpoint (its columns, then `cursor`: the last event of the log now).
+    static let insertEndpoint = """
+        INSERT INTO webhook_endpoints (\(endpointColumns), cursor)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) FROM events))
+        """
+
+    static func endpointArguments(_ endpoint: WebhookEndpointRecord) -> [SQLArgument] {
+        [
+            .text(endpoint.id), .text(endpoint.bundleID), .text(endpoint.url), .text(endpoint.description),
+            .text(endpoint.eventTypes.map(storedTypes)), .text(endpoint.secret), .bool(endpoint.enabled), .text(endpoint.disabledReason),
+            .seconds(endpoint.failingSince), .seconds(endpoint.createdAt), .seconds(endpoint.updatedAt),
+        ]
+    }
+
+    /// The types as a column holds them: separated by spaces, in order.
+    static func storedTypes(_ types: Set<EventType>) -> String {
+        types.map(\.rawValue).sorted().joined(separator: " ")
+    }
+
+    static let updateEndpoint = """
+        UPDATE webhook_endpoints SET url = ?, description = ?, event_types = ?, enabled = ?, disabled_reason = ?, failing_since = ?,
+            updated_at = ?
+        WHERE id = ?
+        """
+
+    static func updateArguments(_ endpoint: WebhookEndpointRecord) -> [SQLArgument] {
+        [
+            .text(endpoint.url), .text(endpoint.description), .text(endpoint.eventTypes.map(storedTypes)), .bool(endpoint.enabled),
+            .text(endpoint.disabledReason), .seconds(endpoint.failingSince), .seconds(endpoint.updatedAt), .text(endpoint.id),
+        ]
+    }
+
+    static let endpoint = "SELECT \(endpointColumns) FROM webhook_endpoints WHERE id = ?"
+    static let allEndpoints = "SELECT \(endpointColumns) FROM webhook_endpoints ORDER BY created_at, id"
+    static let appEndpoints = "SELECT \(endpointColumns) FROM webhook_endpoints WHERE bundle_id = ? ORDER BY created_at, id"
+    static let deleteDeliveries = "DELETE FROM webhook_deliveries WHERE endpoint_id = ?"
+    static let deleteEndpoint = "DELETE FROM webhook_endpoints WHERE id = ?"
+
+    /// Events queued per endpoint at most per claim: a long log is fed over several.
+    static let feedBatch = 1000
+
+    /// How many events the log holds up to now (its last number), which the feed queues up to.
+    static let lastEvent = "SELECT COALESCE(MAX(seq), 0) FROM events"
+
+    /// Queues for each enabled endpoint the events after its cursor, up to `batch` of them and
+    /// no further than the log's last (now, batch, last, last).
+    static let feed = """
+        INSERT INTO webhook_deliveries (endpoint_id, event_id, event_seq, key, status, attempts, due_at)
+        SELECT w.id, ev.id, ev.seq, ev.key, 'pending', 0, ? FROM webhook_endpoints w
+        JOIN events ev ON ev.bundle_id = w.bundle_id AND ev.seq > w.cursor AND ev.seq <= w.cursor + ? AND ev.seq <= ?
+        WHERE w.enabled AND w.cursor < ? AND ev.type <> 'webhook.test'
+            AND (w.event_types IS NULL OR (' ' || w.event_types || ' ') LIKE ('% ' || ev.type || ' %'))
+        ON CONFLICT (endpoint_id, event_id) DO NOTHING
+        """
+
+    /// Moves the cursors past what `feed` queued (batch, last, batch, last, last).
+    static let advanceCursors = """
+        UPDATE webhook_endpoints SET cursor = CASE WHEN cursor + ? < ? THEN cursor + ? ELSE ? END WHERE enabled AND cursor < ?
+        """
+
+    /// The ids of due deliveries, of each endpoint and key only the oldest pending (now, now, limit).
+    static let due = """
+        SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
+        WHERE d.status = 'pending' AND d.due_at <= ? AND (d.lease_until IS NULL OR d.lease_until <= ?) AND w.enabled
+            AND NOT EXISTS (
+                SELECT 1 FROM webhook_deliveries p
+                WHERE p.endpoint_id = d.endpoint_id AND p.key = d.key AND p.status = 'pending' AND p.event_seq < d.event_seq)
+        ORDER BY d.due_at, d.event_seq, d.id LIMIT ?
+        """
+
+    static func lease(_ ids: [Int64], until: Date) -> SQLStatement {
+        SQLStatement(
+            text: "UPDATE webhook_deliveries SET lease_until = ? WHERE id IN (\(SQLStatement.marks(ids.count)))",
+            arguments: [.seconds(until)] + ids.map { .integer($0) })
+    }
+
+    /// The claimed deliveries: the event's columns (`EventRecord.columns`), then the delivery's and
+    /// its endpoint's.
+    static func claimed(_ ids: [Int64]) -> SQLStatement {
+        let event = EventRecord.columns.split(separator: ", ").map { "ev.\($0)" }.joined(separator: ", ")
+        return SQLStatement(
+            text: """
+                SELECT \(event), d.id, d.attempts, w.id, w.url, w.secret FROM webhook_deliveries d
+                JOIN webhook_endpoints w ON w.id = d.endpoint_id JOIN events ev ON ev.id = d.event_id
+                WHERE d.id IN (\(SQLStatement.marks(ids.count))) ORDER BY d.due_at, d.event_seq, d.id
+                """,
+            arguments: ids.map { .integer($0) })
+    }
+
+    static func claimedDelivery(_ row: some StoreRow) throws -> ClaimedWebhookDelivery {
+        let event = try EventRecord(row: row)
+        return ClaimedWebhookDelivery(
+            id: row.integer(9) ?? 0, attempts: row.int(10) ?? 0, endpointID: row.string(11), url: row.string(12), secret: row.string(13),
+            event: event)
+    }
+
+    /// An outcome written on its delivery.
+    static func record(id: Int64, _ outcome: WebhookOutcome) -> SQLStatement {
+        let attempt = outcome.attempt
+        let (status, due, finished): (WebhookDeliveryStatus, Date?, Date?) =
+            switch outcome {
+            case .delivered: (.delivered, nil, attempt.at)
+            case .retry(_, let at): (.pending, at, nil)
+            case .gaveUp: (.failed, nil, attempt.at)
+            }
+        return SQLStatement(
+            text: """
+                UPDATE webhook_deliveries SET status = ?, due_at = COALESCE(?, due_at), finished_at = ?, attempts = attempts + 1,
+                    lease_until = NULL, last_attempt_at = ?, last_status = ?, last_error = ?, last_latency_ms = ?, last_excerpt = ?
+                WHERE id = ?
+                """,
+            arguments: [
+                .text(status.rawValue), .seconds(due), .seconds(finished), .seconds(attempt.at), .integer(attempt.status.map(Int64.init)),
+                .text(attempt.error), .integer(Int64(attempt.latencyMilliseconds)), .text(attempt.excerpt), .integer(id),
+            ])
+    }
+
+    /// The endpoints of these deliveries.
+    static func endpoints(of ids: [Int64]) -> SQLStatement {
+        SQLStatement(
+            text: "SELECT id, endpoint_id FROM webhook_deliveries WHERE id IN (\(SQLStatement.marks(ids.count)))",
+            arguments: ids.map { .integer($0) })
+    }
+
+    /// What a batch of outcomes says of one endpoint: delivered once, it works; failed every
+    /// time, it is failing (since its first failure), and disabled once failing long enough.
+    struct EndpointHealth {
+        var endpointID: String
+        /// The last failed attempt, when none was delivered.
+        var failure: WebhookAttempt?
+
+        static func of(_ outcomes: [(id: Int64, outcome: WebhookOutcome)], endpoints: [Int64: String]) -> [EndpointHealth] {
+            var delivered = Set<String>()
+            var lastFailure: [String: WebhookAttempt] = [:]
+            for (id, outcome) in outcomes {
+                guard let endpoint = endpoints[id] else { continue }
+                if case .delivered = outcome { delivered.insert(endpoint) } else { lastFailure[endpoint] = outcome.attempt }
+            }
+            return delivered.union(lastFailure.keys).sorted().map { endpoint in
+                EndpointHealth(endpointID: endpoint, failure: delivered.contains(endpoint) ? nil : lastFailure[endpoint])
+            }
+        }
+
+        var update: SQLStatement {
+            guard let failure else {
+                return SQLStatement(text: "UPDATE webhook_endpoints SET failing_since = NULL WHERE id = ?", arguments: [.text(endpointID)])
+            }
+            return SQLStatement(
+                text: "UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, ?) WHERE id = ?",
+                arguments: [.seconds(failure.at), .text(endpointID)])
+        }
+
+        /// Disables the endpoint if it has been failing since before `failingSince`; gives its id if so.
+        func disable(failingSince: Date) -> SQLStatement? {
+            guard let failure else { return nil }
+            let last = failure.error ?? failure.status.map { "HTTP \($0)" } ?? "no answer"
+            return SQLStatement(
+                text: """
+                    UPDATE webhook_endpoints SET enabled = FALSE, disabled_reason = ?, updated_at = ?
+                    WHERE id = ? AND enabled AND failing_since IS NOT NULL AND failing_since <= ? RETURNING id
+                    """,
+                arguments: [
+                    .text("disabled by the server: every attempt failed since \(failingSince.iso8601) or before (the last: \(last))"),
+                    .seconds(failure.at), .text(endpointID), .seconds(failingSince),
+                ])
+        }
+    }
+
+    static let deliveryColumns = """
+        d.id, d.endpoint_id, d.event_id, ev.type, d.key, d.status, d.attempts, d.due_at, d.last_attempt_at, d.last_status, d.last_error,
+        d.last_latency_ms, d.last_excerpt, d.finished_at
+        """
+
+    static let deliveries = """
+        SELECT \(deliveryColumns) FROM webhook_deliveries d JOIN events ev ON ev.id = d.event_id
+        WHERE d.endpoint_id = ? ORDER BY COALESCE(d.last_attempt_at, d.due_at) DESC, d.id DESC LIMIT ?
+        """
+
+    /// The event of an endpoint's app, with its number, if any (app, event id).
+    static let appEvent = "SELECT seq, key FROM events WHERE bundle_id = ? AND id = ? AND seq IS NOT NULL"
+
+    /// Queues an event for an endpoint again, at once (endpoint, event id, seq, key, now).
+    static let redeliver = """
+        INSERT INTO webhook_deliveries (endpoint_id, event_id, event_seq, key, status, attempts, due_at) VALUES (?, ?, ?, ?, 'pending', 0, ?)
+        ON CONFLICT (endpoint_id, event_id) DO UPDATE SET status = 'pending', attempts = 0, due_at = excluded.due_at, lease_until = NULL,
+            finished_at = NULL
+        """
+}
+
+extension WebhookEndpointRecord {
+    init(row: some StoreRow) throws {
+        let types = try row.text(4).map { text in
+            Set(
+                try text.split(separator: " ").map { name in
+                    guard let type = EventType(rawValue: String(name)) else {
+                        throw UnreadableStoreValue(column: "webhook_endpoints.event_types", value: "\"\(text)\"")
+                    }
+                    return type
+                })
+        }
+        self.init(
+            id: row.string(0), bundleID: row.string(1), url: row.string(2), description: row.text(3), eventTypes: types,
+            secret: row.string(5), enabled: row.bool(6), disabledReason: row.text(7), failingSince: row.date(8), createdAt: row.date(9)!,
+            updatedAt: row.date(10))
+    }
+}
+
+extension WebhookDeliveryRecord {
+    init(row: some StoreRow) throws {
+        var attempt: WebhookAttempt?
+        if let at = row.date(8) {
+            attempt = WebhookAttempt(
+                at: at, status: row.int(9), error: row.text(10), latencyMilliseconds: row.int(11) ?? 0, excerpt: row.text(12))
+        }
+        self.init(
+            id: row.integer(0) ?? 0, endpointID: row.string(1), eventID: row.string(2), eventType: try row.value(3, "events.type"),
+            key: row.string(4), status: try row.value(5, "webhook_deliveries.status"), attempts: row.int(6) ?? 0, dueAt: row.date(7)!,
+            lastAttempt: attempt, finishedAt: row.date(13))
+    }
+}
