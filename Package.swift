@@ -120,6 +120,8 @@ let package = Package(
             name: "LiveRelay",
             dependencies: [
                 "LiveActivityKit", "APNs", "LiveRelayStore",
+                // The webhooks' posts.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

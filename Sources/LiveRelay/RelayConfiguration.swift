@@ -16,6 +16,8 @@ package struct RelayConfiguration: Sendable {
     /// How long after APNs accepted a push-to-start a device must report the activity before the
     /// start is `activity.start_unconfirmed`: the iPhone may have dropped it without a word (§14).
     package var startConfirmationWindow: TimeInterval
+    /// How events are posted to webhook endpoints, and to which addresses.
+    package var webhooks: WebhookRules
 
     /// What `startConfirmationWindow` may be set to.
     package static let startConfirmationWindows: ClosedRange<TimeInterval> = 10...86_400
@@ -23,8 +25,9 @@ package struct RelayConfiguration: Sendable {
     package init(
         budget: BudgetPolicy = .init(), activityLifetime: TimeInterval = 8 * 3600,
         channelStorageWindow: TimeInterval = 8 * 3600, dispatch: DispatchPolicy = .init(), tickerLease: TimeInterval = 10,
-        startConfirmationWindow: TimeInterval = 120
+        startConfirmationWindow: TimeInterval = 120, webhooks: WebhookRules = .init()
     ) {
+        self.webhooks = webhooks
         self.tickerLease = tickerLease
         self.startConfirmationWindow = startConfirmationWindow
         self.budget = budget

@@ -56,6 +56,10 @@ package struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
         package static let contractUnreadable = Code(rawValue: "contract_unreadable")
         /// Too many failed authentications from the caller's address.
         package static let tooManyFailures = Code(rawValue: "too_many_failures")
+        /// The app has as many webhook endpoints as it may.
+        package static let tooManyWebhooks = Code(rawValue: "too_many_webhooks")
+        /// The webhook endpoint is disabled.
+        package static let webhookDisabled = Code(rawValue: "webhook_disabled")
     }
 
     package let kind: Kind

@@ -40,6 +40,10 @@ package final class RelayService: Sendable {
     let keyCache = Mutex<[Data: (key: APIKeyRecord, until: ContinuousClock.Instant)]>([:])
     static let keyCacheTTL = Duration.seconds(5)
     let failures = Mutex(AuthenticationFailures())
+    /// Whether any webhook endpoint is enabled: the webhook sender rests while none is.
+    let webhookBook = StoreCache<Bool> { store in try await store.webhookEndpoints(app: nil).contains(where: \.enabled) }
+    /// Wakes the webhook sender when something changed that may have written an event.
+    let webhookSignal = OutboxSignal()
     /// Up to when the ticker has looked for push-to-starts no device confirmed (nil: not yet).
     let startsCheckedUntil = Mutex<Date?>(nil)
     private let changes = Atomic<UInt64>(0)
@@ -91,7 +95,10 @@ package final class RelayService: Sendable {
     /// the store are not counted.
     package var revision: UInt64 { changes.load(ordering: .relaxed) }
 
-    func noteChange() { changes.add(1, ordering: .relaxed) }
+    func noteChange() {
+        changes.add(1, ordering: .relaxed)
+        webhookSignal.signal()
+    }
 
     /// The APNs environments whose tokens this server takes and sends to.
     package var environments: Set<PushEnvironment> { apns?.environments ?? Set(PushEnvironment.allCases) }

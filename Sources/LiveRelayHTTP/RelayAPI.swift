@@ -168,7 +168,7 @@ package struct RelayAPI: Sendable {
             let page = try await relay.events(query)
             // Where to read on from: after the last event read, or where this read started.
             let next = page.last?.sequence ?? query.after
-            return Self.json(.object([("events", .array(page.map(RelayView.json))), ("next", .string(String(next)))]))
+            return Self.json(.object([("events", .array(page.map(\.json))), ("next", .string(String(next)))]))
         }
         server.post("/deliveries/{id}/retry") { request, context in
             let text = try Self.pathParameter("id", context)
@@ -263,6 +263,7 @@ package struct RelayAPI: Sendable {
             try await relay.deleteChannel(id)
             return Self.json(.object([("channelID", .string(id)), ("deleted", .bool(true))]))
         }
+        addWebhookRoutes(to: router)
         Dashboard(relay: relay, devices: configuration.devices, secureCookies: configuration.publicURL?.lowercased().hasPrefix("https://") == true)
             .add(to: router)
         routes.fill(from: router)
@@ -271,7 +272,7 @@ package struct RelayAPI: Sendable {
 
     // MARK: Handlers
 
-    private func guarded(_ scopes: APIKeyScope...) -> KeyMiddleware {
+    func guarded(_ scopes: APIKeyScope...) -> KeyMiddleware {
         KeyMiddleware(scopes: scopes, relay: relay, limiter: limiter)
     }
 
@@ -310,7 +311,7 @@ package struct RelayAPI: Sendable {
     }
 
     /// The app a listing is narrowed to: the key's, or the one the query names (nil: every app).
-    private static func appFilter(_ request: Request, _ context: RelayRequestContext) throws -> String? {
+    static func appFilter(_ request: Request, _ context: RelayRequestContext) throws -> String? {
         let named = request.uri.queryParameters["app"].map(String.init)
         if named?.isEmpty == true { throw APIError.invalid("app", "must be a bundle ID, not empty") }
         guard let bound = context.apiKey?.bundleID else { return named }
@@ -320,7 +321,7 @@ package struct RelayAPI: Sendable {
 
     /// The app a body acts for: the one it names (a key for one app may name only its own), else
     /// the key's.
-    private static func bodyApp(_ named: String?, _ context: RelayRequestContext) throws -> String {
+    static func bodyApp(_ named: String?, _ context: RelayRequestContext) throws -> String {
         guard let app = named ?? context.apiKey?.bundleID else {
             throw RelayError(.invalid, .missing, message: "is required: this key serves every app", field: "bundleID")
         }

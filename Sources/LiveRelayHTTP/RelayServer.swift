@@ -7,11 +7,12 @@ import Logging
 import ServiceLifecycle
 
 /// The whole server over one store and its APNs clients: the service, the HTTP API, the
-/// dispatcher and the ticker. `liverelay serve` and the tests build it the same way.
+/// dispatcher, the webhook sender and the ticker. `liverelay serve` and the tests build it the same way.
 package struct RelayServer: Sendable {
     package let relay: RelayService
     package let dispatcher: Dispatcher
     package let api: RelayAPI
+    package let webhooks: WebhookSender
 
     /// Migrates `store` before anything else touches it.
     package static func open(
@@ -20,14 +21,15 @@ package struct RelayServer: Sendable {
     ) async throws -> RelayServer {
         let relay = try await RelayService.open(store: store, configuration: configuration, wire: RelayWire(), apns: apns, now: now, logger: logger)
         return RelayServer(
-            relay: relay, dispatcher: Dispatcher(context: relay.dispatchContext, apns: apns), api: RelayAPI(relay: relay, configuration: api))
+            relay: relay, dispatcher: Dispatcher(context: relay.dispatchContext, apns: apns), api: RelayAPI(relay: relay, configuration: api),
+            webhooks: WebhookSender(relay: relay))
     }
 
     /// The long-lived parts, for one `ServiceGroup`; `onRunning` gets the API's port.
     package func services(
         logger: Logger = Logger(label: "liverelay.http"), onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> [any Service] {
-        [api.application(logger: logger, onRunning: onRunning), dispatcher, RelayTicker(relay: relay)]
+        [api.application(logger: logger, onRunning: onRunning), dispatcher, webhooks, RelayTicker(relay: relay)]
     }
 
     /// Makes the first keys when the store has none, and returns their secrets (shown once): an

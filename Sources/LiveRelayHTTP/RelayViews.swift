@@ -107,18 +107,6 @@ enum RelayView {
         return .object(members)
     }
 
-    static func json(_ event: EventRecord) -> JSONValue {
-        var members: JSONValue.Members = [
-            ("id", .string(event.id)), ("type", .string(event.type.rawValue)), ("occurredAt", date(event.occurredAt)),
-            ("bundleID", .string(event.bundleID)),
-        ]
-        if let environment = event.environment { members.append(("environment", .string(environment.rawValue))) }
-        members.append(("key", .string(event.key)))
-        if let device = event.deviceID { members.append(("deviceID", .string(device))) }
-        members.append(("data", event.data))
-        return .object(members)
-    }
-
     static func json(_ listener: ChannelListenerRecord) -> JSONValue {
         var members: JSONValue.Members = [
             ("deviceID", .string(listener.deviceID)), ("channelID", .string(listener.channelID)), ("state", .string(listener.state.rawValue)),

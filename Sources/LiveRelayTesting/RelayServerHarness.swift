@@ -42,6 +42,9 @@ package final class RelayHarness: Sendable {
     /// Sends everything due now.
     package func dispatch() async throws { try await server.dispatcher.drain() }
 
+    /// Posts every webhook delivery due now.
+    package func postWebhooks() async throws { try await server.webhooks.drain() }
+
     /// Moves the emulator's clock (and so the server's) and lets time act on both sides.
     package func advance(by seconds: TimeInterval) async throws {
         emulator.clock.advance(by: seconds)
@@ -190,6 +193,7 @@ package func withRelayHarness(
             // NIOAsyncWriter without calling finish()", swift-nio issue 3481); it crashed a run.
             await group.triggerGracefulShutdown()
             try? await tasks.waitForAll()
+            try? await server.webhooks.shutdown()
             if let failure {
                 await apns.shutdown()
                 await emulator.shutdown()

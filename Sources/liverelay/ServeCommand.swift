@@ -73,6 +73,11 @@ struct Serve: AsyncParsableCommand {
     var startConfirmationWindow: Double = RelayConfiguration().startConfirmationWindow
     @Option(
         help: ArgumentHelp(
+            "Which addresses webhook endpoints may have: public, loopback (public and this machine's; the default with the built-in emulator) or any (also private and link-local networks). Otherwise public only.",
+            valueName: "public|loopback|any"))
+    var webhookAddresses: WebhookAddresses?
+    @Option(
+        help: ArgumentHelp(
             "Pushes this instance keeps in flight to APNs at most; below that, as many as the measured round trip needs.", valueName: "count"))
     var maxInFlight: Int = DispatchPolicy().inFlight.upperBound
     @Option(
@@ -178,7 +183,9 @@ struct Serve: AsyncParsableCommand {
                     dispatch: DispatchPolicy(
                         inFlight: min(DispatchPolicy().inFlight.lowerBound, maxInFlight)...maxInFlight, lease: claimLease,
                         requestTimeout: .milliseconds(Int(connection.timeout * 1000))),
-                    startConfirmationWindow: startConfirmationWindow),
+                    startConfirmationWindow: startConfirmationWindow,
+                    // The demo's receiver runs on the same machine: loopback unless told.
+                    webhooks: WebhookRules(addresses: webhookAddresses ?? (emulator == nil ? .public : .loopback))),
                 api: RelayAPIConfiguration(
                     host: httpHost, port: httpPort, timeouts: timeouts,
                     devices: emulator.map { DeviceGallery(fleet: $0.devices, templates: drawing) },
@@ -250,3 +257,5 @@ struct StartFailure: Error, CustomStringConvertible {
         StartFailure(description: "port \(port) is in use on \(host): stop what listens there, or choose another --http-port")
     }
 }
+
+extension WebhookAddresses: ExpressibleByArgument {}

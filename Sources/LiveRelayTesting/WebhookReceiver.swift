@@ -1,0 +1,104 @@
+import Foundation
+import LiveActivityKit
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A real webhook receiver for the tests: `Tests/Support/webhook_receiver.py`, which verifies
+/// every delivery with the Standard Webhooks specification's Python library from PyPI
+/// (`standardwebhooks`), and logs what it received. Where Python or the library is missing,
+/// `availability` says so, and CI fails on it (as with `TestPostgres`).
+package final class WebhookReceiver: Sendable {
+    /// One request the receiver got.
+    package struct Received: Sendable {
+        package var verified: Bool
+        /// The `webhook-id` header.
+        package var id: String?
+        /// The verified event, as the library parsed it.
+        package var event: JSONValue?
+        package var error: String?
+    }
+
+    package static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Tests/Support/webhook_receiver.py").path
+
+    /// The first `python3` on the PATH (or `LIVERELAY_PYTHON`).
+    package static let python: String? = {
+        if let named = ProcessInfo.processInfo.environment["LIVERELAY_PYTHON"] { return named }
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        return path.split(separator: ":").map { "\($0)/python3" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }()
+
+    /// Whether there is a Python with the library, or why not.
+    package static let availability: Result<Void, TestRequirement.Unavailable> = {
+        guard let python else { return .failure(.init(description: "python3 is not on the PATH")) }
+        guard
+            let check = try? ChildProcess.start(
+                python, ["-c", "import standardwebhooks"], environment: ProcessInfo.processInfo.environment, output: .null),
+            check.waitUntilExit() == 0
+        else {
+            return .failure(.init(description: "\(python) cannot import standardwebhooks (pip install standardwebhooks==1.1.0)"))
+        }
+        return .success(())
+    }()
+
+    package static var isAvailable: Bool { (try? availability.get()) != nil }
+
+    package static var skipNote: String {
+        guard case .failure(let reason) = availability else { return "" }
+        return "SKIPPED: webhooks were NOT verified with the Standard Webhooks library: \(reason)"
+    }
+
+    package let port: Int
+    package let secret: String
+    /// The file it logs to: a receiver started again with it goes on where this one stopped.
+    package let log: String
+    private let process: ChildProcess
+
+    private init(port: Int, secret: String, log: String, process: ChildProcess) {
+        self.port = port
+        self.secret = secret
+        self.log = log
+        self.process = process
+    }
+
+    package var url: String { "http://127.0.0.1:\(port)/hooks" }
+
+    /// Starts a receiver that verifies with `secret`, on `port` (0: a free one), logging to `log`
+    /// (a new file unless given: a receiver started again on the same port and log goes on).
+    package static func start(secret: String, port: Int = 0, log: String? = nil) async throws -> WebhookReceiver {
+        try availability.get()
+        let log = log ?? TestFiles.path("webhooks", pathExtension: "jsonl")
+        let process = try ChildProcess.start(
+            python!, [script, secret, String(port), log], environment: ProcessInfo.processInfo.environment, errors: .sameAsOutput)
+        // Its first line is the port it listens on.
+        let line = try await Task.detached { () -> String in
+            var bytes: [UInt8] = []
+            while let byte = try process.output?.read(upToCount: 1)?.first, byte != UInt8(ascii: "\n") { bytes.append(byte) }
+            return String(decoding: bytes, as: UTF8.self)
+        }.value
+        guard let bound = Int(line) else {
+            process.send(SIGKILL)
+            _ = await process.exitCode()
+            throw TestRequirement.Unavailable(description: "the webhook receiver did not start: \(line)")
+        }
+        return WebhookReceiver(port: bound, secret: secret, log: log, process: process)
+    }
+
+    /// What it received so far, in order.
+    package func received() throws -> [Received] {
+        guard let text = try? String(contentsOfFile: log, encoding: .utf8) else { return [] }
+        return try text.split(separator: "\n").map { line in
+            let json = try JSONValue(parsing: String(line))
+            return Received(
+                verified: json["verified"] == .bool(true), id: json["id"]?.stringValue, event: json["event"], error: json["error"]?.stringValue)
+        }
+    }
+
+    /// Stops it (the port is free again once this returns).
+    package func stop() async {
+        process.send(SIGKILL)
+        _ = await process.exitCode()
+    }
+}
