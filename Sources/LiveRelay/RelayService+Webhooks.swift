@@ -141,11 +141,9 @@ extension RelayService {
     }
 
     /// Claims the deliveries due, posts them at once, and records what became of them; returns
-    /// how many were claimed.
+    /// how many were claimed (tests: the sender overlaps these steps).
     package func postDueWebhooks(using client: HTTPClient) async throws -> Int {
-        let rules = configuration.webhooks
-        let start = now()
-        let claimed = try await store.claimWebhookDeliveries(dueBy: start, limit: rules.batchSize, leaseUntil: start + rules.lease)
+        let claimed = try await claimDueWebhooks(limit: configuration.webhooks.batchSize)
         guard !claimed.isEmpty else { return 0 }
         let attempts = await withTaskGroup(of: (ClaimedWebhookDelivery, WebhookAttempt).self) { group in
             for delivery in claimed { group.addTask { (delivery, await self.post(delivery, using: client)) } }
@@ -153,6 +151,21 @@ extension RelayService {
             for await attempt in group { attempts.append(attempt) }
             return attempts
         }
+        try await recordWebhookAttempts(attempts)
+        return claimed.count
+    }
+
+    /// Up to `limit` deliveries due now, claimed for one lease.
+    func claimDueWebhooks(limit: Int) async throws -> [ClaimedWebhookDelivery] {
+        let start = now()
+        return try await store.claimWebhookDeliveries(dueBy: start, limit: limit, leaseUntil: start + configuration.webhooks.lease)
+    }
+
+    /// Records what became of attempts, as the rules say: delivered, to be retried, or given up;
+    /// an endpoint failing too long is disabled.
+    func recordWebhookAttempts(_ attempts: [(ClaimedWebhookDelivery, WebhookAttempt)]) async throws {
+        guard !attempts.isEmpty else { return }
+        let rules = configuration.webhooks
         let outcomes = attempts.map { delivery, attempt in
             (delivery.id, rules.outcome(of: attempt, attemptsBefore: delivery.attempts, random: Double.random(in: 0..<1)))
         }
@@ -172,7 +185,6 @@ extension RelayService {
             logger.warning("webhook endpoint disabled: its attempts failed for too long", metadata: ["endpoint": "\(endpoint)"])
         }
         noteChange()
-        return claimed.count
     }
 
     /// One attempt to post a delivery's event: signed, within the attempt's timeout, never

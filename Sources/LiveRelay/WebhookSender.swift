@@ -1,16 +1,23 @@
 import AsyncHTTPClient
 import Foundation
+import LiveRelayStore
 import Logging
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
+import Synchronization
 
-/// Posts the events to the webhook endpoints: woken by every change this process makes, and
-/// once a second for what other instances wrote and for retries come due; rests while no endpoint
-/// is enabled. Its HTTP client never follows a redirect.
+/// Posts the events to the webhook endpoints: woken by every change this process makes, by each
+/// post that ends, and once a second for what other instances wrote and for retries come due;
+/// rests while no endpoint is enabled. Posts overlap: a slow endpoint holds only its own posts
+/// (up to the attempt's timeout), never the others', and room is claimed as posts end. Its HTTP
+/// client never follows a redirect.
 package final class WebhookSender: Service {
     let relay: RelayService
     let client: HTTPClient
+    /// Attempts ended and not recorded yet.
+    private let ended = Mutex<[(ClaimedWebhookDelivery, WebhookAttempt)]>([])
+    private let posting = Atomic<Int>(0)
 
     package init(relay: RelayService) {
         self.relay = relay
@@ -21,35 +28,56 @@ package final class WebhookSender: Service {
                 read: .milliseconds(Int64(relay.configuration.webhooks.attemptTimeout * 1000))))
         configuration.httpVersion = .automatic
         configuration.decompression = .disabled
+        // Posts of different keys go at once: more than the client's 8 connections to one host.
+        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 32)
         client = HTTPClient(eventLoopGroupProvider: .shared(MultiThreadedEventLoopGroup.singleton), configuration: configuration)
     }
 
     package func run() async throws {
-        var backoff = StoreBackoff(initial: .seconds(1), maximum: .seconds(30))
-        while !Task.isShuttingDownGracefully, !Task.isCancelled {
-            var wait = Duration.seconds(1)
-            do {
-                // At shutdown the posts in flight are dropped: their leases run out, and they are
-                // posted again (the same event ids) by the next instance to claim them.
-                let claimed = try await cancelWhenGracefulShutdown { [relay, client] in
-                    try await relay.hasEnabledWebhooks() ? try await relay.postDueWebhooks(using: client) : 0
+        let limit = relay.configuration.webhooks.batchSize
+        await withTaskGroup(of: Void.self) { posts in
+            var backoff = StoreBackoff(initial: .seconds(1), maximum: .seconds(30))
+            while !Task.isShuttingDownGracefully, !Task.isCancelled {
+                var wait = Duration.seconds(1)
+                let done = ended.withLock { ended in
+                    defer { ended.removeAll() }
+                    return ended
                 }
-                relay.logger.log(backoff.succeeded(), who: "the webhook sender")
-                if claimed == relay.configuration.webhooks.batchSize { wait = .zero }
-            } catch {
-                if Task.isCancelled || Task.isShuttingDownGracefully { break }
-                let failed = backoff.failed()
-                wait = failed.wait
-                relay.logger.log(failed.change, who: "the webhook sender", error: error)
-                relay.metrics.count("liverelay_store_failures_total", ["loop": "webhooks"])
-            }
-            if wait > .zero {
+                do {
+                    try await relay.recordWebhookAttempts(done)
+                    let room = limit - posting.load(ordering: .relaxed)
+                    if room > 0, try await relay.hasEnabledWebhooks() {
+                        let claimed = try await relay.claimDueWebhooks(limit: room)
+                        for delivery in claimed {
+                            posting.add(1, ordering: .relaxed)
+                            posts.addTask { [self] in
+                                let attempt = await relay.post(delivery, using: client)
+                                ended.withLock { $0.append((delivery, attempt)) }
+                                posting.subtract(1, ordering: .relaxed)
+                                relay.webhookSignal.signal()
+                            }
+                        }
+                        if claimed.count == room { wait = .zero }
+                    }
+                    relay.logger.log(backoff.succeeded(), who: "the webhook sender")
+                } catch {
+                    if Task.isCancelled || Task.isShuttingDownGracefully { break }
+                    // Outcomes not recorded wait for the next round.
+                    ended.withLock { $0.insert(contentsOf: done, at: 0) }
+                    let failed = backoff.failed()
+                    wait = failed.wait
+                    relay.logger.log(failed.change, who: "the webhook sender", error: error)
+                    relay.metrics.count("liverelay_store_failures_total", ["loop": "webhooks"])
+                }
                 if backoff.isFailing {
                     guard await StoreBackoff.pause(for: wait) else { break }
-                } else {
+                } else if wait > .zero {
                     await relay.webhookSignal.wait(upTo: wait, thenClaim: false)
                 }
             }
+            // Posts still waiting for an answer are dropped: their leases run out (or a restart
+            // alone on its store frees them), and they are posted again with the same event ids.
+            posts.cancelAll()
         }
         try? await client.shutdown()
     }

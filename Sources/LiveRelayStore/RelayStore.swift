@@ -151,7 +151,8 @@ package protocol OutboxStore: Sendable {
     /// A server starts: on a store it is the only writer of (SQLite), every claimed delivery is due
     /// at once, since no dispatcher holds a claim after a restart; on a store several instances
     /// share (PostgreSQL), claims stand, and a dead instance's come due when their lease runs out.
-    /// Either way, starts whose activity has been reported are not sent again.
+    /// Either way, starts whose activity has been reported are not sent again. Webhook deliveries'
+    /// claims go the same way.
     func releaseClaims(at: Date) async throws
     /// Gives claimed deliveries back unsent (`OutboxTrigger.abandoned`): due again at `at`, but
     /// for those another instance claimed since.

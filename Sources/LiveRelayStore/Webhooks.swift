@@ -239,6 +239,9 @@ enum WebhookStatements {
         ORDER BY d.due_at, d.event_seq, d.id LIMIT ?
         """
 
+    /// Every claim given up: a server alone on its store restarts, so no one holds one.
+    static let releaseLeases = "UPDATE webhook_deliveries SET lease_until = NULL WHERE status = 'pending' AND lease_until IS NOT NULL"
+
     static func lease(_ ids: [Int64], until: Date) -> SQLStatement {
         SQLStatement(
             text: "UPDATE webhook_deliveries SET lease_until = ? WHERE id IN (\(SQLStatement.marks(ids.count)))",

@@ -66,12 +66,14 @@ package final class WebhookReceiver: Sendable {
     package var url: String { "http://127.0.0.1:\(port)/hooks" }
 
     /// Starts a receiver that verifies with `secret`, on `port` (0: a free one), logging to `log`
-    /// (a new file unless given: a receiver started again on the same port and log goes on).
-    package static func start(secret: String, port: Int = 0, log: String? = nil) async throws -> WebhookReceiver {
+    /// (a new file unless given: a receiver started again on the same port and log goes on), and
+    /// answering `delay` seconds after it logged a request.
+    package static func start(secret: String, port: Int = 0, log: String? = nil, delay: Double = 0) async throws -> WebhookReceiver {
         try availability.get()
         let log = log ?? TestFiles.path("webhooks", pathExtension: "jsonl")
         let process = try ChildProcess.start(
-            python!, [script, secret, String(port), log], environment: ProcessInfo.processInfo.environment, errors: .sameAsOutput)
+            python!, [script, secret, String(port), log, String(delay)], environment: ProcessInfo.processInfo.environment,
+            errors: .sameAsOutput)
         // Its first line is the port it listens on.
         let line = try await Task.detached { () -> String in
             var bytes: [UInt8] = []

@@ -80,6 +80,65 @@ struct SeveralInstancesTests {
         }
     }
 
+    /// Events written by both instances, for many keys, reach each of two endpoints once, in
+    /// order per key, whichever instance posts them (they claim one at a time).
+    @Test(.enabled(if: WebhookReceiver.isAvailable || TestRequirement.isCI, Comment(rawValue: WebhookReceiver.skipNote)))
+    func eachEventIsPostedToEachEndpointOnceByTwoInstances() async throws {
+        try await withTwoInstances(devices: 10) { setup, one, two, keys in
+            var receivers: [WebhookReceiver] = []
+            // One endpoint made through each instance: each knows at once that there is one to post to.
+            for server in [one, two] {
+                let port = try freeLoopbackPort()
+                let made = try await server.call(
+                    .POST, "/v1/webhooks", key: keys.server, body: .object([("url", .string("http://127.0.0.1:\(port)/hooks"))]))
+                #expect(made.status == 201, "\(made.json)")
+                receivers.append(try await WebhookReceiver.start(secret: try #require(made.json["secret"]?.stringValue), port: port))
+            }
+            do {
+                // Each key: its activity reported through one instance, its dismissal through the
+                // other: three events (started, ended on the device, ended on every device).
+                let count = 40
+                for number in 1...count {
+                    let (first, second) = number % 2 == 0 ? (one, two) : (two, one)
+                    let device = JSONValue.string("iphone-\(number)")
+                    let token: JSONValue = .object([
+                        ("deviceID", device), ("attributesType", .string("DeliveryAttributes")),
+                        ("token", .string(InstancesSetup.token(100_000 + number))), ("environment", .string("sandbox")),
+                    ])
+                    #expect(try await first.call(.POST, "/v1/activities/k-\(number)/tokens", key: keys.client, body: token).status == 201)
+                    let ended: JSONValue = .object([("deviceID", device), ("state", .string("dismissed")), ("cause", .string("person"))])
+                    #expect(try await second.call(.POST, "/v1/activities/k-\(number)/ended", key: keys.client, body: ended).status == 200)
+                }
+                try await eventually(every: .milliseconds(100)) { try receivers.allSatisfy { try $0.received().count >= 3 * count } }
+                for receiver in receivers {
+                    let received = try receiver.received()
+                    #expect(received.count == 3 * count && received.allSatisfy { $0.verified })
+                    #expect(Set(received.compactMap(\.id)).count == 3 * count, "each event once")
+                    for number in [1, 2, count] {
+                        let log = try await one.call(.GET, "/v1/events?key=k-\(number)", key: keys.server).json["events"]?.arrayElements ?? []
+                        let posted = received.filter { $0.event?["key"] == .string("k-\(number)") }.map { $0.event?["id"] }
+                        #expect(posted == log.map { $0["id"] } && posted.count == 3, "k-\(number) in order")
+                    }
+                }
+                // Each instance counts what it posted: together, each event to each endpoint once.
+                var posted: [Int] = []
+                for server in [one, two] {
+                    let metrics = try await server.call(.GET, "/metrics", key: keys.admin).text
+                    let line = metrics.split(separator: "\n").first { $0.hasPrefix(#"liverelay_webhook_attempts_total{result="delivered"}"#) }
+                    posted.append(line.flatMap { $0.split(separator: " ").last }.flatMap { Int($0) } ?? 0)
+                }
+                #expect(posted.reduce(0, +) == 2 * 3 * count, "\(posted)")
+                print("webhooks through two instances: \(posted[0]) events posted by one, \(posted[1]) by the other")
+            } catch {
+                for receiver in receivers { await receiver.stop() }
+                throw error
+            }
+            for receiver in receivers { await receiver.stop() }
+            #expect(await one.stop() == 0)
+            #expect(await two.stop() == 0)
+        }
+    }
+
     /// Runs `body` under a deadline with the emulator holding `devices` tokens and two instances
     /// (`one` made the first keys); closes the setup, failed or not.
     private func withTwoInstances(
@@ -203,7 +262,7 @@ struct InstancesSetup {
                 "serve", "--data-dir", directory + "/" + name, "--http-port", "0", "--database", database, "--key-file", directory + "/key.p8",
                 "--key-id", "MANYKEY001", "--team-id", "MANYTEAM01", "--bundle-id", SeveralInstancesTests.bundleID, "--environment", "custom",
                 "--host", "127.0.0.1", "--port", ports.sandboxPush, "--management-port", ports.sandboxManagement, "--ca-file", directory + "/ca.pem",
-                "--claim-lease", "30",
+                "--claim-lease", "30", "--webhook-addresses", "loopback",
                 // The emulator here (a debug build) answers a few hundred pushes a second: more in
                 // flight would only wait past the request timeout.
                 "--max-in-flight", "100",

@@ -139,6 +139,10 @@ struct WebhookStoreTests {
             let again = try await claim(store, at: t0 + 10)
             #expect(again.map(\.id) == first.map(\.id))
             #expect(again.map(\.event.id) == first.map(\.event.id), "the same event id, for the receiver to de-duplicate")
+            // A restart: alone on its store (SQLite), no one holds a claim any more; shared
+            // (PostgreSQL), another instance may.
+            try await store.releaseClaims(at: t0 + 11)
+            #expect(try await claim(store, at: t0 + 12).count == (kind.isShared ? 0 : 1))
         }
     }
 

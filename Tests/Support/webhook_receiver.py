@@ -2,18 +2,21 @@
 """A webhook receiver for LiveRelay's tests: every delivery is verified with the Standard Webhooks
 specification's own Python library (PyPI: standardwebhooks), as a backend would verify it.
 
-Usage: webhook_receiver.py SECRET PORT LOG
+Usage: webhook_receiver.py SECRET PORT LOG [DELAY]
 Listens on 127.0.0.1:PORT (0: any free port), prints the port, and appends one JSON line per
 request to LOG: {"verified": true, "id": ..., "event": {...}} answered 204, or
-{"verified": false, "id": ..., "error": ...} answered 401.
+{"verified": false, "id": ..., "error": ...} answered 401; DELAY seconds after the line is
+written (a slow receiver: the sender can be stopped while it waits).
 """
 import json
 import sys
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from standardwebhooks import Webhook
 
 secret, port, log_path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+delay = float(sys.argv[4]) if len(sys.argv) > 4 else 0
 webhook = Webhook(secret)
 
 
@@ -30,6 +33,7 @@ class Handler(BaseHTTPRequestHandler):
             line, status = {"verified": False, "id": headers.get("webhook-id"), "error": str(error)}, 401
         with open(log_path, "a") as log:
             log.write(json.dumps(line) + "\n")
+        time.sleep(delay)
         self.send_response(status)
         self.send_header("content-length", "0")
         self.end_headers()

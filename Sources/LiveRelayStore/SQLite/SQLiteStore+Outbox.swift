@@ -20,7 +20,10 @@ extension SQLiteStore {
     }
 
     package func releaseClaims(at: Date) async throws {
-        try await write { db in try db.carryOut(.restarted(alone: true), at: at) }
+        try await write { db in
+            try db.carryOut(.restarted(alone: true), at: at)
+            try db.run(WebhookStatements.releaseLeases)
+        }
     }
 
     package func abandonClaims(_ ids: [Int64], leasedUntil: Date, at: Date) async throws {
