@@ -47,6 +47,14 @@ struct ChangePlanner {
                 staleDate: request.staleDate, dismissalPolicy: dismissal, relevanceScore: request.relevanceScore, alert: request.alert))
         var deliveries: [NewDelivery] = []
         var budgetUse: BudgetUse?
+        var exhausted = BudgetExhaustion(targetsOverBudget: 0, targets: 0, perHour: 0)
+        func count(_ decision: PriorityGovernor.Decision) {
+            budgetUse = Self.most(budgetUse, decision.budget)
+            exhausted.targets += 1
+            guard decision.isOverBudget, let budget = decision.budget else { return }
+            exhausted.targetsOverBudget += 1
+            exhausted.perHour = budget.limit
+        }
         var fanOut: NewPush?
         let encoded: [UInt8]
         if !activity.channelIDs.isEmpty {
@@ -55,7 +63,7 @@ struct ChangePlanner {
             for channel in PushEnvironment.allCases.compactMap({ environment in snapshot.channels.first { $0.environment == environment } }) {
                 let decision = governor.decide(
                     request.priority, alerting: alerting, used: snapshot.priority10Counts[channel.channelID] ?? 0, frequentPushesEnabled: false)
-                budgetUse = Self.most(budgetUse, decision.budget)
+                count(decision)
                 // A No-Message-Stored channel takes only 0; a stored message lives at most the storage window.
                 let expiration =
                     channel.storagePolicy == 0
@@ -81,7 +89,7 @@ struct ChangePlanner {
                     let decision = governor.decide(
                         request.priority, alerting: alerting, used: snapshot.priority10Counts[token.deviceID] ?? 0,
                         frequentPushesEnabled: token.frequentPushesEnabled)
-                    budgetUse = Self.most(budgetUse, decision.budget)
+                    count(decision)
                     deliveries.append(
                         NewDelivery(
                             bundleID: activity.bundleID, key: key, event: action,
@@ -112,7 +120,7 @@ struct ChangePlanner {
             warnings: warnings, budgetUse: budgetUse)
         let plan = ChangePlan(
             acceptedAt: acceptedAt, activity: activity, payload: encoded, deliveries: deliveries, fanOut: fanOut,
-            channelDeleteAfter: channelDeleteAfter, acceptance: acceptance)
+            channelDeleteAfter: channelDeleteAfter, acceptance: acceptance, budgetExhausted: exhausted.targetsOverBudget > 0 ? exhausted : nil)
         return (plan, acceptance)
     }
 

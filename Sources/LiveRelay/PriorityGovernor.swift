@@ -12,6 +12,9 @@ struct PriorityGovernor {
         let reason: String
         /// How much of the target's hourly budget is spent with this push, when `auto` counted it.
         var budget: BudgetUse? = nil
+
+        /// `auto` went to priority 5 because the target's budget is spent.
+        var isOverBudget: Bool { priority == .powerConsiderate && budget != nil }
     }
 
     /// `used`: priority-10 pushes already queued or sent to this activity in the last hour.

@@ -10,6 +10,7 @@ import LiveRelayHTTP
 import LiveRelayStore
 import NIOCore
 import NIOHTTP1
+import Synchronization
 
 extension Bench {
     struct Server: AsyncParsableCommand {
@@ -31,6 +32,11 @@ extension Bench {
                      on PostgreSQL;
                   3. each server's resident memory with the tokens registered, after both runs;
                      target ≤ 150 MB.
+                With --webhooks, then (on a receiver in this process, which checks every
+                signature): each fan-out again without and with a webhook endpoint, the
+                second's time over the first's (target ≤ 1.05); and the --keys keys' devices
+                reporting their activity dismissed, two events each, posted to the endpoint:
+                events a second from the first report to the last post (target ≥ 2,000).
                 With --distance-share and --apns-latency, each fan-out runs first with the
                 emulator answering at once and then after the latency, and its share is the
                 second's pushes/s over the first's (target ≥ 90%: the latency hidden by
@@ -69,6 +75,8 @@ extension Bench {
                 "With --distance-share: then one more fan-out at --apns-latency, with GOAWAY, a dropped connection and a connection frozen for 5 s in its middle."
         )
         var badDay = false
+        @Flag(help: "Then measure webhooks: fan-outs without and with an endpoint, and events posted a second.")
+        var webhooks = false
 
         func validate() throws {
             guard activities > 0, keys > 0, rate > 0, seconds > 0, inFlight > 0, fanOuts >= 0 else {
@@ -151,7 +159,8 @@ extension Bench {
                             "serve", "--data-dir", instanceDir, "--http-port", "0", "--key-file", keyFile, "--key-id", BenchFixture.keyID,
                             "--team-id", BenchFixture.teamID, "--bundle-id", BenchFixture.bundle.value, "--environment", "custom",
                             "--host", "127.0.0.1", "--port", String(endpoint.port), "--management-port", String(endpoint.port), "--ca-file", caFile,
-                        ] + (database.map { ["--database", $0] } ?? []) + (maxInFlight.map { ["--max-in-flight", String($0)] } ?? []))
+                        ] + (database.map { ["--database", $0] } ?? []) + (maxInFlight.map { ["--max-in-flight", String($0)] } ?? [])
+                            + (webhooks ? ["--webhook-addresses", "loopback"] : []))
                     servers.append(server)
                     say("server \(index + 1): \(server.baseURL), pid \(server.pid); resident memory at start \(server.memory().current) MB")
                 }
@@ -291,6 +300,8 @@ extension Bench {
                 "a page of 1,000 pushes (GET /v1/deliveries?limit=1000), \(listing.rounds) times, \(engine): median \(String(format: "%.2f", listing.page * 1000)) ms, \(String(format: "%.1f", listing.page / listing.health))× GET /v1/health (\(String(format: "%.2f", listing.health * 1000)) ms)  target median ≤ 5 ms"
             )
 
+            if webhooks { try await measureWebhooks(api: apis[0], outbox: outbox, endpoint: endpoint, engine: engine) }
+
             // 4. Memory.
             say("")
             for (index, server) in servers.enumerated() {
@@ -299,6 +310,71 @@ extension Bench {
                     "server \(index + 1) resident memory with \(tokens) registered tokens: \(after.current) MB now, \(after.peak) MB at peak (\(idle[index].current) MB at start)  target ≤ 150 MB"
                 )
             }
+        }
+
+        // MARK: Webhooks
+
+        /// Fan-outs without and with an endpoint, then events posted a second.
+        private func measureWebhooks(api: BenchAPI, outbox: any RelayStore, endpoint: EndpointProcess, engine: String) async throws {
+            let receiver = try await BenchWebhookReceiver.start()
+            defer { Task { await receiver.stop() } }
+            func makeEndpoint() async throws -> String {
+                let made = try await api.post(
+                    "/v1/webhooks", key: api.keys.server, body: .object([("url", .string("http://127.0.0.1:\(receiver.port)/hooks"))]))
+                guard made.status == 201, let id = made.json["id"]?.stringValue,
+                    let secret = made.json["secret"]?.stringValue.flatMap(WebhookSecret.init)
+                else { throw ValidationError("could not make a webhook endpoint: \(made.status) \(made.text)") }
+                receiver.secret.withLock { $0 = secret }
+                return id
+            }
+            say("")
+            var ratios: [Double] = []
+            for round in 1...max(1, fanOuts) {
+                let without = try await measureFanOut(api: api, outbox: outbox, endpoint: endpoint, round: 100 + 2 * round)
+                let id = try await makeEndpoint()
+                let with = try await measureFanOut(api: api, outbox: outbox, endpoint: endpoint, round: 101 + 2 * round)
+                _ = try await api.call(.DELETE, "/v1/webhooks/\(id)", key: api.keys.server)
+                ratios.append(with.seconds / without.seconds)
+                say(
+                    "fan-out with webhooks \(round): one update to \(activities) activities without an endpoint \(String(format: "%.2f", without.seconds)) s, with one \(String(format: "%.2f", with.seconds)) s: \(String(format: "%.3f", with.seconds / without.seconds))×"
+                )
+            }
+            say(
+                "fan-out with a webhook endpoint vs without, \(engine): median \(String(format: "%.3f", ratios.sorted().percentile(0.5)))× of \(ratios.count)  target ≤ 1.05×"
+            )
+
+            // Each device of the --keys keys reports its activity dismissed: two events a key.
+            _ = try await makeEndpoint()
+            let made = try await api.post(
+                "/v1/api-keys", key: api.keys.admin,
+                body: .object([("name", .string("bench client")), ("scope", .string("client")), ("bundleID", .string(BenchFixture.bundle.value))]))
+            guard made.status == 201, let client = made.json["secret"]?.stringValue else {
+                throw ValidationError("could not make a client key: \(made.status) \(made.text)")
+            }
+            let events = 2 * keys
+            let start = ContinuousClock.now
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<keys {
+                    if index >= 64 { try await group.next() }
+                    group.addTask {
+                        let answer = try await api.post(
+                            "/v1/activities/order-\(index)/ended", key: client,
+                            body: .object([("deviceID", .string("phone-\(index)")), ("state", .string("dismissed")), ("cause", .string("person"))]))
+                        guard answer.status == 200 else { throw ValidationError("a report was refused: \(answer.status) \(answer.text)") }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let reported = (ContinuousClock.now - start).seconds
+            let deadline = ContinuousClock.now + .seconds(300)
+            while receiver.counts.withLock({ $0.verified + $0.refused }) < events, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let counts = receiver.counts.withLock { $0 }
+            let seconds = (counts.lastAt - start).seconds
+            say(
+                "events posted to a webhook endpoint, \(engine): \(counts.verified) of \(events) verified in \(String(format: "%.2f", seconds)) s from the first report, \(Int(Double(counts.verified) / seconds)) events/s (the reports took \(String(format: "%.2f", reported)) s); refused \(counts.refused), repeated \(counts.repeated)  target ≥ 2,000 events/s"
+            )
         }
 
         // MARK: Listing
@@ -523,7 +599,7 @@ struct BenchAPI: Sendable {
         try await call(.GET, path, key: key, body: nil)
     }
 
-    private func call(_ method: HTTPMethod, _ path: String, key: String, body: JSONValue?) async throws -> Answer {
+    func call(_ method: HTTPMethod, _ path: String, key: String, body: JSONValue? = nil) async throws -> Answer {
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = method
         request.headers.add(name: "authorization", value: "Bearer \(key)")

@@ -217,11 +217,14 @@ package struct ChangePlan: Sendable {
     /// When the key's channels are to be deleted (set when the key ends).
     package var channelDeleteAfter: Date?
     package var acceptance: Acceptance
+    /// Targets of the change that `auto` sent at priority 5, their budget spent (nil: none).
+    package var budgetExhausted: BudgetExhaustion?
 
     package init(
         acceptedAt: Date, activity: ActivityRecord, payload: [UInt8], deliveries: [NewDelivery] = [], fanOut: NewPush? = nil,
-        channelDeleteAfter: Date? = nil, acceptance: Acceptance
+        channelDeleteAfter: Date? = nil, acceptance: Acceptance, budgetExhausted: BudgetExhaustion? = nil
     ) {
+        self.budgetExhausted = budgetExhausted
         self.acceptedAt = acceptedAt
         self.activity = activity
         self.payload = payload
@@ -229,6 +232,20 @@ package struct ChangePlan: Sendable {
         self.fanOut = fanOut
         self.channelDeleteAfter = channelDeleteAfter
         self.acceptance = acceptance
+    }
+}
+
+/// A change's targets whose priority-10 budget is spent: `auto` sent them at priority 5.
+package struct BudgetExhaustion: Sendable, Hashable {
+    package var targetsOverBudget: Int
+    package var targets: Int
+    /// Priority-10 pushes an hour each may have.
+    package var perHour: Int
+
+    package init(targetsOverBudget: Int, targets: Int, perHour: Int) {
+        self.targetsOverBudget = targetsOverBudget
+        self.targets = targets
+        self.perHour = perHour
     }
 }
 

@@ -213,6 +213,17 @@ enum WebhookStatements {
     /// How many events the log holds up to now (its last number), which the feed queues up to.
     static let lastEvent = "SELECT COALESCE(MAX(seq), 0) FROM events"
 
+    /// Whether a claim has anything to do (now, now): events past an enabled endpoint's cursor, or
+    /// a delivery due. A read, so that the sender, woken by every change, writes only when it
+    /// must (a fan-out's recordings wake it hundreds of times).
+    static func workWaiting(unnumbered: Bool) -> String {
+        """
+        SELECT (SELECT COALESCE(MAX(seq), 0) FROM events) > (SELECT COALESCE(MIN(cursor), \(Int64.max)) FROM webhook_endpoints WHERE enabled)
+            OR EXISTS (
+                SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND due_at <= ? AND (lease_until IS NULL OR lease_until <= ?))
+        """ + (unnumbered ? " OR EXISTS (SELECT 1 FROM events WHERE seq IS NULL)" : "")
+    }
+
     /// Queues for each enabled endpoint the events after its cursor, up to `batch` of them and
     /// no further than the log's last (now, batch, last, last).
     static let feed = """

@@ -2,6 +2,7 @@ import APNs
 import APNsEmulator
 import Foundation
 import LiveActivityKit
+import LiveRelay
 import LiveRelayStore
 import LiveRelayTesting
 import SimulatedDevices
@@ -40,6 +41,34 @@ struct EventsEndToEndTests {
             _ = try await relay.post("/v1/activities/order-2/end", .object([("contentState", content("delivered", 0))]))
             let ends = try await events(relay, "after=\(next)&type=activity.ended")
             #expect(ends.events.map { $0["data"]?["cause"] } == [.string("backend")], "\(ends.events)")
+        }
+    }
+
+    /// `auto` falls to priority 5 once a device's budget is spent: the backend hears it once an
+    /// hour per key, not once per update.
+    @Test func aKeyOverItsPriority10BudgetIsHeardOnceAnHour() async throws {
+        try await withRelayHarness(configure: { configuration, _ in
+            configuration.budget = BudgetPolicy(priority10PerHour: 1, frequentPriority10PerHour: 1)
+        }) { relay in
+            try await relay.startActivity("order-1", on: ["iphone-1"])
+            func update(_ eta: Int) async throws -> String? {
+                let answer = try await relay.post("/v1/activities/order-1/update", .object([("contentState", content("on the way", eta))]))
+                #expect(answer.status == 200, "\(answer.json)")
+                try await relay.dispatch()
+                return try await relay.store.deliveries(DeliveryQuery(key: "order-1", limit: 1)).first?.priorityReason
+            }
+            #expect(try await update(20)?.hasPrefix("within budget") == true)
+            for eta in [15, 10] { #expect(try await update(eta)?.hasPrefix("over budget") == true) }
+            var heard = try await events(relay, "type=budget.exhausted").events
+            #expect(heard.count == 1, "\(heard)")
+            #expect(heard.first?["key"] == .string("order-1"))
+            #expect(heard.first?["data"] == json(#"{"targetsOverBudget": 1, "targets": 1, "priority10PerHour": 1}"#))
+            // An hour on, the budget is whole again; spent again, it is heard again.
+            try await relay.advance(by: 3601)
+            #expect(try await update(5)?.hasPrefix("within budget") == true)
+            #expect(try await update(4)?.hasPrefix("over budget") == true)
+            heard = try await events(relay, "type=budget.exhausted").events
+            #expect(heard.count == 2)
         }
     }
 

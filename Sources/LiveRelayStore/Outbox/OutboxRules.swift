@@ -16,6 +16,8 @@ package enum OutboxTrigger: Sendable, Hashable {
     case activityExpired(app: String, key: String)
     /// The backend ended a key (`/end`).
     case keyEnded(app: String, key: String)
+    /// A change of the key went at priority 5 to targets whose budget is spent.
+    case budgetExhausted(app: String, key: String, BudgetExhaustion)
     /// Pushes were claimed to be sent (among them, `starts`: the push-to-starts).
     case claimed(starts: [Int64])
     /// A dispatcher gave these claimed pushes up unsent, leased until `leasedUntil`: too little
@@ -90,6 +92,8 @@ package enum OutboxDecision: Sendable, Hashable {
     /// Writes the event once no device still has the key's activity (no live token, no
     /// listener), and some device had it.
     case recordIfEndedOnEveryDevice(NewEvent)
+    /// Writes the event unless its key has one of its type since the date.
+    case recordUnlessRecorded(NewEvent, since: Date)
 }
 
 /// An event applied to every delivery a selection picks, among those in the statuses it moves from.
@@ -240,6 +244,15 @@ package enum OutboxRules {
 
         case .keyEnded(let app, let key):
             return [.record(NewEvent(.activityEnded, bundleID: app, key: key, data: [("cause", .string("backend"))]))]
+
+        case .budgetExhausted(let app, let key, let exhausted):
+            let event = NewEvent(
+                .budgetExhausted, bundleID: app, key: key,
+                data: [
+                    ("targetsOverBudget", .integer(Int64(exhausted.targetsOverBudget))), ("targets", .integer(Int64(exhausted.targets))),
+                    ("priority10PerHour", .integer(Int64(exhausted.perHour))),
+                ])
+            return [.recordUnlessRecorded(event, since: now - 3600)]
 
         case .claimed(let starts):
             // A start claimed again once its lease ran out (its sender died, or a restart beside

@@ -100,12 +100,22 @@ enum OutboxStatements {
 
     /// Writes `event` to the log, at `at`; `onlyIfEndedOnEveryDevice`: only when no device of its
     /// key still has the activity.
-    static func record(_ event: NewEvent, at: Date, id: String = NewEvent.newID(), onlyIfEndedOnEveryDevice: Bool = false) -> SQLStatement {
+    static func record(
+        _ event: NewEvent, at: Date, id: String = NewEvent.newID(), onlyIfEndedOnEveryDevice: Bool = false, unlessRecordedSince: Date? = nil
+    ) -> SQLStatement {
         let values: [SQLArgument] = [
             .text(id), .text(event.type.rawValue), .text(event.bundleID), .text(event.environment?.rawValue), .text(event.key),
             .text(event.deviceID), .seconds(at), .text(event.data.serializedString),
         ]
         let columns = "id, type, bundle_id, environment, key, device_id, occurred_at, data"
+        if let since = unlessRecordedSince {
+            return SQLStatement(
+                text: """
+                    INSERT INTO events (\(columns)) SELECT \(SQLStatement.marks(values.count))
+                    WHERE NOT EXISTS (SELECT 1 FROM events WHERE bundle_id = ? AND key = ? AND type = ? AND occurred_at > ?)
+                    """,
+                arguments: values + [.text(event.bundleID), .text(event.key), .text(event.type.rawValue), .seconds(since)])
+        }
         guard onlyIfEndedOnEveryDevice else {
             return SQLStatement(text: "INSERT INTO events (\(columns)) VALUES (\(SQLStatement.marks(values.count)))", arguments: values)
         }
@@ -125,6 +135,7 @@ enum OutboxStatements {
         case .killToken(let token): OutboxStatements.kill(token)
         case .record(let event): OutboxStatements.record(event, at: now)
         case .recordIfEndedOnEveryDevice(let event): OutboxStatements.record(event, at: now, onlyIfEndedOnEveryDevice: true)
+        case .recordUnlessRecorded(let event, let since): OutboxStatements.record(event, at: now, unlessRecordedSince: since)
         }
     }
 

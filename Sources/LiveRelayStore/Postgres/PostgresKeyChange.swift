@@ -44,6 +44,7 @@ struct KeyChange {
         if !locked && (ends || !(supersedesInStatement || decisions.isEmpty)) { return nil }
         if !supersedesInStatement { try await db.carryOut(decisions, at: at) }
         if ends, snapshot.activity?.state != .ended { try await db.carryOut(.keyEnded(app: app, key: key), at: at) }
+        if let exhausted = planned.budgetExhausted { try await db.carryOut(.budgetExhausted(app: app, key: key, exhausted), at: at) }
 
         let entry = OutboxRules.entry(
             count: planned.deliveries.count + (planned.fanOut == nil ? 0 : snapshot.liveTokenCount), handOver: handOver, at: at)

@@ -53,7 +53,10 @@ extension PostgresStore {
     }
 
     package func claimWebhookDeliveries(dueBy now: Date, limit: Int, leaseUntil: Date) async throws -> [ClaimedWebhookDelivery] {
-        try await transaction { db in
+        guard try await rows(WebhookStatements.workWaiting(unnumbered: true), [.seconds(now), .seconds(now)]).first?.bool(0) == true else {
+            return []
+        }
+        return try await transaction { db in
             // Under the numbering lock, held to the commit: instances feed and claim one at a
             // time, so each sees the other's cursors and leases, and a key's next event is
             // claimed only once the one before it is delivered.

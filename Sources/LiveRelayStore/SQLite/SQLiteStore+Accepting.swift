@@ -77,6 +77,9 @@ extension SQLiteStore {
             let claimed = try Self.enqueue(
                 db, payloads: [planned.payload], deliveries: planned.deliveries, fanOut: planned.fanOut.map { ($0, tokenCount) },
                 at: planned.acceptedAt, handOver: context.handOver)
+            if let exhausted = planned.budgetExhausted {
+                try db.carryOut(.budgetExhausted(app: app, key: key, exhausted), at: planned.acceptedAt)
+            }
             if planned.activity.state == .ended {
                 if activity?.state != .ended { try db.carryOut(.keyEnded(app: app, key: key), at: planned.acceptedAt) }
                 try db.run(

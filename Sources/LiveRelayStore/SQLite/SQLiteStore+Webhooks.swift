@@ -54,7 +54,11 @@ extension SQLiteStore {
     }
 
     package func claimWebhookDeliveries(dueBy now: Date, limit: Int, leaseUntil: Date) async throws -> [ClaimedWebhookDelivery] {
-        try await write { db in
+        let waiting = try await pool.read { db in
+            try db.fetchOne(WebhookStatements.workWaiting(unnumbered: false), [now.seconds, now.seconds], as: { $0.bool(0) }) ?? false
+        }
+        guard waiting else { return [] }
+        return try await write { db in
             // One writer: the log's numbers are drawn in commit order, so the feed skips none.
             let last = try db.fetchOne(WebhookStatements.lastEvent, as: { $0.integer(0) ?? 0 }) ?? 0
             let batch = Int64(WebhookStatements.feedBatch)
