@@ -89,8 +89,13 @@ package struct EventQuery: Sendable, Hashable {
     package var types: Set<EventType>?
     package var key: String?
     package var limit: Int
+    /// The newest first (the dashboard's page), not the order to read on in.
+    package var newestFirst: Bool
 
-    package init(bundleID: String? = nil, after: Int64 = 0, types: Set<EventType>? = nil, key: String? = nil, limit: Int = 100) {
+    package init(
+        bundleID: String? = nil, after: Int64 = 0, types: Set<EventType>? = nil, key: String? = nil, limit: Int = 100, newestFirst: Bool = false
+    ) {
+        self.newestFirst = newestFirst
         self.bundleID = bundleID
         self.after = after
         self.types = types

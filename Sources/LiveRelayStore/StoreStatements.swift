@@ -66,7 +66,8 @@ enum StoreStatements {
             arguments += sorted.map { .text($0) }
         }
         return SQLStatement(
-            text: "SELECT \(EventRecord.columns) FROM events WHERE \(conditions.joined(separator: " AND ")) ORDER BY seq LIMIT ?",
+            text:
+                "SELECT \(EventRecord.columns) FROM events WHERE \(conditions.joined(separator: " AND ")) ORDER BY seq\(query.newestFirst ? " DESC" : "") LIMIT ?",
             arguments: arguments + [.integer(Int64(query.limit))])
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import LiveActivityKit
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -74,12 +75,18 @@ package final class WebhookReceiver: Sendable {
         let process = try ChildProcess.start(
             python!, [script, secret, String(port), log, String(delay)], environment: ProcessInfo.processInfo.environment,
             errors: .sameAsOutput)
-        // Its first line is the port it listens on.
-        let line = try await Task.detached { () -> String in
-            var bytes: [UInt8] = []
-            while let byte = try process.output?.read(upToCount: 1)?.first, byte != UInt8(ascii: "\n") { bytes.append(byte) }
-            return String(decoding: bytes, as: UTF8.self)
-        }.value
+        // Its first line is the port it listens on. Read as it comes, never by a blocking read:
+        // that would hold one of the cooperative pool's threads (two on this machine).
+        let printed = Mutex("")
+        process.output?.readabilityHandler = { handle in
+            let data = handle.availableData
+            if data.isEmpty { handle.readabilityHandler = nil } else { printed.withLock { $0 += String(decoding: data, as: UTF8.self) } }
+        }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !printed.withLock({ $0.contains("\n") }), process.isRunning, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let line = printed.withLock { $0.split(separator: "\n").first.map(String.init) ?? $0 }
         guard let bound = Int(line) else {
             process.send(SIGKILL)
             _ = await process.exitCode()

@@ -44,6 +44,7 @@ package enum PageStyle {
         .timeline th:nth-child(1) { width: 14%; } .timeline th:nth-child(2) { width: 12%; } .timeline th:nth-child(3) { width: 11%; }
         .timeline th:nth-child(4) { width: 16%; } .timeline th:nth-child(5) { width: 18%; } .timeline th:nth-child(6) { width: 17%; }
         .event-list { list-style: none; padding: 0; margin: 0; display: flex; flex-direction: column; gap: 8px; overflow-wrap: anywhere; }
+        .webhook .row { margin-bottom: 16px; }
         td time { white-space: nowrap; } .timeline td time { white-space: normal; }
         form.filters { display: flex; flex-wrap: wrap; gap: 12px; align-items: end; margin-bottom: 16px; }
         label { display: flex; flex-direction: column; gap: 4px; font-size: 13px; color: var(--muted); }

@@ -112,7 +112,8 @@ struct DashboardBrowserTests {
     /// navigation and Sign out can be reached, and a screenshot of each is kept.
     @Test(.enabled(if: Browser.isAvailable || TestRequirement.isCI, Comment(rawValue: Browser.skipNote)))
     func everyPageFitsAPhoneAndALaptop() async throws {
-        try await withRelayHarness(deadline: .seconds(150)) { relay in
+        try await withRelayHarness(configure: { configuration, _ in configuration.webhooks.addresses = .loopback }, deadline: .seconds(150)) {
+            relay in
             _ = try await relay.failedUpdate("order-1234567890-with-a-long-key", answered: .badExpirationDate)
             _ = try await relay.relay.createAPIKey(name: "support desk with a long name", scope: .viewer)
             // A channel-bound activity, whose device reports that it listens.
@@ -121,11 +122,19 @@ struct DashboardBrowserTests {
                 "/v1/activities/match-7/start", startBody(key: "match-7", extra: [("channel", json(#"{"storagePolicy": 1}"#))]))
             try await relay.dispatch()
             try await eventually { try await relay.store.channelListeners(app: harnessApp, key: "match-7").count == 1 }
+            // A webhook endpoint nothing listens on: its deliveries fail, and say why.
+            let endpoint = try await relay.post(
+                "/v1/webhooks",
+                json(#"{"url": "http://127.0.0.1:9/a/rather/long/path/for/the/backends/webhook/receiver", "description": "the backend"}"#))
+            #expect(endpoint.status == 201)
+            _ = try await relay.post("/v1/webhooks/\(try #require(endpoint.json["id"]?.stringValue))/test", .object([]))
+            try await relay.postWebhooks()
             let pages = [
                 ("overview", "/dashboard"), ("activities", "/dashboard/activities"),
                 ("activity", DashboardBrowser.activityPath("order-1234567890-with-a-long-key")),
                 ("channel-activity", DashboardBrowser.activityPath("match-7")), ("deliveries", "/dashboard/deliveries"),
                 ("channels", "/dashboard/channels"), ("api-keys", "/dashboard/api-keys"), ("devices", "/dashboard/devices"),
+                ("events", "/dashboard/event-log"), ("webhooks", "/dashboard/webhooks"),
             ]
             for (width, height, prefix) in [(390, 844, "phone-"), (1280, 900, "")] {
                 try await Browser.with(width: width, height: height) { browser in

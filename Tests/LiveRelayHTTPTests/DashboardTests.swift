@@ -207,6 +207,52 @@ struct DashboardTests {
         }
     }
 
+    /// The events page lists what backends hear, newest first; the webhooks page each endpoint's
+    /// latest deliveries, with their answers, and its buttons for an admin alone.
+    @Test func theEventsAndWebhooksPagesShowWhatBackendsHearAndAnAdminActsOnEndpoints() async throws {
+        try await withRelayHarness(configure: { configuration, _ in configuration.webhooks.addresses = .loopback }) { relay in
+            try await relay.startActivity("order-1", on: ["iphone-1"])
+            let made = try await relay.post("/v1/webhooks", json(#"{"url": "http://127.0.0.1:9/hooks", "description": "<b>the backend</b>"}"#))
+            let id = try #require(made.json["id"]?.stringValue)
+            _ = try await relay.post("/v1/activities/order-1/end", .object([("contentState", content("delivered", 0))]))
+            try await relay.postWebhooks()
+
+            let browser = DashboardBrowser(relay)
+            _ = try await browser.signIn(key: try #require(relay.keys[.admin]))
+            let log = try await browser.get("/dashboard/event-log")
+            #expect(log.status == 200)
+            let ended = try #require(log.text.range(of: "<code>activity.ended</code>")?.lowerBound)
+            let started = try #require(log.text.range(of: "<code>activity.started</code>")?.lowerBound)
+            #expect(ended < started, "newest first")
+            let onlyStarts = try await browser.get("/dashboard/event-log?type=activity.started&key=order-1")
+            #expect(onlyStarts.text.contains("<code>activity.started</code>") && !onlyStarts.text.contains("<code>activity.ended</code>"))
+            #expect(try await browser.get("/dashboard/event-log?type=nope").status == 400)
+
+            let page = try await browser.get("/dashboard/webhooks")
+            #expect(page.text.contains("http://127.0.0.1:9/hooks") && page.text.contains("&lt;b&gt;the backend&lt;/b&gt;"))
+            #expect(page.text.contains("connection refused") && page.text.contains("failing since"))
+            #expect(page.text.contains(#"value="disable""#))
+            let disabled = try await browser.post("/dashboard/webhooks/act", ["id": id, "action": "disable"])
+            #expect(disabled.status == 303)
+            #expect(try await relay.relay.webhook(id: id, app: nil).enabled == false)
+            _ = try await browser.get("/dashboard/webhooks")
+            let test = try await browser.post("/dashboard/webhooks/act", ["id": id, "action": "test"])
+            #expect(test.status == 409 && test.text.contains("enable it first"))
+            _ = try await browser.post("/dashboard/webhooks/act", ["id": id, "action": "enable"])
+            #expect(try await relay.relay.webhook(id: id, app: nil).enabled)
+            let event = try #require(try await relay.relay.events(EventQuery(types: [.activityStarted])).first?.id)
+            #expect(try await browser.post("/dashboard/webhooks/act", ["id": id, "action": "redeliver", "eventID": event]).status == 303)
+
+            // A viewer reads, and has no button.
+            let viewer = try await relay.relay.createAPIKey(name: "support", scope: .viewer, app: nil).secret
+            let watching = DashboardBrowser(relay)
+            _ = try await watching.signIn(key: viewer)
+            let watched = try await watching.get("/dashboard/webhooks")
+            #expect(watched.status == 200 && watched.text.contains("http://127.0.0.1:9/hooks") && !watched.text.contains("/dashboard/webhooks/act"))
+            #expect(try await watching.post("/dashboard/webhooks/act", ["id": id, "action": "disable"]).status == 403)
+        }
+    }
+
     @Test func aViewerKeyReadsEveryPageAndChangesNothing() async throws {
         try await withRelayHarness { relay in
             try await relay.addRegisteredDevice("iphone-1")

@@ -53,6 +53,9 @@ struct Dashboard: Sendable {
         signedIn.post("/schedule/cancel") { request, context in try await cancelSchedule(request, context) }
         signedIn.get("/deliveries") { request, context in try await deliveries(request, context) }
         signedIn.post("/deliveries/retry") { request, context in try await retry(request, context) }
+        signedIn.get("/event-log") { request, context in try await eventLog(request, context) }
+        signedIn.get("/webhooks") { _, context in try await webhooks(context) }
+        signedIn.post("/webhooks/act") { request, context in try await webhookAction(request, context) }
         signedIn.get("/channels") { _, context in
             LivePage.html(DashboardPages.channels(try await relay.channels(), viewer: try viewer(context)))
         }
@@ -178,7 +181,52 @@ struct Dashboard: Sendable {
         return LivePage.html(DashboardPages.deliveries(page, filter: query, next: next, viewer: viewer, notice: notice))
     }
 
+    /// The event log, newest first, of one type or key if asked.
+    private func eventLog(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
+        let viewer = try viewer(context)
+        let parameters = request.queryDictionary(droppingEmpty: true)
+        var query = EventQuery(limit: 200, newestFirst: true)
+        if let name = parameters["type"] {
+            guard let type = EventType(rawValue: name) else { throw APIError.invalid("type", "is not an event type") }
+            query.types = [type]
+        }
+        if let key = parameters["key"] {
+            try RelayService.checkKey(key)
+            query.key = key
+        }
+        return LivePage.html(DashboardPages.eventLog(try await relay.events(query), filter: query, viewer: viewer))
+    }
+
+    private func webhooks(_ context: RelayRequestContext, notice: String? = nil, status: HTTPResponse.Status = .ok) async throws -> Response {
+        let viewer = try viewer(context)
+        var endpoints: [(WebhookEndpointRecord, [WebhookDeliveryRecord])] = []
+        for endpoint in try await relay.webhooks(app: nil) {
+            endpoints.append((endpoint, try await relay.webhookDeliveries(id: endpoint.id, app: nil, limit: 20)))
+        }
+        return LivePage.html(DashboardPages.webhooks(endpoints, viewer: viewer, notice: notice), status: status)
+    }
+
     // MARK: Forms that change things
+
+    /// An endpoint's buttons: a test, disable or enable, or an event posted again.
+    private func webhookAction(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
+        let (form, _) = try await checkedForm(request, context, changing: true)
+        guard let id = form["id"] else { throw APIError.invalid("id", "the form names no endpoint") }
+        do {
+            switch form["action"] {
+            case "test": _ = try await relay.testWebhook(id: id, app: nil)
+            case "enable": _ = try await relay.updateWebhook(id: id, app: nil, WebhookChange(enabled: true))
+            case "disable": _ = try await relay.updateWebhook(id: id, app: nil, WebhookChange(enabled: false))
+            case "redeliver":
+                guard let event = form["eventID"] else { throw APIError.invalid("eventID", "the form names no event") }
+                try await relay.redeliverWebhookEvent(id: id, app: nil, eventID: event)
+            default: throw APIError.invalid("action", "must be test, enable, disable or redeliver")
+            }
+            return LivePage.redirect("/dashboard/webhooks")
+        } catch let error as RelayError where error.kind != .notFound {
+            return try await webhooks(context, notice: "\(id): \(error.message)", status: error.kind.httpStatus)
+        }
+    }
 
     private func apiKeys(
         _ context: RelayRequestContext, made: DashboardPages.MadeKey? = nil, notice: String? = nil, status: HTTPResponse.Status = .ok

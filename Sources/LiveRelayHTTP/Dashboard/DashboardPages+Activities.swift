@@ -157,8 +157,6 @@ extension DashboardPages {
             """
     }
 
-    /// Every push of the key, newest request first: when it was accepted, with which priority and
-    /// why, and each delivery's way through the outbox and APNs' answer.
     /// What the backend hears of the key (`GET /v1/events`), oldest first: a list, which wraps
     /// on a phone where a table of free-form data would not.
     static func eventList(_ log: [EventRecord]) -> HTML {
@@ -175,6 +173,8 @@ extension DashboardPages {
         return "<ul class=\"event-list\">\(items)</ul>"
     }
 
+    /// Every push of the key, newest request first: when it was accepted, with which priority and
+    /// why, and each delivery's way through the outbox and APNs' answer.
     static func timeline(_ deliveries: [DeliveryRecord], viewer: DashboardViewer) -> HTML {
         guard !deliveries.isEmpty else { return "<p class=\"empty\">No push yet.</p>" }
         var order: [String] = []
