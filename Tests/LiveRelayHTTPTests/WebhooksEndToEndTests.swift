@@ -1,3 +1,4 @@
+import APNs
 import APNsEmulator
 import Foundation
 import LiveActivityKit
@@ -136,6 +137,44 @@ struct WebhooksEndToEndTests {
                 throw error
             }
             await back.stop()
+        }
+    }
+
+    /// The failures nobody else reports reach the backend, signed: a start the iPhone dropped
+    /// without a word (its push-to-start token killed by an iOS update), and a dead token.
+    @Test(.enabled(if: WebhookReceiver.isAvailable || TestRequirement.isCI, Comment(rawValue: WebhookReceiver.skipNote)))
+    func theBackendHearsAStartThatNeverArrivedAndADeadToken() async throws {
+        try await withRelayHarness(configure: Self.allowingLoopback) { relay in
+            let port = try freeLoopbackPort()
+            let endpoint = try await makeEndpoint(relay, port: port, types: ["activity.start_unconfirmed", "token.invalidated"])
+            let receiver = try await WebhookReceiver.start(secret: endpoint.secret, port: port)
+            do {
+                for device in ["iphone-1", "iphone-2"] { try await relay.addRegisteredDevice(device) }
+                try relay.emulator.devices.perform(.updateOS, on: "iphone-1")
+                let toOne = JSONValue.object([("devices", .array([.string("iphone-1")]))])
+                #expect(try await relay.post("/v1/activities/order-1/start", startBody(key: "order-1", audience: toOne)).status == 201)
+                let toTwo = JSONValue.object([("devices", .array([.string("iphone-2")]))])
+                #expect(try await relay.post("/v1/activities/order-2/start", startBody(key: "order-2", audience: toTwo)).status == 201)
+                try await relay.dispatch()
+                try await relay.waitForToken("order-2", device: "iphone-2")
+                _ = relay.emulator.faults.add(EmulatorFault(EmulatorFault.respond(.unregistered)))
+                #expect(try await relay.post("/v1/activities/order-2/update", .object([("contentState", content("late", 40))])).status == 200)
+                try await relay.dispatch()
+                try await relay.advance(by: 121)
+                try await relay.postWebhooks()
+
+                let received = try receiver.received()
+                let errors = received.compactMap { $0.error }
+                #expect(errors.isEmpty && received.count == 2, "\(received.map { $0.event?["type"] ?? .null }) \(errors)")
+                let unconfirmed = received.first { $0.event?["type"] == .string("activity.start_unconfirmed") }?.event
+                #expect(unconfirmed?["key"] == .string("order-1") && unconfirmed?["deviceID"] == .string("iphone-1"))
+                let dead = received.first { $0.event?["type"] == .string("token.invalidated") }?.event
+                #expect(dead?["key"] == .string("order-2") && dead?["data"]?["reason"] == .string("Unregistered"))
+            } catch {
+                await receiver.stop()
+                throw error
+            }
+            await receiver.stop()
         }
     }
 
