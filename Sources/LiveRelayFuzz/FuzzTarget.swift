@@ -36,6 +36,13 @@ func fuzzOneInput(_ bytes: UnsafeRawBufferPointer) {
     _ = try? PushToStartBody.decode(json: input)
     _ = try? ActivityTokenBody.decode(json: input)
     _ = try? EndedBody.decode(json: input)
+    _ = try? WebhookPatchBody.decode(json: input)
+    _ = try? RedeliverBody.decode(json: input)
+    // An endpoint's address, as a key holder gives it: checked before anything is posted to it.
+    if let body = try? WebhookBody.decode(json: input) {
+        for addresses in WebhookAddresses.allCases { _ = addresses.refusal(ofURL: body.registration.url) }
+        _ = WebhookAddresses.kind(ofHost: body.registration.url)
+    }
 }
 
 /// A contract with every kind of type, to check fuzzed JSON against. Made for each input: a global

@@ -86,15 +86,15 @@ extension RelayAPI {
 }
 
 /// `POST /v1/webhooks`.
-struct WebhookBody: APIRequestBody {
-    static let fields = CodingKeys.allCases.map(\.rawValue)
+package struct WebhookBody: APIRequestBody {
+    package static let fields = CodingKeys.allCases.map(\.rawValue)
     enum CodingKeys: String, CodingKey, CaseIterable { case url, eventTypes, description, bundleID }
 
-    let registration: WebhookRegistration
+    package let registration: WebhookRegistration
     /// The app (an admin key must name it; a server key's is its own).
-    let bundleID: String?
+    package let bundleID: String?
 
-    init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let body = try decoder.container(keyedBy: CodingKeys.self)
         registration = WebhookRegistration(
             url: try body.requireNonEmptyString(.url), eventTypes: try body.eventTypes(.eventTypes) ?? nil,
@@ -104,13 +104,13 @@ struct WebhookBody: APIRequestBody {
 }
 
 /// `PATCH /v1/webhooks/{id}`: what it names changes; `null` sets every type, or no description.
-struct WebhookPatchBody: APIRequestBody {
-    static let fields = CodingKeys.allCases.map(\.rawValue)
+package struct WebhookPatchBody: APIRequestBody {
+    package static let fields = CodingKeys.allCases.map(\.rawValue)
     enum CodingKeys: String, CodingKey, CaseIterable { case url, eventTypes, description, enabled }
 
-    let change: WebhookChange
+    package let change: WebhookChange
 
-    init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let body = try decoder.container(keyedBy: CodingKeys.self)
         var change = WebhookChange(url: try body.nonEmptyString(.url), eventTypes: try body.eventTypes(.eventTypes))
         if body.contains(.description) {
@@ -122,13 +122,13 @@ struct WebhookPatchBody: APIRequestBody {
 }
 
 /// `POST /v1/webhooks/{id}/redeliver`.
-struct RedeliverBody: APIRequestBody {
-    static let fields = CodingKeys.allCases.map(\.rawValue)
+package struct RedeliverBody: APIRequestBody {
+    package static let fields = CodingKeys.allCases.map(\.rawValue)
     enum CodingKeys: String, CodingKey, CaseIterable { case eventID }
 
-    let eventID: String
+    package let eventID: String
 
-    init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let body = try decoder.container(keyedBy: CodingKeys.self)
         eventID = try body.requireNonEmptyString(.eventID)
     }

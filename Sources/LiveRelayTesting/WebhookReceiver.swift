@@ -68,12 +68,16 @@ package final class WebhookReceiver: Sendable {
 
     /// Starts a receiver that verifies with `secret`, on `port` (0: a free one), logging to `log`
     /// (a new file unless given: a receiver started again on the same port and log goes on), and
-    /// answering `delay` seconds after it logged a request.
-    package static func start(secret: String, port: Int = 0, log: String? = nil, delay: Double = 0) async throws -> WebhookReceiver {
+    /// answering `delay` seconds after it logged a request; with `redirect`, every answer is a
+    /// `307` to that address.
+    package static func start(secret: String, port: Int = 0, log: String? = nil, delay: Double = 0, redirect: String? = nil) async throws
+        -> WebhookReceiver
+    {
         try availability.get()
         let log = log ?? TestFiles.path("webhooks", pathExtension: "jsonl")
         let process = try ChildProcess.start(
-            python!, [script, secret, String(port), log, String(delay)], environment: ProcessInfo.processInfo.environment,
+            python!, [script, secret, String(port), log, String(delay)],
+            environment: ProcessInfo.processInfo.environment.merging(redirect.map { ["REDIRECT": $0] } ?? [:]) { _, new in new },
             errors: .sameAsOutput)
         // Its first line is the port it listens on. Read as it comes, never by a blocking read:
         // that would hold one of the cooperative pool's threads (two on this machine).

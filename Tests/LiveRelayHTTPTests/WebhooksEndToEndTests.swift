@@ -178,6 +178,34 @@ struct WebhooksEndToEndTests {
         }
     }
 
+    /// A redirect is an answer that fails, never followed: a key holder cannot bounce the server's
+    /// posts to an address it would refuse.
+    @Test(.enabled(if: WebhookReceiver.isAvailable || TestRequirement.isCI, Comment(rawValue: WebhookReceiver.skipNote)))
+    func aRedirectIsNotFollowed() async throws {
+        try await withRelayHarness(configure: Self.allowingLoopback) { relay in
+            let target = try await WebhookReceiver.start(secret: WebhookSecret.generate().text)
+            let port = try freeLoopbackPort()
+            let endpoint = try await makeEndpoint(relay, port: port)
+            let bouncer = try await WebhookReceiver.start(secret: endpoint.secret, port: port, redirect: target.url)
+            do {
+                #expect(try await relay.post("/v1/webhooks/\(endpoint.id)/test", .object([])).status == 202)
+                try await relay.postWebhooks()
+                #expect(try bouncer.received().count == 1)
+                #expect(try target.received().isEmpty, "the redirect was followed")
+                let shown = try await relay.get("/v1/webhooks/\(endpoint.id)").json["deliveries"]?[0]
+                #expect(shown?["status"] == .string("pending") && shown?["lastAttempt"]?["status"] == .integer(307))
+                #expect(
+                    shown?["lastAttempt"]?["error"]?.stringValue?.contains("a redirect to \(target.url), not followed") == true, "\(shown ?? .null)")
+            } catch {
+                await bouncer.stop()
+                await target.stop()
+                throw error
+            }
+            await bouncer.stop()
+            await target.stop()
+        }
+    }
+
     /// What the API refuses, naming the field, and what each key may do.
     @Test func endpointsAreCheckedAndKeptPerApp() async throws {
         try await withRelayHarness { relay in

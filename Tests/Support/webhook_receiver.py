@@ -6,9 +6,11 @@ Usage: webhook_receiver.py SECRET PORT LOG [DELAY]
 Listens on 127.0.0.1:PORT (0: any free port), prints the port, and appends one JSON line per
 request to LOG: {"verified": true, "id": ..., "event": {...}} answered 204, or
 {"verified": false, "id": ..., "error": ...} answered 401; DELAY seconds after the line is
-written (a slow receiver: the sender can be stopped while it waits).
+written (a slow receiver: the sender can be stopped while it waits). With REDIRECT in the
+environment, every post is logged and answered 307 to that address instead.
 """
 import json
+import os
 import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,6 +19,7 @@ from standardwebhooks import Webhook
 
 secret, port, log_path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 delay = float(sys.argv[4]) if len(sys.argv) > 4 else 0
+redirect = os.environ.get("REDIRECT")
 webhook = Webhook(secret)
 
 
@@ -34,7 +37,9 @@ class Handler(BaseHTTPRequestHandler):
         with open(log_path, "a") as log:
             log.write(json.dumps(line) + "\n")
         time.sleep(delay)
-        self.send_response(status)
+        self.send_response(307 if redirect else status)
+        if redirect:
+            self.send_header("location", redirect)
         self.send_header("content-length", "0")
         self.end_headers()
 
