@@ -120,14 +120,15 @@ struct SeveralInstancesTests {
                         #expect(posted == log.map { $0["id"] } && posted.count == 3, "k-\(number) in order")
                     }
                 }
-                // Each instance counts what it posted: together, each event to each endpoint once.
+                // Each instance counts what it posted (at least once: a post whose answer was lost
+                // is posted again, and counted again, with the same id).
                 var posted: [Int] = []
                 for server in [one, two] {
                     let metrics = try await server.call(.GET, "/metrics", key: keys.admin).text
                     let line = metrics.split(separator: "\n").first { $0.hasPrefix(#"liverelay_webhook_attempts_total{result="delivered"}"#) }
                     posted.append(line.flatMap { $0.split(separator: " ").last }.flatMap { Int($0) } ?? 0)
                 }
-                #expect(posted.reduce(0, +) == 2 * 3 * count, "\(posted)")
+                #expect(posted.reduce(0, +) >= 2 * 3 * count, "\(posted)")
                 print("webhooks through two instances: \(posted[0]) events posted by one, \(posted[1]) by the other")
             } catch {
                 for receiver in receivers { await receiver.stop() }
