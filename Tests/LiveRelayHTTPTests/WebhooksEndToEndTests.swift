@@ -13,6 +13,10 @@ import Testing
 /// Webhooks from a real server to a real receiver that verifies every delivery with the Standard
 /// Webhooks specification's Python library (`standardwebhooks`, from PyPI).
 struct WebhooksEndToEndTests {
+    /// Python receivers started on a machine busy with every other test, and a down one's connect
+    /// timeouts: more than the usual minute.
+    static let deadline = Duration.seconds(150)
+
     /// The harness allows loopback endpoints, as the demo does.
     static func allowingLoopback(_ configuration: inout RelayConfiguration, _: inout RelayAPIConfiguration) {
         configuration.webhooks.addresses = .loopback
@@ -37,7 +41,7 @@ struct WebhooksEndToEndTests {
 
     @Test(.enabled(if: WebhookReceiver.isAvailable || TestRequirement.isCI, Comment(rawValue: WebhookReceiver.skipNote)))
     func aBackendVerifiesEverySignedEventWithTheStandardWebhooksLibrary() async throws {
-        try await withRelayHarness(configure: Self.allowingLoopback) { relay in
+        try await withRelayHarness(configure: Self.allowingLoopback, deadline: Self.deadline) { relay in
             let port = try freeLoopbackPort()
             let endpoint = try await makeEndpoint(relay, port: port)
             let receiver = try await WebhookReceiver.start(secret: endpoint.secret, port: port)
@@ -93,7 +97,7 @@ struct WebhooksEndToEndTests {
     /// in order per key (a key's next event waits for the one before it).
     @Test(.enabled(if: WebhookReceiver.isAvailable || TestRequirement.isCI, Comment(rawValue: WebhookReceiver.skipNote)))
     func theReceiverDownForAMinuteGetsEveryEventOnceInOrderPerKey() async throws {
-        try await withRelayHarness(configure: Self.allowingLoopback) { relay in
+        try await withRelayHarness(configure: Self.allowingLoopback, deadline: Self.deadline) { relay in
             let port = try freeLoopbackPort()
             let endpoint = try await makeEndpoint(relay, port: port)
             let first = try await WebhookReceiver.start(secret: endpoint.secret, port: port)
@@ -144,7 +148,7 @@ struct WebhooksEndToEndTests {
     /// without a word (its push-to-start token killed by an iOS update), and a dead token.
     @Test(.enabled(if: WebhookReceiver.isAvailable || TestRequirement.isCI, Comment(rawValue: WebhookReceiver.skipNote)))
     func theBackendHearsAStartThatNeverArrivedAndADeadToken() async throws {
-        try await withRelayHarness(configure: Self.allowingLoopback) { relay in
+        try await withRelayHarness(configure: Self.allowingLoopback, deadline: Self.deadline) { relay in
             let port = try freeLoopbackPort()
             let endpoint = try await makeEndpoint(relay, port: port, types: ["activity.start_unconfirmed", "token.invalidated"])
             let receiver = try await WebhookReceiver.start(secret: endpoint.secret, port: port)
@@ -182,7 +186,7 @@ struct WebhooksEndToEndTests {
     /// posts to an address it would refuse.
     @Test(.enabled(if: WebhookReceiver.isAvailable || TestRequirement.isCI, Comment(rawValue: WebhookReceiver.skipNote)))
     func aRedirectIsNotFollowed() async throws {
-        try await withRelayHarness(configure: Self.allowingLoopback) { relay in
+        try await withRelayHarness(configure: Self.allowingLoopback, deadline: Self.deadline) { relay in
             let target = try await WebhookReceiver.start(secret: WebhookSecret.generate().text)
             let port = try freeLoopbackPort()
             let endpoint = try await makeEndpoint(relay, port: port)
