@@ -253,8 +253,8 @@ let package = Package(
         .testTarget(
             name: "LiveRelayCLITests",
             dependencies: [
-                "liverelay", "LiveActivityKit", "APNsEmulator", "LiveRelayStore", "LiveRelayTesting", "SimulatedDevices",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "liverelay", "LiveActivityKit", "APNsEmulator", "LiveRelay", "LiveRelayStore", "LiveRelayTesting", "SimulatedDevices",
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

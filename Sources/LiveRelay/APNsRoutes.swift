@@ -16,7 +16,8 @@ package final class APNsRoutes: Sendable {
     private struct Route: Hashable {
         var teamID: String
         var keyID: String
-        var signingKey: String
+        /// Sealed: one app's key, re-sealed, makes a new client (only a rotation or a restart does).
+        var sealedSigningKey: String
         var environment: PushEnvironment
     }
 
@@ -47,12 +48,12 @@ package final class APNsRoutes: Sendable {
     package var environments: Set<PushEnvironment> { Set(endpoints.keys) }
 
     /// The client that sends for `app` in `environment`; nil when that environment is not served.
-    /// Throws when the app's key cannot sign.
-    package func client(for app: AppRecord, in environment: PushEnvironment) throws -> APNsClient? {
+    /// `open` gives the app's key's PEM, when a client is made. Throws when the key cannot sign.
+    package func client(for app: AppRecord, in environment: PushEnvironment, open: (AppRecord) throws -> String) throws -> APNsClient? {
         guard let endpoint = endpoints[environment] else { return nil }
-        let route = Route(teamID: app.teamID, keyID: app.keyID, signingKey: app.signingKey, environment: environment)
+        let route = Route(teamID: app.teamID, keyID: app.keyID, sealedSigningKey: app.sealedSigningKey, environment: environment)
         if let client = clients.withLock({ $0[route] }) { return client }
-        let key = try APNsSigningKey(pem: app.signingKey, keyID: app.keyID, teamID: app.teamID)
+        let key = try APNsSigningKey(pem: try open(app), keyID: app.keyID, teamID: app.teamID)
         let made = try APNsClient(
             configuration: .init(environment: endpoint, signingKey: key, connectionsPerHost: 1...maximumConnections, now: now),
             eventLoopGroup: eventLoop)

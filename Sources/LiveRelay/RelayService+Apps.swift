@@ -22,8 +22,9 @@ extension RelayService {
         let date = now()
         let app = AppRecord(
             bundleID: registration.bundleID.value, teamID: registration.teamID, keyID: registration.keyID,
-            signingKey: registration.signingKey, createdAt: existing?.createdAt ?? date, updatedAt: date)
-        try await store.saveApp(app)
+            sealedSigningKey: masterKey.seal(registration.signingKey, for: registration.bundleID.value), createdAt: existing?.createdAt ?? date,
+            updatedAt: date)
+        try await store.saveApps([app])
         appBook.invalidate()
         logger.info("app registered", metadata: ["app": "\(app.bundleID)", "key.id": "\(app.keyID)"])
         return (app, existing == nil)
@@ -48,6 +49,37 @@ extension RelayService {
             throw RelayError.notFound(field, "no app \(bundleID) on this server (PUT /v1/apps/\(bundleID) registers it)")
         }
         return app
+    }
+
+    /// The PEM of `app`'s signing key.
+    func openSigningKey(_ app: AppRecord) throws(MasterKeyError) -> String {
+        try masterKey.open(app.sealedSigningKey, for: app.bundleID)
+    }
+
+    /// Seals the signing keys a store of an earlier release holds in plain text, and checks that
+    /// the master key opens every sealed one: a wrong key stops the start, naming the app, rather
+    /// than signing garbage later.
+    func sealSigningKeys() async throws {
+        let sealed = try await Self.resealSigningKeys(in: store, from: masterKey, to: masterKey)
+        guard sealed > 0 else { return }
+        appBook.invalidate()
+        logger.notice("signing keys stored in plain text are sealed now", metadata: ["apps": "\(sealed)"])
+    }
+
+    /// Seals every app's signing key in `store` with `next` instead of `current`, in one
+    /// transaction; what `next` sealed already (a rotation that stopped before its end) is kept,
+    /// so running it again finishes it. Returns the apps re-sealed now. Refuses, changing nothing,
+    /// when `current` does not open a key.
+    package static func resealSigningKeys(in store: any RelayStore, from current: MasterKey, to next: MasterKey) async throws -> Int {
+        var resealed: [AppRecord] = []
+        for var app in try await store.apps() {
+            if MasterKey.isSealed(app.sealedSigningKey), (try? next.open(app.sealedSigningKey, for: app.bundleID)) != nil { continue }
+            let pem = MasterKey.isSealed(app.sealedSigningKey) ? try current.open(app.sealedSigningKey, for: app.bundleID) : app.sealedSigningKey
+            app.sealedSigningKey = next.seal(pem, for: app.bundleID)
+            resealed.append(app)
+        }
+        if !resealed.isEmpty { try await store.saveApps(resealed) }
+        return resealed.count
     }
 
     /// Gives `bundleID` what an earlier release's store held for its one app (see `0009-apps`).

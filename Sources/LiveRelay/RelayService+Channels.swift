@@ -11,7 +11,7 @@ extension RelayService {
     /// The client that sends for `app` in `environment`, or why there is none.
     func apnsClient(for app: AppRecord, in environment: PushEnvironment, field: String? = nil) throws(RelayError) -> APNsClient {
         do {
-            if let client = try apns?.client(for: app, in: environment) { return client }
+            if let client = try apns?.client(for: app, in: environment, open: openSigningKey) { return client }
         } catch {
             throw RelayError(.upstream, .apnsUnavailable, message: "\(app.bundleID)'s key cannot sign: \(error)", field: field)
         }

@@ -20,6 +20,8 @@ package final class RelayService: Sendable {
     /// Sends, and creates and deletes broadcast channels, in each environment served; nil when no
     /// APNs is configured (tests of the API alone, which take tokens of both environments).
     let apns: APNsRoutes?
+    /// Seals the apps' signing keys in the store, and opens them to sign.
+    let masterKey: MasterKey
     let now: @Sendable () -> Date
     let logger: Logger
     /// Wakes the dispatcher when pushes are queued (here, or by another instance on the same store).
@@ -48,22 +50,27 @@ package final class RelayService: Sendable {
     let startsCheckedUntil = Mutex<Date?>(nil)
     private let changes = Atomic<UInt64>(0)
 
-    /// The service over `store`, migrated first.
+    /// The service over `store`, migrated first, its signing keys sealed by `masterKey` (which
+    /// must open those sealed already).
     package static func open(
-        store: any RelayStore, configuration: RelayConfiguration, wire: any RelayWireFormat, apns: APNsRoutes?,
+        store: any RelayStore, configuration: RelayConfiguration, wire: any RelayWireFormat, apns: APNsRoutes?, masterKey: MasterKey,
         now: @escaping @Sendable () -> Date = { Date() }, logger: Logger = Logger(label: "liverelay")
     ) async throws -> RelayService {
         let applied = try await store.migrate()
         if !applied.isEmpty { logger.info("migrations applied", metadata: ["names": "\(applied.joined(separator: ", "))"]) }
-        return RelayService(store: store, configuration: configuration, wire: wire, apns: apns, now: now, logger: logger)
+        let relay = RelayService(
+            store: store, configuration: configuration, wire: wire, apns: apns, masterKey: masterKey, now: now, logger: logger)
+        try await relay.sealSigningKeys()
+        return relay
     }
 
     /// The service over a store already migrated.
     package init(
-        store: any RelayStore, configuration: RelayConfiguration, wire: any RelayWireFormat, apns: APNsRoutes?,
+        store: any RelayStore, configuration: RelayConfiguration, wire: any RelayWireFormat, apns: APNsRoutes?, masterKey: MasterKey,
         now: @escaping @Sendable () -> Date = { Date() }, logger: Logger = Logger(label: "liverelay")
     ) {
         self.store = store
+        self.masterKey = masterKey
         self.configuration = configuration
         self.wire = wire
         self.apns = apns

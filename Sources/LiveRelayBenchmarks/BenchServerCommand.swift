@@ -148,6 +148,12 @@ extension Bench {
                     say("bench client (before):  \(Int(firstReference)) pushes/s")
                 }
 
+                // The instances' master key: the data directory's own serves SQLite; PostgreSQL
+                // requires one given (kept there too, so a reused database opens again).
+                let masterKeyFile = DataDirectory(dataDir).masterKey
+                if database != nil, !FileManager.default.fileExists(atPath: masterKeyFile) {
+                    try MasterKey.generate().base64.write(toFile: masterKeyFile, atomically: true, encoding: .utf8)
+                }
                 var servers: [ServerProcess] = []
                 defer { for server in servers { server.stop() } }
                 for index in 0..<instances {
@@ -159,7 +165,8 @@ extension Bench {
                             "serve", "--data-dir", instanceDir, "--http-port", "0", "--key-file", keyFile, "--key-id", BenchFixture.keyID,
                             "--team-id", BenchFixture.teamID, "--bundle-id", BenchFixture.bundle.value, "--environment", "custom",
                             "--host", "127.0.0.1", "--port", String(endpoint.port), "--management-port", String(endpoint.port), "--ca-file", caFile,
-                        ] + (database.map { ["--database", $0] } ?? []) + (maxInFlight.map { ["--max-in-flight", String($0)] } ?? [])
+                        ] + (database.map { ["--database", $0, "--master-key-file", masterKeyFile] } ?? [])
+                            + (maxInFlight.map { ["--max-in-flight", String($0)] } ?? [])
                             + (webhooks ? ["--webhook-addresses", "loopback"] : []))
                     servers.append(server)
                     say("server \(index + 1): \(server.baseURL), pid \(server.pid); resident memory at start \(server.memory().current) MB")

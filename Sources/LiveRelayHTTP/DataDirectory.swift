@@ -12,6 +12,9 @@ package struct DataDirectory: Sendable {
 
     package var database: String { file("liverelay.sqlite") }
     package var initialKeys: String { file("initial-keys.json") }
+    /// The key sealing the SQLite store's signing keys, made on the first start when none is
+    /// given (0600). A backup of the database alone does not hold it.
+    package var masterKey: String { file("master.key") }
     package var emulatorCA: String { file("emulator-ca.pem") }
     /// The built-in emulator's simulated devices, kept across restarts (0600: it holds their tokens).
     package var emulatorDevices: String { file("emulator-devices.json") }

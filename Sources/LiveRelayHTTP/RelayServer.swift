@@ -17,9 +17,10 @@ package struct RelayServer: Sendable {
     /// Migrates `store` before anything else touches it.
     package static func open(
         store: any RelayStore, configuration: RelayConfiguration, api: RelayAPIConfiguration = .init(), apns: APNsRoutes,
-        now: @escaping @Sendable () -> Date = { Date() }, logger: Logger = Logger(label: "liverelay")
+        masterKey: MasterKey, now: @escaping @Sendable () -> Date = { Date() }, logger: Logger = Logger(label: "liverelay")
     ) async throws -> RelayServer {
-        let relay = try await RelayService.open(store: store, configuration: configuration, wire: RelayWire(), apns: apns, now: now, logger: logger)
+        let relay = try await RelayService.open(
+            store: store, configuration: configuration, wire: RelayWire(), apns: apns, masterKey: masterKey, now: now, logger: logger)
         return RelayServer(
             relay: relay, dispatcher: Dispatcher(context: relay.dispatchContext, apns: apns), api: RelayAPI(relay: relay, configuration: api),
             webhooks: WebhookSender(relay: relay))

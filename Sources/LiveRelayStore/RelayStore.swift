@@ -20,8 +20,9 @@ package protocol RelayStore: RegistryStore, AcceptingStore, OutboxStore, Session
 package protocol RegistryStore: Sendable {
     // MARK: Apps
 
-    /// Registers an app or replaces its credentials.
-    func saveApp(_ app: AppRecord) async throws
+    /// Registers apps or replaces their credentials, all in one transaction (a master key's
+    /// rotation re-seals every app's key at once, or none).
+    func saveApps(_ apps: [AppRecord]) async throws
     func apps() async throws -> [AppRecord]
     /// Gives `bundleID` what a store made before apps holds (migrated unnamed): its keys, tokens,
     /// activities, channels, schedules and pushes. Returns whether there was any.

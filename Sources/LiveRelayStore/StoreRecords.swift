@@ -21,16 +21,16 @@ package struct AppRecord: Sendable, Hashable {
     package var bundleID: String
     package var teamID: String
     package var keyID: String
-    /// The `.p8` key, PEM.
-    package var signingKey: String
+    /// The `.p8` key sealed by the master key (`MasterKey.seal`), never its PEM.
+    package var sealedSigningKey: String
     package var createdAt: Date
     package var updatedAt: Date
 
-    package init(bundleID: String, teamID: String, keyID: String, signingKey: String, createdAt: Date, updatedAt: Date) {
+    package init(bundleID: String, teamID: String, keyID: String, sealedSigningKey: String, createdAt: Date, updatedAt: Date) {
         self.bundleID = bundleID
         self.teamID = teamID
         self.keyID = keyID
-        self.signingKey = signingKey
+        self.sealedSigningKey = sealedSigningKey
         self.createdAt = createdAt
         self.updatedAt = updatedAt
     }

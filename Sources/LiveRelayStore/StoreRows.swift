@@ -66,7 +66,7 @@ extension AppRecord {
 
     init(row: some StoreRow) {
         self.init(
-            bundleID: row.string(0), teamID: row.string(1), keyID: row.string(2), signingKey: row.string(3), createdAt: row.date(4)!,
+            bundleID: row.string(0), teamID: row.string(1), keyID: row.string(2), sealedSigningKey: row.string(3), createdAt: row.date(4)!,
             updatedAt: row.date(5)!)
     }
 }

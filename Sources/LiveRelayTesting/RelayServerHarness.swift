@@ -170,7 +170,7 @@ package func withRelayHarness(
         if logs == nil { logger.logLevel = .critical }
         let store = try SQLiteStore(path: directory + "/relay.sqlite")
         let server = try await RelayServer.open(
-            store: store, configuration: configuration, api: api, apns: apns, now: emulator.clock.function, logger: logger)
+            store: store, configuration: configuration, api: api, apns: apns, masterKey: .generate(), now: emulator.clock.function, logger: logger)
         _ = try await server.relay.registerApp(key.app(RelayHarness.bundleID))
         let keys = try await server.bootstrapKeys(firstApp: RelayHarness.bundleID.value)
         let port = AsyncStream.makeStream(of: Int.self)

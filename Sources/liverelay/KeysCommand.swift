@@ -7,7 +7,7 @@ import LiveRelayStore
 
 struct Keys: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Signing keys for provider tokens, and the server's API keys.", subcommands: [Generate.self, Create.self])
+        abstract: "Signing keys for provider tokens, and the server's API keys.", subcommands: [Generate.self, Create.self, RotateMaster.self])
 
     struct Generate: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -77,6 +77,59 @@ struct Keys: AsyncParsableCommand {
             }
             print("API key \(record.id) (\(record.scope.rawValue), \"\(record.name)\"): \(secret)")
             print("The secret is shown only now; the server keeps its hash.")
+        }
+    }
+
+    struct RotateMaster: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rotate-master",
+            abstract: "Seal every app's signing key in a server's database under a new master key.",
+            discussion: """
+                Stop the servers first: one still running holds the old key and cannot open the
+                keys sealed anew. The current key is --master-key-file, LIVERELAY_MASTER_KEY or,
+                with SQLite, <data-dir>/master.key; the new one is --new-master-key-file (made
+                there, 0600, when the file does not exist) or, for the data directory's own key,
+                a new key that replaces <data-dir>/master.key. Every key is re-sealed in one
+                transaction; run again, it finishes a rotation that was interrupted.
+                """)
+
+        @Option(help: ArgumentHelp("The data directory `liverelay serve` uses.", valueName: "path")) var dataDir: String = "liverelay-data"
+        @OptionGroup var database: DatabaseOption
+        @OptionGroup var masterKey: MasterKeyOption
+        @Option(help: ArgumentHelp("The new master key's file; made when it does not exist.", valueName: "path"))
+        var newMasterKeyFile: String?
+
+        func run() async throws {
+            let directory = DataDirectory(dataDir)
+            let location = database.location(in: directory)
+            if case .sqlite(let path) = location, !FileManager.default.fileExists(atPath: path) {
+                throw ValidationError("data-dir: no database at \(path)")
+            }
+            let current = try masterKey.load(for: location, in: directory, mayMake: false)
+            // The data directory's own key is replaced last, once the database holds the new
+            // seals: until then the pending key waits beside it, and a second run picks it up.
+            let replacing = newMasterKeyFile == nil && current.source == .file(directory.masterKey)
+            guard let nextPath = newMasterKeyFile ?? (replacing ? directory.masterKey + ".next" : nil) else {
+                throw ValidationError("new-master-key-file: say where the new master key is (the current one is not the data directory's own)")
+            }
+            let next: MasterKey
+            if FileManager.default.fileExists(atPath: nextPath) {
+                next = try MasterKeyOption.read(nextPath, option: "new-master-key-file")
+            } else {
+                next = .generate()
+                try MasterKeyOption.writeNew(next, to: nextPath, option: "new-master-key-file")
+            }
+            guard next.id != current.key.id else { throw ValidationError("new-master-key-file: it is the current master key") }
+            let resealed = try await DatabaseOption.withMigratedStore(location) { store in
+                try await RelayService.resealSigningKeys(in: store, from: current.key, to: next)
+            }
+            if replacing {
+                guard rename(nextPath, directory.masterKey) == 0 else {
+                    throw ValidationError("data-dir: cannot move \(nextPath) to \(directory.masterKey): \(String(cString: strerror(errno)))")
+                }
+            }
+            print("\(resealed) signing key(s) re-sealed under master key \(next.id) (was \(current.key.id)).")
+            print(replacing ? "The data directory's master key is the new one." : "Start the servers with --master-key-file \(nextPath).")
         }
     }
 }

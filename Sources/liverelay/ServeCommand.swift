@@ -39,6 +39,7 @@ struct Serve: AsyncParsableCommand {
             valueName: "path"))
     var dataDir: String = "liverelay-data"
     @OptionGroup var database: DatabaseOption
+    @OptionGroup var masterKey: MasterKeyOption
     @Option(help: "Address of the HTTP API.") var httpHost: String = "127.0.0.1"
     @Option(help: "Port of the HTTP API (0: any free port).") var httpPort: Int = 8080
     @Option(
@@ -173,6 +174,11 @@ struct Serve: AsyncParsableCommand {
         if let budget { budgetPolicy.priority10PerHour = budget }
         if let frequentBudget { budgetPolicy.frequentPriority10PerHour = frequentBudget }
         let location = database.location(in: directory, configured: file?.database)
+        let sealing = try masterKey.load(for: location, in: directory)
+        if case .made(let path) = sealing.source {
+            logger.notice(
+                "made a master key at \(path): it seals the apps' signing keys in the database; keep a copy, apart from the database's backups")
+        }
         // The store runs around the service group: it is used before the group starts, and its
         // connections close only after every service has stopped.
         try await DatabaseOption.withMigratedStore(location) { store in
@@ -190,7 +196,7 @@ struct Serve: AsyncParsableCommand {
                     host: httpHost, port: httpPort, timeouts: timeouts,
                     devices: emulator.map { DeviceGallery(fleet: $0.devices, templates: drawing) },
                     publicURL: publicURL),
-                apns: apns, logger: logger)
+                apns: apns, masterKey: sealing.key, logger: logger)
             for app in apps { _ = try await server.relay.registerApp(app) }
             // A database of the release before apps held one app's data: it is this one's when one is named.
             if apps.count == 1 { try await server.relay.adoptUnnamedData(bundleID: bundleID.value) }

@@ -15,11 +15,15 @@ struct ServePostgresTests {
         let database = try TestPostgres.freshDatabase()
         let dataDir = try TestFiles.folder("serve")
         defer { try? FileManager.default.removeItem(atPath: dataDir) }
+        // PostgreSQL requires a master key, given apart from the data directory.
+        let masterKeyFile = try writeMasterKey()
+        let arguments = ["serve", "--data-dir", dataDir, "--http-port", "0", "--database", database, "--master-key-file", masterKeyFile]
         try await withDeadline(.seconds(120)) {
-            var server = try await ServeProcess.start(["serve", "--data-dir", dataDir, "--http-port", "0", "--database", database])
+            var server = try await ServeProcess.start(arguments)
             // The announcement names the database, never a password; no SQLite file is made.
             #expect(server.printed.contains("data:               postgres://postgres@/postgres?host="))
             #expect(!FileManager.default.fileExists(atPath: dataDir + "/liverelay.sqlite"))
+            #expect(!FileManager.default.fileExists(atPath: dataDir + "/master.key"))
             let keys = try initialKeys(dataDir: dataDir)
             let store = try PostgresStore(url: database)
             try await store.running {
@@ -42,7 +46,7 @@ struct ServePostgresTests {
                 #expect(try await server.call(.GET, "/v1/api-keys", key: secret).status == 200)
 
                 #expect(await server.stop() == 0)
-                server = try await ServeProcess.start(["serve", "--data-dir", dataDir, "--http-port", "0", "--database", database])
+                server = try await ServeProcess.start(arguments)
                 let after = try await server.call(.GET, "/v1/activities/\(key)", key: keys.server)
                 #expect(after.status == 200 && after.json["state"] == .string("active"), "\(after.json)")
                 let update = try await server.call(
@@ -55,16 +59,23 @@ struct ServePostgresTests {
     }
 
     /// A database address that does not read, and a server that is not there, stop `serve` at
-    /// once with a message naming `database` (exit 64), before it serves anything.
-    @Test func aBadOrUnreachableDatabaseIsNamed() async throws {
+    /// once with a message naming `database` (exit 64), before it serves anything; so does
+    /// PostgreSQL without a master key, naming the option.
+    @Test func aBadOrUnreachableDatabaseOrAMissingMasterKeyIsNamed() async throws {
         let dataDir = try TestFiles.folder("serve")
         defer { try? FileManager.default.removeItem(atPath: dataDir) }
+        let keyless = try await liverelay(["serve", "--data-dir", dataDir, "--http-port", "0", "--database", "postgres://u@localhost/db"])
+        #expect(keyless.status == 64 && keyless.stderr.contains("master-key-file: PostgreSQL needs a master key"), "\(keyless.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dataDir + "/master.key"))
+        let masterKeyFile = try writeMasterKey()
         let badMode = try await liverelay([
             "serve", "--data-dir", dataDir, "--http-port", "0", "--database", "postgres://u@localhost/db?sslmode=sometimes",
+            "--master-key-file", masterKeyFile,
         ])
         #expect(badMode.status == 64 && badMode.stderr.contains("database: sslmode \"sometimes\""), "\(badMode.stderr)")
         let nowhere = try await liverelay([
             "serve", "--data-dir", dataDir, "--http-port", "0", "--database", "postgres://postgres@/postgres?host=\(dataDir)/no-such-folder",
+            "--master-key-file", masterKeyFile,
         ])
         #expect(nowhere.status == 64 && nowhere.stderr.contains("database: cannot use postgres://postgres@/postgres?host="), "\(nowhere.stderr)")
         // The environment variable names it too.

@@ -180,3 +180,10 @@ struct EmulatorBanner {
             productionPush: try port(after: "production pushes:"), control: "http://127.0.0.1:" + (try port(after: "control API:")))
     }
 }
+
+/// A new master key in a file of its own (for `--master-key-file`), as `head -c 32 /dev/urandom | base64` makes one.
+func writeMasterKey() throws -> String {
+    let path = TestFiles.path("master", pathExtension: "key")
+    try (Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString() + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+    return path
+}

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import LiveActivityKit
+import LiveRelay
 import LiveRelayStore
 import LiveRelayTesting
 import NIOHTTP1
@@ -213,6 +214,8 @@ struct InstancesSetup {
     static func start(in directory: String, devices: Int) async throws -> InstancesSetup {
         let signingKey = P256.Signing.PrivateKey()
         try signingKey.pemRepresentation.write(toFile: directory + "/key.p8", atomically: true, encoding: .utf8)
+        // The instances' one master key: each has a data directory of its own.
+        try (MasterKey.generate().base64 + "\n").write(toFile: directory + "/master.key", atomically: true, encoding: .utf8)
         let tokens = (1...devices).map { "\(Self.token($0)):\(SeveralInstancesTests.bundleID)" }.joined(separator: "\n")
         try tokens.write(toFile: directory + "/tokens.txt", atomically: true, encoding: .utf8)
         let emulator = try ChildProcess.start(
@@ -263,7 +266,7 @@ struct InstancesSetup {
                 "serve", "--data-dir", directory + "/" + name, "--http-port", "0", "--database", database, "--key-file", directory + "/key.p8",
                 "--key-id", "MANYKEY001", "--team-id", "MANYTEAM01", "--bundle-id", SeveralInstancesTests.bundleID, "--environment", "custom",
                 "--host", "127.0.0.1", "--port", ports.sandboxPush, "--management-port", ports.sandboxManagement, "--ca-file", directory + "/ca.pem",
-                "--claim-lease", "30", "--webhook-addresses", "loopback",
+                "--claim-lease", "30", "--webhook-addresses", "loopback", "--master-key-file", directory + "/master.key",
                 // The emulator here (a debug build) answers a few hundred pushes a second: more in
                 // flight would only wait past the request timeout.
                 "--max-in-flight", "100",

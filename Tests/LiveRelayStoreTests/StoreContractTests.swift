@@ -831,22 +831,19 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
 
     // MARK: Apps
 
-    @Test(arguments: StoreKind.allCases) func anAppIsRegisteredAndItsCredentialsReplacedWhole(kind: StoreKind) async throws {
+    @Test(arguments: StoreKind.allCases) func appsAreRegisteredTogetherAndTheirCredentialsReplacedWhole(kind: StoreKind) async throws {
         try await kind.withStore { subject in
             let store = subject.store
-            let first = AppRecord(bundleID: "com.a", teamID: "TEAMA00001", keyID: "KEYA000001", signingKey: "pem-1", createdAt: t0, updatedAt: t0)
-            try await store.saveApp(first)
-            try await store.saveApp(
-                AppRecord(bundleID: "com.b", teamID: "TEAMB00001", keyID: "KEYB000001", signingKey: "pem-2", createdAt: t0, updatedAt: t0))
+            let first = AppRecord(
+                bundleID: "com.a", teamID: "TEAMA00001", keyID: "KEYA000001", sealedSigningKey: "sealed-1", createdAt: t0, updatedAt: t0)
+            let second = AppRecord(
+                bundleID: "com.b", teamID: "TEAMB00001", keyID: "KEYB000001", sealedSigningKey: "sealed-2", createdAt: t0, updatedAt: t0)
+            try await store.saveApps([first, second])
+            #expect(try await store.apps() == [first, second])
             var replaced = first
-            (replaced.keyID, replaced.signingKey, replaced.updatedAt) = ("KEYA000002", "pem-3", t0 + 60)
-            try await store.saveApp(replaced)
-            #expect(
-                try await store.apps() == [
-                    replaced,
-                    AppRecord(
-                        bundleID: "com.b", teamID: "TEAMB00001", keyID: "KEYB000001", signingKey: "pem-2", createdAt: t0, updatedAt: t0),
-                ])
+            (replaced.keyID, replaced.sealedSigningKey, replaced.updatedAt) = ("KEYA000002", "sealed-3", t0 + 60)
+            try await store.saveApps([replaced])
+            #expect(try await store.apps() == [replaced, second])
         }
     }
 

@@ -10,10 +10,17 @@ import Synchronization
 extension PostgresStore {
     // MARK: Apps
 
-    package func saveApp(_ app: AppRecord) async throws {
-        try await run(
-            StoreStatements.saveApp,
-            [.text(app.bundleID), .text(app.teamID), .text(app.keyID), .text(app.signingKey), .seconds(app.createdAt), .seconds(app.updatedAt)])
+    package func saveApps(_ apps: [AppRecord]) async throws {
+        try await transaction { db in
+            for app in apps {
+                try await db.run(
+                    StoreStatements.saveApp,
+                    [
+                        .text(app.bundleID), .text(app.teamID), .text(app.keyID), .text(app.sealedSigningKey), .seconds(app.createdAt),
+                        .seconds(app.updatedAt),
+                    ])
+            }
+        }
     }
 
     package func apps() async throws -> [AppRecord] {

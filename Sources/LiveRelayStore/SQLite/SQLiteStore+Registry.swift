@@ -7,11 +7,13 @@ import Synchronization
 extension SQLiteStore {
     // MARK: Apps
 
-    package func saveApp(_ app: AppRecord) async throws {
+    package func saveApps(_ apps: [AppRecord]) async throws {
         try await write { db in
-            try db.run(
-                StoreStatements.saveApp,
-                [app.bundleID, app.teamID, app.keyID, app.signingKey, app.createdAt.seconds, app.updatedAt.seconds])
+            for app in apps {
+                try db.run(
+                    StoreStatements.saveApp,
+                    [app.bundleID, app.teamID, app.keyID, app.sealedSigningKey, app.createdAt.seconds, app.updatedAt.seconds])
+            }
         }
     }
 

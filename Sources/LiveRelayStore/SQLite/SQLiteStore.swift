@@ -38,6 +38,10 @@ package final class SQLiteStore: RelayStore {
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
             try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
+            // What a write replaces or deletes is zeroed, not left in the file: the plain-text
+            // signing key an earlier release stored is gone once sealed. (Debian's SQLite does this
+            // by default; other builds do not.)
+            try db.execute(sql: "PRAGMA secure_delete = ON")
         }
         pool = try DatabasePool(path: path, configuration: configuration)
         checkpointer = try DatabaseQueue(path: path, configuration: configuration)
