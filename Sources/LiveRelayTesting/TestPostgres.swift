@@ -37,6 +37,21 @@ package enum TestPostgres {
         return base + separator + "options=-c%20search_path%3D\(schema)"
     }
 
+    /// The schema `freshDatabase()` made for `url`.
+    package static func schema(of url: String) -> String? {
+        url.components(separatedBy: "search_path%3D").last.map { String($0.prefix { $0 != "&" }) }
+    }
+
+    /// Runs PostgreSQL's `pg_dump` or `pg_restore` with `arguments`; throws with what it said when it fails.
+    package static func tool(_ name: String, _ arguments: [String]) throws {
+        let log = TestFiles.path(name, pathExtension: "log")
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let status = shell(([LocalServer.tool(name)] + arguments).map(quoted).joined(separator: " ") + " > \(quoted(log)) 2>&1")
+        guard status == 0 else {
+            throw Unavailable(description: "\(name) exited with \(status): \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+        }
+    }
+
     /// Runs one statement with `psql`.
     package static func psql(_ url: String, _ sql: String) throws {
         _ = try psqlOutput(url, sql)

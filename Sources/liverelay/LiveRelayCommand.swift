@@ -7,7 +7,7 @@ struct LiveRelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "liverelay",
         abstract: "LiveRelay: send, serve and emulate Live Activity pushes.",
-        subcommands: [Serve.self, Push.self, Channels.self, Emulator.self, Keys.self, Bench.self])
+        subcommands: [Serve.self, Push.self, Channels.self, Emulator.self, Keys.self, Backup.self, Restore.self, Bench.self])
 
     /// ArgumentParser's own `main`, but for a `ValidationError` thrown by `run()` (a database that
     /// is not there, a bench database seeded with another count): that is still the command's

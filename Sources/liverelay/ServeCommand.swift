@@ -175,28 +175,39 @@ struct Serve: AsyncParsableCommand {
         if let frequentBudget { budgetPolicy.frequentPriority10PerHour = frequentBudget }
         let location = database.location(in: directory, configured: file?.database)
         let sealing = try masterKey.load(for: location, in: directory)
-        if case .made(let path) = sealing.source {
-            logger.notice(
-                "made a master key at \(path): it seals the apps' signing keys in the database; keep a copy, apart from the database's backups")
-        }
         // The store runs around the service group: it is used before the group starts, and its
         // connections close only after every service has stopped.
         try await DatabaseOption.withMigratedStore(location) { store in
-            let server = try await RelayServer.open(
-                store: store,
-                configuration: RelayConfiguration(
-                    budget: budgetPolicy,
-                    dispatch: DispatchPolicy(
-                        inFlight: min(DispatchPolicy().inFlight.lowerBound, maxInFlight)...maxInFlight, lease: claimLease,
-                        requestTimeout: .milliseconds(Int(connection.timeout * 1000))),
-                    startConfirmationWindow: startConfirmationWindow,
-                    // The demo's receiver runs on the same machine: loopback unless told.
-                    webhooks: WebhookRules(addresses: webhookAddresses ?? (emulator == nil ? .public : .loopback))),
-                api: RelayAPIConfiguration(
-                    host: httpHost, port: httpPort, timeouts: timeouts,
-                    devices: emulator.map { DeviceGallery(fleet: $0.devices, templates: drawing) },
-                    publicURL: publicURL),
-                apns: apns, masterKey: sealing.key, logger: logger)
+            let server: RelayServer
+            do {
+                server = try await RelayServer.open(
+                    store: store,
+                    configuration: RelayConfiguration(
+                        budget: budgetPolicy,
+                        dispatch: DispatchPolicy(
+                            inFlight: min(DispatchPolicy().inFlight.lowerBound, maxInFlight)...maxInFlight, lease: claimLease,
+                            requestTimeout: .milliseconds(Int(connection.timeout * 1000))),
+                        startConfirmationWindow: startConfirmationWindow,
+                        // The demo's receiver runs on the same machine: loopback unless told.
+                        webhooks: WebhookRules(addresses: webhookAddresses ?? (emulator == nil ? .public : .loopback))),
+                    api: RelayAPIConfiguration(
+                        host: httpHost, port: httpPort, timeouts: timeouts,
+                        devices: emulator.map { DeviceGallery(fleet: $0.devices, templates: drawing) },
+                        publicURL: publicURL),
+                    apns: apns, masterKey: sealing.key, logger: logger)
+            } catch let error as MasterKeyError {
+                // A key made just now cannot open what another sealed (a restored backup without its key).
+                guard case .made(let path) = sealing.source, case .otherKey(_, let sealedWith, _) = error else { throw error }
+                try? FileManager.default.removeItem(atPath: path)
+                throw StartFailure(
+                    description:
+                        "the database's signing keys are sealed with master key \(sealedWith), and there is none at \(path): put that key there, or give --master-key-file"
+                )
+            }
+            if case .made(let path) = sealing.source {
+                logger.notice(
+                    "made a master key at \(path): it seals the apps' signing keys in the database; keep a copy, apart from the database's backups")
+            }
             for app in apps { _ = try await server.relay.registerApp(app) }
             // A database of the release before apps held one app's data: it is this one's when one is named.
             if apps.count == 1 { try await server.relay.adoptUnnamedData(bundleID: bundleID.value) }

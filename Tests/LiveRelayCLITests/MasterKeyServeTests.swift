@@ -142,21 +142,26 @@ struct MasterKeyServeTests {
             ]))
         #expect(start.status == 201, "\(start.json)")
     }
+}
 
-    /// No file of the database holds the key: not a line of its PEM, not its DER, not its scalar.
-    func expectNoKeyMaterial(of pem: String, inFilesOf dataDir: String) throws {
-        let key = try P256.Signing.PrivateKey(pemRepresentation: pem)
-        var needles = [Data(key.rawRepresentation), Data(key.derRepresentation)]
-        for line in pem.split(separator: "\n") where !line.hasPrefix("-----") && line.count >= 16 { needles.append(Data(line.utf8)) }
-        let files = try FileManager.default.contentsOfDirectory(atPath: dataDir).filter { $0.hasPrefix("liverelay.sqlite") }
-        #expect(files.contains("liverelay.sqlite"))
-        for file in files {
-            // Read by another process: closing a descriptor of the database here would drop every
-            // lock this process's SQLite connections hold on it (POSIX locks are per process).
-            let cat = try ChildProcess.start("/bin/cat", [dataDir + "/" + file], environment: [:])
-            let data = cat.output!.readDataToEndOfFile()
-            #expect(cat.waitUntilExit() == 0)
-            for needle in needles { #expect(data.range(of: needle) == nil, "\(file) holds key material") }
-        }
+/// No file of the database in `dataDir` holds the key: not a line of its PEM, not its DER, not its scalar.
+func expectNoKeyMaterial(of pem: String, inFilesOf dataDir: String) throws {
+    let files = try FileManager.default.contentsOfDirectory(atPath: dataDir).filter { $0.hasPrefix("liverelay.sqlite") }
+    #expect(files.contains("liverelay.sqlite"))
+    try expectNoKeyMaterial(of: pem, in: files.map { dataDir + "/" + $0 })
+}
+
+/// None of `files` holds the key.
+func expectNoKeyMaterial(of pem: String, in files: [String]) throws {
+    let key = try P256.Signing.PrivateKey(pemRepresentation: pem)
+    var needles = [Data(key.rawRepresentation), Data(key.derRepresentation)]
+    for line in pem.split(separator: "\n") where !line.hasPrefix("-----") && line.count >= 16 { needles.append(Data(line.utf8)) }
+    for file in files {
+        // Read by another process: closing a descriptor of the database here would drop every
+        // lock this process's SQLite connections hold on it (POSIX locks are per process).
+        let cat = try ChildProcess.start("/bin/cat", [file], environment: [:])
+        let data = cat.output!.readDataToEndOfFile()
+        #expect(cat.waitUntilExit() == 0)
+        for needle in needles { #expect(data.range(of: needle) == nil, "\(file) holds key material") }
     }
 }

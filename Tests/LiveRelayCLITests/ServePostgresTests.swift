@@ -58,6 +58,41 @@ struct ServePostgresTests {
         }
     }
 
+    /// The backup procedure of Documentation/operating.md, run once: `pg_dump` while the server
+    /// runs, the database lost, `pg_restore`, and the server started on it again with its master
+    /// key has everything it had accepted.
+    @Test func pgDumpAndPgRestoreBringBackEverythingAccepted() async throws {
+        let database = try TestPostgres.freshDatabase()
+        let schema = try #require(TestPostgres.schema(of: database))
+        let dataDir = try TestFiles.folder("serve")
+        defer { try? FileManager.default.removeItem(atPath: dataDir) }
+        let masterKeyFile = try writeMasterKey()
+        let arguments = ["serve", "--data-dir", dataDir, "--http-port", "0", "--database", database, "--master-key-file", masterKeyFile]
+        let dump = TestFiles.path("liverelay", pathExtension: "dump")
+        try await withDeadline(.seconds(120)) {
+            var server = try await ServeProcess.start(arguments)
+            let keys = try initialKeys(dataDir: dataDir)
+            let store = try PostgresStore(url: database)
+            let key = try await store.running {
+                try await eventually { try await store.pushToStartTokens(deviceID: "demo-iphone").count == 1 }
+                let (path, body) = try server.printedStart()
+                let started = try await server.call(.POST, path, key: keys.server, body: body)
+                #expect(started.status == 201, "\(started.json)")
+                return String(path.split(separator: "/")[2])
+            }
+            try TestPostgres.tool("pg_dump", ["--format=custom", "--schema=\(schema)", "--file=\(dump)", database])
+            #expect(await server.stop() == 0)
+
+            try TestPostgres.psql(database, "DROP SCHEMA \(schema) CASCADE")
+            try TestPostgres.tool("pg_restore", ["--no-owner", "--dbname=\(database)", dump])
+            server = try await ServeProcess.start(arguments)
+            let after = try await server.call(.GET, "/v1/activities/\(key)", key: keys.server)
+            #expect(after.status == 200 && after.json["state"] == .string("active"), "\(after.json)")
+            #expect(try await server.call(.GET, "/v1/api-keys", key: keys.admin).status == 200)
+            #expect(await server.stop() == 0)
+        }
+    }
+
     /// A database address that does not read, and a server that is not there, stop `serve` at
     /// once with a message naming `database` (exit 64), before it serves anything; so does
     /// PostgreSQL without a master key, naming the option.

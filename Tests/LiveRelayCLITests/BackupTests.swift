@@ -1,0 +1,79 @@
+import APNsEmulator
+import Foundation
+import LiveActivityKit
+import LiveRelayStore
+import LiveRelayTesting
+import NIOHTTP1
+import SimulatedDevices
+import Testing
+
+/// `liverelay backup` and `restore` as an operator runs them, on a server in the middle of a fan-out.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct BackupTests {
+    /// A backup taken while a fan-out is half sent holds everything accepted before it; the
+    /// server restored from it (the original lost) sends what was still to send, and nothing twice.
+    @Test func aBackupTakenDuringAFanOutRestoresToAServerThatSendsWhatWasStillQueued() async throws {
+        let directory = try TestFiles.folder("backup")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let devices = (1...20).map { "iphone-\($0)" }
+        try await withDeadline(.seconds(150)) {
+            let setup = try await CrashSetup.start(in: directory, devices: devices)
+            defer { setup.reporter.cancel() }
+            let (emulator, keys, outbox) = (setup.emulator, setup.keys, setup.outbox)
+            var server = setup.server
+
+            // APNs hangs after 10 pushes: the first start reaches half the devices; the rest of it,
+            // and all of a second start accepted after it, are to send when the backup is taken.
+            emulator.faults.add(EmulatorFault(.stall, scope: .bundleID(ServeCommandTests.bundleID), skip: 10, count: nil))
+            for key in ["first", "second"] {
+                let start = try await server.call(
+                    .POST, "/v1/activities/\(key)/start", key: keys.server,
+                    body: .object([
+                        ("attributesType", .string("DeliveryAttributes")),
+                        ("attributes", .object([("activityKey", .string(key)), ("orderNumber", .integer(1))])),
+                        ("contentState", ServeCommandTests.content("preparing", 30)),
+                        ("alert", .object([("title", .string("Order")), ("body", .string("Preparing"))])),
+                        ("audience", .object([("everyone", .bool(true))])),
+                    ]))
+                #expect(start.status == 201 && start.json["deliveries"] == .integer(20), "\(start.json)")
+            }
+            func started(_ key: String) throws -> Int {
+                try devices.filter { try emulator.devices.device($0).activities.contains { $0.attributes["activityKey"] == .string(key) } }.count
+            }
+            try await eventually { try await outbox.deliveryCounts()[.sent] == 10 }
+            #expect(try started("first") == 10 && started("second") == 0)
+
+            let backupFile = directory + "/liverelay-backup.sqlite"
+            let backup = try await liverelay(["backup", "--data-dir", directory + "/data", "--to", backupFile])
+            #expect(backup.status == 0, "\(backup.stderr)")
+            #expect(backup.stdout.contains("30 push(es) still to send in it"), "\(backup.stdout)")
+            #expect(try FileManager.default.attributesOfItem(atPath: backupFile)[.posixPermissions] as? Int == 0o600)
+            // The backup holds the signing key sealed only.
+            try expectNoKeyMaterial(of: String(contentsOfFile: directory + "/key.p8", encoding: .utf8), in: [backupFile])
+
+            // The server and its database are lost; APNs recovers.
+            await server.kill()
+            emulator.faults.removeAll()
+            let restoredDir = directory + "/restored"
+            let restore = try await liverelay(["restore", "--data-dir", restoredDir, "--from", backupFile])
+            #expect(restore.status == 0, "\(restore.stderr)")
+            #expect(restore.stdout.contains("30 push(es) to send when the server starts"), "\(restore.stdout)")
+            // Restoring over a database is refused.
+            let over = try await liverelay(["restore", "--data-dir", restoredDir, "--from", backupFile])
+            #expect(over.status == 64 && over.stderr.contains("restore never overwrites one"), "\(over.stderr)")
+            // The master key is kept apart from backups, and brought back beside the restored database.
+            try FileManager.default.copyItem(atPath: directory + "/data/master.key", toPath: restoredDir + "/master.key")
+
+            var arguments = setup.arguments
+            arguments[arguments.firstIndex(of: "--data-dir")! + 1] = restoredDir
+            server = try await ServeProcess.start(arguments)
+            let restored = try SQLiteStore(path: restoredDir + "/liverelay.sqlite")
+            try await eventually { try await restored.deliveryCounts() == [.sent: 40] }
+            try await eventually { try started("first") == 20 && started("second") == 20 }
+            // Nothing was started twice on a device.
+            for device in devices { #expect(try emulator.devices.device(device).activities.count == 2, "\(device)") }
+            #expect(await server.stop() == 0)
+            await emulator.shutdown()
+        }
+    }
+}
