@@ -18,6 +18,8 @@ package struct RelayConfiguration: Sendable {
     package var startConfirmationWindow: TimeInterval
     /// How events are posted to webhook endpoints, and to which addresses.
     package var webhooks: WebhookRules
+    /// How long what is done is kept.
+    package var retention: RetentionPolicy
 
     /// What `startConfirmationWindow` may be set to.
     package static let startConfirmationWindows: ClosedRange<TimeInterval> = 10...86_400
@@ -25,9 +27,10 @@ package struct RelayConfiguration: Sendable {
     package init(
         budget: BudgetPolicy = .init(), activityLifetime: TimeInterval = 8 * 3600,
         channelStorageWindow: TimeInterval = 8 * 3600, dispatch: DispatchPolicy = .init(), tickerLease: TimeInterval = 10,
-        startConfirmationWindow: TimeInterval = 120, webhooks: WebhookRules = .init()
+        startConfirmationWindow: TimeInterval = 120, webhooks: WebhookRules = .init(), retention: RetentionPolicy = .init()
     ) {
         self.webhooks = webhooks
+        self.retention = retention
         self.tickerLease = tickerLease
         self.startConfirmationWindow = startConfirmationWindow
         self.budget = budget

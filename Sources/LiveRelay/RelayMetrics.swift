@@ -80,6 +80,12 @@ package final class RelayMetrics: Sendable {
     }
 
     private let sending = Mutex(Sending())
+    /// How long retention's longest batch of its last run held the store.
+    private let retentionBatch = Mutex(Duration.zero)
+
+    func noteRetentionBatch(_ longest: Duration) {
+        retentionBatch.withLock { $0 = longest }
+    }
 
     func noteSending(_ now: Sending) {
         sending.withLock { $0 = now }
@@ -115,7 +121,13 @@ package final class RelayMetrics: Sendable {
         "liverelay_active_keys": "Activity keys not ended.",
         "liverelay_channels": "Broadcast channels not deleted.",
         "liverelay_deliveries": "Pushes in the outbox and its history, by status.",
+        "liverelay_retention_deleted_total": "Rows retention deleted as past their time, by table.",
+        "liverelay_retention_batch_longest_microseconds": "How long the longest batch of retention's last run held the store.",
     ]
+
+    private static func microseconds(_ duration: Duration) -> Int {
+        Int(duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000)
+    }
 
     private static func header(_ name: String, _ type: String) -> String {
         "# HELP \(name) \(help[name] ?? name)\n# TYPE \(name) \(type)\n"
@@ -132,10 +144,11 @@ package final class RelayMetrics: Sendable {
             }
         }
         let sending = sending.withLock { $0 }
-        let roundTrip = sending.shortestRoundTrip.map { Int($0.components.seconds * 1_000_000 + $0.components.attoseconds / 1_000_000_000_000) }
+        let roundTrip = sending.shortestRoundTrip.map(Self.microseconds)
         let gauges: [(String, Int)] = [
             ("liverelay_in_flight", sending.inFlight), ("liverelay_in_flight_limit", sending.inFlightLimit),
             ("liverelay_apns_round_trip_shortest_microseconds", roundTrip ?? 0), ("liverelay_apns_connections", apnsConnections),
+            ("liverelay_retention_batch_longest_microseconds", Self.microseconds(retentionBatch.withLock { $0 })),
             ("liverelay_push_to_start_tokens", store.pushToStartTokens), ("liverelay_live_activity_tokens", store.liveActivityTokens),
             ("liverelay_active_keys", store.activeKeys), ("liverelay_channels", store.channels),
         ]

@@ -8,8 +8,9 @@ import Synchronization
 
 /// What time does on its own.
 extension RelayService {
-    /// What time does on its own: schedules run, activities past their lifetime end, and
-    /// channels of ended keys are deleted once their storage window has passed.
+    /// What time does on its own: schedules run, activities past their lifetime end, channels of
+    /// ended keys are deleted once their storage window has passed, and what is past its
+    /// retention is deleted (`prune`).
     /// One instance at a time does it: the one holding the `ticker` lease, which it renews on every
     /// tick; when it dies, another takes the lease once it runs out (`tickerLease`). Returns
     /// whether this instance did the work.
@@ -36,6 +37,7 @@ extension RelayService {
                 logger.warning("channel deletion failed", metadata: ["channel": "\(channel.channelID)", "error": "\(error)"])
             }
         }
+        try await pruneWhenDue(at: date)
         return true
     }
 

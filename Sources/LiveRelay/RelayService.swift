@@ -48,6 +48,8 @@ package final class RelayService: Sendable {
     let webhookSignal = OutboxSignal()
     /// Up to when the ticker has looked for push-to-starts no device confirmed (nil: not yet).
     let startsCheckedUntil = Mutex<Date?>(nil)
+    /// When retention runs next on this instance (nil: at its first tick as the ticker's holder).
+    let pruneDue = Mutex<Date?>(nil)
     private let changes = Atomic<UInt64>(0)
 
     /// The service over `store`, migrated first, its signing keys sealed by `masterKey` (which

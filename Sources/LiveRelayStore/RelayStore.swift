@@ -6,7 +6,7 @@ import LiveActivityKit
 /// pushes in the outbox and its idempotency record are stored together or not at all.
 ///
 /// Every implementation passes the same contract suite (`LiveRelayStoreTests`).
-package protocol RelayStore: RegistryStore, AcceptingStore, OutboxStore, SessionAndLeaseStore, WebhookStore {
+package protocol RelayStore: RegistryStore, AcceptingStore, OutboxStore, SessionAndLeaseStore, WebhookStore, RetentionStore {
     /// Applies the named migrations not applied yet, in order; returns the names applied now.
     @discardableResult
     func migrate() async throws -> [String]

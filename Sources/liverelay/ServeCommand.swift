@@ -74,6 +74,12 @@ struct Serve: AsyncParsableCommand {
     var startConfirmationWindow: Double = RelayConfiguration().startConfirmationWindow
     @Option(
         help: ArgumentHelp(
+            "Days the history is kept: pushes with their payloads, events, webhook deliveries, finished schedules.", valueName: "days"))
+    var historyDays: Int = RetentionPolicy().historyDays
+    @Option(help: ArgumentHelp("Days an ended activity is kept after its end, with its tokens and channels.", valueName: "days"))
+    var endedDays: Int = RetentionPolicy().endedDays
+    @Option(
+        help: ArgumentHelp(
             "Which addresses webhook endpoints may have: public, loopback (public and this machine's; the default with the built-in emulator) or any (also private and link-local networks). Otherwise public only.",
             valueName: "public|loopback|any"))
     var webhookAddresses: WebhookAddresses?
@@ -108,6 +114,10 @@ struct Serve: AsyncParsableCommand {
         }
         guard RelayConfiguration.startConfirmationWindows.contains(startConfirmationWindow) else {
             throw ValidationError("start-confirmation-window: must be 10 to 86400 seconds, got \(startConfirmationWindow)")
+        }
+        for (name, days) in [("history-days", historyDays), ("ended-days", endedDays)] where !RetentionPolicy.allowedDays.contains(days) {
+            throw ValidationError(
+                "\(name): must be \(RetentionPolicy.allowedDays.lowerBound) to \(RetentionPolicy.allowedDays.upperBound) days, got \(days)")
         }
         guard (1...3600).contains(claimLease) else { throw ValidationError("claim-lease: must be 1 to 3600 seconds, got \(claimLease)") }
         guard connection.timeout > 0, connection.timeout <= 3600 else {
@@ -189,7 +199,8 @@ struct Serve: AsyncParsableCommand {
                             requestTimeout: .milliseconds(Int(connection.timeout * 1000))),
                         startConfirmationWindow: startConfirmationWindow,
                         // The demo's receiver runs on the same machine: loopback unless told.
-                        webhooks: WebhookRules(addresses: webhookAddresses ?? (emulator == nil ? .public : .loopback))),
+                        webhooks: WebhookRules(addresses: webhookAddresses ?? (emulator == nil ? .public : .loopback)),
+                        retention: RetentionPolicy(historyDays: historyDays, endedDays: endedDays)),
                     api: RelayAPIConfiguration(
                         host: httpHost, port: httpPort, timeouts: timeouts,
                         devices: emulator.map { DeviceGallery(fleet: $0.devices, templates: drawing) },

@@ -221,6 +221,10 @@ let token = String(repeating: "ab", count: 80)
         try await expectUsageError(["serve", "--data-dir", dataDir, "--http-port", "0", "--claim-lease", "30", "--timeout", "15"], "claim-lease")
         try await expectUsageError(["serve", "--data-dir", dataDir, "--http-port", "0", "--timeout", "0"], "timeout: must be more than 0")
         try await expectUsageError(
+            ["serve", "--data-dir", dataDir, "--http-port", "0", "--history-days", "0"], "history-days: must be 1 to 3650 days")
+        try await expectUsageError(
+            ["serve", "--data-dir", dataDir, "--http-port", "0", "--ended-days", "4000"], "ended-days: must be 1 to 3650 days")
+        try await expectUsageError(
             ["serve", "--data-dir", dataDir, "--http-port", "0", "--max-in-flight", "0"], "max-in-flight: must be 1 to 100000")
         try await expectUsageError(
             ["serve", "--data-dir", dataDir, "--http-port", "0", "--apns-connections", "65"], "apns-connections: must be 1 to 64")

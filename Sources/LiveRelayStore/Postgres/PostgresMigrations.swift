@@ -246,5 +246,7 @@ enum PostgresMigrations {
                     finished_at double precision, UNIQUE (endpoint_id, event_id))
                 """,
             ] + WebhookStatements.indexes),
+        // What retention finds by age without a scan (`RetentionStatements`).
+        StoreMigration(name: "0019-retention", statements: RetentionStatements.indexes),
     ]
 }

@@ -317,5 +317,7 @@ enum SQLiteMigrations {
                     UNIQUE (endpoint_id, event_id))
                 """,
             ] + WebhookStatements.indexes),
+        // What retention finds by age without a scan (`RetentionStatements`).
+        StoreMigration(name: "0019-retention", statements: RetentionStatements.indexes),
     ]
 }

@@ -1,0 +1,64 @@
+import Foundation
+import PostgresNIO
+
+/// Retention on PostgreSQL (`RetentionStore`): each batch one transaction. Any instance may run
+/// it (the service runs it on the ticker lease's holder); two at once delete disjoint rows or
+/// wait for each other's row locks.
+extension PostgresStore {
+    package func prune(_ kind: PruneKind, before cutoff: Date, limit: Int) async throws -> [String: Int] {
+        let limit = SQLArgument.integer(Int64(limit))
+        let cutoffArgument = SQLArgument.seconds(cutoff)
+        switch kind {
+        case .deliveries:
+            let below = try await boundary(RetentionStatements.deliveries, cutoff)
+            return try await transaction { db in
+                let payloads = try await db.rows(RetentionStatements.deleteDeliveries, [.integer(below), cutoffArgument, limit]).map {
+                    $0.integer(0) ?? 0
+                }
+                var freed = 0
+                for payload in Set(payloads) {
+                    freed += try await db.changed(RetentionStatements.deletePayload, [.integer(payload), .integer(payload)])
+                }
+                return ["deliveries": payloads.count, "payloads": freed]
+            }
+        case .webhookDeliveries:
+            let below = try await boundary(RetentionStatements.webhookDeliveries, cutoff)
+            return try await deleted(kind, RetentionStatements.deleteWebhookDeliveries, [.integer(below), cutoffArgument, limit])
+        case .events:
+            var below = try await boundary(RetentionStatements.events, cutoff)
+            if let waiting = try await rows(RetentionStatements.firstEventWaiting).first?.integer(0) { below = min(below, waiting) }
+            return try await deleted(kind, RetentionStatements.deleteEvents, [.integer(below), cutoffArgument, limit])
+        case .schedules: return try await deleted(kind, RetentionStatements.deleteSchedules, [cutoffArgument, limit])
+        case .deletedChannels: return try await deleted(kind, RetentionStatements.deleteChannels, [cutoffArgument, limit])
+        case .idempotencyKeys: return try await deleted(kind, RetentionStatements.deleteIdempotencyKeys, [cutoffArgument, limit])
+        case .dashboardSessions: return try await deleted(kind, RetentionStatements.deleteDashboardSessions, [cutoffArgument, limit])
+        case .endedActivities:
+            return try await transaction { db in
+                let keys = try await db.rows(RetentionStatements.endedActivities, [cutoffArgument, limit]).map { ($0.string(0), $0.string(1)) }
+                var counts: [String: Int] = ["activities": 0]
+                for (app, key) in keys {
+                    guard try await db.changed(RetentionStatements.deleteEndedActivity, [.text(app), .text(key), cutoffArgument]) > 0 else {
+                        continue
+                    }
+                    counts["activities", default: 0] += 1
+                    for (table, statement) in RetentionStatements.activityDependents {
+                        counts[table, default: 0] += try await db.changed(statement, [.text(app), .text(key)])
+                    }
+                }
+                return counts
+            }
+        }
+    }
+
+    private func deleted(_ kind: PruneKind, _ sql: String, _ arguments: [SQLArgument]) async throws -> [String: Int] {
+        try await connection { db in [kind.table: try await db.changed(sql, arguments)] }
+    }
+
+    /// `RetentionStatements.boundary` with a read for each probe, outside the transaction.
+    private func boundary(_ table: RetentionStatements.Ordered, _ cutoff: Date) async throws -> Int64 {
+        let bounds = try await rows(table.bounds).first.flatMap { row in row.integer(0).flatMap { low in row.integer(1).map { (low, $0) } } }
+        return try await RetentionStatements.boundary(bounds: bounds, cutoff: cutoff.timeIntervalSince1970) { id in
+            try await rows(table.firstFrom, [.integer(id)]).first.map { (id: $0.integer(0) ?? id, time: $0.real(1) ?? 0) }
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+
+/// What retention deletes, each kind a batch at a time in a short transaction of its own, so
+/// that the API's and the dispatcher's writes go on between batches.
+package enum PruneKind: String, CaseIterable, Sendable {
+    /// Finished pushes older than the history window, and the payloads none points to any more.
+    case deliveries
+    /// Finished webhook deliveries older than the history window.
+    case webhookDeliveries
+    /// Events older than the history window that no webhook delivery still waits to post.
+    case events
+    /// Schedules run, cancelled or failed, due before the history window.
+    case schedules
+    /// Activities ended before the ended window, with their tokens, channel bindings and listeners.
+    case endedActivities
+    /// Channels deleted at APNs before the ended window.
+    case deletedChannels
+    /// Idempotency keys older than their 24 hours.
+    case idempotencyKeys
+    /// Dashboard sessions past their expiry.
+    case dashboardSessions
+
+    /// The table whose rows count a batch: fewer than asked means nothing of the kind is left.
+    package var table: String {
+        switch self {
+        case .deliveries: "deliveries"
+        case .webhookDeliveries: "webhook_deliveries"
+        case .events: "events"
+        case .schedules: "schedules"
+        case .endedActivities: "activities"
+        case .deletedChannels: "channels"
+        case .idempotencyKeys: "idempotency_keys"
+        case .dashboardSessions: "dashboard_sessions"
+        }
+    }
+}
+
+/// Deletes what is past its time (`PruneKind`).
+package protocol RetentionStore: Sendable {
+    /// Deletes at most `limit` rows of `kind` older than `cutoff`, in one transaction; the rows
+    /// deleted, by table (a kind's dependents, payloads or tokens, are counted under their own).
+    func prune(_ kind: PruneKind, before cutoff: Date, limit: Int) async throws -> [String: Int]
+}
+
+/// The statements of retention, the same text for both engines.
+enum RetentionStatements {
+    /// A table whose ids grow with the time in `time` (a row's insertion), as its rows were
+    /// written: the oldest rows are found from the smallest ids with point reads, so that no
+    /// index on the time is kept up on the hot path.
+    struct Ordered {
+        var table: String
+        var id: String
+        var time: String
+
+        var bounds: String { "SELECT MIN(\(id)), MAX(\(id)) FROM \(table)" }
+        /// The first row from an id on: its id and time.
+        var firstFrom: String { "SELECT \(id), \(time) FROM \(table) WHERE \(id) >= ? ORDER BY \(id) LIMIT 1" }
+    }
+
+    static let deliveries = Ordered(table: "deliveries", id: "id", time: "created_at")
+    static let webhookDeliveries = Ordered(table: "webhook_deliveries", id: "id", time: "COALESCE(finished_at, due_at)")
+    static let events = Ordered(table: "events", id: "seq", time: "occurred_at")
+
+    /// Arguments: the id boundary, the cutoff, the limit. Returns each deleted push's payload.
+    static let deleteDeliveries = """
+        DELETE FROM deliveries WHERE id IN (
+            SELECT id FROM deliveries WHERE id < ? AND created_at < ? AND status NOT IN ('queued', 'sending') ORDER BY id LIMIT ?)
+        RETURNING payload_id
+        """
+    /// A payload once nothing points to it. Arguments: the payload, twice.
+    static let deletePayload = "DELETE FROM payloads WHERE id = ? AND NOT EXISTS (SELECT 1 FROM deliveries WHERE payload_id = ?)"
+    static let deleteWebhookDeliveries = """
+        DELETE FROM webhook_deliveries WHERE id IN (
+            SELECT id FROM webhook_deliveries WHERE id < ? AND finished_at < ? AND status != 'pending' ORDER BY id LIMIT ?)
+        """
+    /// The first event a webhook delivery still waits to post (nil: none waits).
+    static let firstEventWaiting = "SELECT MIN(event_seq) FROM webhook_deliveries WHERE status = 'pending' AND event_seq > 0"
+    static let deleteEvents = """
+        DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE seq < ? AND occurred_at < ? ORDER BY seq LIMIT ?)
+        """
+    static let deleteSchedules = """
+        DELETE FROM schedules WHERE id IN (SELECT id FROM schedules WHERE state != 'pending' AND due_at < ? LIMIT ?)
+        """
+    static let endedActivities = "SELECT bundle_id, key FROM activities WHERE state = 'ended' AND ended_at < ? ORDER BY ended_at LIMIT ?"
+    /// Only if still ended then (PostgreSQL: a start may have taken the key since it was read).
+    static let deleteEndedActivity = "DELETE FROM activities WHERE bundle_id = ? AND key = ? AND state = 'ended' AND ended_at < ?"
+    /// What an ended activity leaves, by table. Arguments: bundle ID, key.
+    static let activityDependents = ["activity_tokens", "activity_channels", "channel_listeners"].map {
+        ($0, "DELETE FROM \($0) WHERE bundle_id = ? AND key = ?")
+    }
+    static let deleteChannels = """
+        DELETE FROM channels WHERE channel_id IN (SELECT channel_id FROM channels WHERE deleted_at < ? LIMIT ?)
+        """
+    static let deleteIdempotencyKeys = """
+        DELETE FROM idempotency_keys WHERE (api_key_id, key) IN (
+            SELECT api_key_id, key FROM idempotency_keys WHERE created_at < ? ORDER BY created_at LIMIT ?)
+        """
+    static let deleteDashboardSessions = """
+        DELETE FROM dashboard_sessions WHERE id_hash IN (SELECT id_hash FROM dashboard_sessions WHERE expires_at < ? LIMIT ?)
+        """
+
+    /// What retention reads by age, indexed (migration `0019-retention`): payloads are freed by
+    /// their pushes, ended activities and idempotency keys found by their time.
+    static let indexes = [
+        "CREATE INDEX deliveries_by_payload ON deliveries (payload_id)",
+        "CREATE INDEX activities_ended ON activities (ended_at) WHERE state = 'ended'",
+        "CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at)",
+    ]
+
+    /// The smallest id from which rows are not older than `cutoff`, found by bisection over the
+    /// ids in `bounds` with `firstFrom` (a point read each, about 2·log₂ of the rows). Ids grow
+    /// with time only nearly (instances' clocks, transactions that commit out of order): a row
+    /// misplaced near the boundary is deleted by a later batch, never one not yet due, because
+    /// each delete also checks the time itself.
+    static func boundary(
+        bounds: (lowest: Int64, highest: Int64)?, cutoff: Double, firstFrom: (Int64) async throws -> (id: Int64, time: Double)?
+    ) async throws -> Int64 {
+        guard var (low, high) = bounds.map({ ($0.lowest, $0.highest + 1) }) else { return 0 }
+        while low < high {
+            let middle = low + (high - low) / 2
+            guard let first = try await firstFrom(middle) else {
+                high = middle
+                continue
+            }
+            if first.time < cutoff { low = first.id + 1 } else { high = middle }
+        }
+        return low
+    }
+}

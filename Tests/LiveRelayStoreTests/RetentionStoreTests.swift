@@ -1,0 +1,128 @@
+import Foundation
+import LiveActivityKit
+import LiveRelayStore
+import Testing
+
+/// Retention's store contract, on every engine: what is past its time goes, a batch at a time;
+/// what is still to send or post, what is newer, and what something still points to stays.
+struct RetentionStoreTests {
+    let day: TimeInterval = 86_400
+
+    /// Runs `kind` with batches of `limit` until one deletes nothing of it; each batch's counts.
+    func batches(_ store: any RelayStore, _ kind: PruneKind, before cutoff: Date, limit: Int) async throws -> [[String: Int]] {
+        var all: [[String: Int]] = []
+        while true {
+            let counts = try await store.prune(kind, before: cutoff, limit: limit).filter { $0.value > 0 }
+            if counts.isEmpty { return all }
+            all.append(counts)
+            #expect(all.count < 50, "a kind that never runs out")
+            if all.count >= 50 { return all }
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func oldFinishedPushesGoInBatchesWithTheirPayloadsButNotWhatIsStillToSend(kind: StoreKind) async throws {
+        try await kind.withStore { subject in
+            let store = subject.store
+            for device in ["iphone-1", "iphone-2", "iphone-3"] { try await store.savePushToStartToken(pushToStart(device)) }
+            try await store.start("old-sent", at: t0)
+            try await store.sendEverythingDue(at: t0)
+            try await store.start("new", at: t0 + 40 * day)
+            try await store.sendEverythingDue(at: t0 + 40 * day + 1)
+
+            // Two of the three old ones, then the last with the payload the three shared.
+            let cutoff = t0 + 30 * day
+            #expect(try await batches(store, .deliveries, before: cutoff, limit: 2) == [["deliveries": 2], ["deliveries": 1, "payloads": 1]])
+            #expect(try await store.deliveries(DeliveryQuery(key: "old-sent", limit: 10)).isEmpty)
+            #expect(try await store.statuses(key: "new") == ["start new→iphone-1": .sent, "start new→iphone-2": .sent, "start new→iphone-3": .sent])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func aPushStillToSendIsKeptHoweverOldAndItsPayloadWithIt(kind: StoreKind) async throws {
+        try await kind.withStore { subject in
+            let store = subject.store
+            for device in ["iphone-1", "iphone-2"] { try await store.savePushToStartToken(pushToStart(device)) }
+            try await store.start("stuck", at: t0)
+            // One of the two is answered; the other stays claimed.
+            let claimed = try await store.claimDeliveries(dueBy: t0, limit: 10, leaseUntil: t0 + 60)
+            try await store.recordOutcomes([(claimed[0].id, .sent(status: 200, apnsID: nil))], at: t0)
+            #expect(try await batches(store, .deliveries, before: t0 + 30 * day, limit: 10) == [["deliveries": 1]])
+            let left = try await store.deliveries(DeliveryQuery(key: "stuck", limit: 10))
+            #expect(left.map(\.status) == [.sending])
+            #expect(left.map { String(decoding: $0.payload, as: UTF8.self) } == ["start stuck"])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func anEndedActivityGoesWithItsTokensAfterItsWindowAndALiveOneStays(kind: StoreKind) async throws {
+        try await kind.withStore { subject in
+            let store = subject.store
+            for key in ["ended-long-ago", "ended-lately", "live"] { try await store.registerActivity(key, on: ["iphone-1", "iphone-2"]) }
+            try await store.change("ended-long-ago", event: .end, body: "end", at: t0)
+            try await store.change("ended-lately", event: .end, body: "end", at: t0 + 10 * day)
+            let cutoff = t0 + 7 * day
+            #expect(try await batches(store, .endedActivities, before: cutoff, limit: 10) == [["activities": 1, "activity_tokens": 2]])
+            #expect(try await store.activity(app: testApp, key: "ended-long-ago") == nil)
+            #expect(try await store.activity(app: testApp, key: "ended-lately")?.state == .ended)
+            #expect(try await store.activity(app: testApp, key: "live")?.state == .active)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func eventsGoOnceNoWebhookDeliveryWaitsForThem(kind: StoreKind) async throws {
+        try await kind.withStore { subject in
+            let store = subject.store
+            try await store.insertWebhookEndpoint(
+                WebhookEndpointRecord(id: "we_1", bundleID: testApp, url: "https://hooks.example.com/1", secret: "whsec_1", createdAt: t0))
+            try await store.saveActivityToken(activityToken("order-1", "iphone-1", at: t0 + 1), attributesType: deliveryType)
+            try await store.saveActivityToken(activityToken("order-2", "iphone-1", at: t0 + 2), attributesType: deliveryType)
+            let claimed = try await store.claimWebhookDeliveries(dueBy: t0 + 3, limit: 10, leaseUntil: t0 + 30)
+            #expect(claimed.count == 2)
+            let cutoff = t0 + 30 * day
+            // Both events wait to be posted: nothing goes.
+            #expect(try await batches(store, .events, before: cutoff, limit: 10).isEmpty)
+            // order-1's is posted: its event and then its delivery go; order-2's wait still.
+            let first = try #require(claimed.first { $0.event.key == "order-1" })
+            try await store.recordWebhookOutcomes(
+                [(first.id, .delivered(WebhookAttempt(at: t0 + 4, status: 204)))], disableFailingSince: t0 - day, at: t0 + 4)
+            #expect(try await batches(store, .events, before: cutoff, limit: 10) == [["events": 1]])
+            #expect(try await batches(store, .webhookDeliveries, before: cutoff, limit: 10) == [["webhook_deliveries": 1]])
+            #expect(try await store.events(EventQuery(bundleID: testApp)).map(\.key) == ["order-2"])
+            #expect(try await store.webhookDeliveries(endpointID: "we_1", limit: 10).count == 1)
+            // Newer than the cutoff, nothing goes.
+            #expect(try await batches(store, .events, before: t0, limit: 10).isEmpty)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func idempotencyKeysSessionsSchedulesAndDeletedChannelsGoAfterTheirTime(kind: StoreKind) async throws {
+        try await kind.withStore { subject in
+            let store = subject.store
+            try await store.savePushToStartToken(pushToStart("iphone-1"))
+            try await store.start(
+                "order-1", at: t0, context: WriteContext(idempotency: IdempotencyClaim(apiKeyID: "key-1", key: "once", requestHash: "h")))
+            try await store.insertDashboardSession(
+                DashboardSessionRecord(idHash: Data([1]), apiKeyID: "key-1", formToken: "f", signedInAt: t0, expiresAt: t0 + 3600))
+            try await store.insertDashboardSession(
+                DashboardSessionRecord(idHash: Data([2]), apiKeyID: "key-1", formToken: "f", signedInAt: t0, expiresAt: t0 + 3 * day))
+            for (id, due) in [("sch_done", t0), ("sch_pending", t0 + 1)] {
+                try await store.insertSchedule(
+                    ScheduleRecord(id: id, bundleID: testApp, key: "order-1", action: .update, request: .object([]), dueAt: due, createdAt: t0),
+                    context: WriteContext())
+            }
+            _ = try await store.cancelSchedule(id: "sch_done", at: t0)
+            try await store.saveChannel(
+                ChannelRecord(channelID: "ch-gone", bundleID: testApp, environment: .sandbox, key: nil, storagePolicy: 0, createdAt: t0))
+            try await store.markChannelDeleted(id: "ch-gone", at: t0)
+            try await store.saveChannel(
+                ChannelRecord(channelID: "ch-live", bundleID: testApp, environment: .sandbox, key: nil, storagePolicy: 0, createdAt: t0))
+
+            #expect(try await batches(store, .idempotencyKeys, before: t0, limit: 10).isEmpty)
+            #expect(try await batches(store, .idempotencyKeys, before: t0 + day + 1, limit: 10) == [["idempotency_keys": 1]])
+            #expect(try await store.idempotentAnswer(apiKeyID: "key-1", key: "once") == nil)
+            #expect(try await batches(store, .dashboardSessions, before: t0 + day, limit: 10) == [["dashboard_sessions": 1]])
+            #expect(try await batches(store, .schedules, before: t0 + 30 * day, limit: 10) == [["schedules": 1]])
+            #expect(try await store.schedule(id: "sch_pending")?.state == .pending)
+            #expect(try await store.schedule(id: "sch_done") == nil)
+            #expect(try await batches(store, .deletedChannels, before: t0 + 7 * day, limit: 10) == [["channels": 1]])
+            #expect(try await store.channel(id: "ch-gone") == nil)
+            #expect(try await store.channel(id: "ch-live") != nil)
+        }
+    }
+}
