@@ -13,7 +13,7 @@ import Synchronization
 package struct Bench: AsyncParsableCommand {
     package static let configuration = CommandConfiguration(
         abstract: "Benchmarks (build with -c release; debug builds are ~30× slower).",
-        subcommands: [Client.self, Emulator.self, Devices.self, Server.self, Outbox.self, AsyncHTTPClientLoad.self, Endpoint.self])
+        subcommands: [Client.self, Emulator.self, Devices.self, Server.self, Outbox.self, Soak.self, AsyncHTTPClientLoad.self, Endpoint.self])
 
     package init() {}
 

@@ -40,6 +40,27 @@ package protocol RetentionStore: Sendable {
     /// Deletes at most `limit` rows of `kind` older than `cutoff`, in one transaction; the rows
     /// deleted, by table (a kind's dependents, payloads or tokens, are counted under their own).
     func prune(_ kind: PruneKind, before cutoff: Date, limit: Int) async throws -> [String: Int]
+    /// How much the store holds: rows of the tables that grow, and its size on disk.
+    func footprint() async throws -> StoreFootprint
+}
+
+/// How much a store holds (`RetentionStore.footprint`).
+package struct StoreFootprint: Sendable, Hashable {
+    /// Rows by table, of `counted`.
+    package var rows: [String: Int]
+    /// SQLite: the file's pages; PostgreSQL: the schema's tables with their indexes and TOAST.
+    package var bytes: Int64
+
+    /// The tables that grow with use.
+    package static let counted = [
+        "deliveries", "payloads", "events", "webhook_deliveries", "activities", "activity_tokens", "push_to_start_tokens",
+        "idempotency_keys", "schedules", "channels",
+    ]
+
+    package init(rows: [String: Int], bytes: Int64) {
+        self.rows = rows
+        self.bytes = bytes
+    }
 }
 
 /// The statements of retention, the same text for both engines.
@@ -52,7 +73,9 @@ enum RetentionStatements {
         var id: String
         var time: String
 
-        var bounds: String { "SELECT MIN(\(id)), MAX(\(id)) FROM \(table)" }
+        /// Two statements in one: SQLite reads a lone MIN or MAX from the index's end, but scans
+        /// the whole table for both in one SELECT.
+        var bounds: String { "SELECT (SELECT MIN(\(id)) FROM \(table)), (SELECT MAX(\(id)) FROM \(table))" }
         /// The first row from an id on: its id and time.
         var firstFrom: String { "SELECT \(id), \(time) FROM \(table) WHERE \(id) >= ? ORDER BY \(id) LIMIT 1" }
     }

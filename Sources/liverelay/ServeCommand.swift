@@ -96,6 +96,8 @@ struct Serve: AsyncParsableCommand {
             "A folder of Mustache templates, <AttributesType>/<region>.mustache, that fill the drawn simulated iPhones' regions (the built-in emulator's, on the dashboard's devices page).",
             valueName: "path"))
     var templates: String?
+    @Option(help: ArgumentHelp("The log's lines: text, or json (one object a line, on standard error) for log collectors.", valueName: "text|json"))
+    var logFormat: LogFormat = .text
     @OptionGroup(title: "APNs (omit for the built-in emulator)") var connection: ConnectionOptions
 
     func validate() throws {
@@ -149,6 +151,7 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
+        logFormat.bootstrap()
         // Before anything starts: a busy port is said in one line, not among the other services' stops.
         try await Self.checkListenable(host: httpHost, port: httpPort)
         var connection = connection

@@ -185,6 +185,26 @@ struct ServeCommandTests {
     /// A port already taken stops `serve` at once with one line naming it, and a failing exit: a
     /// supervisor sees it fail instead of a process that runs and serves nothing. (Before, the
     /// other services took their cancellation for a store failure and spun, deaf to SIGTERM.)
+    /// `--log-format json`: every log line one JSON object, with its metadata as members, for log
+    /// collectors; the announcement stays as it is.
+    @Test func jsonLogsAreOneObjectALine() async throws {
+        let dataDir = try TestFiles.folder("serve")
+        defer { try? FileManager.default.removeItem(atPath: dataDir) }
+        try await withDeadline(.seconds(60)) {
+            let server = try await ServeProcess.start(["serve", "--data-dir", dataDir, "--http-port", "0", "--log-format", "json"])
+            #expect(await server.stop() == 0)
+            let lines = server.printed.split(separator: "\n").filter { $0.hasPrefix("{") }
+            let objects = try lines.map { try JSONValue(parsing: Array($0.utf8)) }
+            #expect(objects.count >= 2, "\(server.printed)")
+            for object in objects {
+                #expect(object["time"]?.stringValue?.hasSuffix("Z") == true && object["logger"] == .string("liverelay"), "\(object)")
+            }
+            #expect(objects.contains { $0["message"] == .string("stopped") && $0["level"] == .string("notice") })
+            #expect(objects.contains { $0["message"]?.stringValue?.hasPrefix("made a master key at") == true })
+            #expect(server.printed.contains("LiveRelay server:"))
+        }
+    }
+
     @Test func aBusyPortStopsServeAtOnceNamingThePort() async throws {
         let directory = try TestFiles.folder("serve")
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -91,6 +91,15 @@ struct RetentionStoreTests {
         }
     }
 
+    /// Events no one read or was posted (on PostgreSQL, still unnumbered) go too.
+    @Test(arguments: StoreKind.allCases) func eventsNobodyReadGoToo(kind: StoreKind) async throws {
+        try await kind.withStore { subject in
+            let store = subject.store
+            try await store.saveActivityToken(activityToken("order-1", "iphone-1", at: t0), attributesType: deliveryType)
+            #expect(try await batches(store, .events, before: t0 + 30 * day, limit: 10) == [["events": 1]])
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func idempotencyKeysSessionsSchedulesAndDeletedChannelsGoAfterTheirTime(kind: StoreKind) async throws {
         try await kind.withStore { subject in
             let store = subject.store

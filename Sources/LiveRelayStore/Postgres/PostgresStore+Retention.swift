@@ -25,6 +25,9 @@ extension PostgresStore {
             let below = try await boundary(RetentionStatements.webhookDeliveries, cutoff)
             return try await deleted(kind, RetentionStatements.deleteWebhookDeliveries, [.integer(below), cutoffArgument, limit])
         case .events:
+            // Events are numbered when read or posted: those nobody read are numbered now, so that
+            // they are found in order with the others.
+            try await transaction { db in try await numberEvents(db) }
             var below = try await boundary(RetentionStatements.events, cutoff)
             if let waiting = try await rows(RetentionStatements.firstEventWaiting).first?.integer(0) { below = min(below, waiting) }
             return try await deleted(kind, RetentionStatements.deleteEvents, [.integer(below), cutoffArgument, limit])
@@ -48,6 +51,19 @@ extension PostgresStore {
                 return counts
             }
         }
+    }
+
+    package func footprint() async throws -> StoreFootprint {
+        var rows: [String: Int] = [:]
+        for table in StoreFootprint.counted { rows[table] = try await self.rows("SELECT COUNT(*) FROM \(table)").first?.int(0) ?? 0 }
+        let bytes =
+            try await self.rows(
+                """
+                SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                WHERE n.nspname = current_schema() AND c.relkind = 'r'
+                """
+            ).first?.integer(0) ?? 0
+        return StoreFootprint(rows: rows, bytes: bytes)
     }
 
     private func deleted(_ kind: PruneKind, _ sql: String, _ arguments: [SQLArgument]) async throws -> [String: Int] {

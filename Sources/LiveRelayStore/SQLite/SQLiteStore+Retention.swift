@@ -49,6 +49,16 @@ extension SQLiteStore {
         }
     }
 
+    package func footprint() async throws -> StoreFootprint {
+        try await pool.read { db in
+            var rows: [String: Int] = [:]
+            for table in StoreFootprint.counted { rows[table] = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? 0 }
+            let pages = try Int64.fetchOne(db, sql: "PRAGMA page_count") ?? 0
+            let pageSize = try Int64.fetchOne(db, sql: "PRAGMA page_size") ?? 0
+            return StoreFootprint(rows: rows, bytes: pages * pageSize)
+        }
+    }
+
     private func deleted(_ kind: PruneKind, _ sql: String, _ arguments: StatementArguments) async throws -> [String: Int] {
         try await write { db in
             try db.run(sql, arguments)
