@@ -24,6 +24,18 @@ package struct Bench: AsyncParsableCommand {
         }
     }
 
+    /// Runs `body` with a migrated store: `database`, or SQLite in a scratch folder removed after.
+    static func withStore<Value>(_ database: String?, _ body: (any RelayStore, StoreLocation) async throws -> Value) async throws -> Value {
+        let directory = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let location = StoreLocation(database ?? directory.appendingPathComponent("liverelay.sqlite").path)
+        let store = try location.open()
+        return try await store.running {
+            try await store.migrate()
+            return try await body(store, location)
+        }
+    }
+
     /// A new folder for a run's files (keys, certificates, SQLite), which the run removes.
     static func scratchFolder() throws -> URL {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-bench-\(UUID().uuidString)")

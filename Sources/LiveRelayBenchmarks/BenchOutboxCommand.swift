@@ -37,12 +37,7 @@ extension Bench {
         }
 
         func run() async throws {
-            let directory = try Bench.scratchFolder()
-            defer { try? FileManager.default.removeItem(at: directory) }
-            let location = StoreLocation(database ?? directory.appendingPathComponent("liverelay.sqlite").path)
-            let store = try location.open()
-            let steps = try await store.running {
-                try await store.migrate()
+            let steps = try await Bench.withStore(database) { store, location in
                 try await seed(store, at: location)
                 return try await measureRounds(store)
             }

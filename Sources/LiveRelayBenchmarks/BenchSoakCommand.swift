@@ -44,18 +44,13 @@ extension Bench {
         }
 
         func run() async throws {
-            let directory = try Bench.scratchFolder()
-            defer { try? FileManager.default.removeItem(at: directory) }
-            let location = StoreLocation(database ?? directory.appendingPathComponent("liverelay.sqlite").path)
-            let store = try location.open()
             let engine = database == nil ? "SQLite" : "PostgreSQL"
             let world = World(scale: scale)
             print(
                 "soak on \(engine): \(days) days of \(world.starts) starts (\(world.starts * 10) single-key changes), 3 fan-outs of \(world.fanOut), history \(historyDays) d, ended \(endedDays) d"
             )
             print(Day.header)
-            let figures = try await store.running {
-                try await store.migrate()
+            let figures = try await Bench.withStore(database) { store, location in
                 guard try await store.footprint().rows["deliveries"] == 0 else {
                     throw ValidationError("database: \(location) is not empty; the soak needs a fresh one")
                 }
