@@ -61,11 +61,15 @@ struct BackupTests {
             // Restoring over a database is refused.
             let over = try await liverelay(["restore", "--data-dir", restoredDir, "--from", backupFile])
             #expect(over.status == 64 && over.stderr.contains("restore never overwrites one"), "\(over.stderr)")
+            var arguments = setup.arguments
+            arguments[arguments.firstIndex(of: "--data-dir")! + 1] = restoredDir
+            // Without its master key, the restored server says which one it needs, and makes none.
+            let keyless = try await liverelay(arguments)
+            #expect(keyless.status != 0 && keyless.stderr.contains("the database's signing keys are sealed with master key"), "\(keyless.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: restoredDir + "/master.key"))
             // The master key is kept apart from backups, and brought back beside the restored database.
             try FileManager.default.copyItem(atPath: directory + "/data/master.key", toPath: restoredDir + "/master.key")
 
-            var arguments = setup.arguments
-            arguments[arguments.firstIndex(of: "--data-dir")! + 1] = restoredDir
             server = try await ServeProcess.start(arguments)
             let restored = try SQLiteStore(path: restoredDir + "/liverelay.sqlite")
             try await eventually { try await restored.deliveryCounts() == [.sent: 40] }
