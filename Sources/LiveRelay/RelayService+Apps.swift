@@ -56,30 +56,41 @@ extension RelayService {
         try masterKey.open(app.sealedSigningKey, for: app.bundleID)
     }
 
-    /// Seals the signing keys a store of an earlier release holds in plain text, and checks that
-    /// the master key opens every sealed one: a wrong key stops the start, naming the app, rather
-    /// than signing garbage later.
+    /// Seals the signing keys and webhook secrets a store of an earlier release holds in plain
+    /// text, and checks that the master key opens every sealed one: a wrong key stops the start,
+    /// naming the app or endpoint, rather than signing garbage later.
     func sealSigningKeys() async throws {
-        let sealed = try await Self.resealSigningKeys(in: store, from: masterKey, to: masterKey)
+        let sealed = try await Self.resealSecrets(in: store, from: masterKey, to: masterKey)
         guard sealed > 0 else { return }
         appBook.invalidate()
-        logger.notice("signing keys stored in plain text are sealed now", metadata: ["apps": "\(sealed)"])
+        logger.notice("signing keys stored in plain text are sealed now", metadata: ["count": "\(sealed)"])
     }
 
-    /// Seals every app's signing key in `store` with `next` instead of `current`, in one
-    /// transaction; what `next` sealed already (a rotation that stopped before its end) is kept,
-    /// so running it again finishes it. Returns the apps re-sealed now. Refuses, changing nothing,
-    /// when `current` does not open a key.
-    package static func resealSigningKeys(in store: any RelayStore, from current: MasterKey, to next: MasterKey) async throws -> Int {
-        var resealed: [AppRecord] = []
-        for var app in try await store.apps() {
-            if MasterKey.isSealed(app.sealedSigningKey), (try? next.open(app.sealedSigningKey, for: app.bundleID)) != nil { continue }
-            let pem = MasterKey.isSealed(app.sealedSigningKey) ? try current.open(app.sealedSigningKey, for: app.bundleID) : app.sealedSigningKey
-            app.sealedSigningKey = next.seal(pem, for: app.bundleID)
-            resealed.append(app)
+    /// Seals every app's signing key and every webhook endpoint's secret in `store` with `next`
+    /// instead of `current`: the apps' in one transaction, then the endpoints' in another. What
+    /// `next` sealed already (a rotation that stopped before its end) is kept, so running it again
+    /// finishes it. Returns how many were sealed now. Refuses, changing nothing, when
+    /// `current` does not open one.
+    package static func resealSecrets(in store: any RelayStore, from current: MasterKey, to next: MasterKey) async throws -> Int {
+        /// `stored` sealed by `next`, or nil when it is already.
+        func resealed(_ stored: String, owner: String) throws -> String? {
+            if MasterKey.isSealed(stored), (try? next.open(stored, for: owner)) != nil { return nil }
+            let secret = MasterKey.isSealed(stored) ? try current.open(stored, for: owner) : stored
+            return next.seal(secret, for: owner)
         }
-        if !resealed.isEmpty { try await store.saveApps(resealed) }
-        return resealed.count
+        var apps: [AppRecord] = []
+        for var app in try await store.apps() {
+            guard let sealed = try resealed(app.sealedSigningKey, owner: app.bundleID) else { continue }
+            app.sealedSigningKey = sealed
+            apps.append(app)
+        }
+        var secrets: [(id: String, secret: String)] = []
+        for endpoint in try await store.webhookEndpoints(app: nil) {
+            if let sealed = try resealed(endpoint.secret, owner: endpoint.id) { secrets.append((endpoint.id, sealed)) }
+        }
+        if !apps.isEmpty { try await store.saveApps(apps) }
+        if !secrets.isEmpty { try await store.replaceWebhookSecrets(secrets) }
+        return apps.count + secrets.count
     }
 
     /// Gives `bundleID` what an earlier release's store held for its one app (see `0009-apps`).

@@ -50,10 +50,13 @@ extension RelayService {
                 .conflict, .tooManyWebhooks, message: "an app may have \(Self.maximumWebhooksPerApp) endpoints: delete one first", field: "url")
         }
         let date = now()
-        let endpoint = WebhookEndpointRecord(
+        var endpoint = WebhookEndpointRecord(
             id: NewEvent.newEndpointID(), bundleID: app, url: registration.url, description: registration.description,
             eventTypes: registration.eventTypes, secret: WebhookSecret.generate().text, createdAt: date)
+        let secret = endpoint.secret
+        endpoint.secret = masterKey.seal(secret, for: endpoint.id)
         try await store.insertWebhookEndpoint(endpoint)
+        endpoint.secret = secret
         webhookBook.invalidate()
         noteChange()
         logger.info("webhook endpoint made", metadata: ["app": "\(app)", "endpoint": "\(endpoint.id)"])
@@ -200,7 +203,9 @@ extension RelayService {
                 latencyMilliseconds: Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000),
                 excerpt: excerpt)
         }
-        guard let url = URLComponents(string: delivery.url), let host = url.host, let secret = WebhookSecret(delivery.secret) else {
+        guard let url = URLComponents(string: delivery.url), let host = url.host,
+            let secret = (try? masterKey.open(delivery.secret, for: delivery.endpointID)).flatMap(WebhookSecret.init)
+        else {
             return attempt(error: "the endpoint's URL or secret cannot be read")
         }
         if let refusal = await rules.addresses.refusal(ofResolvedHost: host) { return attempt(error: "refused: \(refusal)") }

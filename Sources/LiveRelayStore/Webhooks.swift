@@ -11,7 +11,7 @@ package struct WebhookEndpointRecord: Sendable, Hashable {
     package var description: String?
     /// The event types it is sent (nil: every type).
     package var eventTypes: Set<EventType>?
-    /// `whsec_…`: shown once, when the endpoint is made.
+    /// `whsec_…`, shown once, when the endpoint is made; as stored, sealed by the master key.
     package var secret: String
     package var enabled: Bool
     /// Why it was disabled: by the server after failing for days, or by its owner.
@@ -124,6 +124,8 @@ package protocol WebhookStore: Sendable {
     /// Replaces an endpoint's address, description, types and state (never its secret); false
     /// when there is none with its id.
     func updateWebhookEndpoint(_ endpoint: WebhookEndpointRecord) async throws -> Bool
+    /// Replaces endpoints' secrets as stored (sealed anew), in one transaction.
+    func replaceWebhookSecrets(_ secrets: [(id: String, secret: String)]) async throws
     /// The endpoints of an app (nil: every app), oldest first.
     func webhookEndpoints(app: String?) async throws -> [WebhookEndpointRecord]
     func webhookEndpoint(id: String) async throws -> WebhookEndpointRecord?
@@ -188,6 +190,7 @@ enum WebhookStatements {
         types.map(\.rawValue).sorted().joined(separator: " ")
     }
 
+    static let replaceSecret = "UPDATE webhook_endpoints SET secret = ? WHERE id = ?"
     static let updateEndpoint = """
         UPDATE webhook_endpoints SET url = ?, description = ?, event_types = ?, enabled = ?, disabled_reason = ?, failing_since = ?,
             updated_at = ?

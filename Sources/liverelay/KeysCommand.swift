@@ -83,14 +83,15 @@ struct Keys: AsyncParsableCommand {
     struct RotateMaster: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "rotate-master",
-            abstract: "Seal every app's signing key in a server's database under a new master key.",
+            abstract: "Seal every app's signing key and webhook secret in a server's database under a new master key.",
             discussion: """
                 Stop the servers first: one still running holds the old key and cannot open the
                 keys sealed anew. The current key is --master-key-file, LIVERELAY_MASTER_KEY or,
                 with SQLite, <data-dir>/master.key; the new one is --new-master-key-file (made
                 there, 0600, when the file does not exist) or, for the data directory's own key,
-                a new key that replaces <data-dir>/master.key. Every key is re-sealed in one
-                transaction; run again, it finishes a rotation that was interrupted.
+                a new key that replaces <data-dir>/master.key. The apps' keys are re-sealed in one
+                transaction, the webhook secrets in another; run again, it finishes a rotation
+                that was interrupted.
                 """)
 
         @Option(help: ArgumentHelp("The data directory `liverelay serve` uses.", valueName: "path")) var dataDir: String = "liverelay-data"
@@ -121,14 +122,14 @@ struct Keys: AsyncParsableCommand {
             }
             guard next.id != current.key.id else { throw ValidationError("new-master-key-file: it is the current master key") }
             let resealed = try await DatabaseOption.withMigratedStore(location) { store in
-                try await RelayService.resealSigningKeys(in: store, from: current.key, to: next)
+                try await RelayService.resealSecrets(in: store, from: current.key, to: next)
             }
             if replacing {
                 guard rename(nextPath, directory.masterKey) == 0 else {
                     throw ValidationError("data-dir: cannot move \(nextPath) to \(directory.masterKey): \(String(cString: strerror(errno)))")
                 }
             }
-            print("\(resealed) signing key(s) re-sealed under master key \(next.id) (was \(current.key.id)).")
+            print("\(resealed) signing key(s) and webhook secret(s) re-sealed under master key \(next.id) (was \(current.key.id)).")
             print(replacing ? "The data directory's master key is the new one." : "Start the servers with --master-key-file \(nextPath).")
         }
     }

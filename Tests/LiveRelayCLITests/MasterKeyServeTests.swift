@@ -33,6 +33,14 @@ struct MasterKeyServeTests {
             let pem = try String(contentsOfFile: directory + "/key.p8", encoding: .utf8)
 
             try await startOrder(server, keys.server)
+            // A webhook endpoint's secret is sealed too (its owner: the endpoint).
+            let made = try await server.call(
+                .POST, "/v1/webhooks", key: keys.server, body: .object([("url", .string("https://93.184.216.34/hooks"))]))
+            #expect(made.status == 201, "\(made.json)")
+            let webhookSecret = try #require(made.json["secret"]?.stringValue)
+            let endpoints = try await setup.outbox.webhookEndpoints(app: nil)
+            #expect(endpoints.count == 1 && endpoints.allSatisfy { $0.secret.hasPrefix("sealed:v1:\(firstKey.id):") })
+            #expect(try firstKey.open(endpoints[0].secret, for: endpoints[0].id) == webhookSecret)
             func status() throws -> JSONValue? { try emulator.devices.device("iphone-1").activities.first?.content.state["status"] }
             try await eventually { try status() == .string("preparing") }
             // The activity's update token, issued a moment later and reported, for the update after the rotation.
@@ -41,6 +49,7 @@ struct MasterKeyServeTests {
             try await eventually { try await setup.outbox.counts().liveActivityTokens == 1 }
             #expect(await server.stop() == 0)
             try expectNoKeyMaterial(of: pem, inFilesOf: dataDir)
+            try expectNotInFiles(Data(webhookSecret.utf8), of: dataDir)
 
             // Another master key: `serve` stops at once, naming both keys, and sends nothing.
             let wrongFile = directory + "/wrong.key"
@@ -55,9 +64,12 @@ struct MasterKeyServeTests {
             #expect(rotated.status == 0, "\(rotated.stderr)")
             let secondKey = try MasterKey(base64: String(contentsOfFile: masterKeyFile, encoding: .utf8))
             #expect(secondKey.id != firstKey.id)
-            #expect(rotated.stdout.contains("1 signing key(s) re-sealed under master key \(secondKey.id) (was \(firstKey.id))"), "\(rotated.stdout)")
+            #expect(
+                rotated.stdout.contains("2 signing key(s) and webhook secret(s) re-sealed under master key \(secondKey.id) (was \(firstKey.id))"),
+                "\(rotated.stdout)")
             #expect(!FileManager.default.fileExists(atPath: masterKeyFile + ".next"))
             #expect(try await setup.outbox.apps().allSatisfy { $0.sealedSigningKey.hasPrefix("sealed:v1:\(secondKey.id):") })
+            #expect(try await setup.outbox.webhookEndpoints(app: nil).allSatisfy { $0.secret.hasPrefix("sealed:v1:\(secondKey.id):") })
             // The old key opens nothing now.
             let stale = try await liverelay([
                 "keys", "rotate-master", "--data-dir", dataDir, "--master-key-file", wrongFile, "--new-master-key-file", directory + "/third.key",
@@ -125,7 +137,7 @@ struct MasterKeyServeTests {
         func checkpoint() async throws { try await DatabaseQueue(path: path).writeWithoutTransaction { _ = try $0.checkpoint(.truncate) } }
         try await checkpoint()
         let key = MasterKey.generate()
-        #expect(try await RelayService.resealSigningKeys(in: store, from: key, to: key) == pems.count)
+        #expect(try await RelayService.resealSecrets(in: store, from: key, to: key) == pems.count)
         try await checkpoint()
         for (_, pem) in pems { try expectNoKeyMaterial(of: pem, inFilesOf: directory) }
     }
@@ -156,12 +168,22 @@ func expectNoKeyMaterial(of pem: String, in files: [String]) throws {
     let key = try P256.Signing.PrivateKey(pemRepresentation: pem)
     var needles = [Data(key.rawRepresentation), Data(key.derRepresentation)]
     for line in pem.split(separator: "\n") where !line.hasPrefix("-----") && line.count >= 16 { needles.append(Data(line.utf8)) }
+    for needle in needles { try expectNotIn(files, needle) }
+}
+
+/// No file of the database in `dataDir` holds `secret`.
+func expectNotInFiles(_ secret: Data, of dataDir: String) throws {
+    let files = try FileManager.default.contentsOfDirectory(atPath: dataDir).filter { $0.hasPrefix("liverelay.sqlite") }
+    try expectNotIn(files.map { dataDir + "/" + $0 }, secret)
+}
+
+func expectNotIn(_ files: [String], _ needle: Data) throws {
     for file in files {
         // Read by another process: closing a descriptor of the database here would drop every
         // lock this process's SQLite connections hold on it (POSIX locks are per process).
         let cat = try ChildProcess.start("/bin/cat", [file], environment: [:])
         let data = cat.output!.readDataToEndOfFile()
         #expect(cat.waitUntilExit() == 0)
-        for needle in needles { #expect(data.range(of: needle) == nil, "\(file) holds key material") }
+        #expect(data.range(of: needle) == nil, "\(file) holds a secret")
     }
 }

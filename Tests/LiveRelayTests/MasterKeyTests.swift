@@ -6,7 +6,7 @@ import LiveRelayTesting
 import Testing
 
 /// The master key seals the apps' signing keys: what it sealed opens with it alone, for the app
-/// it was sealed for alone, and a rotation re-seals every key or none.
+/// it was sealed for alone, and a rotation re-seals every key and webhook secret, or none.
 struct MasterKeyTests {
     let pem = P256.Signing.PrivateKey().pemRepresentation
 
@@ -65,6 +65,9 @@ struct MasterKeyTests {
             app("com.a", current.seal(pems["com.a"]!, for: "com.a")), app("com.b", current.seal(pems["com.b"]!, for: "com.b")),
             app("com.c", pems["com.c"]!),
         ])
+        // A webhook endpoint's secret, in plain text too.
+        try await store.insertWebhookEndpoint(
+            WebhookEndpointRecord(id: "we_1", bundleID: "com.a", url: "https://hooks.example.com/1", secret: "whsec_plain", createdAt: at))
         func opened(with key: MasterKey) async throws -> [String: String] {
             Dictionary(uniqueKeysWithValues: try await store.apps().map { ($0.bundleID, try key.open($0.sealedSigningKey, for: $0.bundleID)) })
         }
@@ -72,16 +75,18 @@ struct MasterKeyTests {
         // A key that opens none of them: refused, nothing changed.
         let before = try await store.apps()
         await #expect(throws: MasterKeyError.otherKey(owner: "com.a", sealedWith: current.id, given: stranger.id)) {
-            try await RelayService.resealSigningKeys(in: store, from: stranger, to: next)
+            try await RelayService.resealSecrets(in: store, from: stranger, to: next)
         }
         #expect(try await store.apps() == before)
 
-        #expect(try await RelayService.resealSigningKeys(in: store, from: current, to: next) == 3)
+        #expect(try await RelayService.resealSecrets(in: store, from: current, to: next) == 4)
         #expect(try await opened(with: next) == pems)
+        let endpoint = try #require(try await store.webhookEndpoint(id: "we_1"))
+        #expect(try next.open(endpoint.secret, for: "we_1") == "whsec_plain")
         // Run again (an interrupted rotation finished), nothing is left to do.
-        #expect(try await RelayService.resealSigningKeys(in: store, from: current, to: next) == 0)
+        #expect(try await RelayService.resealSecrets(in: store, from: current, to: next) == 0)
         // The same key on both sides is the start's check: it seals nothing more and opens all.
-        #expect(try await RelayService.resealSigningKeys(in: store, from: next, to: next) == 0)
-        await #expect(throws: MasterKeyError.self) { try await RelayService.resealSigningKeys(in: store, from: current, to: current) }
+        #expect(try await RelayService.resealSecrets(in: store, from: next, to: next) == 0)
+        await #expect(throws: MasterKeyError.self) { try await RelayService.resealSecrets(in: store, from: current, to: current) }
     }
 }

@@ -10,6 +10,12 @@ extension PostgresStore {
         }
     }
 
+    package func replaceWebhookSecrets(_ secrets: [(id: String, secret: String)]) async throws {
+        try await transaction { db in
+            for (id, secret) in secrets { try await db.run(WebhookStatements.replaceSecret, [.text(secret), .text(id)]) }
+        }
+    }
+
     package func updateWebhookEndpoint(_ endpoint: WebhookEndpointRecord) async throws -> Bool {
         try await connection { db in try await db.changed(WebhookStatements.updateEndpoint, WebhookStatements.updateArguments(endpoint)) > 0 }
     }

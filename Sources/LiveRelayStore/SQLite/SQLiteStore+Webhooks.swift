@@ -6,6 +6,12 @@ extension SQLiteStore {
         try await write { db in try db.run(WebhookStatements.insertEndpoint, arguments(WebhookStatements.endpointArguments(endpoint))) }
     }
 
+    package func replaceWebhookSecrets(_ secrets: [(id: String, secret: String)]) async throws {
+        try await write { db in
+            for (id, secret) in secrets { try db.run(WebhookStatements.replaceSecret, [secret, id]) }
+        }
+    }
+
     package func updateWebhookEndpoint(_ endpoint: WebhookEndpointRecord) async throws -> Bool {
         try await write { db in
             try db.run(WebhookStatements.updateEndpoint, arguments(WebhookStatements.updateArguments(endpoint)))
