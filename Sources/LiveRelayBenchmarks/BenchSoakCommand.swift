@@ -12,18 +12,18 @@ extension Bench {
         static let configuration = CommandConfiguration(
             abstract: "Months of use in minutes: simulated days through the service on an injected clock, and whether the store stays flat.",
             discussion: """
-                Runs the service in this process on a fresh store (SQLite in a temporary file, or
-                --database postgres://…) with its clock injected, and plays --days days. A day at
-                --scale 1: 20,000 starts, each to one device, whose update token is reported at
-                once, then 9 updates and an end of its key (200,000 single-key changes); 3
-                fan-outs to 100,000 tokens registered that day; 5% of the devices' push-to-start
-                tokens rotated; 1% of the pushes answered with a dead token. Every push is
-                claimed and recorded as the dispatcher does, without a network. Each simulated
-                hour the ticker runs (expiry, retention), and retention is run to its end, as
-                its once-a-minute runs of 250 ms would over the hour.
-                Prints, per day: the database's size, its rows per table, the single-key
-                changes' p99 (wall time of the service's call), this process's resident memory
-                and the time retention took. With --plot, writes them as an SVG.
+                Runs the service in this process on a fresh store (SQLite in a temporary file,
+                or --database postgres://…) with its clock injected, and plays --days days. A
+                day at --scale 1: 20,000 starts, each to one device, whose update token is
+                reported at once, then 9 updates and an end of its key (200,000 single-key
+                changes); 3 fan-outs to 100,000 tokens registered that day; 5% of the devices'
+                push-to-start tokens rotated; 1% of the pushes answered with a dead token.
+                Every push is claimed and recorded as the dispatcher does, without a network.
+                Each simulated hour the ticker runs (expiry, retention), and retention is run
+                to its end, as its once-a-minute runs of 250 ms would over the hour. Prints,
+                per day: the database's size, its rows per table, the single-key changes' p99
+                (wall time of the service's call), this process's resident memory and the time
+                retention took. With --plot, writes them as an SVG.
                 """)
 
         @Option(help: "Simulated days.") var days: Int = 60

@@ -9,10 +9,10 @@ struct Backup: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Copy a SQLite server's database while it runs, consistent to one moment.",
         discussion: """
-            Uses SQLite's online backup: the copy is one read's snapshot, taken while the server
-            goes on writing, and checked whole. It holds everything accepted before that moment,
-            with the pushes still to send, but not the master key that seals the apps' signing
-            keys (<data-dir>/master.key): keep a copy of that apart.
+            Uses SQLite's online backup: the copy is one read's snapshot, taken while the
+            server goes on writing, and checked whole. It holds everything accepted before
+            that moment, with the pushes still to send, but not the master key that seals
+            the apps' signing keys (<data-dir>/master.key): keep a copy of that apart.
             """)
 
     @Option(help: ArgumentHelp("The data directory `liverelay serve` uses.", valueName: "path")) var dataDir: String = "liverelay-data"
@@ -36,10 +36,10 @@ struct Restore: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Put a backup in place as a SQLite server's database (the server stopped).",
         discussion: """
-            The backup is checked whole first. The data directory must have no database; start
-            `liverelay serve` on it afterwards with the master key the backup's signing keys were
-            sealed with (copy master.key into the data directory, or give --master-key-file):
-            it sends the pushes the backup still had to send.
+            The backup is checked whole first. The data directory must have no database;
+            start `liverelay serve` on it afterwards with the master key the backup's
+            signing keys were sealed with (copy master.key into the data directory, or
+            give --master-key-file): it sends the pushes the backup still had to send.
             """)
 
     @Option(help: ArgumentHelp("The data directory to restore into.", valueName: "path")) var dataDir: String = "liverelay-data"

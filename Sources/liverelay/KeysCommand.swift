@@ -85,13 +85,13 @@ struct Keys: AsyncParsableCommand {
             commandName: "rotate-master",
             abstract: "Seal every app's signing key and webhook secret in a server's database under a new master key.",
             discussion: """
-                Stop the servers first: one still running holds the old key and cannot open the
-                keys sealed anew. The current key is --master-key-file, LIVERELAY_MASTER_KEY or,
-                with SQLite, <data-dir>/master.key; the new one is --new-master-key-file (made
-                there, 0600, when the file does not exist) or, for the data directory's own key,
-                a new key that replaces <data-dir>/master.key. The apps' keys are re-sealed in one
-                transaction, the webhook secrets in another; run again, it finishes a rotation
-                that was interrupted.
+                Stop the servers first: one still running holds the old key and cannot open
+                the keys sealed anew. The current key is --master-key-file,
+                LIVERELAY_MASTER_KEY or, with SQLite, <data-dir>/master.key; the new one is
+                --new-master-key-file (made there, 0600, when the file does not exist) or, for
+                the data directory's own key, a new key that replaces <data-dir>/master.key.
+                The apps' keys are re-sealed in one transaction, the webhook secrets in
+                another; run again, it finishes a rotation that was interrupted.
                 """)
 
         @Option(help: ArgumentHelp("The data directory `liverelay serve` uses.", valueName: "path")) var dataDir: String = "liverelay-data"
