@@ -254,7 +254,7 @@ let package = Package(
             name: "LiveRelayCLITests",
             dependencies: [
                 "liverelay", "LiveActivityKit", "APNsEmulator", "LiveRelay", "LiveRelayStore", "LiveRelayTesting", "SimulatedDevices",
-                .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

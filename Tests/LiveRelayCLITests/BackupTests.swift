@@ -22,8 +22,8 @@ struct BackupTests {
             let (emulator, keys, outbox) = (setup.emulator, setup.keys, setup.outbox)
             var server = setup.server
 
-            // APNs hangs after 10 pushes: the first start reaches half the devices; the rest of it,
-            // and all of a second start accepted after it, are to send when the backup is taken.
+            // APNs hangs after 10 pushes: 10 of the two starts' 40 reach devices; the other 30 are
+            // to send when the backup is taken.
             emulator.faults.add(EmulatorFault(.stall, scope: .bundleID(ServeCommandTests.bundleID), skip: 10, count: nil))
             for key in ["first", "second"] {
                 let start = try await server.call(
@@ -41,7 +41,8 @@ struct BackupTests {
                 try devices.filter { try emulator.devices.device($0).activities.contains { $0.attributes["activityKey"] == .string(key) } }.count
             }
             try await eventually { try await outbox.deliveryCounts()[.sent] == 10 }
-            #expect(try started("first") == 10 && started("second") == 0)
+            // Which 10 depends on the order the dispatcher took them in.
+            #expect(try started("first") + started("second") == 10)
 
             let backupFile = directory + "/liverelay-backup.sqlite"
             let backup = try await liverelay(["backup", "--data-dir", directory + "/data", "--to", backupFile])

@@ -1,7 +1,6 @@
 import APNsEmulator
 import Crypto
 import Foundation
-import GRDB
 import LiveActivityKit
 import LiveRelay
 import LiveRelayStore
@@ -105,9 +104,9 @@ struct MasterKeyServeTests {
                 pems.map {
                     AppRecord(bundleID: $0.0, teamID: "OLDTEAM001", keyID: "OLDKEY0001", sealedSigningKey: $0.1, createdAt: at, updatedAt: at)
                 })
+            // In the database file itself, as in one that has run for a while (not only in its log).
+            try await store.checkpointWholly()
         }
-        // In the database file itself, as in one that has run for a while (not only in its log).
-        try await DatabaseQueue(path: dataDir + "/liverelay.sqlite").writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
         try await withDeadline(.seconds(60)) {
             let server = try await ServeProcess.start(["serve", "--data-dir", dataDir, "--http-port", "0"])
             #expect(server.printed.contains("signing keys stored in plain text are sealed now"), "\(server.printed)")
@@ -134,11 +133,10 @@ struct MasterKeyServeTests {
         let at = Date()
         try await store.saveApps(
             pems.map { AppRecord(bundleID: $0.0, teamID: "TEAM000001", keyID: "KEY0000001", sealedSigningKey: $0.1, createdAt: at, updatedAt: at) })
-        func checkpoint() async throws { try await DatabaseQueue(path: path).writeWithoutTransaction { _ = try $0.checkpoint(.truncate) } }
-        try await checkpoint()
+        try await store.checkpointWholly()
         let key = MasterKey.generate()
         #expect(try await RelayService.resealSecrets(in: store, from: key, to: key) == pems.count)
-        try await checkpoint()
+        try await store.checkpointWholly()
         for (_, pem) in pems { try expectNoKeyMaterial(of: pem, inFilesOf: directory) }
     }
 

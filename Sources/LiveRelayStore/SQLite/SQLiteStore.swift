@@ -78,6 +78,12 @@ package final class SQLiteStore: RelayStore {
         try await pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA query_only = \(failing ? 1 : 0)") }
     }
 
+    /// Copies the whole log into the database file and empties the log, waiting for the writer
+    /// and readers (for tests that read the file itself).
+    package func checkpointWholly() async throws {
+        try await checkpointer.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+    }
+
     /// A file needs nothing running beside its statements.
     package func run(started: @Sendable () -> Void) async { started() }
 
