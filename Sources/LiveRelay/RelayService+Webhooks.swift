@@ -200,7 +200,7 @@ extension RelayService {
             let elapsed = ContinuousClock.now - started
             return WebhookAttempt(
                 at: at, status: status, error: error,
-                latencyMilliseconds: Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000),
+                latencyMilliseconds: Int(elapsed.milliseconds),
                 excerpt: excerpt)
         }
         guard let url = URLComponents(string: delivery.url), let host = url.host,
