@@ -269,6 +269,9 @@ package final class Dispatcher: Service {
         do {
             let answer = try await apns.execute(request, timeout: policy.requestTimeout)
             roundTrip = answer.roundTrip
+            if let roundTrip {
+                context.metrics.observe("liverelay_apns_round_trip_seconds", ["environment": delivery.environment.rawValue], roundTrip)
+            }
             if (200..<300).contains(answer.status) {
                 outcome = .sent(status: answer.status, apnsID: answer.header("apns-id") ?? answer.header("apns-request-id"))
             } else {
@@ -292,8 +295,13 @@ package final class Dispatcher: Service {
             result = dead ? "token_dead" : "failed"
             logger.warning("push failed", metadata: Self.metadata(delivery, status, reason))
         }
+        let now = context.now()
         context.metrics.count("liverelay_pushes_total", ["event": delivery.event.rawValue, "result": result])
-        context.metrics.countPush(result: result, at: context.now())
+        context.metrics.countPush(result: result, at: now)
+        guard !outcome.isRetry else { return }
+        context.metrics.observe(
+            "liverelay_push_wait_seconds", ["event": delivery.event.rawValue], .seconds(now.timeIntervalSince(delivery.createdAt)))
+        context.metrics.noteAnswered(requestID: delivery.requestID, at: now)
     }
 
     private static func metadata(_ delivery: DeliveryRecord, _ status: Int?, _ reason: String) -> Logger.Metadata {

@@ -1,9 +1,12 @@
 import Foundation
 import LiveRelayStore
+import Metrics
+import Prometheus
 import Synchronization
 
-/// Counters in Prometheus' text format. Labels are bounded (actions, events, results, scopes),
-/// never a token, key or device id.
+/// What this process counts and measures, rendered in Prometheus' text format (`MetricCatalog`
+/// names every series). Labels are bounded (actions, events, results, routes, environments),
+/// never a token, key or device id. Besides, what the dashboard's overview shows.
 package final class RelayMetrics: Sendable {
     private let counters = Mutex<[String: [String: Int]]>([:])
     /// Pushes answered in each of the last hour's minutes (by minute since 1970), by result.
@@ -61,15 +64,30 @@ package final class RelayMetrics: Sendable {
         return (last - Int64(count) + 1...last).map { minute in (Date(timeIntervalSince1970: Double(minute) * 60), kept[minute] ?? [:]) }
     }
 
+    /// The series of this process: swift-metrics' API over a registry of its own (so that every
+    /// service in one process, as in the tests, counts apart), which swift-prometheus renders.
+    let registry = PrometheusCollectorRegistry()
+    var factory: MetricCatalog.Factory { MetricCatalog.Factory(registry: registry) }
+
+    /// Counts `amount` in the series `name{labels}`.
     func count(_ name: String, _ labels: [String: String], by amount: Int = 1) {
-        let series = labels.sorted { $0.key < $1.key }.map { "\($0.key)=\"\($0.value)\"" }.joined(separator: ",")
-        counters.withLock { $0[name, default: [:]][series, default: 0] += amount }
+        Counter(label: name, dimensions: MetricCatalog.dimensions(labels), factory: factory).increment(by: amount)
     }
 
-    /// The value of one series, for tests.
+    /// Observes `duration` in the histogram `name{labels}`.
+    package func observe(_ name: String, _ labels: [String: String], _ duration: Duration) {
+        Metrics.Timer(label: name, dimensions: MetricCatalog.dimensions(labels), factory: factory).record(duration: max(duration, .zero))
+    }
+
+    /// The series as they are, without setting the store's gauges first (tests).
+    var text: String { registry.emitToString() }
+
+    /// The value of one counter or gauge, for tests (0 when it has none).
     package func value(_ name: String, _ labels: [String: String] = [:]) -> Int {
-        let series = labels.sorted { $0.key < $1.key }.map { "\($0.key)=\"\($0.value)\"" }.joined(separator: ",")
-        return counters.withLock { $0[name]?[series] ?? 0 }
+        let series = MetricCatalog.dimensions(labels).map { "\($0.0)=\"\($0.1)\"" }.joined(separator: ",")
+        let prefix = series.isEmpty ? "\(name) " : "\(name){\(series)} "
+        let line = text.split(separator: "\n").first { $0.hasPrefix(prefix) }
+        return line.flatMap { Double($0.dropFirst(prefix.count)) }.map { Int($0) } ?? 0
     }
 
     /// How the dispatcher sends now: what it keeps in flight and why (`InFlightSizing`).
@@ -91,71 +109,79 @@ package final class RelayMetrics: Sendable {
         sending.withLock { $0 = now }
     }
 
+    // MARK: Fan-outs
+
+    /// Fan-outs accepted here whose pushes are not all answered yet, by request id.
+    private let fanOuts = Mutex<[String: FanOut]>([:])
+    /// Fan-outs kept at most: past it, the oldest are forgotten unmeasured (another instance sent
+    /// their pushes, or the process was told of answers it never saw).
+    static let fanOutsKept = 1_000
+
+    struct FanOut {
+        var acceptedAt: Date
+        var unanswered: Int
+    }
+
+    /// Starts timing a request's pushes when it queued more than one.
+    func noteAccepted(requestID: String, pushes: Int, at date: Date) {
+        guard pushes > 1 else { return }
+        fanOuts.withLock { kept in
+            kept[requestID] = FanOut(acceptedAt: date, unanswered: pushes)
+            guard kept.count > Self.fanOutsKept else { return }
+            let oldest = kept.min { $0.value.acceptedAt < $1.value.acceptedAt }!.key
+            kept[oldest] = nil
+        }
+    }
+
+    /// Counts a push of a request answered for good (sent, failed, its token dead) at `date`: the
+    /// last of a fan-out's observes how long the whole took.
+    func noteAnswered(requestID: String, at date: Date) {
+        let finished: Date? = fanOuts.withLock { kept in
+            guard var fanOut = kept[requestID] else { return nil }
+            fanOut.unanswered -= 1
+            guard fanOut.unanswered == 0 else {
+                kept[requestID] = fanOut
+                return nil
+            }
+            kept[requestID] = nil
+            return fanOut.acceptedAt
+        }
+        if let finished { observe("liverelay_fanout_duration_seconds", [:], .seconds(date.timeIntervalSince(finished))) }
+    }
+
+    // MARK: Rendering
+
     /// The series without labels of a rendered text, by name (benchmarks and tests read gauges).
     package static func unlabelledValues(in text: String) -> [String: Int] {
         Dictionary(
             text.split(separator: "\n").compactMap { line -> (String, Int)? in
                 let parts = line.split(separator: " ")
-                guard parts.count == 2, !parts[0].hasPrefix("#"), let value = Int(parts[1]) else { return nil }
-                return (String(parts[0]), value)
+                guard parts.count == 2, !parts[0].hasPrefix("#"), let value = Double(parts[1]), value.isFinite else { return nil }
+                return (String(parts[0]), Int(value))
             }, uniquingKeysWith: { first, _ in first })
     }
-
-    /// What each series means, for its `# HELP` line: one place for every name this process exports.
-    static let help: [String: String] = [
-        "liverelay_pushes_total": "Pushes APNs answered, by event and result (sent, retry, failed, token_dead).",
-        "liverelay_requests_accepted_total": "Starts, updates and ends accepted, by action.",
-        "liverelay_registrations_total": "Tokens, reports and contracts the apps registered, by kind.",
-        "liverelay_activities_expired_total": "Activities ended by the 8-hour limit.",
-        "liverelay_unconfirmed_starts_total": "Push-to-starts APNs accepted whose activity no device reported within the confirmation window.",
-        "liverelay_claims_abandoned_total": "Claimed pushes given back unsent, due again at once.",
-        "liverelay_store_failures_total": "Failed attempts of a loop that lives on the store, by loop (dispatcher, ticker).",
-        "liverelay_authentication_failures_total": "API keys presented that are unknown or revoked, by route (api, dashboard).",
-        "liverelay_authentication_refused_total": "Authentications refused unexamined: their address had failed too often, by route.",
-        "liverelay_in_flight": "Pushes sent to APNs and not answered yet.",
-        "liverelay_in_flight_limit": "Pushes this instance keeps in flight at most now.",
-        "liverelay_apns_round_trip_shortest_microseconds": "The shortest APNs round trip measured.",
-        "liverelay_apns_connections": "HTTP/2 connections to APNs, open or opening.",
-        "liverelay_push_to_start_tokens": "Push-to-start tokens registered.",
-        "liverelay_live_activity_tokens": "Update tokens registered.",
-        "liverelay_active_keys": "Activity keys not ended.",
-        "liverelay_channels": "Broadcast channels not deleted.",
-        "liverelay_deliveries": "Pushes in the outbox and its history, by status.",
-        "liverelay_retention_deleted_total": "Rows retention deleted as past their time, by table.",
-        "liverelay_retention_batch_longest_microseconds": "How long the longest batch of retention's last run held the store.",
-    ]
 
     private static func microseconds(_ duration: Duration) -> Int {
         Int(duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000)
     }
 
-    private static func header(_ name: String, _ type: String) -> String {
-        "# HELP \(name) \(help[name] ?? name)\n# TYPE \(name) \(type)\n"
-    }
-
-    /// Counters, then gauges of how pushes are sent (`apnsConnections`: open or opening now) and
-    /// of what the store holds.
+    /// Every series in Prometheus' text format, after setting the gauges of how pushes are sent
+    /// (`apnsConnections`: open or opening now) and of what the store holds.
     package func render(store: StoreCounts, deliveries: [DeliveryStatus: Int], apnsConnections: Int) -> String {
-        var text = ""
-        for (name, series) in counters.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
-            text += Self.header(name, "counter")
-            for (labels, value) in series.sorted(by: { $0.key < $1.key }) {
-                text += labels.isEmpty ? "\(name) \(value)\n" : "\(name){\(labels)} \(value)\n"
-            }
-        }
         let sending = sending.withLock { $0 }
-        let roundTrip = sending.shortestRoundTrip.map(Self.microseconds)
-        let gauges: [(String, Int)] = [
-            ("liverelay_in_flight", sending.inFlight), ("liverelay_in_flight_limit", sending.inFlightLimit),
-            ("liverelay_apns_round_trip_shortest_microseconds", roundTrip ?? 0), ("liverelay_apns_connections", apnsConnections),
-            ("liverelay_retention_batch_longest_microseconds", Self.microseconds(retentionBatch.withLock { $0 })),
-            ("liverelay_push_to_start_tokens", store.pushToStartTokens), ("liverelay_live_activity_tokens", store.liveActivityTokens),
-            ("liverelay_active_keys", store.activeKeys), ("liverelay_channels", store.channels),
+        var gauges: [(String, [String: String], Int)] = [
+            ("liverelay_in_flight", [:], sending.inFlight), ("liverelay_in_flight_limit", [:], sending.inFlightLimit),
+            ("liverelay_apns_round_trip_shortest_microseconds", [:], sending.shortestRoundTrip.map(Self.microseconds) ?? 0),
+            ("liverelay_apns_connections", [:], apnsConnections),
+            ("liverelay_retention_batch_longest_microseconds", [:], Self.microseconds(retentionBatch.withLock { $0 })),
+            ("liverelay_push_to_start_tokens", [:], store.pushToStartTokens), ("liverelay_live_activity_tokens", [:], store.liveActivityTokens),
+            ("liverelay_active_keys", [:], store.activeKeys), ("liverelay_channels", [:], store.channels),
         ]
-        for (name, value) in gauges { text += Self.header(name, "gauge") + "\(name) \(value)\n" }
-        text += Self.header("liverelay_deliveries", "gauge")
-        for status in DeliveryStatus.allCases { text += "liverelay_deliveries{status=\"\(status.rawValue)\"} \(deliveries[status] ?? 0)\n" }
-        return text
+        for status in DeliveryStatus.allCases { gauges.append(("liverelay_deliveries", ["status": status.rawValue], deliveries[status] ?? 0)) }
+        for (name, labels, value) in gauges {
+            Gauge(label: name, dimensions: MetricCatalog.dimensions(labels), factory: factory).record(value)
+        }
+        return registry.emitToString()
     }
 }
 

@@ -57,7 +57,7 @@ extension RelayService {
                     app: bundleID, key: key, request, payloads: payloads, channelIDs: channels, tokens: tokens, at: acceptedAt,
                     requestID: requestID, warnings: warnings)
             }
-            dispatch(accepted.claimed, action: .start)
+            dispatch(accepted.claimed, accepted.outcome, at: acceptedAt)
             return .accepted(accepted.outcome)
         } catch let error as StoreError {
             throw RelayError(error)
@@ -96,7 +96,7 @@ extension RelayService {
             ) { snapshot in
                 try planner.plan(key: key, request, snapshot: snapshot, at: acceptedAt, requestID: requestID)
             }
-            dispatch(accepted.claimed, action: request.event)
+            dispatch(accepted.claimed, accepted.outcome, at: acceptedAt)
             metrics.noteBudget(accepted.outcome.budgetUse, app: app.bundleID, key: key, at: acceptedAt)
             return .accepted(accepted.outcome)
         } catch let error as StoreError {
@@ -105,8 +105,9 @@ extension RelayService {
     }
 
     /// Gives the dispatcher the pushes the request claimed, or wakes it to claim what was queued.
-    func dispatch(_ claimed: [DeliveryRecord], action: LiveActivityPayload.Event) {
-        metrics.count("liverelay_requests_accepted_total", ["action": action.rawValue])
+    func dispatch(_ claimed: [DeliveryRecord], _ accepted: Acceptance, at acceptedAt: Date) {
+        metrics.count("liverelay_requests_accepted_total", ["action": accepted.action.rawValue])
+        metrics.noteAccepted(requestID: accepted.requestID, pushes: accepted.deliveries, at: acceptedAt)
         noteChange()
         if claimed.isEmpty {
             outboxSignal.queued()

@@ -17,6 +17,7 @@ extension RelayService {
         case (.client, nil): throw RelayError(.invalid, .missing, message: "a client key is for one app: name it", field: "bundleID")
         case (.admin, .some): throw RelayError.invalid("bundleID", "an admin key is for every app: leave bundleID out")
         case (.viewer, .some): throw RelayError.invalid("bundleID", "a viewer key reads every app: leave bundleID out")
+        case (.metrics, .some): throw RelayError.invalid("bundleID", "a metrics key reads the whole server's metrics: leave bundleID out")
         default: break
         }
         if let bundleID { _ = try await app(bundleID, field: "bundleID") }

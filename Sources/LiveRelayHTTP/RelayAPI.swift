@@ -90,6 +90,7 @@ package struct RelayAPI: Sendable {
     package func router() -> Router<RelayRequestContext> {
         let router = Router(context: RelayRequestContext.self)
         let routes = RouteTable()
+        router.add(middleware: RequestMetricsMiddleware(metrics: relay.metrics))
         router.add(middleware: APIErrorMiddleware())
         router.add(middleware: MethodNotAllowedMiddleware(table: routes))
         router.add(middleware: RelayErrorMiddleware())
@@ -97,7 +98,7 @@ package struct RelayAPI: Sendable {
         router.add(middleware: BodyDeadlineMiddleware(timeout: configuration.timeouts.body))
         router.get("/openapi.json") { _, _ in Self.json(Self.openAPIDocument) }
         router.get("/v1/health") { _, _ in try await health() }
-        router.group("/metrics").add(middleware: guarded(.admin)).get { _, _ in try await metrics() }
+        router.group("/metrics").add(middleware: guarded(.admin, .metrics)).get { _, _ in try await metrics() }
 
         // The app: its tokens and what the person did. A client key is for one app, which its
         // bodies may name.

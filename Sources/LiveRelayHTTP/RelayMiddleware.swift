@@ -100,3 +100,30 @@ extension RelayError.Kind {
         }
     }
 }
+
+/// Measures every request from its head to its answer's head, by method, route and status. The
+/// route is the router's pattern (`/v1/activities/{key}/update`), `NotFound` where none matched,
+/// so that no client can make new series.
+struct RequestMetricsMiddleware: RouterMiddleware {
+    typealias Context = RelayRequestContext
+    let metrics: RelayMetrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let started = ContinuousClock.now
+        do {
+            let response = try await next(request, context)
+            observe(request, context, response.status, since: started)
+            return response
+        } catch {
+            observe(request, context, (error as? any HTTPResponseError)?.status ?? .internalServerError, since: started)
+            throw error
+        }
+    }
+
+    private func observe(_ request: Request, _ context: Context, _ status: HTTPResponse.Status, since started: ContinuousClock.Instant) {
+        metrics.observe(
+            "liverelay_http_request_duration_seconds",
+            ["method": request.method.rawValue, "route": context.endpointPath ?? "NotFound", "status": String(status.code)],
+            .now - started)
+    }
+}

@@ -13,6 +13,8 @@ package enum APIKeyScope: String, Sendable, Hashable, CaseIterable, Codable {
     case admin
     /// A person who watches: reads everything in the dashboard and the API's listings, changes nothing.
     case viewer
+    /// A scraper (Prometheus): reads `/metrics`, nothing else.
+    case metrics
 }
 
 /// An app the server sends for: its bundle ID and the APNs credentials that sign its pushes (apps of

@@ -23,12 +23,9 @@ package final class Browser: Sendable {
         return .success(())
     }
 
-    package static var isAvailable: Bool { (try? availability.get()) != nil }
+    package static var isAvailable: Bool { availability.isMet }
 
-    package static var skipNote: String {
-        guard case .failure(let reason) = availability else { return "" }
-        return "SKIPPED: the dashboard was NOT tested in a browser: \(reason)"
-    }
+    package static var skipNote: String { availability.skipNote("the dashboard was NOT tested in a browser") }
 
     package typealias Unavailable = TestRequirement.Unavailable
 

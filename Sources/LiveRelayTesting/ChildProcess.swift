@@ -133,19 +133,24 @@ package struct SpawnFailed: Error, CustomStringConvertible {
     package var description: String { "cannot start \(executable): \(String(cString: strerror(code)))" }
 }
 
-/// A loopback port free now, for a program that cannot be told to pick one (chromedriver, nghttpd).
+/// A loopback port free now, for a program that cannot be told to pick one (chromedriver, nghttpd,
+/// prometheus). Taken below Linux's ephemeral range (32768 and up): a port the kernel picked
+/// there could be any connection's source port by the time the program binds it, and under CI's
+/// load one was (a receiver died with "address in use").
 package func freeLoopbackPort() throws -> Int {
-    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard descriptor >= 0 else { throw TestRequirement.Unavailable(description: "socket: \(String(cString: strerror(errno)))") }
-    defer { close(descriptor) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
+    for _ in 0..<200 {
+        let port = Int.random(in: 20_000..<32_768)
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw TestRequirement.Unavailable(description: "socket: \(String(cString: strerror(errno)))") }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        if bound { return port }
     }
-    guard bound else { throw TestRequirement.Unavailable(description: "no free loopback port: \(String(cString: strerror(errno)))") }
-    return Int(UInt16(bigEndian: address.sin_port))
+    throw TestRequirement.Unavailable(description: "no free loopback port below 32768: \(String(cString: strerror(errno)))")
 }

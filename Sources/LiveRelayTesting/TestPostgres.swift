@@ -14,13 +14,10 @@ package enum TestPostgres {
         return Result { () throws(Unavailable) in try LocalServer.start() }
     }()
 
-    package static var isAvailable: Bool { (try? availability.get()) != nil }
+    package static var isAvailable: Bool { availability.isMet }
 
     /// What a skipped PostgreSQL test says: loudly, that PostgreSQL was not tested, and why.
-    package static var skipNote: String {
-        guard case .failure(let reason) = availability else { return "" }
-        return "SKIPPED: PostgreSQL was NOT tested: \(reason)"
-    }
+    package static var skipNote: String { availability.skipNote("PostgreSQL was NOT tested") }
 
     /// Whether this run is CI, where a missing PostgreSQL is a failure, not a skip.
     package static var isCI: Bool { TestRequirement.isCI }

@@ -13,3 +13,15 @@ package enum TestRequirement {
         package init(description: String) { self.description = description }
     }
 }
+
+extension Result where Failure == TestRequirement.Unavailable {
+    /// Whether what the tests need is there.
+    package var isMet: Bool { (try? get()) != nil }
+
+    /// What a test skipped for want of it says, loudly: `notDone` (what was NOT tested) and why;
+    /// nothing when it is there.
+    package func skipNote(_ notDone: String) -> String {
+        guard case .failure(let reason) = self else { return "" }
+        return "SKIPPED: \(notDone): \(reason)"
+    }
+}

@@ -50,12 +50,9 @@ package final class WebhookReceiver: Sendable {
     /// Whether there is a Python with the library, or why not.
     package static var availability: Result<Void, TestRequirement.Unavailable> { interpreter.map { _ in () } }
 
-    package static var isAvailable: Bool { (try? availability.get()) != nil }
+    package static var isAvailable: Bool { availability.isMet }
 
-    package static var skipNote: String {
-        guard case .failure(let reason) = availability else { return "" }
-        return "SKIPPED: webhooks were NOT verified with the Standard Webhooks library: \(reason)"
-    }
+    package static var skipNote: String { availability.skipNote("webhooks were NOT verified with the Standard Webhooks library") }
 
     package let port: Int
     package let secret: String
@@ -98,9 +95,12 @@ package final class WebhookReceiver: Sendable {
         }
         let line = printed.withLock { $0.split(separator: "\n").first.map(String.init) ?? $0 }
         guard let bound = Int(line) else {
+            // A traceback: let it finish printing, so that the error says all of it.
+            let finishing = ContinuousClock.now + .seconds(5)
+            while process.isRunning, ContinuousClock.now < finishing { try await Task.sleep(for: .milliseconds(20)) }
             process.send(SIGKILL)
             _ = await process.exitCode()
-            throw TestRequirement.Unavailable(description: "the webhook receiver did not start: \(line)")
+            throw TestRequirement.Unavailable(description: "the webhook receiver did not start: \(printed.withLock { $0 })")
         }
         return WebhookReceiver(port: bound, secret: secret, log: log, process: process)
     }

@@ -44,7 +44,9 @@ struct Keys: AsyncParsableCommand {
                 prints its secret, once: only its hash is kept.
                 """)
 
-        @Option(help: ArgumentHelp("client, server, admin or viewer (reads the dashboard and the API's listings).", valueName: "scope")) var scope:
+        @Option(
+            help: ArgumentHelp(
+                "client, server, admin, viewer (reads the dashboard and the listings) or metrics (reads /metrics).", valueName: "scope")) var scope:
             String
         @Option(
             help: ArgumentHelp("The app the key is for: required for a client key; a server key without it serves every app.", valueName: "bundle id")
@@ -56,11 +58,12 @@ struct Keys: AsyncParsableCommand {
 
         func validate() throws {
             guard let scope = APIKeyScope(rawValue: scope) else {
-                throw ValidationError("scope: must be client, server, admin or viewer, got \"\(scope)\"")
+                throw ValidationError("scope: must be client, server, admin, viewer or metrics, got \"\(scope)\"")
             }
             if scope == .client, app == nil { throw ValidationError("app: a client key is for one app: give --app <bundle id>") }
             if scope == .admin, app != nil { throw ValidationError("app: an admin key is for every app: leave --app out") }
             if scope == .viewer, app != nil { throw ValidationError("app: a viewer key reads every app: leave --app out") }
+            if scope == .metrics, app != nil { throw ValidationError("app: a metrics key reads the whole server's metrics: leave --app out") }
             guard !name.isEmpty, name.count <= 200 else { throw ValidationError("name: must be 1 to 200 characters") }
         }
 

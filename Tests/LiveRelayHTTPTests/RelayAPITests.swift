@@ -429,7 +429,7 @@ struct RelayAPITests {
             #expect(try await relay.get("/v1/health", scope: nil).json == json(#"{"status": "ok", "outbox": {"queued": 0}}"#))
             let metrics = try await relay.get("/metrics", scope: .admin)
             #expect(metrics.text.contains(#"liverelay_pushes_total{event="start",result="sent"} 1"#))
-            #expect(metrics.text.contains("liverelay_push_to_start_tokens 1"))
+            #expect(PrometheusSamples(metrics.text).value("liverelay_push_to_start_tokens") == 1)
             // Every series says what it is, as Prometheus' text format has it.
             let types = metrics.text.split(separator: "\n").filter { $0.hasPrefix("# TYPE ") }
             let helps = metrics.text.split(separator: "\n").filter { $0.hasPrefix("# HELP ") }

@@ -82,7 +82,7 @@ extension DashboardPages {
                 <p>Copy it now: only its hash is kept.</p><pre class="json" id="new-secret">\(made.secret)</pre></section>
                 """
             } ?? .empty
-        let scopes = [APIKeyScope.server, .client, .viewer, .admin].html { "<option value=\"\($0.rawValue)\">\($0.rawValue)</option>" }
+        let scopes = [APIKeyScope.server, .client, .viewer, .metrics, .admin].html { "<option value=\"\($0.rawValue)\">\($0.rawValue)</option>" }
         let appOptions = "<option value=\"\">every app</option>" + apps.html { "<option value=\"\($0)\">\($0)</option>" }
         let create: HTML =
             viewer.mayChange
