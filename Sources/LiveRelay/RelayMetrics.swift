@@ -8,7 +8,6 @@ import Synchronization
 /// names every series). Labels are bounded (actions, events, results, routes, environments),
 /// never a token, key or device id. Besides, what the dashboard's overview shows.
 package final class RelayMetrics: Sendable {
-    private let counters = Mutex<[String: [String: Int]]>([:])
     /// Pushes answered in each of the last hour's minutes (by minute since 1970), by result.
     private let minutes = Mutex<[Int64: [String: Int]]>([:])
     static let minutesKept: Int64 = 60
@@ -69,14 +68,38 @@ package final class RelayMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()
     var factory: MetricCatalog.Factory { MetricCatalog.Factory(registry: registry) }
 
+    /// The series made so far, by name and labels: each is made once (a registry lookup checks
+    /// and hashes its name and labels), then only counted or observed, as a push is.
+    private let counters = Mutex<[Series: Metrics.Counter]>([:])
+    private let timers = Mutex<[Series: Metrics.Timer]>([:])
+
+    struct Series: Hashable {
+        var name: String
+        var labels: [String: String]
+    }
+
     /// Counts `amount` in the series `name{labels}`.
     func count(_ name: String, _ labels: [String: String], by amount: Int = 1) {
-        Counter(label: name, dimensions: MetricCatalog.dimensions(labels), factory: factory).increment(by: amount)
+        let series = Series(name: name, labels: labels)
+        let counter = counters.withLock { made in
+            if let counter = made[series] { return counter }
+            let counter = Metrics.Counter(label: name, dimensions: MetricCatalog.dimensions(labels), factory: factory)
+            made[series] = counter
+            return counter
+        }
+        counter.increment(by: amount)
     }
 
     /// Observes `duration` in the histogram `name{labels}`.
     package func observe(_ name: String, _ labels: [String: String], _ duration: Duration) {
-        Metrics.Timer(label: name, dimensions: MetricCatalog.dimensions(labels), factory: factory).record(duration: max(duration, .zero))
+        let series = Series(name: name, labels: labels)
+        let timer = timers.withLock { made in
+            if let timer = made[series] { return timer }
+            let timer = Metrics.Timer(label: name, dimensions: MetricCatalog.dimensions(labels), factory: factory)
+            made[series] = timer
+            return timer
+        }
+        timer.record(duration: max(duration, .zero))
     }
 
     /// The series as they are, without setting the store's gauges first (tests).
@@ -179,7 +202,7 @@ package final class RelayMetrics: Sendable {
         ]
         for status in DeliveryStatus.allCases { gauges.append(("liverelay_deliveries", ["status": status.rawValue], deliveries[status] ?? 0)) }
         for (name, labels, value) in gauges {
-            Gauge(label: name, dimensions: MetricCatalog.dimensions(labels), factory: factory).record(value)
+            Metrics.Gauge(label: name, dimensions: MetricCatalog.dimensions(labels), factory: factory).record(value)
         }
         return registry.emitToString()
     }
