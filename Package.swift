@@ -47,6 +47,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         // Spans of requests, store transactions and APNs exchanges (already here through Hummingbird).
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
+        // `serve --otlp-endpoint`: the spans exported as OTLP over HTTP (not gRPC, which would double its build).
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         // The vocabulary of Live Activities and the APNs payload. Foundation only, so an iOS app
@@ -203,6 +205,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "OTel", package: "swift-otel"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         .testTarget(name: "LiveActivityKitTests", dependencies: ["LiveActivityKit", "LiveRelayTesting"]),

@@ -147,7 +147,7 @@ package final class Dispatcher: Service {
                 work.abandon(delivery, sending)
                 continue
             }
-            let (outcome, roundTrip) = await send(delivery)
+            let (outcome, roundTrip) = await RelayTracing.dispatching(delivery) { await send(delivery) }
             work.finished(delivery.id, outcome, sending, roundTrip: roundTrip, at: .now)
         }
     }
@@ -267,7 +267,7 @@ package final class Dispatcher: Service {
         let outcome: DeliveryOutcome
         var roundTrip: Duration?
         do {
-            let answer = try await apns.execute(request, timeout: policy.requestTimeout)
+            let answer = try await RelayTracing.exchanging(delivery) { try await apns.execute(request, timeout: policy.requestTimeout) }
             roundTrip = answer.roundTrip
             if let roundTrip {
                 context.metrics.observe("liverelay_apns_round_trip_seconds", ["environment": delivery.environment.rawValue], roundTrip)

@@ -49,13 +49,16 @@ extension RelayService {
         let requestID = GeneratedUUID.string()
         var context = context
         context.handOver = handOver.offer(at: acceptedAt, policy: configuration.dispatch)
+        context.traceParent = RelayTracing.currentTraceParent()
         do {
-            let accepted = try await store.acceptStart(
-                app: app.bundleID, key: key, attributesType: request.attributesType, audience: request.audience, context: context
-            ) { [bundleID = app.bundleID] tokens in
-                planner.plan(
-                    app: bundleID, key: key, request, payloads: payloads, channelIDs: channels, tokens: tokens, at: acceptedAt,
-                    requestID: requestID, warnings: warnings)
+            let accepted = try await RelayTracing.storeTransaction("accept start", app: app.bundleID, key: key, requestID: requestID) {
+                try await store.acceptStart(
+                    app: app.bundleID, key: key, attributesType: request.attributesType, audience: request.audience, context: context
+                ) { [bundleID = app.bundleID] tokens in
+                    planner.plan(
+                        app: bundleID, key: key, request, payloads: payloads, channelIDs: channels, tokens: tokens, at: acceptedAt,
+                        requestID: requestID, warnings: warnings)
+                }
             }
             dispatch(accepted.claimed, accepted.outcome, at: acceptedAt)
             return .accepted(accepted.outcome)
@@ -90,11 +93,14 @@ extension RelayService {
         let requestID = GeneratedUUID.string()
         var context = context
         context.handOver = handOver.offer(at: acceptedAt, policy: configuration.dispatch)
+        context.traceParent = RelayTracing.currentTraceParent()
         do {
-            let accepted = try await store.acceptChange(
-                app: app.bundleID, key: key, budget: ChangePlanner.budget(for: request, at: acceptedAt), context: context
-            ) { snapshot in
-                try planner.plan(key: key, request, snapshot: snapshot, at: acceptedAt, requestID: requestID)
+            let accepted = try await RelayTracing.storeTransaction("accept \(request.event)", app: app.bundleID, key: key, requestID: requestID) {
+                try await store.acceptChange(
+                    app: app.bundleID, key: key, budget: ChangePlanner.budget(for: request, at: acceptedAt), context: context
+                ) { snapshot in
+                    try planner.plan(key: key, request, snapshot: snapshot, at: acceptedAt, requestID: requestID)
+                }
             }
             dispatch(accepted.claimed, accepted.outcome, at: acceptedAt)
             metrics.noteBudget(accepted.outcome.budgetUse, app: app.bundleID, key: key, at: acceptedAt)

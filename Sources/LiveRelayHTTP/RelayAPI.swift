@@ -91,6 +91,8 @@ package struct RelayAPI: Sendable {
         let router = Router(context: RelayRequestContext.self)
         let routes = RouteTable()
         router.add(middleware: RequestMetricsMiddleware(metrics: relay.metrics))
+        // A span per request, in the caller's trace when it sent `traceparent` (`RelayTracing`).
+        router.add(middleware: TracingMiddleware())
         router.add(middleware: APIErrorMiddleware())
         router.add(middleware: MethodNotAllowedMiddleware(table: routes))
         router.add(middleware: RelayErrorMiddleware())

@@ -108,11 +108,15 @@ package struct WriteContext: Sendable, Hashable {
     package var scheduleID: String?
     /// Set when a dispatcher is running with room to take the request's pushes at once.
     package var handOver: HandOver?
+    /// The request's trace context (W3C `traceparent`), kept with its payloads so that whichever
+    /// instance sends its pushes continues its trace; nil when no tracer runs.
+    package var traceParent: String?
 
-    package init(idempotency: IdempotencyClaim? = nil, scheduleID: String? = nil, handOver: HandOver? = nil) {
+    package init(idempotency: IdempotencyClaim? = nil, scheduleID: String? = nil, handOver: HandOver? = nil, traceParent: String? = nil) {
         self.idempotency = idempotency
         self.scheduleID = scheduleID
         self.handOver = handOver
+        self.traceParent = traceParent
     }
 }
 

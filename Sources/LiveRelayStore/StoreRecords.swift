@@ -394,6 +394,8 @@ package struct DeliveryRecord: Sendable, Hashable {
     package var apnsStatus: Int?
     package var apnsReason: String?
     package var apnsID: String?
+    /// The trace of the request that queued it (W3C `traceparent`), read with its payload.
+    package var traceParent: String?
 
     package init(
         id: Int64, bundleID: String, key: String, event: LiveActivityPayload.Event, target: DeliveryTarget, environment: PushEnvironment,

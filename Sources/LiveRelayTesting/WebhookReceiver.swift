@@ -21,31 +21,8 @@ package final class WebhookReceiver: Sendable {
         package var error: String?
     }
 
-    package static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("Tests/Support/webhook_receiver.py").path
-
-    /// The first `python3` on the PATH (or `LIVERELAY_PYTHON`).
-    package static let python: String? = {
-        if let named = ProcessInfo.processInfo.environment["LIVERELAY_PYTHON"] { return named }
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        return path.split(separator: ":").map { "\($0)/python3" }.first { FileManager.default.isExecutableFile(atPath: $0) }
-    }()
-
-    /// The interpreter that has the library (the program itself, not a version manager's shim:
-    /// pyenv's runs a shell and several programs at every start, 0.46 s against 0.17 s here while
-    /// the machine compiled), or why there is none. Asked once, when the tests are planned.
-    package static let interpreter: Result<String, TestRequirement.Unavailable> = {
-        guard let python else { return .failure(.init(description: "python3 is not on the PATH")) }
-        guard
-            let check = try? ChildProcess.start(
-                python, ["-c", "import standardwebhooks, sys; print(sys.executable)"], environment: ProcessInfo.processInfo.environment),
-            let printed = try? check.output?.readToEnd(), check.waitUntilExit() == 0
-        else {
-            return .failure(.init(description: "\(python) cannot import standardwebhooks (pip install standardwebhooks==1.1.0)"))
-        }
-        let executable = String(decoding: printed, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        return .success(FileManager.default.isExecutableFile(atPath: executable) ? executable : python)
-    }()
+    /// The interpreter that has the library, or why there is none. Asked once, when the tests are planned.
+    package static let interpreter = PythonProgram.interpreter(importing: "standardwebhooks", install: "pip install standardwebhooks==1.1.0")
 
     /// Whether there is a Python with the library, or why not.
     package static var availability: Result<Void, TestRequirement.Unavailable> { interpreter.map { _ in () } }
@@ -76,32 +53,10 @@ package final class WebhookReceiver: Sendable {
     package static func start(secret: String, port: Int = 0, log: String? = nil, delay: Double = 0, redirect: String? = nil) async throws
         -> WebhookReceiver
     {
-        let interpreter = try interpreter.get()
         let log = log ?? TestFiles.path("webhooks", pathExtension: "jsonl")
-        let process = try ChildProcess.start(
-            interpreter, [script, secret, String(port), log, String(delay)],
-            environment: ProcessInfo.processInfo.environment.merging(redirect.map { ["REDIRECT": $0] } ?? [:]) { _, new in new },
-            errors: .sameAsOutput)
-        // Its first line is the port it listens on. Read as it comes, never by a blocking read:
-        // that would hold one of the cooperative pool's threads (two on this machine).
-        let printed = Mutex("")
-        process.output?.readabilityHandler = { handle in
-            let data = handle.availableData
-            if data.isEmpty { handle.readabilityHandler = nil } else { printed.withLock { $0 += String(decoding: data, as: UTF8.self) } }
-        }
-        let deadline = ContinuousClock.now + .seconds(30)
-        while !printed.withLock({ $0.contains("\n") }), process.isRunning, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        let line = printed.withLock { $0.split(separator: "\n").first.map(String.init) ?? $0 }
-        guard let bound = Int(line) else {
-            // A traceback: let it finish printing, so that the error says all of it.
-            let finishing = ContinuousClock.now + .seconds(5)
-            while process.isRunning, ContinuousClock.now < finishing { try await Task.sleep(for: .milliseconds(20)) }
-            process.send(SIGKILL)
-            _ = await process.exitCode()
-            throw TestRequirement.Unavailable(description: "the webhook receiver did not start: \(printed.withLock { $0 })")
-        }
+        let (process, bound) = try await PythonProgram.start(
+            try interpreter.get(), PythonProgram.script("webhook_receiver.py"), [secret, String(port), log, String(delay)],
+            environment: redirect.map { ["REDIRECT": $0] } ?? [:])
         return WebhookReceiver(port: bound, secret: secret, log: log, process: process)
     }
 

@@ -98,6 +98,11 @@ struct Serve: AsyncParsableCommand {
     var templates: String?
     @Option(help: ArgumentHelp("The log's lines: text, or json (one object a line, on standard error) for log collectors.", valueName: "text|json"))
     var logFormat: LogFormat = .text
+    @Option(
+        help: ArgumentHelp(
+            "Export traces as OTLP over HTTP to this collector (its /v1/traces unless the address has a path); OTEL_* variables tune sampling and headers.",
+            valueName: "url"))
+    var otlpEndpoint: String?
     @OptionGroup(title: "APNs (omit for the built-in emulator)") var connection: ConnectionOptions
 
     func validate() throws {
@@ -108,6 +113,7 @@ struct Serve: AsyncParsableCommand {
             }
         }
         _ = try timeouts()
+        if let otlpEndpoint, let problem = TraceExport.problem(otlpEndpoint) { throw ValidationError("otlp-endpoint: \(problem)") }
         guard (1...100_000).contains(maxInFlight) else { throw ValidationError("max-in-flight: must be 1 to 100000, got \(maxInFlight)") }
         guard APNsRoutes.allowedConnections.contains(apnsConnections) else {
             throw ValidationError(
@@ -152,6 +158,7 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         logFormat.bootstrap()
+        let tracing = try otlpEndpoint.map { try TraceExport.bootstrap(endpoint: $0, logger: Logger(label: "liverelay.traces")) }
         // Before anything starts: a busy port is said in one line, not among the other services' stops.
         try await Self.checkListenable(host: httpHost, port: httpPort)
         var connection = connection
@@ -236,6 +243,8 @@ struct Serve: AsyncParsableCommand {
             // Shutdown runs in reverse order: the APNs client closes after the dispatcher has stopped
             // (and the store after the whole group).
             var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: APNsClientService(routes: apns))]
+            // Stopped last, it exports the spans of everything that stopped before it.
+            if let exporter = tracing { services.insert(.init(service: exporter), at: 0) }
             // The demo iPhone's app reports its tokens with the initial client key, also on later starts.
             let demoClientKey = emulator == nil ? nil : (madeKeys[.client] ?? directory.keptInitialKeys()[.client])
             let announce = Announcement(

@@ -1,5 +1,6 @@
 import Foundation
 import LiveActivityKit
+import LiveRelayStore
 import LiveRelayTesting
 import NIOHTTP1
 import Testing
@@ -24,7 +25,9 @@ struct PrometheusScrapeTests {
             let scraper = try #require(made.stdout.split(separator: "\n").first?.split(separator: " ").last.map(String.init))
             // The key reads the metrics, and nothing else.
             #expect(try await server.call(.GET, "/v1/activities", key: scraper).status == 403)
-            // The demo iPhone's activity, started and updated: pushes answered, requests measured.
+            // The demo iPhone's activity started, once its app reported its push-to-start token.
+            let store = try SQLiteStore(path: directory + "/data/liverelay.sqlite")
+            try await eventually { try await store.pushToStartTokens(deviceID: "demo-iphone").count == 1 }
             let (path, body) = try server.printedStart()
             #expect(try await server.call(.POST, path, key: keys.server, body: body).status == 201)
 

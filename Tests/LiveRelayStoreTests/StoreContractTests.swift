@@ -255,6 +255,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
                     "0001-api-keys", "0002-registry", "0003-outbox", "0004-requests", "0005-budget-index", "0006-lighter-outbox", "0007-contracts",
                     "0008-environments", "0009-apps", "0010-leases", "0011-rate-buckets", "0012-dashboard", "0013-key-statistics",
                     "0014-typed-answers", "0015-reported-by", "0016-channel-listeners", "0017-events", "0018-webhooks", "0019-retention",
+                    "0020-trace-context",
                 ])
             #expect(try await subject.store.migrate() == [])
             try await subject.reopened { reopened async throws in
@@ -1055,6 +1056,31 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
                 try await store.claimDeliveries(dueBy: t0 + 59, limit: 10, leaseUntil: t0 + 119).map(\.payload)
                     == Array(repeating: Array("u3".utf8), count: 3))
             #expect(try await store.claimDeliveries(dueBy: t0 + 60, limit: 10, leaseUntil: t0 + 120).count == 7)
+        }
+    }
+
+    /// A request's trace context goes with its payload: claimed later, handed over at once, written
+    /// by the store as a fan-out or planned token by token; none without a tracer.
+    @Test(arguments: StoreKind.allCases) func aRequestsTraceContextComesBackWithEachOfItsPushes(kind: StoreKind) async throws {
+        try await kind.withStore { subject in
+            let store = subject.store
+            try await store.registerActivity("match", on: ["iphone-1", "iphone-2"])
+            try await store.savePushToStartToken(pushToStart("iphone-1"))
+            let trace = { (span: String) in "00-4bf92f3577b34da6a3ce929d0e0e4736-\(span)-01" }
+            try await store.start("order-1", at: t0, context: WriteContext(traceParent: trace("00f067aa0ba902b7")))
+            try await store.change("match", body: "u1", at: t0, context: WriteContext(traceParent: trace("00f067aa0ba902b8")), countingBudget: false)
+            let claimed = try await store.claimDeliveries(dueBy: t0, limit: 10, leaseUntil: t0 + 60)
+            let byBody = Dictionary(grouping: claimed) { String(decoding: $0.payload, as: UTF8.self) }.mapValues { Set($0.map(\.traceParent)) }
+            #expect(byBody == ["start order-1": [trace("00f067aa0ba902b7")], "u1": [trace("00f067aa0ba902b8")]], "\(byBody)")
+            try await store.change("match", body: "u2", at: t0 + 1, context: WriteContext(), countingBudget: true)
+            let untraced = try await store.claimDeliveries(dueBy: t0 + 1, limit: 10, leaseUntil: t0 + 60)
+            #expect(untraced.count == 2 && untraced.allSatisfy { $0.traceParent == nil })
+            let handedOver = Seen<[DeliveryRecord]>([])
+            try await store.change(
+                "match", body: "u3", at: t0 + 2,
+                context: WriteContext(handOver: HandOver(leaseUntil: t0 + 60, limit: 5), traceParent: trace("00f067aa0ba902b9")),
+                claimed: handedOver)
+            #expect(handedOver.value.count == 2 && handedOver.value.allSatisfy { $0.traceParent == trace("00f067aa0ba902b9") })
         }
     }
 

@@ -9,6 +9,7 @@ struct KeyChange {
     let key: String
     let budget: ChangeBudget
     let handOver: HandOver?
+    let traceParent: String?
 
     /// How many placeholders each statement has, counted once.
     static let placeholders = (
@@ -64,6 +65,7 @@ struct KeyChange {
         arguments["key"] = .text(key)
         arguments["version"] = .text(version)
         arguments["payload"] = .bytes(planned.payload)
+        arguments["trace_parent"] = .text(traceParent)
         arguments["sends_anything"] = .bool(!planned.deliveries.isEmpty || fanOut != nil)
         arguments.bind("supersede", OutboxStatements.move(keySupersede).arguments)
         arguments["supersede_applies"] = .bool(supersedesInStatement)
@@ -91,6 +93,7 @@ struct KeyChange {
             claimed = try rows.filter { $0.integer(0) != nil }.map { row in
                 var record = try DeliveryRow(row: row).record
                 record.payload = planned.payload
+                record.traceParent = traceParent
                 return record
             }.sorted { $0.id < $1.id }
         } else {

@@ -37,7 +37,7 @@ extension PostgresStore {
                 throw Self.keyExists(key)
             }
             let claimed = try await Self.enqueue(
-                db, payloads: planned.payloads, deliveries: planned.deliveries, at: planned.acceptedAt, handOver: context.handOver)
+                db, payloads: planned.payloads, deliveries: planned.deliveries, at: planned.acceptedAt, context: context)
             try await Self.record(db, context: context, answer: .accepted(planned.acceptance), at: planned.acceptedAt)
             return Accepted(outcome: outcome, claimed: claimed)
         }
@@ -54,7 +54,7 @@ extension PostgresStore {
     package func acceptChange<Outcome: Sendable>(
         app: String, key: String, budget: ChangeBudget, context: WriteContext, plan: @Sendable (ChangeSnapshot) throws -> (ChangePlan, Outcome)
     ) async throws -> Accepted<Outcome> {
-        let change = KeyChange(app: app, key: key, budget: budget, handOver: context.handOver)
+        let change = KeyChange(app: app, key: key, budget: budget, handOver: context.handOver, traceParent: context.traceParent)
         if context.idempotency == nil && context.scheduleID == nil,
             let written = try await connection({ try await change.write($0, locked: false, plan: plan) })
         {

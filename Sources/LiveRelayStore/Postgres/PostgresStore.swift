@@ -160,12 +160,13 @@ extension PostgresStore {
     /// outbox's rules say they make pointless: queued, or claimed for the dispatcher (and
     /// returned) when a hand-over allows as many. (A change writes its own: `KeyChange`.)
     static func enqueue(
-        _ db: PostgresConnection, payloads: [[UInt8]], deliveries: [NewDelivery], at: Date, handOver: HandOver?
+        _ db: PostgresConnection, payloads: [[UInt8]], deliveries: [NewDelivery], at: Date, context: WriteContext
     ) async throws -> [DeliveryRecord] {
         guard !deliveries.isEmpty else { return [] }
+        let handOver = context.handOver
         var payloadIDs: [Int64] = []
         for payload in payloads {
-            let id = try await db.rows(PreparedStatements.InsertPayload.self, [.bytes(payload)]).first?.integer(0)
+            let id = try await db.rows(PreparedStatements.InsertPayload.self, [.bytes(payload), .text(context.traceParent)]).first?.integer(0)
             payloadIDs.append(id ?? 0)
         }
         try await db.carryOut(.accepted(deliveries: deliveries, fanOut: nil), at: at)
@@ -208,6 +209,7 @@ extension PostgresStore {
         return rows.map { row in
             var record = row.record
             record.payload = payloadsByID[row.payloadID] ?? []
+            record.traceParent = context.traceParent
             return record
         }.sorted { $0.id < $1.id }
     }
@@ -235,18 +237,18 @@ extension PostgresStore {
 
     /// The records with their payloads, each payload read once and shared.
     static func withPayloads(_ db: PostgresConnection, _ rows: [DeliveryRow]) async throws -> [DeliveryRecord] {
-        var payloads: [Int64: [UInt8]] = [:]
+        var payloads: [Int64: (body: [UInt8], traceParent: String?)] = [:]
         let ids = Array(Set(rows.map(\.payloadID)))
         if !ids.isEmpty {
             var binds = PostgresBindings()
             binds.append(ids)
             for row in try await db.rows(PreparedStatements.Payloads.self, bindings: binds) {
-                payloads[row.integer(0) ?? 0] = row.bytes(1)
+                payloads[row.integer(0) ?? 0] = (row.bytes(1), row.text(2))
             }
         }
         return rows.map { row in
             var record = row.record
-            record.payload = payloads[row.payloadID] ?? []
+            (record.payload, record.traceParent) = payloads[row.payloadID] ?? ([], nil)
             return record
         }
     }

@@ -126,7 +126,8 @@ enum PreparedStatements {
     private static let queuedChangeParameters = SQLParameters(changeWriteNames + ["notify_channel"])
     private static let changeWriteNames = [
         "content_state", "stale_date", "relevance_score", "last_timestamp", "state", "ended_at", "end_reason", "dismissal_date", "app", "key",
-        "version", "payload", "sends_anything", "supersede", "supersede_applies", "listed_status", "listed_due", "listed_at", "listed",
+        "version", "payload", "trace_parent", "sends_anything", "supersede", "supersede_applies", "listed_status", "listed_due", "listed_at",
+        "listed",
         "fan_out_event", "fan_out_priority", "fan_out_reason", "fan_out_expiration", "fan_out_timestamp", "fan_out_request",
         "fan_out_status", "fan_out_due", "fan_out_at", "fan_out_app", "fan_out_key", "fan_out",
     ]
@@ -145,7 +146,7 @@ enum PreparedStatements {
                     state = ?, ended_at = ?, end_reason = ?, dismissal_date = ?
                 WHERE bundle_id = ? AND key = ? AND xmin::text = ?
                 RETURNING 1),
-            payload AS (INSERT INTO payloads (body) SELECT ? WHERE ? AND EXISTS (SELECT 1 FROM changed) RETURNING id),
+            payload AS (INSERT INTO payloads (body, trace_parent) SELECT ?, ? WHERE ? AND EXISTS (SELECT 1 FROM changed) RETURNING id),
             superseded AS (\(supersede) AND ? AND EXISTS (SELECT 1 FROM changed)),
             listed AS (
                 INSERT INTO deliveries (\(StoreStatements.newDeliveryColumns))
@@ -162,7 +163,7 @@ enum PreparedStatements {
             """)
     }
 
-    enum InsertPayload: PreparedSQL { static let sql = "INSERT INTO payloads (body) VALUES ($1) RETURNING id" }
+    enum InsertPayload: PreparedSQL { static let sql = "INSERT INTO payloads (body, trace_parent) VALUES ($1, $2) RETURNING id" }
 
     /// A request's one push (the common single-key change), queued; and claimed at once for a hand-over.
     enum InsertDelivery: PreparedSQL { static let sql = oneDelivery }
@@ -180,7 +181,7 @@ enum PreparedStatements {
             """)
     }
 
-    enum Payloads: PreparedSQL { static let sql = "SELECT id, body FROM payloads WHERE id = ANY($1::bigint[])" }
+    enum Payloads: PreparedSQL { static let sql = "SELECT id, body, trace_parent FROM payloads WHERE id = ANY($1::bigint[])" }
 
     /// Every sent push of a recording, its values as arrays (an empty apns-id is none).
     /// The statuses it moves from are bound (`$5`), as `OutboxStatements.statusCondition(amongIDs:)` says why.

@@ -319,5 +319,7 @@ enum SQLiteMigrations {
             ] + WebhookStatements.indexes),
         // What retention finds by age without a scan (`RetentionStatements`).
         StoreMigration(name: "0019-retention", statements: RetentionStatements.indexes),
+        // A request's trace context (W3C `traceparent`), with its payload, when a tracer runs.
+        StoreMigration(name: "0020-trace-context", statements: ["ALTER TABLE payloads ADD COLUMN trace_parent TEXT"]),
     ]
 }

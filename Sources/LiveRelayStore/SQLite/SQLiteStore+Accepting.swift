@@ -33,7 +33,7 @@ extension SQLiteStore {
             let (planned, outcome) = try plan(tokens)
             try Self.insert(db, activity: planned.activity)
             let claimed = try Self.enqueue(
-                db, payloads: planned.payloads, deliveries: planned.deliveries, at: planned.acceptedAt, handOver: context.handOver)
+                db, payloads: planned.payloads, deliveries: planned.deliveries, at: planned.acceptedAt, context: context)
             try Self.record(db, context: context, answer: .accepted(planned.acceptance), at: planned.acceptedAt)
             return Accepted(outcome: outcome, claimed: claimed)
         }
@@ -76,7 +76,7 @@ extension SQLiteStore {
             // Written before an end ends the tokens: its fan-out goes to those live until now.
             let claimed = try Self.enqueue(
                 db, payloads: [planned.payload], deliveries: planned.deliveries, fanOut: planned.fanOut.map { ($0, tokenCount) },
-                at: planned.acceptedAt, handOver: context.handOver)
+                at: planned.acceptedAt, context: context)
             if let exhausted = planned.budgetExhausted {
                 try db.carryOut(.budgetExhausted(app: app, key: key, exhausted), at: planned.acceptedAt)
             }

@@ -187,13 +187,14 @@ extension SQLiteStore {
     /// as many. `fanOut` is a push to each live token of its key, of which there are `count`.
     static func enqueue(
         _ db: Database, payloads: [[UInt8]], deliveries: [NewDelivery], fanOut: (push: NewPush, count: Int)? = nil, at: Date,
-        handOver: HandOver?
+        context: WriteContext
     ) throws -> [DeliveryRecord] {
         guard !deliveries.isEmpty || fanOut != nil else { return [] }
+        let handOver = context.handOver
         var payloadIDs: [Int64] = []
-        let insertPayload = try db.cachedStatement(sql: "INSERT INTO payloads (body) VALUES (?)")
+        let insertPayload = try db.cachedStatement(sql: "INSERT INTO payloads (body, trace_parent) VALUES (?, ?)")
         for payload in payloads {
-            try insertPayload.execute(arguments: [Data(payload)])
+            try insertPayload.execute(arguments: [Data(payload), context.traceParent])
             payloadIDs.append(db.lastInsertedRowID)
         }
         let now = at.seconds
@@ -232,6 +233,7 @@ extension SQLiteStore {
         ).map { row in
             var record = row.record
             record.payload = payloadsByID[row.payloadID] ?? []
+            record.traceParent = context.traceParent
             return record
         }
     }
@@ -336,16 +338,16 @@ extension Row: StoreRow {
 extension SQLiteStore {
     /// The records with their payloads, each payload read once and shared.
     static func withPayloads(_ db: Database, _ rows: [DeliveryRow]) throws -> [DeliveryRecord] {
-        var payloads: [Int64: [UInt8]] = [:]
+        var payloads: [Int64: (body: [UInt8], traceParent: String?)] = [:]
         return try rows.map { row in
             var record = row.record
-            if let payload = payloads[row.payloadID] {
-                record.payload = payload
-            } else {
-                let payload = try db.fetchOne("SELECT body FROM payloads WHERE id = ?", [row.payloadID]) { try $0.bytes(0) } ?? []
-                payloads[row.payloadID] = payload
-                record.payload = payload
-            }
+            let payload =
+                try payloads[row.payloadID]
+                ?? db.fetchOne("SELECT body, trace_parent FROM payloads WHERE id = ?", [row.payloadID]) { row in
+                    (try row.bytes(0), row.text(1))
+                } ?? ([], nil)
+            payloads[row.payloadID] = payload
+            (record.payload, record.traceParent) = payload
             return record
         }
     }
