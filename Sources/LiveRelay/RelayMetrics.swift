@@ -107,10 +107,7 @@ package final class RelayMetrics: Sendable {
 
     /// The value of one counter or gauge, for tests (0 when it has none).
     package func value(_ name: String, _ labels: [String: String] = [:]) -> Int {
-        let series = MetricCatalog.dimensions(labels).map { "\($0.0)=\"\($0.1)\"" }.joined(separator: ",")
-        let prefix = series.isEmpty ? "\(name) " : "\(name){\(series)} "
-        let line = text.split(separator: "\n").first { $0.hasPrefix(prefix) }
-        return line.flatMap { Double($0.dropFirst(prefix.count)) }.map { Int($0) } ?? 0
+        Int(PrometheusSamples(text).value(name, labels) ?? 0)
     }
 
     /// How the dispatcher sends now: what it keeps in flight and why (`InFlightSizing`).
@@ -173,16 +170,6 @@ package final class RelayMetrics: Sendable {
     }
 
     // MARK: Rendering
-
-    /// The series without labels of a rendered text, by name (benchmarks and tests read gauges).
-    package static func unlabelledValues(in text: String) -> [String: Int] {
-        Dictionary(
-            text.split(separator: "\n").compactMap { line -> (String, Int)? in
-                let parts = line.split(separator: " ")
-                guard parts.count == 2, !parts[0].hasPrefix("#"), let value = Double(parts[1]), value.isFinite else { return nil }
-                return (String(parts[0]), Int(value))
-            }, uniquingKeysWith: { first, _ in first })
-    }
 
     private static func microseconds(_ duration: Duration) -> Int {
         Int(duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000)

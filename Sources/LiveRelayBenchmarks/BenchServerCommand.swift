@@ -620,9 +620,10 @@ struct BenchAPI: Sendable {
         var request = HTTPClientRequest(url: baseURL + "/metrics")
         request.headers.add(name: "authorization", value: "Bearer \(keys.admin)")
         let response = try await http.execute(request, timeout: .seconds(30))
-        let values = RelayMetrics.unlabelledValues(in: String(buffer: try await response.body.collect(upTo: 4 * 1024 * 1024)))
-        let roundTrip = Double(values["liverelay_apns_round_trip_shortest_microseconds"] ?? 0) / 1000
-        return "in flight at most \(values["liverelay_in_flight_limit"] ?? 0), \(values["liverelay_apns_connections"] ?? 0) APNs connection(s), "
+        let samples = PrometheusSamples(String(buffer: try await response.body.collect(upTo: 4 * 1024 * 1024)))
+        let value = { (name: String) in Int(samples.value(name) ?? 0) }
+        let roundTrip = Double(value("liverelay_apns_round_trip_shortest_microseconds")) / 1000
+        return "in flight at most \(value("liverelay_in_flight_limit")), \(value("liverelay_apns_connections")) APNs connection(s), "
             + "shortest round trip \(String(format: "%.1f", roundTrip)) ms"
     }
 

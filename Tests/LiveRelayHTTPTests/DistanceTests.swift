@@ -32,14 +32,14 @@ import Testing
 
             #expect(relay.emulator.journal.counts["Success"] == 120)
             #expect(try await relay.store.deliveryCounts()[.sent] == 120)
-            let metrics = RelayMetrics.unlabelledValues(in: try await relay.relay.renderMetrics())
-            let limit = try #require(metrics["liverelay_in_flight_limit"])
+            let metrics = PrometheusSamples(try await relay.relay.renderMetrics())
+            let limit = Int(try #require(metrics.value("liverelay_in_flight_limit")))
             // 5 in flight at 100 ms is 50 a second; the limit grew as that rate showed it could.
             #expect(limit > 10, "in flight at most \(limit)")
-            #expect(metrics["liverelay_apns_round_trip_shortest_microseconds"].map { $0 >= 100_000 } == true)
+            #expect(metrics.value("liverelay_apns_round_trip_shortest_microseconds").map { $0 >= 100_000 } == true)
             let connections = Set(relay.emulator.journal.requests.filter { $0.path.hasPrefix("/3/device/") }.map(\.connectionID))
             #expect(connections.count > 1, "10 streams a connection were not enough")
-            #expect(metrics["liverelay_apns_connections"] == connections.count)
+            #expect(metrics.value("liverelay_apns_connections") == Double(connections.count))
         }
     }
 }

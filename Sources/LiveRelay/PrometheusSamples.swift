@@ -1,5 +1,6 @@
 /// The samples of a text in Prometheus' exposition format, read as a scraper reads them: by name
-/// and labels, whatever their order (a label's value may hold braces, as a route does).
+/// and labels, whatever their order (a label's value may hold braces, as a route does). For the
+/// tests and the benchmarks, which read what `/metrics` said.
 package struct PrometheusSamples: Sendable {
     package struct Sample: Sendable, Hashable {
         package var name: String
