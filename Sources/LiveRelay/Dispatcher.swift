@@ -269,9 +269,7 @@ package final class Dispatcher: Service {
         do {
             let answer = try await RelayTracing.exchanging(delivery) { try await apns.execute(request, timeout: policy.requestTimeout) }
             roundTrip = answer.roundTrip
-            if let roundTrip {
-                context.metrics.observe("liverelay_apns_round_trip_seconds", ["environment": delivery.environment.rawValue], roundTrip)
-            }
+            if let roundTrip { context.metrics.noteExchange(in: delivery.environment, roundTrip: roundTrip) }
             if (200..<300).contains(answer.status) {
                 outcome = .sent(status: answer.status, apnsID: answer.header("apns-id") ?? answer.header("apns-request-id"))
             } else {
@@ -285,23 +283,18 @@ package final class Dispatcher: Service {
     }
 
     private func record(_ outcome: DeliveryOutcome, _ delivery: DeliveryRecord) {
-        let result: String
+        let result: RelayMetrics.PushResult
         switch outcome {
-        case .sent: result = "sent"
+        case .sent: result = .sent
         case .retry(_, let status, let reason):
-            result = "retry"
+            result = .retry
             logger.info("push will be retried", metadata: Self.metadata(delivery, status, reason))
         case .failed(let status, let reason, let dead):
-            result = dead ? "token_dead" : "failed"
+            result = dead ? .tokenDead : .failed
             logger.warning("push failed", metadata: Self.metadata(delivery, status, reason))
         }
-        let now = context.now()
-        context.metrics.count("liverelay_pushes_total", ["event": delivery.event.rawValue, "result": result])
-        context.metrics.countPush(result: result, at: now)
-        guard !outcome.isRetry else { return }
-        context.metrics.observe(
-            "liverelay_push_wait_seconds", ["event": delivery.event.rawValue], .seconds(now.timeIntervalSince(delivery.createdAt)))
-        context.metrics.noteAnswered(requestID: delivery.requestID, at: now)
+        context.metrics.notePush(
+            delivery.event, result, acceptedAt: delivery.createdAt, requestID: delivery.requestID, at: context.now())
     }
 
     private static func metadata(_ delivery: DeliveryRecord, _ status: Int?, _ reason: String) -> Logger.Metadata {

@@ -1,4 +1,5 @@
 import Foundation
+import LiveActivityKit
 import LiveRelayStore
 import Metrics
 import Prometheus
@@ -8,6 +9,11 @@ import Synchronization
 /// names every series). Labels are bounded (actions, events, results, routes, environments),
 /// never a token, key or device id. Besides, what the dashboard's overview shows.
 package final class RelayMetrics: Sendable {
+    /// The series of this process: swift-metrics' API over a registry of its own (so that every
+    /// service in one process, as in the tests, counts apart), which swift-prometheus renders.
+    let registry = PrometheusCollectorRegistry()
+    var factory: MetricCatalog.Factory { MetricCatalog.Factory(registry: registry) }
+
     /// Pushes answered in each of the last hour's minutes (by minute since 1970), by result.
     private let minutes = Mutex<[Int64: [String: Int]]>([:])
     static let minutesKept: Int64 = 60
@@ -15,7 +21,58 @@ package final class RelayMetrics: Sendable {
     private let nearBudget = Mutex<[KeyNearBudget.Key: KeyNearBudget]>([:])
     static let nearBudgetKept = 10_000
 
-    package init() {}
+    package init() {
+        let factory = MetricCatalog.Factory(registry: registry)
+        var pushes: [PushSeries: Metrics.Counter] = [:]
+        var waits: [LiveActivityPayload.Event: Metrics.Timer] = [:]
+        for event in LiveActivityPayload.Event.allCases {
+            for result in PushResult.allCases {
+                pushes[PushSeries(event: event, result: result)] = Metrics.Counter(
+                    label: "liverelay_pushes_total", dimensions: [("event", event.rawValue), ("result", result.rawValue)], factory: factory)
+            }
+            waits[event] = Metrics.Timer(label: "liverelay_push_wait_seconds", dimensions: [("event", event.rawValue)], factory: factory)
+        }
+        self.pushes = pushes
+        self.waits = waits
+        self.roundTrips = Dictionary(
+            uniqueKeysWithValues: PushEnvironment.allCases.map {
+                ($0, Metrics.Timer(label: "liverelay_apns_round_trip_seconds", dimensions: [("environment", $0.rawValue)], factory: factory))
+            })
+    }
+
+    // MARK: Pushes
+
+    /// What APNs' answer made of a push.
+    enum PushResult: String, CaseIterable {
+        case sent, retry, failed
+        case tokenDead = "token_dead"
+    }
+
+    struct PushSeries: Hashable {
+        var event: LiveActivityPayload.Event
+        var result: PushResult
+    }
+
+    /// The series every push touches, made at the start (so that each shows from the first
+    /// scrape), then only counted or observed: no registry lookup and no label hashing a push.
+    private let pushes: [PushSeries: Metrics.Counter]
+    private let waits: [LiveActivityPayload.Event: Metrics.Timer]
+    private let roundTrips: [PushEnvironment: Metrics.Timer]
+
+    /// An exchange with APNs answered after `roundTrip`.
+    func noteExchange(in environment: PushEnvironment, roundTrip: Duration) {
+        roundTrips[environment]?.record(duration: roundTrip)
+    }
+
+    /// A push of `event` answered at `date` with `result`: counted, and, when that settles it,
+    /// how long it waited since `acceptedAt` and whether it was its fan-out's last.
+    func notePush(_ event: LiveActivityPayload.Event, _ result: PushResult, acceptedAt: Date, requestID: String, at date: Date) {
+        pushes[PushSeries(event: event, result: result)]?.increment()
+        countPush(result: result.rawValue, at: date)
+        guard result != .retry else { return }
+        waits[event]?.record(duration: .seconds(max(0, date.timeIntervalSince(acceptedAt))))
+        noteAnswered(requestID: requestID, at: date)
+    }
 
     /// Keeps a key whose change at `date` spent most of a budget, and forgets it once a change spends less.
     func noteBudget(_ use: BudgetUse?, app: String, key: String, at date: Date) {
@@ -62,11 +119,6 @@ package final class RelayMetrics: Sendable {
         let kept = minutes.withLock { $0 }
         return (last - Int64(count) + 1...last).map { minute in (Date(timeIntervalSince1970: Double(minute) * 60), kept[minute] ?? [:]) }
     }
-
-    /// The series of this process: swift-metrics' API over a registry of its own (so that every
-    /// service in one process, as in the tests, counts apart), which swift-prometheus renders.
-    let registry = PrometheusCollectorRegistry()
-    var factory: MetricCatalog.Factory { MetricCatalog.Factory(registry: registry) }
 
     /// The series made so far, by name and labels: each is made once (a registry lookup checks
     /// and hashes its name and labels), then only counted or observed, as a push is.

@@ -9,6 +9,10 @@ import Tracing
 /// APNs exchange. The request's trace context is kept with its payload in the store, so that the
 /// dispatch continues the request's trace whichever instance sends it, and however much later.
 package enum RelayTracing {
+    /// Whether a tracer was bootstrapped: without one, a push makes no span at all (a span that
+    /// goes nowhere still binds a task-local, twice a push).
+    static var isOn: Bool { !(InstrumentationSystem.tracer is NoOpTracer) }
+
     /// The current span's context as W3C `traceparent`, to keep with a request's pushes; nil when
     /// no tracer runs (or no span is current).
     static func currentTraceParent() -> String? {
@@ -79,7 +83,8 @@ extension RelayTracing {
     static func dispatching(
         _ delivery: DeliveryRecord, _ send: () async -> (outcome: DeliveryOutcome, roundTrip: Duration?)
     ) async -> (outcome: DeliveryOutcome, roundTrip: Duration?) {
-        await withSpan("dispatch \(delivery.event)", context: context(continuing: delivery.traceParent), ofKind: .internal) { span in
+        guard isOn else { return await send() }
+        return await withSpan("dispatch \(delivery.event)", context: context(continuing: delivery.traceParent), ofKind: .internal) { span in
             span.attributes[Attribute.app] = delivery.bundleID
             span.attributes[Attribute.key] = delivery.key
             span.attributes[Attribute.requestID] = delivery.requestID
@@ -105,7 +110,8 @@ extension RelayTracing {
 
     /// One exchange with APNs, in a client span under the push's: its status and `apns-id`.
     static func exchanging(_ delivery: DeliveryRecord, _ exchange: () async throws -> APNsRawResponse) async throws -> APNsRawResponse {
-        try await withSpan("APNs POST", ofKind: .client) { span in
+        guard isOn else { return try await exchange() }
+        return try await withSpan("APNs POST", ofKind: .client) { span in
             span.attributes[Attribute.key] = delivery.key
             span.attributes[Attribute.environment] = delivery.environment.rawValue
             span.attributes[Attribute.apnsPriority] = Int(delivery.priority.rawValue)
