@@ -9,8 +9,8 @@ import Tracing
 /// APNs exchange. The request's trace context is kept with its payload in the store, so that the
 /// dispatch continues the request's trace whichever instance sends it, and however much later.
 package enum RelayTracing {
-    /// Whether a tracer was bootstrapped: without one, a push makes no span at all (a span that
-    /// goes nowhere still binds a task-local, twice a push).
+    /// Whether a tracer was bootstrapped: without one, no span is made at all (a span that goes
+    /// nowhere still binds a task-local, twice a push).
     static var isOn: Bool { !(InstrumentationSystem.tracer is NoOpTracer) }
 
     /// The current span's context as W3C `traceparent`, to keep with a request's pushes; nil when
@@ -67,7 +67,8 @@ extension RelayTracing {
     static func storeTransaction(
         _ name: String, app: String, key: String, requestID: String, _ write: () async throws -> Accepted<Acceptance>
     ) async throws -> Accepted<Acceptance> {
-        try await withSpan("store: \(name)", ofKind: .internal) { span in
+        guard isOn else { return try await write() }
+        return try await withSpan("store: \(name)", ofKind: .internal) { span in
             span.attributes[Attribute.app] = app
             span.attributes[Attribute.key] = key
             span.attributes[Attribute.requestID] = requestID

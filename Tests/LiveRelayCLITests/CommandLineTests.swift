@@ -212,7 +212,7 @@ let token = String(repeating: "ab", count: 80)
 
     /// Serve's dispatch settings are checked before it starts: a claim must outlive the APNs
     /// request it covers, or another instance would send a push still in flight again.
-    @Test func serveRefusesALeaseShorterThanTwiceTheRequestTimeoutAndBadInFlightCounts() async throws {
+    @Test func serveRefusesALeaseShorterThanTwiceTheRequestTimeoutAndBadSettings() async throws {
         let dataDir = TestFiles.path("lease")
         defer { try? FileManager.default.removeItem(atPath: dataDir) }
         try await expectUsageError(
@@ -228,6 +228,9 @@ let token = String(repeating: "ab", count: 80)
             ["serve", "--data-dir", dataDir, "--http-port", "0", "--max-in-flight", "0"], "max-in-flight: must be 1 to 100000")
         try await expectUsageError(
             ["serve", "--data-dir", dataDir, "--http-port", "0", "--apns-connections", "65"], "apns-connections: must be 1 to 64")
+        try await expectUsageError(
+            ["serve", "--data-dir", dataDir, "--http-port", "0", "--otlp-endpoint", "collector:4318"],
+            "otlp-endpoint: must be an http:// or https:// address")
     }
 
     /// `--templates`: a template that could insert markup, or a file that is not a region, stops

@@ -65,7 +65,8 @@ struct ServeRecoveryTests {
         let dataDir = try TestFiles.folder("serve")
         defer { try? FileManager.default.removeItem(atPath: dataDir) }
         try await expectUsageError(["keys", "create", "--scope", "admin", "--data-dir", dataDir], "data-dir: no database")
-        try await expectUsageError(["keys", "create", "--scope", "root", "--data-dir", dataDir], "scope: must be client, server, admin or viewer")
+        try await expectUsageError(
+            ["keys", "create", "--scope", "root", "--data-dir", dataDir], "scope: must be client, server, admin, viewer or metrics")
         try await expectUsageError(
             ["keys", "create", "--scope", "viewer", "--app", "com.example.app", "--data-dir", dataDir], "app: a viewer key reads every app")
         try await expectUsageError(["keys", "create", "--scope", "client", "--data-dir", dataDir], "app: a client key is for one app")

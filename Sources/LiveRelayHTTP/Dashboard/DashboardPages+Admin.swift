@@ -93,7 +93,7 @@ extension DashboardPages {
             <label>Scope <select name="scope">\(scopes)</select></label>
             <label>App <select name="bundleID">\(appOptions)</select></label>
             <button>Make key</button></form>
-            <p class="muted">A client key is for one app; an admin or viewer key is for every app; a server key for either.</p></section>
+            <p class="muted">A client key is for one app; an admin, viewer or metrics key is for every app; a server key for either. A metrics key reads only <code>/metrics</code>, for Prometheus.</p></section>
             """ : .empty
         return page(
             "API keys", section: .keys, viewer: viewer,
