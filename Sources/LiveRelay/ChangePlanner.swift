@@ -38,6 +38,7 @@ struct ChangePlanner {
             throw RelayError(.invalid, .missing, message: "is required: the key has no content to end with", field: "contentState")
         }
         var warnings = try contracts.contract(for: activity.attributesType).map { try ContractCheck.contentState(contentState, $0) } ?? []
+        warnings += try DeviceForesight.warnings(for: request, contentState: contentState, at: acceptedAt)
         let timestamp = max(unixSeconds(acceptedAt), activity.lastTimestamp + 1)
         var dismissal = ActivityUIDismissalPolicy.default
         if request.event == .end, let date = request.dismissalDate { dismissal = date <= acceptedAt ? .immediate : .after(date) }

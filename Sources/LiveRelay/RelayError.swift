@@ -17,7 +17,8 @@ package struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
         case conflict
         /// 413
         case tooLarge
-        /// 422: well formed, but the app's widget would not decode it (its contract says so).
+        /// 422: well formed, but the iPhone would not show it: its widget would not decode it (its
+        /// contract says so), or it would be stale on arrival.
         case unprocessable
         /// 502: APNs refused what the request needed (a channel).
         case upstream
@@ -60,6 +61,10 @@ package struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
         package static let tooManyWebhooks = Code(rawValue: "too_many_webhooks")
         /// The webhook endpoint is disabled.
         package static let webhookDisabled = Code(rawValue: "webhook_disabled")
+        /// A start whose stale date has passed: the iPhone would never show it (`DeviceForesight`).
+        package static let staleOnArrival = Code(rawValue: "stale_on_arrival")
+        /// More activity data than ActivityKit takes (`DeviceForesight`).
+        package static let activityDataTooLarge = Code(rawValue: "activity_data_too_large")
     }
 
     package let kind: Kind

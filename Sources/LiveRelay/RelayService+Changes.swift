@@ -19,6 +19,7 @@ extension RelayService {
         try Self.checkKey(key)
         // Checked before anything is written or created, and again when a schedule runs.
         let warnings = try StartPlanner.check(request, against: try await currentContracts(app: app.bundleID).contract(for: request.attributesType))
+        try DeviceForesight.checkStart(request, startsAt: max(now(), request.at ?? .distantPast))
         if let at = request.at, at > now() {
             return try await schedule(app: app.bundleID, key: key, .start(request), at: at, context: context)
         }
