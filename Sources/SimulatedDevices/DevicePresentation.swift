@@ -66,7 +66,7 @@ extension SimulatedDevice {
     public func presentation(at now: Date) -> DevicePresentation {
         let byRelevance =
             activities
-            .filter { $0.state == .active || $0.state == .stale || $0.state == .ended }
+            .filter { $0.isShown && ($0.state == .active || $0.state == .stale || $0.state == .ended) }
             .sorted { lhs, rhs in
                 lhs.content.relevanceScore != rhs.content.relevanceScore
                     ? lhs.content.relevanceScore > rhs.content.relevanceScore

@@ -185,13 +185,17 @@ public struct SimulatedActivity: Sendable, Hashable {
     /// Why it ended, once it has: an app that launches later reads it with the activity's state.
     public internal(set) var endCause: ActivityStateMachine.Transition.Cause?
     public internal(set) var lastAlert: ShownAlert?
+    /// False for one started with its stale date already passed: iPhones create it stale and
+    /// never show it, on the Lock Screen or anywhere (seen on devices, spec §14.2.1; that an
+    /// update with a later stale date does not bring it back is our assumption).
+    public internal(set) var isShown = true
 
     public var state: ActivityState { lifecycle.state }
     public var content: ActivityContentState { lifecycle.content }
 
     public static func == (lhs: SimulatedActivity, rhs: SimulatedActivity) -> Bool {
         lhs.id == rhs.id && lhs.lifecycle == rhs.lifecycle && lhs.pushToken == rhs.pushToken && lhs.lastAlert == rhs.lastAlert
-            && lhs.tokenDueAt == rhs.tokenDueAt
+            && lhs.tokenDueAt == rhs.tokenDueAt && lhs.isShown == rhs.isShown
     }
 
     public func hash(into hasher: inout Hasher) { hasher.combine(id) }

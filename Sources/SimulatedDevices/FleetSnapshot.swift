@@ -92,6 +92,7 @@ extension DeviceFleet.StoredBroadcast: Codable {
 extension SimulatedActivity: Codable {
     private enum CodingKeys: String, CodingKey {
         case id, bundleID, attributesType, attributes, lifecycle, pushType, style, pushToken, tokenDueAt, retiringToken, endCause, lastAlert
+        case isShown
     }
 
     public init(from decoder: any Decoder) throws {
@@ -108,6 +109,7 @@ extension SimulatedActivity: Codable {
         retiringToken = try container.decodeIfPresent(RetiringToken.self, forKey: .retiringToken)
         endCause = try container.decodeIfPresent(ActivityStateMachine.Transition.Cause.self, forKey: .endCause)
         lastAlert = try container.decodeIfPresent(ShownAlert.self, forKey: .lastAlert)
+        isShown = try container.decodeIfPresent(Bool.self, forKey: .isShown) ?? true
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -124,6 +126,7 @@ extension SimulatedActivity: Codable {
         try container.encodeIfPresent(retiringToken, forKey: .retiringToken)
         try container.encodeIfPresent(endCause, forKey: .endCause)
         try container.encodeIfPresent(lastAlert, forKey: .lastAlert)
+        if !isShown { try container.encode(isShown, forKey: .isShown) }
     }
 }
 

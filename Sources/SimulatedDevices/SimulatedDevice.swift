@@ -315,6 +315,12 @@ public struct SimulatedDevice: Sendable {
             lifecycle: ActivityStateMachine(content: content, startDate: startDate, now: now, timestamp: timestamp),
             pushType: pushType, style: style)
         if pushType == .token { activity.tokenDueAt = now + settings.tokenIssueDelay }
+        if let stale = content.staleDate, stale <= startDate {
+            activity.isShown = false
+            write(
+                "activity \(attributesType) starts with its stale date \(stale) already passed: created stale, never shown on the Lock Screen",
+                app.bundleID, activityID: activityID, at: now)
+        }
         activities.append(activity)
         let how =
             switch pushType {

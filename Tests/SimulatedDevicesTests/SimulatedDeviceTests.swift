@@ -207,6 +207,25 @@ struct DeviceFixture {
         #expect(f.lastLog.contains(logged), "\(f.lastLog)")
     }
 
+    /// Seen on devices (spec §14.2.1): a start whose stale date has passed is created, stale, and
+    /// never shown; the app has its activity (and reports its token) all the same.
+    @Test func aStartWhoseStaleDateHasPassedIsCreatedStaleAndNeverShown() throws {
+        var f = DeviceFixture()
+        let stale = startAPS.replacingOccurrences(of: #""timestamp":1795000000,"#, with: #""timestamp":1795000000,"stale-date":1794999000,"#)
+        f.receive(f.push(to: f.pushToStartToken, stale, at: 5))
+        let activity = try #require(f.device.activities.first)
+        #expect(activity.state == .stale && !activity.isShown)
+        #expect(f.device.log.contains { $0.message.contains("never shown on the Lock Screen") })
+        f.advance(to: 6)
+        #expect(f.device.activity(activity.id)?.pushToken != nil, "the app still gets its update token")
+        let shown = f.device.presentation(at: f.t0 + 6)
+        #expect(shown.lockScreen.isEmpty && shown.dynamicIsland == .empty && shown.banner == nil)
+        // A later stale date is the usual case: shown at once.
+        var g = DeviceFixture()
+        g.receive(g.push(to: g.pushToStartToken, stale.replacingOccurrences(of: "1794999000", with: "1795009000"), at: 5))
+        #expect(g.device.presentation(at: g.t0 + 6).lockScreen.count == 1)
+    }
+
     @Test func aStartWhoseAttributesDoNotDecodeIsDroppedWithTheReason() {
         var f = DeviceFixture()
         f.receive(f.push(to: f.pushToStartToken, startAPS.replacingOccurrences(of: #""orderNumber":7"#, with: #""orderNumber":"7""#), at: 5))
