@@ -19,6 +19,10 @@ public struct DeviceRuntimeSettings: Sendable, Hashable, Codable {
     public var priority10BudgetPerHour: Int
     /// The same with `NSSupportsLiveActivitiesFrequentUpdates` and the person's consent.
     public var frequentUpdatesBudgetPerHour: Int
+    /// Push-to-start starts per app per hour before ActivityKit refuses the rest. Devices were seen
+    /// refusing valid starts with "push-to-start budget was exhausted" (spec §14.2.2); Apple
+    /// publishes neither its size nor its refill: 10 an hour is our assumption.
+    public var pushToStartBudgetPerHour: Int
     /// How long a priority-5 push waits to be delivered (newest per activity wins meanwhile).
     public var opportunisticDelay: TimeInterval
     /// How long an alerting update shows the expanded Dynamic Island or the banner.
@@ -29,9 +33,10 @@ public struct DeviceRuntimeSettings: Sendable, Hashable, Codable {
     public init(
         maximumActivitiesPerApp: Int = 5, maximumActivitiesPerDevice: Int = 10, maximumActivityDataBytes: Int = 4096,
         tokenIssueDelay: TimeInterval = 1, tokenPurgeDelay: TimeInterval = 0, rotatesPushToStartTokenAfterUse: Bool = false,
-        priority10BudgetPerHour: Int = 15, frequentUpdatesBudgetPerHour: Int = 3600, opportunisticDelay: TimeInterval = 30,
-        alertPresentationDuration: TimeInterval = 8, logCapacity: Int = 200
+        priority10BudgetPerHour: Int = 15, frequentUpdatesBudgetPerHour: Int = 3600, pushToStartBudgetPerHour: Int = 10,
+        opportunisticDelay: TimeInterval = 30, alertPresentationDuration: TimeInterval = 8, logCapacity: Int = 200
     ) {
+        self.pushToStartBudgetPerHour = pushToStartBudgetPerHour
         self.maximumActivitiesPerApp = maximumActivitiesPerApp
         self.maximumActivitiesPerDevice = maximumActivitiesPerDevice
         self.maximumActivityDataBytes = maximumActivityDataBytes
@@ -43,6 +48,35 @@ public struct DeviceRuntimeSettings: Sendable, Hashable, Codable {
         self.opportunisticDelay = opportunisticDelay
         self.alertPresentationDuration = alertPresentationDuration
         self.logCapacity = logCapacity
+    }
+}
+
+extension DeviceRuntimeSettings {
+    private enum CodingKeys: String, CodingKey {
+        case maximumActivitiesPerApp, maximumActivitiesPerDevice, maximumActivityDataBytes, tokenIssueDelay, tokenPurgeDelay
+        case rotatesPushToStartTokenAfterUse, priority10BudgetPerHour, frequentUpdatesBudgetPerHour, pushToStartBudgetPerHour
+        case opportunisticDelay, alertPresentationDuration, logCapacity
+    }
+
+    /// Each setting a kept state file lacks (one written before the setting existed) takes its default.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init()
+        func read<Value: Decodable>(_ key: CodingKeys, into value: inout Value) throws {
+            if let kept = try container.decodeIfPresent(Value.self, forKey: key) { value = kept }
+        }
+        try read(.maximumActivitiesPerApp, into: &maximumActivitiesPerApp)
+        try read(.maximumActivitiesPerDevice, into: &maximumActivitiesPerDevice)
+        try read(.maximumActivityDataBytes, into: &maximumActivityDataBytes)
+        try read(.tokenIssueDelay, into: &tokenIssueDelay)
+        try read(.tokenPurgeDelay, into: &tokenPurgeDelay)
+        try read(.rotatesPushToStartTokenAfterUse, into: &rotatesPushToStartTokenAfterUse)
+        try read(.priority10BudgetPerHour, into: &priority10BudgetPerHour)
+        try read(.frequentUpdatesBudgetPerHour, into: &frequentUpdatesBudgetPerHour)
+        try read(.pushToStartBudgetPerHour, into: &pushToStartBudgetPerHour)
+        try read(.opportunisticDelay, into: &opportunisticDelay)
+        try read(.alertPresentationDuration, into: &alertPresentationDuration)
+        try read(.logCapacity, into: &logCapacity)
     }
 }
 

@@ -105,6 +105,10 @@ extension SimulatedDevice {
         guard type == tokenType else { return drop("attributes-type \(type) is not the type of this push-to-start token (\(tokenType))") }
         guard let attributes = aps?["attributes"] else { return drop("aps.attributes is missing") }
         guard let state = aps?["content-state"] else { return drop("aps.content-state is missing") }
+        if let exhausted = spendPushToStartBudget(of: app, at: now) {
+            return drop(
+                "push-to-start budget was exhausted (budget=-\(exhausted.over)); the app may start by push again at \(exhausted.roomAt)")
+        }
         let activityID: String
         do {
             activityID = try admit(app: app, attributesType: type, attributes: attributes, content: state)

@@ -62,6 +62,9 @@ public struct SimulatedDevice: Sendable {
     private var storedWhileOffline: [String: DevicePush] = [:]
     /// Priority-10 deliveries per app in the last hour.
     private var priority10Deliveries: [String: [Date]] = [:]
+    /// Push-to-start starts per app in the last hour (optional: a kept state file of an earlier
+    /// release has none).
+    private var pushToStartStarts: [String: [Date]]?
     /// Pushes waiting for the opportunistic delay or for budget, newest per target.
     private var deferred: [String: HeldPush] = [:]
     private var tokenGenerator: TokenGenerator
@@ -422,10 +425,25 @@ public struct SimulatedDevice: Sendable {
     }
     mutating func spendPriority10Budget(of app: SimulatedApp, at now: Date) -> Date? {
         let budget = app.frequentPushesEnabled ? settings.frequentUpdatesBudgetPerHour : settings.priority10BudgetPerHour
-        var recent = (priority10Deliveries[app.bundleID] ?? []).filter { $0 > now - 3600 }
-        defer { priority10Deliveries[app.bundleID] = recent }
-        guard recent.count < budget else { return recent[recent.count - budget] + 3600 }
-        recent.append(now)
+        return Self.spend(hourlyBudget: budget, from: &priority10Deliveries[app.bundleID, default: []], at: now)
+    }
+
+    /// Spends one of the app's push-to-start starts; nil, or how far past the budget it is (as
+    /// ActivityKit's "budget=-5" says) and when the next start fits.
+    mutating func spendPushToStartBudget(of app: SimulatedApp, at now: Date) -> (over: Int, roomAt: Date)? {
+        var starts = pushToStartStarts ?? [:]
+        defer { pushToStartStarts = starts }
+        let recent = starts[app.bundleID, default: []].filter { $0 > now - 3600 }
+        guard let roomAt = Self.spend(hourlyBudget: settings.pushToStartBudgetPerHour, from: &starts[app.bundleID, default: []], at: now)
+        else { return nil }
+        return (recent.count - settings.pushToStartBudgetPerHour + 1, roomAt)
+    }
+
+    /// Spends one of `budget` uses an hour kept in `uses`: nil when it fits, else when one does.
+    private static func spend(hourlyBudget budget: Int, from uses: inout [Date], at now: Date) -> Date? {
+        uses = uses.filter { $0 > now - 3600 }
+        guard uses.count < budget else { return budget > 0 ? uses[uses.count - budget] + 3600 : now + 3600 }
+        uses.append(now)
         return nil
     }
 }

@@ -4,6 +4,7 @@ import Foundation
 import LiveActivityKit
 import Logging
 import ServiceLifecycle
+import SimulatedDevices
 import UnixSignals
 import WebPages
 
@@ -56,6 +57,11 @@ struct Emulator: AsyncParsableCommand {
             "Answer every request this many milliseconds late, as APNs at a distance does: 100, or 40-120 drawn for each request; for one environment, sandbox=… or production=… (repeatable; default 0).",
             valueName: "ms"))
     var latency: [String] = []
+    @Option(
+        help: ArgumentHelp(
+            "Push-to-start starts each app on a simulated iPhone may have an hour; ActivityKit refuses the rest (Apple publishes no figure: 10 is an assumption).",
+            valueName: "count"))
+    var pushToStartBudget: Int = DeviceRuntimeSettings().pushToStartBudgetPerHour
 
     func validate() throws {
         let ports = [
@@ -76,6 +82,9 @@ struct Emulator: AsyncParsableCommand {
         }
         guard (1...10_000_000).contains(journalCapacity) else {
             throw ValidationError("journal-capacity: must be 1 to 10000000, got \(journalCapacity)")
+        }
+        guard (0...100_000).contains(pushToStartBudget) else {
+            throw ValidationError("push-to-start-budget: must be 0 to 100000 starts an hour, got \(pushToStartBudget)")
         }
     }
 
@@ -144,7 +153,8 @@ struct Emulator: AsyncParsableCommand {
                     .production: EmulatorPorts(push: productionPort, channelManagement: productionManagementPort),
                 ],
                 host: host, authenticatedStreamLimit: streamLimit, allowsPriority1ForLiveActivity: allowPriority1,
-                journalCapacity: journalCapacity, idleTimeout: idleTimeout.map { .seconds($0) }, latency: try latencies()),
+                journalCapacity: journalCapacity, idleTimeout: idleTimeout.map { .seconds($0) }, latency: try latencies(),
+                devices: DeviceRuntimeSettings(pushToStartBudgetPerHour: pushToStartBudget)),
             registry: registry)
         try emulator.certificates.writeCertificateAuthority(to: caFile)
         let ca = URL(fileURLWithPath: caFile).standardizedFileURL.path

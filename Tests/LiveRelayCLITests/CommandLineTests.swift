@@ -250,12 +250,14 @@ let token = String(repeating: "ab", count: 80)
         try await expectUsageError(["emulator", "--templates", folder + "/none", "--ca-file", folder + "/ca.pem"], "is not a folder of templates")
     }
 
-    /// `emulator --latency`: milliseconds or a range, for both environments or one.
-    @Test func theEmulatorsLatencyIsCheckedBeforeItStarts() async throws {
+    /// `emulator --latency`: milliseconds or a range, for both environments or one; and the
+    /// devices' push-to-start budget.
+    @Test func theEmulatorsSettingsAreCheckedBeforeItStarts() async throws {
         let ca = TestFiles.path("ca", pathExtension: "pem")
         try await expectUsageError(["emulator", "--latency", "soon", "--ca-file", ca], "latency: must be milliseconds, as 100, or a range of them")
         try await expectUsageError(["emulator", "--latency", "moon=5", "--ca-file", ca], "latency: an environment is sandbox or production")
         try await expectUsageError(["emulator", "--latency", "production=120-40", "--ca-file", ca], "from the smaller to the larger")
+        try await expectUsageError(["emulator", "--push-to-start-budget=-1", "--ca-file", ca], "push-to-start-budget: must be 0 to 100000")
         #expect(!FileManager.default.fileExists(atPath: ca), "nothing was started")
     }
 

@@ -226,6 +226,31 @@ struct DeviceFixture {
         #expect(g.device.presentation(at: g.t0 + 6).lockScreen.count == 1)
     }
 
+    /// Seen on devices (spec §14.2.2): push-to-start has a budget of its own, apart from the
+    /// priority-10 budget; past it a valid start is refused in ActivityKit's words.
+    @Test func startsPastThePushToStartBudgetAreRefusedUntilItRefills() throws {
+        var f = DeviceFixture(settings: DeviceRuntimeSettings(priority10BudgetPerHour: 100, pushToStartBudgetPerHour: 2))
+        for second in [5.0, 6, 7] { f.receive(f.push(to: f.pushToStartToken, startAPS, at: second)) }
+        #expect(f.device.activities.count == 2)
+        #expect(f.lastLog.contains("push-to-start budget was exhausted (budget=-1)"), "\(f.lastLog)")
+        #expect(f.lastLog.contains("again at \(f.t0 + 3605)"), "\(f.lastLog)")
+        f.receive(f.push(to: f.pushToStartToken, startAPS, at: 3605))
+        #expect(f.device.activities.count == 3, "the first start left the hour")
+    }
+
+    /// A state file kept by an earlier release has no push-to-start budget: it reads with the default.
+    @Test func settingsKeptWithoutANewerSettingTakeItsDefault() throws {
+        var kept = try JSONValue(
+            parsing: String(decoding: try JSONEncoder().encode(DeviceRuntimeSettings(priority10BudgetPerHour: 3)), as: UTF8.self))
+        guard case .object(let members) = kept else {
+            Issue.record("settings are not an object: \(kept)")
+            return
+        }
+        kept = .object(members.filter { $0.0 != "pushToStartBudgetPerHour" })
+        let read = try JSONDecoder().decode(DeviceRuntimeSettings.self, from: Data(kept.serialized))
+        #expect(read == DeviceRuntimeSettings(priority10BudgetPerHour: 3))
+    }
+
     @Test func aStartWhoseAttributesDoNotDecodeIsDroppedWithTheReason() {
         var f = DeviceFixture()
         f.receive(f.push(to: f.pushToStartToken, startAPS.replacingOccurrences(of: #""orderNumber":7"#, with: #""orderNumber":"7""#), at: 5))
@@ -310,6 +335,25 @@ struct DeviceFixture {
         #expect(f.device.activity(id)?.content.state["step"] == .string("delivered"))
         f.advance(to: 4030)
         #expect(f.device.activity(id)?.content.state["step"] == .string("preparing"), "newest wins, on the first one's turn")
+    }
+
+    /// Seen on devices (spec §14.2.4): the alert, not the priority, decides whether the person is
+    /// alerted; a priority-5 update with an alert alerts once it is delivered.
+    @Test func anUpdateWithAnAlertAlertsAtPriority5Too() throws {
+        var f = DeviceFixture(settings: DeviceRuntimeSettings(opportunisticDelay: 30))
+        let id = try f.request()
+        f.advance(to: 1)
+        let token = try #require(f.updateToken(id))
+        let alerting = f.update(step: "delivering", timestamp: 10).replacingOccurrences(
+            of: #""eta":5}"#, with: #""eta":5},"alert":{"title":"On its way","body":"5 minutes"}"#)
+        f.receive(f.push(to: token, alerting, priority: 5, at: 10))
+        f.advance(to: 40)
+        #expect(f.device.activity(id)?.lastAlert?.title == "On its way")
+        guard case .expanded(_, let alert) = f.device.presentation(at: f.t0 + 41).dynamicIsland else {
+            Issue.record("no alert on screen: \(f.device.presentation(at: f.t0 + 41))")
+            return
+        }
+        #expect(alert.title == "On its way")
     }
 
     @Test func frequentUpdatesRaiseTheBudget() throws {
