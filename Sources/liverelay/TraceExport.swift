@@ -20,6 +20,9 @@ enum TraceExport {
         configuration.traces.otlpExporter.protocol = .httpProtobuf
         configuration.traces.otlpExporter.endpoint = tracesURL(endpoint)
         configuration.traces.batchSpanProcessor.scheduleDelay = .seconds(1)
+        // A collector that is down must not hold up a SIGTERM for swift-otel's default 30 s.
+        configuration.traces.batchSpanProcessor.exportTimeout = .seconds(3)
+        configuration.traces.otlpExporter.timeout = .seconds(3)
         let (tracer, service) = try OTel.makeTracingBackend(configuration: configuration)
         InstrumentationSystem.bootstrap(tracer)
         return service

@@ -72,4 +72,20 @@ struct TraceExportTests {
             await receiver.stop()
         }
     }
+
+    /// A collector that is down costs warnings in the log, never a slow stop: the spans still to
+    /// export are given 3 s (swift-otel's default is 30, and a stop took 15 s with them).
+    @Test func aCollectorThatIsDownDoesNotHoldUpAStop() async throws {
+        let directory = try TestFiles.folder("serve-traces")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await withDeadline(.seconds(60)) {
+            let nobody = "http://127.0.0.1:\(try freeLoopbackPort())"
+            let server = try await ServeProcess.start(
+                ["serve", "--data-dir", directory + "/data", "--http-port", "0", "--otlp-endpoint", nobody])
+            for _ in 0..<3 { #expect(try await server.call(.GET, "/v1/health", key: nil).status == 200) }
+            let stopping = ContinuousClock.now
+            #expect(await server.stop() == 0)
+            #expect(ContinuousClock.now - stopping < .seconds(8), "\(ContinuousClock.now - stopping)")
+        }
+    }
 }
