@@ -83,3 +83,16 @@ public enum ActivityState: String, Sendable, Hashable, Codable, CaseIterable {
     /// Gone from the screen.
     case dismissed
 }
+
+/// ActivityKit's limit on an activity's data: its static attributes and content state together
+/// at a start, its content state at an update (4 KB, spec §5; `attributesTooLarge` beyond). The
+/// server refuses what a device would, and the simulated devices refuse it as ActivityKit does.
+public enum ActivityData {
+    public static let limit = 4096
+
+    /// The size the limit is measured on: compact JSON of each part, together (ActivityKit counts
+    /// its own encoding of the Swift values; ours is within a few bytes of it).
+    public static func size(_ parts: JSONValue...) -> Int {
+        parts.reduce(0) { $0 + $1.serialized.count }
+    }
+}

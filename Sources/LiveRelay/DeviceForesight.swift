@@ -6,10 +6,6 @@ import LiveActivityKit
 /// ActivityKit's own limits (§5). What would never show is refused; what would surprise the sender
 /// is accepted with a warning.
 enum DeviceForesight {
-    /// ActivityKit's limit on an activity's data: its attributes and content state together at a
-    /// start, its content state at an update (4 KB; measured here as our compact JSON of them).
-    static let activityDataLimit = 4096
-
     /// A start that would never show: refused. One whose stale date is not after the moment it
     /// starts (`startsAt`: now, or its schedule's time) is created stale and never put on the Lock
     /// Screen (§14.2.1); one whose attributes and content state exceed 4 KB is refused by
@@ -22,12 +18,12 @@ enum DeviceForesight {
                     "is \(stale.iso8601), not after the start (\(startsAt.iso8601)): the iPhone would create the activity already stale and never show it on the Lock Screen; give a later date, or none",
                 field: "staleDate")
         }
-        let size = request.attributes.serialized.count + request.contentState.serialized.count
-        guard size <= activityDataLimit else {
+        let size = ActivityData.size(request.attributes, request.contentState)
+        guard size <= ActivityData.limit else {
             throw RelayError(
                 .tooLarge, .activityDataTooLarge,
                 message:
-                    "the attributes and content state are \(size) bytes together, over ActivityKit's \(activityDataLimit): the iPhone would refuse the start (attributesTooLarge)",
+                    "the attributes and content state are \(size) bytes together, over ActivityKit's \(ActivityData.limit): the iPhone would refuse the start (attributesTooLarge)",
                 field: "attributes")
         }
     }
@@ -37,11 +33,11 @@ enum DeviceForesight {
     /// the device takes 4); otherwise what would surprise: a stale date already passed shows the
     /// activity stale at once, and an alert alerts the person whatever the priority (§14.2.4).
     static func warnings(for request: ChangeRequest, contentState: JSONValue, at now: Date) throws(RelayError) -> [String] {
-        let size = contentState.serialized.count
-        guard size <= activityDataLimit else {
+        let size = ActivityData.size(contentState)
+        guard size <= ActivityData.limit else {
             throw RelayError(
                 .tooLarge, .activityDataTooLarge,
-                message: "is \(size) bytes, over ActivityKit's \(activityDataLimit): the iPhone would drop the \(request.event.rawValue)",
+                message: "is \(size) bytes, over ActivityKit's \(ActivityData.limit): the iPhone would drop the \(request.event.rawValue)",
                 field: "contentState")
         }
         var warnings: [String] = []

@@ -132,26 +132,26 @@ package final class RelayMetrics: Sendable {
 
     /// Counts `amount` in the series `name{labels}`.
     func count(_ name: String, _ labels: [String: String], by amount: Int = 1) {
-        let series = Series(name: name, labels: labels)
-        let counter = counters.withLock { made in
-            if let counter = made[series] { return counter }
-            let counter = Metrics.Counter(label: name, dimensions: MetricCatalog.dimensions(labels), factory: factory)
-            made[series] = counter
-            return counter
-        }
-        counter.increment(by: amount)
+        Self.made(Series(name: name, labels: labels), in: counters) { Metrics.Counter(label: name, dimensions: $0, factory: factory) }
+            .increment(by: amount)
     }
 
     /// Observes `duration` in the histogram `name{labels}`.
     package func observe(_ name: String, _ labels: [String: String], _ duration: Duration) {
-        let series = Series(name: name, labels: labels)
-        let timer = timers.withLock { made in
-            if let timer = made[series] { return timer }
-            let timer = Metrics.Timer(label: name, dimensions: MetricCatalog.dimensions(labels), factory: factory)
-            made[series] = timer
-            return timer
+        Self.made(Series(name: name, labels: labels), in: timers) { Metrics.Timer(label: name, dimensions: $0, factory: factory) }
+            .record(duration: max(duration, .zero))
+    }
+
+    /// The handler of `series` in `cache`, made with its labels in order the first time.
+    private static func made<Handler>(
+        _ series: Series, in cache: borrowing Mutex<[Series: Handler]>, _ make: ([(String, String)]) -> Handler
+    ) -> Handler {
+        cache.withLock { made in
+            if let handler = made[series] { return handler }
+            let handler = make(MetricCatalog.dimensions(series.labels))
+            made[series] = handler
+            return handler
         }
-        timer.record(duration: max(duration, .zero))
     }
 
     /// The series as they are, without setting the store's gauges first (tests).

@@ -13,12 +13,10 @@ extension RelayService {
     package func createAPIKey(
         name: String, scope: APIKeyScope, app bundleID: String? = nil
     ) async throws -> (record: APIKeyRecord, secret: String) {
-        switch (scope, bundleID) {
-        case (.client, nil): throw RelayError(.invalid, .missing, message: "a client key is for one app: name it", field: "bundleID")
-        case (.admin, .some): throw RelayError.invalid("bundleID", "an admin key is for every app: leave bundleID out")
-        case (.viewer, .some): throw RelayError.invalid("bundleID", "a viewer key reads every app: leave bundleID out")
-        case (.metrics, .some): throw RelayError.invalid("bundleID", "a metrics key reads the whole server's metrics: leave bundleID out")
-        default: break
+        if let rule = scope.appRuleBroken(by: bundleID) {
+            throw bundleID == nil
+                ? RelayError(.invalid, .missing, message: "\(rule): name it", field: "bundleID")
+                : RelayError.invalid("bundleID", "\(rule): leave bundleID out")
         }
         if let bundleID { _ = try await app(bundleID, field: "bundleID") }
         defer { noteChange() }

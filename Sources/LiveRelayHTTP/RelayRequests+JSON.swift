@@ -238,7 +238,7 @@ struct APIKeyBody: APIRequestBody {
         let body = try decoder.container(keyedBy: CodingKeys.self)
         name = try body.requireNonEmptyString(.name)
         guard let scope = APIKeyScope(rawValue: try body.requireNonEmptyString(.scope)) else {
-            throw DecodingError.dataCorruptedError(forKey: .scope, in: body, debugDescription: "must be client, server, admin, viewer or metrics")
+            throw DecodingError.dataCorruptedError(forKey: .scope, in: body, debugDescription: "must be \(APIKeyScope.listed)")
         }
         self.scope = scope
         bundleID = try body.nonEmptyString(.bundleID)

@@ -15,6 +15,24 @@ package enum APIKeyScope: String, Sendable, Hashable, CaseIterable, Codable {
     case viewer
     /// A scraper (Prometheus): reads `/metrics`, nothing else.
     case metrics
+
+    /// Every scope, as a refusal names them: "client, server, admin, viewer or metrics".
+    package static var listed: String {
+        let names = allCases.map(\.rawValue)
+        return names.dropLast().joined(separator: ", ") + " or " + names.last!
+    }
+
+    /// The rule a key of this scope breaks when made for `app` (nil: for every app), or nil: a
+    /// client key is for one app, a server key for one or every app, the others for every app.
+    package func appRuleBroken(by app: String?) -> String? {
+        switch (self, app) {
+        case (.client, nil): "a client key is for one app"
+        case (.admin, .some): "an admin key is for every app"
+        case (.viewer, .some): "a viewer key reads every app"
+        case (.metrics, .some): "a metrics key reads the whole server's metrics"
+        default: nil
+        }
+    }
 }
 
 /// An app the server sends for: its bundle ID and the APNs credentials that sign its pushes (apps of

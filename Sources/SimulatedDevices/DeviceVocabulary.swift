@@ -31,7 +31,7 @@ public struct DeviceRuntimeSettings: Sendable, Hashable, Codable {
     public var logCapacity: Int
 
     public init(
-        maximumActivitiesPerApp: Int = 5, maximumActivitiesPerDevice: Int = 10, maximumActivityDataBytes: Int = 4096,
+        maximumActivitiesPerApp: Int = 5, maximumActivitiesPerDevice: Int = 10, maximumActivityDataBytes: Int = ActivityData.limit,
         tokenIssueDelay: TimeInterval = 1, tokenPurgeDelay: TimeInterval = 0, rotatesPushToStartTokenAfterUse: Bool = false,
         priority10BudgetPerHour: Int = 15, frequentUpdatesBudgetPerHour: Int = 3600, pushToStartBudgetPerHour: Int = 10,
         opportunisticDelay: TimeInterval = 30, alertPresentationDuration: TimeInterval = 8, logCapacity: Int = 200

@@ -299,7 +299,7 @@ public struct SimulatedDevice: Sendable {
         } catch {
             throw .doesNotDecode(error)
         }
-        let size = attributes.serialized.count + content.serialized.count
+        let size = ActivityData.size(attributes, content)
         guard size <= settings.maximumActivityDataBytes else { throw .attributesTooLarge(size, limit: settings.maximumActivityDataBytes) }
         let ongoing = activities.filter(\.lifecycle.isOngoing)
         guard ongoing.count { $0.bundleID == app.bundleID } < settings.maximumActivitiesPerApp else {

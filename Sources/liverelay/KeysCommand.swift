@@ -58,12 +58,11 @@ struct Keys: AsyncParsableCommand {
 
         func validate() throws {
             guard let scope = APIKeyScope(rawValue: scope) else {
-                throw ValidationError("scope: must be client, server, admin, viewer or metrics, got \"\(scope)\"")
+                throw ValidationError("scope: must be \(APIKeyScope.listed), got \"\(scope)\"")
             }
-            if scope == .client, app == nil { throw ValidationError("app: a client key is for one app: give --app <bundle id>") }
-            if scope == .admin, app != nil { throw ValidationError("app: an admin key is for every app: leave --app out") }
-            if scope == .viewer, app != nil { throw ValidationError("app: a viewer key reads every app: leave --app out") }
-            if scope == .metrics, app != nil { throw ValidationError("app: a metrics key reads the whole server's metrics: leave --app out") }
+            if let rule = scope.appRuleBroken(by: app) {
+                throw ValidationError("app: \(rule): \(app == nil ? "give --app <bundle id>" : "leave --app out")")
+            }
             guard !name.isEmpty, name.count <= 200 else { throw ValidationError("name: must be 1 to 200 characters") }
         }
 

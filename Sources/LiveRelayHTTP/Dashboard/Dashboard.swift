@@ -248,7 +248,7 @@ struct Dashboard: Sendable {
                 throw RelayError(.invalid, .invalidValue, message: "must be 1 to 200 characters", field: "name")
             }
             guard let scope = form["scope"].flatMap(APIKeyScope.init(rawValue:)) else {
-                throw RelayError(.invalid, .invalidValue, message: "must be client, server, admin, viewer or metrics", field: "scope")
+                throw RelayError(.invalid, .invalidValue, message: "must be \(APIKeyScope.listed)", field: "scope")
             }
             let app = form["bundleID"].flatMap { $0.isEmpty ? nil : $0 }
             let (record, secret) = try await relay.createAPIKey(name: name, scope: scope, app: app)
