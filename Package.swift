@@ -49,6 +49,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
         // `serve --otlp-endpoint`: the spans exported as OTLP over HTTP (not gRPC, which would double its build).
         .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
+        // The contract checks' differential test against JSONDecoder: seeded generation and counts.
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
     ],
     targets: [
         // The vocabulary of Live Activities and the APNs payload. Foundation only, so an iOS app
@@ -169,12 +171,16 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        // The real Swift types a contract's schema stands for (so JSONDecoder can be asked what
+        // decodes), and JSON texts generated for them: the contract checks' differential test and
+        // the fuzzer compare our verdict with JSONDecoder's.
+        .target(name: "JSONDecoderDifferential", dependencies: ["LiveActivityKit"]),
         // libFuzzer over everything that reads untrusted JSON; without it, a replayer of the corpus
         // in Fuzz/corpus (Documentation/development.md, "Fuzzing").
         .executableTarget(
             name: "LiveRelayFuzz",
             dependencies: [
-                "LiveActivityKit", "LiveRelay", "LiveRelayHTTP", "JSONAPI", "APNs",
+                "LiveActivityKit", "LiveRelay", "LiveRelayHTTP", "JSONAPI", "APNs", "JSONDecoderDifferential",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
             ]),
         // `liverelay bench`: the benchmarks, run by the command line in child processes of it.
@@ -209,7 +215,12 @@ let package = Package(
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
-        .testTarget(name: "LiveActivityKitTests", dependencies: ["LiveActivityKit", "LiveRelayTesting"]),
+        .testTarget(
+            name: "LiveActivityKitTests",
+            dependencies: [
+                "LiveActivityKit", "LiveRelayTesting", "JSONDecoderDifferential",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]),
         // LiveRelayKit's decisions as values, its backlog on a real file, without a network.
         .testTarget(name: "LiveRelayKitTests", dependencies: ["LiveRelayKit"]),
         .testTarget(name: "SimulatedDevicesTests", dependencies: ["SimulatedDevices", "LiveActivityKit"]),

@@ -118,7 +118,10 @@ enum Schema {
         }
         if let cases = member("enum")?.arrayElements {
             if let strings = Optional(cases.compactMap(\.stringValue)), strings.count == cases.count, !strings.isEmpty { return .stringEnum(strings) }
-            let integers = cases.compactMap { $0.doubleValue.flatMap { Int(exactly: $0) } }
+            // Raw values as written (not through Double, which would round those past 2^53).
+            let integers = cases.compactMap { value -> Int? in
+                if case .number(let literal) = value { Int(literal) } else { nil }
+            }
             if integers.count == cases.count, !integers.isEmpty { return .intEnum(integers) }
             throw LiveActivityValidationError(
                 field: join(path, "enum"), code: .invalidValue, message: "must list the raw values: all strings or all integers")

@@ -223,12 +223,14 @@ extension JSONValue {
 public struct JSONParseError: Error, Hashable, CustomStringConvertible {
     public var offset: Int
     public var problem: String
+    /// The key an object has twice, when that is the problem.
+    public var duplicateKey: String?
     public var description: String { "invalid JSON at byte \(offset): \(problem)" }
 }
 
 extension JSONValue {
-    /// Parses one JSON text (RFC 8259). Whitespace around it is allowed; anything else after it
-    /// is an error. Nesting deeper than 512 levels is refused.
+    /// Parses one JSON text (RFC 8259). Whitespace around it (and a byte-order mark before it) is
+    /// allowed; anything else after it is an error. Nesting deeper than 512 levels is refused.
     public init(parsing data: some Collection<UInt8>) throws(JSONParseError) {
         var parser = JSONParser(bytes: Array(data))
         self = try parser.parseDocument()
@@ -247,6 +249,8 @@ private struct JSONParser {
     init(bytes: [UInt8]) { self.bytes = bytes }
 
     mutating func parseDocument() throws(JSONParseError) -> JSONValue {
+        // A byte-order mark first is allowed (RFC 8259 §8.1; JSONDecoder skips one too).
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { index = 3 }
         skipWhitespace()
         let value = try parseValue()
         skipWhitespace()
@@ -310,7 +314,7 @@ private struct JSONParser {
             let keyOffset = index
             let key = try parseString()
             guard seen.insert(key).inserted else {
-                throw JSONParseError(offset: keyOffset, problem: "duplicate key \"\(key)\"")
+                throw JSONParseError(offset: keyOffset, problem: "duplicate key \"\(key)\"", duplicateKey: key)
             }
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }

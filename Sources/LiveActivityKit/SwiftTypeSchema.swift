@@ -109,6 +109,8 @@ extension SwiftType {
             return try wrapped.decode(value, path: path)
         }
         guard let value else { throw fail(.keyNotFound, "no value for the key \"\(path.split(separator: ".").last ?? "")\"") }
+        // A struct without fields reads nothing, so it decodes from any value, null included.
+        if case .structure(let type) = self, type.fields.isEmpty { return }
         if value == .null { throw fail(.valueNotFound, "expected \(swiftName), found null") }
         switch self {
         case .optional:
@@ -124,7 +126,7 @@ extension SwiftType {
                 if self == .date { failure.hint = DateUnits.hint(for: value) }
                 throw failure
             }
-            guard let number = Double(literal), number.isFinite else { throw fail(.dataCorrupted, "the number \(literal) does not fit in Double") }
+            guard Self.double(literal) != nil else { throw fail(.dataCorrupted, "the number \(literal) does not fit in Double") }
         case .bool:
             guard case .bool = value else { throw fail(.typeMismatch, "expected true or false for Bool, found \(value.typeName)") }
         case .closedRangeOfDate:
@@ -185,12 +187,24 @@ extension SwiftType {
         }
     }
 
-    /// A JSON number literal as `JSONDecoder` reads it into `Int`: integral and in range (`1.0`
-    /// and `1e2` are accepted, `1.5` is not).
+    /// A JSON number literal as `JSONDecoder` reads it into `Int`. Plain digits in range are read
+    /// directly. Anything else (a fraction, an exponent) the decoder reads through `Double` and,
+    /// from 2^53 on, through `Decimal`, with results only the decoder itself reproduces exactly
+    /// (`1e-400` is 0, `9007199254740993.5` is 9007199254740993, `9223372036854775807.0` is
+    /// refused), so it is asked; such numbers are rare in an integer field.
     static func integer(_ literal: String) -> Int? {
         if let exact = Int(literal) { return exact }
-        guard let number = Double(literal), number.isFinite, number == number.rounded(), abs(number) < 9.2e18 else { return nil }
-        return Int(number)
+        return try? JSONDecoder().decode(Int.self, from: Data(literal.utf8))
+    }
+
+    /// A JSON number literal as `JSONDecoder` reads it into `Double` (and `Date`): refused when it
+    /// rounds to infinity, or to zero from a number that is not zero. Whether a zero is one the
+    /// decoder decides with a scan of its own that refuses some true zeros too (`0e1`, `0.000e1`,
+    /// while `0e0` and `0.0e1` pass), so for a zero other than `0` the decoder is asked.
+    static func double(_ literal: String) -> Double? {
+        guard let number = Double(literal), number.isFinite else { return nil }
+        guard number == 0, literal != "0" else { return number }
+        return try? JSONDecoder().decode(Double.self, from: Data(literal.utf8))
     }
 }
 

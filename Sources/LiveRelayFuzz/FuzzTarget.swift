@@ -1,5 +1,6 @@
 import Foundation
 import JSONAPI
+import JSONDecoderDifferential
 import LiveActivityKit
 import LiveRelay
 import LiveRelayHTTP
@@ -8,13 +9,15 @@ import LiveRelayHTTP
 /// payload reader and its validation for both destinations, and every request body the API reads.
 /// An input whose first byte has its high bit set (never JSON) goes instead, as an APNs server's
 /// bytes, through the client's HTTP/2 (`fuzzServerBytes`, slower an input). Refusals
-/// are the expected outcome; only a crash (or a sanitizer report) is a finding.
+/// are the expected outcome; a finding is a crash, a sanitizer report, or a contract check that
+/// decides otherwise than `JSONDecoder` (a failed precondition).
 func fuzzOneInput(_ bytes: UnsafeRawBufferPointer) {
     let input = Array(bytes)
     if let first = input.first, first >= 0x80 {
         fuzzServerBytes(input)
         return
     }
+    decideAsJSONDecoder(input)
     if let payload = try? LiveActivityPayload(parsing: input) {
         _ = try? payload.encoded(for: .device)
         _ = try? payload.encoded(for: .broadcast)
@@ -43,6 +46,19 @@ func fuzzOneInput(_ bytes: UnsafeRawBufferPointer) {
         for addresses in WebhookAddresses.allCases { _ = addresses.refusal(ofURL: body.registration.url) }
         _ = WebhookAddresses.kind(ofHost: body.registration.url)
     }
+}
+
+/// The contract checks decide as `JSONDecoder` (`DecoderVerdicts`): the input as a text for each
+/// sample schema, and a schema and text generated from the input's hash, so that replaying the
+/// corpus also replays as many generated cases.
+func decideAsJSONDecoder(_ input: [UInt8]) {
+    for schema in SwiftType.twinSamples {
+        let verdicts = try! DecoderVerdicts(input, as: schema)
+        precondition(verdicts.agree, "the contract check and JSONDecoder disagree for \(schema.contractJSON): \(verdicts)")
+    }
+    let generated = DifferentialCase(seed: input.reduce(0xcbf2_9ce4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 })
+    let verdicts = try! DecoderVerdicts(generated.text, as: generated.schema)
+    precondition(verdicts.agree && generated.readerIsRight(verdicts), "\(generated): \(verdicts)")
 }
 
 /// A contract with every kind of type, to check fuzzed JSON against. Made for each input: a global
