@@ -100,7 +100,8 @@ public final class DeviceFleet: Sendable {
 
     /// Adds a device (online, locked, no apps), with the fleet's settings unless given.
     public func addDevice(
-        id: String, model: DeviceModel = .iPhoneWithDynamicIsland, hasPairedWatch: Bool = false, settings: DeviceRuntimeSettings? = nil
+        id: String, model: DeviceModel = .iPhoneWithDynamicIsland, hasPairedWatch: Bool = false, systemVersion: SystemVersion = .newDevice,
+        settings: DeviceRuntimeSettings? = nil
     ) throws(FleetError) {
         try state.withLock { (state: inout State) throws(FleetError) in
             guard state.indices[id] == nil else { throw .deviceExists(id) }
@@ -108,7 +109,8 @@ public final class DeviceFleet: Sendable {
             state.indices[id] = state.devices.count
             state.devices.append(
                 SimulatedDevice(
-                    id: id, model: model, hasPairedWatch: hasPairedWatch, settings: settings.map(SharedSettings.init) ?? sharedSettings, seed: nil))
+                    id: id, model: model, hasPairedWatch: hasPairedWatch, systemVersion: systemVersion,
+                    settings: settings.map(SharedSettings.init) ?? sharedSettings, seed: nil))
         }
     }
 
@@ -146,7 +148,7 @@ public final class DeviceFleet: Sendable {
             // Swapped out so that it is uniquely referenced: mutating its arrays then copies nothing.
             guard let index = state.indices[id] else { throw FleetError.unknownDevice(id) }
             state.revision += 1
-            var device = SimulatedDevice(id: "", model: .iPhone, hasPairedWatch: false, settings: sharedSettings, seed: 1)
+            var device = SimulatedDevice(id: "", model: .iPhone, hasPairedWatch: false, systemVersion: .newDevice, settings: sharedSettings, seed: 1)
             swap(&device, &state.devices[index])
             defer { swap(&device, &state.devices[index]) }
             // What time did is recorded before the operation runs (and stays recorded if it

@@ -276,4 +276,8 @@ public struct ActivityAuthorizationError: Error, Hashable, CustomStringConvertib
     /// Not an ActivityKit error: the JSON given for a typed value does not decode into its type.
     public static func doesNotDecode(_ failure: DecodingFailure) -> Self { .init("doesNotDecode", failure.description) }
     public static let missingAlert = Self("missingAlertConfiguration", "a scheduled activity needs an alert configuration")
+    /// What this device's iOS does not offer yet.
+    public static func unsupported(_ feature: ActivityKitFeature, on version: SystemVersion) -> Self {
+        .init("unsupported", "\(feature.name) need iOS \(feature.introduced); this device runs iOS \(version)")
+    }
 }

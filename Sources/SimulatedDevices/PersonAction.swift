@@ -13,10 +13,10 @@ public enum PersonAction: Sendable, Hashable {
     case setLiveActivities(bundleID: String, enabled: Bool)
     /// Moves the whole fleet's clock forward (stale dates, dismissals, the 8-hour limit).
     case advanceClock(seconds: TimeInterval)
-    /// Installs an iOS update that, as iOS 27.0 did (spec §14.2), silently kills every app's
-    /// push-to-start tokens: APNs still answers 200 to a start, and nothing appears, until the
-    /// app is issued a new token (Live Activities switched off and on).
-    case updateOS
+    /// Installs an iOS update (to `to`, or the next release) that, as iOS 27.0 did (spec §14.2),
+    /// silently kills every app's push-to-start tokens: APNs still answers 200 to a start, and
+    /// nothing appears, until the app is issued a new token (Live Activities switched off and on).
+    case updateOS(to: SystemVersion? = nil)
 
     /// The longest step of the clock one action takes: a day, past every limit of spec §8.
     public static let longestClockStep: TimeInterval = 24 * 3600
@@ -46,7 +46,7 @@ extension SimulatedDevice {
         case .goOnline: setOnline(true, at: now)
         case .dismiss(let activityID): dismissByPerson(activityID: activityID, at: now)
         case .setLiveActivities(let bundleID, let enabled): setSettings(of: bundleID, liveActivitiesEnabled: enabled, at: now)
-        case .updateOS: updateOS(at: now)
+        case .updateOS(let version): updateOS(to: version, at: now)
         case .advanceClock: []
         }
     }

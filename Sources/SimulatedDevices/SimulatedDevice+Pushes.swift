@@ -105,6 +105,10 @@ extension SimulatedDevice {
         guard type == tokenType else { return drop("attributes-type \(type) is not the type of this push-to-start token (\(tokenType))") }
         guard let attributes = aps?["attributes"] else { return drop("aps.attributes is missing") }
         guard let state = aps?["content-state"] else { return drop("aps.content-state is missing") }
+        if aps?["input-push-channel"] != nil, !supports(.channels) {
+            return drop(
+                "input-push-channel needs iOS \(ActivityKitFeature.channels.introduced) and this iPhone runs iOS \(systemVersion): nothing starts")
+        }
         if let exhausted = spendPushToStartBudget(of: app, at: now) {
             return drop(
                 "push-to-start budget was exhausted (budget=-\(exhausted.over)); the app may start by push again at \(exhausted.roomAt)")
@@ -118,7 +122,8 @@ extension SimulatedDevice {
         var pushType = ActivityPushType.none
         if let channel = aps?["input-push-channel"]?.stringValue {
             pushType = .channel(channel)
-        } else if aps?["input-push-token"] == .number("1") {
+        } else if aps?["input-push-token"] == .number("1") || !supports(.inputPushToken) {
+            // Before iOS 18 the key is not read, and a push-started activity gets an update token anyway.
             pushType = .token
         }
         var events = begin(

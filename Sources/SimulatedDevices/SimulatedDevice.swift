@@ -49,6 +49,9 @@ public struct SimulatedDevice: Sendable {
     public let id: String
     public var model: DeviceModel
     public var hasPairedWatch: Bool
+    /// Optional: a kept state file of an earlier release has none (those devices ran as iOS 26).
+    private var installedVersion: SystemVersion?
+    public var systemVersion: SystemVersion { installedVersion ?? .newDevice }
     public private(set) var isOnline = true
     public private(set) var isLocked = true
     public private(set) var apps: [String: SimulatedApp] = [:]
@@ -73,15 +76,17 @@ public struct SimulatedDevice: Sendable {
 
     public init(
         id: String, model: DeviceModel = .iPhoneWithDynamicIsland, hasPairedWatch: Bool = false,
-        settings: DeviceRuntimeSettings = .init(), seed: UInt64? = nil
+        systemVersion: SystemVersion = .newDevice, settings: DeviceRuntimeSettings = .init(), seed: UInt64? = nil
     ) {
-        self.init(id: id, model: model, hasPairedWatch: hasPairedWatch, settings: SharedSettings(settings), seed: seed)
+        self.init(
+            id: id, model: model, hasPairedWatch: hasPairedWatch, systemVersion: systemVersion, settings: SharedSettings(settings), seed: seed)
     }
 
-    init(id: String, model: DeviceModel, hasPairedWatch: Bool, settings: SharedSettings, seed: UInt64?) {
+    init(id: String, model: DeviceModel, hasPairedWatch: Bool, systemVersion: SystemVersion, settings: SharedSettings, seed: UInt64?) {
         self.id = id
         self.model = model
         self.hasPairedWatch = hasPairedWatch
+        self.installedVersion = systemVersion
         self.sharedSettings = settings
         self.tokenGenerator = TokenGenerator(seed: seed)
     }
@@ -132,12 +137,22 @@ public struct SimulatedDevice: Sendable {
         apps[bundleID]?.isInForeground = inForeground
     }
 
-    /// An iOS update that, as iOS 27.0 did (spec §14.2), silently kills every app's push-to-start
-    /// tokens: APNs keeps answering 200 to starts sent to them, and nothing appears.
-    mutating func updateOS(at now: Date) -> [DeviceEvent] {
+    /// Whether this device's iOS offers `feature`.
+    public func supports(_ feature: ActivityKitFeature) -> Bool { systemVersion >= feature.introduced }
+
+    /// An iOS update (to `version`, or the next release) that, as iOS 27.0 did (spec §14.2),
+    /// silently kills every app's push-to-start tokens: APNs keeps answering 200 to starts sent to
+    /// them, and nothing appears. iOS is never downgraded: an older `version` changes nothing.
+    mutating func updateOS(to version: SystemVersion?, at now: Date) -> [DeviceEvent] {
+        let version = version ?? systemVersion.next
+        guard version > systemVersion else {
+            write("iOS \(version) is not newer than iOS \(systemVersion): nothing to install", nil, at: now)
+            return []
+        }
+        installedVersion = version
         for app in apps.values { tokensKilledByUpdate.formUnion(app.pushToStartTokens.values) }
         write(
-            "iOS updated: the apps' push-to-start tokens start nothing now, while APNs still answers 200, until Live Activities are switched off and on",
+            "iOS updated to \(version): the apps' push-to-start tokens start nothing now, while APNs still answers 200, until Live Activities are switched off and on",
             nil, at: now)
         return []
     }
@@ -161,7 +176,11 @@ public struct SimulatedDevice: Sendable {
     ) throws(ActivityAuthorizationError) -> (activityID: String, events: [DeviceEvent]) {
         guard let app = apps[bundleID] else { throw .denied("\(bundleID) is not installed") }
         guard app.isInForeground else { throw .visibility }
-        if let start, start > now, alert == nil { throw .missingAlert }
+        if case .channel = pushType, !supports(.channels) { throw .unsupported(.channels, on: systemVersion) }
+        if let start, start > now {
+            guard supports(.scheduledStarts) else { throw .unsupported(.scheduledStarts, on: systemVersion) }
+            guard alert != nil else { throw .missingAlert }
+        }
         // Time first: an activity past its 8-hour limit no longer counts against the maximums.
         var events = advance(to: now)
         let activityID = try admit(app: app, attributesType: attributesType, attributes: attributes, content: content.state)

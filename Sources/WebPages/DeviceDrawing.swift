@@ -7,6 +7,7 @@ import SimulatedDevices
 package struct DrawnDevice: Sendable, Hashable {
     package var id: String
     package var model: DeviceModel
+    package var systemVersion: SystemVersion
     package var isOnline: Bool
     package var apps: [App]
     package var presentation: DevicePresentation
@@ -21,6 +22,7 @@ package struct DrawnDevice: Sendable, Hashable {
     package init(_ device: SimulatedDevice, at now: Date) {
         id = device.id
         model = device.model
+        systemVersion = device.systemVersion
         isOnline = device.isOnline
         apps = device.apps.values.sorted { $0.bundleID < $1.bundleID }.map {
             App(bundleID: $0.bundleID, liveActivitiesEnabled: $0.liveActivitiesEnabled)
@@ -73,7 +75,7 @@ package enum DeviceDrawing {
             case .iPad: "iPad"
             }
         let facts =
-            [modelName, shown.isLocked ? "locked" : "unlocked", device.isOnline ? "online" : "offline"]
+            [modelName, "iOS \(device.systemVersion)", shown.isLocked ? "locked" : "unlocked", device.isOnline ? "online" : "offline"]
             + device.apps.map { "\($0.bundleID): Live Activities \($0.liveActivitiesEnabled ? "on" : "off")" }
         return """
             <section class="device card" id="device-\(device.id)" data-live data-device="\(device.id)">
@@ -224,7 +226,7 @@ package enum DeviceDrawing {
         return """
             <div class="person" aria-label="What the person does">
             \(button(shown.isLocked ? "Unlock" : "Lock", [("action", shown.isLocked ? "unlock" : "lock")], quiet: false))\(button(device.isOnline ? "Go offline" : "Go online", [("action", device.isOnline ? "offline" : "online")]))\(settings)\(dismiss)
-            \(button("Update iOS", [("action", "update-os")]))
+            \(button("Update to iOS \(device.systemVersion.next)", [("action", "update-os")]))
             <span class="clock-buttons"><span class="muted">Advance the clock</span> \(clock)</span>
             </div>
             """

@@ -69,7 +69,7 @@ package struct FormFields: Sendable {
                     "seconds", "must be a number of seconds above 0 and at most \(Int(PersonAction.longestClockStep)), got \"\(text)\"")
             }
             action = .advanceClock(seconds: seconds)
-        case "update-os": action = .updateOS
+        case "update-os": action = .updateOS()
         case let other:
             throw APIError.invalid(
                 "action", "must be lock, unlock, offline, online, dismiss, live-activities, update-os or advance-clock, got \"\(other)\"")

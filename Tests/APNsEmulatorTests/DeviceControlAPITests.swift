@@ -177,6 +177,9 @@ struct OrderAttributes: ActivityAttributes {
         ),
         ("/clock/advance", #"{"seconds":-5}"#, "seconds", "invalid_value"),
         ("/devices/nope/apps", #"{}"#, "id", "not_found"),
+        ("/devices", #"{"id":"x","iOS":"17.1"}"#, "iOS", "invalid_value"),
+        ("/devices/iphone/os-update", #"{"to":"26.0"}"#, "to", "not_newer"),
+        ("/devices/iphone/os-update", #"{"to":"soon"}"#, "to", "invalid_value"),
     ])
     func badInputNamesTheFieldAndTheRule(uri: String, body: String, field: String, code: String) async throws {
         try await withEmulator { client, emulator, _ in
@@ -188,6 +191,17 @@ struct OrderAttributes: ActivityAttributes {
             #expect(answer?["error"]?["field"] == .string(field), "\(answer?.serializedString ?? "")")
             #expect(answer?["error"]?["code"] == .string(code))
             #expect(try emulator.devices.device("iphone").apps.count == before, "nothing half-installed")
+        }
+    }
+
+    /// A device runs the iOS it is given (26.0 unless told), and an update installs the next one.
+    @Test func aDeviceRunsTheIOSItIsGivenAndUpdates() async throws {
+        try await withEmulator { client, _, _ in
+            let created = try await ok(client, .post, "/devices", #"{"id":"old","iOS":"17.2"}"#)
+            #expect(created["iOS"] == .string("17.2"))
+            #expect(try await ok(client, .post, "/devices", #"{"id":"new"}"#)["iOS"] == .string("26.0"))
+            #expect(try await ok(client, .post, "/devices/old/os-update")["iOS"] == .string("18.0"))
+            #expect(try await ok(client, .post, "/devices/old/os-update", #"{"to":"27.0"}"#)["iOS"] == .string("27.0"))
         }
     }
 

@@ -100,7 +100,7 @@ struct EventsEndToEndTests {
     @Test func aStartTheIPhoneDroppedSilentlyIsUnconfirmedAfterTheWindow() async throws {
         try await withRelayHarness { relay in
             try await relay.addRegisteredDevice("iphone-1")
-            try relay.emulator.devices.perform(.updateOS, on: "iphone-1")
+            try relay.emulator.devices.perform(.updateOS(), on: "iphone-1")
             #expect(try await relay.post("/v1/activities/order-1/start", startBody(key: "order-1")).status == 201)
             try await relay.dispatch()
             #expect(try await relay.store.deliveries(DeliveryQuery(key: "order-1")).map(\.status) == [.sent], "APNs answered 200")

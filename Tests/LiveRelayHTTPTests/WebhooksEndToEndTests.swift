@@ -154,7 +154,7 @@ struct WebhooksEndToEndTests {
             let receiver = try await WebhookReceiver.start(secret: endpoint.secret, port: port)
             do {
                 for device in ["iphone-1", "iphone-2"] { try await relay.addRegisteredDevice(device) }
-                try relay.emulator.devices.perform(.updateOS, on: "iphone-1")
+                try relay.emulator.devices.perform(.updateOS(), on: "iphone-1")
                 let toOne = JSONValue.object([("devices", .array([.string("iphone-1")]))])
                 #expect(try await relay.post("/v1/activities/order-1/start", startBody(key: "order-1", audience: toOne)).status == 201)
                 let toTwo = JSONValue.object([("devices", .array([.string("iphone-2")]))])

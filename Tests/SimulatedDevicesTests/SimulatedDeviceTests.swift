@@ -15,8 +15,11 @@ struct DeviceFixture {
     var device: SimulatedDevice
     var events: [DeviceEvent] = []
 
-    init(settings: DeviceRuntimeSettings = .init(), model: DeviceModel = .iPhoneWithDynamicIsland, app: SimulatedApp? = nil) {
-        device = SimulatedDevice(id: "iphone-1", model: model, settings: settings, seed: 42)
+    init(
+        settings: DeviceRuntimeSettings = .init(), model: DeviceModel = .iPhoneWithDynamicIsland, systemVersion: SystemVersion = .newDevice,
+        app: SimulatedApp? = nil
+    ) {
+        device = SimulatedDevice(id: "iphone-1", model: model, systemVersion: systemVersion, settings: settings, seed: 42)
         events = device.install(app ?? SimulatedApp(bundleID: Self.bundle, attributeTypes: [Self.type]), at: t0)
     }
 

@@ -246,10 +246,11 @@ struct FaultList: ResponseEncodable { var faults: [FaultView] }
 
 /// `POST /devices`.
 struct NewDeviceBody: APIRequestBody {
-    static let fields = ["id", "model", "pairedWatch"]
+    static let fields = ["id", "model", "pairedWatch", "iOS"]
     var id: String
     var model: DeviceModel
     var pairedWatch: Bool
+    var systemVersion: SystemVersion
 
     init(from decoder: any Decoder) throws {
         let body = try decoder.container(keyedBy: JSONKey.self)
@@ -264,6 +265,30 @@ struct NewDeviceBody: APIRequestBody {
             self.model = model
         }
         pairedWatch = try body.decodeIfPresent(Bool.self, forKey: JSONKey("pairedWatch")) ?? false
+        systemVersion = try body.systemVersion(JSONKey("iOS")) ?? .newDevice
+    }
+}
+
+/// `POST /devices/{id}/os-update`, optional: the version to install (the next release without it).
+struct OSUpdateBody: APIRequestBody {
+    static let fields = ["to"]
+    var to: SystemVersion?
+
+    init(from decoder: any Decoder) throws {
+        to = try decoder.container(keyedBy: JSONKey.self).systemVersion(JSONKey("to"))
+    }
+}
+
+extension KeyedDecodingContainer<JSONKey> {
+    /// An iOS version written as text (`"18.0"`), from the oldest simulated on.
+    fileprivate func systemVersion(_ key: JSONKey) throws -> SystemVersion? {
+        guard let text = try decodeIfPresent(String.self, forKey: key) else { return nil }
+        guard let version = SystemVersion(text) else {
+            throw DecodingError.dataCorruptedError(
+                forKey: key, in: self,
+                debugDescription: "must be an iOS version from \(SystemVersion.oldest) on (push-to-start's), such as \"18.0\", got \"\(text)\"")
+        }
+        return version
     }
 }
 

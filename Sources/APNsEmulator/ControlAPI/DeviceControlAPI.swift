@@ -10,9 +10,10 @@ import WebPages
 /// The simulated iPhones in the control API: create devices and apps, act as the app and as the
 /// person, read state, presentations, the log and events, move the clock.
 ///
-///     POST  /devices                                       {id, model?, pairedWatch?}
+///     POST  /devices                                       {id, model?, pairedWatch?, iOS?}
 ///     GET   /devices, /devices/{id}
 ///     PATCH /devices/{id}                                  {online?, locked?}                    the person
+///     POST  /devices/{id}/os-update                        {to?}                                 the person
 ///     GET   /devices/{id}/presentation, /devices/{id}/log?limit=
 ///     POST  /devices/{id}/apps                             {bundleID, attributeTypes, supportsLiveActivities?, …, environment?, reportTo?}
 ///     PATCH /devices/{id}/apps/{bundleID}                  {liveActivitiesEnabled?, frequentUpdatesEnabled?, inForeground?, reportTo?}
@@ -32,7 +33,7 @@ extension EmulatorControlAPI {
             let body = try await request.decodeJSON(NewDeviceBody.self, context: context)
             let id = body.id
             do throws(DeviceFleet.FleetError) {
-                try fleet.addDevice(id: id, model: body.model, hasPairedWatch: body.pairedWatch)
+                try fleet.addDevice(id: id, model: body.model, hasPairedWatch: body.pairedWatch, systemVersion: body.systemVersion)
             } catch {
                 throw APIError(.conflict, code: "exists", message: error.description, field: "id")
             }
@@ -50,9 +51,15 @@ extension EmulatorControlAPI {
             return try deviceView(id)
         }
         // An iOS update that silently kills the apps' push-to-start tokens (spec §14.2).
-        router.post("/devices/{id}/os-update") { _, context in
+        router.post("/devices/{id}/os-update") { request, context in
             let id = try deviceID(context)
-            try fleet.perform(.updateOS, on: id)
+            let body = try await request.decodeJSONIfPresent(OSUpdateBody.self, context: context)
+            if let version = body?.to, version <= (try fleet.device(id).systemVersion) {
+                throw APIError(
+                    .conflict, code: "not_newer", message: "iOS \(version) is not newer than the device's iOS \(try fleet.device(id).systemVersion)",
+                    field: "to")
+            }
+            try fleet.perform(.updateOS(to: body?.to), on: id)
             return try deviceView(id)
         }
         router.get("/devices/{id}/presentation") { _, context in
@@ -320,7 +327,8 @@ extension EmulatorControlAPI {
         let device = try emulator.devices.device(id)
         return JSONResponse(
             .object([
-                ("id", .string(device.id)), ("model", .string(device.model.rawValue)), ("pairedWatch", .bool(device.hasPairedWatch)),
+                ("id", .string(device.id)), ("model", .string(device.model.rawValue)), ("iOS", .string(device.systemVersion.description)),
+                ("pairedWatch", .bool(device.hasPairedWatch)),
                 ("online", .bool(device.isOnline)), ("locked", .bool(device.isLocked)),
                 ("apps", .array(device.apps.keys.sorted().map { appJSON(device, $0) })),
                 ("activities", .array(device.activities.map(PresentationJSON.json))),
