@@ -216,6 +216,15 @@ struct DashboardBrowserTests {
                 }
                 #expect(try relay.activity(on: "iphone-1")?.state == .ended)
                 try await browser.screenshot(to: Self.screenshots + "/devices-ended.png")
+
+                // The person installs the next iOS: the device says which it runs, and the button the one after.
+                let facts = "#device-iphone-1 h2 small"
+                #expect(try await browser.text(facts).contains("iOS 26.0"))
+                try await browser.waitFor("#device-iphone-1 form input[value=update-os] ~ button").click()
+                try await eventually { try await browser.text(facts).contains("iOS 27.0") }
+                #expect(try await browser.text("#device-iphone-1 form input[value=update-os] ~ button") == "Update to iOS 27.1")
+                #expect(try relay.emulator.devices.device("iphone-1").systemVersion == SystemVersion(27))
+                try await browser.screenshot(to: Self.screenshots + "/devices-ios-updated.png")
             }
         }
     }
