@@ -48,6 +48,8 @@ public final class AppReporters: Sendable {
     private struct Running {
         var target: AppReporting
         var reporter: LiveRelayReporter
+        /// The device's iOS when the app launched.
+        var systemVersion: String?
         var sending: Task<Void, Never>
     }
 
@@ -121,13 +123,21 @@ public final class AppReporters: Sendable {
                 await old.sending.value
             }
             guard let target else { return }
-            let reporter = makeReporter(key, target)
-            running.withLock { $0[key] = Running(target: target, reporter: reporter, sending: Task { await reporter.run() }) }
+            let version = systemVersion(key)
+            let reporter = makeReporter(key, target, systemVersion: version)
+            running.withLock {
+                $0[key] = Running(target: target, reporter: reporter, systemVersion: version, sending: Task { await reporter.run() })
+            }
             for observation in launchObservations(key, target) { await reporter.observe(observation) }
         case .event(let event):
             let key = AppKey(deviceID: event.deviceID, bundleID: event.bundleID)
             guard let app = running.withLock({ $0[key] }) else { return }
             if case .tokenIssued(_, _, .pushToStart, _) = event.event {
+                // Updating iOS restarts the device, and the app with it, on its new version.
+                if app.systemVersion != systemVersion(key) {
+                    await handle(.launch(key, app.target))
+                    return
+                }
                 // The app's types as installed (reporting may be set up before the install).
                 await app.reporter.include(contracts(key))
             }
@@ -135,7 +145,9 @@ public final class AppReporters: Sendable {
         }
     }
 
-    private func makeReporter(_ key: AppKey, _ target: AppReporting) -> LiveRelayReporter {
+    private func systemVersion(_ key: AppKey) -> String? { (try? fleet.device(key.deviceID).systemVersion)?.description }
+
+    private func makeReporter(_ key: AppKey, _ target: AppReporting, systemVersion: String?) -> LiveRelayReporter {
         let app = try? fleet.device(key.deviceID).apps[key.bundleID]
         let environment: LiveRelayKit.APNsEnvironment = app?.environment == .production ? .production : .sandbox
         let server = URL(string: target.url) ?? URL(fileURLWithPath: "/")
@@ -154,7 +166,8 @@ public final class AppReporters: Sendable {
         }
         let logger = logger
         return LiveRelayReporter(
-            reporter: Reporter(deviceID: key.deviceID, bundleID: key.bundleID, environment: environment), contracts: contracts(key),
+            reporter: Reporter(deviceID: key.deviceID, bundleID: key.bundleID, environment: environment, systemVersion: systemVersion),
+            contracts: contracts(key),
             transport: URLSessionTransport(server: server, clientKey: target.clientKey ?? ""), storage: storage,
             // The device's time: a test moves it, and a back-off with it.
             sleep: { [fleet] in try await fleet.clock.sleep(for: $0) }, now: { [fleet] in fleet.clock.now },

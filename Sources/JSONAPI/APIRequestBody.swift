@@ -111,6 +111,17 @@ extension KeyedDecodingContainer {
         return text
     }
 
+    /// An iOS version as `UIDevice` writes it (`"17.6.1"`), from push-to-start's 17.2 on.
+    package func systemVersion(_ key: Key) throws -> SystemVersion? {
+        guard let text = try decodeIfPresent(String.self, forKey: key) else { return nil }
+        guard let version = SystemVersion(text) else {
+            throw DecodingError.dataCorruptedError(
+                forKey: key, in: self,
+                debugDescription: "must be an iOS version such as \"17.6.1\", from \(SystemVersion.oldest) on (push-to-start's), got \"\(text)\"")
+        }
+        return version
+    }
+
     /// A whole number within `range`; the check comes before the conversion, so `1e19` is
     /// refused rather than trapped on.
     package func integer(_ key: Key, in range: ClosedRange<Int>) throws -> Int? {

@@ -4,7 +4,7 @@ import LiveRelayStore
 
 /// Decides what an update or end does, from what its transaction read of the key and the time:
 /// the payload (its timestamp after the key's last), a broadcast per channel when the key is bound to
-/// channels or a push per live token, each push's priority (from its own budget when `auto` spends
+/// channels and a push per live token (of a bound key: devices that could not join), each push's priority (from its own budget when `auto` spends
 /// it), the key's new content and, for an end, its end and its channels' deletion. Pure: the service gives
 /// it the snapshot the store read.
 struct ChangePlanner {
@@ -57,9 +57,11 @@ struct ChangePlanner {
             exhausted.perHour = budget.limit
         }
         var fanOut: NewPush?
-        let encoded: [UInt8]
-        if !activity.channelIDs.isEmpty {
-            encoded = try PayloadEncoding.encode(payload, for: .broadcast)
+        // A channel-bound key's update tokens are those of devices that could not join its channel
+        // (before iOS 18): they get the change one by one, so its payload must fit a device push too.
+        let bound = !activity.channelIDs.isEmpty
+        let encoded = try PayloadEncoding.encode(payload, for: bound && snapshot.liveTokenCount == 0 ? .broadcast : .device)
+        if bound {
             // One broadcast per channel: each environment's devices subscribe to their own.
             for channel in PushEnvironment.allCases.compactMap({ environment in snapshot.channels.first { $0.environment == environment } }) {
                 let decision = governor.decide(
@@ -75,8 +77,8 @@ struct ChangePlanner {
                         environment: channel.environment, payloadIndex: 0, priority: decision.priority, priorityReason: decision.reason,
                         expiration: expiration, timestamp: timestamp, requestID: requestID))
             }
-        } else {
-            encoded = try PayloadEncoding.encode(payload, for: .device)
+        }
+        if !bound || snapshot.liveTokenCount > 0 {
             let expiration = request.expiration.map(unixSeconds)
             if Self.budget(for: request, at: acceptedAt) == .notCounted {
                 // One priority for all: the store writes a push to each live token itself.

@@ -203,10 +203,12 @@ package struct PushToStartRegistration: Sendable, Hashable {
     /// The app build's `aps-environment`: where the token is valid.
     package var environment: PushEnvironment
     package var userID: String?
+    /// The device's iOS, when the app says (`iOS`): before 18 it cannot join a channel.
+    package var systemVersion: SystemVersion?
 
     package init(
         deviceID: String, bundleID: String, attributesType: String, token: DeviceToken, frequentPushesEnabled: Bool = false,
-        environment: PushEnvironment = .sandbox, userID: String? = nil
+        environment: PushEnvironment = .sandbox, userID: String? = nil, systemVersion: SystemVersion? = nil
     ) {
         self.deviceID = deviceID
         self.bundleID = bundleID
@@ -215,6 +217,7 @@ package struct PushToStartRegistration: Sendable, Hashable {
         self.frequentPushesEnabled = frequentPushesEnabled
         self.environment = environment
         self.userID = userID
+        self.systemVersion = systemVersion
     }
 }
 

@@ -14,7 +14,7 @@ extension RelayService {
             PushToStartTokenRecord(
                 bundleID: registration.bundleID, deviceID: registration.deviceID, attributesType: registration.attributesType,
                 userID: registration.userID, token: registration.token.hex, frequentPushesEnabled: registration.frequentPushesEnabled,
-                environment: registration.environment, updatedAt: now()))
+                environment: registration.environment, updatedAt: now(), systemVersion: registration.systemVersion))
         metrics.count("liverelay_registrations_total", ["kind": "push_to_start"])
         noteChange()
         logger.info("push-to-start token registered", metadata: ["device": "\(registration.deviceID)", "token": "\(registration.token.shortened)"])

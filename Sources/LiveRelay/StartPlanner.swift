@@ -5,8 +5,10 @@ import LiveRelayStore
 /// Decides what a start does, from the audience's push-to-start tokens and the time: the new key,
 /// and one push to each token of an APNs environment the server serves, at the priority the
 /// governor gives an alerting push (a push-to-start always alerts). A channel-bound start reaches
-/// the tokens of its channels' environments, each with its own channel id. Pure: the service gives
-/// it what the store read.
+/// the tokens of its channels' environments, each with its own channel id, and a device whose iOS
+/// cannot join a channel (before 18, as its app reported) with a start of its own update token: the
+/// key's updates then reach it one by one (`ChangePlanner`). Pure: the service gives it what the
+/// store read.
 struct StartPlanner {
     let environments: Set<PushEnvironment>
     let governor: PriorityGovernor
@@ -15,6 +17,8 @@ struct StartPlanner {
     struct Payloads: Sendable {
         var bodies: [[UInt8]]
         var index: [PushEnvironment: Int]
+        /// For a channel-bound start, the body of devices that cannot join a channel; always last.
+        var withoutChannel: Int?
     }
 
     /// What the app's contract says of the request (nil: the app registered none for the type):
@@ -47,6 +51,8 @@ struct StartPlanner {
             payloads.index[environment] = payloads.bodies.count
             payloads.bodies.append(try encode(channelID))
         }
+        payloads.withoutChannel = payloads.bodies.count
+        payloads.bodies.append(try encode(nil))
         return payloads
     }
 
@@ -58,11 +64,15 @@ struct StartPlanner {
         let expiration = request.expiration.map(unixSeconds)
         var deliveries: [NewDelivery] = []
         var unreached: [PushEnvironment: Int] = [:]
+        var withoutChannel = 0
         for token in tokens {
-            guard environments.contains(token.environment), let payloadIndex = payloads.index[token.environment] else {
+            let cannotJoin = token.systemVersion.map { !$0.offers(.channels) } ?? false
+            let index = cannotJoin ? payloads.withoutChannel : payloads.index[token.environment]
+            guard environments.contains(token.environment), let payloadIndex = index else {
                 unreached[token.environment, default: 0] += 1
                 continue
             }
+            if payloadIndex == payloads.withoutChannel { withoutChannel += 1 }
             let decision = governor.decide(request.priority, alerting: true, used: 0, frequentPushesEnabled: token.frequentPushesEnabled)
             deliveries.append(
                 NewDelivery(
@@ -75,6 +85,15 @@ struct StartPlanner {
             contentState: request.contentState, staleDate: request.staleDate, relevanceScore: request.relevanceScore, startedAt: acceptedAt,
             lastTimestamp: timestamp)
         var warnings = warnings
+        var bodies = payloads.bodies
+        if withoutChannel > 0 {
+            // Say so: these devices are reached, otherwise than the rest.
+            warnings.append(
+                "\(withoutChannel) device(s) of the audience run an iOS before \(ActivityKitFeature.channels.introduced), which cannot join a channel: "
+                    + "each was sent a start that gives it its own update token, and gets the key's updates one by one")
+        } else if payloads.withoutChannel != nil {
+            bodies.removeLast()
+        }
         for environment in PushEnvironment.allCases {
             guard let count = unreached[environment] else { continue }
             // Say so: these devices were asked for and will not show the activity.
@@ -93,7 +112,7 @@ struct StartPlanner {
             key: key, action: .start, requestID: requestID, timestamp: timestamp, deliveries: deliveries.count, state: .active,
             channelIDs: channelIDs, warnings: warnings)
         let plan = StartPlan(
-            acceptedAt: acceptedAt, activity: activity, payloads: payloads.bodies, deliveries: deliveries, acceptance: acceptance)
+            acceptedAt: acceptedAt, activity: activity, payloads: bodies, deliveries: deliveries, acceptance: acceptance)
         return (plan, acceptance)
     }
 }

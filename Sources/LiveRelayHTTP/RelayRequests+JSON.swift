@@ -83,7 +83,7 @@ extension ChangeRequest {
 package struct PushToStartBody: APIRequestBody {
     package static let fields = CodingKeys.allCases.map(\.rawValue)
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case deviceID, bundleID, attributesType, token, frequentPushesEnabled, environment, userID
+        case deviceID, bundleID, attributesType, token, frequentPushesEnabled, environment, userID, iOS
     }
 
     /// Its app's bundle ID ("" when the body leaves it to the key's app: `RelayAPI.bodyApp`).
@@ -97,7 +97,8 @@ package struct PushToStartBody: APIRequestBody {
             deviceID: try body.requireNonEmptyString(.deviceID), bundleID: namedApp ?? "",
             attributesType: try body.requireNonEmptyString(.attributesType), token: try body.deviceToken(.token),
             frequentPushesEnabled: try body.decodeIfPresent(Bool.self, forKey: .frequentPushesEnabled) ?? false,
-            environment: try body.environment(.environment), userID: try body.decodeIfPresent(String.self, forKey: .userID))
+            environment: try body.environment(.environment), userID: try body.decodeIfPresent(String.self, forKey: .userID),
+            systemVersion: try body.systemVersion(.iOS))
     }
 }
 

@@ -35,11 +35,21 @@ public final class LiveRelayClient: Sendable {
         let folder = Self.defaultFolder(for: server)
         reporter = Reporter(
             deviceID: deviceID ?? Self.installationID(in: folder), bundleID: bundleID ?? Bundle.main.bundleIdentifier ?? "unknown",
-            environment: environment ?? .ofThisApp)
+            environment: environment ?? .ofThisApp, systemVersion: Self.systemVersion)
         self.activityKeyAttribute = activityKeyAttribute
         relay = LiveRelayReporter(
             reporter: reporter, transport: URLSessionTransport(server: server, clientKey: clientKey),
             storage: storage ?? FileReportStorage(url: folder.appendingPathComponent("backlog.json")), log: log)
+    }
+
+    /// The iOS this app runs on, as `UIDevice` writes it; nil elsewhere (a Mac, Linux in tests).
+    static var systemVersion: String? {
+        #if os(iOS)
+            let version = ProcessInfo.processInfo.operatingSystemVersion
+            return "\(version.majorVersion).\(version.minorVersion).\(version.patchVersion)"
+        #else
+            return nil
+        #endif
     }
 
     deinit {

@@ -56,11 +56,16 @@ public struct Reporter: Sendable, Hashable, Codable {
     public var deviceID: String
     public var bundleID: String
     public var environment: APNsEnvironment
+    /// The device's iOS (`"17.6.1"`), sent with push-to-start tokens: a device before iOS 18
+    /// cannot join a channel, and the server starts it otherwise. An iOS update restarts the
+    /// device, so it is the same for as long as the app runs.
+    public var systemVersion: String?
 
-    public init(deviceID: String, bundleID: String, environment: APNsEnvironment) {
+    public init(deviceID: String, bundleID: String, environment: APNsEnvironment, systemVersion: String? = nil) {
         self.deviceID = deviceID
         self.bundleID = bundleID
         self.environment = environment
+        self.systemVersion = systemVersion
     }
 }
 
@@ -85,7 +90,7 @@ extension Report {
         case .pushToStartToken(let type, let token, let frequent):
             let body = TokenBody(
                 deviceID: reporter.deviceID, bundleID: reporter.bundleID, activityID: nil, attributesType: type, token: token,
-                frequentPushesEnabled: frequent, environment: reporter.environment)
+                frequentPushesEnabled: frequent, environment: reporter.environment, iOS: reporter.systemVersion)
             return ReportRequest(method: "POST", path: "/v1/push-to-start-tokens", body: try encoder.encode(body))
         case .pushToStartWithdrawn:
             let body = DeviceBody(deviceID: reporter.deviceID, bundleID: reporter.bundleID)
@@ -130,6 +135,8 @@ extension Report {
         var token: String
         var frequentPushesEnabled: Bool
         var environment: APNsEnvironment
+        /// Push-to-start tokens only.
+        var iOS: String? = nil
     }
 
     private struct ListeningBody: Encodable {

@@ -102,10 +102,12 @@ package struct PushToStartTokenRecord: Sendable, Hashable {
     package var updatedAt: Date
     /// Why APNs refused the token for good (`Unregistered`, `BadDeviceToken`, …); nil while live.
     package var deadReason: String?
+    /// The iOS the device runs, when its app reported it.
+    package var systemVersion: SystemVersion?
 
     package init(
         bundleID: String, deviceID: String, attributesType: String, userID: String? = nil, token: String, frequentPushesEnabled: Bool,
-        environment: PushEnvironment, updatedAt: Date, deadReason: String? = nil
+        environment: PushEnvironment, updatedAt: Date, deadReason: String? = nil, systemVersion: SystemVersion? = nil
     ) {
         self.bundleID = bundleID
         self.deviceID = deviceID
@@ -116,6 +118,7 @@ package struct PushToStartTokenRecord: Sendable, Hashable {
         self.environment = environment
         self.updatedAt = updatedAt
         self.deadReason = deadReason
+        self.systemVersion = systemVersion
     }
 }
 

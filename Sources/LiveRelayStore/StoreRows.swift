@@ -90,13 +90,14 @@ extension DashboardSessionRecord {
 }
 
 extension PushToStartTokenRecord {
-    static let columns = "device_id, attributes_type, user_id, token, frequent_pushes, environment, updated_at, dead_reason, bundle_id"
+    static let columns =
+        "device_id, attributes_type, user_id, token, frequent_pushes, environment, updated_at, dead_reason, bundle_id, system_version"
 
     init(row: some StoreRow) throws {
         self.init(
             bundleID: row.string(8), deviceID: row.string(0), attributesType: row.string(1), userID: row.text(2), token: row.string(3),
             frequentPushesEnabled: row.bool(4), environment: try row.value(5, "push_to_start_tokens.environment"), updatedAt: row.date(6)!,
-            deadReason: row.text(7))
+            deadReason: row.text(7), systemVersion: row.text(9).flatMap(SystemVersion.init))
     }
 }
 

@@ -16,10 +16,11 @@ enum StoreStatements {
 
     static let savePushToStartToken = """
         INSERT INTO push_to_start_tokens (\(PushToStartTokenRecord.columns))
-        VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?)
+        VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)
         ON CONFLICT (bundle_id, device_id, attributes_type) DO UPDATE SET
             user_id = excluded.user_id, token = excluded.token, frequent_pushes = excluded.frequent_pushes,
-            environment = excluded.environment, updated_at = excluded.updated_at, dead_reason = NULL
+            environment = excluded.environment, updated_at = excluded.updated_at, dead_reason = NULL,
+            system_version = excluded.system_version
         """
 
     /// A device's push-to-start tokens for an app, every type: Live Activities were switched off.

@@ -1,8 +1,23 @@
 import Foundation
 import LiveActivityKit
 
-/// What a device shows of its Live Activities at one moment, as data (spec §8.5, §8.6): the
-/// Lock Screen list, the Dynamic Island, the banner of devices without one, and the Watch.
+/// How an iPhone is held and what it is connected to: the surfaces beyond its own screen (spec §14.1).
+public struct Surroundings: Sendable, Hashable, Codable {
+    /// Held in landscape: the Dynamic Island shows activities only from iOS 27, at limited width.
+    public var isLandscape = false
+    /// Connected to a car: the CarPlay Dashboard shows activities from iOS 26.
+    public var isInCarPlay = false
+    /// Paired with a Mac on macOS 26: its menu bar shows the iPhone's activities from iOS 18.
+    public var hasPairedMac = false
+
+    public init(isLandscape: Bool = false, isInCarPlay: Bool = false, hasPairedMac: Bool = false) {
+        (self.isLandscape, self.isInCarPlay, self.hasPairedMac) = (isLandscape, isInCarPlay, hasPairedMac)
+    }
+}
+
+/// What a device shows of its Live Activities at one moment, as data (spec §8.5, §8.6, §14.1): the
+/// Lock Screen list, the Dynamic Island, the banner of devices without one, StandBy, the Watch,
+/// CarPlay and a paired Mac's menu bar.
 public struct DevicePresentation: Sendable, Hashable {
     /// Visible activities, most relevant first (relevance score, then the earliest start).
     public var lockScreen: [PresentedActivity]
@@ -14,6 +29,34 @@ public struct DevicePresentation: Sendable, Hashable {
     public var watch: Watch?
     /// Whether the person sees the Lock Screen (locked) or the Dynamic Island (unlocked) now.
     public var isLocked: Bool
+    /// Held in landscape (iOS 27: compact and minimal at limited width, `isDynamicIslandLimitedInWidth`).
+    public var isLandscape: Bool = false
+    public var isDynamicIslandLimitedInWidth: Bool = false
+    /// `nil` on an iPad: the most relevant activity's Lock Screen view at twice its size, and
+    /// another app's minimal one above it.
+    public var standBy: StandBy?
+    /// `nil` unless in a car (iOS 26+): the most relevant ongoing activity, in the `small` family
+    /// when the widget has one, otherwise its Lock Screen view; its buttons do nothing there.
+    public var carPlay: CarPlay?
+    /// `nil` without a paired Mac (iPhone on iOS 18+): the activities in the menu bar, the most
+    /// relevant one open in its Lock Screen view.
+    public var macMenuBar: MacMenuBar?
+
+    public struct StandBy: Sendable, Hashable {
+        public var main: PresentedActivity?
+        public var other: PresentedActivity?
+        /// StandBy draws the Lock Screen view at 200% (spec §14.1).
+        public var scale: Double { 2 }
+    }
+
+    public struct CarPlay: Sendable, Hashable {
+        public var activity: PresentedActivity?
+    }
+
+    public struct MacMenuBar: Sendable, Hashable {
+        public var activities: [PresentedActivity]
+        public var opened: PresentedActivity? { activities.first }
+    }
 
     public enum DynamicIsland: Sendable, Hashable {
         case empty
@@ -82,8 +125,12 @@ extension SimulatedDevice {
         let shownAlert = alerting.map { PresentedAlert(activityID: $0.0.id, alert: $0.1) }
 
         var island: DevicePresentation.DynamicIsland?
+        let landscape = surroundings.isLandscape && model != .iPad
         if model.hasDynamicIsland {
-            if let (activity, alert) = alerting {
+            if landscape, !supports(.landscapeDynamicIsland) {
+                // Before iOS 27 a landscape Dynamic Island shows no activity.
+                island = .empty
+            } else if let (activity, alert) = alerting {
                 island = .expanded(PresentedActivity(activity, at: now), alert: alert)
             } else {
                 // Ended activities leave the island at once; each app shows its most relevant one.
@@ -97,12 +144,25 @@ extension SimulatedDevice {
                     }
             }
         }
-        return DevicePresentation(
+        let ongoing = lockScreen.filter { $0.state != .ended }
+        let standByMain = lockScreen.first
+        let standBy =
+            model == .iPad
+            ? nil
+            : DevicePresentation.StandBy(
+                main: standByMain, other: standByMain.flatMap { main in ongoing.first { $0.bundleID != main.bundleID } })
+        var presentation = DevicePresentation(
             lockScreen: lockScreen,
             dynamicIsland: island,
             banner: model.hasDynamicIsland ? nil : shownAlert,
-            watch: hasPairedWatch ? .init(smartStack: lockScreen.first { $0.state != .ended } ?? lockScreen.first, alert: shownAlert) : nil,
+            watch: hasPairedWatch ? .init(smartStack: ongoing.first ?? lockScreen.first, alert: shownAlert) : nil,
             isLocked: isLocked)
+        presentation.isLandscape = landscape
+        presentation.isDynamicIslandLimitedInWidth = landscape && model.hasDynamicIsland && supports(.landscapeDynamicIsland)
+        presentation.standBy = standBy
+        if surroundings.isInCarPlay, model != .iPad, supports(.carPlay) { presentation.carPlay = .init(activity: ongoing.first) }
+        if surroundings.hasPairedMac, model != .iPad, supports(.macMenuBar) { presentation.macMenuBar = .init(activities: ongoing) }
+        return presentation
     }
 }
 

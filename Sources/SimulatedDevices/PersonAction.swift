@@ -1,4 +1,5 @@
 import Foundation
+import LiveActivityKit
 
 /// What the person holding a simulated iPhone can do to it, as a value: the drawn iPhones' buttons
 /// and the control API name the same actions.
@@ -17,6 +18,12 @@ public enum PersonAction: Sendable, Hashable {
     /// silently kills every app's push-to-start tokens: APNs still answers 200 to a start, and
     /// nothing appears, until the app is issued a new token (Live Activities switched off and on).
     case updateOS(to: SystemVersion? = nil)
+    /// Turns the iPhone to landscape or back to portrait.
+    case setLandscape(Bool)
+    /// Gets into a car with CarPlay, or out of it.
+    case setCarPlay(Bool)
+    /// Pairs a Mac on macOS 26 with the iPhone, or unpairs it.
+    case setPairedMac(Bool)
 
     /// The longest step of the clock one action takes: a day, past every limit of spec §8.
     public static let longestClockStep: TimeInterval = 24 * 3600
@@ -30,13 +37,19 @@ extension DeviceFleet {
             guard contains(id) else { throw FleetError.unknownDevice(id) }
             clock.advance(by: min(max(0, seconds), PersonAction.longestClockStep))
             advanceAll()
-        case .lock, .unlock, .goOffline, .goOnline, .dismiss, .setLiveActivities, .updateOS:
+        case .lock, .unlock, .goOffline, .goOnline, .dismiss, .setLiveActivities, .updateOS, .setLandscape, .setCarPlay, .setPairedMac:
             try withDevice(id) { device, now in ((), device.perform(action, at: now)) }
         }
     }
 }
 
 extension SimulatedDevice {
+    /// Only what the person sees changes: no event.
+    private mutating func change(_ edit: (inout Surroundings) -> Void) -> [DeviceEvent] {
+        edit(&surroundings)
+        return []
+    }
+
     /// The device's part of a person's action (the clock is the fleet's).
     mutating func perform(_ action: PersonAction, at now: Date) -> [DeviceEvent] {
         switch action {
@@ -47,6 +60,9 @@ extension SimulatedDevice {
         case .dismiss(let activityID): dismissByPerson(activityID: activityID, at: now)
         case .setLiveActivities(let bundleID, let enabled): setSettings(of: bundleID, liveActivitiesEnabled: enabled, at: now)
         case .updateOS(let version): updateOS(to: version, at: now)
+        case .setLandscape(let landscape): change { $0.isLandscape = landscape }
+        case .setCarPlay(let connected): change { $0.isInCarPlay = connected }
+        case .setPairedMac(let paired): change { $0.hasPairedMac = paired }
         case .advanceClock: []
         }
     }

@@ -52,6 +52,13 @@ public struct SimulatedDevice: Sendable {
     /// Optional: a kept state file of an earlier release has none (those devices ran as iOS 26).
     private var installedVersion: SystemVersion?
     public var systemVersion: SystemVersion { installedVersion ?? .newDevice }
+    /// Optional: a kept state file of an earlier release has none (portrait, nothing connected).
+    private var keptSurroundings: Surroundings?
+    /// How the iPhone is held and what it is connected to.
+    public var surroundings: Surroundings {
+        get { keptSurroundings ?? Surroundings() }
+        set { keptSurroundings = newValue }
+    }
     public private(set) var isOnline = true
     public private(set) var isLocked = true
     public private(set) var apps: [String: SimulatedApp] = [:]
@@ -138,7 +145,7 @@ public struct SimulatedDevice: Sendable {
     }
 
     /// Whether this device's iOS offers `feature`.
-    public func supports(_ feature: ActivityKitFeature) -> Bool { systemVersion >= feature.introduced }
+    public func supports(_ feature: ActivityKitFeature) -> Bool { systemVersion.offers(feature) }
 
     /// An iOS update (to `version`, or the next release) that, as iOS 27.0 did (spec §14.2),
     /// silently kills every app's push-to-start tokens: APNs keeps answering 200 to starts sent to

@@ -51,6 +51,11 @@ package struct FormFields: Sendable {
             guard let value = self[name], !value.isEmpty else { throw APIError.invalid(name, "is required with action \(self["action"] ?? "")") }
             return value
         }
+        func flag(_ name: String) throws -> Bool {
+            let value = try required(name)
+            guard value == "true" || value == "false" else { throw APIError.invalid(name, "must be true or false, got \"\(value)\"") }
+            return value == "true"
+        }
         let action: PersonAction
         switch self["action"] ?? "" {
         case "lock": action = .lock
@@ -58,10 +63,10 @@ package struct FormFields: Sendable {
         case "offline": action = .goOffline
         case "online": action = .goOnline
         case "dismiss": action = .dismiss(activityID: try required("activity"))
-        case "live-activities":
-            let enabled = try required("enabled")
-            guard enabled == "true" || enabled == "false" else { throw APIError.invalid("enabled", "must be true or false, got \"\(enabled)\"") }
-            action = .setLiveActivities(bundleID: try required("app"), enabled: enabled == "true")
+        case "live-activities": action = .setLiveActivities(bundleID: try required("app"), enabled: try flag("enabled"))
+        case "landscape": action = .setLandscape(try flag("on"))
+        case "carplay": action = .setCarPlay(try flag("on"))
+        case "mac": action = .setPairedMac(try flag("on"))
         case "advance-clock":
             let text = try required("seconds")
             guard let seconds = TimeInterval(text), seconds > 0, seconds <= PersonAction.longestClockStep else {
@@ -72,7 +77,9 @@ package struct FormFields: Sendable {
         case "update-os": action = .updateOS()
         case let other:
             throw APIError.invalid(
-                "action", "must be lock, unlock, offline, online, dismiss, live-activities, update-os or advance-clock, got \"\(other)\"")
+                "action",
+                "must be lock, unlock, offline, online, dismiss, live-activities, update-os, landscape, carplay, mac or advance-clock, got \"\(other)\""
+            )
         }
         return (device, action)
     }

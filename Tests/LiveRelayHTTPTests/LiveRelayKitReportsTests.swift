@@ -162,6 +162,57 @@ extension LiveRelayKitReportsTests {
 }
 
 extension LiveRelayKitReportsTests {
+    /// An iPhone before iOS 18 cannot join a channel (spec §3.1): told its iOS by LiveRelayKit, the
+    /// server starts it with its own update token, says so, and sends it the key's updates and end
+    /// one by one beside the broadcast; both iPhones show every change.
+    @Test func aChannelBoundKeyReachesAnIPhoneThatCannotJoinAChannelOneByOne() async throws {
+        try await withRelayHarness { relay in
+            relay.emulator.registry.setBroadcastEnabled(for: nil)
+            try relay.emulator.devices.addDevice(id: "iphone-17", systemVersion: SystemVersion(17, 6))
+            try await relay.addRegisteredDevice("iphone-17")
+            try await relay.addRegisteredDevice("iphone-26")
+            #expect(try await relay.store.pushToStartTokens(deviceID: "iphone-17").first?.systemVersion == SystemVersion(17, 6))
+            #expect(try await relay.store.pushToStartTokens(deviceID: "iphone-26").first?.systemVersion == SystemVersion(26))
+            let started = try await relay.post(
+                "/v1/activities/match-8/start", startBody(key: "match-8", extra: [("channel", json(#"{"storagePolicy": 1}"#))]))
+            #expect(started.status == 201 && started.json["deliveries"] == .number("2"), "\(started.json)")
+            let channel = try #require(started.json["channelID"]?.stringValue)
+            let warnings = (started.json["warnings"]?.arrayElements ?? []).compactMap(\.stringValue)
+            #expect(
+                warnings.contains { $0.hasPrefix("1 device(s) of the audience run an iOS before 18.0, which cannot join a channel") }, "\(warnings)")
+            try await relay.dispatch()
+            try await relay.eventually { try relay.activity(on: "iphone-17") != nil && relay.activity(on: "iphone-26") != nil }
+            #expect(try relay.activity(on: "iphone-17")?.pushType == .token)
+            #expect(try relay.activity(on: "iphone-26")?.pushType == .channel(channel))
+            try await relay.waitForToken("match-8", device: "iphone-17")
+
+            for (event, status) in [("update", "on the way"), ("end", "delivered")] {
+                let changed = try await relay.post("/v1/activities/match-8/\(event)", .object([("contentState", content(status, 0))]))
+                #expect(changed.status == 200 && changed.json["deliveries"] == .number("2"), "a broadcast and one push: \(changed.json)")
+                try await relay.dispatch()
+                try await relay.eventually {
+                    try ["iphone-17", "iphone-26"].allSatisfy { try relay.activity(on: $0)?.content.state["status"] == .string(status) }
+                }
+            }
+            #expect(try relay.activity(on: "iphone-17")?.state == .ended && relay.activity(on: "iphone-26")?.state == .ended)
+        }
+    }
+
+    /// Updating iOS restarts the iPhone and its apps: the push-to-start token it is issued once
+    /// Live Activities are switched off and on is reported with the new version.
+    @Test func anIOSUpdateIsReportedWithTheNextPushToStartToken() async throws {
+        try await withRelayHarness { relay in
+            try relay.emulator.devices.addDevice(id: "iphone-17", systemVersion: SystemVersion(17, 6))
+            try await relay.addRegisteredDevice("iphone-17")
+            try relay.emulator.devices.perform(.updateOS(), on: "iphone-17")
+            try relay.emulator.devices.perform(.setLiveActivities(bundleID: harnessApp, enabled: false), on: "iphone-17")
+            try relay.emulator.devices.perform(.setLiveActivities(bundleID: harnessApp, enabled: true), on: "iphone-17")
+            try await relay.eventually {
+                try await relay.store.pushToStartTokens(deviceID: "iphone-17").map(\.systemVersion) == [SystemVersion(18)]
+            }
+        }
+    }
+
     /// A channel-bound activity has no update token: LiveRelayKit reports that it listens to the
     /// key's channel, which the server shows with the key, and its dismissal as for a token.
     @Test func aChannelBoundActivityReportsThatItListensToItsKeysChannel() async throws {

@@ -3,6 +3,7 @@ import GRDB
 import LiveActivityKit
 import LiveRelayStore
 import LiveRelayTesting
+import Synchronization
 import Testing
 
 /// A store implementation under contract: how to make an empty one, and how to open the same
@@ -255,7 +256,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
                     "0001-api-keys", "0002-registry", "0003-outbox", "0004-requests", "0005-budget-index", "0006-lighter-outbox", "0007-contracts",
                     "0008-environments", "0009-apps", "0010-leases", "0011-rate-buckets", "0012-dashboard", "0013-key-statistics",
                     "0014-typed-answers", "0015-reported-by", "0016-channel-listeners", "0017-events", "0018-webhooks", "0019-retention",
-                    "0020-trace-context",
+                    "0020-trace-context", "0021-device-ios",
                 ])
             #expect(try await subject.store.migrate() == [])
             try await subject.reopened { reopened async throws in
@@ -327,10 +328,17 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
             try await store.recordOutcomes([(claimed[0].id, .failed(status: 410, reason: "Unregistered", tokenIsDead: true))], at: t0 + 1)
             #expect(try await store.pushToStartTokens(deviceID: "iphone-1").first?.deadReason == "Unregistered")
 
-            try await store.savePushToStartToken(pushToStart("iphone-1", token: "new", at: t0 + 10))
+            var newer = pushToStart("iphone-1", token: "new", at: t0 + 10)
+            newer.systemVersion = SystemVersion(17, 6, 1)
+            try await store.savePushToStartToken(newer)
             let tokens = try await store.pushToStartTokens(deviceID: "iphone-1")
             #expect(tokens.map(\.token) == ["new"])
             #expect(tokens.first?.deadReason == nil)
+            #expect(tokens.first?.systemVersion == SystemVersion(17, 6, 1), "the device's iOS, as its app reported it")
+            // And as a start reads its audience's tokens.
+            let seen = Mutex<[SystemVersion?]>([])
+            _ = try await store.start("order-2", seen: { tokens in seen.withLock { $0 = tokens.map(\.systemVersion) } })
+            #expect(seen.withLock { $0 } == [SystemVersion(17, 6, 1)])
             #expect(try await store.counts().pushToStartTokens == 1)
         }
     }

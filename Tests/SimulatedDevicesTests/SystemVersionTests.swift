@@ -9,7 +9,10 @@ import Testing
         #"{"event":"start","timestamp":1795000000,"attributes-type":"DeliveryAttributes","attributes":{"orderNumber":7},"content-state":{"step":"preparing","eta":30},"alert":{"title":"Order 7","body":"Preparing"},"input-push-channel":"dHdvLWNoYW5uZWw="}"#
     static let plainStart = channelStart.replacingOccurrences(of: #","input-push-channel":"dHdvLWNoYW5uZWw=""#, with: "")
 
-    @Test(arguments: [("17.2", true), ("17.6", true), ("18", true), ("26.1", true), ("17.1", false), ("16", false), ("18.", false), ("x", false)])
+    @Test(arguments: [
+        ("17.2", true), ("17.6", true), ("18", true), ("26.1", true), ("17.1", false), ("16", false), ("18.", false), ("x", false), ("17.6.1", true),
+        ("18.+1", false), ("18.0.0.1", false),
+    ])
     func versionsAreReadFromIOS17_2On(_ text: String, _ valid: Bool) {
         #expect((SystemVersion(text) != nil) == valid)
     }

@@ -279,24 +279,14 @@ struct OSUpdateBody: APIRequestBody {
     }
 }
 
-extension KeyedDecodingContainer<JSONKey> {
-    /// An iOS version written as text (`"18.0"`), from the oldest simulated on.
-    fileprivate func systemVersion(_ key: JSONKey) throws -> SystemVersion? {
-        guard let text = try decodeIfPresent(String.self, forKey: key) else { return nil }
-        guard let version = SystemVersion(text) else {
-            throw DecodingError.dataCorruptedError(
-                forKey: key, in: self,
-                debugDescription: "must be an iOS version from \(SystemVersion.oldest) on (push-to-start's), such as \"18.0\", got \"\(text)\"")
-        }
-        return version
-    }
-}
-
 /// `PATCH /devices/{id}`: what the person did to the phone.
 struct DeviceStateBody: APIRequestBody {
-    static let fields = ["online", "locked"]
+    static let fields = ["online", "locked", "landscape", "carPlay", "pairedMac"]
     var online: Bool?
     var locked: Bool?
+    var landscape: Bool?
+    var carPlay: Bool?
+    var pairedMac: Bool?
 }
 
 /// `POST /clock/advance`.

@@ -12,7 +12,7 @@ import WebPages
 ///
 ///     POST  /devices                                       {id, model?, pairedWatch?, iOS?}
 ///     GET   /devices, /devices/{id}
-///     PATCH /devices/{id}                                  {online?, locked?}                    the person
+///     PATCH /devices/{id}                                  {online?, locked?, landscape?, carPlay?, pairedMac?}  the person
 ///     POST  /devices/{id}/os-update                        {to?}                                 the person
 ///     GET   /devices/{id}/presentation, /devices/{id}/log?limit=
 ///     POST  /devices/{id}/apps                             {bundleID, attributeTypes, supportsLiveActivities?, …, environment?, reportTo?}
@@ -48,6 +48,9 @@ extension EmulatorControlAPI {
             let body = try await request.decodeJSON(DeviceStateBody.self, context: context)
             if let locked = body.locked { try fleet.perform(locked ? .lock : .unlock, on: id) }
             if let online = body.online { try fleet.perform(online ? .goOnline : .goOffline, on: id) }
+            if let landscape = body.landscape { try fleet.perform(.setLandscape(landscape), on: id) }
+            if let carPlay = body.carPlay { try fleet.perform(.setCarPlay(carPlay), on: id) }
+            if let paired = body.pairedMac { try fleet.perform(.setPairedMac(paired), on: id) }
             return try deviceView(id)
         }
         // An iOS update that silently kills the apps' push-to-start tokens (spec §14.2).
@@ -328,7 +331,8 @@ extension EmulatorControlAPI {
         return JSONResponse(
             .object([
                 ("id", .string(device.id)), ("model", .string(device.model.rawValue)), ("iOS", .string(device.systemVersion.description)),
-                ("pairedWatch", .bool(device.hasPairedWatch)),
+                ("pairedWatch", .bool(device.hasPairedWatch)), ("pairedMac", .bool(device.surroundings.hasPairedMac)),
+                ("carPlay", .bool(device.surroundings.isInCarPlay)), ("landscape", .bool(device.surroundings.isLandscape)),
                 ("online", .bool(device.isOnline)), ("locked", .bool(device.isLocked)),
                 ("apps", .array(device.apps.keys.sorted().map { appJSON(device, $0) })),
                 ("activities", .array(device.activities.map(PresentationJSON.json))),

@@ -74,12 +74,29 @@ enum PresentationJSON {
             presentation.watch.map { watch in
                 .object([("smartStack", watch.smartStack.map(json) ?? .null), ("alert", watch.alert.map(json) ?? .null)])
             } ?? .null
+        let standBy: JSONValue =
+            presentation.standBy.map { standBy in
+                .object([
+                    ("activity", standBy.main.map(json) ?? .null), ("other", standBy.other.map(json) ?? .null),
+                    ("scale", JSONValue.double(standBy.scale) ?? .null),
+                ])
+            } ?? .null
+        let carPlay: JSONValue = presentation.carPlay.map { .object([("activity", $0.activity.map(json) ?? .null)]) } ?? .null
+        let mac: JSONValue =
+            presentation.macMenuBar.map { bar in
+                .object([("activities", .array(bar.activities.map(json))), ("opened", bar.opened.map(json) ?? .null)])
+            } ?? .null
         return .object([
             ("visible", .string(presentation.isLocked ? "lockScreen" : "dynamicIsland")),
+            ("orientation", .string(presentation.isLandscape ? "landscape" : "portrait")),
             ("lockScreen", .array(presentation.lockScreen.map(json))),
             ("dynamicIsland", island),
+            ("isDynamicIslandLimitedInWidth", .bool(presentation.isDynamicIslandLimitedInWidth)),
             ("banner", presentation.banner.map(json) ?? .null),
+            ("standBy", standBy),
             ("watch", watch),
+            ("carPlay", carPlay),
+            ("macMenuBar", mac),
         ])
     }
 

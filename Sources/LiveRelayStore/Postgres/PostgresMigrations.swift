@@ -250,5 +250,8 @@ enum PostgresMigrations {
         StoreMigration(name: "0019-retention", statements: RetentionStatements.indexes),
         // A request's trace context (W3C `traceparent`), with its payload, when a tracer runs.
         StoreMigration(name: "0020-trace-context", statements: ["ALTER TABLE payloads ADD COLUMN trace_parent text"]),
+        // The iOS a push-to-start token's device runs, as its app reported it: a device that cannot join
+        // a channel is started with its own update token instead.
+        StoreMigration(name: "0021-device-ios", statements: ["ALTER TABLE push_to_start_tokens ADD COLUMN system_version text"]),
     ]
 }

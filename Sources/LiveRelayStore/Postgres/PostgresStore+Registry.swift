@@ -85,7 +85,7 @@ extension PostgresStore {
             StoreStatements.savePushToStartToken,
             [
                 .text(token.deviceID), .text(token.attributesType), .text(token.userID), .text(token.token), .bool(token.frequentPushesEnabled),
-                .text(token.environment.rawValue), .seconds(token.updatedAt), .text(token.bundleID),
+                .text(token.environment.rawValue), .seconds(token.updatedAt), .text(token.bundleID), .text(token.systemVersion?.description),
             ])
     }
 

@@ -80,7 +80,7 @@ extension SQLiteStore {
                 StoreStatements.savePushToStartToken,
                 [
                     token.deviceID, token.attributesType, token.userID, token.token, token.frequentPushesEnabled,
-                    token.environment.rawValue, token.updatedAt.seconds, token.bundleID,
+                    token.environment.rawValue, token.updatedAt.seconds, token.bundleID, token.systemVersion?.description,
                 ])
         }
     }

@@ -1,39 +1,45 @@
 import Foundation
 
-/// The iOS a simulated iPhone runs: what its ActivityKit offers depends on it (spec §1.2, §3.1,
-/// §14.1). A new device runs `SystemVersion.newDevice` unless told otherwise.
+/// The iOS a device runs, as far as Live Activities go: what its ActivityKit offers depends on it
+/// (spec §1.2, §3.1, §14.1). Apps report it with their push-to-start tokens (LiveRelayKit sends
+/// `UIDevice`'s version), so the server can reach each device the way it can be reached; a simulated
+/// iPhone runs `SystemVersion.newDevice` unless told otherwise.
 public struct SystemVersion: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
     public var major: Int
     public var minor: Int
+    public var patch: Int
 
-    public init(_ major: Int, _ minor: Int = 0) {
-        (self.major, self.minor) = (major, minor)
+    public init(_ major: Int, _ minor: Int = 0, _ patch: Int = 0) {
+        (self.major, self.minor, self.patch) = (major, minor, patch)
     }
 
-    /// The oldest simulated: push-to-start arrived in iOS 17.2.
+    /// The oldest there is here: push-to-start arrived in iOS 17.2.
     public static let oldest = SystemVersion(17, 2)
     public static let newDevice = SystemVersion(26, 0)
     /// The versions an "update iOS" moves through, in order (then minor versions of the last).
     public static let releases = [SystemVersion(17, 2), SystemVersion(18, 0), SystemVersion(26, 0), SystemVersion(27, 0)]
 
-    /// `"18"`, `"17.2"`; nil for anything else or older than `oldest`.
+    /// `"18"`, `"17.2"`, `"17.6.1"`; nil for anything else or older than `oldest`.
     public init?(_ text: String) {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard (1...2).contains(parts.count), let major = Int(parts[0]), parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy(\.isASCII) }),
-            let minor = parts.count == 2 ? Int(parts[1]) : 0, major < 100, (0..<100).contains(minor)
+        guard (1...3).contains(parts.count), parts.allSatisfy({ (1...2).contains($0.count) && $0.allSatisfy { $0 >= "0" && $0 <= "9" } })
         else { return nil }
-        self.init(major, minor)
+        let numbers = parts.compactMap { Int($0) }
+        self.init(numbers[0], numbers.count > 1 ? numbers[1] : 0, numbers.count > 2 ? numbers[2] : 0)
         guard self >= Self.oldest else { return nil }
     }
+
+    /// Whether ActivityKit on this version offers `feature`.
+    public func offers(_ feature: ActivityKitFeature) -> Bool { self >= feature.introduced }
 
     /// What an "update iOS" installs: the next release, or the next minor version of the last.
     public var next: SystemVersion {
         Self.releases.first { $0 > self } ?? SystemVersion(major, minor + 1)
     }
 
-    public var description: String { "\(major).\(minor)" }
+    public var description: String { patch == 0 ? "\(major).\(minor)" : "\(major).\(minor).\(patch)" }
 
-    public static func < (lhs: Self, rhs: Self) -> Bool { (lhs.major, lhs.minor) < (rhs.major, rhs.minor) }
+    public static func < (lhs: Self, rhs: Self) -> Bool { (lhs.major, lhs.minor, lhs.patch) < (rhs.major, rhs.minor, rhs.patch) }
 
     public init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
@@ -59,11 +65,18 @@ public enum ActivityKitFeature: Sendable, CaseIterable {
     case inputPushToken
     /// `Activity.request(…, start:)`, pending until its date (iOS 26, spec §14.1).
     case scheduledStarts
+    /// A paired Mac on macOS 26 shows the iPhone's activities in its menu bar (iPhone on iOS 18+).
+    case macMenuBar
+    /// The CarPlay Dashboard shows activities (iOS 26): the `small` family, or the Lock Screen view.
+    case carPlay
+    /// Compact and minimal presentations in a landscape Dynamic Island, at limited width (iOS 27).
+    case landscapeDynamicIsland
 
     public var introduced: SystemVersion {
         switch self {
-        case .channels, .inputPushToken: SystemVersion(18)
-        case .scheduledStarts: SystemVersion(26)
+        case .channels, .inputPushToken, .macMenuBar: SystemVersion(18)
+        case .scheduledStarts, .carPlay: SystemVersion(26)
+        case .landscapeDynamicIsland: SystemVersion(27)
         }
     }
 
@@ -72,6 +85,9 @@ public enum ActivityKitFeature: Sendable, CaseIterable {
         case .channels: "broadcast channels"
         case .inputPushToken: "input-push-token"
         case .scheduledStarts: "scheduled starts"
+        case .macMenuBar: "activities on a paired Mac"
+        case .carPlay: "activities in CarPlay"
+        case .landscapeDynamicIsland: "a landscape Dynamic Island"
         }
     }
 }
