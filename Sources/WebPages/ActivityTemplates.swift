@@ -4,9 +4,11 @@ import Mustache
 import SimulatedDevices
 
 /// The places a Live Activity's widget fills (seed 000): the Lock Screen presentation (also the
-/// banner and StandBy), the compact and minimal Dynamic Island, and the four expanded regions.
+/// banner, StandBy, CarPlay without `small` and the Mac's menu bar), the compact and minimal
+/// Dynamic Island, the four expanded regions, and the `small` family of the Watch's Smart Stack and
+/// CarPlay (`.supplementalActivityFamilies([.small])`: a type whose template has it declares it).
 package enum TemplateRegion: String, Sendable, CaseIterable {
-    case lockScreen, compactLeading, compactTrailing, minimal, expandedLeading, expandedTrailing, expandedCenter, expandedBottom
+    case lockScreen, compactLeading, compactTrailing, minimal, expandedLeading, expandedTrailing, expandedCenter, expandedBottom, small
 }
 
 /// What fills each region of each attributes type, in Mustache, over the activity's

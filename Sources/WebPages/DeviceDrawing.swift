@@ -8,6 +8,7 @@ package struct DrawnDevice: Sendable, Hashable {
     package var id: String
     package var model: DeviceModel
     package var systemVersion: SystemVersion
+    package var surroundings: Surroundings
     package var isOnline: Bool
     package var apps: [App]
     package var presentation: DevicePresentation
@@ -23,6 +24,7 @@ package struct DrawnDevice: Sendable, Hashable {
         id = device.id
         model = device.model
         systemVersion = device.systemVersion
+        surroundings = device.surroundings
         isOnline = device.isOnline
         apps = device.apps.values.sorted { $0.bundleID < $1.bundleID }.map {
             App(bundleID: $0.bundleID, liveActivitiesEnabled: $0.liveActivitiesEnabled)
@@ -74,13 +76,15 @@ package enum DeviceDrawing {
             case .iPhone: "iPhone without Dynamic Island"
             case .iPad: "iPad"
             }
+        let around = device.surroundings
         let facts =
             [modelName, "iOS \(device.systemVersion)", shown.isLocked ? "locked" : "unlocked", device.isOnline ? "online" : "offline"]
+            + (shown.isLandscape ? ["landscape"] : []) + (around.isInCarPlay ? ["in CarPlay"] : []) + (around.hasPairedMac ? ["paired Mac"] : [])
             + device.apps.map { "\($0.bundleID): Live Activities \($0.liveActivitiesEnabled ? "on" : "off")" }
         return """
             <section class="device card" id="device-\(device.id)" data-live data-device="\(device.id)">
             <h2>\(device.id) <small>\(facts.joined(separator: " · "))</small></h2>
-            <div class="device-views">\(phone(device, templates: templates))\(device.model == .iPad ? HTML.empty : standBy(shown, templates: templates))\(watch(shown, templates: templates))</div>
+            <div class="device-views">\(phone(device, templates: templates))\(standBy(shown, templates: templates))\(watch(shown, templates: templates))\(carPlay(device, templates: templates))\(macMenuBar(device, templates: templates))</div>
             \(controls.map { buttons(device, $0) } ?? .empty)
             </section>
             """
@@ -118,9 +122,13 @@ package enum DeviceDrawing {
                 """
         }
         let island: HTML =
-            device.model.hasDynamicIsland ? dynamicIsland(shown.isLocked ? .empty : shown.dynamicIsland ?? .empty, templates: templates) : .empty
+            device.model.hasDynamicIsland
+            ? dynamicIsland(
+                shown.isLocked ? .empty : shown.dynamicIsland ?? .empty, limitedInWidth: shown.isDynamicIslandLimitedInWidth, templates: templates)
+            : .empty
+        let orientation = shown.isLandscape ? " landscape" : ""
         return """
-            <figure class="phone \(kind)\(shown.isLocked ? " locked" : " unlocked")\(device.isOnline ? "" : " offline")">
+            <figure class="phone \(kind)\(orientation)\(shown.isLocked ? " locked" : " unlocked")\(device.isOnline ? "" : " offline")">
             <div class="screen">\(island)\(status)\(screen)</div>
             <figcaption>\(shown.isLocked ? "Lock Screen" : device.model.hasDynamicIsland ? "Dynamic Island" : "Home Screen")</figcaption>
             </figure>
@@ -128,19 +136,21 @@ package enum DeviceDrawing {
     }
 
     /// The Dynamic Island; on the Lock Screen it stays empty, the activities being on the screen.
-    static func dynamicIsland(_ island: DevicePresentation.DynamicIsland, templates: ActivityTemplates) -> HTML {
+    /// In landscape on iOS 27 compact and minimal have less width (`isDynamicIslandLimitedInWidth`).
+    static func dynamicIsland(_ island: DevicePresentation.DynamicIsland, limitedInWidth: Bool = false, templates: ActivityTemplates) -> HTML {
+        let limited: HTML = limitedInWidth ? " limited" : ""
         switch island {
         case .empty:
             return "<div class=\"island-pill\" data-region=\"island\" data-island=\"empty\"></div>"
         case .compact(let activity):
             return """
-                <div class="island-pill compact\(classes(activity))" data-region="island" data-island="compact" data-activity="\(activity.activityID)">
+                <div class="island-pill compact\(limited)\(classes(activity))" data-region="island" data-island="compact" data-activity="\(activity.activityID)">
                 <span class="leading">\(region(.compactLeading, of: activity, templates: templates))</span><span class="camera"></span><span class="trailing">\(region(.compactTrailing, of: activity, templates: templates))</span>
                 </div>
                 """
         case .minimal(let attached, let detached):
             return """
-                <div class="island-row" data-region="island" data-island="minimal">
+                <div class="island-row\(limited)" data-region="island" data-island="minimal">
                 <div class="island-pill minimal\(classes(attached))" data-activity="\(attached.activityID)"><span class="camera"></span><span class="trailing">\(region(.minimal, of: attached, templates: templates))</span></div>
                 <div class="island-bubble\(classes(detached))" data-activity="\(detached.activityID)">\(region(.minimal, of: detached, templates: templates))</div>
                 </div>
@@ -164,33 +174,83 @@ package enum DeviceDrawing {
         """
     }
 
-    // MARK: StandBy and the Watch
+    // MARK: StandBy, the Watch, CarPlay and the Mac
 
-    /// StandBy (landscape, charging): the most relevant activity's Lock Screen presentation scaled
-    /// to fill the screen, another app's minimal presentation above it (seed 000).
+    /// StandBy (landscape, charging): the most relevant activity's Lock Screen presentation at twice
+    /// its size (spec §14.1), another app's minimal presentation above it (seed 000).
     static func standBy(_ shown: DevicePresentation, templates: ActivityTemplates) -> HTML {
-        let main = shown.lockScreen.first
-        let other = main.flatMap { main in shown.lockScreen.first { $0.bundleID != main.bundleID && $0.state != .ended } }
+        guard let standBy = shown.standBy else { return .empty }
         return """
-            <figure class="standby" data-region="standby">
-            <div class="screen">\(other.map { "<div class=\"island-bubble\(classes($0))\">\(region(.minimal, of: $0, templates: templates))</div>" } ?? .empty)\(main.map { lockScreenCard($0, templates: templates, alert: nil) } ?? HTML("<p class=\"nothing\">No Live Activities</p>"))</div>
-            <figcaption>StandBy</figcaption>
+            <figure class="standby" data-region="standby" data-scale="\(String(standBy.scale))">
+            <div class="screen">\(standBy.other.map { "<div class=\"island-bubble\(classes($0))\">\(region(.minimal, of: $0, templates: templates))</div>" } ?? .empty)\(standBy.main.map { lockScreenCard($0, templates: templates, alert: nil) } ?? HTML("<p class=\"nothing\">No Live Activities</p>"))</div>
+            <figcaption>StandBy (200%)</figcaption>
             </figure>
             """
     }
 
-    /// The Watch's Smart Stack: the most relevant activity's compact leading and trailing, and an alert.
+    /// The Watch's Smart Stack: the most relevant activity in the `small` family when its widget has
+    /// one, otherwise its compact leading and trailing; and an alert.
     static func watch(_ shown: DevicePresentation, templates: ActivityTemplates) -> HTML {
         guard let watch = shown.watch else { return .empty }
         let card: HTML =
             watch.smartStack.map { activity in
-                """
-                <div class="stack-card\(classes(activity))" data-activity="\(activity.activityID)">\(tag(activity))<span class="leading">\(region(.compactLeading, of: activity, templates: templates))</span><span class="trailing">\(region(.compactTrailing, of: activity, templates: templates))</span></div>
-                """
+                if let small = templates.render(.small, of: activity) {
+                    return
+                        "<div class=\"stack-card small\(classes(activity))\" data-activity=\"\(activity.activityID)\" data-family=\"small\">\(tag(activity))\(small)</div>"
+                }
+                return """
+                    <div class="stack-card\(classes(activity))" data-activity="\(activity.activityID)">\(tag(activity))<span class="leading">\(region(.compactLeading, of: activity, templates: templates))</span><span class="trailing">\(region(.compactTrailing, of: activity, templates: templates))</span></div>
+                    """
             } ?? "<p class=\"nothing\">Smart Stack</p>"
         let alert: HTML = watch.alert.map { "<div class=\"alert\">\(text(of: $0.alert))</div>" } ?? .empty
         return """
             <figure class="watch" data-region="watch"><div class="screen">\(alert)\(card)</div><figcaption>Watch Smart Stack</figcaption></figure>
+            """
+    }
+
+    /// The CarPlay Dashboard (iOS 26): the most relevant ongoing activity in the `small` family
+    /// when its widget has one, otherwise its Lock Screen view; whatever buttons it draws do
+    /// nothing in a car (`inert`). Before iOS 26 the car shows no Live Activity.
+    static func carPlay(_ device: DrawnDevice, templates: ActivityTemplates) -> HTML {
+        guard device.surroundings.isInCarPlay, device.model != .iPad else { return .empty }
+        let content: HTML
+        if let carPlay = device.presentation.carPlay {
+            content =
+                carPlay.activity.map { activity in
+                    if let small = templates.render(.small, of: activity) {
+                        return
+                            "<div class=\"carplay-card small\(classes(activity))\" data-activity=\"\(activity.activityID)\" data-family=\"small\" inert>\(tag(activity))\(small)</div>"
+                    }
+                    return
+                        "<div class=\"carplay-card\" data-family=\"lockScreen\" inert>\(lockScreenCard(activity, templates: templates, alert: nil))</div>"
+                } ?? "<p class=\"nothing\">No Live Activities</p>"
+        } else {
+            content = "<p class=\"nothing\">CarPlay shows Live Activities from iOS \(ActivityKitFeature.carPlay.introduced.description)</p>"
+        }
+        return """
+            <figure class="carplay" data-region="carplay"><div class="screen"><div class="carplay-map" aria-hidden="true"></div>\(content)</div><figcaption>CarPlay Dashboard</figcaption></figure>
+            """
+    }
+
+    /// A paired Mac's menu bar (macOS 26, the iPhone on iOS 18+): an item for each ongoing
+    /// activity (its minimal presentation), the most relevant one open in its Lock Screen view.
+    static func macMenuBar(_ device: DrawnDevice, templates: ActivityTemplates) -> HTML {
+        guard device.surroundings.hasPairedMac, device.model != .iPad else { return .empty }
+        let content: HTML
+        if let bar = device.presentation.macMenuBar {
+            let items = bar.activities.html { activity in
+                "<span class=\"menu-item\(activity.activityID == bar.opened?.activityID ? " open" : "")\(classes(activity))\" data-activity=\"\(activity.activityID)\">\(region(.minimal, of: activity, templates: templates))</span>"
+            }
+            let opened: HTML =
+                bar.opened.map { "<div class=\"menu-popover\">\(lockScreenCard($0, templates: templates, alert: nil))</div>" } ?? .empty
+            content =
+                "<div class=\"menu-bar\"><span class=\"menu-apple\" aria-hidden=\"true\"></span>\(items)<span class=\"menu-clock\">\(device.clock)</span></div>\(opened)"
+        } else {
+            content =
+                "<div class=\"menu-bar\"><span class=\"menu-apple\" aria-hidden=\"true\"></span><span class=\"menu-clock\">\(device.clock)</span></div><p class=\"nothing\">A Mac shows the Live Activities of an iPhone on iOS \(ActivityKitFeature.macMenuBar.introduced.description) or later</p>"
+        }
+        return """
+            <figure class="mac" data-region="mac-menu-bar"><div class="screen">\(content)</div><figcaption>Mac menu bar</figcaption></figure>
             """
     }
 
@@ -223,10 +283,17 @@ package enum DeviceDrawing {
         let clock = [("+1 min", 60), ("+15 min", 900), ("+1 h", 3600), ("+4 h", 14_400), ("+8 h", 28_800)].html { label, seconds in
             button(label, [("action", "advance-clock"), ("seconds", String(seconds))])
         }
+        let around = device.surroundings
+        let surroundings: HTML =
+            device.model == .iPad
+            ? .empty
+            : """
+            \(button(around.isLandscape ? "Turn to portrait" : "Turn to landscape", [("action", "landscape"), ("on", around.isLandscape ? "false" : "true")]))\(button(around.isInCarPlay ? "Leave the car" : "Get into a CarPlay car", [("action", "carplay"), ("on", around.isInCarPlay ? "false" : "true")]))\(button(around.hasPairedMac ? "Unpair the Mac" : "Pair a Mac", [("action", "mac"), ("on", around.hasPairedMac ? "false" : "true")]))
+            """
         return """
             <div class="person" aria-label="What the person does">
             \(button(shown.isLocked ? "Unlock" : "Lock", [("action", shown.isLocked ? "unlock" : "lock")], quiet: false))\(button(device.isOnline ? "Go offline" : "Go online", [("action", device.isOnline ? "offline" : "online")]))\(settings)\(dismiss)
-            \(button("Update to iOS \(device.systemVersion.next)", [("action", "update-os")]))
+            \(button("Update to iOS \(device.systemVersion.next)", [("action", "update-os")]))\(surroundings)
             <span class="clock-buttons"><span class="muted">Advance the clock</span> \(clock)</span>
             </div>
             """
@@ -249,6 +316,7 @@ package enum DeviceDrawing {
             return "<div class=\"generic\">\(heading)<dl>\(fields)</dl></div>"
         case .compactLeading, .minimal: return "<span class=\"app-icon\">\(String(app.prefix(1)))</span>"
         case .compactTrailing, .expandedTrailing: return "<span class=\"value\">\(first)</span>"
+        case .small: return "<span class=\"app-icon\">\(String(app.prefix(1)))</span> <span class=\"value\">\(first)</span>"
         case .expandedLeading: return "<span class=\"app-icon\">\(String(app.prefix(1)))</span> \(app)"
         case .expandedCenter: return "<span class=\"muted\">\(activity.attributesType)</span>"
         }

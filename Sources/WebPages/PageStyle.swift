@@ -124,14 +124,40 @@ package enum PageStyle {
         .banner { margin-top: 4px; } .banner .activity { background: rgba(246, 246, 248, .95); color: #1d1d1f; }
         .home { display: grid; grid-template-columns: repeat(4, 1fr); gap: 18px 14px; padding: 16px 10px; opacity: .45; margin-top: auto; margin-bottom: 40px; }
         .home span { aspect-ratio: 1; border-radius: 12px; background: rgba(255, 255, 255, .55); }
-        .standby .screen { width: 330px; height: 170px; border-radius: 26px; border: 8px solid #1d1d1f; background: #000; color: #fff;
-          padding: 12px; display: flex; flex-direction: column; gap: 8px; overflow: hidden; position: relative; }
+        .standby .screen { width: 560px; max-width: calc(100vw - 64px); height: 272px; border-radius: 30px; border: 10px solid #1d1d1f; background: #000; color: #fff;
+          padding: 12px; display: flex; flex-direction: column; gap: 8px; overflow: hidden; position: relative; box-sizing: border-box; }
         .standby .island-bubble { position: absolute; top: 8px; left: 50%; transform: translateX(-50%); background: #1c1c1e; }
-        .standby .activity { flex: 1; font-size: 15px; background: #1c1c1e; margin-top: 26px; }
+        /* The Lock Screen view at 200% (iOS 27's StandBy). */
+        .standby .activity { flex: none; zoom: 2; background: #1c1c1e; margin-top: 18px; }
+        .phone.landscape .screen { width: 560px; max-width: calc(100vw - 64px); height: 272px; padding: 40px 16px 12px; }
+        .phone.landscape .lock-clock { margin: 0 0 4px; } .phone.landscape .lock-clock strong { font-size: 34px; }
+        .phone.landscape .lock-list { display: grid; grid-template-columns: 1fr 1fr; }
+        .phone.landscape .home { grid-template-columns: repeat(8, 1fr); gap: 14px; padding: 10px 8px; margin-bottom: 8px; }
+        .island-pill.limited { min-width: 0; max-width: 112px; } .island-pill.limited .leading, .island-pill.limited .trailing { overflow: hidden; text-overflow: ellipsis; max-width: 40px; }
+        .island-row.limited .island-pill { min-width: 0; max-width: 80px; }
+        .carplay .screen { width: 400px; max-width: calc(100vw - 64px); height: 190px; border-radius: 18px; border: 8px solid #1d1d1f; background: #101014; color: #fff;
+          display: grid; grid-template-columns: 1fr 1.2fr; gap: 10px; padding: 10px; box-sizing: border-box; overflow: hidden; }
+        .carplay-map { border-radius: 12px; background: repeating-linear-gradient(35deg, #23262d 0 18px, #2b2f37 18px 20px), #23262d; }
+        .carplay-card { min-width: 0; overflow: hidden; } .carplay-card.small { background: #1c1c1e; border-radius: 14px; padding: 10px; }
+        .carplay-card .activity { font-size: 12px; background: #1c1c1e; }
+        .mac .screen { width: 400px; max-width: calc(100vw - 64px); height: 210px; border-radius: 10px; border: 6px solid #2b2b2e; position: relative; overflow: hidden;
+          background: linear-gradient(170deg, #7fa7d1 0%, #b9cde3 60%, #e4d3c8 100%); color: #1d1d1f; box-sizing: border-box; }
+        .menu-bar { display: flex; justify-content: flex-end; align-items: center; gap: 8px; height: 26px; padding: 0 10px; background: rgba(255, 255, 255, .72); font-size: 12px; font-weight: 600; }
+        .menu-apple { margin-right: auto; width: 10px; height: 12px; background: #1d1d1f; border-radius: 4px 4px 5px 5px; }
+        .menu-item { display: inline-flex; padding: 2px; border-radius: 6px; } .menu-item.open { background: rgba(0, 0, 0, .16); }
+        .menu-item .app-icon { width: 16px; height: 16px; font-size: 10px; border-radius: 5px; }
+        .menu-popover { position: absolute; top: 32px; right: 10px; width: 260px; max-width: calc(100% - 20px); }
+        .menu-popover .activity { background: rgba(28, 28, 32, .94); color: #fff; }
+        .mac .nothing, .carplay .nothing { align-self: center; padding: 8px; }
+        /* StandBy's 200% does not fit a phone's page: drawn smaller there. */
+        @media (max-width: 640px) {
+          .standby .screen { height: 200px; } .standby .activity { zoom: 1.3; }
+          .carplay .screen { grid-template-columns: 72px 1fr; }
+        }
         .watch .screen { width: 150px; height: 180px; border-radius: 38px; border: 9px solid #1d1d1f; background: #000; color: #fff;
           padding: 16px 10px; display: flex; flex-direction: column; justify-content: center; gap: 6px; font-size: 12px; overflow: hidden; }
         .stack-card { position: relative; background: #1c1c1e; border-radius: 14px; padding: 18px 8px 8px; display: flex; justify-content: space-between; align-items: center; gap: 4px; }
-        .stack-card .tag { position: absolute; top: 4px; right: 6px; }
+        .stack-card .tag { position: absolute; top: 4px; right: 6px; } .stack-card.small { display: block; }
         .watch .alert { background: #2c2c2e; border-radius: 10px; padding: 6px 8px; }
         .person { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; } .person form { max-width: 100%; }
         .person button { white-space: normal; overflow-wrap: anywhere; max-width: 100%; text-align: left; } .clock-buttons { display: inline-flex; flex-wrap: wrap; gap: 6px; align-items: center; }

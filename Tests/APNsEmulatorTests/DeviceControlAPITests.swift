@@ -205,6 +205,25 @@ struct OrderAttributes: ActivityAttributes {
         }
     }
 
+    /// The surfaces beyond the iPhone's screen, driven and read through the API.
+    @Test func theSurroundingsAreSetAndTheSurfacesRead() async throws {
+        try await withEmulator { client, _, _ in
+            _ = try await ok(client, .post, "/devices", #"{"id":"iphone","iOS":"27.0"}"#)
+            _ = try await ok(client, .post, "/devices/iphone/apps", Self.app)
+            let request =
+                #"{"attributesType":"DeliveryAttributes","attributes":{"activityKey":"k","orderNumber":1},"contentState":{"step":"preparing","driver":{"name":"Bo"}}}"#
+            let id = try #require(try await ok(client, .post, "/devices/iphone/apps/\(bundle)/activities", request)["id"]?.stringValue)
+            let device = try await ok(client, .patch, "/devices/iphone", #"{"locked":false,"landscape":true,"carPlay":true,"pairedMac":true}"#)
+            #expect(device["landscape"] == .bool(true) && device["carPlay"] == .bool(true) && device["pairedMac"] == .bool(true))
+            let shown = try await ok(client, .get, "/devices/iphone/presentation")
+            #expect(shown["orientation"] == .string("landscape") && shown["isDynamicIslandLimitedInWidth"] == .bool(true))
+            #expect(shown["dynamicIsland"]?["presentation"] == .string("compact"))
+            #expect(shown["carPlay"]?["activity"]?["activityID"] == .string(id))
+            #expect(shown["macMenuBar"]?["opened"]?["activityID"] == .string(id))
+            #expect(shown["standBy"]?["scale"] == .number("2") && shown["standBy"]?["activity"]?["activityID"] == .string(id))
+        }
+    }
+
     @Test func serverSentEventsStreamFromAGivenSequence() async throws {
         try await withEmulator { client, _, _ in
             _ = try await ok(client, .post, "/devices", #"{"id":"iphone"}"#)

@@ -129,6 +129,9 @@ struct DashboardBrowserTests {
             #expect(endpoint.status == 201)
             _ = try await relay.post("/v1/webhooks/\(try #require(endpoint.json["id"]?.stringValue))/test", .object([]))
             try await relay.postWebhooks()
+            // The drawn iPhone with every surface: in a car and paired with a Mac.
+            try relay.emulator.devices.perform(.setCarPlay(true), on: "iphone-1")
+            try relay.emulator.devices.perform(.setPairedMac(true), on: "iphone-1")
             let pages = [
                 ("overview", "/dashboard"), ("activities", "/dashboard/activities"),
                 ("activity", DashboardBrowser.activityPath("order-1234567890-with-a-long-key")),
@@ -207,6 +210,25 @@ struct DashboardBrowserTests {
                 }
                 #expect(try !relay.emulator.devices.device("iphone-1").isLocked)
                 try await browser.screenshot(to: Self.screenshots + "/devices-dynamic-island.png")
+
+                // Into a car, a Mac paired, the phone turned: CarPlay and the menu bar show the
+                // activity; on iOS 26 a landscape island shows none (iOS 27 will).
+                for (action, after) in [("carplay", "Leave the car"), ("mac", "Unpair the Mac"), ("landscape", "Turn to portrait")] {
+                    let button = "#device-iphone-1 form input[value=\(action)] ~ button"
+                    try await browser.waitFor(button).click()
+                    try await eventually { try await browser.text(button) == after }
+                }
+                try await eventually {
+                    try await browser.run(
+                        "return document.querySelector('#device-iphone-1 [data-region=carplay] article.activity') !== null && document.querySelector('#device-iphone-1 [data-region=mac-menu-bar] .menu-popover') !== null"
+                    ) == .bool(true)
+                }
+                #expect(
+                    try await browser.run("return document.querySelector('#device-iphone-1 figure.phone.landscape [data-island=empty]') !== null")
+                        == .bool(true))
+                try await browser.screenshot(to: Self.screenshots + "/devices-surfaces.png", fullPage: true)
+                try await browser.waitFor("#device-iphone-1 form input[value=landscape] ~ button").click()
+                try await eventually { try await browser.text("#device-iphone-1 form input[value=landscape] ~ button") == "Turn to landscape" }
 
                 // Eight hours later the activity has ended (spec §8.3) and looks it.
                 try await browser.waitFor("#device-iphone-1 form input[value='28800'] ~ button").click()

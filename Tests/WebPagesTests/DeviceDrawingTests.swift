@@ -12,9 +12,9 @@ struct DrawingFixture {
     let clock = VirtualClock(wallClock: { DrawingFixture.t0 })
     let fleet: DeviceFleet
 
-    init(_ model: DeviceModel = .iPhoneWithDynamicIsland, watch: Bool = false) throws {
+    init(_ model: DeviceModel = .iPhoneWithDynamicIsland, watch: Bool = false, systemVersion: SystemVersion = .newDevice) throws {
         fleet = DeviceFleet(clock: clock)
-        try fleet.addDevice(id: "phone", model: model, hasPairedWatch: watch)
+        try fleet.addDevice(id: "phone", model: model, hasPairedWatch: watch, systemVersion: systemVersion)
         let delivery = ActivityAttributesType(
             name: "DeliveryAttributes", attributes: SwiftStruct("DeliveryAttributes", [.init("orderNumber", .string)]),
             contentState: SwiftStruct("ContentState", [.init("status", .string), .init("etaMinutes", .int)]))
@@ -121,6 +121,68 @@ func status(_ text: String, eta: Int = 10) -> JSONValue { .object([("status", .s
         #expect(!standBy.contains("data-activity=\"\(match)\""), "only one Lock Screen presentation fills StandBy")
     }
 
+    /// A widget with the `small` family (its template has `small`): the Watch's Smart Stack and
+    /// CarPlay draw it; without it, the Watch its compact regions and CarPlay its Lock Screen view.
+    /// In a car, whatever buttons the widget draws do nothing (`inert`).
+    @Test func carPlayAndTheWatchDrawTheSmallFamilyWhenTheWidgetHasOne() throws {
+        let f = try DrawingFixture(watch: true, systemVersion: SystemVersion(26))
+        try f.act(.setCarPlay(true))
+        let id = try f.start(state: status("on the way", eta: 5))
+        var page = try f.drawn()
+        let carPlay = String(try #require(page.range(of: "data-region=\"carplay\"").map { page[$0.upperBound...] }))
+        #expect(carPlay.contains("<div class=\"carplay-card\" data-family=\"lockScreen\" inert><article class=\"activity\" data-activity=\"\(id)\""))
+        #expect(page.contains("<div class=\"stack-card\" data-activity=\"\(id)\""), "the Watch without small: compact regions")
+        var templates = ActivityTemplates()
+        try templates.add(#"<b class="tpl-small">{{state.etaMinutes}} min</b><button>Call</button>"#, for: .small, of: "DeliveryAttributes")
+        page = try f.drawn(templates)
+        #expect(
+            page.contains(
+                "<div class=\"carplay-card small\" data-activity=\"\(id)\" data-family=\"small\" inert><b class=\"tpl-small\">5 min</b><button>Call</button></div>"
+            ))
+        #expect(page.contains("<div class=\"stack-card small\" data-activity=\"\(id)\" data-family=\"small\"><b class=\"tpl-small\">5 min</b>"))
+        try f.act(.setCarPlay(false))
+        #expect(try !f.drawn().contains("data-region=\"carplay\""))
+    }
+
+    @Test func aPairedMacShowsTheActivitiesInItsMenuBarAndTheMostRelevantOpen() throws {
+        let f = try DrawingFixture(systemVersion: SystemVersion(18))
+        try f.act(.setPairedMac(true))
+        let delivery = try f.start(state: status("preparing"), relevance: 50)
+        let match = try f.start(DrawingFixture.otherApp, type: "MatchAttributes", state: .object([("home", .integer(2))]))
+        let page = try f.drawn()
+        let mac = String(try #require(page.range(of: "data-region=\"mac-menu-bar\"").map { page[$0.upperBound...] }))
+        #expect(mac.contains("<span class=\"menu-item open\" data-activity=\"\(delivery)\">"))
+        #expect(mac.contains("<span class=\"menu-item\" data-activity=\"\(match)\">"))
+        #expect(mac.contains("<div class=\"menu-popover\"><article class=\"activity\" data-activity=\"\(delivery)\""))
+        // An iPhone before iOS 18 shows nothing on the Mac, and the page says why.
+        let old = try DrawingFixture(systemVersion: SystemVersion(17, 6))
+        try old.act(.setPairedMac(true))
+        _ = try old.start(state: status("preparing"))
+        #expect(try old.drawn().contains("A Mac shows the Live Activities of an iPhone on iOS 18.0 or later"))
+    }
+
+    @Test func inLandscapeIOS27DrawsTheIslandAtLimitedWidthAndEarlierNone() throws {
+        for (version, limited) in [(SystemVersion(27), true), (SystemVersion(26), false)] {
+            let f = try DrawingFixture(systemVersion: version)
+            try f.act(.unlock)
+            try f.act(.setLandscape(true))
+            let id = try f.start(state: status("preparing"))
+            let page = try f.drawn()
+            #expect(page.contains("<figure class=\"phone island landscape unlocked\">"))
+            #expect(
+                page.contains("<div class=\"island-pill compact limited\" data-region=\"island\" data-island=\"compact\" data-activity=\"\(id)\"")
+                    == limited)
+            #expect(page.contains("data-island=\"empty\"") == !limited)
+        }
+    }
+
+    @Test func standByDrawsTheLockScreenViewAtTwiceItsSize() throws {
+        let f = try DrawingFixture()
+        _ = try f.start(state: status("preparing"))
+        #expect(try f.drawn().contains("<figure class=\"standby\" data-region=\"standby\" data-scale=\"2.0\">"))
+        #expect(PageStyle.sheet.contains(".standby .activity { flex: none; zoom: 2;"))
+    }
+
     @Test func staleAndEndedActivitiesLookStaleAndEnded() throws {
         let f = try DrawingFixture()
         let id = try f.start(state: status("preparing"), staleIn: 60)
@@ -203,6 +265,10 @@ func status(_ text: String, eta: Int = 10) -> JSONValue { .object([("status", .s
         _ = try gallery.perform(try form([("device", "phone"), ("action", "live-activities"), ("app", DrawingFixture.app), ("enabled", "false")]))
         #expect(try f.fleet.device("phone").activity(second)?.lifecycle.isOngoing != true, "turning Live Activities off ends the app's")
         #expect(try f.fleet.device("phone").apps[DrawingFixture.app]?.liveActivitiesEnabled == false)
+        for (action, on) in [("landscape", "true"), ("carplay", "true"), ("mac", "true"), ("carplay", "false")] {
+            _ = try gallery.perform(try form([("device", "phone"), ("action", action), ("on", on)]))
+        }
+        #expect(try f.fleet.device("phone").surroundings == Surroundings(isLandscape: true, isInCarPlay: false, hasPairedMac: true))
     }
 
     @Test func aFormThatNamesNoValidActionIsRefusedNamingTheField() throws {
@@ -213,6 +279,8 @@ func status(_ text: String, eta: Int = 10) -> JSONValue { .object([("status", .s
             ([("device", "phone"), ("action", "advance-clock"), ("seconds", "-5")], "seconds"),
             ([("device", "phone"), ("action", "advance-clock"), ("seconds", "90000")], "seconds"),
             ([("device", "phone"), ("action", "live-activities"), ("app", "a.b"), ("enabled", "maybe")], "enabled"),
+            ([("device", "phone"), ("action", "carplay"), ("on", "yes")], "on"),
+            ([("device", "phone"), ("action", "mac")], "on"),
         ]
         for (fields, field) in cases {
             #expect(throws: (any Error).self) { try form(fields).personAction() }

@@ -63,7 +63,7 @@ extension EmulatorControlAPI {
         <header class="bar"><a class="brand" href="/">LiveRelay emulator</a><nav><a href="/" aria-current="page">Devices</a><a href="/emulator">Status (JSON)</a><a href="/journal">Journal (JSON)</a></nav></header>
         <main>
         <h1>Simulated devices</h1>
-        <p class="muted devices-note">Each simulated iPhone as the person holding it sees it now: the Lock Screen when locked, the Dynamic Island (or a banner) when not, StandBy, and the Watch when one is paired. A template per attributes type fills each region (<code>--templates</code>); without one, the fields are listed. The buttons do what the person would.</p>
+        <p class="muted devices-note">Each simulated iPhone as the person holding it sees it now: the Lock Screen when locked, the Dynamic Island (or a banner) when not, StandBy, the Watch when one is paired, CarPlay in a car and a paired Mac's menu bar, each as the iPhone's iOS allows. A template per attributes type fills each region (<code>--templates</code>); without one, the fields are listed. The buttons do what the person would.</p>
         \(drawn)
         </main>
         </body></html>

@@ -114,7 +114,7 @@ extension DashboardPages {
             "Devices", section: .devices, viewer: viewer, events: events,
             """
             <h1>Devices</h1>
-            <p class="muted devices-note">The built-in emulator's simulated iPhones, as the person holding each sees it now: the Lock Screen when locked, the Dynamic Island (or a banner) when not, StandBy, and the Watch when one is paired. A template per attributes type fills each region (<code>serve --templates</code>); without one, the fields are listed.\(viewer.mayChange ? HTML(" The buttons do what the person would.") : .empty)</p>
+            <p class="muted devices-note">The built-in emulator's simulated iPhones, as the person holding each sees it now: the Lock Screen when locked, the Dynamic Island (or a banner) when not, StandBy, the Watch when one is paired, CarPlay in a car and a paired Mac's menu bar, each as the iPhone's iOS allows. A template per attributes type fills each region (<code>serve --templates</code>); without one, the fields are listed.\(viewer.mayChange ? HTML(" The buttons do what the person would.") : .empty)</p>
             \(drawn)
             """)
     }
