@@ -14,6 +14,9 @@ package struct DrawnDevice: Sendable, Hashable {
     package var presentation: DevicePresentation
     /// The clock as the status bar shows it (to the minute).
     package var clock: String
+    /// What the device logged last, newest first: why a push showed nothing is written there.
+    package var recentLog: [DeviceLogEntry]
+    package static let recentLogLength = 4
 
     package struct App: Sendable, Hashable {
         package var bundleID: String
@@ -31,6 +34,7 @@ package struct DrawnDevice: Sendable, Hashable {
         }
         presentation = device.presentation(at: now)
         clock = Self.clock(at: now)
+        recentLog = device.log.suffix(Self.recentLogLength).reversed()
     }
 
     /// `HH:mm` in UTC (the simulated devices have no time zone).
@@ -85,6 +89,7 @@ package enum DeviceDrawing {
             <section class="device card" id="device-\(device.id)" data-live data-device="\(device.id)">
             <h2>\(device.id) <small>\(facts.joined(separator: " · "))</small></h2>
             <div class="device-views">\(phone(device, templates: templates))\(standBy(shown, templates: templates))\(watch(shown, templates: templates))\(carPlay(device, templates: templates))\(macMenuBar(device, templates: templates))</div>
+            \(log(device))
             \(controls.map { buttons(device, $0) } ?? .empty)
             </section>
             """
@@ -252,6 +257,16 @@ package enum DeviceDrawing {
         return """
             <figure class="mac" data-region="mac-menu-bar"><div class="screen">\(content)</div><figcaption>Mac menu bar</figcaption></figure>
             """
+    }
+
+    /// The device log's last lines: the drops APNs never reports (a stale start, a budget spent)
+    /// are written there, in ActivityKit's words.
+    static func log(_ device: DrawnDevice) -> HTML {
+        guard !device.recentLog.isEmpty else { return .empty }
+        let lines = device.recentLog.html { entry in
+            "<li><time>\(DrawnDevice.clock(at: entry.at))</time> \(entry.bundleID.map { "\(shortName($0)): " } ?? "")\(entry.message)</li>"
+        }
+        return "<div class=\"device-log\" data-region=\"log\"><h3>What the iPhone logged last</h3><ol>\(lines)</ol></div>"
     }
 
     // MARK: The person's buttons

@@ -149,6 +149,9 @@ package enum PageStyle {
         .menu-popover { position: absolute; top: 32px; right: 10px; width: 260px; max-width: calc(100% - 20px); }
         .menu-popover .activity { background: rgba(28, 28, 32, .94); color: #fff; }
         .mac .nothing, .carplay .nothing { align-self: center; padding: 8px; }
+        .device-log { font-size: 12px; color: var(--muted); margin: 0 0 12px; } .device-log h3 { font-size: 12px; margin: 0 0 4px; }
+        .device-log ol { list-style: none; padding: 0; margin: 0; display: grid; gap: 2px; } .device-log li { overflow-wrap: anywhere; }
+        .device-log time { font-variant-numeric: tabular-nums; margin-right: 6px; color: var(--ink); }
         /* StandBy's 200% does not fit a phone's page: drawn smaller there. */
         @media (max-width: 640px) {
           .standby .screen { height: 200px; } .standby .activity { zoom: 1.3; }

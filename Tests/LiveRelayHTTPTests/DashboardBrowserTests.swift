@@ -250,4 +250,53 @@ struct DashboardBrowserTests {
             }
         }
     }
+
+    /// The failures APNs answers 200 to, drawn: the iPhone shows nothing, or shows it late, and
+    /// its log says why in ActivityKit's words (spec §14.2). A start whose stale date has passed
+    /// (sent past the server, which refuses it), a start past the push-to-start budget (2 an hour
+    /// here), and an update with an alert at priority 5, which alerts all the same.
+    @Test(.enabled(if: Browser.isAvailable || TestRequirement.isCI, Comment(rawValue: Browser.skipNote)))
+    func whatAnIPhoneDropsSilentlyIsDrawnWithWhatItLogged() async throws {
+        try await withRelayHarness(emulator: { $0.devices.pushToStartBudgetPerHour = 2 }) { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            let token = try #require(try relay.emulator.devices.device("iphone-1").apps[harnessApp]?.pushToStartTokens["DeliveryAttributes"])
+            let now = relay.emulator.clock.now
+            let stale = try JSONValue(
+                parsing:
+                    #"{"aps":{"event":"start","timestamp":\#(Int(now.timeIntervalSince1970)),"stale-date":\#(Int(now.timeIntervalSince1970) - 600),"attributes-type":"DeliveryAttributes","attributes":{"activityKey":"late","orderNumber":1},"content-state":{"status":"preparing","etaMinutes":30},"alert":{"title":"Order 1","body":"Preparing"}}}"#
+            )
+            #expect(relay.emulator.devices.deliver(to: token) { DevicePush(token: token, payload: stale, receivedAt: now) })
+            try await Browser.with { browser in
+                try await browser.open(relay.baseURL + "/dashboard/devices")
+                try await Self.signIn(browser, key: try #require(relay.keys[.admin]))
+                let log = "#device-iphone-1 [data-region=log]"
+                try await eventually { try await browser.text(log).contains("never shown on the Lock Screen") }
+                #expect(try await browser.text("#device-iphone-1 [data-region=lock-screen]").contains("No Live Activities"))
+                try await browser.screenshot(to: Self.screenshots + "/devices-stale-start.png", fullPage: true)
+
+                for key in ["order-2", "order-3"] {
+                    #expect(try await relay.post("/v1/activities/\(key)/start", startBody(key: key)).status == 201)
+                    try await relay.dispatch()
+                }
+                try await eventually { try await browser.text(log).contains("push-to-start budget was exhausted (budget=-1)") }
+                #expect(try relay.emulator.devices.device("iphone-1").activities.count == 2, "the stale start and order-2")
+                try await browser.screenshot(to: Self.screenshots + "/devices-push-to-start-budget.png", fullPage: true)
+
+                try await relay.waitForToken("order-2", device: "iphone-1")
+                let alert = json(#"{"title": "Order 42", "body": "Almost there"}"#)
+                let update = try await relay.post(
+                    "/v1/activities/order-2/update",
+                    .object([("contentState", content("almost there", 2)), ("alert", alert), ("priority", .integer(5))]))
+                #expect(update.status == 200)
+                try await relay.dispatch()
+                try await eventually { try await browser.text(log).contains("priority 5: delivered opportunistically") }
+                relay.emulator.clock.advance(by: relay.emulator.configuration.devices.opportunisticDelay)
+                relay.emulator.devices.advanceAll()
+                try await eventually {
+                    try await browser.text("#device-iphone-1 [data-region=lock-screen] article.alerting").contains("Almost there")
+                }
+                try await browser.screenshot(to: Self.screenshots + "/devices-priority-5-alert.png", fullPage: true)
+            }
+        }
+    }
 }

@@ -183,6 +183,23 @@ func status(_ text: String, eta: Int = 10) -> JSONValue { .object([("status", .s
         #expect(PageStyle.sheet.contains(".standby .activity { flex: none; zoom: 2;"))
     }
 
+    /// The device log's last lines, newest first and escaped: why a push showed nothing.
+    @Test func theLastLinesOfTheDeviceLogAreDrawnNewestFirst() throws {
+        let f = try DrawingFixture()
+        let token = try #require(try f.fleet.device("phone").apps[DrawingFixture.app]?.pushToStartTokens["DeliveryAttributes"])
+        for event in ["first", "second", "third", "fourth", "<b>fifth</b>"] {
+            let payload = JSONValue.object([("aps", .object([("event", .string(event))]))])
+            _ = f.fleet.deliver(to: token) { DevicePush(token: token, payload: payload, receivedAt: f.clock.now) }
+        }
+        let page = try f.drawn()
+        let log = String(try #require(page.range(of: "data-region=\"log\"").map { page[$0.upperBound...] }))
+        #expect(
+            log.contains(
+                "<li><time>08:00</time> Deliveries: dropped a start push: a push-to-start token takes only event start, got &lt;b&gt;fifth&lt;/b&gt;</li><li><time>08:00</time> Deliveries: dropped a start push: a push-to-start token takes only event start, got fourth</li>"
+            ), "\(log)")
+        #expect(!log.contains("got first") && log.contains("got second"), "the last \(DrawnDevice.recentLogLength) only")
+    }
+
     @Test func staleAndEndedActivitiesLookStaleAndEnded() throws {
         let f = try DrawingFixture()
         let id = try f.start(state: status("preparing"), staleIn: 60)
