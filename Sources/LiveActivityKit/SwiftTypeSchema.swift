@@ -198,12 +198,12 @@ extension SwiftType {
     }
 
     /// A JSON number literal as `JSONDecoder` reads it into `Double` (and `Date`): refused when it
-    /// rounds to infinity, or to zero from a number that is not zero. Whether a zero is one the
-    /// decoder decides with a scan of its own that refuses some true zeros too (`0e1`, `0.000e1`,
-    /// while `0e0` and `0.0e1` pass), so for a zero other than `0` the decoder is asked.
+    /// rounds to infinity, or to zero from a number that is not zero (`1e-400`). Zeros written
+    /// plainly (`0`, `-0.00`) pass; for any other that reads as zero the decoder is asked, as its
+    /// own scan for a true zero also refuses some (`0e1`, `0.000e1`, while `0e0` and `0.0e1` pass).
     static func double(_ literal: String) -> Double? {
         guard let number = Double(literal), number.isFinite else { return nil }
-        guard number == 0, literal != "0" else { return number }
+        guard number == 0, !literal.allSatisfy({ $0 == "0" || $0 == "." || $0 == "-" }) else { return number }
         return try? JSONDecoder().decode(Double.self, from: Data(literal.utf8))
     }
 }

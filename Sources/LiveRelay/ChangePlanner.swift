@@ -3,10 +3,11 @@ import LiveActivityKit
 import LiveRelayStore
 
 /// Decides what an update or end does, from what its transaction read of the key and the time:
-/// the payload (its timestamp after the key's last), a broadcast per channel when the key is bound to
-/// channels and a push per live token (of a bound key: devices that could not join), each push's priority (from its own budget when `auto` spends
-/// it), the key's new content and, for an end, its end and its channels' deletion. Pure: the service gives
-/// it the snapshot the store read.
+/// the payload (its timestamp after the key's last), a broadcast per channel when the key is bound
+/// to channels and a push per live token (of a bound key, those of devices that could not join
+/// its channel), each push's priority (from its own budget when `auto` spends it), the key's new
+/// content and, for an end, its end and its channels' deletion. Pure: the service gives it the
+/// snapshot the store read.
 struct ChangePlanner {
     let governor: PriorityGovernor
     /// How long a Most-Recent-Message-Stored channel keeps a message (Apple: 8 hours).

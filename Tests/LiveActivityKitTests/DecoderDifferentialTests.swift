@@ -62,7 +62,8 @@ import Testing
     @Test func eachSchemaSurvivesItsContractJSON() throws {
         for seed in 0..<500 as Range<UInt64> {
             guard case .structure(let state) = DifferentialCase(seed: seed).schema else { continue }
-            let contract = ActivityContract(attributesType: "Twin", attributes: SwiftStruct("Twin", []), contentState: SwiftStruct("ContentState", state.fields))
+            let contract = ActivityContract(
+                attributesType: "Twin", attributes: SwiftStruct("Twin", []), contentState: SwiftStruct("ContentState", state.fields))
             #expect(try ActivityContract(json: contract.json) == contract, "\(contract.json.serializedString)")
         }
         let exact = try ActivityContract(
@@ -105,6 +106,9 @@ import Testing
         Found(schema: field(.double), text: #"{"a":0.000e1}"#, decodes: false),
         Found(schema: field(.double), text: #"{"a":0.0e1}"#, decodes: true),
         Found(schema: field(.int), text: #"{"a":0e4}"#, decodes: true),
+        // A fraction too small for Double, written without an exponent: not zero, so refused.
+        Found(schema: field(.double), text: #"{"a":0.\#(String(repeating: "0", count: 400))1}"#, decodes: false),
+        Found(schema: field(.double), text: #"{"a":-0.000}"#, decodes: true),
         // The text: one byte-order mark before it is allowed.
         Found(schema: field(.string), text: "\u{FEFF}{\"a\":\"x\"}", decodes: true),
         Found(schema: field(.string), text: "\u{FEFF}\u{FEFF}{\"a\":\"x\"}", decodes: false),

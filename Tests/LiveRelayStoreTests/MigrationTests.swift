@@ -107,7 +107,8 @@ import Testing
         #expect(
             try await store.migrate() == [
                 "0008-environments", "0009-apps", "0010-leases", "0011-rate-buckets", "0012-dashboard", "0013-key-statistics", "0014-typed-answers",
-                "0015-reported-by", "0016-channel-listeners", "0017-events", "0018-webhooks", "0019-retention", "0020-trace-context", "0021-device-ios",
+                "0015-reported-by", "0016-channel-listeners", "0017-events", "0018-webhooks", "0019-retention", "0020-trace-context",
+                "0021-device-ios",
             ])
         try await store.adoptUnnamedData(bundleID: Self.app)
         let match = try #require(try await store.activity(app: Self.app, key: "match-1"))
