@@ -268,7 +268,7 @@ let package = Package(
             name: "LiveRelayHTTPTests",
             dependencies: [
                 "LiveRelay", "LiveRelayHTTP", "LiveRelayStore", "APNs", "APNsEmulator", "SimulatedDevices",
-                "LiveActivityKit", "LiveRelayTesting", "JSONAPI", "LiveRelayKit", "LiveRelayKitOnSimulatedDevices",
+                "LiveActivityKit", "LiveRelayTesting", "JSONAPI", "LiveRelayKit", "LiveRelayKitOnSimulatedDevices", "WebPages",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

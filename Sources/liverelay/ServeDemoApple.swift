@@ -69,6 +69,11 @@ enum DemoApple {
             .expandedBottom,
             "<div class=\"tpl-small\">Order {{attributes.orderNumber}}: {{state.status}}, arriving in {{state.etaMinutes}} minutes</div>"
         ),
+        // The small family: the Watch's Smart Stack and CarPlay.
+        (
+            .small,
+            "<div class=\"tpl-row\"><span class=\"app-icon\">D</span><span class=\"tpl-big\">{{state.etaMinutes}} min</span></div><div class=\"tpl-small\">{{state.status}}</div>"
+        ),
     ]
 
     /// Installs the demo app, reporting to `url` with `clientKey`: its push-to-start token goes to

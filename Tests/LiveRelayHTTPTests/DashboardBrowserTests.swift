@@ -3,10 +3,12 @@ import APNsEmulator
 import Foundation
 import LiveActivityKit
 import LiveRelay
+import LiveRelayHTTP
 import LiveRelayStore
 import LiveRelayTesting
 import SimulatedDevices
 import Testing
+import WebPages
 
 /// The dashboard in a real browser (headless Chromium through chromedriver): what a person sees
 /// and does. Screenshots go to `.build/dashboard-screenshots/` for a person to look at.
@@ -296,6 +298,44 @@ struct DashboardBrowserTests {
                     try await browser.text("#device-iphone-1 [data-region=lock-screen] article.alerting").contains("Almost there")
                 }
                 try await browser.screenshot(to: Self.screenshots + "/devices-priority-5-alert.png", fullPage: true)
+            }
+        }
+    }
+
+    /// An iPhone on iOS 27 with a Watch, in a car, turned: the Dynamic Island shows the activity
+    /// at limited width, and the Watch and CarPlay draw the widget's `small` family.
+    @Test(.enabled(if: Browser.isAvailable || TestRequirement.isCI, Comment(rawValue: Browser.skipNote)))
+    func anIPhoneOnIOS27IsDrawnOnEverySurface() async throws {
+        try await withRelayHarness(configure: { _, api in
+            var templates = ActivityTemplates()
+            try? templates.add(
+                #"<div class="tpl-row"><span class="app-icon">T</span><span class="tpl-big">{{state.etaMinutes}} min</span></div>"#, for: .small,
+                of: "DeliveryAttributes")
+            if let fleet = api.devices?.fleet { api.devices = DeviceGallery(fleet: fleet, templates: templates) }
+        }) { relay in
+            try relay.emulator.devices.addDevice(id: "iphone-27", hasPairedWatch: true, systemVersion: SystemVersion(27))
+            try await relay.addRegisteredDevice("iphone-27")
+            #expect(try await relay.post("/v1/activities/order-27/start", startBody(key: "order-27")).status == 201)
+            try await relay.dispatch()
+            try await eventually { try relay.activity(on: "iphone-27") != nil }
+            for action in [PersonAction.unlock, .setLandscape(true), .setCarPlay(true), .setPairedMac(true)] {
+                try relay.emulator.devices.perform(action, on: "iphone-27")
+            }
+            // The start's alert has had its time: the island is compact.
+            relay.emulator.clock.advance(by: relay.emulator.configuration.devices.alertPresentationDuration)
+            relay.emulator.devices.advanceAll()
+            try await Browser.with { browser in
+                try await browser.open(relay.baseURL + "/dashboard/devices")
+                try await Self.signIn(browser, key: try #require(relay.keys[.admin]))
+                let device = "#device-iphone-27"
+                try await eventually {
+                    try await browser.run("return document.querySelector('\(device) figure.phone.landscape .island-pill.compact.limited') !== null")
+                        == .bool(true)
+                }
+                #expect(try await browser.text("\(device) [data-region=watch] [data-family=small]").contains("30 min"))
+                #expect(try await browser.text("\(device) [data-region=carplay] [data-family=small]").contains("30 min"))
+                #expect(try await browser.run("return document.querySelector('\(device) [data-region=carplay] [inert]') !== null") == .bool(true))
+                try await browser.screenshot(to: Self.screenshots + "/devices-ios27.png", fullPage: true)
             }
         }
     }
