@@ -207,11 +207,14 @@ package final class APNsStreamsHandler: ChannelDuplexHandler {
         }
     }
 
-    /// Writes as much of `data` as both windows allow, and keeps the rest in `blockedData`.
+    /// Writes as much of `data` as both windows allow, and keeps the rest in `blockedData`. Nothing
+    /// before the server's first SETTINGS: its stream window is not known until then, and a server
+    /// that lowers it (nghttpd) does not count what was sent under the default as the RFC says it
+    /// must (a stall or a FLOW_CONTROL_ERROR reset, seen under load).
     private func writeData(streamID: UInt32, _ data: ByteBuffer) {
         guard var stream = streams[streamID] else { return }  // reset meanwhile: nothing to send
         var data = data
-        while data.readableBytes > 0 {
+        while data.readableBytes > 0, peerSettingsRead {
             let size = min(data.readableBytes, connectionSendWindow, stream.sendWindow, peerMaxFrameSize)
             guard size > 0 else { break }
             var chunk = data.readSlice(length: size)!

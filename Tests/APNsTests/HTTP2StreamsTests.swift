@@ -248,18 +248,35 @@ import Testing
         #expect(last.first?.header.has(HTTP2Wire.Flag.endStream) == true)
     }
 
-    /// Until the server's first SETTINGS frame, one stream: APNs announces one until it accepts a
-    /// provider token. A SETTINGS frame without a limit means none.
-    @Test func beforeTheServersSettingsOneStreamOpens() throws {
+    /// Until the server's first SETTINGS frame, one stream, and its body waits: APNs announces one
+    /// stream until it accepts a provider token, and the stream window is not known before. A
+    /// SETTINGS frame without a limit means none.
+    @Test func beforeTheServersSettingsOneStreamOpensAndItsBodyWaits() throws {
         let connection = try Connection(serverSettings: nil)
         defer { connection.finish() }
         _ = try connection.written()
         for _ in 0..<3 { connection.send() }
         connection.channel.embeddedEventLoop.run()
-        #expect(try connection.written().map(\.header.streamID) == [1, 1])
+        #expect(try connection.written().map(\.header.type) == [HTTP2Wire.FrameType.headers.rawValue])
         try connection.settings([(.initialWindowSize, 70_000)])
         connection.channel.embeddedEventLoop.run()
-        #expect(try connection.written().map(\.header.streamID) == [0, 3, 3, 5, 5])  // the acknowledgement, then both
+        // The acknowledgement, stream 1's body, then the two others.
+        #expect(try connection.written().map(\.header.streamID) == [0, 1, 3, 3, 5, 5])
+    }
+
+    /// A server that lowers the stream window (nghttpd to 16,383) gets no more than that on a
+    /// stream opened before its SETTINGS arrived.
+    @Test func aBodySentBeforeTheServersSettingsKeepsToTheWindowTheyAnnounce() throws {
+        let connection = try Connection(serverSettings: nil)
+        defer { connection.finish() }
+        _ = try connection.written()
+        connection.send(body: Array(repeating: 7, count: 70_000))
+        connection.channel.embeddedEventLoop.run()
+        #expect(try connection.written().filter { $0.header.type == HTTP2Wire.FrameType.data.rawValue }.isEmpty)
+        try connection.settings([(.initialWindowSize, 16_383)])
+        connection.channel.embeddedEventLoop.run()
+        let data = try connection.written().filter { $0.header.type == HTTP2Wire.FrameType.data.rawValue }
+        #expect(data.map(\.header.length).reduce(0, +) == 16_383)
     }
 
     @Test func pingIsAnsweredWithItsPayload() throws {
