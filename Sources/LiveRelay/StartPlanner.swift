@@ -66,8 +66,9 @@ struct StartPlanner {
         var unreached: [PushEnvironment: Int] = [:]
         var withoutChannel = 0
         for token in tokens {
+            // Only a channel-bound start has a body without its channel; any other reaches every iOS.
             let cannotJoin = token.systemVersion.map { !$0.offers(.channels) } ?? false
-            let index = cannotJoin ? payloads.withoutChannel : payloads.index[token.environment]
+            let index = (cannotJoin ? payloads.withoutChannel : nil) ?? payloads.index[token.environment]
             guard environments.contains(token.environment), let payloadIndex = index else {
                 unreached[token.environment, default: 0] += 1
                 continue

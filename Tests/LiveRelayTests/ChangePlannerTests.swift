@@ -77,6 +77,24 @@ import Testing
         #expect(try aps(plan.payload)["event"] == .string("update"))
     }
 
+    /// A channel-bound key's update tokens are those of devices that could not join its channel
+    /// (before iOS 18): each gets the change as a push of its own, beside the broadcast, from its
+    /// own budget or in the store's fan-out.
+    @Test func aChannelBoundKeyAlsoReachesItsUpdateTokensOneByOne() throws {
+        let channels = [channel("chan-1")]
+        let tokens = [liveToken("old-1"), liveToken("old-2")]
+        let counted = ChangeSnapshot(activity: activity(channels: channels), liveTokens: tokens, liveTokenCount: 2, channels: channels)
+        let (plan, acceptance) = try ChangePlanner.standard.plan(Self.update(), counted)
+        #expect(
+            plan.deliveries.map(\.target) == [
+                .channel("chan-1"), .activityToken(deviceID: "old-1", token: "tok-old-1"), .activityToken(deviceID: "old-2", token: "tok-old-2"),
+            ])
+        #expect(acceptance.deliveries == 3)
+        let fannedOut = ChangeSnapshot(activity: activity(channels: channels), liveTokenCount: 2, channels: channels)
+        let (alerting, _) = try ChangePlanner.standard.plan(Self.update(alert: true), fannedOut)
+        #expect(alerting.deliveries.map(\.target) == [.channel("chan-1")] && alerting.fanOut != nil)
+    }
+
     @Test func aKeyWithAChannelInEachEnvironmentBroadcastsOnEachWithItsOwnBudget() throws {
         let channels = [channel("chan-p", in: .production), channel("chan-s", in: .sandbox)]
         let snapshot = ChangeSnapshot(activity: activity(channels: channels), priority10Counts: ["chan-s": 12], channels: channels)

@@ -14,10 +14,12 @@ func content(_ status: String) -> JSONValue { .object([("status", .string(status
 /// The app the planners' keys belong to.
 let plannedApp = "com.example.delivery"
 
-func pushToStart(_ device: String, environment: PushEnvironment = .sandbox, frequent: Bool = false) -> PushToStartTokenRecord {
+func pushToStart(
+    _ device: String, environment: PushEnvironment = .sandbox, frequent: Bool = false, iOS version: SystemVersion? = nil
+) -> PushToStartTokenRecord {
     PushToStartTokenRecord(
         bundleID: plannedApp, deviceID: device, attributesType: "DeliveryAttributes", token: "pts-\(device)", frequentPushesEnabled: frequent,
-        environment: environment, updatedAt: t0)
+        environment: environment, updatedAt: t0, systemVersion: version)
 }
 
 func liveToken(_ device: String, frequent: Bool = false, environment: PushEnvironment = .sandbox) -> ActivityTokenRecord {

@@ -57,6 +57,28 @@ import Testing
         #expect(acceptance.channelIDs == channels)
     }
 
+    /// An iPhone before iOS 18 cannot join a channel (spec §3.1): a channel-bound start gives it
+    /// its own update token instead, and says how many; a start without a channel reaches every iOS.
+    @Test func aDeviceThatCannotJoinAChannelIsStartedWithItsOwnToken() throws {
+        let tokens = [pushToStart("old", iOS: SystemVersion(17, 6)), pushToStart("new", iOS: SystemVersion(26)), pushToStart("unknown")]
+        let (plain, plainAcceptance) = try StartPlanner.bothEnvironments.plan(startRequest(), tokens: tokens)
+        #expect(plain.deliveries.count == 3 && plain.payloads.count == 1 && plainAcceptance.warnings.isEmpty)
+
+        let (plan, acceptance) = try StartPlanner.bothEnvironments.plan(startRequest(), tokens: tokens, channelIDs: [.sandbox: "dHJhY2stMQ=="])
+        #expect(plan.payloads.count == 2)
+        let byDevice = Dictionary(uniqueKeysWithValues: plan.deliveries.map { ($0.target, try! aps(plan.payloads[$0.push.payloadIndex])) })
+        #expect(byDevice[.pushToStartToken(deviceID: "old", token: "pts-old")]?["input-push-token"] == .integer(1))
+        #expect(byDevice[.pushToStartToken(deviceID: "old", token: "pts-old")]?["input-push-channel"] == nil)
+        for device in ["new", "unknown"] {
+            #expect(byDevice[.pushToStartToken(deviceID: device, token: "pts-\(device)")]?["input-push-channel"] == .string("dHJhY2stMQ=="))
+        }
+        #expect(acceptance.deliveries == 3)
+        #expect(
+            acceptance.warnings == [
+                "1 device(s) of the audience run an iOS before 18.0, which cannot join a channel: each was sent a start that gives it its own update token, and gets the key's updates one by one"
+            ])
+    }
+
     @Test func aStartSpanningBothEnvironmentsGivesEachTheChannelOfItsOwn() throws {
         let channels: [PushEnvironment: String] = [.sandbox: "c2FuZGJveA==", .production: "cHJvZHVjdGlvbg=="]
         let tokens = [pushToStart("a", environment: .production), pushToStart("b")]
