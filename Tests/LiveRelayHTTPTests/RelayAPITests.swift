@@ -440,4 +440,24 @@ struct RelayAPITests {
             #expect(document.json["openapi"] == .string("3.1.0"))
         }
     }
+
+    /// The OpenAPI document names exactly the fields each registration body takes: a field the server
+    /// reads but the document leaves out (as `iOS` could have been) fails here, not in a client.
+    @Suite struct OpenAPIRequestBodiesTests {
+        static let document: JSONValue = {
+            let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("Sources/LiveRelayHTTP/openapi.json").path
+            return try! JSONValue(parsing: Array(FileManager.default.contents(atPath: path)!))
+        }()
+
+        @Test(arguments: [
+            ("PushToStartRegistration", PushToStartBody.fields), ("ActivityTokenRegistration", ActivityTokenBody.fields),
+            ("ChannelListenerRegistration", ChannelListenerBody.fields), ("EndedReport", EndedBody.fields),
+        ])
+        func theDocumentNamesEveryFieldTheBodyTakes(schema: String, fields: [String]) throws {
+            let properties = try #require(Self.document["components"]?["schemas"]?[schema]?["properties"]?.objectMembers)
+            #expect(Set(properties.map(\.key)) == Set(fields))
+        }
+    }
+
 }
