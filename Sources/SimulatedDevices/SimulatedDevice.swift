@@ -459,10 +459,10 @@ public struct SimulatedDevice: Sendable {
     mutating func spendPushToStartBudget(of app: SimulatedApp, at now: Date) -> (over: Int, roomAt: Date)? {
         var starts = pushToStartStarts ?? [:]
         defer { pushToStartStarts = starts }
-        let recent = starts[app.bundleID, default: []].filter { $0 > now - 3600 }
         guard let roomAt = Self.spend(hourlyBudget: settings.pushToStartBudgetPerHour, from: &starts[app.bundleID, default: []], at: now)
         else { return nil }
-        return (recent.count - settings.pushToStartBudgetPerHour + 1, roomAt)
+        // `spend` kept the last hour's starts, this one not among them.
+        return (starts[app.bundleID, default: []].count - settings.pushToStartBudgetPerHour + 1, roomAt)
     }
 
     /// Spends one of `budget` uses an hour kept in `uses`: nil when it fits, else when one does.
