@@ -23,7 +23,7 @@ extension RelayService {
         }
         guard Self.dashboardScopes.contains(key.scope) else {
             throw RelayError(
-                .forbidden, .wrongScope, message: "the dashboard takes an admin or viewer key; \(key.id) is a \(key.scope.rawValue) key",
+                .forbidden, .wrongScope, message: "the dashboard takes an admin or viewer key; \(key.id) is \(key.scope.aKey)",
                 field: "key")
         }
         let cookie = "lrs_" + randomHex(bytes: 32)

@@ -31,7 +31,7 @@ struct KeyMiddleware: RouterMiddleware {
         }
         guard scopes.contains(key.scope) else {
             throw APIError(
-                .forbidden, code: "wrong_scope", message: "this route needs a \(scopeNames) key; \(key.id) is a \(key.scope.rawValue) key")
+                .forbidden, code: "wrong_scope", message: "this route needs \(aKeyOfScopes); \(key.id) is \(key.scope.aKey)")
         }
         if let wait = try await limiter.take(key.id, at: relay.currentDate) {
             return try Self.tooManyRequests(
@@ -50,6 +50,8 @@ struct KeyMiddleware: RouterMiddleware {
     }
 
     private var scopeNames: String { scopes.map(\.rawValue).joined(separator: " or ") }
+    /// "a server or admin key", "an admin or viewer key": the article agrees with the first.
+    private var aKeyOfScopes: String { (scopes.first == .admin ? "an " : "a ") + scopeNames + " key" }
 }
 
 /// Sets the body limit for every route.

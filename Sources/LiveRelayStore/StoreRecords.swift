@@ -16,6 +16,9 @@ package enum APIKeyScope: String, Sendable, Hashable, CaseIterable, Codable {
     /// A scraper (Prometheus): reads `/metrics`, nothing else.
     case metrics
 
+    /// The scope as a sentence names one key of it: "a server key", "an admin key".
+    package var aKey: String { (rawValue == "admin" ? "an " : "a ") + rawValue + " key" }
+
     /// Every scope, as a refusal names them: "client, server, admin, viewer or metrics".
     package static var listed: String {
         let names = allCases.map(\.rawValue)

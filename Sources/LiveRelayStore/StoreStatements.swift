@@ -51,25 +51,17 @@ enum StoreStatements {
 
     /// A page of events after a place in the log, in order; the query's filters as arguments.
     static func events(_ query: EventQuery) -> SQLStatement {
-        var conditions = ["seq > ?"]
-        var arguments: [SQLArgument] = [.integer(query.after)]
-        if let app = query.bundleID {
-            conditions.append("bundle_id = ?")
-            arguments.append(.text(app))
-        }
-        if let key = query.key {
-            conditions.append("key = ?")
-            arguments.append(.text(key))
-        }
+        var filter = SQLConditions()
+        filter.add("seq > ?", .integer(query.after))
+        if let app = query.bundleID { filter.add("bundle_id = ?", .text(app)) }
+        if let key = query.key { filter.add("key = ?", .text(key)) }
         if let types = query.types, !types.isEmpty {
             let sorted = types.map(\.rawValue).sorted()
-            conditions.append("type IN (\(SQLStatement.marks(sorted.count)))")
-            arguments += sorted.map { .text($0) }
+            filter.add("type IN (\(SQLStatement.marks(sorted.count)))", sorted.map { .text($0) })
         }
         return SQLStatement(
-            text:
-                "SELECT \(EventRecord.columns) FROM events WHERE \(conditions.joined(separator: " AND ")) ORDER BY seq\(query.newestFirst ? " DESC" : "") LIMIT ?",
-            arguments: arguments + [.integer(Int64(query.limit))])
+            text: "SELECT \(EventRecord.columns) FROM events \(filter.clause) ORDER BY seq\(query.newestFirst ? " DESC" : "") LIMIT ?",
+            arguments: filter.arguments + [.integer(Int64(query.limit))])
     }
 
     /// Push-to-starts APNs accepted in a span of time (after, before) whose device reported no
@@ -253,39 +245,54 @@ enum StoreStatements {
         RETURNING \(DeliveryRecord.columns)
         """
 
+    /// A page of pushes, newest first, with only the conditions the query gives: a plan made once
+    /// for every filter (`? IS NULL OR …`) read the whole history to sort it (PostgreSQL: 140 ms
+    /// for 1,000 of 311,000 pushes). Each form reads from the newest end of an index: a key's by
+    /// `deliveries_by_key_newest`, the others by the primary key.
+    static func deliveries(_ query: DeliveryQuery) -> SQLStatement {
+        var filter = SQLConditions()
+        switch (query.bundleID, query.key) {
+        case (let app?, let key?):
+            filter.add("bundle_id = ? AND key = ?", .text(app), .text(key))
+        case (let app?, nil):
+            // An app is seldom selective (most servers serve one), and kept in no index by itself:
+            // SQLite, which has no statistics, would read the app's whole history by
+            // `deliveries_by_key` and sort it. Written so that no index applies, it is read newest
+            // first and filtered.
+            filter.add("bundle_id || '' = ?", .text(app))
+        case (nil, let key?):
+            filter.add("key = ?", .text(key))
+        case (nil, nil):
+            break
+        }
+        if let status = query.status { filter.add("status = ?", .text(status.rawValue)) }
+        if let reason = query.reason { filter.add("apns_reason = ?", .text(reason)) }
+        if let before = query.before { filter.add("id < ?", .integer(before)) }
+        return SQLStatement(
+            text: "SELECT \(DeliveryRecord.columns) FROM deliveries \(filter.clause) ORDER BY id DESC LIMIT ?",
+            arguments: filter.arguments + [.integer(Int64(query.limit))])
+    }
+
     // MARK: The dashboard
 
     /// A page of activities, newest first (then by app and key, so that the order is total).
     static func activities(_ query: ActivityQuery) -> SQLStatement {
-        var conditions: [String] = []
-        var arguments: [SQLArgument] = []
-        if let app = query.bundleID {
-            conditions.append("bundle_id = ?")
-            arguments.append(.text(app))
-        }
-        if let state = query.state {
-            conditions.append("state = ?")
-            arguments.append(.text(state.rawValue))
-        }
-        if let type = query.attributesType {
-            conditions.append("attributes_type = ?")
-            arguments.append(.text(type))
-        }
+        var filter = SQLConditions()
+        if let app = query.bundleID { filter.add("bundle_id = ?", .text(app)) }
+        if let state = query.state { filter.add("state = ?", .text(state.rawValue)) }
+        if let type = query.attributesType { filter.add("attributes_type = ?", .text(type)) }
         if let text = query.keyContains, !text.isEmpty {
             // lower() folds ASCII in both engines; LIKE's own characters in the text are escaped.
             let pattern = text.asciiLowercased.replacing("\\", with: "\\\\").replacing("%", with: "\\%").replacing("_", with: "\\_")
-            conditions.append("lower(key) LIKE ? ESCAPE '\\'")
-            arguments.append(.text("%" + pattern + "%"))
+            filter.add("lower(key) LIKE ? ESCAPE '\\'", .text("%" + pattern + "%"))
         }
         if let after = query.after {
-            conditions.append("(started_at, bundle_id, key) < (?, ?, ?)")
-            arguments += [.seconds(after.startedAt), .text(after.bundleID), .text(after.key)]
+            filter.add("(started_at, bundle_id, key) < (?, ?, ?)", .seconds(after.startedAt), .text(after.bundleID), .text(after.key))
         }
-        let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
-        arguments.append(.integer(Int64(query.limit)))
         return SQLStatement(
-            text: "SELECT \(ActivityRecord.listedColumns) FROM activities \(filter) ORDER BY started_at DESC, bundle_id DESC, key DESC LIMIT ?",
-            arguments: arguments)
+            text:
+                "SELECT \(ActivityRecord.listedColumns) FROM activities \(filter.clause) ORDER BY started_at DESC, bundle_id DESC, key DESC LIMIT ?",
+            arguments: filter.arguments + [.integer(Int64(query.limit))])
     }
 
     static let insertDashboardSession =

@@ -18,6 +18,10 @@ struct RelayAPITests {
             #expect(try await relay.get("/v1/deliveries", scope: .client).status == 403)
             #expect(try await relay.get("/v1/deliveries", scope: .client).json["error"]?["code"] == .string("wrong_scope"))
             #expect(try await relay.get("/v1/api-keys", scope: .server).status == 403)
+            // The refusal names both scopes, each with its article.
+            let wrong = try await relay.post("/v1/push-to-start-tokens", .object([]), scope: .admin).json["error"]?["message"]?.stringValue
+            #expect(wrong?.hasPrefix("this route needs a client key; ") == true)
+            #expect(wrong?.hasSuffix(" is an admin key") == true)
             #expect(try await relay.post("/v1/push-to-start-tokens", .object([]), scope: .admin).status == 403)
             #expect(try await relay.get("/metrics", scope: .server).status == 403)
 

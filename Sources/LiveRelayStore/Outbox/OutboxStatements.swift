@@ -30,6 +30,24 @@ struct SQLStatement: Sendable, Hashable {
     }
 }
 
+/// A listing's `WHERE`, built from the filters given: only what is asked appears, so that each
+/// form of the statement is planned for itself.
+struct SQLConditions {
+    private var conditions: [String] = []
+    private(set) var arguments: [SQLArgument] = []
+
+    /// `condition` with its `?`s, and their values in order.
+    mutating func add(_ condition: String, _ values: SQLArgument...) { add(condition, values) }
+
+    mutating func add(_ condition: String, _ values: [SQLArgument]) {
+        conditions.append(condition)
+        arguments += values
+    }
+
+    /// `WHERE …`, or nothing when no filter was given.
+    var clause: String { conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ") }
+}
+
 /// A value bound to a statement, as the stores' columns hold it: dates are seconds since 1970.
 enum SQLArgument: Sendable, Hashable {
     case text(String?)

@@ -78,20 +78,9 @@ extension PostgresStore {
     }
 
     package func deliveries(_ query: DeliveryQuery) async throws -> [DeliveryRecord] {
-        try await connection { db in
-            let rows = try await db.rows(
-                """
-                SELECT \(DeliveryRecord.columns) FROM deliveries
-                WHERE (?::text IS NULL OR bundle_id = ?) AND (?::text IS NULL OR key = ?) AND (?::text IS NULL OR status = ?)
-                    AND (?::bigint IS NULL OR id < ?) AND (?::text IS NULL OR apns_reason = ?)
-                ORDER BY id DESC LIMIT ?
-                """,
-                [
-                    .text(query.bundleID), .text(query.bundleID), .text(query.key), .text(query.key), .text(query.status?.rawValue),
-                    .text(query.status?.rawValue), .integer(query.before), .integer(query.before), .text(query.reason), .text(query.reason),
-                    .integer(Int64(query.limit)),
-                ]
-            ).map(DeliveryRow.init(row:))
+        let statement = StoreStatements.deliveries(query)
+        return try await connection { db in
+            let rows = try await db.rows(statement.text, statement.arguments).map(DeliveryRow.init(row:))
             return query.includePayloads ? try await Self.withPayloads(db, rows) : rows.map(\.record)
         }
     }

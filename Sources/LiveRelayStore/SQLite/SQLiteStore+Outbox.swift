@@ -92,19 +92,9 @@ extension SQLiteStore {
     }
 
     package func deliveries(_ query: DeliveryQuery) async throws -> [DeliveryRecord] {
-        try await pool.read { db in
-            let rows = try db.fetchAll(
-                """
-                SELECT \(DeliveryRecord.columns) FROM deliveries
-                WHERE (? IS NULL OR bundle_id = ?) AND (? IS NULL OR key = ?) AND (? IS NULL OR status = ?) AND (? IS NULL OR id < ?)
-                    AND (? IS NULL OR apns_reason = ?)
-                ORDER BY id DESC LIMIT ?
-                """,
-                [
-                    query.bundleID, query.bundleID, query.key, query.key, query.status?.rawValue, query.status?.rawValue, query.before,
-                    query.before, query.reason, query.reason, query.limit,
-                ],
-                as: DeliveryRow.init(row:))
+        let statement = StoreStatements.deliveries(query)
+        return try await pool.read { db in
+            let rows = try db.fetchAll(statement.text, statement.sqliteArguments, as: DeliveryRow.init(row:))
             return query.includePayloads ? try Self.withPayloads(db, rows) : rows.map(\.record)
         }
     }
