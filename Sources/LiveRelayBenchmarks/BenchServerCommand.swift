@@ -25,12 +25,15 @@ extension Bench {
                      accepted every push, as pushes/s and as a fraction of `bench client` (our
                      APNs client alone, same emulator, same count), measured just before and
                      just after; --fan-outs times, the median fraction being the result (single
-                     runs vary a lot on a shared machine); target ≥ 70% on SQLite, ≥ 60% on
-                     PostgreSQL;
+                     runs vary a lot on a shared machine); target ≥ 70% on SQLite, none on
+                     PostgreSQL (every push keeps its own row);
                   2. single-key updates sent open-loop at --rate requests/s, latency from the
                      scheduled send time to the answer; target p99 ≤ 10 ms on SQLite, ≤ 15 ms
                      on PostgreSQL;
-                  3. each server's resident memory with the tokens registered, after both runs;
+                  3. a page of 1,000 pushes, 21 times, beside GET /v1/health and the store's
+                     own read of the page from this process; target median ≤ 5 ms on SQLite,
+                     ≤ 2× the store's read on PostgreSQL;
+                  4. each server's resident memory with the tokens registered, after the rest;
                      target ≤ 150 MB.
                 With --webhooks, then (on a receiver in this process, which checks every
                 signature): each fan-out again without and with a webhook endpoint, the
@@ -194,7 +197,12 @@ extension Bench {
             apis: [BenchAPI], servers: [ServerProcess], outbox: any RelayStore, endpoint: EndpointProcess, idle: [(current: Int, peak: Int)],
             reference: () async throws -> Double, firstReference: Double
         ) async throws {
-            let targets = isShared ? (share: "≥ 60%", p99: "≤ 15 ms") : (share: "≥ 70%", p99: "≤ 10 ms")
+            // PostgreSQL's fan-out share has no target: every push keeps its own row in the history
+            // (ARCHITECTURE.md, "Decisions"). Its page of 1,000 is held to the database's own read.
+            let targets =
+                isShared
+                ? (share: "none (retired on PostgreSQL)", p99: "≤ 15 ms", page: "≤ 2× the store's read")
+                : (share: "≥ 70%", p99: "≤ 10 ms", page: "≤ 5 ms")
             let engine = isShared ? "PostgreSQL, \(instances) instance\(instances == 1 ? "" : "s")" : "SQLite"
 
             // 1. Fan-outs, each between two runs of the reference (or each at 0 ms, then at the
@@ -284,7 +292,9 @@ extension Bench {
 
             // 2. Latency of single-key updates at a fixed rate.
             let cpuBefore = (serverSeconds(), postgresCPUSeconds())
+            let upkeepBefore = try await (outbox as? PostgresStore)?.upkeep()
             let latency = try await measureLatency(apis: apis)
+            let upkeepAfter = try await (outbox as? PostgresStore)?.upkeep()
             // Its one second of warm-up included, as the CPU was spent on it too.
             let requests = Double(rate * (seconds + 1))
             let serverCPU = (serverSeconds() - cpuBefore.0) * 1e6 / requests
@@ -299,12 +309,19 @@ extension Bench {
             say(
                 "  CPU µs a request: server\(servers.count > 1 ? "s" : "") \(Int(serverCPU))"
                     + (isShared ? ", PostgreSQL \(Int(databaseCPU)) (its processes on this machine)" : ""))
+            if let upkeepBefore, let upkeepAfter {
+                say(
+                    "  PostgreSQL's upkeep meanwhile: \(upkeepAfter.checkpoints - upkeepBefore.checkpoints) checkpoint(s) begun, "
+                        + "\(upkeepAfter.autovacuums - upkeepBefore.autovacuums) table(s) autovacuumed or autoanalyzed")
+            }
 
             // 3. A listing, one request at a time, against the cheapest answer in the same run.
-            let listing = try await measureListing(api: apis[0])
+            let listing = try await measureListing(api: apis[0], store: outbox)
             say("")
             say(
-                "a page of 1,000 pushes (GET /v1/deliveries?limit=1000), \(listing.rounds) times, \(engine): median \(String(format: "%.2f", listing.page * 1000)) ms, \(String(format: "%.1f", listing.page / listing.health))× GET /v1/health (\(String(format: "%.2f", listing.health * 1000)) ms)  target median ≤ 5 ms"
+                "a page of 1,000 pushes (GET /v1/deliveries?limit=1000), \(listing.rounds) times, \(engine): median \(String(format: "%.2f", listing.page * 1000)) ms, "
+                    + "\(String(format: "%.1f", listing.page / listing.read))× the store's own read of it from this process (\(String(format: "%.2f", listing.read * 1000)) ms); "
+                    + "GET /v1/health \(String(format: "%.2f", listing.health * 1000)) ms  target median \(targets.page)"
             )
 
             if webhooks { try await measureWebhooks(api: apis[0], server: servers[0], outbox: outbox, endpoint: endpoint, engine: engine) }
@@ -415,10 +432,14 @@ extension Bench {
         // MARK: Listing
 
         /// The median seconds of a page of 1,000 pushes and of `/v1/health`, alternated.
-        private func measureListing(api: BenchAPI) async throws -> (page: Double, health: Double, rounds: Int) {
+        /// The page's median over `rounds`, beside the cheapest answer and beside the store's own
+        /// read of the same 1,000 rows from this process: what the database costs, on this machine
+        /// now, before the server adds its JSON and HTTP.
+        private func measureListing(api: BenchAPI, store: any RelayStore) async throws -> (page: Double, health: Double, read: Double, rounds: Int) {
             let rounds = 21
             var page: [Double] = []
             var health: [Double] = []
+            var read: [Double] = []
             func seconds(_ path: String) async throws -> Double {
                 let start = ContinuousClock.now
                 let answer = try await api.get(path, key: api.keys.server)
@@ -428,8 +449,11 @@ extension Bench {
             for _ in 0..<rounds {
                 page.append(try await seconds("/v1/deliveries?limit=1000"))
                 health.append(try await seconds("/v1/health"))
+                let start = ContinuousClock.now
+                _ = try await store.deliveries(DeliveryQuery(limit: 1_000, includePayloads: false))
+                read.append((ContinuousClock.now - start).seconds)
             }
-            return (page.sorted().percentile(0.5), health.sorted().percentile(0.5), rounds)
+            return (page.sorted().percentile(0.5), health.sorted().percentile(0.5), read.sorted().percentile(0.5), rounds)
         }
 
         // MARK: Seeding

@@ -59,6 +59,19 @@ package final class PostgresStore: InstanceSharedStore {
         }
     }
 
+    /// The database's upkeep so far: checkpoints begun and tables autovacuumed or autoanalyzed. A
+    /// benchmark reports what of it fell in a latency run: each stalls writes on a small machine.
+    package func upkeep() async throws -> (checkpoints: Int, autovacuums: Int) {
+        // PostgreSQL 17 moved the checkpoint counters to pg_stat_checkpointer.
+        var checkpoints = try? await rows("SELECT num_timed + num_requested FROM pg_stat_checkpointer").first?.integer(0)
+        if checkpoints == nil {
+            checkpoints = try await rows("SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter").first?.integer(0)
+        }
+        let autovacuums = try await rows("SELECT COALESCE(SUM(autovacuum_count + autoanalyze_count), 0)::bigint FROM pg_stat_all_tables")
+            .first?.integer(0)
+        return (Int(checkpoints ?? 0), Int(autovacuums ?? 0))
+    }
+
     /// The advisory lock that serializes migrations of one schema (with the schema's hash).
     static let migrationLock: Int32 = 0x4C52_4D49
 }
