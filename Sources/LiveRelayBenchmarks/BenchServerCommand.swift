@@ -312,6 +312,7 @@ extension Bench {
             if let upkeepBefore, let upkeepAfter {
                 say(
                     "  PostgreSQL's upkeep meanwhile: \(upkeepAfter.checkpoints - upkeepBefore.checkpoints) checkpoint(s) begun, "
+                        + "\(String(format: "%.1f", upkeepAfter.checkpointSeconds - upkeepBefore.checkpointSeconds)) s of writing and syncing by checkpoints that ended, "
                         + "\(upkeepAfter.autovacuums - upkeepBefore.autovacuums) table(s) autovacuumed or autoanalyzed")
             }
 

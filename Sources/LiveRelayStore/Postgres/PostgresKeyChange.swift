@@ -22,6 +22,8 @@ struct KeyChange {
         var accepted: Accepted<Outcome>
         var acceptance: Acceptance
         var acceptedAt: Date
+        /// The pushes it queued or handed over, a fan-out's included.
+        var pushes: Int
     }
 
     /// Reads, plans and writes the change; nil when it was not written, unlocked, because the
@@ -47,8 +49,8 @@ struct KeyChange {
         if ends, snapshot.activity?.state != .ended { try await db.carryOut(.keyEnded(app: app, key: key), at: at) }
         if let exhausted = planned.budgetExhausted { try await db.carryOut(.budgetExhausted(app: app, key: key, exhausted), at: at) }
 
-        let entry = OutboxRules.entry(
-            count: planned.deliveries.count + (planned.fanOut == nil ? 0 : snapshot.liveTokenCount), handOver: handOver, at: at)
+        let pushes = planned.deliveries.count + (planned.fanOut == nil ? 0 : snapshot.liveTokenCount)
+        let entry = OutboxRules.entry(count: pushes, handOver: handOver, at: at)
         let handedOver = entry.status != .queued
         let changed = planned.activity
         let fanOut = planned.fanOut
@@ -108,7 +110,8 @@ struct KeyChange {
                 try await db.run(StoreStatements.deleteKeyChannelsAfter, [.seconds(deleteAfter), .text(app), .text(key)])
             }
         }
-        return Written(accepted: Accepted(outcome: outcome, claimed: claimed), acceptance: planned.acceptance, acceptedAt: at)
+        return Written(
+            accepted: Accepted(outcome: outcome, claimed: claimed), acceptance: planned.acceptance, acceptedAt: at, pushes: pushes)
     }
 
     /// The key as its plan sees it, and the version of its row.

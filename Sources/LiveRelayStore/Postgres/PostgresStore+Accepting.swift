@@ -26,7 +26,7 @@ extension PostgresStore {
         app: String, key: String, attributesType: String, audience: Audience, context: WriteContext,
         plan: @Sendable ([PushToStartTokenRecord]) throws -> (StartPlan, Outcome)
     ) async throws -> Accepted<Outcome> {
-        try await transaction { db in
+        let accepted = try await transaction { db in
             if try await Self.activity(db, app: app, key: key, locked: false) != nil { throw Self.keyExists(key) }
             let tokens = try await Self.pushToStartTokens(db, app: app, attributesType: attributesType, audience: audience)
             let (planned, outcome) = try plan(tokens)
@@ -39,8 +39,10 @@ extension PostgresStore {
             let claimed = try await Self.enqueue(
                 db, payloads: planned.payloads, deliveries: planned.deliveries, at: planned.acceptedAt, context: context)
             try await Self.record(db, context: context, answer: .accepted(planned.acceptance), at: planned.acceptedAt)
-            return Accepted(outcome: outcome, claimed: claimed)
+            return (accepted: Accepted(outcome: outcome, claimed: claimed), pushes: planned.deliveries.count)
         }
+        await keepStatisticsCurrent(afterWriting: accepted.pushes)
+        return accepted.accepted
     }
 
     private static func keyExists(_ key: String) -> StoreError { StoreError(.keyExists, "activity key \"\(key)\" already exists") }
@@ -55,19 +57,43 @@ extension PostgresStore {
         app: String, key: String, budget: ChangeBudget, context: WriteContext, plan: @Sendable (ChangeSnapshot) throws -> (ChangePlan, Outcome)
     ) async throws -> Accepted<Outcome> {
         let change = KeyChange(app: app, key: key, budget: budget, handOver: context.handOver, traceParent: context.traceParent)
+        let written: KeyChange.Written<Outcome>
         if context.idempotency == nil && context.scheduleID == nil,
-            let written = try await connection({ try await change.write($0, locked: false, plan: plan) })
+            let unlocked = try await connection({ try await change.write($0, locked: false, plan: plan) })
         {
-            return written.accepted
-        }
-        return try await transaction { db in
-            // Locked: the next change of this key waits for this one and plans from what it wrote.
-            guard let written = try await change.write(db, locked: true, plan: plan) else {
-                throw PostgresStoreInconsistency("the row of key \"\(key)\" changed while this transaction held it")
+            written = unlocked
+        } else {
+            written = try await transaction { db in
+                // Locked: the next change of this key waits for this one and plans from what it wrote.
+                guard let written = try await change.write(db, locked: true, plan: plan) else {
+                    throw PostgresStoreInconsistency("the row of key \"\(key)\" changed while this transaction held it")
+                }
+                try await Self.record(db, context: context, answer: .accepted(written.acceptance), at: written.acceptedAt)
+                return written
             }
-            try await Self.record(db, context: context, answer: .accepted(written.acceptance), at: written.acceptedAt)
-            return written.accepted
         }
+        await keepStatisticsCurrent(afterWriting: written.pushes)
+        return written.accepted
+    }
+
+    /// Writes of at least this many pushes check that `deliveries`' statistics still know about as
+    /// many rows.
+    static let statisticsCheckAfter = 1_000
+
+    /// Analyzes `deliveries`' size and keys after a write of `pushes` rows when its statistics
+    /// know fewer rows than that: a new database's first fan-out. Each connection plans a
+    /// statement once, at its first run (`PostgresURL.planOnce`); made while the table was empty,
+    /// a single-key change's plan read all of `deliveries` until autovacuum analyzed it, up to a
+    /// minute later or, busy, never (`PostgresPlanTests`). Analyzing makes every connection plan
+    /// again. Statuses are left to autovacuum: taken now, while the whole fan-out waits, they would
+    /// say that nearly every push always waits. A failure leaves it all to autovacuum: the write
+    /// is committed already.
+    func keepStatisticsCurrent(afterWriting pushes: Int) async {
+        guard pushes >= Self.statisticsCheckAfter else { return }
+        guard let known = try? await rows("SELECT reltuples::float8 FROM pg_class WHERE oid = 'deliveries'::regclass").first?.real(0),
+            known < Double(pushes)
+        else { return }
+        try? await run("ANALYZE deliveries (bundle_id, key)")
     }
 
     // MARK: Schedules

@@ -59,17 +59,20 @@ package final class PostgresStore: InstanceSharedStore {
         }
     }
 
-    /// The database's upkeep so far: checkpoints begun and tables autovacuumed or autoanalyzed. A
-    /// benchmark reports what of it fell in a latency run: each stalls writes on a small machine.
-    package func upkeep() async throws -> (checkpoints: Int, autovacuums: Int) {
+    /// The database's upkeep so far: checkpoints begun, the seconds checkpoints that ended spent
+    /// writing and syncing, and tables autovacuumed or autoanalyzed. A benchmark reports what of it
+    /// fell in a latency run: on a small machine each stalls commits.
+    package func upkeep() async throws -> (checkpoints: Int, checkpointSeconds: Double, autovacuums: Int) {
         // PostgreSQL 17 moved the checkpoint counters to pg_stat_checkpointer.
-        var checkpoints = try? await rows("SELECT num_timed + num_requested FROM pg_stat_checkpointer").first?.integer(0)
+        var checkpoints = try? await rows("SELECT num_timed + num_requested, write_time + sync_time FROM pg_stat_checkpointer").first
         if checkpoints == nil {
-            checkpoints = try await rows("SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter").first?.integer(0)
+            checkpoints = try await rows(
+                "SELECT checkpoints_timed + checkpoints_req, checkpoint_write_time + checkpoint_sync_time FROM pg_stat_bgwriter"
+            ).first
         }
         let autovacuums = try await rows("SELECT COALESCE(SUM(autovacuum_count + autoanalyze_count), 0)::bigint FROM pg_stat_all_tables")
             .first?.integer(0)
-        return (Int(checkpoints ?? 0), Int(autovacuums ?? 0))
+        return (Int(checkpoints?.integer(0) ?? 0), (checkpoints?.real(1) ?? 0) / 1000, Int(autovacuums ?? 0))
     }
 
     /// The advisory lock that serializes migrations of one schema (with the schema's hash).
