@@ -432,10 +432,9 @@ extension Bench {
 
         // MARK: Listing
 
-        /// The median seconds of a page of 1,000 pushes and of `/v1/health`, alternated.
-        /// The page's median over `rounds`, beside the cheapest answer and beside the store's own
-        /// read of the same 1,000 rows from this process: what the database costs, on this machine
-        /// now, before the server adds its JSON and HTTP.
+        /// The median seconds of a page of 1,000 pushes, of `/v1/health` (the cheapest answer) and
+        /// of the store's own read of the same rows from this process (what the database costs on
+        /// this machine now, before the server adds its JSON and HTTP), in turn.
         private func measureListing(api: BenchAPI, store: any RelayStore) async throws -> (page: Double, health: Double, read: Double, rounds: Int) {
             let rounds = 21
             var page: [Double] = []
