@@ -66,6 +66,28 @@ package enum TestPostgres {
         return output
     }
 
+    /// The same from a task: `psql` is waited for on a thread of its own, not on one of Swift's
+    /// cooperative threads (two on this machine), where seconds of a large insert held up every
+    /// other test of the process until their deadlines passed.
+    package static func psqlOutput(_ url: String, _ sql: String) async throws -> String {
+        try await onOwnThread { try psqlOutput(url, sql) as String }
+    }
+
+    package static func psql(_ url: String, _ sql: String) async throws {
+        _ = try await psqlOutput(url, sql) as String
+    }
+
+    package static func freshDatabase() async throws -> String {
+        try await onOwnThread { try freshDatabase() as String }
+    }
+
+    /// `work`, which waits for a child process, run on a new thread.
+    private static func onOwnThread<Value: Sendable>(_ work: @escaping @Sendable () throws -> Value) async throws -> Value {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
+        }
+    }
+
     /// Runs a shell command and waits for it; its exit status. (Not with Foundation's `Process`,
     /// whose wait never returned when called while the test runner was still planning, where
     /// `availability` is first read.)

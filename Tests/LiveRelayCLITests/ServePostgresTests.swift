@@ -12,7 +12,7 @@ struct ServePostgresTests {
     /// The demo on PostgreSQL: the printed start reaches the demo iPhone, `keys create` writes to
     /// the same database, and what was accepted is still there after a restart.
     @Test func theDemoRunsOnPostgresAndItsDataOutlivesARestart() async throws {
-        let database = try TestPostgres.freshDatabase()
+        let database = try await TestPostgres.freshDatabase()
         let dataDir = try TestFiles.folder("serve")
         defer { try? FileManager.default.removeItem(atPath: dataDir) }
         // PostgreSQL requires a master key, given apart from the data directory.
@@ -62,7 +62,7 @@ struct ServePostgresTests {
     /// runs, the database lost, `pg_restore`, and the server started on it again with its master
     /// key has everything it had accepted.
     @Test func pgDumpAndPgRestoreBringBackEverythingAccepted() async throws {
-        let database = try TestPostgres.freshDatabase()
+        let database = try await TestPostgres.freshDatabase()
         let schema = try #require(TestPostgres.schema(of: database))
         let dataDir = try TestFiles.folder("serve")
         defer { try? FileManager.default.removeItem(atPath: dataDir) }
@@ -83,7 +83,7 @@ struct ServePostgresTests {
             try TestPostgres.tool("pg_dump", ["--format=custom", "--schema=\(schema)", "--file=\(dump)", database])
             #expect(await server.stop() == 0)
 
-            try TestPostgres.psql(database, "DROP SCHEMA \(schema) CASCADE")
+            try await TestPostgres.psql(database, "DROP SCHEMA \(schema) CASCADE")
             try TestPostgres.tool("pg_restore", ["--no-owner", "--dbname=\(database)", dump])
             server = try await ServeProcess.start(arguments)
             let after = try await server.call(.GET, "/v1/activities/\(key)", key: keys.server)

@@ -236,7 +236,7 @@ struct InstancesSetup {
             emulator.send(SIGKILL)
             throw error
         }
-        let database = try TestPostgres.freshDatabase()
+        let database = try await TestPostgres.freshDatabase()
         let store = try PostgresStore(url: database)
         return InstancesSetup(emulator: emulator, ports: ports, database: database, store: store, directory: directory, devices: devices)
     }
@@ -246,7 +246,7 @@ struct InstancesSetup {
     func seed() async throws {
         try await store.migrate()
         let now = Int(Date().timeIntervalSince1970)
-        try TestPostgres.psql(
+        try await TestPostgres.psql(
             database,
             """
             INSERT INTO activities (bundle_id, key, attributes_type, state, started_at, last_timestamp)

@@ -9,7 +9,7 @@ import Testing
 struct SharedStoreTests {
     /// A key's request rate holds across instances: what one takes, the other cannot.
     @Test func aKeysRateHoldsAcrossInstances() async throws {
-        let url = try TestPostgres.freshDatabase()
+        let url = try await TestPostgres.freshDatabase()
         let (one, two) = (try PostgresStore(url: url), try PostgresStore(url: url))
         try await one.running {
             try await two.running {
@@ -34,7 +34,7 @@ struct SharedStoreTests {
     /// Imported tokens are what registering them one by one would have made: the key's activity,
     /// its live update tokens (a change reaches each), and push-to-start tokens to start with.
     @Test func importedTokensAreAsIfRegistered() async throws {
-        let store = try PostgresStore(url: try TestPostgres.freshDatabase())
+        let store = try PostgresStore(url: try await TestPostgres.freshDatabase())
         try await store.running {
             try await store.migrate()
             let devices = ["iphone-1", "iphone-2", "iphone-3"]

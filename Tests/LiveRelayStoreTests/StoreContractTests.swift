@@ -34,7 +34,7 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
                     store: store, firstMigrations: applied, open: { try SQLiteStore(path: path) },
                     execute: { sql in try DatabaseQueue(path: path).write { try $0.execute(sql: sql) } }))
         case .postgres:
-            let url = try TestPostgres.freshDatabase()
+            let url = try await TestPostgres.freshDatabase()
             let store = try PostgresStore(url: url, maximumConnections: 4)
             try await store.running {
                 let applied = try await store.migrate()
