@@ -199,10 +199,7 @@ package enum DeviceDrawing {
         guard let watch = shown.watch else { return .empty }
         let card: HTML =
             watch.smartStack.map { activity in
-                if let small = templates.render(.small, of: activity) {
-                    return
-                        "<div class=\"stack-card small\(classes(activity))\" data-activity=\"\(activity.activityID)\" data-family=\"small\">\(tag(activity))\(small)</div>"
-                }
+                if let small = smallFamily(activity, in: "stack-card", templates: templates) { return small }
                 return """
                     <div class="stack-card\(classes(activity))" data-activity="\(activity.activityID)">\(tag(activity))<span class="leading">\(region(.compactLeading, of: activity, templates: templates))</span><span class="trailing">\(region(.compactTrailing, of: activity, templates: templates))</span></div>
                     """
@@ -222,10 +219,7 @@ package enum DeviceDrawing {
         if let carPlay = device.presentation.carPlay {
             content =
                 carPlay.activity.map { activity in
-                    if let small = templates.render(.small, of: activity) {
-                        return
-                            "<div class=\"carplay-card small\(classes(activity))\" data-activity=\"\(activity.activityID)\" data-family=\"small\" inert>\(tag(activity))\(small)</div>"
-                    }
+                    if let small = smallFamily(activity, in: "carplay-card", inert: true, templates: templates) { return small }
                     return
                         "<div class=\"carplay-card\" data-family=\"lockScreen\" inert>\(lockScreenCard(activity, templates: templates, alert: nil))</div>"
                 } ?? "<p class=\"nothing\">No Live Activities</p>"
@@ -235,6 +229,14 @@ package enum DeviceDrawing {
         return """
             <figure class="carplay" data-region="carplay"><div class="screen"><div class="carplay-map" aria-hidden="true"></div>\(content)</div><figcaption>CarPlay Dashboard</figcaption></figure>
             """
+    }
+
+    /// The activity in the `small` family, as a card of `kind` (the Watch's Smart Stack, CarPlay),
+    /// when its type's template has one; `inert` where its buttons do nothing.
+    static func smallFamily(_ activity: PresentedActivity, in kind: String, inert: Bool = false, templates: ActivityTemplates) -> HTML? {
+        templates.render(.small, of: activity).map { small in
+            "<div class=\"\(kind) small\(classes(activity))\" data-activity=\"\(activity.activityID)\" data-family=\"small\"\(inert ? " inert" : "")>\(tag(activity))\(small)</div>"
+        }
     }
 
     /// A paired Mac's menu bar (macOS 26, the iPhone on iOS 18+): an item for each ongoing
