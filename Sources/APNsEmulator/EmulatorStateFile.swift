@@ -63,9 +63,7 @@ final class EmulatorStateFile: Sendable {
             encoder.outputFormatting = .sortedKeys
             let bytes = try encoder.encode(Contents(devices: fleet.snapshot, registry: registry.snapshot))
             if written.withLock({ $0.bytes }) != bytes {
-                try bytes.write(to: URL(fileURLWithPath: path), options: .atomic)
-                // It holds every token of the devices: the owner's alone, as the database is.
-                try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+                try Self.writePrivately(bytes, to: path)
             }
             written.withLock { $0 = (revisions, bytes) }
         } catch {
@@ -73,5 +71,20 @@ final class EmulatorStateFile: Sendable {
             // Tried again at the next change only: an error every 200 ms would flood the log.
             written.withLock { $0.revisions = revisions }
         }
+    }
+
+    /// Replaces the file at once with `bytes`, the owner's alone from the start: it holds every
+    /// token of the devices, as the database does. (Written then narrowed, it was readable by
+    /// others for a moment after each change.)
+    static func writePrivately(_ bytes: Data, to path: String) throws {
+        let temporary = path + ".writing"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: temporary]) }
+        let file = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        // An older file made by hand may be wider: narrowed before anything is written to it.
+        fchmod(descriptor, 0o600)
+        try file.write(contentsOf: bytes)
+        try file.close()
+        guard rename(temporary, path) == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path]) }
     }
 }

@@ -154,6 +154,12 @@ public final class HTTP2TLSServer: Sendable {
     ) async throws -> HTTP2TLSServer {
         let sslContext = try NIOSSLContext(configuration: certificates.serverTLSConfiguration())
         let connectionIDs = Atomic<Int>(0)
+        // An IP is bound as it is, a name resolved on NIO's thread pool: `bind(host:)` asks the
+        // system's resolver on the caller's thread, a cooperative one, even for "127.0.0.1".
+        let address =
+            if let literal = try? SocketAddress(ipAddress: host, port: port) { literal } else {
+                try await NIOThreadPool.singleton.runIfActive { try SocketAddress.makeAddressResolvingHost(host, port: port) }
+            }
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 256)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
@@ -180,7 +186,7 @@ public final class HTTP2TLSServer: Sendable {
                             latency: latency, logger: logger))
                 }
             }
-            .bind(host: host, port: port)
+            .bind(to: address)
             .get()
         guard let boundPort = channel.localAddress?.port else {
             throw HTTP2ServerError("the server socket has no port")

@@ -29,7 +29,7 @@ package struct Bench: AsyncParsableCommand {
         let directory = try scratchFolder()
         defer { try? FileManager.default.removeItem(at: directory) }
         let location = StoreLocation(database ?? directory.appendingPathComponent("liverelay.sqlite").path)
-        let store = try location.open()
+        let store = try await location.open()
         return try await store.running {
             try await store.migrate()
             return try await body(store, location)

@@ -116,7 +116,7 @@ extension Bench {
             say("emulator (full validation): 127.0.0.1:\(endpoint.port), pid \(endpoint.pid), APNs latency \(latency)")
 
             let location = database.map(StoreLocation.init) ?? .sqlite(path: DataDirectory(dataDir).database)
-            let store = try location.open()
+            let store = try await location.open()
             try await store.running {
                 try await store.migrate()
                 let seeding = ContinuousClock.now

@@ -15,9 +15,9 @@ package enum StoreLocation: Sendable, Hashable, CustomStringConvertible {
 
     /// Opens the store (not migrated yet). Throws `InvalidDatabaseURL` for an address that does
     /// not read; a server that cannot be reached shows at the first statement.
-    package func open() throws -> any RelayStore {
+    package func open() async throws -> any RelayStore {
         switch self {
-        case .sqlite(let path): try SQLiteStore(path: path)
+        case .sqlite(let path): try await SQLiteStore.open(path: path)
         case .postgres(let url): try PostgresStore(url: url)
         }
     }

@@ -35,6 +35,8 @@ package final class Browser: Sendable {
     }
 
     private let driver: ChildProcess
+    /// The process group of chromedriver and the Chromium it started.
+    package var processGroup: pid_t { driver.pid }
     private let base: String
     private let session: String
     /// The viewport's size in CSS pixels.
@@ -57,7 +59,8 @@ package final class Browser: Sendable {
         // Chromium's profile and scratch files go with the tests' own. Its singleton socket is in
         // TMPDIR, and a socket's path must fit in 107 bytes: the short root, not a folder in it.
         let driver = try ChildProcess.start(
-            driverPath, ["--port=\(port)"], environment: ["HOME": try TestFiles.folder("chromium"), "TMPDIR": TestFiles.root], output: .null)
+            driverPath, ["--port=\(port)"], environment: ["HOME": try TestFiles.folder("chromium"), "TMPDIR": TestFiles.root], output: .null,
+            ownGroup: true)
         let base = "http://127.0.0.1:\(port)"
         let client = HTTPClient.shared
         do {
@@ -107,16 +110,20 @@ package final class Browser: Sendable {
                 throw error
             }
         } catch {
-            driver.send(SIGKILL)
+            driver.sendToGroup(SIGKILL)
             _ = await driver.exitCode()
             throw error
         }
     }
 
+    /// Ends the session, then chromedriver and whatever of Chromium is left: a test past its
+    /// deadline is cancelled, and a session ended only by a request (which cancellation stops)
+    /// left ten Chromium processes running after the tests.
     private func quit() async {
-        _ = try? await command(.DELETE, "")
-        // The session's end closed Chromium; chromedriver itself does not exit on SIGTERM.
-        driver.send(SIGKILL)
+        // Asked even when the test is cancelled: a task of its own is not.
+        _ = await Task { try? await withDeadline(.seconds(10)) { [self] in try await command(.DELETE, "") } }.value
+        // chromedriver itself does not exit on SIGTERM; Chromium is in its process group.
+        driver.sendToGroup(SIGKILL)
         _ = await driver.exitCode()
     }
 

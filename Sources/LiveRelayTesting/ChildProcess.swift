@@ -37,10 +37,11 @@ package final class ChildProcess: Sendable {
 
     /// Starts `executable` with `arguments` and `environment` (nothing of this process's own).
     /// `yielding`: at the lowest CPU priority (`nice -n 19`), for load that must not starve the
-    /// tests running beside it.
+    /// tests running beside it. `ownGroup`: in a process group of its own, whose every process
+    /// `sendToGroup` reaches (a program that starts others, as chromedriver starts Chromium).
     package static func start(
         _ executable: String, _ arguments: [String], environment: [String: String], input: Stream = .null, output: Stream = .pipe,
-        errors: Stream = .null, yielding: Bool = false
+        errors: Stream = .null, yielding: Bool = false, ownGroup: Bool = false
     ) throws -> ChildProcess {
         let (executable, arguments) = yielding ? ("/usr/bin/nice", ["-n", "19", executable] + arguments) : (executable, arguments)
         var actions = posix_spawn_file_actions_t()
@@ -70,8 +71,15 @@ package final class ChildProcess: Sendable {
         var argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         var envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for word in argv + envp { free(word) } }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        if ownGroup {
+            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+            posix_spawnattr_setpgroup(&attributes, 0)
+        }
         var pid: pid_t = 0
-        let code = posix_spawn(&pid, executable, &actions, nil, &argv, &envp)
+        let code = posix_spawn(&pid, executable, &actions, &attributes, &argv, &envp)
         let handles = parentEnds.map { $0.map { FileHandle(fileDescriptor: $0, closeOnDealloc: true) } }
         guard code == 0 else { throw SpawnFailed(executable: executable, code: code) }
         return ChildProcess(pid: pid, input: handles[0], output: handles[1], errors: handles[2])
@@ -115,6 +123,24 @@ package final class ChildProcess: Sendable {
     /// Sends `signal` while it runs.
     package func send(_ signal: Int32) {
         if isRunning { kill(pid, signal) }
+    }
+
+    /// The processes of process group `group` that have not exited (zombies left out), from `/proc`.
+    package static func processes(inGroup group: pid_t) -> [pid_t] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { pid_t($0) }.filter { pid in
+            // "pid (name) state parent group …": the name may hold spaces, so read after its ")".
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                let fields = stat.split(separator: ")").last?.split(separator: " "), fields.count > 2
+            else { return false }
+            return fields[0] != "Z" && pid_t(fields[2]) == group
+        }
+    }
+
+    /// Sends `signal` to every process of its group (started with `ownGroup`), its own children
+    /// included, which would otherwise outlive it.
+    package func sendToGroup(_ signal: Int32) {
+        kill(-pid, signal)
     }
 
     /// Closes every descriptor from `lowest` up in the child (glibc 2.34 and later; looked up at

@@ -12,12 +12,15 @@ import Synchronization
 
 /// Runs `body`, failing with `DeadlineExceeded` if it has not finished within `limit`. Every
 /// await on the network in a test goes through this, so a hang fails instead of blocking CI. The
-/// default is generous: `swift test` runs every suite at once, and on two cores a test that takes
-/// a fraction of a second alone may wait its turn for half a minute (the limit catches hangs,
-/// not slowness).
+/// time counts from when the test holds one of the `TestSlots`, so it is the test's own and a few
+/// others', not the whole suite's: the limit catches hangs, not a slow machine.
 package func withDeadline<T: Sendable>(
     _ limit: Duration = .seconds(60), _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
+    try await TestSlots.holding { try await deadline(limit, body) }
+}
+
+private func deadline<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
     try await withThrowingTaskGroup(of: T.self) { group in
         group.addTask { try await body() }
         group.addTask {

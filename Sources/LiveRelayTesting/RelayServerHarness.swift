@@ -168,7 +168,7 @@ package func withRelayHarness(
         configure(&configuration, &api)
         var logger = logs?.logger() ?? Logger(label: "liverelay.tests")
         if logs == nil { logger.logLevel = .critical }
-        let store = try SQLiteStore(path: directory + "/relay.sqlite")
+        let store = try await SQLiteStore.open(path: directory + "/relay.sqlite")
         let server = try await RelayServer.open(
             store: store, configuration: configuration, api: api, apns: apns, masterKey: .generate(), now: emulator.clock.function, logger: logger)
         _ = try await server.relay.registerApp(key.app(RelayHarness.bundleID))

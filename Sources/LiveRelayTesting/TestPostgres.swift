@@ -1,4 +1,5 @@
 import Foundation
+import LiveRelayStore
 
 /// A real PostgreSQL server for the tests: the one `LIVERELAY_TEST_POSTGRES` names, else one this
 /// process starts from the system's PostgreSQL (Debian's `postgresql`: `initdb` and `pg_ctl`),
@@ -26,10 +27,10 @@ package enum TestPostgres {
 
     /// The address of a new, empty schema on the server, as its only search path: what one test
     /// or one group of `serve` instances shares.
-    package static func freshDatabase() throws -> String {
+    package static func freshDatabase() async throws -> String {
         let base = try availability.get()
         let schema = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        try psql(base, "CREATE SCHEMA \(schema)")
+        try await psql(base, "CREATE SCHEMA \(schema)")
         let separator = base.contains("?") ? "&" : "?"
         return base + separator + "options=-c%20search_path%3D\(schema)"
     }
@@ -40,52 +41,32 @@ package enum TestPostgres {
     }
 
     /// Runs PostgreSQL's `pg_dump` or `pg_restore` with `arguments`; throws with what it said when it fails.
-    package static func tool(_ name: String, _ arguments: [String]) throws {
+    package static func tool(_ name: String, _ arguments: [String]) async throws {
         let log = TestFiles.path(name, pathExtension: "log")
         defer { try? FileManager.default.removeItem(atPath: log) }
-        let status = shell(([LocalServer.tool(name)] + arguments).map(quoted).joined(separator: " ") + " > \(quoted(log)) 2>&1")
+        let command = ([LocalServer.tool(name)] + arguments).map(quoted).joined(separator: " ") + " > \(quoted(log)) 2>&1"
+        let status = await BlockingWork.run { shell(command) }
         guard status == 0 else {
             throw Unavailable(description: "\(name) exited with \(status): \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
         }
     }
 
     /// Runs one statement with `psql`.
-    package static func psql(_ url: String, _ sql: String) throws {
-        _ = try psqlOutput(url, sql)
+    package static func psql(_ url: String, _ sql: String) async throws {
+        _ = try await psqlOutput(url, sql)
     }
 
     /// Runs statements (`;`-separated, in one session) with `psql`; what they printed, rows as
-    /// unaligned lines.
-    package static func psqlOutput(_ url: String, _ sql: String) throws -> String {
+    /// unaligned lines. `psql` is waited for on a thread of its own (`BlockingWork`): seconds of
+    /// a large insert on a cooperative thread once held up every other test until its deadline.
+    package static func psqlOutput(_ url: String, _ sql: String) async throws -> String {
         let log = TestFiles.path("psql", pathExtension: "log")
         defer { try? FileManager.default.removeItem(atPath: log) }
-        let status = shell(
-            "\(quoted(LocalServer.tool("psql"))) -X -q -A -t -v ON_ERROR_STOP=1 -d \(quoted(url)) -c \(quoted(sql)) > \(quoted(log)) 2>&1")
+        let command = "\(quoted(LocalServer.tool("psql"))) -X -q -A -t -v ON_ERROR_STOP=1 -d \(quoted(url)) -c \(quoted(sql)) > \(quoted(log)) 2>&1"
+        let status = await BlockingWork.run { shell(command) }
         let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         guard status == 0 else { throw Unavailable(description: "psql \(sql): \(output.isEmpty ? "exit \(status)" : output)") }
         return output
-    }
-
-    /// The same from a task: `psql` is waited for on a thread of its own, not on one of Swift's
-    /// cooperative threads (two on this machine), where seconds of a large insert held up every
-    /// other test of the process until their deadlines passed.
-    package static func psqlOutput(_ url: String, _ sql: String) async throws -> String {
-        try await onOwnThread { try psqlOutput(url, sql) as String }
-    }
-
-    package static func psql(_ url: String, _ sql: String) async throws {
-        _ = try await psqlOutput(url, sql) as String
-    }
-
-    package static func freshDatabase() async throws -> String {
-        try await onOwnThread { try freshDatabase() as String }
-    }
-
-    /// `work`, which waits for a child process, run on a new thread.
-    private static func onOwnThread<Value: Sendable>(_ work: @escaping @Sendable () throws -> Value) async throws -> Value {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
-        }
     }
 
     /// Runs a shell command and waits for it; its exit status. (Not with Foundation's `Process`,

@@ -23,7 +23,7 @@ struct Backup: AsyncParsableCommand {
         let path = try sqlitePath(database.location(in: DataDirectory(dataDir)), command: "backup")
         let summary: SQLiteStore.CopySummary
         do {
-            summary = try await SQLiteStore(path: path).backup(to: to)
+            summary = try await SQLiteStore.open(path: path).backup(to: to)
         } catch let refused as CopyRefused {
             throw ValidationError("to: \(refused)")
         }

@@ -22,7 +22,7 @@ struct DatabaseOption: ParsableArguments {
     static func withMigratedStore<Value>(_ location: StoreLocation, _ body: (any RelayStore) async throws -> Value) async throws -> Value {
         let store: any RelayStore
         do {
-            store = try location.open()
+            store = try await location.open()
         } catch {
             throw ValidationError("database: \(error)")
         }

@@ -50,7 +50,7 @@ struct BackupTests {
             #expect(backup.stdout.contains("30 push(es) still to send in it"), "\(backup.stdout)")
             #expect(try FileManager.default.attributesOfItem(atPath: backupFile)[.posixPermissions] as? Int == 0o600)
             // The backup holds the signing key sealed only.
-            try expectNoKeyMaterial(of: String(contentsOfFile: directory + "/key.p8", encoding: .utf8), in: [backupFile])
+            try await expectNoKeyMaterial(of: String(contentsOfFile: directory + "/key.p8", encoding: .utf8), in: [backupFile])
 
             // The server and its database are lost; APNs recovers.
             await server.kill()
@@ -72,7 +72,7 @@ struct BackupTests {
             try FileManager.default.copyItem(atPath: directory + "/data/master.key", toPath: restoredDir + "/master.key")
 
             server = try await ServeProcess.start(arguments)
-            let restored = try SQLiteStore(path: restoredDir + "/liverelay.sqlite")
+            let restored = try await SQLiteStore.open(path: restoredDir + "/liverelay.sqlite")
             try await eventually { try await restored.deliveryCounts() == [.sent: 40] }
             try await eventually { try started("first") == 20 && started("second") == 20 }
             // Nothing was started twice on a device.

@@ -2,6 +2,7 @@ import APNsEmulator
 import Crypto
 import Foundation
 import LiveActivityKit
+import LiveRelayStore
 import LiveRelayTesting
 import Testing
 
@@ -62,9 +63,7 @@ private func run(_ executable: URL, _ arguments: [String], environment: [String:
 /// Everything `handle` gives until its end, read on a thread outside the cooperative pool.
 func readAll(_ handle: FileHandle?) async -> Data {
     guard let handle else { return Data() }
-    return await withCheckedContinuation { continuation in
-        Thread.detachNewThread { continuation.resume(returning: (try? handle.readToEnd()) ?? Data()) }
-    }
+    return await BlockingWork.run { (try? handle.readToEnd()) ?? Data() }
 }
 
 /// A key file made by `liverelay keys generate`, and the flags that use it against `server`.

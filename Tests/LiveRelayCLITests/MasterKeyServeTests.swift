@@ -47,8 +47,8 @@ struct MasterKeyServeTests {
             emulator.devices.advanceAll()
             try await eventually { try await setup.outbox.counts().liveActivityTokens == 1 }
             #expect(await server.stop() == 0)
-            try expectNoKeyMaterial(of: pem, inFilesOf: dataDir)
-            try expectNotInFiles(Data(webhookSecret.utf8), of: dataDir)
+            try await expectNoKeyMaterial(of: pem, inFilesOf: dataDir)
+            try await expectNotInFiles(Data(webhookSecret.utf8), of: dataDir)
 
             // Another master key: `serve` stops at once, naming both keys, and sends nothing.
             let wrongFile = directory + "/wrong.key"
@@ -83,7 +83,7 @@ struct MasterKeyServeTests {
             #expect(update.status == 200, "\(update.json)")
             try await eventually { try status() == .string("on the way") }
             #expect(await server.stop() == 0)
-            try expectNoKeyMaterial(of: pem, inFilesOf: dataDir)
+            try await expectNoKeyMaterial(of: pem, inFilesOf: dataDir)
             await emulator.shutdown()
         }
     }
@@ -97,7 +97,7 @@ struct MasterKeyServeTests {
         try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
         let pems = (1...3).map { ("com.example.older\($0)", P256.Signing.PrivateKey().pemRepresentation) }
         do {
-            let store = try SQLiteStore(path: dataDir + "/liverelay.sqlite")
+            let store = try await SQLiteStore.open(path: dataDir + "/liverelay.sqlite")
             try await store.migrate()
             let at = Date()
             try await store.saveApps(
@@ -113,11 +113,11 @@ struct MasterKeyServeTests {
             #expect(await server.stop() == 0)
         }
         let key = try MasterKey(base64: String(contentsOfFile: dataDir + "/master.key", encoding: .utf8))
-        let apps = try await SQLiteStore(path: dataDir + "/liverelay.sqlite").apps()
+        let apps = try await SQLiteStore.open(path: dataDir + "/liverelay.sqlite").apps()
         for (bundleID, pem) in pems {
             let app = try #require(apps.first { $0.bundleID == bundleID })
             #expect(try key.open(app.sealedSigningKey, for: bundleID) == pem)
-            try expectNoKeyMaterial(of: pem, inFilesOf: dataDir)
+            try await expectNoKeyMaterial(of: pem, inFilesOf: dataDir)
         }
     }
 
@@ -128,7 +128,7 @@ struct MasterKeyServeTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/liverelay.sqlite"
         let pems = (1...12).map { ("com.example.app\($0)", P256.Signing.PrivateKey().pemRepresentation) }
-        let store = try SQLiteStore(path: path)
+        let store = try await SQLiteStore.open(path: path)
         try await store.migrate()
         let at = Date()
         try await store.saveApps(
@@ -137,7 +137,7 @@ struct MasterKeyServeTests {
         let key = MasterKey.generate()
         #expect(try await RelayService.resealSecrets(in: store, from: key, to: key) == pems.count)
         try await store.checkpointWholly()
-        for (_, pem) in pems { try expectNoKeyMaterial(of: pem, inFilesOf: directory) }
+        for (_, pem) in pems { try await expectNoKeyMaterial(of: pem, inFilesOf: directory) }
     }
 
     func startOrder(_ server: ServeProcess, _ key: String) async throws {
@@ -155,33 +155,33 @@ struct MasterKeyServeTests {
 }
 
 /// No file of the database in `dataDir` holds the key: not a line of its PEM, not its DER, not its scalar.
-func expectNoKeyMaterial(of pem: String, inFilesOf dataDir: String) throws {
+func expectNoKeyMaterial(of pem: String, inFilesOf dataDir: String) async throws {
     let files = try FileManager.default.contentsOfDirectory(atPath: dataDir).filter { $0.hasPrefix("liverelay.sqlite") }
     #expect(files.contains("liverelay.sqlite"))
-    try expectNoKeyMaterial(of: pem, in: files.map { dataDir + "/" + $0 })
+    try await expectNoKeyMaterial(of: pem, in: files.map { dataDir + "/" + $0 })
 }
 
 /// None of `files` holds the key.
-func expectNoKeyMaterial(of pem: String, in files: [String]) throws {
+func expectNoKeyMaterial(of pem: String, in files: [String]) async throws {
     let key = try P256.Signing.PrivateKey(pemRepresentation: pem)
     var needles = [Data(key.rawRepresentation), Data(key.derRepresentation)]
     for line in pem.split(separator: "\n") where !line.hasPrefix("-----") && line.count >= 16 { needles.append(Data(line.utf8)) }
-    for needle in needles { try expectNotIn(files, needle) }
+    for needle in needles { try await expectNotIn(files, needle) }
 }
 
 /// No file of the database in `dataDir` holds `secret`.
-func expectNotInFiles(_ secret: Data, of dataDir: String) throws {
+func expectNotInFiles(_ secret: Data, of dataDir: String) async throws {
     let files = try FileManager.default.contentsOfDirectory(atPath: dataDir).filter { $0.hasPrefix("liverelay.sqlite") }
-    try expectNotIn(files.map { dataDir + "/" + $0 }, secret)
+    try await expectNotIn(files.map { dataDir + "/" + $0 }, secret)
 }
 
-func expectNotIn(_ files: [String], _ needle: Data) throws {
+func expectNotIn(_ files: [String], _ needle: Data) async throws {
     for file in files {
         // Read by another process: closing a descriptor of the database here would drop every
         // lock this process's SQLite connections hold on it (POSIX locks are per process).
         let cat = try ChildProcess.start("/bin/cat", [file], environment: [:])
-        let data = cat.output!.readDataToEndOfFile()
-        #expect(cat.waitUntilExit() == 0)
+        let data = await readAll(cat.output)
+        #expect(await cat.exitCode() == 0)
         #expect(data.range(of: needle) == nil, "\(file) holds a secret")
     }
 }

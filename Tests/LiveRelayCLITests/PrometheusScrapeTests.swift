@@ -26,7 +26,7 @@ struct PrometheusScrapeTests {
             // The key reads the metrics, and nothing else.
             #expect(try await server.call(.GET, "/v1/activities", key: scraper).status == 403)
             // The demo iPhone's activity started, once its app reported its push-to-start token.
-            let store = try SQLiteStore(path: directory + "/data/liverelay.sqlite")
+            let store = try await SQLiteStore.open(path: directory + "/data/liverelay.sqlite")
             try await eventually { try await store.pushToStartTokens(deviceID: "demo-iphone").count == 1 }
             let (path, body) = try server.printedStart()
             #expect(try await server.call(.POST, path, key: keys.server, body: body).status == 201)

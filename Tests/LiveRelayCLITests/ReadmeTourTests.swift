@@ -27,7 +27,7 @@ struct ReadmeTourTests {
         try await withDeadline(.seconds(120)) {
             let server = try await ServeProcess.start(["serve", "--data-dir", directory + "/data", "--http-port", "0"])
             // As a person would, after the demo app has reported its push-to-start token.
-            let store = try SQLiteStore(path: directory + "/data/liverelay.sqlite")
+            let store = try await SQLiteStore.open(path: directory + "/data/liverelay.sqlite")
             try await eventually { try await store.pushToStartTokens(deviceID: "demo-iphone").count == 1 }
             let shell = try #require(server.printed.split(separator: "\n").first { $0.hasPrefix("shell:") }?.dropFirst("shell:".count))
             let statuses = directory + "/statuses"

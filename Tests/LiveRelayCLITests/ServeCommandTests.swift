@@ -83,7 +83,7 @@ struct ServeCommandTests {
 
             // Once the demo app has reported its push-to-start token, the start the announcement
             // suggests, as printed, reaches the demo iPhone; its app then reports the update token.
-            let store = try SQLiteStore(path: dataDir + "/liverelay.sqlite")
+            let store = try await SQLiteStore.open(path: dataDir + "/liverelay.sqlite")
             try await eventually { try await store.pushToStartTokens(deviceID: "demo-iphone").count == 1 }
             let (path, body) = try server.printedStart()
             #expect(path.hasPrefix("/v1/activities/order-") && path.hasSuffix("/start"))
@@ -142,7 +142,7 @@ struct ServeCommandTests {
             let arguments = ["serve", "--data-dir", dataDir, "--http-port", "0"]
             var server = try await ServeProcess.start(arguments)
             let keys = try initialKeys(dataDir: dataDir)
-            let store = try SQLiteStore(path: dataDir + "/liverelay.sqlite")
+            let store = try await SQLiteStore.open(path: dataDir + "/liverelay.sqlite")
             try await eventually { try await store.pushToStartTokens(deviceID: "demo-iphone").count == 1 }
             let pushToStart = try await store.pushToStartTokens(deviceID: "demo-iphone").map(\.token)
             let (path, body) = try server.printedStart()
@@ -372,7 +372,7 @@ struct CrashSetup {
         ]
         let server = try await ServeProcess.start(arguments)
         let keys = try initialKeys(dataDir: dataDir)
-        let outbox = try SQLiteStore(path: dataDir + "/liverelay.sqlite")
+        let outbox = try await SQLiteStore.open(path: dataDir + "/liverelay.sqlite")
         for id in devices {
             try emulator.devices.addDevice(id: id)
             try emulator.reporter.setTarget(

@@ -80,11 +80,11 @@ struct ServePostgresTests {
                 #expect(started.status == 201, "\(started.json)")
                 return String(path.split(separator: "/")[2])
             }
-            try TestPostgres.tool("pg_dump", ["--format=custom", "--schema=\(schema)", "--file=\(dump)", database])
+            try await TestPostgres.tool("pg_dump", ["--format=custom", "--schema=\(schema)", "--file=\(dump)", database])
             #expect(await server.stop() == 0)
 
             try await TestPostgres.psql(database, "DROP SCHEMA \(schema) CASCADE")
-            try TestPostgres.tool("pg_restore", ["--no-owner", "--dbname=\(database)", dump])
+            try await TestPostgres.tool("pg_restore", ["--no-owner", "--dbname=\(database)", dump])
             server = try await ServeProcess.start(arguments)
             let after = try await server.call(.GET, "/v1/activities/\(key)", key: keys.server)
             #expect(after.status == 200 && after.json["state"] == .string("active"), "\(after.json)")

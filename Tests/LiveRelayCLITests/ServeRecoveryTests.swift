@@ -79,7 +79,7 @@ struct ServeRecoveryTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let dataDir = directory + "/data"
         try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
-        let store = try SQLiteStore(path: dataDir + "/liverelay.sqlite")
+        let store = try await SQLiteStore.open(path: dataDir + "/liverelay.sqlite")
         try await store.migrate()
         let now = Date()
         let request = try JSONValue(parsing: #"{"contentState": {"status": "late", "etaMinutes": 1}, "staleDate": 1e19}"#)

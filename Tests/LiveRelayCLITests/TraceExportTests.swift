@@ -26,7 +26,7 @@ struct TraceExportTests {
             }
             do {
                 let keys = try initialKeys(dataDir: directory + "/data")
-                let store = try SQLiteStore(path: directory + "/data/liverelay.sqlite")
+                let store = try await SQLiteStore.open(path: directory + "/data/liverelay.sqlite")
                 try await eventually { try await store.pushToStartTokens(deviceID: "demo-iphone").count == 1 }
                 let (path, body) = try server.printedStart()
                 #expect(try await server.call(.POST, path, key: keys.server, body: body).status == 201)

@@ -10,7 +10,7 @@ import Testing
 
 /// Slow and idle clients cannot keep connections (and the tasks behind them) for as long as they
 /// like. These tests trickle bytes in real time: the timeouts are the server's own clock.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct ConnectionTimeoutTests {
     /// The body deadline well inside the idle one: on a loaded machine a trickle's gaps stretch.
     static let short = HTTPTimeouts(idle: .milliseconds(1500), body: .milliseconds(300))

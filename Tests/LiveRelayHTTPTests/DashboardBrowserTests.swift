@@ -7,6 +7,7 @@ import LiveRelayHTTP
 import LiveRelayStore
 import LiveRelayTesting
 import SimulatedDevices
+import Synchronization
 import Testing
 import WebPages
 
@@ -22,6 +23,30 @@ struct DashboardBrowserTests {
     static func signIn(_ browser: Browser, key: String) async throws {
         try await browser.waitFor("input[name=key]").type(key)
         try await browser.waitFor("form button").click()
+    }
+
+    /// A test cancelled at its deadline leaves no browser behind: Chromium once outlived such a
+    /// test (ten processes whose parent was gone), since only a request ended its session.
+    @Test(.enabled(if: Browser.isAvailable || TestRequirement.isCI, Comment(rawValue: Browser.skipNote)))
+    func aBrowserCancelledMidTestLeavesNoProcessBehind() async throws {
+        let group = Mutex<pid_t?>(nil)
+        let test = Task {
+            try await Browser.with { browser in
+                try await browser.open("about:blank")
+                group.withLock { $0 = browser.processGroup }
+                try await Task.sleep(for: .seconds(600))
+            }
+        }
+        try await withDeadline(.seconds(60)) {
+            try await eventually(every: .milliseconds(50)) { group.withLock { $0 } != nil }
+        }
+        let processes = try #require(group.withLock { $0 })
+        #expect(ChildProcess.processes(inGroup: processes).count > 1, "chromedriver and Chromium run")
+        test.cancel()
+        _ = await test.result
+        try await withDeadline(.seconds(10)) {
+            try await eventually(every: .milliseconds(50)) { ChildProcess.processes(inGroup: processes).isEmpty }
+        }
     }
 
     @Test(.enabled(if: Browser.isAvailable || TestRequirement.isCI, Comment(rawValue: Browser.skipNote)))

@@ -60,7 +60,7 @@ func send(_ reporter: LiveRelayReporter, until done: @escaping @Sendable () asyn
     }
 }
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct LiveRelayReporterTests {
     @Test func whileTheServerIsDownReportsWaitAndThenArriveOnceInOrder() async throws {
         let down = Array(repeating: SendOutcome.unreachable("connection refused"), count: 5)

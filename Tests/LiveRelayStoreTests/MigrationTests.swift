@@ -35,7 +35,7 @@ import Testing
                     """, arguments: [oldAnswer, Self.app])
         }
         try queue.close()
-        let store = try SQLiteStore(path: path)
+        let store = try await SQLiteStore.open(path: path)
         try await store.migrate()
         #expect(
             try await store.idempotentAnswer(apiKeyID: "key-1", key: "retry-me")
@@ -103,7 +103,7 @@ import Testing
     }
 
     @Test func theReleaseBeforeEnvironmentsMigratesIntoTheEnvironmentItSentTo() async throws {
-        let store = try SQLiteStore(path: try Self.databaseOfTheReleaseBeforeEnvironments())
+        let store = try await SQLiteStore.open(path: try Self.databaseOfTheReleaseBeforeEnvironments())
         #expect(
             try await store.migrate() == [
                 "0008-environments", "0009-apps", "0010-leases", "0011-rate-buckets", "0012-dashboard", "0013-key-statistics", "0014-typed-answers",
@@ -125,7 +125,7 @@ import Testing
     @Test func aDatabaseWithNoPushToStartTokenMigratesIntoSandboxTheOldDefault() async throws {
         let path = try Self.databaseOfTheReleaseBeforeEnvironments()
         try await DatabaseQueue(path: path).write { try $0.execute(sql: "DELETE FROM push_to_start_tokens") }
-        let store = try SQLiteStore(path: path)
+        let store = try await SQLiteStore.open(path: path)
         _ = try await store.migrate()
         try await store.adoptUnnamedData(bundleID: Self.app)
         #expect(try await store.activityTokens(app: Self.app, key: "order-1").map(\.environment) == [.sandbox])
@@ -152,7 +152,7 @@ extension MigrationTests {
     }
 
     @Test func theReleaseBeforeAppsMigratesIntoTheOneAppItServedOnceTheServerNamesIt() async throws {
-        let store = try SQLiteStore(path: try await Self.databaseOfTheReleaseBeforeApps())
+        let store = try await SQLiteStore.open(path: try await Self.databaseOfTheReleaseBeforeApps())
         #expect(
             try await store.migrate() == [
                 "0009-apps", "0010-leases", "0011-rate-buckets", "0012-dashboard", "0013-key-statistics", "0014-typed-answers", "0015-reported-by",

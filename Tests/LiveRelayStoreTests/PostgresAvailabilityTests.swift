@@ -6,11 +6,11 @@ import Testing
 /// test is reported skipped, with why, instead of the PostgreSQL cases passing unseen.
 @Suite struct PostgresAvailabilityTests {
     @Test(.enabled(if: TestPostgres.isAvailable || TestPostgres.isCI, Comment(rawValue: TestPostgres.skipNote)))
-    func thePostgresStoreIsTested() throws {
+    func thePostgresStoreIsTested() async throws {
         switch TestPostgres.availability {
         case .success(let url):
             // The server answers.
-            try TestPostgres.psql(url, "SELECT 1")
+            try await TestPostgres.psql(url, "SELECT 1")
         case .failure(let reason):
             Issue.record("PostgreSQL is required in CI (install Debian's postgresql, or set LIVERELAY_TEST_POSTGRES): \(reason)")
         }

@@ -11,7 +11,7 @@ import Testing
     /// Every page of pushes the API and the dashboard ask for reads the newest rows of an index
     /// and stops at the page's end: none reads a whole history to sort it.
     @Test func eachPageOfPushesIsReadNewestFirstWithoutSorting() async throws {
-        let store = try SQLiteStore(path: TestFiles.path("plans", pathExtension: "sqlite"))
+        let store = try await SQLiteStore.open(path: TestFiles.path("plans", pathExtension: "sqlite"))
         _ = try await store.migrate()
         for (name, query) in DeliveryPageForms.all {
             let statement = StoreStatements.deliveries(query)

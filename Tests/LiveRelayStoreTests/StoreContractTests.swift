@@ -22,17 +22,22 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     /// each of its tests (`PostgresAvailabilityTests` says so once, loudly, elsewhere).
     static let allCases: [StoreKind] = TestPostgres.isAvailable || TestPostgres.isCI ? [.sqlite, .postgres] : [.sqlite]
 
-    /// Runs `body` with a fresh, migrated store, which runs for as long as `body` does.
+    /// Runs `body` with a fresh, migrated store, which runs for as long as `body` does, holding
+    /// one of the `TestSlots`.
     func withStore(_ body: (StoreUnderTest) async throws -> Void) async throws {
+        try await TestSlots.holding { try await withFreshStore(body) }
+    }
+
+    private func withFreshStore(_ body: (StoreUnderTest) async throws -> Void) async throws {
         switch self {
         case .sqlite:
             let path = TestFiles.path("store", pathExtension: "sqlite")
-            let store = try SQLiteStore(path: path)
+            let store = try await SQLiteStore.open(path: path)
             let applied = try await store.migrate()
             try await body(
                 StoreUnderTest(
-                    store: store, firstMigrations: applied, open: { try SQLiteStore(path: path) },
-                    execute: { sql in try DatabaseQueue(path: path).write { try $0.execute(sql: sql) } }))
+                    store: store, firstMigrations: applied, open: { try await SQLiteStore.open(path: path) },
+                    execute: { sql in try await DatabaseQueue(path: path).write { try $0.execute(sql: sql) } }))
         case .postgres:
             let url = try await TestPostgres.freshDatabase()
             let store = try PostgresStore(url: url, maximumConnections: 4)
@@ -41,7 +46,7 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
                 try await body(
                     StoreUnderTest(
                         store: store, firstMigrations: applied, open: { try PostgresStore(url: url, maximumConnections: 4) },
-                        execute: { sql in try TestPostgres.psql(url, sql) }))
+                        execute: { sql in try await TestPostgres.psql(url, sql) }))
             }
         }
     }
@@ -52,14 +57,14 @@ struct StoreUnderTest {
     /// What the first `migrate()` applied.
     let firstMigrations: [String]
     /// Another store on the same data.
-    let open: () throws -> any RelayStore
+    let open: () async throws -> any RelayStore
     /// Runs SQL on the store's data from outside the store, as another release or a person would.
-    let execute: (String) throws -> Void
+    let execute: (String) async throws -> Void
 
     /// Runs `body` with the data opened again, as a restart or a second instance would. (A closure
     /// of `#expect`s only must say `async throws`: a `try` inside a macro does not make it throw.)
     func reopened(_ body: (any RelayStore) async throws -> Void) async throws {
-        let store = try open()
+        let store = try await open()
         try await store.running { try await body(store) }
     }
 }
@@ -224,23 +229,23 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
                 ("UPDATE deliveries SET environment = 'staging'", "deliveries.environment", "\"staging\""),
             ] {
                 let rows = try await store.deliveries(DeliveryQuery(key: "order-1"))
-                try made.execute(sql)
+                try await made.execute(sql)
                 await #expect(throws: UnreadableStoreValue(column: column, value: value), "\(sql)") {
                     try await store.deliveries(DeliveryQuery(key: "order-1"))
                 }
                 // Put back as they were, so that the next column is the only one unreadable.
                 for row in rows {
-                    try made.execute(
+                    try await made.execute(
                         "UPDATE deliveries SET priority = \(row.priority.rawValue), event = '\(row.event.rawValue)', status = '\(row.status.rawValue)', "
                             + "environment = '\(row.environment.rawValue)' WHERE id = \(row.id)")
                 }
                 #expect(try await store.deliveries(DeliveryQuery(key: "order-1")) == rows)
             }
-            try made.execute("UPDATE activities SET state = 'ended', end_reason = 'reported'")
+            try await made.execute("UPDATE activities SET state = 'ended', end_reason = 'reported'")
             await #expect(throws: UnreadableStoreValue(column: "activities.end_reason", value: "\"reported\"")) {
                 try await store.activity(app: testApp, key: "order-1")
             }
-            try made.execute("UPDATE activity_tokens SET state = 'paused'")
+            try await made.execute("UPDATE activity_tokens SET state = 'paused'")
             await #expect(throws: UnreadableStoreValue(column: "activity_tokens.state", value: "\"paused\"")) {
                 try await store.activityTokens(app: testApp, key: "order-1")
             }

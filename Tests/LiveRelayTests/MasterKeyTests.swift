@@ -52,7 +52,7 @@ struct MasterKeyTests {
 
     @Test func aRotationResealsEveryKeyOnceAndARefusedOneChangesNothing() async throws {
         let path = TestFiles.path("master-key", pathExtension: "sqlite")
-        let store = try SQLiteStore(path: path)
+        let store = try await SQLiteStore.open(path: path)
         try await store.migrate()
         let (current, next, stranger) = (MasterKey.generate(), MasterKey.generate(), MasterKey.generate())
         let at = Date(timeIntervalSince1970: 1_800_000_000)

@@ -40,12 +40,12 @@ import Testing
         func advance(by duration: Duration) { instant.withLock { $0 += duration } }
     }
 
-    func store() throws -> SQLiteStore {
-        try SQLiteStore(path: TestFiles.path("cache", pathExtension: "sqlite"))
+    func store() async throws -> SQLiteStore {
+        try await SQLiteStore.open(path: TestFiles.path("cache", pathExtension: "sqlite"))
     }
 
     @Test func aValueIsReadOnceAndAgainAfterAChangeOrTheInterval() async throws {
-        let (reads, clock, store) = (Reads(), Clock(), try store())
+        let (reads, clock, store) = (Reads(), Clock(), try await store())
         let cache = StoreCache(now: { clock.now }) { _ in await reads.read() }
         #expect(try await cache.value(from: store) == 1)
         #expect(try await cache.value(from: store) == 1)
@@ -58,7 +58,7 @@ import Testing
     }
 
     @Test func whileOneCallerRefreshesAnOldValueTheOthersGoOnWithIt() async throws {
-        let (reads, clock, store) = (Reads(), Clock(), try store())
+        let (reads, clock, store) = (Reads(), Clock(), try await store())
         let cache = StoreCache(now: { clock.now }) { _ in await reads.read() }
         #expect(try await cache.value(from: store) == 1)
         clock.advance(by: StoreCache<Int>.refreshInterval)

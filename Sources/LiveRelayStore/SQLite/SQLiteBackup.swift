@@ -18,8 +18,11 @@ extension SQLiteStore {
     package func backup(to path: String) async throws -> CopySummary {
         try Self.createPrivateFile(path)
         do {
-            let copy = try DatabaseQueue(path: path)
-            try pool.backup(to: copy)
+            let copy = try await BlockingWork.run { [pool] in
+                let copy = try DatabaseQueue(path: path)
+                try pool.backup(to: copy)
+                return copy
+            }
             try await copy.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = DELETE") }
             let summary = try await Self.check(copy, path: path)
             try copy.close()
@@ -38,16 +41,18 @@ extension SQLiteStore {
         let source: DatabaseQueue
         let summary: CopySummary
         do {
-            source = try DatabaseQueue(path: backup, configuration: configuration)
+            source = try await BlockingWork.run { [configuration] in try DatabaseQueue(path: backup, configuration: configuration) }
             summary = try await check(source, path: backup)
         } catch let error as DatabaseError {
             throw CopyRefused("\(backup) is not a SQLite database: \(error.message ?? "\(error.resultCode)")")
         }
         try createPrivateFile(path)
         do {
-            let target = try DatabaseQueue(path: path)
-            try source.backup(to: target)
-            try target.close()
+            try await BlockingWork.run {
+                let target = try DatabaseQueue(path: path)
+                try source.backup(to: target)
+                try target.close()
+            }
         } catch {
             try? FileManager.default.removeItem(atPath: path)
             throw error

@@ -23,7 +23,13 @@ package final class SQLiteStore: RelayStore {
     /// `-wal` and `-shm` files are the owner's alone (0600): they hold full push tokens. SQLite
     /// gives the last two the database file's mode, so an empty file made 0600 comes first, and
     /// files made by an older release are tightened.
-    package init(path: String) throws {
+    ///
+    /// Opening waits for SQLite's locks (up to the busy timeout) on a thread of its own.
+    package static func open(path: String) async throws -> SQLiteStore {
+        try await BlockingWork.run { try SQLiteStore(path: path) }
+    }
+
+    private init(path: String) throws {
         let manager = FileManager.default
         if !manager.fileExists(atPath: path) {
             guard manager.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
@@ -97,7 +103,10 @@ package final class SQLiteStore: RelayStore {
         }
         let ready = migrator
         let before = try await pool.read { try ready.appliedIdentifiers($0) }
-        try ready.migrate(pool)
+        // On the writer's queue, never on the caller's thread (see `BlockingWork`).
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            ready.asyncMigrate(pool) { result in continuation.resume(with: result.map { _ in () }) }
+        }
         return SQLiteMigrations.all.map(\.name).filter { !before.contains($0) }
     }
 }
