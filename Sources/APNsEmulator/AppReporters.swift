@@ -50,6 +50,8 @@ public final class AppReporters: Sendable {
         var reporter: LiveRelayReporter
         /// The device's iOS when the app launched.
         var systemVersion: String?
+        /// The app's environment when it launched (a launch before the install takes sandbox's).
+        var environment: LiveRelayKit.APNsEnvironment
         var sending: Task<Void, Never>
     }
 
@@ -123,18 +125,20 @@ public final class AppReporters: Sendable {
                 await old.sending.value
             }
             guard let target else { return }
-            let version = systemVersion(key)
-            let reporter = makeReporter(key, target, systemVersion: version)
+            let (version, environment) = (systemVersion(key), environment(key))
+            let reporter = makeReporter(key, target, systemVersion: version, environment: environment)
             running.withLock {
-                $0[key] = Running(target: target, reporter: reporter, systemVersion: version, sending: Task { await reporter.run() })
+                $0[key] = Running(
+                    target: target, reporter: reporter, systemVersion: version, environment: environment, sending: Task { await reporter.run() })
             }
             for observation in launchObservations(key, target) { await reporter.observe(observation) }
         case .event(let event):
             let key = AppKey(deviceID: event.deviceID, bundleID: event.bundleID)
             guard let app = running.withLock({ $0[key] }) else { return }
             if case .tokenIssued(_, _, .pushToStart, _) = event.event {
-                // Updating iOS restarts the device, and the app with it, on its new version.
-                if app.systemVersion != systemVersion(key) {
+                // Updating iOS restarts the device, and the app with it, on its new version; an app
+                // launched (reporting set up) before it was installed starts again as installed.
+                if app.systemVersion != systemVersion(key) || app.environment != environment(key) {
                     await handle(.launch(key, app.target))
                     return
                 }
@@ -147,9 +151,14 @@ public final class AppReporters: Sendable {
 
     private func systemVersion(_ key: AppKey) -> String? { (try? fleet.device(key.deviceID).systemVersion)?.description }
 
-    private func makeReporter(_ key: AppKey, _ target: AppReporting, systemVersion: String?) -> LiveRelayReporter {
-        let app = try? fleet.device(key.deviceID).apps[key.bundleID]
-        let environment: LiveRelayKit.APNsEnvironment = app?.environment == .production ? .production : .sandbox
+    /// The installed app's environment (sandbox's while it is not installed).
+    private func environment(_ key: AppKey) -> LiveRelayKit.APNsEnvironment {
+        (try? fleet.device(key.deviceID).apps[key.bundleID])??.environment == .production ? .production : .sandbox
+    }
+
+    private func makeReporter(
+        _ key: AppKey, _ target: AppReporting, systemVersion: String?, environment: LiveRelayKit.APNsEnvironment
+    ) -> LiveRelayReporter {
         let server = URL(string: target.url) ?? URL(fileURLWithPath: "/")
         let storage: any ReportStorage
         // A backlog per server: what one server heard says nothing of another.

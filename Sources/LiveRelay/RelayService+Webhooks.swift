@@ -5,6 +5,8 @@ import LiveRelayStore
 import Logging
 import NIOCore
 import NIOHTTP1
+import NIOPosix
+import Synchronization
 
 /// What a backend asks of an endpoint (`POST /v1/webhooks`).
 package struct WebhookRegistration: Sendable, Hashable {
@@ -132,7 +134,8 @@ extension RelayService {
     }
 
     private func checkWebhook(url: String, description: String?) throws {
-        if let refusal = configuration.webhooks.addresses.refusal(ofURL: url) { throw RelayError.invalid("url", refusal) }
+        let ownPorts = ownLoopbackPorts.withLock { $0 }
+        if let refusal = configuration.webhooks.addresses.refusal(ofURL: url, ownPorts: ownPorts) { throw RelayError.invalid("url", refusal) }
         if let description, description.count > 500 { throw RelayError.invalid("description", "must be at most 500 characters") }
     }
 
@@ -145,11 +148,11 @@ extension RelayService {
 
     /// Claims the deliveries due, posts them at once, and records what became of them; returns
     /// how many were claimed (tests: the sender overlaps these steps).
-    package func postDueWebhooks(using client: HTTPClient) async throws -> Int {
+    package func postDueWebhooks() async throws -> Int {
         let claimed = try await claimDueWebhooks(limit: configuration.webhooks.batchSize)
         guard !claimed.isEmpty else { return 0 }
         let attempts = await withTaskGroup(of: (ClaimedWebhookDelivery, WebhookAttempt).self) { group in
-            for delivery in claimed { group.addTask { (delivery, await self.post(delivery, using: client)) } }
+            for delivery in claimed { group.addTask { (delivery, await self.post(delivery)) } }
             var attempts: [(ClaimedWebhookDelivery, WebhookAttempt)] = []
             for await attempt in group { attempts.append(attempt) }
             return attempts
@@ -191,8 +194,12 @@ extension RelayService {
     }
 
     /// One attempt to post a delivery's event: signed, within the attempt's timeout, never
-    /// following a redirect, and only to an address allowed once its name is resolved.
-    func post(_ delivery: ClaimedWebhookDelivery, using client: HTTPClient) async -> WebhookAttempt {
+    /// following a redirect, and only to an address allowed: the URL is read again, its host
+    /// resolved once and every address checked, and the attempt connects to the checked address
+    /// on a connection of its own (the name keeps the `Host` header and TLS's server name). A
+    /// name that resolves elsewhere a moment later, or a connection kept from an earlier check,
+    /// can never carry a post to an address that was not checked.
+    func post(_ delivery: ClaimedWebhookDelivery) async -> WebhookAttempt {
         let rules = configuration.webhooks
         let at = now()
         let started = ContinuousClock.now
@@ -203,12 +210,19 @@ extension RelayService {
                 latencyMilliseconds: Int(elapsed.milliseconds),
                 excerpt: excerpt)
         }
-        guard let url = URLComponents(string: delivery.url), let host = url.host,
-            let secret = (try? masterKey.open(delivery.secret, for: delivery.endpointID)).flatMap(WebhookSecret.init)
-        else {
-            return attempt(error: "the endpoint's URL or secret cannot be read")
+        let target: WebhookTarget
+        switch WebhookTarget.parse(delivery.url) {
+        case .success(let parsed): target = parsed
+        case .failure(let refusal): return attempt(error: "refused: the URL \(refusal.reason)")
         }
-        if let refusal = await rules.addresses.refusal(ofResolvedHost: host) { return attempt(error: "refused: \(refusal)") }
+        guard let secret = (try? masterKey.open(delivery.secret, for: delivery.endpointID)).flatMap(WebhookSecret.init) else {
+            return attempt(error: "the endpoint's secret cannot be read")
+        }
+        let address: [UInt8]
+        switch await rules.addresses.address(of: target, ownPorts: ownLoopbackPorts.withLock { $0 }) {
+        case .success(let checked): address = checked
+        case .failure(let refusal): return attempt(error: "refused: \(refusal.reason)")
+        }
         let body = delivery.event.json.serialized
         // The receiver checks the timestamp against its own clock: the real time, whatever the
         // service's clock says.
@@ -221,29 +235,38 @@ extension RelayService {
         request.headers.add(name: "webhook-timestamp", value: String(timestamp))
         request.headers.add(name: "webhook-signature", value: secret.signature(id: delivery.event.id, timestamp: timestamp, body: body))
         request.body = .bytes(ByteBuffer(bytes: body))
-        do {
-            let response = try await client.execute(request, timeout: .milliseconds(Int64(rules.attemptTimeout * 1000)))
-            let status = Int(response.status.code)
-            var excerpt = ByteBuffer()
-            for try await part in response.body {
-                var part = part
-                excerpt.writeBuffer(&part)
-                if excerpt.readableBytes >= rules.excerptLength * 4 { break }
+        let client = HTTPClient(
+            eventLoopGroupProvider: .shared(MultiThreadedEventLoopGroup.singleton),
+            configuration: rules.clientConfiguration(connectingTo: address, for: target))
+        func exchange() async -> WebhookAttempt {
+            do {
+                let response = try await client.execute(request, timeout: .milliseconds(Int64(rules.attemptTimeout * 1000)))
+                let status = Int(response.status.code)
+                var excerpt = ByteBuffer()
+                for try await part in response.body {
+                    var part = part
+                    excerpt.writeBuffer(&part)
+                    if excerpt.readableBytes >= rules.excerptLength * 4 { break }
+                }
+                let text = String(decoding: excerpt.readableBytesView, as: UTF8.self).prefix(rules.excerptLength)
+                let kept = text.isEmpty ? nil : String(text)
+                switch status {
+                case 200..<300: return attempt(status: status, error: nil, excerpt: kept)
+                case 300..<400:
+                    let location = response.headers.first(name: "location").map { " to \($0.prefix(200))" } ?? ""
+                    return attempt(status: status, error: "HTTP \(status): a redirect\(location), not followed", excerpt: kept)
+                default: return attempt(status: status, error: "HTTP \(status)", excerpt: kept)
+                }
+            } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
+                return attempt(error: "no answer within \(Int(rules.attemptTimeout)) s")
+            } catch {
+                return attempt(error: Self.describe(error))
             }
-            let text = String(decoding: excerpt.readableBytesView, as: UTF8.self).prefix(rules.excerptLength)
-            let kept = text.isEmpty ? nil : String(text)
-            switch status {
-            case 200..<300: return attempt(status: status, error: nil, excerpt: kept)
-            case 300..<400:
-                let location = response.headers.first(name: "location").map { " to \($0.prefix(200))" } ?? ""
-                return attempt(status: status, error: "HTTP \(status): a redirect\(location), not followed", excerpt: kept)
-            default: return attempt(status: status, error: "HTTP \(status)", excerpt: kept)
-            }
-        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
-            return attempt(error: "no answer within \(Int(rules.attemptTimeout)) s")
-        } catch {
-            return attempt(error: Self.describe(error))
         }
+        let outcome = await exchange()
+        // Its one connection closes with it.
+        try? await client.shutdown()
+        return outcome
     }
 
     /// A failed connection in a few words, for people.

@@ -46,6 +46,14 @@ package final class RelayService: Sendable {
     let webhookBook = StoreCache<Bool> { store in try await store.webhookEndpoints(app: nil).contains(where: \.enabled) }
     /// Wakes the webhook sender when something changed that may have written an event.
     let webhookSignal = OutboxSignal()
+    /// Ports this process listens on at loopback without a key (the built-in emulator's control
+    /// API): never an endpoint's, whatever `--webhook-addresses` allows.
+    let ownLoopbackPorts = Mutex<Set<Int>>([])
+
+    /// Marks a port this process listens on at loopback without a key as never a webhook's.
+    package func keepWebhooksOff(loopbackPort port: Int) {
+        ownLoopbackPorts.withLock { _ = $0.insert(port) }
+    }
     /// Up to when the ticker has looked for push-to-starts no device confirmed (nil: not yet).
     let startsCheckedUntil = Mutex<Date?>(nil)
     /// When retention runs next on this instance (nil: at its first tick as the ticker's holder).

@@ -9,10 +9,11 @@ import NIOPosix
 
 /// Which addresses webhook endpoints may have. A server that posts wherever a key holder says
 /// could be made to reach what only it can reach (a cloud's metadata service, a database on its
-/// network): by default only public addresses, checked when an endpoint is saved and again, as
-/// its name resolves then, before every attempt.
+/// network): by default only public addresses, checked when an endpoint is saved and again before
+/// every attempt, on the address the attempt then connects to.
 package enum WebhookAddresses: String, Sendable, Hashable, CaseIterable {
-    /// Public addresses only: not loopback, private, link-local, shared, reserved or multicast.
+    /// Public addresses only: not loopback, private, link-local, shared, reserved, multicast, or
+    /// an IPv6 transition or reserved range.
     case `public`
     /// Public addresses and loopback (the demo's, and tests': a receiver on the same machine).
     case loopback
@@ -34,19 +35,24 @@ package enum WebhookAddresses: String, Sendable, Hashable, CaseIterable {
         }
     }
 
-    /// Checks an endpoint's address as given: a URL of `http` or `https` with a host, without
-    /// credentials; a host that is an IP or `localhost` must be allowed. The reason, if refused.
-    package func refusal(ofURL text: String) -> String? {
-        guard text.utf8.count <= 2048 else { return "must be at most 2048 bytes" }
-        guard let url = URLComponents(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme) else {
-            return "must be an http:// or https:// URL"
+    /// Checks an endpoint's address as given (`WebhookTarget`); a host that is an IP or
+    /// `localhost` must be allowed, and must not be one of this server's own listeners. The reason,
+    /// if refused.
+    package func refusal(ofURL text: String, ownPorts: Set<Int> = []) -> String? {
+        let target: WebhookTarget
+        switch WebhookTarget.parse(text) {
+        case .success(let parsed): target = parsed
+        case .failure(let refusal): return refusal.reason
         }
-        guard let host = url.host, !host.isEmpty else { return "must name a host" }
-        guard url.user == nil, url.password == nil else { return "must not carry a user or password" }
-        let kind = Self.kind(ofHost: host)
-        guard let kind, !allows(kind) else { return nil }
-        return "\(host) is a \(kind == .loopback ? "loopback" : "private") address: this server posts only to \(allowedText)"
+        guard let kind = Self.kind(ofHost: target.host) else { return nil }
+        if kind == .loopback, ownPorts.contains(target.port) { return Self.ownListener(target) }
+        guard !allows(kind) else { return nil }
+        return "\(target.host) is a \(kind == .loopback ? "loopback" : "private") address: this server posts only to \(allowedText)"
             + " (serve --webhook-addresses)"
+    }
+
+    static func ownListener(_ target: WebhookTarget) -> String {
+        "port \(target.port) on loopback is this server's own (its emulator's control API): an endpoint cannot be one"
     }
 
     /// What this allows, for messages.
@@ -58,20 +64,24 @@ package enum WebhookAddresses: String, Sendable, Hashable, CaseIterable {
         }
     }
 
-    /// The reason an attempt to `host` is refused, once its name is resolved; nil when every
-    /// address it resolves to is allowed (or it resolves to none, which the attempt then reports).
-    package func refusal(ofResolvedHost host: String) async -> String? {
-        if self == .any { return nil }
-        let bare = Self.bare(host)
-        let addresses = await Self.resolve(bare)
+    /// The address an attempt to `target` connects to: its host resolved once, every address it
+    /// resolves to checked, and the first of them (the attempt connects to it, and to nothing the
+    /// name might resolve to a moment later); or why there is none.
+    package func address(of target: WebhookTarget, ownPorts: Set<Int> = []) async -> Result<[UInt8], WebhookTarget.Refusal> {
+        let addresses = await Self.resolve(target.host)
+        guard let first = addresses.first else { return .failure(.init(reason: "\(target.host) does not resolve")) }
         for address in addresses {
             let kind = Self.kind(ofIP: address) ?? .private
+            if kind == .loopback, ownPorts.contains(target.port) { return .failure(.init(reason: Self.ownListener(target))) }
             if !allows(kind) {
-                return
-                    "\(bare) resolves to \(Self.text(address)), a \(kind == .loopback ? "loopback" : "private") address: this server posts only to \(allowedText) (serve --webhook-addresses)"
+                let named = Self.ip(target.host) == nil ? "\(target.host) resolves to \(Self.text(address)), " : "\(target.host) is "
+                return .failure(
+                    .init(
+                        reason: named + "a \(kind == .loopback ? "loopback" : "private") address: this server posts only to \(allowedText)"
+                            + " (serve --webhook-addresses)"))
             }
         }
-        return nil
+        return .success(first)
     }
 
     // MARK: Addresses
@@ -81,9 +91,11 @@ package enum WebhookAddresses: String, Sendable, Hashable, CaseIterable {
         host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
     }
 
-    /// The kind of a host given as an IP or `localhost`; nil for a name (known once resolved).
+    /// The kind of a host given as an IP or `localhost` (with or without the root's dot); nil for
+    /// a name (known once resolved).
     package static func kind(ofHost host: String) -> Kind? {
-        let bare = bare(host).lowercased()
+        var bare = bare(host).lowercased()
+        if bare.hasSuffix(".") { bare.removeLast() }
         if bare == "localhost" || bare.hasSuffix(".localhost") { return .loopback }
         return ip(bare).flatMap(kind(ofIP:))
     }
@@ -115,12 +127,31 @@ package enum WebhookAddresses: String, Sendable, Hashable, CaseIterable {
         if bytes.prefix(12) == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff] || bytes.prefix(12) == [0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0] {
             return kind(ofIPv4: Array(bytes.suffix(4)))
         }
-        if bytes.allSatisfy({ $0 == 0 }) { return .private }  // ::
-        if bytes[0] & 0xfe == 0xfc { return .private }  // fc00::/7, unique local
-        if bytes[0] == 0xfe && bytes[1] & 0xc0 == 0x80 { return .private }  // fe80::/10, link-local
-        if bytes[0] == 0xff { return .private }  // multicast
-        if bytes[0] == 0x20 && bytes[1] == 0x01 && bytes[2] == 0x0d && bytes[3] == 0xb8 { return .private }  // 2001:db8::/32, documentation
+        // ::/96 (IPv4-compatible, ::, and with it), ::ffff:0:0:0/96 (IPv4-translated): never a public host.
+        if bytes.prefix(12).allSatisfy({ $0 == 0 }) || bytes.prefix(12) == [0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0] { return .private }
+        // swift-format-ignore
+        let prefixes: [(bytes: [UInt8], bits: Int)] = [
+            ([0xfc], 7),                               // unique local
+            ([0xfe, 0x80], 10),                        // link-local
+            ([0xfe, 0xc0], 10),                        // site-local (deprecated)
+            ([0xff], 8),                               // multicast
+            ([0x20, 0x01, 0x0d, 0xb8], 32),            // documentation
+            ([0x20, 0x01, 0x00, 0x00], 23),            // IETF protocol assignments (Teredo among them)
+            ([0x20, 0x02], 16),                        // 6to4: an IPv4 address inside, relayed
+            ([0x00, 0x64, 0xff, 0x9b, 0x00, 0x01], 48), // local-use IPv4/IPv6 translation
+            ([0x01, 0x00, 0, 0, 0, 0, 0, 0], 64),      // discard-only
+        ]
+        for prefix in prefixes where Self.bytes(bytes, start: prefix.bytes, bits: prefix.bits) { return .private }
         return .public
+    }
+
+    /// Whether the first `bits` of `address` are those of `start`.
+    static func bytes(_ address: [UInt8], start: [UInt8], bits: Int) -> Bool {
+        for bit in 0..<bits {
+            let mask = UInt8(0x80) >> UInt8(bit % 8)
+            if address[bit / 8] & mask != start[bit / 8] & mask { return false }
+        }
+        return true
     }
 
     static func kind(ofIPv4 b: [UInt8]) -> Kind {
@@ -130,15 +161,21 @@ package enum WebhookAddresses: String, Sendable, Hashable, CaseIterable {
         case (172, 16...31), (100, 64...127), (198, 18...19): .private  // private, shared (CGNAT), benchmarking
         case (192, 0) where b[2] == 0 || b[2] == 2: .private  // IETF protocol assignments, documentation
         case (198, 51) where b[2] == 100, (203, 0) where b[2] == 113: .private  // documentation
+        case (192, 88) where b[2] == 99: .private  // 6to4 relays (deprecated)
         case (224...255, _): .private  // multicast, reserved
         default: .public
         }
     }
 
+    /// Tests: a resolver of names in place of the system's (for a name that resolves elsewhere
+    /// each time it is asked).
+    @TaskLocal package static var resolver: (@Sendable (String) async -> [[UInt8]])?
+
     /// The addresses `host` resolves to now (none when it does not resolve), asked of the system's
     /// resolver on NIO's thread pool: `getaddrinfo` blocks.
     static func resolve(_ host: String) async -> [[UInt8]] {
         if let literal = ip(host) { return [literal] }
+        if let resolver { return await resolver(host) }
         return
             (try? await NIOThreadPool.singleton.runIfActive { () -> [[UInt8]] in
                 var hints = addrinfo()

@@ -1,6 +1,8 @@
+import AsyncHTTPClient
 import Crypto
 import Foundation
 import LiveRelayStore
+import NIOCore
 
 /// How events are posted to webhook endpoints: every decision of when to try again, when to give
 /// up and when to disable an endpoint, made here as values (`WebhookRulesTests`).
@@ -52,6 +54,19 @@ package struct WebhookRules: Sendable, Hashable {
         guard attempts < retryDelays.count else { return .gaveUp(attempt) }
         let delay = retryDelays[attempts] * (1 + jitter * (2 * random - 1))
         return .retry(attempt, at: attempt.at + delay)
+    }
+
+    /// The HTTP client of one attempt to `target`: connecting to `address`, the one checked, never
+    /// following a redirect, each phase within its time.
+    package func clientConfiguration(connectingTo address: [UInt8], for target: WebhookTarget) -> HTTPClient.Configuration {
+        var configuration = HTTPClient.Configuration(
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: .milliseconds(Int64(connectTimeout * 1000)), read: .milliseconds(Int64(attemptTimeout * 1000))))
+        configuration.httpVersion = .automatic
+        configuration.decompression = .disabled
+        // A name connects to the address checked; the name stays the Host header and TLS's server name.
+        if WebhookAddresses.ip(target.host) == nil { configuration.dnsOverride = [target.host: WebhookAddresses.text(address)] }
+        return configuration
     }
 
     /// Endpoints failing since before this, at `now`, are disabled.

@@ -10,27 +10,16 @@ import Synchronization
 /// Posts the events to the webhook endpoints: woken by every change this process makes, by each
 /// post that ends, and once a second for what other instances wrote and for retries come due;
 /// rests while no endpoint is enabled. Posts overlap: a slow endpoint holds only its own posts
-/// (up to the attempt's timeout), never the others', and room is claimed as posts end. Its HTTP
-/// client never follows a redirect.
+/// (up to the attempt's timeout), never the others', and room is claimed as posts end. Each post
+/// has a connection of its own (`RelayService.post`).
 package final class WebhookSender: Service {
     let relay: RelayService
-    let client: HTTPClient
     /// Attempts ended and not recorded yet.
     private let ended = Mutex<[(ClaimedWebhookDelivery, WebhookAttempt)]>([])
     private let posting = Atomic<Int>(0)
 
     package init(relay: RelayService) {
         self.relay = relay
-        var configuration = HTTPClient.Configuration(
-            redirectConfiguration: .disallow,
-            timeout: .init(
-                connect: .milliseconds(Int64(relay.configuration.webhooks.connectTimeout * 1000)),
-                read: .milliseconds(Int64(relay.configuration.webhooks.attemptTimeout * 1000))))
-        configuration.httpVersion = .automatic
-        configuration.decompression = .disabled
-        // Posts of different keys go at once: more than the client's 8 connections to one host.
-        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 32)
-        client = HTTPClient(eventLoopGroupProvider: .shared(MultiThreadedEventLoopGroup.singleton), configuration: configuration)
     }
 
     package func run() async throws {
@@ -53,7 +42,7 @@ package final class WebhookSender: Service {
                         for delivery in claimed {
                             posting.add(1, ordering: .relaxed)
                             posts.addTask { [self] in
-                                let attempt = await relay.post(delivery, using: client)
+                                let attempt = await relay.post(delivery)
                                 ended.withLock { $0.append((delivery, attempt)) }
                                 posting.subtract(1, ordering: .relaxed)
                                 relay.webhookSignal.signal()
@@ -81,14 +70,10 @@ package final class WebhookSender: Service {
             // alone on its store frees them), and they are posted again with the same event ids.
             posts.cancelAll()
         }
-        try? await client.shutdown()
     }
 
     /// Tests: posts everything due now, until nothing is.
     package func drain() async throws {
-        while try await relay.postDueWebhooks(using: client) > 0 {}
+        while try await relay.postDueWebhooks() > 0 {}
     }
-
-    /// Tests: stops the HTTP client (`run` does so itself when it ends).
-    package func shutdown() async throws { try await client.shutdown() }
 }

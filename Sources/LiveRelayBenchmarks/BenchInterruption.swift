@@ -7,8 +7,8 @@ import Synchronization
 #endif
 
 /// What a benchmark leaves behind if it is interrupted (SIGINT, Ctrl-C, or SIGTERM): the processes
-/// it started (servers, endpoints) get SIGTERM, and its scratch folders are removed before it
-/// exits, so that no server keeps running, holding its port and data.
+/// it started (servers, endpoints) are killed, and its scratch folders are removed once they are
+/// gone, before it exits, so that no server keeps running, holding its port and data.
 enum BenchInterruption {
     private static let running = Mutex<Set<pid_t>>([])
     private static let scratch = Mutex<[URL]>([])
@@ -45,13 +45,17 @@ enum BenchInterruption {
         }
     }
 
-    /// Sends the children SIGTERM (each stops gracefully by itself) and exits at once, before the
-    /// benchmark could take their end for a failure of its own.
+    /// Kills the children, removes the folders and exits at once, before the benchmark could take
+    /// the children's end for a failure of its own.
     private static func stopAll(andExitFor signalNumber: Int32) {
         let pids = running.withLock { $0 }
         FileHandle.standardError.write(Data("interrupted: stopping the \(pids.count) process(es) this benchmark started\n".utf8))
-        for pid in pids { kill(pid, SIGTERM) }
-        // Open files of a server still stopping stay readable to it once unlinked.
+        // SIGKILL, not SIGTERM: a server stopping gracefully writes its last state into the scratch
+        // folder, and one still starting makes the folder again, both after it was removed (a
+        // folder was left behind). A killed server loses nothing: its database survives a kill.
+        for pid in pids { kill(pid, SIGKILL) }
+        var status: Int32 = 0
+        for pid in pids { _ = waitpid(pid, &status, 0) }
         for folder in scratch.withLock({ $0 }) { try? FileManager.default.removeItem(at: folder) }
         exit(128 + signalNumber)
     }

@@ -46,6 +46,12 @@ func fuzzOneInput(_ bytes: UnsafeRawBufferPointer) {
         for addresses in WebhookAddresses.allCases { _ = addresses.refusal(ofURL: body.registration.url) }
         _ = WebhookAddresses.kind(ofHost: body.registration.url)
     }
+    // The input itself as an endpoint's URL: what is accepted can be connected to (a port out of
+    // range trapped in the network code).
+    if case .success(let target) = WebhookTarget.parse(String(decoding: input, as: UTF8.self)) {
+        precondition((1...65_535).contains(target.port) && !target.host.isEmpty, "an endpoint's URL accepted that cannot be posted to")
+        _ = WebhookAddresses.kind(ofHost: target.host)
+    }
 }
 
 /// The contract checks decide as `JSONDecoder` (`DecoderVerdicts`): the input as a text for each

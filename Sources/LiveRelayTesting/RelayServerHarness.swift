@@ -193,7 +193,6 @@ package func withRelayHarness(
             // NIOAsyncWriter without calling finish()", swift-nio issue 3481); it crashed a run.
             await group.triggerGracefulShutdown()
             try? await tasks.waitForAll()
-            try? await server.webhooks.shutdown()
             if let failure {
                 await apns.shutdown()
                 await emulator.shutdown()

@@ -258,6 +258,8 @@ struct Serve: AsyncParsableCommand {
                 services.append(
                     .init(
                         service: emulator.controlApplication(port: 0, timeouts: timeouts, templates: drawing, logger: logger) { port in
+                            // It takes no key on loopback: never a webhook's target.
+                            server.relay.keepWebhooksOff(loopbackPort: port)
                             await announce.controlRunning(port: port)
                         }))
             }

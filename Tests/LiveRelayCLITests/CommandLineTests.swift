@@ -480,8 +480,8 @@ let token = String(repeating: "ab", count: 80)
         bench.send(SIGINT)
         let status = try await withDeadline(.seconds(20)) { await bench.exitCode() }
         #expect(status == 128 + SIGINT)
-        // Within the time a server takes to stop gracefully (without this, one kept running until
-        // it next wrote to the pipe the benchmark had held).
+        // At once (without this, one kept running until it next wrote to the pipe the benchmark had
+        // held; stopped gracefully, one made its data folder again as it stopped).
         try await withDeadline(.seconds(5)) {
             try await eventually(every: .milliseconds(50)) { started.allSatisfy { Self.processState($0).map { $0.state == "Z" } ?? true } }
         }

@@ -68,7 +68,7 @@ import Testing
         for (host, kind) in cases { #expect(WebhookAddresses.kind(ofHost: host) == kind, "\(host)") }
     }
 
-    @Test func anEndpointsAddressIsRefusedUnlessAllowed() async {
+    @Test func anEndpointsAddressIsRefusedUnlessAllowed() async throws {
         #expect(WebhookAddresses.public.refusal(ofURL: "https://hooks.example.com/liverelay") == nil)
         #expect(WebhookAddresses.public.refusal(ofURL: "http://127.0.0.1:9000/hooks")?.contains("loopback") == true)
         #expect(WebhookAddresses.public.refusal(ofURL: "http://169.254.169.254/latest/meta-data")?.contains("private") == true)
@@ -80,7 +80,70 @@ import Testing
         }
         #expect(WebhookAddresses.any.refusal(ofURL: "https://hooks.example.com/" + String(repeating: "a", count: 2100)) != nil)
         // A name is checked as it resolves, before each attempt (every system resolves localhost).
-        #expect(await WebhookAddresses.public.refusal(ofResolvedHost: "localhost")?.contains("loopback") == true)
-        #expect(await WebhookAddresses.loopback.refusal(ofResolvedHost: "localhost") == nil)
+        let localhost = try #require(try? WebhookTarget.parse("http://localhost:9000/hooks").get())
+        #expect(await WebhookAddresses.public.address(of: localhost).failure?.reason.contains("loopback") == true)
+        let resolved = try #require(await WebhookAddresses.loopback.address(of: localhost).success)
+        #expect(WebhookAddresses.kind(ofIP: resolved) == .loopback)
     }
+
+    /// A URL that the network code cannot take is refused when it is saved, and again before
+    /// each attempt: a port out of range once trapped in it, at every restart.
+    @Test(arguments: [
+        "http://127.0.0.1:99999/", "http://[::1]:70000/", "https://8.8.8.8:65536/hooks", "http://hooks.example.com:0/",
+        "https://hooks.example.com:99999999999999999999/",
+    ])
+    func aPortOutsideOneTo65535IsRefused(url: String) {
+        for addresses in WebhookAddresses.allCases { #expect(addresses.refusal(ofURL: url) != nil, "\(url)") }
+        #expect(WebhookTarget.parse(url).failure != nil)
+        #expect(WebhookTarget.parse("http://hooks.example.com:65535/").success?.port == 65535)
+        #expect(WebhookTarget.parse("https://hooks.example.com/").success?.port == 443)
+    }
+
+    @Test(arguments: [
+        "https://hooks.example.com/a\u{0}b", "https://hooks.example.com/a\r\nX-Injected: 1", "https://hooks.example.com/a b",
+        "https://hooks.example.com/\t", "https://hooks.example.com/\u{7F}", "https://hooks.example.com/\u{85}",
+    ])
+    func controlCharactersAndSpacesAreRefused(url: String) {
+        #expect(WebhookAddresses.any.refusal(ofURL: url)?.contains("control characters") == true, "\(url.debugDescription)")
+    }
+
+    /// What the system's resolver reads as an address is judged as one, when it is saved.
+    @Test func looseIPv4FormsAndTheRootsDotAreJudgedAtSave() {
+        for loose in ["http://2130706433/", "http://0x7f000001/", "http://127.1/", "http://0/", "http://017700000001/"] {
+            #expect(WebhookAddresses.any.refusal(ofURL: loose)?.contains("four decimal numbers") == true, "\(loose)")
+        }
+        #expect(WebhookAddresses.public.refusal(ofURL: "http://localhost./hooks")?.contains("loopback") == true)
+        #expect(WebhookAddresses.public.refusal(ofURL: "http://LOCALHOST.:8080/")?.contains("loopback") == true)
+        #expect(WebhookAddresses.public.refusal(ofURL: "https://hooks.example.com./x") == nil)
+        #expect(WebhookAddresses.public.refusal(ofURL: "https://1st.example.com/x") == nil)
+    }
+
+    /// IPv6's transition and reserved ranges, and 6to4's IPv4 relays, are not public hosts.
+    @Test(arguments: [
+        "::7f00:1", "::a00:1", "::ffff:0:7f00:1", "2002:7f00:1::1", "2002:808:808::1", "64:ff9b:1::a00:1", "fec0::1", "100::1",
+        "2001::1", "2001:0:4136:e378::1", "2001:1ff::1", "192.88.99.1",
+    ])
+    func transitionAndReservedRangesAreNotPublic(host: String) {
+        #expect(WebhookAddresses.kind(ofHost: host) == .private, "\(host)")
+    }
+
+    @Test func publicIPv6AddressesNearTheReservedRangesStayPublic() {
+        for host in ["2606:4700::1111", "2001:4860:4860::8888", "2001:200::1", "2003::1", "64:ff9b::808:808", "101::1", "192.88.98.1"] {
+            #expect(WebhookAddresses.kind(ofHost: host) == .public, "\(host)")
+        }
+    }
+
+    /// The built-in emulator's control API takes no key on loopback: never an endpoint.
+    @Test func thisServersOwnLoopbackListenersAreNeverEndpoints() async throws {
+        #expect(WebhookAddresses.any.refusal(ofURL: "http://127.0.0.1:5000/devices", ownPorts: [5000])?.contains("own") == true)
+        #expect(WebhookAddresses.loopback.refusal(ofURL: "http://localhost:5000/", ownPorts: [5000])?.contains("own") == true)
+        #expect(WebhookAddresses.loopback.refusal(ofURL: "http://127.0.0.1:5001/", ownPorts: [5000]) == nil)
+        let named = try #require(try? WebhookTarget.parse("http://localhost:5000/").get())
+        #expect(await WebhookAddresses.any.address(of: named, ownPorts: [5000]).failure?.reason.contains("own") == true)
+    }
+}
+
+extension Result {
+    var success: Success? { if case .success(let value) = self { value } else { nil } }
+    var failure: Failure? { if case .failure(let error) = self { error } else { nil } }
 }
