@@ -7,6 +7,15 @@ extension LiveActivityPayload {
         "alert", "attributes-type", "attributes", "input-push-token", "input-push-channel",
     ]
 
+    /// Why a start would never be shown, or nil: one whose stale date is not after the moment it
+    /// starts is created stale and never put on the Lock Screen (spec §14.2.1). APNs answers such a
+    /// start `200`; the server and the command line refuse it.
+    public static func staleOnArrival(staleDate: Date, startsAt: Date) -> String? {
+        guard staleDate <= startsAt else { return nil }
+        return
+            "is \(staleDate.iso8601), not after the start (\(startsAt.iso8601)): the iPhone would create the activity already stale and never show it on the Lock Screen; give a later date, or none"
+    }
+
     /// Checks the rules that make APNs answer 200 and the device then drop the push, or make APNs
     /// refuse it. Size is checked by `encoded(for:)`, on the exact bytes sent.
     public func validate(for destination: Destination) throws(LiveActivityValidationError) {

@@ -11,12 +11,8 @@ enum DeviceForesight {
     /// Screen (§14.2.1); one whose attributes and content state exceed 4 KB is refused by
     /// ActivityKit (`attributesTooLarge`).
     static func checkStart(_ request: StartRequest, startsAt: Date) throws(RelayError) {
-        if let stale = request.staleDate, stale <= startsAt {
-            throw RelayError(
-                .unprocessable, .staleOnArrival,
-                message:
-                    "is \(stale.iso8601), not after the start (\(startsAt.iso8601)): the iPhone would create the activity already stale and never show it on the Lock Screen; give a later date, or none",
-                field: "staleDate")
+        if let stale = request.staleDate, let why = LiveActivityPayload.staleOnArrival(staleDate: stale, startsAt: startsAt) {
+            throw RelayError(.unprocessable, .staleOnArrival, message: why, field: "staleDate")
         }
         let size = ActivityData.size(request.attributes, request.contentState)
         guard size <= ActivityData.limit else {

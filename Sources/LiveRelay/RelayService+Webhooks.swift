@@ -47,17 +47,16 @@ extension RelayService {
     package func createWebhook(app: String, _ registration: WebhookRegistration) async throws -> WebhookEndpointRecord {
         _ = try await self.app(app, field: "bundleID")
         try checkWebhook(url: registration.url, description: registration.description)
-        guard try await store.webhookEndpoints(app: app).count < Self.maximumWebhooksPerApp else {
-            throw RelayError(
-                .conflict, .tooManyWebhooks, message: "an app may have \(Self.maximumWebhooksPerApp) endpoints: delete one first", field: "url")
-        }
         let date = now()
         var endpoint = WebhookEndpointRecord(
             id: NewEvent.newEndpointID(), bundleID: app, url: registration.url, description: registration.description,
             eventTypes: registration.eventTypes, secret: WebhookSecret.generate().text, createdAt: date)
         let secret = endpoint.secret
         endpoint.secret = masterKey.seal(secret, for: endpoint.id)
-        try await store.insertWebhookEndpoint(endpoint)
+        guard try await store.insertWebhookEndpoint(endpoint, limit: Self.maximumWebhooksPerApp) else {
+            throw RelayError(
+                .conflict, .tooManyWebhooks, message: "an app may have \(Self.maximumWebhooksPerApp) endpoints: delete one first", field: "url")
+        }
         endpoint.secret = secret
         webhookBook.invalidate()
         noteChange()

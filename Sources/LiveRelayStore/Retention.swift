@@ -96,11 +96,30 @@ enum RetentionStatements {
         DELETE FROM webhook_deliveries WHERE id IN (
             SELECT id FROM webhook_deliveries WHERE id < ? AND finished_at < ? AND status != 'pending' ORDER BY id LIMIT ?)
         """
-    /// The first event a webhook delivery still waits to post (nil: none waits).
-    static let firstEventWaiting = "SELECT MIN(event_seq) FROM webhook_deliveries WHERE status = 'pending' AND event_seq > 0"
-    static let deleteEvents = """
-        DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE seq < ? AND occurred_at < ? ORDER BY seq LIMIT ?)
+    /// The pending deliveries of disabled endpoints whose events are past the cutoff: they go with
+    /// their events, so that an endpoint disabled for days (by its owner, or after failing) never
+    /// keeps the log; enabled again, it is posted what is still kept (the cutoff).
+    static let deleteWaitingOfDisabled = """
+        DELETE FROM webhook_deliveries
+        WHERE status = 'pending' AND event_seq > 0 AND endpoint_id IN (SELECT id FROM webhook_endpoints WHERE NOT enabled)
+            AND event_seq IN (SELECT seq FROM events WHERE occurred_at < ?)
         """
+    /// Per app, the first event a webhook delivery still waits to post: one app's waits keep only
+    /// its own events.
+    static let firstEventWaitingPerApp = """
+        SELECT w.bundle_id, MIN(d.event_seq) FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
+        WHERE d.status = 'pending' AND d.event_seq > 0 GROUP BY w.bundle_id
+        """
+    /// Events before the boundary and the cutoff, but those an app's endpoint still waits for (the
+    /// boundary, the cutoff, then each waiting app and its first waited event, then the limit).
+    static func deleteEvents(below: Int64, cutoff: Date, waiting: [(app: String, first: Int64)], limit: SQLArgument) -> SQLStatement {
+        let kept = waiting.map { _ in " AND NOT (bundle_id = ? AND seq >= ?)" }.joined()
+        return SQLStatement(
+            text: """
+                DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE seq < ? AND occurred_at < ?\(kept) ORDER BY seq LIMIT ?)
+                """,
+            arguments: [.integer(below), .seconds(cutoff)] + waiting.flatMap { [SQLArgument.text($0.app), .integer($0.first)] } + [limit])
+    }
     static let deleteSchedules = """
         DELETE FROM schedules WHERE id IN (SELECT id FROM schedules WHERE state != 'pending' AND due_at < ? LIMIT ?)
         """

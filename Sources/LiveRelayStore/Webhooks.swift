@@ -119,8 +119,10 @@ package struct ClaimedWebhookDelivery: Sendable, Hashable {
 /// The endpoints, and each event's delivery to each endpoint that wants it: queued from the
 /// event log in its order, posted in order per key, retried, and kept as the endpoint's history.
 package protocol WebhookStore: Sendable {
-    /// Keeps a new endpoint: it is sent the events written from now on.
-    func insertWebhookEndpoint(_ endpoint: WebhookEndpointRecord) async throws
+    /// Keeps a new endpoint, unless its app has `limit` already (false then): it is sent the events
+    /// written from now on. The count and the insert are one step: of creations at once, no more
+    /// than the limit are kept.
+    func insertWebhookEndpoint(_ endpoint: WebhookEndpointRecord, limit: Int) async throws -> Bool
     /// Replaces an endpoint's address, description, types and state (never its secret); false
     /// when there is none with its id.
     func updateWebhookEndpoint(_ endpoint: WebhookEndpointRecord) async throws -> Bool
@@ -207,6 +209,7 @@ enum WebhookStatements {
     static let endpoint = "SELECT \(endpointColumns) FROM webhook_endpoints WHERE id = ?"
     static let allEndpoints = "SELECT \(endpointColumns) FROM webhook_endpoints ORDER BY created_at, id"
     static let appEndpoints = "SELECT \(endpointColumns) FROM webhook_endpoints WHERE bundle_id = ? ORDER BY created_at, id"
+    static let countAppEndpoints = "SELECT count(*) FROM webhook_endpoints WHERE bundle_id = ?"
     static let deleteDeliveries = "DELETE FROM webhook_deliveries WHERE endpoint_id = ?"
     static let deleteEndpoint = "DELETE FROM webhook_endpoints WHERE id = ?"
 

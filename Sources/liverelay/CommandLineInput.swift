@@ -255,11 +255,12 @@ func perform(
     _ request: APNsRequest, connection: ConnectionOptions, dryRun: Bool,
     onSuccess: (APNsRawResponse) -> String = describeAccepted
 ) async throws {
+    // A key file missing or unreadable, like any other input, exits 64 before anything is sent.
     if dryRun {
-        print(request.rendered(in: try connection.resolvedEnvironment()))
+        print(request.rendered(in: try checked { try connection.resolvedEnvironment() }))
         return
     }
-    let configuration = try connection.clientConfiguration()
+    let configuration = try checked { try connection.clientConfiguration() }
     let outcome: Result<APNsRawResponse, any Error> = await withAPNsClientResult(configuration) { client in
         try await client.execute(request)
     }

@@ -22,7 +22,8 @@ struct ContentOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The ContentState as JSON (literal, @file or -), encoded as the app's default JSONEncoder would.", valueName: "json"))
     var contentState: String?
 
-    @Option(help: ArgumentHelp("When the activity turns stale.", valueName: "date"))
+    // A relative date may begin with a minus (-15m): the next word is the value, whatever it looks like.
+    @Option(parsing: .unconditional, help: ArgumentHelp("When the activity turns stale.", valueName: "date"))
     var staleDate: String?
 
     @Option(
@@ -52,6 +53,7 @@ struct ContentOptions: ParsableArguments {
     var sound: String = "default"
 
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp("The push's timestamp; the device ignores pushes not newer than the last it applied. Default: now.", valueName: "date"))
     var timestamp: String?
 
@@ -162,7 +164,9 @@ struct DeviceDeliveryOptions: ParsableArguments {
     @Option(help: ArgumentHelp("10 (now, counts against the budget) or 5 (opportunistic).", valueName: "5|10"))
     var priority: Int = 10
 
-    @Option(help: ArgumentHelp("Until when APNs stores and retries the push, or 0 for one attempt (default: APNs' policy).", valueName: "date|0"))
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("Until when APNs stores and retries the push, or 0 for one attempt (default: APNs' policy).", valueName: "date|0"))
     var expiration: String?
 
     @Option(help: ArgumentHelp("apns-collapse-id, at most 64 bytes.", valueName: "id"))
@@ -233,6 +237,9 @@ extension Push {
 
         func run() async throws {
             try await sendDevicePush(.start, connection: connection, delivery: delivery, content: content) { fields, _ in
+                if let stale = fields.staleDate, let why = LiveActivityPayload.staleOnArrival(staleDate: stale, startsAt: fields.timestamp) {
+                    throw InputError("stale-date: " + why)
+                }
                 fields.attributesType = attributesType
                 fields.attributes = try attributes.map { try readJSONArgument($0, field: "attributes") }
                 if inputPushToken, inputPushChannel != nil {
@@ -264,6 +271,7 @@ extension Push {
         @OptionGroup var content: ContentOptions
 
         @Option(
+            parsing: .unconditional,
             help: ArgumentHelp(
                 "When the ended activity leaves the Lock Screen: a date (at most 4 h away is honoured) or immediate. Default: the system decides (up to 4 h).",
                 valueName: "date|immediate"))
@@ -289,7 +297,9 @@ extension Push {
         @Option(help: ArgumentHelp("update or end.", valueName: "event"))
         var event: String = "update"
 
-        @Option(help: ArgumentHelp("When an ended activity leaves the Lock Screen (end only): a date or immediate.", valueName: "date|immediate"))
+        @Option(
+            parsing: .unconditional,
+            help: ArgumentHelp("When an ended activity leaves the Lock Screen (end only): a date or immediate.", valueName: "date|immediate"))
         var dismissalDate: String?
 
         @Option(help: ArgumentHelp("10, 5 or 1 (required by APNs for broadcasts).", valueName: "1|5|10"))

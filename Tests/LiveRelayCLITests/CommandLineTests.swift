@@ -310,12 +310,38 @@ let token = String(repeating: "ab", count: 80)
             "aps.dismissal-date"
         ),
         (["push", "end", "--payload", #"{"aps":{"event":"update","timestamp":1795000000,"content-state":{}}}"#], "aps.event"),
+        // A start already stale is created stale and never shown: refused as the server refuses it.
+        (
+            [
+                "push", "start", "--content-state", "{}", "--attributes-type", "A", "--attributes", "{}", "--alert-title", "t", "--alert-body", "b",
+                "--stale-date", "-15m",
+            ], "stale-date: is"
+        ),
     ])
     func badInputIsRefusedBeforeSending(arguments: [String], field: String) async throws {
         let result = try await liverelay(arguments + ["--token", token, "--bundle-id", "com.example.app", "--dry-run"])
         #expect(result.status == 64)
         #expect(result.stderr.contains(field), "\(result.stderr)")
         #expect(result.stdout.isEmpty)
+    }
+
+    /// A relative date may be in the past (`--stale-date -15m`): an update may be stale at once,
+    /// and the value is read as a date, not taken for an option.
+    @Test func aDateBeforeNowIsReadAsADate() async throws {
+        let result = try await liverelay([
+            "push", "update", "--token", token, "--bundle-id", "com.example.app", "--dry-run", "--content-state", "{}", "--stale-date", "-15m",
+        ])
+        #expect(result.status == 0 && result.stdout.contains("\"stale-date\":"), "\(result.stderr)")
+    }
+
+    /// A key file missing or unreadable is input like any other: 64, naming the option.
+    @Test func aMissingKeyFileExits64NamingIt() async throws {
+        let missing = TestFiles.path("missing", pathExtension: "p8")
+        let result = try await liverelay([
+            "push", "update", "--token", token, "--bundle-id", "com.example.app", "--content-state", "{}", "--key-file", missing, "--key-id",
+            "KEYID12345", "--team-id", "TEAMID1234",
+        ])
+        #expect(result.status == 64 && result.stderr.contains("key-file: cannot be read at \(missing)"), "\(result.status) \(result.stderr)")
     }
 
     /// `--contract`: what the app's widget would not decode is refused before sending, in the

@@ -69,8 +69,9 @@ struct RetentionStoreTests {
     @Test(arguments: StoreKind.allCases) func eventsGoOnceNoWebhookDeliveryWaitsForThem(kind: StoreKind) async throws {
         try await kind.withStore { subject in
             let store = subject.store
-            try await store.insertWebhookEndpoint(
-                WebhookEndpointRecord(id: "we_1", bundleID: testApp, url: "https://hooks.example.com/1", secret: "whsec_1", createdAt: t0))
+            _ = try await store.insertWebhookEndpoint(
+                WebhookEndpointRecord(id: "we_1", bundleID: testApp, url: "https://hooks.example.com/1", secret: "whsec_1", createdAt: t0),
+                limit: .max)
             try await store.saveActivityToken(activityToken("order-1", "iphone-1", at: t0 + 1), attributesType: deliveryType)
             try await store.saveActivityToken(activityToken("order-2", "iphone-1", at: t0 + 2), attributesType: deliveryType)
             let claimed = try await store.claimWebhookDeliveries(dueBy: t0 + 3, limit: 10, leaseUntil: t0 + 30)
@@ -88,6 +89,40 @@ struct RetentionStoreTests {
             #expect(try await store.webhookDeliveries(endpointID: "we_1", limit: 10).count == 1)
             // Newer than the cutoff, nothing goes.
             #expect(try await batches(store, .events, before: t0, limit: 10).isEmpty)
+        }
+    }
+
+    /// A disabled endpoint keeps no event past its time: its deliveries of them go with them (301
+    /// events survived minutes of pruning behind one). And an app's waits keep only its own
+    /// events, not every app's.
+    @Test(arguments: StoreKind.allCases) func neitherADisabledEndpointNorAnotherAppsWaitKeepsTheLog(kind: StoreKind) async throws {
+        try await kind.withStore { subject in
+            let store = subject.store
+            let other = "com.example.other"
+            for (id, app) in [("we_1", testApp), ("we_2", other)] {
+                _ = try await store.insertWebhookEndpoint(
+                    WebhookEndpointRecord(id: id, bundleID: app, url: "https://hooks.example.com/\(id)", secret: "whsec_1", createdAt: t0),
+                    limit: .max)
+            }
+            try await store.saveActivityToken(activityToken("order-1", "iphone-1", at: t0 + 1), attributesType: deliveryType)
+            try await store.saveActivityToken(activityToken("order-9", "iphone-9", at: t0 + 2, app: other), attributesType: deliveryType)
+            #expect(try await store.claimWebhookDeliveries(dueBy: t0 + 3, limit: 10, leaseUntil: t0 + 30).count == 2)
+            var disabled = try #require(try await store.webhookEndpoint(id: "we_1"))
+            disabled.enabled = false
+            disabled.disabledReason = "disabled by its owner"
+            #expect(try await store.updateWebhookEndpoint(disabled))
+
+            let cutoff = t0 + 30 * day
+            #expect(try await batches(store, .events, before: cutoff, limit: 10) == [["events": 1, "webhook_deliveries": 1]])
+            #expect(try await store.events(EventQuery(bundleID: testApp)).isEmpty)
+            #expect(try await store.events(EventQuery(bundleID: other)).map(\.key) == ["order-9"])
+            #expect(try await store.webhookDeliveries(endpointID: "we_1", limit: 10).isEmpty)
+            #expect(try await store.webhookDeliveries(endpointID: "we_2", limit: 10).first?.status == .pending)
+
+            // Enabled again, it is posted what is still kept, and nothing of what went.
+            disabled.enabled = true
+            #expect(try await store.updateWebhookEndpoint(disabled))
+            #expect(try await store.claimWebhookDeliveries(dueBy: cutoff + 60, limit: 10, leaseUntil: cutoff + 90).map(\.endpointID) == ["we_2"])
         }
     }
 

@@ -23,13 +23,29 @@ struct WebhookStoreTests {
         claimed.map { "\($0.endpointID) \($0.event.type.rawValue) \($0.event.key) \($0.event.deviceID ?? "-")" }.sorted()
     }
 
+    /// An app's endpoints are limited: of many creations at once, no more than the limit are kept
+    /// (a count then an insert kept 24 of 60 under a limit of 20), and another app's are not counted.
+    @Test(arguments: StoreKind.allCases) func manyEndpointsMadeAtOnceKeepNoMoreThanTheLimit(kind: StoreKind) async throws {
+        try await kind.withStore { subject in
+            let store = subject.store
+            _ = try await store.insertWebhookEndpoint(endpoint("we_other", app: "com.example.other"), limit: 1)
+            let kept = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for index in 0..<60 { group.addTask { try await store.insertWebhookEndpoint(endpoint("we_\(index)"), limit: 20) } }
+                return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            #expect(kept == 20)
+            #expect(try await store.webhookEndpoints(app: testApp).count == 20)
+            #expect(try await store.webhookEndpoints(app: "com.example.other").count == 1)
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func anEndpointIsSentItsAppsEventsOfItsTypesFromItsCreationInOrderPerKey(kind: StoreKind) async throws {
         try await kind.withStore { subject in
             let store = subject.store
             try await store.saveActivityToken(activityToken("before", "iphone-1"), attributesType: deliveryType)
-            try await store.insertWebhookEndpoint(endpoint("we_all", at: t0 + 1))
-            try await store.insertWebhookEndpoint(endpoint("we_ends", types: [.activityEnded], at: t0 + 1))
-            try await store.insertWebhookEndpoint(endpoint("we_other", app: "com.example.other", at: t0 + 1))
+            _ = try await store.insertWebhookEndpoint(endpoint("we_all", at: t0 + 1), limit: .max)
+            _ = try await store.insertWebhookEndpoint(endpoint("we_ends", types: [.activityEnded], at: t0 + 1), limit: .max)
+            _ = try await store.insertWebhookEndpoint(endpoint("we_other", app: "com.example.other", at: t0 + 1), limit: .max)
             #expect(try await store.webhookEndpoints(app: testApp).map(\.id) == ["we_all", "we_ends"])
             #expect(try await store.webhookEndpoint(id: "we_ends")?.eventTypes == [.activityEnded])
 
@@ -66,7 +82,7 @@ struct WebhookStoreTests {
     @Test(arguments: StoreKind.allCases) func aFailedDeliveryHoldsItsKeyUntilItIsDeliveredOrGivenUp(kind: StoreKind) async throws {
         try await kind.withStore { subject in
             let store = subject.store
-            try await store.insertWebhookEndpoint(endpoint("we_1"))
+            _ = try await store.insertWebhookEndpoint(endpoint("we_1"), limit: .max)
             try await store.saveActivityToken(activityToken("order-1", "iphone-1", at: t0 + 1), attributesType: deliveryType)
             _ = try await store.endActivityOnDevice(app: testApp, key: "order-1", deviceID: "iphone-1", state: .ended, cause: "app", at: t0 + 2)
             let started = try #require(try await claim(store, at: t0 + 3).first)
@@ -92,7 +108,7 @@ struct WebhookStoreTests {
     @Test(arguments: StoreKind.allCases) func anEndpointFailingLongEnoughIsDisabledAndResumesWhenEnabled(kind: StoreKind) async throws {
         try await kind.withStore { subject in
             let store = subject.store
-            try await store.insertWebhookEndpoint(endpoint("we_1"))
+            _ = try await store.insertWebhookEndpoint(endpoint("we_1"), limit: .max)
             try await store.saveActivityToken(activityToken("order-1", "iphone-1", at: t0 + 1), attributesType: deliveryType)
             let first = try #require(try await claim(store, at: t0 + 2).first)
             var disabled = try await store.recordWebhookOutcomes(
@@ -131,7 +147,7 @@ struct WebhookStoreTests {
     @Test(arguments: StoreKind.allCases) func aClaimIsLeasedAndDueAgainWhenItsLeaseRunsOut(kind: StoreKind) async throws {
         try await kind.withStore { subject in
             let store = subject.store
-            try await store.insertWebhookEndpoint(endpoint("we_1"))
+            _ = try await store.insertWebhookEndpoint(endpoint("we_1"), limit: .max)
             try await store.saveActivityToken(activityToken("order-1", "iphone-1", at: t0 + 1), attributesType: deliveryType)
             let first = try await claim(store, at: t0 + 2, leaseUntil: t0 + 10)
             #expect(first.count == 1)
@@ -149,8 +165,8 @@ struct WebhookStoreTests {
     @Test(arguments: StoreKind.allCases) func aTestGoesToItsEndpointAloneAndAnEventCanBeRedelivered(kind: StoreKind) async throws {
         try await kind.withStore { subject in
             let store = subject.store
-            try await store.insertWebhookEndpoint(endpoint("we_1"))
-            try await store.insertWebhookEndpoint(endpoint("we_2"))
+            _ = try await store.insertWebhookEndpoint(endpoint("we_1"), limit: .max)
+            _ = try await store.insertWebhookEndpoint(endpoint("we_2"), limit: .max)
             let id = try await store.recordTestEvent(
                 NewEvent(.webhookTest, bundleID: testApp, key: "", data: [("endpointID", .string("we_2"))]), endpointID: "we_2", at: t0 + 1)
             let tests = try await claim(store, at: t0 + 2)
@@ -180,7 +196,7 @@ struct WebhookStoreTests {
     @Test(arguments: StoreKind.allCases) func twoWritersClaimDisjointDeliveriesAndOneOfEachKey(kind: StoreKind) async throws {
         try await kind.withStore { subject in
             let one = subject.store
-            try await one.insertWebhookEndpoint(endpoint("we_1"))
+            _ = try await one.insertWebhookEndpoint(endpoint("we_1"), limit: .max)
             for key in 1...30 {
                 try await one.saveActivityToken(activityToken("order-\(key)", "iphone-1", at: t0 + 1), attributesType: deliveryType)
                 try await one.saveActivityToken(activityToken("order-\(key)", "iphone-2", at: t0 + 1), attributesType: deliveryType)

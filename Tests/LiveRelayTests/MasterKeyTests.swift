@@ -66,8 +66,9 @@ struct MasterKeyTests {
             app("com.c", pems["com.c"]!),
         ])
         // A webhook endpoint's secret, in plain text too.
-        try await store.insertWebhookEndpoint(
-            WebhookEndpointRecord(id: "we_1", bundleID: "com.a", url: "https://hooks.example.com/1", secret: "whsec_plain", createdAt: at))
+        _ = try await store.insertWebhookEndpoint(
+            WebhookEndpointRecord(id: "we_1", bundleID: "com.a", url: "https://hooks.example.com/1", secret: "whsec_plain", createdAt: at),
+            limit: .max)
         func opened(with key: MasterKey) async throws -> [String: String] {
             Dictionary(uniqueKeysWithValues: try await store.apps().map { ($0.bundleID, try key.open($0.sealedSigningKey, for: $0.bundleID)) })
         }

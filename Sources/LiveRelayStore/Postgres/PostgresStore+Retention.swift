@@ -28,9 +28,14 @@ extension PostgresStore {
             // Events are numbered when read or posted: those nobody read are numbered now, so that
             // they are found in order with the others.
             try await transaction { db in try await numberEvents(db) }
-            var below = try await boundary(RetentionStatements.events, cutoff)
-            if let waiting = try await rows(RetentionStatements.firstEventWaiting).first?.integer(0) { below = min(below, waiting) }
-            return try await deleted(kind, RetentionStatements.deleteEvents, [.integer(below), cutoffArgument, limit])
+            let below = try await boundary(RetentionStatements.events, cutoff)
+            return try await transaction { db in
+                let dropped = try await db.changed(RetentionStatements.deleteWaitingOfDisabled, [cutoffArgument])
+                let waiting = try await db.rows(RetentionStatements.firstEventWaitingPerApp).map { (app: $0.string(0), first: $0.integer(1) ?? 0) }
+                let delete = RetentionStatements.deleteEvents(below: below, cutoff: cutoff, waiting: waiting, limit: limit)
+                let deleted = try await db.changed(delete.text, delete.arguments)
+                return [kind.table: deleted, "webhook_deliveries": dropped]
+            }
         case .schedules: return try await deleted(kind, RetentionStatements.deleteSchedules, [cutoffArgument, limit])
         case .deletedChannels: return try await deleted(kind, RetentionStatements.deleteChannels, [cutoffArgument, limit])
         case .idempotencyKeys: return try await deleted(kind, RetentionStatements.deleteIdempotencyKeys, [cutoffArgument, limit])

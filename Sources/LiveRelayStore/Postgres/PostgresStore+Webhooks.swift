@@ -2,11 +2,16 @@ import Foundation
 import PostgresNIO
 
 extension PostgresStore {
-    package func insertWebhookEndpoint(_ endpoint: WebhookEndpointRecord) async throws {
+    package func insertWebhookEndpoint(_ endpoint: WebhookEndpointRecord, limit: Int) async throws -> Bool {
         try await transaction { db in
             // Its cursor is the log's last number: what is written from now on is numbered after it.
+            // The numbering lock, held to the end, also keeps every other insert from coming
+            // between the count and this one.
             try await numberEvents(db)
+            let count = try await db.rows(WebhookStatements.countAppEndpoints, [.text(endpoint.bundleID)]).first?.int(0) ?? 0
+            guard count < limit else { return false }
             try await db.run(WebhookStatements.insertEndpoint, WebhookStatements.endpointArguments(endpoint))
+            return true
         }
     }
 

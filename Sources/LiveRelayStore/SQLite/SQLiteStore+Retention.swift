@@ -21,11 +21,15 @@ extension SQLiteStore {
             let below = try await boundary(RetentionStatements.webhookDeliveries, cutoff)
             return try await deleted(kind, RetentionStatements.deleteWebhookDeliveries, [below, cutoff.seconds, limit])
         case .events:
-            var below = try await boundary(RetentionStatements.events, cutoff)
-            if let waiting = try await pool.read({ db in try Int64.fetchOne(db, sql: RetentionStatements.firstEventWaiting) }) {
-                below = min(below, waiting)
+            let below = try await boundary(RetentionStatements.events, cutoff)
+            return try await write { db in
+                try db.run(RetentionStatements.deleteWaitingOfDisabled, [cutoff.seconds])
+                let dropped = db.changesCount
+                let waiting = try db.fetchAll(RetentionStatements.firstEventWaitingPerApp) { row -> (app: String, first: Int64) in (row[0], row[1]) }
+                let delete = RetentionStatements.deleteEvents(below: below, cutoff: cutoff, waiting: waiting, limit: .integer(limit))
+                try db.execute(sql: delete.text, arguments: delete.sqliteArguments)
+                return [kind.table: db.changesCount, "webhook_deliveries": dropped]
             }
-            return try await deleted(kind, RetentionStatements.deleteEvents, [below, cutoff.seconds, limit])
         case .schedules: return try await deleted(kind, RetentionStatements.deleteSchedules, [cutoff.seconds, limit])
         case .deletedChannels: return try await deleted(kind, RetentionStatements.deleteChannels, [cutoff.seconds, limit])
         case .idempotencyKeys: return try await deleted(kind, RetentionStatements.deleteIdempotencyKeys, [cutoff.seconds, limit])

@@ -2,8 +2,14 @@ import Foundation
 import GRDB
 
 extension SQLiteStore {
-    package func insertWebhookEndpoint(_ endpoint: WebhookEndpointRecord) async throws {
-        try await write { db in try db.run(WebhookStatements.insertEndpoint, arguments(WebhookStatements.endpointArguments(endpoint))) }
+    package func insertWebhookEndpoint(_ endpoint: WebhookEndpointRecord, limit: Int) async throws -> Bool {
+        // In the one writer's transaction: no other insert comes between the count and this one.
+        try await write { db in
+            let count = try Int.fetchOne(db, sql: WebhookStatements.countAppEndpoints, arguments: [endpoint.bundleID]) ?? 0
+            guard count < limit else { return false }
+            try db.run(WebhookStatements.insertEndpoint, arguments(WebhookStatements.endpointArguments(endpoint)))
+            return true
+        }
     }
 
     package func replaceWebhookSecrets(_ secrets: [(id: String, secret: String)]) async throws {
