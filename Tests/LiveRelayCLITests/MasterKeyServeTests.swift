@@ -113,12 +113,16 @@ struct MasterKeyServeTests {
             #expect(await server.stop() == 0)
         }
         let key = try MasterKey(base64: String(contentsOfFile: dataDir + "/master.key", encoding: .utf8))
-        let apps = try await SQLiteStore.open(path: dataDir + "/liverelay.sqlite").apps()
+        // Open while its files are read: its last connection's close removes the log files, which
+        // a read then missed.
+        let reopened = try await SQLiteStore.open(path: dataDir + "/liverelay.sqlite")
+        let apps = try await reopened.apps()
         for (bundleID, pem) in pems {
             let app = try #require(apps.first { $0.bundleID == bundleID })
             #expect(try key.open(app.sealedSigningKey, for: bundleID) == pem)
             try await expectNoKeyMaterial(of: pem, inFilesOf: dataDir)
         }
+        withExtendedLifetime(reopened) {}
     }
 
     /// The store itself: re-sealed in place, a key's old bytes are zeroed, not left beside the new
