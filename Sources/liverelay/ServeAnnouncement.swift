@@ -82,8 +82,22 @@ actor Announcement {
         // read from the keys file).
         var names = ["API=\(api)"]
         if let emulator, let controlPort { names.append("E=http://\(emulator.configuration.host):\(controlPort)") }
+        let kept = directory.keptInitialKeys()
+        var missing: [String] = []
         for (name, scope) in [("S", APIKeyScope.server), ("C", .client), ("A", .admin)] {
-            names.append("\(name)=" + (madeKeys[scope] ?? "$(jq -r .\(scope.rawValue) \(directory.initialKeys))"))
+            if madeKeys[scope] != nil || kept[scope] != nil {
+                names.append("\(name)=" + (madeKeys[scope] ?? "$(jq -r .\(scope.rawValue) \(directory.initialKeys))"))
+            } else {
+                missing.append(scope.rawValue)
+            }
+        }
+        if !missing.isEmpty {
+            // A restored database: its keys are the old server's; the data directory keeps none of them.
+            text += """
+                keys not kept here: \(missing.joined(separator: ", ")) (a restored database keeps the keys of the server it came from; \
+                `liverelay keys create --scope \(missing[0])` makes one)
+
+                """
         }
         // A key of its own on each start (from the time: no two starts share a second), since a
         // key, once started, cannot be started again.

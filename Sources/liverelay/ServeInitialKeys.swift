@@ -29,4 +29,21 @@ enum InitialKeys {
         else { throw ValidationError("data-dir: cannot write \(directory.initialKeys)") }
         return made
     }
+
+    /// The client key the demo iPhone's app reports with: the initial one, or, in a data directory
+    /// that keeps none (restored from a backup, which holds only the database), one made now for
+    /// it and kept beside the others (without it, a restored server had no demo iPhone).
+    static func demoClientKey(
+        server: RelayServer, made: [APIKeyScope: String], app: String, in directory: DataDirectory
+    ) async throws -> String {
+        if let client = made[.client] ?? directory.keptInitialKeys()[.client] { return client }
+        let secret = try await server.relay.createAPIKey(name: "demo iPhone's app", scope: .client, app: app).secret
+        var kept = directory.keptInitialKeys()
+        kept[.client] = secret
+        let json = JSONValue.object(APIKeyScope.allCases.compactMap { scope in kept[scope].map { (scope.rawValue, .string($0)) } })
+        try? FileManager.default.removeItem(atPath: directory.initialKeys)
+        guard FileManager.default.createFile(atPath: directory.initialKeys, contents: Data(json.serialized), attributes: [.posixPermissions: 0o600])
+        else { throw ValidationError("data-dir: cannot write \(directory.initialKeys)") }
+        return secret
+    }
 }

@@ -81,4 +81,35 @@ struct BackupTests {
             await emulator.shutdown()
         }
     }
+
+    /// A database restored into a new data directory, on the embedded default: the server starts
+    /// with its demo iPhone (its app given a client key of its own), the old server's keys still
+    /// work, and the banner says which keys this directory does not keep instead of a shell line
+    /// that reads them from a file restore never makes.
+    @Test func aRestoredDemoServerHasItsDemoIPhoneAndSaysWhichKeysItDoesNotKeep() async throws {
+        let directory = try TestFiles.folder("backup")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await withDeadline(.seconds(120)) {
+            let original = directory + "/data"
+            var server = try await ServeProcess.start(["serve", "--data-dir", original, "--http-port", "0"])
+            let keys = try initialKeys(dataDir: original)
+            #expect(await server.stop() == 0)
+            let backupFile = directory + "/backup.sqlite"
+            #expect(try await liverelay(["backup", "--data-dir", original, "--to", backupFile]).status == 0)
+            let restoredDir = directory + "/restored"
+            #expect(try await liverelay(["restore", "--data-dir", restoredDir, "--from", backupFile]).status == 0)
+            try FileManager.default.copyItem(atPath: original + "/master.key", toPath: restoredDir + "/master.key")
+
+            server = try await ServeProcess.start(["serve", "--data-dir", restoredDir, "--http-port", "0"])
+            let printed = server.printed
+            #expect(printed.contains("demo device:        demo-iphone"), "\(printed)")
+            #expect(printed.contains("keys not kept here: server, admin"), "\(printed)")
+            let shell = try #require(printed.split(separator: "\n").first { $0.hasPrefix("shell:") })
+            #expect(shell.contains(" C=$(jq -r .client") && !shell.contains(" S=") && !shell.contains(" A="), "\(shell)")
+            let restored = try await SQLiteStore.open(path: restoredDir + "/liverelay.sqlite")
+            try await eventually { try await restored.pushToStartTokens(deviceID: "demo-iphone").count == 1 }
+            #expect(try await server.call(.GET, "/v1/activities", key: keys.server).status == 200)
+            #expect(await server.stop() == 0)
+        }
+    }
 }
