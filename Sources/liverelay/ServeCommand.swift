@@ -246,7 +246,8 @@ struct Serve: AsyncParsableCommand {
             // Stopped last, it exports the spans of everything that stopped before it.
             if let exporter = tracing { services.insert(.init(service: exporter), at: 0) }
             // The demo iPhone's app reports its tokens with the initial client key, also on later starts.
-            let demoClientKey = emulator == nil ? nil : try await InitialKeys.demoClientKey(server: server, made: madeKeys, app: bundleID.value, in: directory)
+            let demoClientKey =
+                emulator == nil ? nil : try await InitialKeys.demoClientKey(server: server, made: madeKeys, app: bundleID.value, in: directory)
             let announce = Announcement(
                 host: httpHost, directory: directory, database: location, madeKeys: madeKeys, apps: apps.map(\.bundleID.value), emulator: emulator,
                 demoClientKey: demoClientKey)
