@@ -16,10 +16,10 @@ extension RelayService {
             throw RelayError.notFound("key", "no activity key \"\(key)\"")
         }
         let tokens = try await store.activityTokens(app: app, key: key)
-        activity.devices = ActivityDevices(tokens: tokens)
+        let listeners = try await store.channelListeners(app: app, key: key)
+        activity.devices = ActivityDevices(tokens: tokens, listeners: listeners)
         return ActivityDescription(
-            activity: activity, tokens: tokens, listeners: try await store.channelListeners(app: app, key: key),
-            schedules: try await store.schedules(app: app, key: key))
+            activity: activity, tokens: tokens, listeners: listeners, schedules: try await store.schedules(app: app, key: key))
     }
 
     /// A page of activities, newest first.

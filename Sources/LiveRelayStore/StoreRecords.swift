@@ -160,7 +160,8 @@ package struct ActivityRecord: Sendable, Hashable {
     package var dismissalDate: Date?
     /// The `timestamp` of the last accepted change, so that a later one is always newer.
     package var lastTimestamp: Int64
-    /// How its devices stand, by their update tokens: read with a listing (nil: not read).
+    /// How its devices stand, by their update tokens and channel listeners: read with a listing
+    /// (nil: not read).
     package var devices: ActivityDevices?
 
     package init(
@@ -185,8 +186,8 @@ package struct ActivityRecord: Sendable, Hashable {
     }
 }
 
-/// A key's devices by the state of their update tokens: what the server knows of where the
-/// activity is shown. The key's own state is the backend's (it ended the key, or the 8 hours
+/// A key's devices by the state of their update tokens and channel listeners: what the server
+/// knows of where the activity is shown. The key's own state is the backend's (it ended the key, or the 8 hours
 /// passed); its devices may have ended it before (the person dismissed it, the app or the system
 /// ended it), or never have reported it.
 package struct ActivityDevices: Sendable, Hashable {
@@ -204,8 +205,9 @@ package struct ActivityDevices: Sendable, Hashable {
         self.init(live: counts[.live] ?? 0, ended: counts[.ended] ?? 0, dismissed: counts[.dismissed] ?? 0, dead: counts[.dead] ?? 0)
     }
 
-    package init(tokens: [ActivityTokenRecord]) {
-        self.init(counts: Dictionary(tokens.map { ($0.state, 1) }, uniquingKeysWith: +))
+    /// A device shows a key through its update token, or listening to the key's channel.
+    package init(tokens: [ActivityTokenRecord], listeners: [ChannelListenerRecord] = []) {
+        self.init(counts: Dictionary(tokens.map { ($0.state, 1) } + listeners.map { ($0.state, 1) }, uniquingKeysWith: +))
     }
 
     package enum Reach: String, Sendable, Hashable {

@@ -116,11 +116,14 @@ extension ActivityRecord {
             dismissalDate: row.date(10), lastTimestamp: row.integer(11) ?? 0)
     }
 
-    /// The columns of a listing: a key's, then its devices by token state (`listed(row:)`).
+    /// The columns of a listing: a key's, then its devices by state, those with an update token
+    /// and those listening to its channel (`listed(row:)`).
     static let listedColumns =
         columns + ", "
         + ActivityTokenState.allCases.map { state in
-            "(SELECT count(*) FROM activity_tokens t WHERE t.bundle_id = activities.bundle_id AND t.key = activities.key AND t.state = '\(state.rawValue)')"
+            ["activity_tokens", "channel_listeners"].map { table in
+                "(SELECT count(*) FROM \(table) t WHERE t.bundle_id = activities.bundle_id AND t.key = activities.key AND t.state = '\(state.rawValue)')"
+            }.joined(separator: " + ")
         }.joined(separator: ", ")
 
     static func listed(row: some StoreRow) throws -> ActivityRecord {

@@ -296,6 +296,28 @@ struct RelayAPITests {
         }
     }
 
+    /// A device listening to a channel-bound key shows it, as one with an update token does: in
+    /// the key's description and in the listing alike (the listing said no device had reported it).
+    @Test func aDeviceListeningToTheKeysChannelShowsIt() async throws {
+        try await withRelayHarness { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            relay.emulator.registry.setBroadcastEnabled(for: nil)
+            _ = try await relay.post("/v1/activities/match-7/start", startBody(key: "match-7", extra: [("channel", json(#"{"storagePolicy": 1}"#))]))
+            try await relay.dispatch()
+            try await eventually { try await relay.store.channelListeners(app: harnessApp, key: "match-7").count == 1 }
+            let described = try await relay.get("/v1/activities/match-7").json["devices"]
+            let listed = try await relay.get("/v1/activities").json["activities"]?.arrayElements?.first { $0["key"] == .string("match-7") }?[
+                "devices"]
+            #expect(
+                described?["reach"] == .string("live") && described?["live"] == .integer(1) && described == listed,
+                "\(String(describing: described)) \(String(describing: listed))")
+            let browser = DashboardBrowser(relay)
+            _ = try await browser.signIn(key: try #require(relay.keys[.admin]))
+            let page = try await browser.get("/dashboard/activities").text
+            #expect(page.contains("match-7") && !page.contains("no device has reported it"))
+        }
+    }
+
     /// The key's state is the backend's; beside it, what its devices reported: none yet, shown,
     /// then ended on every device (here the person dismissed it) while the key stays active.
     @Test func aKeyShowsWhatItsDevicesReported() async throws {

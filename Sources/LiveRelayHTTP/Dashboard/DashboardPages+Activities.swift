@@ -24,15 +24,15 @@ extension DashboardPages {
         let rows = page.html { activity in
             """
             <tr><td><a href="\(activityPath(app: activity.bundleID, key: activity.key))">\(activity.key)</a></td>
-            <td>\(activity.bundleID)</td><td>\(activity.attributesType)</td><td>\(stateBadge(activity))\(activity.devices.flatMap { $0.reach == .live ? nil : devicesSummary(activity) }.map { HTML(" <span class=\"muted\">\($0)</span>") } ?? .empty)</td>
-            <td>\(time(activity.startedAt))</td><td class="content">\(summary(activity.contentState))</td></tr>
+            <td data-label="App">\(activity.bundleID)</td><td data-label="Type">\(activity.attributesType)</td><td data-label="State">\(stateBadge(activity))\(activity.devices.flatMap { $0.reach == .live ? nil : devicesSummary(activity) }.map { HTML(" <span class=\"muted\">\($0)</span>") } ?? .empty)</td>
+            <td data-label="Started">\(time(activity.startedAt))</td><td class="content" data-label="Content">\(summary(activity.contentState))</td></tr>
             """
         }
         let table: HTML =
             page.isEmpty
             ? "<p class=\"empty\">No activity matches.</p>"
             : """
-            <table class="activities"><thead><tr><th>Key</th><th>App</th><th>Type</th><th>State</th><th>Started</th><th>Content</th></tr></thead>
+            <table class="activities cards"><thead><tr><th>Key</th><th>App</th><th>Type</th><th>State</th><th>Started</th><th>Content</th></tr></thead>
             <tbody>\(rows)</tbody></table>
             """
         let more: HTML =

@@ -179,9 +179,10 @@ enum DashboardPages {
 
     // MARK: Pieces
 
-    /// Where the key is shown, as its devices reported it: beside its own state, which is the
-    /// backend's (every device may have ended it while the key is active). Nil when not known: a
-    /// channel-bound key's devices listen to the channel and report no token.
+    /// Where the key is shown, as its devices reported it (their update tokens, and for a
+    /// channel-bound key their listening): beside its own state, which is the backend's (every
+    /// device may have ended it while the key is active). Nil when not known: a channel-bound key
+    /// that no device reported listening to may still be shown on some.
     static func devicesSummary(_ activity: ActivityRecord) -> String? {
         guard let devices = activity.devices else { return nil }
         let over = [(devices.ended, "ended"), (devices.dismissed, "dismissed by the person"), (devices.dead, "token dead")]
