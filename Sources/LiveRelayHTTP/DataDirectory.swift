@@ -15,6 +15,8 @@ package struct DataDirectory: Sendable {
     /// The key sealing the SQLite store's signing keys, made on the first start when none is
     /// given (0600). A backup of the database alone does not hold it.
     package var masterKey: String { file("master.key") }
+    /// The master key a rotation replaced, kept until a server has started with the new one.
+    package var previousMasterKey: String { file("master.key.old") }
     package var emulatorCA: String { file("emulator-ca.pem") }
     /// The built-in emulator's simulated devices, kept across restarts (0600: it holds their tokens).
     package var emulatorDevices: String { file("emulator-devices.json") }

@@ -88,10 +88,12 @@ struct Keys: AsyncParsableCommand {
             abstract: "Seal every app's signing key and webhook secret in a server's database under a new master key.",
             discussion: """
                 Stop the servers first: one still running holds the old key and cannot open
-                the keys sealed anew. The current key is --master-key-file,
+                the keys sealed anew (with SQLite, a rotation beside a running server is
+                refused). The current key is --master-key-file,
                 LIVERELAY_MASTER_KEY or, with SQLite, <data-dir>/master.key; the new one is
                 --new-master-key-file (made there, 0600, when the file does not exist) or, for
-                the data directory's own key, a new key that replaces <data-dir>/master.key.
+                the data directory's own key, a new key that replaces <data-dir>/master.key (the
+                old one is kept as master.key.old until a server starts with the new one).
                 The apps' keys are re-sealed in one transaction, the webhook secrets in
                 another; run again, it finishes a rotation that was interrupted.
                 """)
@@ -123,16 +125,25 @@ struct Keys: AsyncParsableCommand {
                 try MasterKeyOption.writeNew(next, to: nextPath, option: "new-master-key-file")
             }
             guard next.id != current.key.id else { throw ValidationError("new-master-key-file: it is the current master key") }
-            let resealed = try await DatabaseOption.withMigratedStore(location) { store in
-                try await RelayService.resealSecrets(in: store, from: current.key, to: next)
+            func reseal() async throws -> Int {
+                try await DatabaseOption.withMigratedStore(location) { store in
+                    try await RelayService.resealSecrets(in: store, from: current.key, to: next)
+                }
             }
+            // Never beside a running server (SQLite: the lock every `serve` holds).
+            let resealed =
+                if case .sqlite(let path) = location { try await ServingLock.exclusively(database: path, reseal) } else { try await reseal() }
             if replacing {
-                guard rename(nextPath, directory.masterKey) == 0 else {
+                // The old key stays beside the new one until a server has started with the new one.
+                guard rename(directory.masterKey, directory.previousMasterKey) == 0, rename(nextPath, directory.masterKey) == 0 else {
                     throw ValidationError("data-dir: cannot move \(nextPath) to \(directory.masterKey): \(String(cString: strerror(errno)))")
                 }
             }
             print("\(resealed) signing key(s) and webhook secret(s) re-sealed under master key \(next.id) (was \(current.key.id)).")
-            print(replacing ? "The data directory's master key is the new one." : "Start the servers with --master-key-file \(nextPath).")
+            print(
+                replacing
+                    ? "The data directory's master key is the new one; the old one stays in \(directory.previousMasterKey) until a server starts with the new one."
+                    : "Start the servers with --master-key-file \(nextPath).")
         }
     }
 }

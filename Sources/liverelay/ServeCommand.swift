@@ -194,6 +194,8 @@ struct Serve: AsyncParsableCommand {
         if let budget { budgetPolicy.priority10PerHour = budget }
         if let frequentBudget { budgetPolicy.frequentPriority10PerHour = frequentBudget }
         let location = database.location(in: directory, configured: file?.database)
+        // Held for as long as this process runs: nothing that must not run beside a server starts.
+        if case .sqlite(let path) = location { try ServingLock.holdShared(database: path) }
         let sealing = try masterKey.load(for: location, in: directory)
         // The store runs around the service group: it is used before the group starts, and its
         // connections close only after every service has stopped.
@@ -224,6 +226,11 @@ struct Serve: AsyncParsableCommand {
                     description:
                         "the database's signing keys are sealed with master key \(sealedWith), and there is none at \(path): put that key there, or give --master-key-file"
                 )
+            }
+            // Started with the data directory's key: the one a rotation replaced is no longer needed.
+            if sealing.source == .file(directory.masterKey), FileManager.default.fileExists(atPath: directory.previousMasterKey) {
+                try? FileManager.default.removeItem(atPath: directory.previousMasterKey)
+                logger.notice("started with the rotated master key: the previous one (\(directory.previousMasterKey)) is removed")
             }
             if case .made(let path) = sealing.source {
                 logger.notice(

@@ -46,6 +46,11 @@ struct MasterKeyServeTests {
             emulator.clock.advance(by: emulator.configuration.devices.tokenIssueDelay)
             emulator.devices.advanceAll()
             try await eventually { try await setup.outbox.counts().liveActivityTokens == 1 }
+            // Rotating beside the running server is refused: it would go on sealing with the old key.
+            let beside = try await liverelay(["keys", "rotate-master", "--data-dir", dataDir])
+            #expect(beside.status == 64 && beside.stderr.contains("a server is running on"), "\(beside.status) \(beside.stderr)")
+            #expect(try MasterKey(base64: String(contentsOfFile: masterKeyFile, encoding: .utf8)).id == firstKey.id)
+            #expect(try await setup.outbox.apps().allSatisfy { $0.sealedSigningKey.hasPrefix("sealed:v1:\(firstKey.id):") })
             #expect(await server.stop() == 0)
             try await expectNoKeyMaterial(of: pem, inFilesOf: dataDir)
             try await expectNotInFiles(Data(webhookSecret.utf8), of: dataDir)
@@ -67,6 +72,8 @@ struct MasterKeyServeTests {
                 rotated.stdout.contains("2 signing key(s) and webhook secret(s) re-sealed under master key \(secondKey.id) (was \(firstKey.id))"),
                 "\(rotated.stdout)")
             #expect(!FileManager.default.fileExists(atPath: masterKeyFile + ".next"))
+            // The old key is kept until a server has started with the new one.
+            #expect(try MasterKey(base64: String(contentsOfFile: masterKeyFile + ".old", encoding: .utf8)).id == firstKey.id)
             #expect(try await setup.outbox.apps().allSatisfy { $0.sealedSigningKey.hasPrefix("sealed:v1:\(secondKey.id):") })
             #expect(try await setup.outbox.webhookEndpoints(app: nil).allSatisfy { $0.secret.hasPrefix("sealed:v1:\(secondKey.id):") })
             // The old key opens nothing now.
@@ -77,6 +84,7 @@ struct MasterKeyServeTests {
 
             server = try await ServeProcess.start(setup.arguments)
             #expect(!server.printed.contains("made a master key"))
+            #expect(!FileManager.default.fileExists(atPath: masterKeyFile + ".old"))
             let update = try await server.call(
                 .POST, "/v1/activities/order-1/update", key: keys.server,
                 body: .object([("contentState", ServeCommandTests.content("on the way", 10))]))
