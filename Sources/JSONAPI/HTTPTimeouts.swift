@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import NIOCore
+import ServiceLifecycle
 
 /// How long a client of one of our HTTP APIs may take: the defence against slow and idle
 /// connections (headers sent a byte at a time, bodies trickled in, connections left open).
@@ -30,7 +31,12 @@ package struct HTTPTimeouts: Sendable, Hashable {
 
 /// Reads the whole body before any route, within `HTTPTimeouts.body`; routes then read it from
 /// memory. A body that takes longer is refused with 408 and its connection closed, instead of
-/// holding a connection (and a task) for as long as the client likes.
+/// holding a connection (and a task) for as long as the client likes. A body still arriving when
+/// the server starts to stop is refused with 503 at once: a client sending slowly held SIGTERM
+/// back for the whole graceful period (16.5 s).
+/// What came first while a body was awaited.
+private enum BodyArrival: Sendable { case body(ByteBuffer), timedOut, stopping }
+
 package struct BodyDeadlineMiddleware<Context: RequestContext>: RouterMiddleware {
     let timeout: Duration
 
@@ -46,25 +52,34 @@ package struct BodyDeadlineMiddleware<Context: RequestContext>: RouterMiddleware
         let body = request.body
         let limit = context.maxUploadSize
         let timeout = timeout
-        let collected = try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
-            group.addTask { try await body.collect(upTo: limit) }
+        let arrival = try await withThrowingTaskGroup(of: BodyArrival.self) { group in
+            group.addTask { .body(try await body.collect(upTo: limit)) }
             group.addTask {
                 try await Task.sleep(for: timeout)
-                return nil
+                return .timedOut
+            }
+            group.addTask {
+                try await gracefulShutdown()
+                return .stopping
             }
             defer { group.cancelAll() }
-            return try await group.next() ?? nil
+            return try await group.next() ?? .timedOut
         }
-        guard let collected else {
-            var response = try APIError(
-                .requestTimeout, code: "request_timeout",
-                message: "the request body did not arrive within \(timeout.components.seconds) s"
-            ).response(from: request, context: context)
-            response.headers[.connection] = "close"
-            return response
+        let refusal: APIError
+        switch arrival {
+        case .body(let collected):
+            var request = request
+            request.body = RequestBody(buffer: collected)
+            return try await next(request, context)
+        case .timedOut:
+            refusal = APIError(
+                .requestTimeout, code: "request_timeout", message: "the request body did not arrive within \(timeout.components.seconds) s")
+        case .stopping:
+            refusal = APIError(
+                .serviceUnavailable, code: "shutting_down", message: "the server is stopping: the request body had not arrived; send it again")
         }
-        var request = request
-        request.body = RequestBody(buffer: collected)
-        return try await next(request, context)
+        var response = try refusal.response(from: request, context: context)
+        response.headers[.connection] = "close"
+        return response
     }
 }

@@ -81,9 +81,9 @@ package final class Dispatcher: Service {
     /// threads: that hop cost more than our HTTP/2 framing). This loop only starts workers as the
     /// limit grows, refills the queue and records outcomes in batches, each in a side task, so the
     /// workers never wait on the database and a large fan-out costs few transactions. When to do
-    /// which is `DispatchLoop`'s decision; this performs it. On graceful shutdown it stops claiming
-    /// and lets the pushes in flight finish, so that their outcomes are recorded; claimed pushes
-    /// not started yet wait for their lease to run out (or the next start).
+    /// which is `DispatchLoop`'s decision; this performs it. On graceful shutdown it stops claiming,
+    /// gives back the claimed pushes not started yet (due again at once), and lets the pushes in
+    /// flight finish, so that their outcomes are recorded.
     private func pump(stopWhenIdle: Bool) async throws {
         let inbox = DispatchInbox()
         let limits = DispatchLoop.Limits(batchSize: policy.batchSize, recordingDelay: policy.recordingDelay)
@@ -125,8 +125,8 @@ package final class Dispatcher: Service {
                         inFlightLimit: counts.inFlightLimit, now: .now, stopping: stopping),
                     queuedSinceLastClaim: context.signal.takeQueued)
                 if step.record {
-                    let (batch, abandoned) = work.takeOutcomes()
-                    group.addTask { await self.record(batch, givingBack: abandoned, reportingTo: inbox) }
+                    let (batch, abandoned, released) = work.takeOutcomes()
+                    group.addTask { await self.record(batch, givingBack: abandoned, released: released, reportingTo: inbox) }
                 }
                 if step.claim { group.addTask { await self.claim(reportingTo: inbox) } }
                 if step.finish { return }
@@ -177,11 +177,14 @@ package final class Dispatcher: Service {
         }
     }
 
-    /// Records a batch of outcomes, after giving back the pushes abandoned unsent (a side task).
+    /// Records a batch of outcomes, after giving back the pushes abandoned unsent and those
+    /// released at a stop (a side task).
     private func record(
-        _ batch: [(id: Int64, outcome: DeliveryOutcome)], givingBack abandoned: [DeliveryRecord], reportingTo inbox: DispatchInbox
+        _ batch: [(id: Int64, outcome: DeliveryOutcome)], givingBack abandoned: [DeliveryRecord], released: [DeliveryRecord],
+        reportingTo inbox: DispatchInbox
     ) async {
-        await giveBack(abandoned)
+        await giveBack(abandoned, because: .sendingSlowerThanClaiming)
+        await giveBack(released, because: .stopping)
         do {
             try await outbox.recordOutcomes(batch, at: context.now())
             context.noteChange()
@@ -215,7 +218,15 @@ package final class Dispatcher: Service {
 
     /// Gives claimed pushes back unsent, due again at once; where the store fails, their leases
     /// run out instead.
-    private func giveBack(_ abandoned: [DeliveryRecord]) async {
+    /// Why claimed pushes go back to the store unsent.
+    private enum GivingBack {
+        /// Their lease would run out before a worker came to them.
+        case sendingSlowerThanClaiming
+        /// The dispatcher stops: due again at once, for another instance or the next start.
+        case stopping
+    }
+
+    private func giveBack(_ abandoned: [DeliveryRecord], because reason: GivingBack) async {
         guard !abandoned.isEmpty else { return }
         let now = context.now()
         for (leasedUntil, deliveries) in Dictionary(grouping: abandoned, by: \.nextAttemptAt) {
@@ -225,10 +236,15 @@ package final class Dispatcher: Service {
                 logger.warning("claimed pushes not given back; due when their lease runs out", metadata: ["error": "\(error)"])
             }
         }
-        context.metrics.count("liverelay_claims_abandoned_total", [:], by: abandoned.count)
-        logger.warning(
-            "claimed pushes given back unsent: this instance sends slower than it claims for its lease (--claim-lease)",
-            metadata: ["count": "\(abandoned.count)"])
+        switch reason {
+        case .sendingSlowerThanClaiming:
+            context.metrics.count("liverelay_claims_abandoned_total", [:], by: abandoned.count)
+            logger.warning(
+                "claimed pushes given back unsent: this instance sends slower than it claims for its lease (--claim-lease)",
+                metadata: ["count": "\(abandoned.count)"])
+        case .stopping:
+            logger.notice("claimed pushes given back unsent at shutdown: due again at once", metadata: ["count": "\(abandoned.count)"])
+        }
         context.signal.queued()
     }
 

@@ -16,6 +16,10 @@ final class SendQueue: Sendable {
         var outcomes: [Outcome] = []
         /// Claimed pushes given up unsent (`DispatchPolicy.maySend`), to give back to the store.
         var abandoned: [DeliveryRecord] = []
+        /// Claimed pushes no worker took before the dispatcher stopped, to give back at once: a
+        /// fan-out larger than what is in flight left hundreds of them claimed, and the dispatcher
+        /// waiting for them until the service group gave up on it and the process trapped.
+        var released: [DeliveryRecord] = []
         var idleWorkers: [CheckedContinuation<Handed?, Never>] = []
         var stopped = false
         var queued: Int { queue.count - head }
@@ -99,6 +103,11 @@ final class SendQueue: Sendable {
 
     func add(_ batch: [DeliveryRecord]) {
         let handedOut = state.withLock { state -> [(CheckedContinuation<Handed?, Never>, Handed)] in
+            // A claim that ends after the stop is given back with the rest.
+            if state.stopped {
+                state.released += batch
+                return []
+            }
             state.queue.removeFirst(state.head)
             state.head = 0
             state.queue += batch
@@ -107,31 +116,36 @@ final class SendQueue: Sendable {
         for (worker, delivery) in handedOut { worker.resume(returning: delivery) }
     }
 
-    /// Workers stop taking deliveries; those waiting for one end.
+    /// Workers stop taking deliveries; those waiting for one end, and what no worker took is
+    /// released, to give back to the store.
     func stop() {
         let idle = state.withLock { state in
             state.stopped = true
+            state.released += state.queue[state.head...]
+            state.queue.removeAll()
+            state.head = 0
             defer { state.idleWorkers.removeAll() }
             return state.idleWorkers
         }
         for worker in idle { worker.resume(returning: nil) }
     }
 
-    /// `unrecorded`: outcomes and abandoned deliveries, both for the store to hear of;
+    /// `unrecorded`: outcomes, and abandoned and released deliveries, all for the store to hear of;
     /// `inFlightLimit`: how many may be sending at once now, from `shortestRoundTrip` and the rate.
     func counts() -> (queued: Int, sending: Int, unrecorded: Int, inFlightLimit: Int, shortestRoundTrip: Duration?) {
         state.withLock {
-            ($0.queued, $0.sending, $0.outcomes.count + $0.abandoned.count, $0.sizing.limit, $0.sizing.shortestRoundTrip)
+            ($0.queued, $0.sending, $0.outcomes.count + $0.abandoned.count + $0.released.count, $0.sizing.limit, $0.sizing.shortestRoundTrip)
         }
     }
 
-    func takeOutcomes() -> (outcomes: [Outcome], abandoned: [DeliveryRecord]) {
+    func takeOutcomes() -> (outcomes: [Outcome], abandoned: [DeliveryRecord], released: [DeliveryRecord]) {
         state.withLock { state in
             defer {
                 state.outcomes.removeAll(keepingCapacity: true)
                 state.abandoned.removeAll()
+                state.released.removeAll()
             }
-            return (state.outcomes, state.abandoned)
+            return (state.outcomes, state.abandoned, state.released)
         }
     }
 

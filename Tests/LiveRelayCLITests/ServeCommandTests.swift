@@ -288,6 +288,72 @@ struct ServeCommandTests {
         }
     }
 
+    /// SIGTERM in the middle of a fan-out larger than what is in flight: the server stops within
+    /// seconds, gracefully, giving back the pushes it had claimed but not sent; started again, it
+    /// sends them, each once. (It waited for them until the service group gave up on it, and the
+    /// process trapped at 20 s.)
+    @Test func aSIGTERMInTheMiddleOfAFanOutStopsAtOnceAndGivesBackWhatItHadNotSent() async throws {
+        let directory = try TestFiles.folder("serve")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let devices = (1...40).map { "iphone-\($0)" }
+        try await withDeadline(.seconds(150)) {
+            let setup = try await CrashSetup.start(in: directory, devices: devices, extraArguments: ["--max-in-flight", "4"])
+            defer { setup.reporter.cancel() }
+            let (emulator, keys, outbox) = (setup.emulator, setup.keys, setup.outbox)
+            // Four in flight, each answered after 0.8 s: the fan-out takes 8 s.
+            emulator.latency(.sandbox).latency = APNsLatency(fixed: .milliseconds(800))
+            var server = setup.server
+            let start = try await server.call(
+                .POST, "/v1/activities/match/start", key: keys.server,
+                body: .object([
+                    ("attributesType", .string("DeliveryAttributes")),
+                    ("attributes", .object([("activityKey", .string("match")), ("orderNumber", .integer(7))])),
+                    ("contentState", Self.content("preparing", 30)),
+                    ("alert", .object([("title", .string("Order 7")), ("body", .string("Preparing"))])),
+                    ("audience", .object([("everyone", .bool(true))])),
+                ]))
+            #expect(start.status == 201 && start.json["deliveries"] == .integer(40), "\(start.json)")
+            try await eventually { try await outbox.deliveryCounts()[.sent, default: 0] > 0 }
+            let stopping = ContinuousClock.now
+            #expect(await server.stop() == 0)
+            let took = ContinuousClock.now - stopping
+            #expect(took < .seconds(8), "SIGTERM took \(took)")
+            let counts = try await outbox.deliveryCounts()
+            #expect(counts[.sending] == nil && counts[.queued, default: 0] > 0, "\(counts)")
+
+            emulator.latency(.sandbox).latency = .none
+            server = try await ServeProcess.start(setup.arguments)
+            try await eventually { try await outbox.deliveryCounts() == [.sent: 40] }
+            for device in devices { #expect(try emulator.devices.device(device).activities.count == 1, "\(device)") }
+            #expect(await server.stop() == 0)
+            await emulator.shutdown()
+        }
+    }
+
+    /// A client in the middle of sending a body does not hold SIGTERM back: its request is refused
+    /// (503) and the server stops at once (it waited for the whole graceful period, 16.5 s).
+    @Test func aHalfSentBodyDoesNotHoldBackSIGTERM() async throws {
+        let dataDir = try TestFiles.folder("serve")
+        defer { try? FileManager.default.removeItem(atPath: dataDir) }
+        try await withDeadline(.seconds(90)) {
+            let server = try await ServeProcess.start(["serve", "--data-dir", dataDir, "--http-port", "0"])
+            let keys = try initialKeys(dataDir: dataDir)
+            let port = try #require(server.baseURL.split(separator: ":").last.flatMap { Int($0) })
+            let client = try await RawTCPConnection.connect(port: port)
+            try await client.write(
+                "POST /v1/activities/slow/update HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(keys.server)\r\n"
+                    + "Content-Type: application/json\r\nContent-Length: 200\r\n\r\n{\"contentState\": ")
+            // The head has been read: the body is awaited.
+            try await Task.sleep(for: .milliseconds(300))
+            let stopping = ContinuousClock.now
+            #expect(await server.stop() == 0)
+            let took = ContinuousClock.now - stopping
+            #expect(took < .seconds(6), "SIGTERM took \(took)")
+            #expect(client.received.hasPrefix("HTTP/1.1 503") && client.received.contains("shutting_down"), "\(client.received)")
+            await client.close()
+        }
+    }
+
     /// The ghost-activity crash: a push-to-start reaches the iPhone, whose app reports the new
     /// activity, but `serve` is killed before APNs' answer comes back. Restarted, the server must
     /// not send the start again: a second start would put a second `order-1` activity on the Lock
@@ -356,7 +422,7 @@ struct CrashSetup {
     let keys: (admin: String, server: String, client: String)
     let outbox: SQLiteStore
 
-    static func start(in directory: String, devices: [String]) async throws -> CrashSetup {
+    static func start(in directory: String, devices: [String], extraArguments: [String] = []) async throws -> CrashSetup {
         let emulator = try await APNsEmulator.start()
         let reporter = Task { await emulator.reporter.run() }
         let signingKey = P256.Signing.PrivateKey()
@@ -369,7 +435,7 @@ struct CrashSetup {
             "--team-id", "CRASHTEAM1", "--bundle-id", ServeCommandTests.bundleID, "--environment", "custom", "--host", "127.0.0.1",
             "--port", String(emulator.ports(.sandbox).push), "--management-port", String(emulator.ports(.sandbox).channelManagement),
             "--ca-file", directory + "/ca.pem",
-        ]
+        ] + extraArguments
         let server = try await ServeProcess.start(arguments)
         let keys = try initialKeys(dataDir: dataDir)
         let outbox = try await SQLiteStore.open(path: dataDir + "/liverelay.sqlite")
