@@ -430,12 +430,13 @@ struct CrashSetup {
         emulator.registry.register(EmulatorKey(keyID: "CRASHKEY01", teamID: "CRASHTEAM1", publicKey: signingKey.publicKey))
         try emulator.certificates.writeCertificateAuthority(to: directory + "/ca.pem")
         let dataDir = directory + "/data"
-        let arguments = [
-            "serve", "--data-dir", dataDir, "--http-port", "0", "--key-file", directory + "/key.p8", "--key-id", "CRASHKEY01",
-            "--team-id", "CRASHTEAM1", "--bundle-id", ServeCommandTests.bundleID, "--environment", "custom", "--host", "127.0.0.1",
-            "--port", String(emulator.ports(.sandbox).push), "--management-port", String(emulator.ports(.sandbox).channelManagement),
-            "--ca-file", directory + "/ca.pem",
-        ] + extraArguments
+        let arguments =
+            [
+                "serve", "--data-dir", dataDir, "--http-port", "0", "--key-file", directory + "/key.p8", "--key-id", "CRASHKEY01",
+                "--team-id", "CRASHTEAM1", "--bundle-id", ServeCommandTests.bundleID, "--environment", "custom", "--host", "127.0.0.1",
+                "--port", String(emulator.ports(.sandbox).push), "--management-port", String(emulator.ports(.sandbox).channelManagement),
+                "--ca-file", directory + "/ca.pem",
+            ] + extraArguments
         let server = try await ServeProcess.start(arguments)
         let keys = try initialKeys(dataDir: dataDir)
         let outbox = try await SQLiteStore.open(path: dataDir + "/liverelay.sqlite")
