@@ -163,7 +163,9 @@ extension RelayService {
     /// Up to `limit` deliveries due now, claimed for one lease.
     func claimDueWebhooks(limit: Int) async throws -> [ClaimedWebhookDelivery] {
         let start = now()
-        return try await store.claimWebhookDeliveries(dueBy: start, limit: limit, leaseUntil: start + configuration.webhooks.lease)
+        let rules = configuration.webhooks
+        return try await store.claimWebhookDeliveries(
+            dueBy: start, limit: limit, perEndpoint: rules.inFlightPerEndpoint, leaseUntil: start + rules.lease)
     }
 
     /// Records what became of attempts, as the rules say: delivered, to be retried, or given up;

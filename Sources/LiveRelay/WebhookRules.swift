@@ -25,6 +25,9 @@ package struct WebhookRules: Sendable, Hashable {
     package var lease: TimeInterval
     /// Deliveries claimed, and posted at once, per round trip to the store.
     package var batchSize: Int
+    /// Posts one endpoint may have in flight at once: a receiver that hangs holds no more of the
+    /// sender than this, and the other endpoints' events go on.
+    package var inFlightPerEndpoint: Int
     /// How much of an endpoint's answer is kept to show people.
     package var excerptLength: Int
     /// Which addresses an endpoint may have.
@@ -33,8 +36,8 @@ package struct WebhookRules: Sendable, Hashable {
     package init(
         retryDelays: [TimeInterval] = [5, 300, 1800, 7200, 18_000, 36_000, 36_000], jitter: Double = 0.1, attemptTimeout: TimeInterval = 15,
         connectTimeout: TimeInterval = 3,
-        disableAfter: TimeInterval = 5 * 86_400, lease: TimeInterval = 60, batchSize: Int = 200, excerptLength: Int = 200,
-        addresses: WebhookAddresses = .public
+        disableAfter: TimeInterval = 5 * 86_400, lease: TimeInterval = 60, batchSize: Int = 200, inFlightPerEndpoint: Int = 8,
+        excerptLength: Int = 200, addresses: WebhookAddresses = .public
     ) {
         self.retryDelays = retryDelays
         self.jitter = jitter
@@ -43,6 +46,7 @@ package struct WebhookRules: Sendable, Hashable {
         self.disableAfter = disableAfter
         self.lease = lease
         self.batchSize = batchSize
+        self.inFlightPerEndpoint = inFlightPerEndpoint
         self.excerptLength = excerptLength
         self.addresses = addresses
     }

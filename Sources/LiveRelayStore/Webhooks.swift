@@ -140,9 +140,10 @@ package protocol WebhookStore: Sendable {
     func redeliverWebhookEvent(endpointID: String, eventID: String, at: Date) async throws -> Bool
     /// Queues the events written since the last call for every enabled endpoint that wants them,
     /// then claims up to `limit` due deliveries until `leaseUntil`: of each endpoint and key, only
-    /// the oldest undelivered event (in order per key). A claim that gets no outcome (a crash) is
+    /// the oldest undelivered event (in order per key), and of each endpoint no more than brings
+    /// its claims in flight to `perEndpoint`. A claim that gets no outcome (a crash) is
     /// due again after its lease.
-    func claimWebhookDeliveries(dueBy now: Date, limit: Int, leaseUntil: Date) async throws -> [ClaimedWebhookDelivery]
+    func claimWebhookDeliveries(dueBy now: Date, limit: Int, perEndpoint: Int, leaseUntil: Date) async throws -> [ClaimedWebhookDelivery]
     /// Records the outcomes and what they mean for their endpoints: one delivered clears its
     /// endpoint's failing; one failed starts it, and an endpoint failing since before
     /// `disableFailingSince` is disabled. Returns the endpoints disabled now.
@@ -246,14 +247,25 @@ enum WebhookStatements {
         UPDATE webhook_endpoints SET cursor = CASE WHEN cursor + ? < ? THEN cursor + ? ELSE ? END WHERE enabled AND cursor < ?
         """
 
-    /// The ids of due deliveries, of each endpoint and key only the oldest pending (now, now, limit).
+    /// The ids of due deliveries, of each endpoint and key only the oldest pending, and of each
+    /// endpoint no more than it may have in flight besides those it has (now, now, now, the most an
+    /// endpoint may have in flight, limit): the first come first, but an endpoint that hangs holds
+    /// only its own share, and the others' come next (one claim over every endpoint made a
+    /// healthy endpoint wait minutes behind 20 hanging ones).
     static let due = """
-        SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
-        WHERE d.status = 'pending' AND d.due_at <= ? AND (d.lease_until IS NULL OR d.lease_until <= ?) AND w.enabled
-            AND NOT EXISTS (
-                SELECT 1 FROM webhook_deliveries p
-                WHERE p.endpoint_id = d.endpoint_id AND p.key = d.key AND p.status = 'pending' AND p.event_seq < d.event_seq)
-        ORDER BY d.due_at, d.event_seq, d.id LIMIT ?
+        SELECT id FROM (
+            SELECT d.id, d.due_at, d.event_seq,
+                ROW_NUMBER() OVER (PARTITION BY d.endpoint_id ORDER BY d.due_at, d.event_seq, d.id) AS place, COALESCE(f.n, 0) AS in_flight
+            FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
+            LEFT JOIN (
+                SELECT endpoint_id, count(*) AS n FROM webhook_deliveries WHERE status = 'pending' AND lease_until > ? GROUP BY endpoint_id
+            ) f ON f.endpoint_id = d.endpoint_id
+            WHERE d.status = 'pending' AND d.due_at <= ? AND (d.lease_until IS NULL OR d.lease_until <= ?) AND w.enabled
+                AND NOT EXISTS (
+                    SELECT 1 FROM webhook_deliveries p
+                    WHERE p.endpoint_id = d.endpoint_id AND p.key = d.key AND p.status = 'pending' AND p.event_seq < d.event_seq)
+        ) due WHERE place <= ? - in_flight
+        ORDER BY due_at, event_seq, id LIMIT ?
         """
 
     /// Every claim given up: a server alone on its store restarts, so no one holds one.
@@ -407,5 +419,12 @@ extension WebhookDeliveryRecord {
             id: row.integer(0) ?? 0, endpointID: row.string(1), eventID: row.string(2), eventType: try row.value(3, "events.type"),
             key: row.string(4), status: try row.value(5, "webhook_deliveries.status"), attempts: row.int(6) ?? 0, dueAt: row.date(7)!,
             lastAttempt: attempt, finishedAt: row.date(13))
+    }
+}
+
+extension WebhookStore {
+    /// Tests: a claim with no limit per endpoint.
+    package func claimWebhookDeliveries(dueBy now: Date, limit: Int, leaseUntil: Date) async throws -> [ClaimedWebhookDelivery] {
+        try await claimWebhookDeliveries(dueBy: now, limit: limit, perEndpoint: Int(Int32.max), leaseUntil: leaseUntil)
     }
 }

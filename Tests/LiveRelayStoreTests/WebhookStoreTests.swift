@@ -39,6 +39,32 @@ struct WebhookStoreTests {
         }
     }
 
+    /// An endpoint holds no more of the sender than its share: of 30 due to a receiver that hangs,
+    /// 8 are claimed, and another app's endpoint, due later, comes in the same claim; while those 8
+    /// are in flight, none more of its are claimed. (One claim over every endpoint in order kept a
+    /// healthy endpoint waiting minutes behind hanging ones.)
+    @Test(arguments: StoreKind.allCases) func anEndpointHasNoMoreThanItsShareInFlight(kind: StoreKind) async throws {
+        try await kind.withStore { subject in
+            let store = subject.store
+            let other = "com.example.other"
+            _ = try await store.insertWebhookEndpoint(endpoint("we_hanging", at: t0), limit: .max)
+            _ = try await store.insertWebhookEndpoint(endpoint("we_healthy", app: other, at: t0), limit: .max)
+            for index in 0..<30 {
+                try await store.saveActivityToken(activityToken("order-\(index)", "iphone-1", at: t0 + 1), attributesType: deliveryType)
+            }
+            try await store.saveActivityToken(activityToken("match", "iphone-9", at: t0 + 2, app: other), attributesType: deliveryType)
+            let first = try await store.claimWebhookDeliveries(dueBy: t0 + 3, limit: 200, perEndpoint: 8, leaseUntil: t0 + 60)
+            #expect(first.filter { $0.endpointID == "we_hanging" }.count == 8)
+            #expect(first.filter { $0.endpointID == "we_healthy" }.count == 1)
+            // In flight still: nothing more of the hanging endpoint's.
+            #expect(try await store.claimWebhookDeliveries(dueBy: t0 + 4, limit: 200, perEndpoint: 8, leaseUntil: t0 + 60).isEmpty)
+            // Three answered: three more.
+            let answered = first.filter { $0.endpointID == "we_hanging" }.prefix(3).map { ($0.id, WebhookOutcome.delivered(success(at: t0 + 5))) }
+            try await store.recordWebhookOutcomes(answered, disableFailingSince: t0 - 86_400, at: t0 + 5)
+            #expect(try await store.claimWebhookDeliveries(dueBy: t0 + 6, limit: 200, perEndpoint: 8, leaseUntil: t0 + 60).count == 3)
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func anEndpointIsSentItsAppsEventsOfItsTypesFromItsCreationInOrderPerKey(kind: StoreKind) async throws {
         try await kind.withStore { subject in
             let store = subject.store

@@ -63,7 +63,7 @@ extension PostgresStore {
         }
     }
 
-    package func claimWebhookDeliveries(dueBy now: Date, limit: Int, leaseUntil: Date) async throws -> [ClaimedWebhookDelivery] {
+    package func claimWebhookDeliveries(dueBy now: Date, limit: Int, perEndpoint: Int, leaseUntil: Date) async throws -> [ClaimedWebhookDelivery] {
         guard try await rows(WebhookStatements.workWaiting(unnumbered: true), [.seconds(now), .seconds(now)]).first?.bool(0) == true else {
             return []
         }
@@ -76,7 +76,9 @@ extension PostgresStore {
             let batch = Int64(WebhookStatements.feedBatch)
             try await db.run(WebhookStatements.feed, [.seconds(now), .integer(batch), .integer(last), .integer(last)])
             try await db.run(WebhookStatements.advanceCursors, [.integer(batch), .integer(last), .integer(batch), .integer(last), .integer(last)])
-            let ids = try await db.rows(WebhookStatements.due, [.seconds(now), .seconds(now), .integer(Int64(limit))]).compactMap { $0.integer(0) }
+            let ids = try await db.rows(
+                WebhookStatements.due, [.seconds(now), .seconds(now), .seconds(now), .integer(Int64(perEndpoint)), .integer(Int64(limit))]
+            ).compactMap { $0.integer(0) }
             guard !ids.isEmpty else { return [] }
             try await db.rows(WebhookStatements.lease(ids, until: leaseUntil))
             return try await db.rows(WebhookStatements.claimed(ids)).map(WebhookStatements.claimedDelivery)

@@ -65,7 +65,7 @@ extension SQLiteStore {
         }
     }
 
-    package func claimWebhookDeliveries(dueBy now: Date, limit: Int, leaseUntil: Date) async throws -> [ClaimedWebhookDelivery] {
+    package func claimWebhookDeliveries(dueBy now: Date, limit: Int, perEndpoint: Int, leaseUntil: Date) async throws -> [ClaimedWebhookDelivery] {
         let waiting = try await pool.read { db in
             try db.fetchOne(WebhookStatements.workWaiting(unnumbered: false), [now.seconds, now.seconds], as: { $0.bool(0) }) ?? false
         }
@@ -77,7 +77,7 @@ extension SQLiteStore {
             try db.run(WebhookStatements.feed, arguments([.seconds(now), .integer(batch), .integer(last), .integer(last)]))
             try db.run(
                 WebhookStatements.advanceCursors, arguments([.integer(batch), .integer(last), .integer(batch), .integer(last), .integer(last)]))
-            let ids = try db.fetchAll(WebhookStatements.due, [now.seconds, now.seconds, limit], as: { $0.integer(0) ?? 0 })
+            let ids = try db.fetchAll(WebhookStatements.due, [now.seconds, now.seconds, now.seconds, perEndpoint, limit], as: { $0.integer(0) ?? 0 })
             guard !ids.isEmpty else { return [] }
             let lease = WebhookStatements.lease(ids, until: leaseUntil)
             try db.execute(sql: lease.text, arguments: lease.sqliteArguments)
