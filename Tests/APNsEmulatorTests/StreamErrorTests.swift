@@ -51,14 +51,21 @@ import Testing
 
     static let body = ByteBuffer(string: #"{"aps":{"timestamp":1795000000,"event":"update","content-state":{"n":1}}}"#)
 
-    @Test func aMalformedStreamIsResetAndItsNeighboursAreAnsweredOnTheSameConnection() async throws {
+    /// A raw client on the sandbox's push port whose first push (stream 1) was answered, which
+    /// raises the stream limit from 1; and the provider token for the rest.
+    func withAuthenticatedClient(_ body: @escaping @Sendable (APNsEmulator, RawHTTP2Client, String) async throws -> Void) async throws {
         try await withEmulator { emulator, key, caFile in
             let client = try await RawHTTP2Client.connect(port: emulator.ports(.sandbox).push, caFile: caFile)
-            let key = key.signingKey.makeProviderToken(issuedAt: Date())
-            // The first authenticated push raises the stream limit from 1.
-            client.send(Self.push(key), body: Self.body, on: 1)
+            let token = key.signingKey.makeProviderToken(issuedAt: Date())
+            client.send(Self.push(token), body: Self.body, on: 1)
             try await client.waitFor { $0.status(of: 1) != nil }
             #expect(client.events.status(of: 1) == 200)
+            try await body(emulator, client, token)
+        }
+    }
+
+    @Test func aMalformedStreamIsResetAndItsNeighboursAreAnsweredOnTheSameConnection() async throws {
+        try await withAuthenticatedClient { emulator, client, key in
 
             // One malformed stream among valid ones, written together: an upper-case header name
             // (RFC 9113 §8.2.1), then a body longer than its content-length (§8.1.1).
@@ -87,6 +94,27 @@ import Testing
             let malformed = emulator.journal.requests.filter { $0.streamError != nil }
             #expect(malformed.count == 2)
             #expect(malformed.contains { $0.path == "/3/device/\(Self.token)" && $0.streamError?.contains("ontent") == true })
+        }
+    }
+
+    /// A client that resets its streams, as provider libraries built on AsyncHTTPClient do with
+    /// requests they give up, keeps its connection: 300 pushes each reset after its head, then one
+    /// answered on the same connection. (NIOHTTP2's defaults end a connection after 200 resets in
+    /// 30 s: such a client lost 107-270 pushes a connection.)
+    @Test func aClientResettingItsStreamsKeepsItsConnection() async throws {
+        try await withAuthenticatedClient { _, client, token in
+            // Each one's head sent, then given up: more resets than NIOHTTP2 allows by default.
+            let streams = (1...300).map { 1 + 2 * $0 }
+            for stream in streams {
+                client.sendHead(Self.push(token), on: stream)
+                client.reset(stream)
+            }
+            let last = streams.last! + 2
+            client.send(Self.push(token), body: Self.body, on: last)
+            try await client.waitFor { $0.status(of: last) != nil || $0.closed }
+            #expect(client.events.status(of: last) == 200)
+            #expect(client.events.goAway == nil && client.events.closed == false, "\(String(describing: client.events.goAway))")
+            try await client.close()
         }
     }
 
@@ -216,6 +244,16 @@ final class RawHTTP2Client: Sendable {
         let id = HTTP2StreamID(stream)
         channel.write(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: false))), promise: nil)
         channel.writeAndFlush(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(body), endStream: true))), promise: nil)
+    }
+
+    /// Only the head of a request, its body to come.
+    func sendHead(_ headers: HPACKHeaders, on stream: Int) {
+        channel.writeAndFlush(HTTP2Frame(streamID: HTTP2StreamID(stream), payload: .headers(.init(headers: headers, endStream: false))), promise: nil)
+    }
+
+    /// Resets `stream` with `code`, as a client does that gives up a request.
+    func reset(_ stream: Int, _ code: HTTP2ErrorCode = .cancel) {
+        channel.writeAndFlush(HTTP2Frame(streamID: HTTP2StreamID(stream), payload: .rstStream(code)), promise: nil)
     }
 
     /// Bytes written beneath the HTTP/2 layer, as they are.
