@@ -92,8 +92,8 @@ struct Keys: AsyncParsableCommand {
                 refused). The current key is --master-key-file,
                 LIVERELAY_MASTER_KEY or, with SQLite, <data-dir>/master.key; the new one is
                 --new-master-key-file (made there, 0600, when the file does not exist) or, for
-                the data directory's own key, a new key that replaces <data-dir>/master.key (the
-                old one is kept as master.key.old until a server starts with the new one).
+                the data directory's own key, a new key that replaces <data-dir>/master.key
+                (the old one stays as master.key.old until a server starts with the new one).
                 The apps' keys are re-sealed in one transaction, the webhook secrets in
                 another; run again, it finishes a rotation that was interrupted.
                 """)
