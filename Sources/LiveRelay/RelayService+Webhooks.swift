@@ -214,7 +214,7 @@ extension RelayService {
         let target: WebhookTarget
         switch WebhookTarget.parse(delivery.url) {
         case .success(let parsed): target = parsed
-        case .failure(let refusal): return attempt(error: "refused: the URL \(refusal.reason)")
+        case .failure(let refusal): return attempt(error: "refused: the URL cannot be posted to: \(refusal.reason)")
         }
         guard let secret = (try? masterKey.open(delivery.secret, for: delivery.endpointID)).flatMap(WebhookSecret.init) else {
             return attempt(error: "the endpoint's secret cannot be read")

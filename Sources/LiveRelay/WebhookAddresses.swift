@@ -141,12 +141,12 @@ package enum WebhookAddresses: String, Sendable, Hashable, CaseIterable {
             ([0x00, 0x64, 0xff, 0x9b, 0x00, 0x01], 48), // local-use IPv4/IPv6 translation
             ([0x01, 0x00, 0, 0, 0, 0, 0, 0], 64),      // discard-only
         ]
-        for prefix in prefixes where Self.bytes(bytes, start: prefix.bytes, bits: prefix.bits) { return .private }
+        for prefix in prefixes where Self.address(bytes, startsWith: prefix.bytes, bits: prefix.bits) { return .private }
         return .public
     }
 
     /// Whether the first `bits` of `address` are those of `start`.
-    static func bytes(_ address: [UInt8], start: [UInt8], bits: Int) -> Bool {
+    static func address(_ address: [UInt8], startsWith start: [UInt8], bits: Int) -> Bool {
         for bit in 0..<bits {
             let mask = UInt8(0x80) >> UInt8(bit % 8)
             if address[bit / 8] & mask != start[bit / 8] & mask { return false }
