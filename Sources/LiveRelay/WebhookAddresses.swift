@@ -47,8 +47,12 @@ package enum WebhookAddresses: String, Sendable, Hashable, CaseIterable {
         guard let kind = Self.kind(ofHost: target.host) else { return nil }
         if kind == .loopback, ownPorts.contains(target.port) { return Self.ownListener(target) }
         guard !allows(kind) else { return nil }
-        return "\(target.host) is a \(kind == .loopback ? "loopback" : "private") address: this server posts only to \(allowedText)"
-            + " (serve --webhook-addresses)"
+        return notAllowed(kind, "\(target.host) is ")
+    }
+
+    /// Why an address of `kind` is refused, after `named` (the host, and what it resolved to).
+    func notAllowed(_ kind: Kind, _ named: String) -> String {
+        named + "a \(kind == .loopback ? "loopback" : "private") address: this server posts only to \(allowedText) (serve --webhook-addresses)"
     }
 
     static func ownListener(_ target: WebhookTarget) -> String {
@@ -75,10 +79,7 @@ package enum WebhookAddresses: String, Sendable, Hashable, CaseIterable {
             if kind == .loopback, ownPorts.contains(target.port) { return .failure(.init(reason: Self.ownListener(target))) }
             if !allows(kind) {
                 let named = Self.ip(target.host) == nil ? "\(target.host) resolves to \(Self.text(address)), " : "\(target.host) is "
-                return .failure(
-                    .init(
-                        reason: named + "a \(kind == .loopback ? "loopback" : "private") address: this server posts only to \(allowedText)"
-                            + " (serve --webhook-addresses)"))
+                return .failure(.init(reason: notAllowed(kind, named)))
             }
         }
         return .success(first)

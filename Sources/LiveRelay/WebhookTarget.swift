@@ -15,7 +15,6 @@ package struct WebhookTarget: Sendable, Hashable {
     /// The longest URL kept.
     package static let maximumLength = 2048
 
-    package var isHTTPS: Bool
     /// The host, without an IPv6 literal's brackets or the root's final dot, in lower case.
     package var host: String
     package var port: Int
@@ -53,7 +52,7 @@ package struct WebhookTarget: Sendable, Hashable {
         if WebhookAddresses.ip(host) == nil, Self.isLooseIPv4(host) {
             return refused("\(host) is an IPv4 address written loosely: write it as four decimal numbers (a.b.c.d)")
         }
-        return .success(WebhookTarget(isHTTPS: scheme == "https", host: host, port: port))
+        return .success(WebhookTarget(host: host, port: port))
     }
 
     /// The port as written after the host (nil when none is), read from the text itself:

@@ -96,13 +96,13 @@ enum RetentionStatements {
         DELETE FROM webhook_deliveries WHERE id IN (
             SELECT id FROM webhook_deliveries WHERE id < ? AND finished_at < ? AND status != 'pending' ORDER BY id LIMIT ?)
         """
-    /// The pending deliveries of disabled endpoints whose events are past the cutoff: they go with
-    /// their events, so that an endpoint disabled for days (by its owner, or after failing) never
-    /// keeps the log; enabled again, it is posted what is still kept (the cutoff).
+    /// The pending deliveries of disabled endpoints whose events are past their time, found by the
+    /// events' id boundary (no scan of the log by time): they go with their events, so that an
+    /// endpoint disabled for days (by its owner, or after failing) never keeps the log; enabled
+    /// again, it is posted what is still kept (the boundary).
     static let deleteWaitingOfDisabled = """
         DELETE FROM webhook_deliveries
-        WHERE status = 'pending' AND event_seq > 0 AND endpoint_id IN (SELECT id FROM webhook_endpoints WHERE NOT enabled)
-            AND event_seq IN (SELECT seq FROM events WHERE occurred_at < ?)
+        WHERE status = 'pending' AND event_seq > 0 AND event_seq < ? AND endpoint_id IN (SELECT id FROM webhook_endpoints WHERE NOT enabled)
         """
     /// Per app, the first event a webhook delivery still waits to post: one app's waits keep only
     /// its own events.

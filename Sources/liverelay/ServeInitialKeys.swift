@@ -23,11 +23,17 @@ enum InitialKeys {
     static func makeIfNone(server: RelayServer, firstApp: String, in directory: DataDirectory) async throws -> [APIKeyScope: String] {
         let made = try await server.bootstrapKeys(firstApp: firstApp)
         guard !made.isEmpty else { return [:] }
-        let json = JSONValue.object(APIKeyScope.allCases.compactMap { scope in made[scope].map { (scope.rawValue, .string($0)) } })
-        // The secrets exist nowhere else: a start that cannot keep them must not go on.
+        try keep(made, in: directory)
+        return made
+    }
+
+    /// Writes `keys` to the data directory's keys file (0600), replacing it. The secrets exist
+    /// nowhere else: a start that cannot keep them must not go on.
+    private static func keep(_ keys: [APIKeyScope: String], in directory: DataDirectory) throws {
+        let json = JSONValue.object(APIKeyScope.allCases.compactMap { scope in keys[scope].map { (scope.rawValue, .string($0)) } })
+        try? FileManager.default.removeItem(atPath: directory.initialKeys)
         guard FileManager.default.createFile(atPath: directory.initialKeys, contents: Data(json.serialized), attributes: [.posixPermissions: 0o600])
         else { throw ValidationError("data-dir: cannot write \(directory.initialKeys)") }
-        return made
     }
 
     /// The client key the demo iPhone's app reports with: the initial one, or, in a data directory
@@ -40,10 +46,7 @@ enum InitialKeys {
         let secret = try await server.relay.createAPIKey(name: "demo iPhone's app", scope: .client, app: app).secret
         var kept = directory.keptInitialKeys()
         kept[.client] = secret
-        let json = JSONValue.object(APIKeyScope.allCases.compactMap { scope in kept[scope].map { (scope.rawValue, .string($0)) } })
-        try? FileManager.default.removeItem(atPath: directory.initialKeys)
-        guard FileManager.default.createFile(atPath: directory.initialKeys, contents: Data(json.serialized), attributes: [.posixPermissions: 0o600])
-        else { throw ValidationError("data-dir: cannot write \(directory.initialKeys)") }
+        try keep(kept, in: directory)
         return secret
     }
 }

@@ -18,6 +18,15 @@ struct ServeCommandTests {
         attributes: SwiftStruct("DeliveryAttributes", [.init("activityKey", .string), .init("orderNumber", .int)]),
         contentState: SwiftStruct("ContentState", [.init("status", .string), .init("etaMinutes", .int)]))
 
+    /// The start of key `match` for every device that registered.
+    static let startMatch = JSONValue.object([
+        ("attributesType", .string("DeliveryAttributes")),
+        ("attributes", .object([("activityKey", .string("match")), ("orderNumber", .integer(7))])),
+        ("contentState", content("preparing", 30)),
+        ("alert", .object([("title", .string("Order 7")), ("body", .string("Preparing"))])),
+        ("audience", .object([("everyone", .bool(true))])),
+    ])
+
     static func content(_ status: String, _ eta: Int) -> JSONValue {
         .object([("status", .string(status)), ("etaMinutes", .integer(eta))])
     }
@@ -239,13 +248,7 @@ struct ServeCommandTests {
             var server = setup.server
             let start = try await server.call(
                 .POST, "/v1/activities/match/start", key: keys.server,
-                body: .object([
-                    ("attributesType", .string("DeliveryAttributes")),
-                    ("attributes", .object([("activityKey", .string("match")), ("orderNumber", .integer(7))])),
-                    ("contentState", Self.content("preparing", 30)),
-                    ("alert", .object([("title", .string("Order 7")), ("body", .string("Preparing"))])),
-                    ("audience", .object([("everyone", .bool(true))])),
-                ]))
+                body: Self.startMatch)
             #expect(start.status == 201)
             #expect(start.json["deliveries"] == .integer(20))
             func content(on device: String) throws -> JSONValue? { try emulator.devices.device(device).activities.first?.content.state }
@@ -305,13 +308,7 @@ struct ServeCommandTests {
             var server = setup.server
             let start = try await server.call(
                 .POST, "/v1/activities/match/start", key: keys.server,
-                body: .object([
-                    ("attributesType", .string("DeliveryAttributes")),
-                    ("attributes", .object([("activityKey", .string("match")), ("orderNumber", .integer(7))])),
-                    ("contentState", Self.content("preparing", 30)),
-                    ("alert", .object([("title", .string("Order 7")), ("body", .string("Preparing"))])),
-                    ("audience", .object([("everyone", .bool(true))])),
-                ]))
+                body: Self.startMatch)
             #expect(start.status == 201 && start.json["deliveries"] == .integer(40), "\(start.json)")
             try await eventually { try await outbox.deliveryCounts()[.sent, default: 0] > 0 }
             let stopping = ContinuousClock.now
@@ -338,6 +335,9 @@ struct ServeCommandTests {
         try await withDeadline(.seconds(90)) {
             let server = try await ServeProcess.start(["serve", "--data-dir", dataDir, "--http-port", "0"])
             let keys = try initialKeys(dataDir: dataDir)
+            // The document says so, for every route that reads a body.
+            let document = try await server.call(.GET, "/openapi.json", key: nil).json
+            #expect(document["paths"]?["/v1/activities/{key}/update"]?["post"]?["responses"]?["503"] != nil)
             let port = try #require(server.baseURL.split(separator: ":").last.flatMap { Int($0) })
             let client = try await RawTCPConnection.connect(port: port)
             try await client.write(

@@ -30,7 +30,7 @@ extension PostgresStore {
             try await transaction { db in try await numberEvents(db) }
             let below = try await boundary(RetentionStatements.events, cutoff)
             return try await transaction { db in
-                let dropped = try await db.changed(RetentionStatements.deleteWaitingOfDisabled, [cutoffArgument])
+                let dropped = try await db.changed(RetentionStatements.deleteWaitingOfDisabled, [.integer(below)])
                 let waiting = try await db.rows(RetentionStatements.firstEventWaitingPerApp).map { (app: $0.string(0), first: $0.integer(1) ?? 0) }
                 let delete = RetentionStatements.deleteEvents(below: below, cutoff: cutoff, waiting: waiting, limit: limit)
                 let deleted = try await db.changed(delete.text, delete.arguments)

@@ -23,7 +23,7 @@ extension SQLiteStore {
         case .events:
             let below = try await boundary(RetentionStatements.events, cutoff)
             return try await write { db in
-                try db.run(RetentionStatements.deleteWaitingOfDisabled, [cutoff.seconds])
+                try db.run(RetentionStatements.deleteWaitingOfDisabled, [below])
                 let dropped = db.changesCount
                 let waiting = try db.fetchAll(RetentionStatements.firstEventWaitingPerApp) { row -> (app: String, first: Int64) in (row[0], row[1]) }
                 let delete = RetentionStatements.deleteEvents(below: below, cutoff: cutoff, waiting: waiting, limit: .integer(limit))
