@@ -118,6 +118,22 @@ import Testing
         }
     }
 
+    /// A client with a deadline gives a push up while its answer waits for the emulator's
+    /// latency: the answer is dropped, and the connection and its other streams go on.
+    @Test func aStreamResetWhileItsAnswerWaitsKeepsTheConnection() async throws {
+        try await withAuthenticatedClient { emulator, client, token in
+            emulator.latency(.sandbox).latency = try APNsLatency(parsing: "200")
+            client.send(Self.push(token), body: Self.body, on: 3)
+            client.send(Self.push(token), body: Self.body, on: 5)
+            client.reset(3)
+            try await client.waitFor { $0.status(of: 5) != nil || $0.closed }
+            #expect(client.events.status(of: 5) == 200)
+            #expect(client.events.status(of: 3) == nil)
+            #expect(client.events.goAway == nil && client.events.closed == false, "\(String(describing: client.events.goAway))")
+            try await client.close()
+        }
+    }
+
     @Test func aConnectionErrorIsAnsweredWithGoAwayAndItsCode() async throws {
         try await withEmulator { emulator, key, caFile in
             let client = try await RawHTTP2Client.connect(port: emulator.ports(.sandbox).push, caFile: caFile)
