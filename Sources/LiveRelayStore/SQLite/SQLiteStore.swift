@@ -90,8 +90,15 @@ package final class SQLiteStore: RelayStore {
         try await checkpointer.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
     }
 
-    /// A file needs nothing running beside its statements.
-    package func run(started: @Sendable () -> Void) async { started() }
+    /// A file needs nothing running beside its statements. Once stopped, the log is copied into
+    /// the database file and emptied: a stopped server leaves one file, which holds none of what
+    /// its writes replaced (a secret sealed since it started, say), even when the process exits
+    /// before its connections close.
+    package func run(started: @Sendable () -> Void) async {
+        started()
+        while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+        try? await checkpointWholly()
+    }
 
     @discardableResult
     package func migrate() async throws -> [String] {
@@ -141,15 +148,19 @@ extension SQLiteStore {
     static func updateChanged(_ db: Database, activity: ActivityRecord) throws {
         let content: StatementArguments = [
             activity.contentState?.serializedString, activity.staleDate?.seconds, activity.relevanceScore, activity.lastTimestamp,
+            activity.storedAlert, activity.alertAt?.seconds,
         ]
         if activity.state == .active {
             try db.run(
-                "UPDATE activities SET content_state = ?, stale_date = ?, relevance_score = ?, last_timestamp = ? WHERE bundle_id = ? AND key = ?",
+                """
+                UPDATE activities SET content_state = ?, stale_date = ?, relevance_score = ?, last_timestamp = ?, alert = ?, alert_at = ?
+                WHERE bundle_id = ? AND key = ?
+                """,
                 content + [activity.bundleID, activity.key])
         } else {
             try db.run(
                 """
-                UPDATE activities SET content_state = ?, stale_date = ?, relevance_score = ?, last_timestamp = ?,
+                UPDATE activities SET content_state = ?, stale_date = ?, relevance_score = ?, last_timestamp = ?, alert = ?, alert_at = ?,
                     state = ?, ended_at = ?, end_reason = ?, dismissal_date = ?
                 WHERE bundle_id = ? AND key = ?
                 """,
@@ -166,6 +177,7 @@ extension SQLiteStore {
             activity.key, activity.attributesType, activity.attributes?.serializedString, activity.state.rawValue,
             activity.contentState?.serializedString, activity.staleDate?.seconds, activity.relevanceScore, activity.startedAt.seconds,
             activity.endedAt?.seconds, activity.endReason?.rawValue, activity.dismissalDate?.seconds, activity.lastTimestamp, activity.bundleID,
+            activity.storedAlert, activity.alertAt?.seconds,
         ]
     }
 
