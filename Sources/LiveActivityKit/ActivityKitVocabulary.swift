@@ -69,6 +69,9 @@ public enum ActivityUIDismissalPolicy: Sendable, Hashable {
     case immediate
     /// Removed at the given date, but never later than four hours after it ended.
     case after(Date)
+
+    /// The longest an ended activity stays on the Lock Screen (Apple: four hours).
+    public static let longestAfterEnd: TimeInterval = 4 * 3600
 }
 
 /// The lifecycle state of a Live Activity, as in ActivityKit.

@@ -18,7 +18,7 @@ struct ChangePlanner {
     /// Whether the request spends the priority-10 budget (`auto` without an alert), so that the
     /// store reads each token's count over the last hour, or one priority fits all.
     static func budget(for request: ChangeRequest, at acceptedAt: Date) -> ChangeBudget {
-        request.priority == .auto && request.alert == nil ? .perDevice(windowStart: acceptedAt - 3600) : .notCounted
+        request.priority == .auto && request.alert == nil ? .perDevice(windowStart: acceptedAt - PriorityGovernor.window) : .notCounted
     }
 
     func plan(key: String, _ request: ChangeRequest, snapshot: ChangeSnapshot, at acceptedAt: Date, requestID: String) throws -> (
@@ -107,6 +107,8 @@ struct ChangePlanner {
         activity.staleDate = request.staleDate
         activity.relevanceScore = request.relevanceScore ?? activity.relevanceScore
         activity.lastTimestamp = timestamp
+        activity.alert = request.alert
+        activity.alertAt = request.alert == nil ? nil : acceptedAt
         var channelDeleteAfter: Date?
         if request.event == .end {
             activity.state = .ended
@@ -118,9 +120,11 @@ struct ChangePlanner {
             channelDeleteAfter = acceptedAt + (storesMessages ? channelStorageWindow : 0)
         }
         let reached = deliveries.count + (fanOut == nil ? 0 : snapshot.liveTokenCount)
-        if reached == 0 { warnings.append("the key has no live update token: no device receives this \(action.rawValue)") }
+        // Devices sent the start that have not reported yet get this change when they do.
+        let held = snapshot.awaitingDevices
+        if reached == 0 && held == 0 { warnings.append("the key has no live update token: no device receives this \(action.rawValue)") }
         let acceptance = Acceptance(
-            key: key, action: action, requestID: requestID, timestamp: timestamp, deliveries: reached, state: activity.state,
+            key: key, action: action, requestID: requestID, timestamp: timestamp, deliveries: reached, held: held, state: activity.state,
             warnings: warnings, budgetUse: budgetUse)
         let plan = ChangePlan(
             acceptedAt: acceptedAt, activity: activity, payload: encoded, deliveries: deliveries, fanOut: fanOut,

@@ -1,3 +1,4 @@
+import Foundation
 import LiveActivityKit
 import LiveRelayStore
 
@@ -6,6 +7,9 @@ import LiveRelayStore
 /// counts against the budget. Pure: the counts come from the store.
 struct PriorityGovernor {
     let policy: BudgetPolicy
+
+    /// The budget's window: the pushes of the last hour count.
+    static let window: TimeInterval = 3600
 
     struct Decision: Equatable {
         let priority: APNsPriority

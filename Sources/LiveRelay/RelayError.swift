@@ -18,7 +18,7 @@ package struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
         /// 413
         case tooLarge
         /// 422: well formed, but the iPhone would not show it: its widget would not decode it (its
-        /// contract says so), or it would be stale on arrival.
+        /// contract says so), or it would be stale on arrival; or its attributes name another key.
         case unprocessable
         /// 502: APNs refused what the request needed (a channel).
         case upstream
@@ -65,6 +65,8 @@ package struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
         package static let staleOnArrival = Code(rawValue: "stale_on_arrival")
         /// More activity data than ActivityKit takes (`DeviceForesight`).
         package static let activityDataTooLarge = Code(rawValue: "activity_data_too_large")
+        /// A start's attributes name another key than its path (`StartPlanner.checkKey`).
+        package static let keyMismatch = Code(rawValue: "key_mismatch")
     }
 
     package let kind: Kind

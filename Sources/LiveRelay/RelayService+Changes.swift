@@ -17,6 +17,7 @@ extension RelayService {
 
     func start(app: AppRecord, key: String, _ request: StartRequest, context: WriteContext) async throws -> AcceptedRequest {
         try Self.checkKey(key)
+        try StartPlanner.checkKey(key, in: request)
         // Checked before anything is written or created, and again when a schedule runs.
         let warnings = try StartPlanner.check(request, against: try await currentContracts(app: app.bundleID).contract(for: request.attributesType))
         try DeviceForesight.checkStart(request, startsAt: max(now(), request.at ?? .distantPast))

@@ -32,24 +32,39 @@ extension RelayService {
     }
 
     /// Registers a device's update token under the key (creating the key when the app started
-    /// the activity itself) and returns the key.
+    /// the activity itself), sends the device the key's latest state when it missed some of it
+    /// (`CatchUpPlanner`), and returns the key.
     @discardableResult
-    package func registerActivityToken(key: String, _ registration: ActivityTokenRegistration) async throws -> ActivityRecord {
+    package func registerActivityToken(key: String, _ registration: ActivityTokenRegistration) async throws -> SavedActivityToken {
         try Self.checkKey(key)
         try await checkApp(bundleID: registration.bundleID, environment: registration.environment)
+        let registeredAt = now()
+        let planner = CatchUpPlanner(governor: governor)
+        let requestID = GeneratedUUID.string()
+        let catchUp = CatchUp(
+            budgetWindowStart: registeredAt - PriorityGovernor.window,
+            context: WriteContext(handOver: handOver.offer(at: registeredAt, policy: configuration.dispatch))
+        ) { snapshot in planner.plan(snapshot, at: registeredAt, requestID: requestID) }
         do {
-            let activity = try await store.saveActivityToken(
+            let saved = try await store.saveActivityToken(
                 ActivityTokenRecord(
                     bundleID: registration.bundleID, key: key, deviceID: registration.deviceID, activityID: registration.activityID,
                     token: registration.token.hex, frequentPushesEnabled: registration.frequentPushesEnabled,
-                    environment: registration.environment, registeredAt: now(), reportedBy: registration.reportedBy),
-                attributesType: registration.attributesType)
+                    environment: registration.environment, registeredAt: registeredAt, reportedBy: registration.reportedBy),
+                attributesType: registration.attributesType, catchUp: catchUp)
             metrics.count("liverelay_registrations_total", ["kind": "activity"])
             noteChange()
             logger.info(
                 "activity token registered",
                 metadata: ["activity.key": "\(key)", "device": "\(registration.deviceID)", "token": "\(registration.token.shortened)"])
-            return activity
+            if let caughtUp = saved.caughtUp {
+                metrics.count("liverelay_catch_ups_total", ["event": caughtUp.push.event.rawValue])
+                logger.info(
+                    "device caught up with its key's latest state",
+                    metadata: ["activity.key": "\(key)", "device": "\(registration.deviceID)", "event": "\(caughtUp.push.event.rawValue)"])
+                if saved.claimed.isEmpty { outboxSignal.queued() } else { handOver.give(saved.claimed) }
+            }
+            return saved
         } catch let error as StoreError {
             throw RelayError(error)
         }

@@ -29,6 +29,26 @@ struct StartPlanner {
         return try ContractCheck.attributes(request.attributes, contract) + ContractCheck.contentState(request.contentState, contract)
     }
 
+    /// The attribute LiveRelayKit keys an activity by, unless the app configures another.
+    static let keyAttribute = "activityKey"
+
+    /// A start whose attributes carry a key other than its path's would split into two keys: the
+    /// app reports under the attribute's, and the path's never reaches a device.
+    static func checkKey(_ key: String, in request: StartRequest) throws(RelayError) {
+        let named: String
+        switch request.attributes[keyAttribute] {
+        case .string(let text): named = text
+        case .number(let literal): named = literal
+        default: return
+        }
+        guard named != key else { return }
+        throw RelayError(
+            .unprocessable, .keyMismatch,
+            message:
+                "is \"\(named)\", but the start is for key \"\(key)\": the app reports the activity under its \(keyAttribute), so the two must agree",
+            field: "attributes.\(keyAttribute)")
+    }
+
     /// The start's payloads, validated and encoded before anything is written: one for every
     /// environment, or one per channel (each names its own in `input-push-channel`).
     static func payloads(_ request: StartRequest, channelIDs: [PushEnvironment: String], at acceptedAt: Date) throws -> Payloads {

@@ -123,8 +123,10 @@ package struct RelayAPI: Sendable {
             var registration = body.registration
             registration.bundleID = try Self.bodyApp(body.namedApp, context)
             registration.reportedBy = try Self.reportedBy(request)
-            let activity = try await relay.registerActivityToken(key: key, registration)
-            return Self.json(.object([("key", .string(key)), ("state", .string(activity.state.rawValue))]), status: .created)
+            let saved = try await relay.registerActivityToken(key: key, registration)
+            var answer: JSONValue.Members = [("key", .string(key)), ("state", .string(saved.activity.state.rawValue))]
+            if let caughtUp = saved.caughtUp { answer.append(("caughtUp", .string(caughtUp.push.event.rawValue))) }
+            return Self.json(.object(answer), status: .created)
         }
         client.post("/activities/{key}/listening") { request, context in
             let key = try activityKey(context)

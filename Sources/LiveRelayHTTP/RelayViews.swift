@@ -13,6 +13,7 @@ enum RelayView {
             ("timestamp", .integer(acceptance.timestamp)), ("deliveries", .integer(acceptance.deliveries)),
             ("state", .string(acceptance.state.rawValue)),
         ]
+        if let held = acceptance.held { members.insert(("held", .integer(Int64(held))), at: 5) }
         members += channelMembers(acceptance.channelIDs)
         if !acceptance.warnings.isEmpty { members.append(("warnings", .array(acceptance.warnings.map(JSONValue.string)))) }
         return .object(members)

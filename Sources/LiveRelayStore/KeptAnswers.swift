@@ -15,6 +15,9 @@ package struct Acceptance: Sendable, Hashable, Codable {
     package var timestamp: Int64
     /// How many pushes were queued (a broadcast counts one).
     package var deliveries: Int
+    /// How many devices of the audience had not reported the activity yet: each is sent the key's
+    /// latest state when it does (nil in answers kept before they were counted, and for a start).
+    package var held: Int?
     /// The key's state after the request.
     package var state: ActivityKeyState
     /// The broadcast channels the key's updates go through, one per APNs environment, when it has any.
@@ -27,7 +30,8 @@ package struct Acceptance: Sendable, Hashable, Codable {
     package var budgetUse: BudgetUse?
 
     package init(
-        key: String, action: LiveActivityPayload.Event, requestID: String, timestamp: Int64, deliveries: Int, state: ActivityKeyState,
+        key: String, action: LiveActivityPayload.Event, requestID: String, timestamp: Int64, deliveries: Int, held: Int? = nil,
+        state: ActivityKeyState,
         channelIDs: [PushEnvironment: String] = [:],
         warnings: [String] = [], budgetUse: BudgetUse? = nil
     ) {
@@ -37,6 +41,7 @@ package struct Acceptance: Sendable, Hashable, Codable {
         self.requestID = requestID
         self.timestamp = timestamp
         self.deliveries = deliveries
+        self.held = held
         self.state = state
         self.channelIDs = channelIDs
         self.warnings = warnings

@@ -45,9 +45,11 @@ package protocol RegistryStore: Sendable {
     /// Deletes the device's push-to-start tokens of the app; returns how many there were.
     func withdrawPushToStartTokens(app: String, deviceID: String) async throws -> Int
     /// Registers or replaces the device's update token under the key, creating the key (active,
-    /// with `attributesType`) when an app started the activity itself. Throws `keyEnded`.
-    @discardableResult
-    func saveActivityToken(_ token: ActivityTokenRecord, attributesType: String) async throws -> ActivityRecord
+    /// with `attributesType`) when an app started the activity itself, and queues the push
+    /// `catchUp` plans, if any (written as an accepted change's pushes are). Under an ended key
+    /// only a device the key knows (sent its start, or reported under it before) may report; its
+    /// token is then ended once its catch-up is queued. Throws `keyEnded`.
+    func saveActivityToken(_ token: ActivityTokenRecord, attributesType: String, catchUp: CatchUp?) async throws -> SavedActivityToken
     /// Records that the device's channel-bound activity under the key listens to its channel:
     /// the key must exist and not have ended (`keyEnded`).
     @discardableResult
@@ -208,6 +210,14 @@ extension RelayStore {
             defer { group.cancelAll() }
             return try await body()
         }
+    }
+}
+
+extension RegistryStore {
+    /// Saves the token without catching its device up: what tests of the registry alone need.
+    @discardableResult
+    package func saveActivityToken(_ token: ActivityTokenRecord, attributesType: String) async throws -> ActivityRecord {
+        try await saveActivityToken(token, attributesType: attributesType, catchUp: nil).activity
     }
 }
 

@@ -186,6 +186,8 @@ package struct ChangeSnapshot: Sendable {
     package var liveTokens: [ActivityTokenRecord]
     /// How many live update tokens the key has.
     package var liveTokenCount: Int
+    /// Devices sent the key's start that have not reported under it yet (`StoreStatements.awaitingDevices`).
+    package var awaitingDevices: Int
     /// Priority-10 pushes queued or sent to each device under the key since the budget window
     /// began; broadcasts count under their channel id.
     package var priority10Counts: [String: Int]
@@ -194,8 +196,9 @@ package struct ChangeSnapshot: Sendable {
 
     package init(
         activity: ActivityRecord?, liveTokens: [ActivityTokenRecord] = [], liveTokenCount: Int = 0, priority10Counts: [String: Int] = [:],
-        channels: [ChannelRecord] = []
+        channels: [ChannelRecord] = [], awaitingDevices: Int = 0
     ) {
+        self.awaitingDevices = awaitingDevices
         self.activity = activity
         self.liveTokens = liveTokens
         self.liveTokenCount = liveTokenCount
@@ -268,4 +271,62 @@ package struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     package var description: String { message }
+}
+
+/// What a device that reports its update token under a key is caught up with, if anything: the
+/// planner reads what the key's transaction read of it and of the device.
+package struct CatchUp: Sendable {
+    /// The start of the device's priority-10 budget window, which the snapshot counts from.
+    package var budgetWindowStart: Date
+    package var context: WriteContext
+    package var plan: @Sendable (CatchUpSnapshot) -> CatchUpPlan?
+
+    package init(budgetWindowStart: Date, context: WriteContext, plan: @escaping @Sendable (CatchUpSnapshot) -> CatchUpPlan?) {
+        self.budgetWindowStart = budgetWindowStart
+        self.context = context
+        self.plan = plan
+    }
+}
+
+/// A key and a device reporting its update token under it, read in the token's transaction.
+package struct CatchUpSnapshot: Sendable {
+    /// The key as it stands: its latest content, and whether (and how) it ended.
+    package var activity: ActivityRecord
+    /// The token the device reports.
+    package var token: ActivityTokenRecord
+    /// The newest `timestamp` sent (or queued) to the device under the key; nil when none was.
+    package var deviceTimestamp: Int64?
+    /// The device's priority-10 pushes under the key since the budget window began.
+    package var priority10Used: Int
+
+    package init(activity: ActivityRecord, token: ActivityTokenRecord, deviceTimestamp: Int64?, priority10Used: Int) {
+        self.activity = activity
+        self.token = token
+        self.deviceTimestamp = deviceTimestamp
+        self.priority10Used = priority10Used
+    }
+}
+
+/// The push that catches a device up with its key's latest state.
+package struct CatchUpPlan: Sendable {
+    package var payload: [UInt8]
+    package var delivery: NewDelivery
+
+    package init(payload: [UInt8], delivery: NewDelivery) {
+        self.payload = payload
+        self.delivery = delivery
+    }
+}
+
+/// An update token saved: its key, and the catch-up it queued (claimed when a hand-over took it).
+package struct SavedActivityToken: Sendable {
+    package var activity: ActivityRecord
+    package var caughtUp: NewDelivery?
+    package var claimed: [DeliveryRecord]
+
+    package init(activity: ActivityRecord, caughtUp: NewDelivery? = nil, claimed: [DeliveryRecord] = []) {
+        self.activity = activity
+        self.caughtUp = caughtUp
+        self.claimed = claimed
+    }
 }

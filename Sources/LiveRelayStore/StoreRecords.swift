@@ -160,6 +160,10 @@ package struct ActivityRecord: Sendable, Hashable {
     package var dismissalDate: Date?
     /// The `timestamp` of the last accepted change, so that a later one is always newer.
     package var lastTimestamp: Int64
+    /// The last change's alert, if it had one, and when it was accepted: a device that reports
+    /// late is caught up with it only while it is fresh.
+    package var alert: AlertConfiguration?
+    package var alertAt: Date?
     /// How its devices stand, by their update tokens and channel listeners: read with a listing
     /// (nil: not read).
     package var devices: ActivityDevices?
@@ -167,8 +171,11 @@ package struct ActivityRecord: Sendable, Hashable {
     package init(
         bundleID: String, key: String, attributesType: String, attributes: JSONValue? = nil, state: ActivityKeyState = .active,
         channelIDs: [PushEnvironment: String] = [:], contentState: JSONValue? = nil, staleDate: Date? = nil, relevanceScore: Double? = nil,
-        startedAt: Date, endedAt: Date? = nil, endReason: ActivityEndReason? = nil, dismissalDate: Date? = nil, lastTimestamp: Int64
+        startedAt: Date, endedAt: Date? = nil, endReason: ActivityEndReason? = nil, dismissalDate: Date? = nil, lastTimestamp: Int64,
+        alert: AlertConfiguration? = nil, alertAt: Date? = nil
     ) {
+        self.alert = alert
+        self.alertAt = alertAt
         self.bundleID = bundleID
         self.key = key
         self.attributesType = attributesType

@@ -102,10 +102,13 @@ extension PushToStartTokenRecord {
 }
 
 extension ActivityRecord {
-    static let columns = """
-        key, attributes_type, attributes, state, content_state, stale_date, relevance_score, started_at, ended_at, \
-        end_reason, dismissal_date, last_timestamp, bundle_id
-        """
+    static let columns = names.joined(separator: ", ")
+
+    /// The columns `init(row:)` reads, in order; what a query selects after them starts at `names.count`.
+    static let names = [
+        "key", "attributes_type", "attributes", "state", "content_state", "stale_date", "relevance_score", "started_at", "ended_at",
+        "end_reason", "dismissal_date", "last_timestamp", "bundle_id", "alert", "alert_at",
+    ]
 
     /// A key without its channels, which are read from `activity_channels`.
     init(row: some StoreRow) throws {
@@ -113,7 +116,13 @@ extension ActivityRecord {
             bundleID: row.string(12), key: row.string(0), attributesType: row.string(1), attributes: row.json(2),
             state: try row.value(3, "activities.state"), contentState: row.json(4), staleDate: row.date(5),
             relevanceScore: row.real(6), startedAt: row.date(7)!, endedAt: row.date(8), endReason: try row.optionalValue(9, "activities.end_reason"),
-            dismissalDate: row.date(10), lastTimestamp: row.integer(11) ?? 0)
+            dismissalDate: row.date(10), lastTimestamp: row.integer(11) ?? 0,
+            alert: try row.text(13).map { try JSONDecoder().decode(AlertConfiguration.self, from: Data($0.utf8)) }, alertAt: row.date(14))
+    }
+
+    /// The alert as its column keeps it (JSON).
+    var storedAlert: String? {
+        alert.flatMap { try? JSONEncoder().encode($0) }.map { String(decoding: $0, as: UTF8.self) }
     }
 
     /// The columns of a listing: a key's, then its devices by state, those with an update token
@@ -129,7 +138,8 @@ extension ActivityRecord {
     static func listed(row: some StoreRow) throws -> ActivityRecord {
         var activity = try ActivityRecord(row: row)
         activity.devices = ActivityDevices(
-            counts: Dictionary(uniqueKeysWithValues: ActivityTokenState.allCases.enumerated().map { ($0.element, row.int(13 + $0.offset) ?? 0) }))
+            counts: Dictionary(
+                uniqueKeysWithValues: ActivityTokenState.allCases.enumerated().map { ($0.element, row.int(names.count + $0.offset) ?? 0) }))
         return activity
     }
 }

@@ -122,7 +122,7 @@ enum StoreStatements {
         "UPDATE channel_listeners SET state = ?, state_reason = ? WHERE bundle_id = ? AND key = ? AND device_id = ?",
     ]
 
-    static let insertActivity = "INSERT INTO activities (\(ActivityRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    static let insertActivity = "INSERT INTO activities (\(ActivityRecord.columns)) VALUES (\(SQLStatement.marks(ActivityRecord.names.count)))"
 
     static let insertActivityChannel = "INSERT INTO activity_channels (bundle_id, key, environment, channel_id) VALUES (?, ?, ?, ?)"
 
@@ -145,6 +145,59 @@ enum StoreStatements {
             AND \(OutboxStatements.budgetCondition)
         GROUP BY 1
         """
+
+    // MARK: A key's latest state and the devices that report late
+
+    /// The devices a key's start was sent to, by key and device.
+    static let startsByDeviceIndex =
+        "CREATE INDEX deliveries_starts_by_device ON deliveries (bundle_id, key, device_id) WHERE event = 'start'"
+
+    /// The statuses of pushes that reach, or may still reach, their device.
+    private static let reaching = "status IN ('queued', 'sending', 'sent')"
+
+    /// The newest `timestamp` sent, or still to be sent, to a device under a key (app, key, device):
+    /// what the device shows of the key, as far as the server knows. A start skipped unsent
+    /// reached it all the same: only its device's report skips one whose token lives.
+    static let deviceTimestamp = """
+        SELECT MAX(timestamp) FROM deliveries
+        WHERE bundle_id = ? AND key = ? AND device_id = ? AND (\(reaching) OR (event = 'start' AND status = 'skipped'))
+        """
+
+    /// Whether a device belongs to a key: its start was sent to it, or it reported an update token
+    /// or a channel listener under the key ((app, key, device) three times).
+    static let deviceKnownToKey = """
+        SELECT EXISTS (SELECT 1 FROM deliveries WHERE bundle_id = ? AND key = ? AND device_id = ? AND event = 'start')
+            OR EXISTS (SELECT 1 FROM activity_tokens WHERE bundle_id = ? AND key = ? AND device_id = ?)
+            OR EXISTS (SELECT 1 FROM channel_listeners WHERE bundle_id = ? AND key = ? AND device_id = ?)
+        """
+
+    /// A device's pushes under a key that count against its priority-10 budget since a time
+    /// (app, key, device, since).
+    static let devicePriority10Count = """
+        SELECT COUNT(*) FROM deliveries
+        WHERE bundle_id = ? AND key = ? AND device_id = ? AND target != 'push-to-start' AND priority = 10 AND created_at >= ?
+            AND \(OutboxStatements.budgetCondition)
+        """
+
+    /// The devices a key's start was sent to (or is still to be sent to) that have reported
+    /// neither an update token nor a channel listener under it yet (app, key): a change holds
+    /// their share, and each is caught up when it reports.
+    static let awaitingDevices = awaitingDevices(app: "?", key: "?")
+
+    /// `awaitingDevices` of the key an enclosing query names (its app and key as SQL).
+    static func awaitingDevices(app: String, key: String) -> String {
+        """
+        SELECT COUNT(DISTINCT s.device_id) FROM deliveries s
+        WHERE s.bundle_id = \(app) AND s.key = \(key) AND s.event = 'start' AND s.\(reaching)
+            AND NOT EXISTS (SELECT 1 FROM activity_tokens t WHERE t.bundle_id = s.bundle_id AND t.key = s.key AND t.device_id = s.device_id)
+            AND NOT EXISTS (
+                SELECT 1 FROM channel_listeners l WHERE l.bundle_id = s.bundle_id AND l.key = s.key AND l.device_id = s.device_id)
+        """
+    }
+
+    /// A device's token under an ended key, once the end it was caught up with is queued (app, key, device).
+    static let endDeviceToken =
+        "UPDATE activity_tokens SET state = 'ended', state_reason = 'key ended' WHERE bundle_id = ? AND key = ? AND device_id = ? AND state = 'live'"
 
     static let endKeyTokens =
         "UPDATE activity_tokens SET state = 'ended', state_reason = 'key ended' WHERE bundle_id = ? AND key = ? AND state = 'live'"

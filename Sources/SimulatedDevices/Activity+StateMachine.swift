@@ -20,7 +20,7 @@ public enum ActivityLifetime {
     /// An activity is ended by the system after 8 hours.
     public static let maximumActive: TimeInterval = 8 * 3600
     /// After ending it may stay on the Lock Screen up to 4 more hours.
-    public static let maximumOnLockScreenAfterEnd: TimeInterval = 4 * 3600
+    public static let maximumOnLockScreenAfterEnd = ActivityUIDismissalPolicy.longestAfterEnd
 }
 
 /// One activity's lifecycle as ActivityKit runs it: pending, active, stale, ended, dismissed.

@@ -1,6 +1,8 @@
 import Foundation
+import LiveActivityKit
 import LiveRelayStore
 import LiveRelayTesting
+import NIOHTTP1
 import Testing
 
 /// The README's tours run as written, in bash, against a fresh `liverelay serve`: every block
@@ -42,6 +44,7 @@ struct ReadmeTourTests {
                 swift() { [ "$1 $2 $3 $4" = "run -c release liverelay" ] || return 99; shift 4; \(liverelayExecutable.path) "$@"; }
                 \(shell)
                 \(blocks.joined(separator: "\n"))
+                echo "$API $S $E $KEY" > \(directory)/tour.names
                 """
             try script.write(toFile: directory + "/tour.sh", atomically: true, encoding: .utf8)
             let child = try ChildProcess.start(
@@ -60,8 +63,40 @@ struct ReadmeTourTests {
             }
             #expect(answered.count >= 10, "\(answered)")
             #expect(answered.filter { !$0.hasPrefix("2") } == shownRefused, "statuses in order: \(answered)")
+            try await Self.theDemoIPhoneShowsTheTourAsTheREADMESays(names: directory + "/tour.names")
             #expect(await server.stop() == 0)
         }
+    }
+
+    /// Pasted as one block, the tour's update and end reach the server before the demo app has
+    /// reported its update token: the iPhone must still end showing the end's content, leave the
+    /// Lock Screen at the dismissal date, and the server must have the device's report (so no
+    /// `activity.start_unconfirmed` comes two minutes later).
+    static func theDemoIPhoneShowsTheTourAsTheREADMESays(names: String) async throws {
+        let words = try String(contentsOfFile: names, encoding: .utf8).split(whereSeparator: \.isWhitespace).map(String.init)
+        try #require(words.count == 4, "\(words)")
+        let (api, serverKey, emulator, key) = (words[0], words[1], words[2], words[3])
+        // The key's one device, as the server knows it, and its activity on the demo iPhone.
+        func reported() async throws -> JSONValue? {
+            try await httpCall(.GET, api + "/v1/activities/" + key, key: serverKey).json["tokens"]?.arrayElements?.first
+        }
+        try await eventually { try await reported() != nil }
+        let device = try #require(try await reported())
+        #expect(device["deviceID"] == .string("demo-iphone"), "\(device)")
+        func tourActivity() async throws -> JSONValue? {
+            let shown = try await httpCall(.GET, emulator + "/devices/demo-iphone/presentation").json
+            return shown["lockScreen"]?.arrayElements?.first { $0["activityID"] == device["activityID"] }
+        }
+        try await eventually { try await tourActivity()?["state"] == .string("ended") }
+        let ended = try #require(try await tourActivity())
+        #expect(ended["contentState"] == .object([("status", .string("delivered")), ("etaMinutes", .integer(0))]), "\(ended)")
+        let events = try await httpCall(.GET, api + "/v1/events?key=" + key, key: serverKey).json["events"]?.arrayElements ?? []
+        let types = events.compactMap { $0["type"]?.stringValue }
+        #expect(types.contains("activity.started") && types.contains("activity.ended"), "\(types)")
+        #expect(!types.contains("activity.start_unconfirmed"), "\(types)")
+        // The README's dismissal date is an hour on: past it, the demo iPhone shows nothing of it.
+        _ = try await httpCall(.POST, emulator + "/clock/advance", body: .object([("seconds", .integer(3700))]))
+        try await eventually { try await tourActivity() == nil }
     }
 
     /// The README and the guides link to each other and to their pictures by relative paths: each

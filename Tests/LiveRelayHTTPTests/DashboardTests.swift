@@ -100,8 +100,8 @@ struct DashboardTests {
     }
 
     /// The activity page draws the phones that show the key now: none before a device reports
-    /// it, the phone once its token arrives (the section is live), none once the person dismissed
-    /// it there (not the phone's other activities); a channel-bound key's phone, which reports no
+    /// it, the phone once its token arrives (the section is live) and while the ended activity is
+    /// on its Lock Screen, none once the person dismissed it there (not the phone's other activities); a channel-bound key's phone, which reports no
     /// token. The update form holds the key's current content, live.
     @Test func theActivityPageDrawsThePhonesThatShowItNow() async throws {
         try await withRelayHarness { relay in
@@ -129,6 +129,12 @@ struct DashboardTests {
             try await relay.dispatch()
             try await eventually { try relay.emulator.devices.device("iphone-1").activities.count == 2 }
             #expect(try await page("match-7").contains(#"id="phone-iphone-1""#))
+
+            // Ended, it stays on the Lock Screen until it is dismissed: still drawn.
+            _ = try await relay.post("/v1/activities/k/end", .object([("contentState", content("delivered", 0))]))
+            try await relay.dispatch()
+            try await eventually { try relay.emulator.devices.device("iphone-1").activities.first { $0.pushType == .token }?.state == .ended }
+            #expect(try await page("k").contains(#"id="phone-iphone-1""#))
 
             let first = try #require(try relay.emulator.devices.device("iphone-1").activities.first { $0.pushType == .token })
             try relay.emulator.devices.perform(.dismiss(activityID: first.id), on: "iphone-1")

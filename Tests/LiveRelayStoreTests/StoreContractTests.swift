@@ -261,7 +261,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
                     "0001-api-keys", "0002-registry", "0003-outbox", "0004-requests", "0005-budget-index", "0006-lighter-outbox", "0007-contracts",
                     "0008-environments", "0009-apps", "0010-leases", "0011-rate-buckets", "0012-dashboard", "0013-key-statistics",
                     "0014-typed-answers", "0015-reported-by", "0016-channel-listeners", "0017-events", "0018-webhooks", "0019-retention",
-                    "0020-trace-context", "0021-device-ios", "0022-deliveries-by-key-newest",
+                    "0020-trace-context", "0021-device-ios", "0022-deliveries-by-key-newest", "0023-latest-state",
                 ])
             #expect(try await subject.store.migrate() == [])
             try await subject.reopened { reopened async throws in
@@ -381,15 +381,60 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
         }
     }
 
-    @Test(arguments: StoreKind.allCases) func anEndedKeyTakesNoNewToken(kind: StoreKind) async throws {
+    @Test(arguments: StoreKind.allCases) func anEndedKeyTakesATokenOnlyFromADeviceItKnows(kind: StoreKind) async throws {
         try await kind.withStore { subject in
             let store = subject.store
             try await store.saveActivityToken(activityToken("order-1", "iphone-1"), attributesType: deliveryType)
             try await store.change("order-1", event: .end, body: "done", at: t0 + 10)
-            await #expect(throws: StoreError(.keyEnded, "activity key \"order-1\" has ended")) {
+            await #expect(throws: StoreError(.keyEnded, "activity key \"order-1\" has ended, and its start was not sent to this device")) {
                 try await store.saveActivityToken(activityToken("order-1", "iphone-2"), attributesType: deliveryType)
             }
             #expect(try await store.activityTokens(app: testApp, key: "order-1").map(\.state) == [.ended])
+            // A device that reported before may report again (a rotated token): it stays ended.
+            try await store.saveActivityToken(activityToken("order-1", "iphone-1", token: "rotated", at: t0 + 20), attributesType: deliveryType)
+            #expect(try await store.activityTokens(app: testApp, key: "order-1").map(\.state) == [.ended])
+        }
+    }
+
+    /// A device sent the start reports its token after an update and an end: the change counted
+    /// it as awaited, and its catch-up (planned from what the device was sent) is queued before
+    /// its token ends.
+    @Test(arguments: StoreKind.allCases) func aDeviceSentTheStartIsAwaitedAndCaughtUpWhenItReportsLate(kind: StoreKind) async throws {
+        try await kind.withStore { subject in
+            let store = subject.store
+            try await store.savePushToStartToken(pushToStart("iphone-1"))
+            try await store.savePushToStartToken(pushToStart("iphone-2"))
+            try await store.start("order-1", at: t0)
+            try await store.saveActivityToken(activityToken("order-1", "iphone-1", at: t0 + 1), attributesType: deliveryType)
+            let update = try await store.change("order-1", body: "on the way", at: t0 + 5)
+            #expect(update.awaitingDevices == 1, "iphone-2 has not reported")
+            let end = try await store.change("order-1", event: .end, body: "delivered", at: t0 + 10)
+            #expect(end.awaitingDevices == 1)
+            let seen = Seen<CatchUpSnapshot?>(nil)
+            let catchUp = CatchUp(budgetWindowStart: t0 - 3600, context: WriteContext()) { snapshot in
+                seen.set(snapshot)
+                return CatchUpPlan(
+                    payload: Array("caught up".utf8),
+                    delivery: NewDelivery(
+                        bundleID: testApp, key: "order-1", event: .end, target: .activityToken(deviceID: "iphone-2", token: "tok-order-1-iphone-2"),
+                        environment: .sandbox, payloadIndex: 0, priority: .immediate, priorityReason: "caught up", expiration: nil,
+                        timestamp: snapshot.activity.lastTimestamp, requestID: "catch-up"))
+            }
+            let saved = try await store.saveActivityToken(
+                activityToken("order-1", "iphone-2", at: t0 + 20), attributesType: deliveryType, catchUp: catchUp)
+            let snapshot = try #require(seen.value)
+            #expect(snapshot.activity.state == .ended)
+            #expect(snapshot.deviceTimestamp == Int64(t0.timeIntervalSince1970), "the device was sent only the start")
+            #expect(snapshot.priority10Used == 0)
+            #expect(saved.caughtUp?.push.event == .end)
+            let pushes = try await store.deliveries(DeliveryQuery(bundleID: testApp, key: "order-1", limit: 50))
+            #expect(pushes.filter { $0.requestID == "catch-up" }.map(\.status) == [.queued])
+            #expect(try await store.activityTokens(app: testApp, key: "order-1").map(\.state) == [.ended, .ended])
+            // Reported now, it is awaited no longer; a device sent its push since is not caught up again.
+            let again = try await store.saveActivityToken(
+                activityToken("order-1", "iphone-2", token: "rotated", at: t0 + 30), attributesType: deliveryType, catchUp: catchUp)
+            #expect(seen.value?.deviceTimestamp == snapshot.activity.lastTimestamp)
+            #expect(again.caughtUp != nil, "the plan decides; this one always catches up")
         }
     }
 

@@ -155,12 +155,13 @@ struct Dashboard: Sendable {
         let deliveries = try await relay.deliveries(DeliveryQuery(bundleID: app, key: key, limit: 200))
         let log = try await relay.events(EventQuery(bundleID: app, key: key, limit: 200))
         // With the built-in emulator, the phones that show the activity now, beside its timeline:
-        // those whose token is live, and those listening to its channel. Drawn live, so that a
-        // phone appears when its first token arrives and goes when the activity ends there.
+        // those whose token is live or ended (an ended activity stays on the Lock Screen until it
+        // is dismissed, which its app reports), and those listening to its channel. Drawn live, so
+        // that a phone appears when its first token arrives and goes when the activity leaves it.
         var phones: (html: HTML, shows: String)?
         var held: [String] = []
         if let devices {
-            let live = description.tokens.filter { $0.state == .live }.map(\.deviceID).filter(devices.fleet.contains)
+            let live = description.tokens.filter { $0.state == .live || $0.state == .ended }.map(\.deviceID).filter(devices.fleet.contains)
             let listening = devices.fleet.devices(showingActivitiesOn: Set(description.activity.channelIDs.values))
             held = Array(Set(live + listening).sorted().prefix(4))
             phones = held.isEmpty ? ("", devices.shows(only: [])) : devices.phones(only: held)

@@ -59,6 +59,8 @@ struct KeyChange {
         arguments["stale_date"] = .seconds(changed.staleDate)
         arguments["relevance_score"] = .real(changed.relevanceScore)
         arguments["last_timestamp"] = .integer(changed.lastTimestamp)
+        arguments["alert"] = .text(changed.storedAlert)
+        arguments["alert_at"] = .seconds(changed.alertAt)
         arguments["state"] = .text(changed.state.rawValue)
         arguments["ended_at"] = .seconds(changed.endedAt)
         arguments["end_reason"] = .text(changed.endReason?.rawValue)
@@ -149,7 +151,8 @@ struct KeyChange {
         let counts = Dictionary(
             zip(try row["targets"].decode([String].self), try row["counts"].decode([Int64].self).map(Int.init)), uniquingKeysWith: { $0 + $1 })
         let snapshot = ChangeSnapshot(
-            activity: activity, liveTokens: liveTokens, liveTokenCount: Int(try row["live"].decode(Int64.self)), priority10Counts: counts)
+            activity: activity, liveTokens: liveTokens, liveTokenCount: Int(try row["live"].decode(Int64.self)), priority10Counts: counts,
+            awaitingDevices: Int(try row["awaiting"].decode(Int64.self)))
         return (snapshot, try row["version"].decode(String.self))
     }
 }

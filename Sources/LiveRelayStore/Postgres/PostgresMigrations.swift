@@ -257,5 +257,14 @@ enum PostgresMigrations {
         // 300,000 pushes sorted all of them (120 ms).
         StoreMigration(
             name: "0022-deliveries-by-key-newest", statements: ["CREATE INDEX deliveries_by_key_newest ON deliveries (bundle_id, key, id)"]),
+        // A key's latest state, which a device that reports late is caught up with: its last alert
+        // with its time; and the devices sent its start, which an update counts while they have
+        // not reported (`StoreStatements.awaitingDevices`).
+        StoreMigration(
+            name: "0023-latest-state",
+            statements: [
+                "ALTER TABLE activities ADD COLUMN alert text", "ALTER TABLE activities ADD COLUMN alert_at double precision",
+                StoreStatements.startsByDeviceIndex,
+            ]),
     ]
 }

@@ -153,23 +153,26 @@ extension PostgresStore {
         }
     }
 
-    @discardableResult
-    package func saveActivityToken(_ token: ActivityTokenRecord, attributesType: String) async throws -> ActivityRecord {
+    package func saveActivityToken(_ token: ActivityTokenRecord, attributesType: String, catchUp: CatchUp?) async throws -> SavedActivityToken {
         try await transaction { db in
+            let device: [SQLArgument] = [.text(token.bundleID), .text(token.key), .text(token.deviceID)]
             // The key, created active when the app started the activity itself.
             let created = ActivityRecord(
                 bundleID: token.bundleID, key: token.key, attributesType: attributesType, startedAt: token.registeredAt, lastTimestamp: 0)
             try await db.run(
-                "INSERT INTO activities (\(ActivityRecord.columns)) VALUES (\(SQLStatement.marks(13))) ON CONFLICT (bundle_id, key) DO NOTHING",
+                StoreStatements.insertActivity + " ON CONFLICT (bundle_id, key) DO NOTHING",
                 Self.arguments(created))
             guard let activity = try await Self.activity(db, app: token.bundleID, key: token.key, locked: true) else {
                 throw StoreError(.keyEnded, "activity key \"\(token.key)\" is gone")
             }
-            if activity.state == .ended {
-                throw StoreError(.keyEnded, "activity key \"\(activity.key)\" has ended")
+            if activity.state == .ended, try await db.rows(StoreStatements.deviceKnownToKey, device + device + device).first?.bool(0) != true {
+                throw StoreError(.keyEnded, "activity key \"\(activity.key)\" has ended, and its start was not sent to this device")
             }
-            let before = try await db.rows(StoreStatements.tokenState, [.text(token.bundleID), .text(token.key), .text(token.deviceID)]).first?.text(
-                0)
+            // A new row version: a change of the key planned without this token, and not yet
+            // written, is then planned again with it (`KeyChange`), or this transaction sees it.
+            try await db.run(
+                "UPDATE activities SET last_timestamp = last_timestamp WHERE bundle_id = ? AND key = ?", [.text(token.bundleID), .text(token.key)])
+            let before = try await db.rows(StoreStatements.tokenState, device).first?.text(0)
             try await db.run(
                 StoreStatements.saveActivityToken,
                 [
@@ -177,7 +180,22 @@ extension PostgresStore {
                     .seconds(token.registeredAt), .text(token.environment.rawValue), .text(token.bundleID), .text(token.reportedBy),
                 ])
             try await db.carryOut(.activityReported(token.report(isNew: before != ActivityTokenState.live.rawValue)), at: token.registeredAt)
-            return activity
+            var saved = SavedActivityToken(activity: activity)
+            if let catchUp {
+                let snapshot = CatchUpSnapshot(
+                    activity: activity, token: token, deviceTimestamp: try await db.rows(StoreStatements.deviceTimestamp, device).first?.integer(0),
+                    priority10Used: try await db.rows(
+                        StoreStatements.devicePriority10Count, device + [.seconds(catchUp.budgetWindowStart)]
+                    ).first?.int(0) ?? 0)
+                if let planned = catchUp.plan(snapshot) {
+                    saved.claimed = try await Self.enqueue(
+                        db, payloads: [planned.payload], deliveries: [planned.delivery], at: token.registeredAt, context: catchUp.context)
+                    saved.caughtUp = planned.delivery
+                }
+            }
+            // A device caught up with an end has nothing more to be sent.
+            if activity.state == .ended { try await db.run(StoreStatements.endDeviceToken, device) }
+            return saved
         }
     }
 

@@ -73,7 +73,8 @@ enum PreparedStatements {
     /// columns first), then, by name, its channels (`environments`, `ids`), how many live tokens it
     /// has (`live`) and, when the change counts the budget (the first argument), the live tokens
     /// themselves (arrays in device order; `no_activity_ids` says where `activity_id` is NULL) and
-    /// the priority-10 counts by device or channel (`targets`, `counts`); then the version of the
+    /// the priority-10 counts by device or channel (`targets`, `counts`), the devices sent its start
+    /// that have not reported (`awaiting`); then the version of the
     /// key's row (`version`: `xmin`, which every write of the row changes).
     /// `LockedChangeSnapshotRead` also locks the key's row until the transaction ends.
     enum ChangeSnapshotRead: PreparedSQL { static let sql = changeSnapshotRead(locking: false) }
@@ -88,7 +89,7 @@ enum PreparedStatements {
         return SQLStatement.numbering(
             """
             SELECT \(ActivityRecord.columns), c.environments, c.ids, t.live, t.device_ids, t.activity_ids, t.no_activity_ids, t.tokens,
-                t.frequent, t.registered, t.token_environments, p.targets, p.counts, a.xmin::text AS version
+                t.frequent, t.registered, t.token_environments, p.targets, p.counts, w.awaiting, a.xmin::text AS version
             FROM (SELECT ?::boolean AS counting) budget, activities a,
             LATERAL (
                 SELECT COALESCE(array_agg(environment ORDER BY environment), '{}') AS environments,
@@ -103,7 +104,8 @@ enum PreparedStatements {
                 FROM activity_tokens WHERE bundle_id = a.bundle_id AND key = a.key AND state = 'live') t,
             LATERAL (
                 SELECT COALESCE(array_agg(x.target), '{}') AS targets, COALESCE(array_agg(x.n), '{}') AS counts
-                FROM (\(StoreStatements.priority10Counts)) AS x (target, n) WHERE budget.counting) p
+                FROM (\(StoreStatements.priority10Counts)) AS x (target, n) WHERE budget.counting) p,
+            LATERAL (SELECT (\(StoreStatements.awaitingDevices(app: "a.bundle_id", key: "a.key"))) AS awaiting) w
             WHERE a.bundle_id = ? AND a.key = ?\(locking ? " FOR UPDATE OF a" : "")
             """)
     }
@@ -125,7 +127,8 @@ enum PreparedStatements {
     private static let handedOverChangeParameters = SQLParameters(changeWriteNames)
     private static let queuedChangeParameters = SQLParameters(changeWriteNames + ["notify_channel"])
     private static let changeWriteNames = [
-        "content_state", "stale_date", "relevance_score", "last_timestamp", "state", "ended_at", "end_reason", "dismissal_date", "app", "key",
+        "content_state", "stale_date", "relevance_score", "last_timestamp", "alert", "alert_at", "state", "ended_at", "end_reason", "dismissal_date",
+        "app", "key",
         "version", "payload", "trace_parent", "sends_anything", "supersede", "supersede_applies", "listed_status", "listed_due", "listed_at",
         "listed",
         "fan_out_event", "fan_out_priority", "fan_out_reason", "fan_out_expiration", "fan_out_timestamp", "fan_out_request",
@@ -142,7 +145,7 @@ enum PreparedStatements {
         return SQLStatement.numbering(
             """
             WITH changed AS (
-                UPDATE activities SET content_state = ?, stale_date = ?, relevance_score = ?, last_timestamp = ?,
+                UPDATE activities SET content_state = ?, stale_date = ?, relevance_score = ?, last_timestamp = ?, alert = ?, alert_at = ?,
                     state = ?, ended_at = ?, end_reason = ?, dismissal_date = ?
                 WHERE bundle_id = ? AND key = ? AND xmin::text = ?
                 RETURNING 1),

@@ -70,8 +70,11 @@ extension SQLiteStore {
                 : try db.fetchAll(
                     StoreStatements.channelsOfKeyRecords, [app, key],
                     as: ChannelRecord.init(row:))
+            let awaiting = activity == nil ? 0 : try db.fetchOne(StoreStatements.awaitingDevices, [app, key]) { $0[0] as Int } ?? 0
             let (planned, outcome) = try plan(
-                ChangeSnapshot(activity: activity, liveTokens: tokens, liveTokenCount: tokenCount, priority10Counts: counts, channels: channels))
+                ChangeSnapshot(
+                    activity: activity, liveTokens: tokens, liveTokenCount: tokenCount, priority10Counts: counts, channels: channels,
+                    awaitingDevices: awaiting))
             try Self.updateChanged(db, activity: planned.activity)
             // Written before an end ends the tokens: its fan-out goes to those live until now.
             let claimed = try Self.enqueue(

@@ -92,12 +92,14 @@ extension SQLiteStore {
         }
     }
 
-    @discardableResult
-    package func saveActivityToken(_ token: ActivityTokenRecord, attributesType: String) async throws -> ActivityRecord {
+    package func saveActivityToken(_ token: ActivityTokenRecord, attributesType: String, catchUp: CatchUp?) async throws -> SavedActivityToken {
         try await write { db in
             var activity = try Self.activity(db, app: token.bundleID, key: token.key)
-            if let existing = activity, existing.state == .ended {
-                throw StoreError(.keyEnded, "activity key \"\(existing.key)\" has ended")
+            let device: StatementArguments = [token.bundleID, token.key, token.deviceID]
+            if let existing = activity, existing.state == .ended,
+                try db.fetchOne(StoreStatements.deviceKnownToKey, device + device + device, as: { $0[0] as Bool }) != true
+            {
+                throw StoreError(.keyEnded, "activity key \"\(existing.key)\" has ended, and its start was not sent to this device")
             }
             if activity == nil {
                 let created = ActivityRecord(
@@ -113,7 +115,23 @@ extension SQLiteStore {
                     token.registeredAt.seconds, token.environment.rawValue, token.bundleID, token.reportedBy,
                 ])
             try db.carryOut(.activityReported(token.report(isNew: before != ActivityTokenState.live.rawValue)), at: token.registeredAt)
-            return activity!
+            var saved = SavedActivityToken(activity: activity!)
+            if let catchUp {
+                let snapshot = CatchUpSnapshot(
+                    activity: activity!, token: token,
+                    deviceTimestamp: try db.fetchOne(StoreStatements.deviceTimestamp, device) { $0[0] as Int64? } ?? nil,
+                    priority10Used: try db.fetchOne(
+                        StoreStatements.devicePriority10Count, device + [catchUp.budgetWindowStart.seconds]
+                    ) { $0[0] as Int } ?? 0)
+                if let planned = catchUp.plan(snapshot) {
+                    saved.claimed = try Self.enqueue(
+                        db, payloads: [planned.payload], deliveries: [planned.delivery], at: token.registeredAt, context: catchUp.context)
+                    saved.caughtUp = planned.delivery
+                }
+            }
+            // A device caught up with an end has nothing more to be sent.
+            if activity!.state == .ended { try db.run(StoreStatements.endDeviceToken, device) }
+            return saved
         }
     }
 
