@@ -223,7 +223,7 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]),
         // LiveRelayKit's decisions as values, its backlog on a real file, without a network.
-        .testTarget(name: "LiveRelayKitTests", dependencies: ["LiveRelayKit"]),
+        .testTarget(name: "LiveRelayKitTests", dependencies: ["LiveRelayKit", "LiveActivityKit"]),
         .testTarget(name: "SimulatedDevicesTests", dependencies: ["SimulatedDevices", "LiveActivityKit"]),
         // The drawn devices and their templates, without a server.
         .testTarget(name: "WebPagesTests", dependencies: ["WebPages", "SimulatedDevices", "LiveActivityKit", "LiveRelayTesting"]),

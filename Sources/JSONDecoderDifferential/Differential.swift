@@ -65,6 +65,8 @@ extension SwiftType {
         return [
             twin([.optional(.int), .optional(.double), .optional(.array(.optional(.date)))]),
             twin([.optional(.string), .optional(.url), .optional(.closedRangeOfDate)]),
+            twin([.optional(.float), .optional(.decimal), .optional(.integer(.uint8))]),
+            twin([.optional(.data), .optional(.uuid), .optional(.array(.integer(.int64)))]),
             twin([.optional(twinStringEnum), .optional(twinIntEnum), .optional(twin([.bool, .optional(.optional(.int)), twin([])]))]),
             twin([.int, .array(.string), twin([])]),
             twin([]),

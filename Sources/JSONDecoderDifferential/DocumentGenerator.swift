@@ -33,7 +33,7 @@ public struct DocumentGenerator {
     }
 
     private mutating func type(depth: Int) -> SwiftType {
-        let leaves: [SwiftType] = [.string, .int, .double, .bool, .date, .closedRangeOfDate, .url, SwiftType.twinStringEnum, SwiftType.twinIntEnum]
+        let leaves: [SwiftType] = SwiftType.scalars + [SwiftType.twinStringEnum, SwiftType.twinIntEnum]
         guard depth > 0, chance(0.3) else { return leaves.randomElement(using: &random)! }
         switch Int.random(in: 0..<3, using: &random) {
         case 0: return .array(chance(0.25) ? .optional(type(depth: depth - 1)) : type(depth: depth - 1))
@@ -66,6 +66,11 @@ public struct DocumentGenerator {
         switch type {
         case .string: string(into: &out)
         case .int: out += Array(intLiteral().utf8)
+        case .integer: out += Array((chance(0.3) ? pick(Self.widthEdges) : intLiteral()).utf8)
+        case .float: out += Array((chance(0.3) ? pick(Self.floatEdges) : doubleLiteral()).utf8)
+        case .decimal: out += Array((chance(0.2) ? pick(Self.decimalEdges) : doubleLiteral()).utf8)
+        case .data: quoted(pick(Self.base64Texts), into: &out)
+        case .uuid: quoted(pick(Self.uuidTexts), into: &out)
         case .double, .date:
             if type == .date, chance(0.05) { return out += Array(pick(Self.dateStrings).utf8) }
             out += Array(doubleLiteral().utf8)
@@ -250,6 +255,32 @@ public struct DocumentGenerator {
         "0.0000000000000000000000000000000000000000000000000000000000000000000000000000001",
         "123456789012345678901234567890", "785000000", "785000000.5", "1700000000", "1700000000000",
         "9007199254740993", "-9223372036854775809",
+    ]
+
+    /// The ends of the integer types besides `Int`.
+    static let widthEdges = [
+        "127", "128", "-128", "-129", "255", "256", "32767", "32768", "-32769", "65535", "65536", "2147483647", "2147483648",
+        "-2147483649", "4294967295", "4294967296", "18446744073709551615", "18446744073709551616", "-1", "255.0", "2.55e2", "1e3",
+    ]
+
+    static let floatEdges = [
+        "3.4028235e38", "3.4028236e38", "3.40282356779733661637539395458142568448e38", "3.5e38", "-3.5e38", "1.17549435e-38",
+        "1.4e-45", "1e-45", "7e-46", "1e-46", "0.1", "16777217", "1e39",
+    ]
+
+    static let decimalEdges = [
+        "1e127", "1e128", "1e200", "-1e200", "1e-127", "1e-200", "0.1", "123456789012345678901234567890123456789012",
+        "3.14159265358979323846264338327950288419", "1e-130",
+    ]
+
+    static let base64Texts = [
+        "", "AQID", "AQI=", "AQ==", "AQI", "A", "@@@@", "AQ ID", "AQID\\n", "YWJj ", "YW Jj", "YWJj====", "_-_-", "+/+/",
+    ]
+
+    static let uuidTexts = [
+        "E621E1F8-C36C-495A-93FC-0C247A3E6E5F", "e621e1f8-c36c-495a-93fc-0c247a3e6e5f", "E621E1F8C36C495A93FC0C247A3E6E5F",
+        "{E621E1F8-C36C-495A-93FC-0C247A3E6E5F}", "", "E621E1F8-C36C-495A-93FC-0C247A3E6E5", "G621E1F8-C36C-495A-93FC-0C247A3E6E5F",
+        " E621E1F8-C36C-495A-93FC-0C247A3E6E5F",
     ]
 
     static let dateStrings = [#""2026-11-27T10:00:00Z""#, #""785000000""#, #""""#]

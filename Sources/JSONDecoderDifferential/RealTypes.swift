@@ -104,7 +104,23 @@ extension SwiftType {
         switch self {
         case .string: return String.self
         case .int: return Int.self
+        case .integer(let width):
+            switch width {
+            case .int8: return Int8.self
+            case .int16: return Int16.self
+            case .int32: return Int32.self
+            case .int64: return Int64.self
+            case .uint: return UInt.self
+            case .uint8: return UInt8.self
+            case .uint16: return UInt16.self
+            case .uint32: return UInt32.self
+            case .uint64: return UInt64.self
+            }
         case .double: return Double.self
+        case .float: return Float.self
+        case .decimal: return Decimal.self
+        case .data: return Data.self
+        case .uuid: return UUID.self
         case .bool: return Bool.self
         case .date: return Date.self
         case .closedRangeOfDate: return ClosedRange<Date>.self

@@ -172,19 +172,11 @@ enum Schema {
             try checkDepth(depth + wrappers.count, path: path)
             trim()
         }
-        var type: SwiftType
-        switch rest {
-        case "String": type = .string
-        case "Int": type = .int
-        case "Double": type = .double
-        case "Bool": type = .bool
-        case "Date": type = .date
-        case "ClosedRange<Date>": type = .closedRangeOfDate
-        case "URL": type = .url
-        default:
+        guard var type = SwiftType.scalars.first(where: { $0.swiftName == rest }) else {
             throw LiveActivityValidationError(
                 field: path, code: .invalidValue,
-                message: "unknown type \"\(rest)\"; use String, Int, Double, Bool, Date, ClosedRange<Date>, URL, [T], T? or an object")
+                message:
+                    "unknown type \"\(rest)\"; use \(SwiftType.scalars.map(\.swiftName).joined(separator: ", ")), [T], T? or an object")
         }
         for wrapper in wrappers.reversed() {
             type = wrapper == .optional ? .optional(type) : .array(type)
@@ -194,7 +186,8 @@ enum Schema {
 
     static func json(_ type: SwiftType) -> JSONValue {
         switch type {
-        case .string, .int, .double, .bool, .date, .closedRangeOfDate, .url: .string(type.swiftName)
+        case .string, .int, .integer, .double, .float, .decimal, .bool, .date, .closedRangeOfDate, .url, .data, .uuid:
+            .string(type.swiftName)
         case .stringEnum(let cases): .object([("enum", .array(cases.map(JSONValue.string)))])
         case .intEnum(let cases): .object([("enum", .array(cases.map { .integer($0) }))])
         case .array(let element): .object([("array", json(element))])

@@ -8,13 +8,23 @@ import Foundation
 public indirect enum SwiftType: Sendable, Hashable {
     case string
     case int
+    /// `Int8` to `Int64`, and `UInt` to `UInt64`: a number that fits.
+    case integer(IntegerWidth)
     case double
+    /// A number that fits in `Float`.
+    case float
+    /// `Decimal`: a number, as its text says.
+    case decimal
     case bool
     /// `Date` with the default strategy: a number of seconds since 2001-01-01.
     case date
     /// `ClosedRange<Date>`: `[lower, upper]`, lower not after upper.
     case closedRangeOfDate
     case url
+    /// `Data` with the default strategy: a string in Base64.
+    case data
+    /// `UUID`: a string in its canonical form (`E621E1F8-C36C-495A-93FC-0C247A3E6E5F`).
+    case uuid
     /// A `String`-backed enum, decoded by raw value.
     case stringEnum([String])
     /// An `Int`-backed enum, decoded by raw value.
@@ -29,17 +39,56 @@ public indirect enum SwiftType: Sendable, Hashable {
         switch self {
         case .string: "String"
         case .int: "Int"
+        case .integer(let width): width.rawValue
         case .double: "Double"
+        case .float: "Float"
+        case .decimal: "Decimal"
         case .bool: "Bool"
         case .date: "Date"
         case .closedRangeOfDate: "ClosedRange<Date>"
         case .url: "URL"
+        case .data: "Data"
+        case .uuid: "UUID"
         case .stringEnum: "String enum"
         case .intEnum: "Int enum"
         case .array(let element): "[\(element.swiftName)]"
         case .structure(let type): type.name
         case .optional(let wrapped): "\(wrapped.swiftName)?"
         }
+    }
+}
+
+/// The integer types besides `Int`, by their Swift names.
+public enum IntegerWidth: String, Sendable, Hashable, CaseIterable {
+    case int8 = "Int8", int16 = "Int16", int32 = "Int32", int64 = "Int64"
+    case uint = "UInt", uint8 = "UInt8", uint16 = "UInt16", uint32 = "UInt32", uint64 = "UInt64"
+
+    /// Whether `JSONDecoder` reads the number `literal` into this type. Plain digits are read
+    /// directly; anything else (a fraction, an exponent) the decoder reads in its own way, so it
+    /// is asked, as for `Int`.
+    func fits(_ literal: String) -> Bool {
+        func reads<T: FixedWidthInteger & Decodable>(_: T.Type) -> Bool {
+            T(literal) != nil || (try? JSONDecoder().decode(T.self, from: Data(literal.utf8))) != nil
+        }
+        switch self {
+        case .int8: return reads(Int8.self)
+        case .int16: return reads(Int16.self)
+        case .int32: return reads(Int32.self)
+        case .int64: return reads(Int64.self)
+        case .uint: return reads(UInt.self)
+        case .uint8: return reads(UInt8.self)
+        case .uint16: return reads(UInt16.self)
+        case .uint32: return reads(UInt32.self)
+        case .uint64: return reads(UInt64.self)
+        }
+    }
+}
+
+extension SwiftType {
+    /// The types a contract names by their Swift name alone. Computed, as `twinSamples`: a
+    /// global holding indirect enums reads as a leak to LeakSanitizer at the fuzzer's exit.
+    public static var scalars: [SwiftType] {
+        [.string, .int, .double, .float, .decimal, .bool, .date, .closedRangeOfDate, .url, .data, .uuid] + IntegerWidth.allCases.map { .integer($0) }
     }
 }
 
@@ -120,6 +169,21 @@ extension SwiftType {
         case .int:
             guard case .number(let literal) = value else { throw fail(.typeMismatch, "expected a number for Int, found \(value.typeName)") }
             guard Self.integer(literal) != nil else { throw fail(.dataCorrupted, "the number \(literal) does not fit in Int") }
+        case .integer(let width):
+            guard case .number(let literal) = value else { throw fail(.typeMismatch, "expected a number for \(swiftName), found \(value.typeName)") }
+            guard width.fits(literal) else { throw fail(.dataCorrupted, "the number \(literal) does not fit in \(swiftName)") }
+        case .float:
+            guard case .number(let literal) = value else { throw fail(.typeMismatch, "expected a number for Float, found \(value.typeName)") }
+            guard Self.float(literal) != nil else { throw fail(.dataCorrupted, "the number \(literal) does not fit in Float") }
+        case .decimal:
+            guard case .number(let literal) = value else { throw fail(.typeMismatch, "expected a number for Decimal, found \(value.typeName)") }
+            guard Self.decimal(literal) else { throw fail(.dataCorrupted, "the number \(literal) does not fit in Decimal") }
+        case .data:
+            guard case .string(let text) = value else { throw fail(.typeMismatch, "expected a Base64 string for Data, found \(value.typeName)") }
+            guard Data(base64Encoded: text) != nil else { throw fail(.dataCorrupted, "the string is not valid Base64") }
+        case .uuid:
+            guard case .string(let text) = value else { throw fail(.typeMismatch, "expected a string for UUID, found \(value.typeName)") }
+            guard UUID(uuidString: text) != nil else { throw fail(.dataCorrupted, "invalid UUID string \"\(text)\"") }
         case .double, .date:
             guard case .number(let literal) = value else {
                 var failure = fail(.typeMismatch, "expected a number for \(swiftName), found \(value.typeName)")
@@ -195,6 +259,24 @@ extension SwiftType {
     static func integer(_ literal: String) -> Int? {
         if let exact = Int(literal) { return exact }
         return try? JSONDecoder().decode(Int.self, from: Data(literal.utf8))
+    }
+
+    /// A JSON number literal as `JSONDecoder` reads it into `Float`. Well inside `Float`'s range
+    /// (normal, not near its largest) it is read as any number is; near either end the decoder's
+    /// own rounding decides, so it is asked.
+    static func float(_ literal: String) -> Float? {
+        if let number = Double(literal), number.isFinite,
+            number == 0 ? literal.allSatisfy({ $0 == "0" || $0 == "." || $0 == "-" }) : (1e-37...1e38).contains(abs(number))
+        {
+            return Float(number)
+        }
+        return try? JSONDecoder().decode(Float.self, from: Data(literal.utf8))
+    }
+
+    /// Whether `JSONDecoder` reads a JSON number literal into `Decimal`: asked, as `Decimal`'s
+    /// range and parsing are its own (a number over its exponent's range is refused).
+    static func decimal(_ literal: String) -> Bool {
+        (try? JSONDecoder().decode(Decimal.self, from: Data(literal.utf8))) != nil
     }
 
     /// A JSON number literal as `JSONDecoder` reads it into `Double` (and `Date`): refused when it

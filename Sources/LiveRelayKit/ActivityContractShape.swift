@@ -18,7 +18,10 @@ public struct ActivityContractShape: Sendable, Hashable, Codable {
 public indirect enum ContractType: Sendable, Hashable, Codable {
     case named(String)
     case fields([String: ContractType])
+    /// A `String`-backed enum's raw values.
     case enumeration([String])
+    /// An `Int`-backed enum's raw values.
+    case integerEnumeration([Int])
     case array(ContractType)
     case optional(ContractType)
 
@@ -35,8 +38,10 @@ public indirect enum ContractType: Sendable, Hashable, Codable {
         let object = try decoder.container(keyedBy: Key.self)
         if let fields = try object.decodeIfPresent([String: ContractType].self, forKey: .fields) {
             self = .fields(fields)
-        } else if let values = try object.decodeIfPresent([String].self, forKey: .enumeration) {
+        } else if let values = try? object.decodeIfPresent([String].self, forKey: .enumeration) {
             self = .enumeration(values)
+        } else if let values = try object.decodeIfPresent([Int].self, forKey: .enumeration) {
+            self = .integerEnumeration(values)
         } else if let element = try object.decodeIfPresent(ContractType.self, forKey: .array) {
             self = .array(element)
         } else if let wrapped = try object.decodeIfPresent(ContractType.self, forKey: .optional) {
@@ -58,6 +63,7 @@ public indirect enum ContractType: Sendable, Hashable, Codable {
         case .named: break
         case .fields(let fields): try object.encode(fields, forKey: .fields)
         case .enumeration(let values): try object.encode(values, forKey: .enumeration)
+        case .integerEnumeration(let values): try object.encode(values, forKey: .enumeration)
         case .array(let element): try object.encode(element, forKey: .array)
         case .optional(let wrapped): try object.encode(wrapped, forKey: .optional)
         }

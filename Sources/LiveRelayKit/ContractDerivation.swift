@@ -15,7 +15,7 @@ extension ActivityContractShape {
     }
 
     static func fields<T: Decodable>(of type: T.Type) throws -> [String: ContractType] {
-        guard case .fields(let fields) = try ShapeReader.shape(of: type, at: []) else {
+        guard case .fields(let fields) = try ShapeReader.shapeAndPlaceholder(of: type, at: [], visiting: []).shape else {
             throw UnsupportedContractType(path: String(describing: type), reason: "a contract describes a structure with fields")
         }
         return fields
@@ -39,23 +39,40 @@ private enum ShapeReader {
     /// The deepest nesting read: deeper is a recursive type.
     static let deepest = 32
 
-    static func shape<T: Decodable>(of type: T.Type, at path: [String]) throws -> ContractType {
-        try shapeAndPlaceholder(of: type, at: path).shape
+    /// A type being read at a path: met again there, it decodes itself from itself.
+    struct Visit: Hashable {
+        var type: ObjectIdentifier
+        var path: [String]
     }
 
-    /// The shape of `type`, and a value of it to hand back to whoever decodes it.
-    static func shapeAndPlaceholder<T: Decodable>(of type: T.Type, at path: [String]) throws -> (shape: ContractType, value: T) {
+    /// The shape of `type`, and a value of it to hand back to whoever decodes it. `visiting`: the
+    /// types being read around this one, each at its path.
+    static func shapeAndPlaceholder<T: Decodable>(of type: T.Type, at path: [String], visiting: Set<Visit>) throws -> (
+        shape: ContractType, value: T
+    ) {
+        let place = path.isEmpty ? String(describing: T.self) : path.joined(separator: ".")
         guard path.count <= deepest else {
-            throw UnsupportedContractType(path: path.joined(separator: "."), reason: "nested more than \(deepest) levels (a recursive type?)")
+            throw UnsupportedContractType(path: place, reason: "nested more than \(deepest) levels (a recursive type?)")
         }
         if let (name, value) = named(type) { return (.named(name), value) }
         if let enumeration = T.self as? any (CaseIterable & RawRepresentable).Type,
-            let (values, first) = cases(of: enumeration), let value = first as? T
+            let (shape, first) = cases(of: enumeration), let value = first as? T
         {
-            return (.enumeration(values), value)
+            return (shape, value)
         }
-        let recorder = ShapeRecorder(path: path)
-        let value = try T(from: ShapeDecoder(recorder: recorder, codingPath: []))
+        let visit = Visit(type: ObjectIdentifier(T.self), path: path)
+        guard !visiting.contains(visit) else {
+            throw UnsupportedContractType(path: place, reason: "\(T.self) decodes itself from a value of its own type, which no contract names")
+        }
+        let recorder = ShapeRecorder(path: path, visiting: visiting.union([visit]))
+        let value: T
+        do {
+            value = try T(from: ShapeDecoder(recorder: recorder, codingPath: []))
+        } catch DecodingError.dataCorrupted where T.self is any RawRepresentable.Type {
+            throw UnsupportedContractType(
+                path: place,
+                reason: "\(T.self) is an enum of raw values that is not CaseIterable: make it CaseIterable, so its contract names its cases")
+        }
         if recorder.askedForAnyKey {
             throw UnsupportedContractType(path: path.joined(separator: "."), reason: "a dictionary: a contract names each field")
         }
@@ -69,6 +86,11 @@ private enum ShapeReader {
     private static func named<T>(_ type: T.Type) -> (String, T)? {
         let names: [(Any.Type, String, Any)] = [
             (String.self, "String", ""), (Int.self, "Int", 0), (Double.self, "Double", 0.0), (Bool.self, "Bool", false),
+            (Float.self, "Float", Float(0)), (Decimal.self, "Decimal", Decimal(0)), (Data.self, "Data", Data()),
+            (UUID.self, "UUID", UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))),
+            (Int8.self, "Int8", Int8(0)), (Int16.self, "Int16", Int16(0)), (Int32.self, "Int32", Int32(0)), (Int64.self, "Int64", Int64(0)),
+            (UInt.self, "UInt", UInt(0)), (UInt8.self, "UInt8", UInt8(0)), (UInt16.self, "UInt16", UInt16(0)),
+            (UInt32.self, "UInt32", UInt32(0)), (UInt64.self, "UInt64", UInt64(0)),
             (Date.self, "Date", Date(timeIntervalSinceReferenceDate: 0)), (URL.self, "URL", URL(fileURLWithPath: "/")),
             (ClosedRange<Date>.self, "ClosedRange<Date>", Date(timeIntervalSinceReferenceDate: 0)...Date(timeIntervalSinceReferenceDate: 0)),
         ]
@@ -76,18 +98,23 @@ private enum ShapeReader {
         return (match.1, value)
     }
 
-    private static func cases(of type: any (CaseIterable & RawRepresentable).Type) -> ([String], Any)? {
+    /// An enum's raw values, `String` or `Int`, and its first case.
+    private static func cases(of type: any (CaseIterable & RawRepresentable).Type) -> (ContractType, Any)? {
         func list<C: Collection>(_ collection: C) -> [Any] { collection.map { $0 as Any } }
         let all = list(type.allCases)
-        let raw = all.compactMap { ($0 as? any RawRepresentable)?.rawValue as? String }
-        guard !all.isEmpty, raw.count == all.count else { return nil }
-        return (raw, all[0])
+        guard let first = all.first else { return nil }
+        let raw = all.map { ($0 as? any RawRepresentable)?.rawValue }
+        if case let strings = raw.compactMap({ $0 as? String }), strings.count == all.count { return (.enumeration(strings), first) }
+        if case let integers = raw.compactMap({ $0 as? Int }), integers.count == all.count { return (.integerEnumeration(integers), first) }
+        return nil
     }
 }
 
 /// What one decode of a value asked for.
 private final class ShapeRecorder {
     let path: [String]
+    /// The types being read, this one's among them, each at its path.
+    let visiting: Set<ShapeReader.Visit>
     var fields: [String: ContractType] = [:]
     var sawKeyed = false
     /// Asked for whatever keys there are: a dictionary, which has no fields to name.
@@ -95,7 +122,10 @@ private final class ShapeRecorder {
     var single: ContractType?
     var element: ContractType?
 
-    init(path: [String]) { self.path = path }
+    init(path: [String], visiting: Set<ShapeReader.Visit>) {
+        self.path = path
+        self.visiting = visiting
+    }
 
     var shape: ContractType? {
         if sawKeyed { return .fields(fields) }
@@ -132,15 +162,37 @@ private struct KeyedShape<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func decodeNil(forKey key: Key) throws -> Bool { false }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        let (shape, value) = try ShapeReader.shapeAndPlaceholder(of: type, at: recorder.path + [key.stringValue])
+        let (shape, value) = try ShapeReader.shapeAndPlaceholder(of: type, at: recorder.path + [key.stringValue], visiting: recorder.visiting)
         recorder.fields[key.stringValue] = shape
         return value
     }
 
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
-        let (shape, value) = try ShapeReader.shapeAndPlaceholder(of: type, at: recorder.path + [key.stringValue])
+        let (shape, value) = try ShapeReader.shapeAndPlaceholder(of: type, at: recorder.path + [key.stringValue], visiting: recorder.visiting)
         recorder.fields[key.stringValue] = .optional(shape)
         return value
+    }
+
+    // The protocol's own overloads for the standard scalars would otherwise ask `contains` and
+    // `decode`, and an optional `String` or `Int` would be recorded as required.
+    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { try optional(type, key) }
+    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? { try optional(type, key) }
+    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? { try optional(type, key) }
+    func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? { try optional(type, key) }
+    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try optional(type, key) }
+    func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? { try optional(type, key) }
+    func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? { try optional(type, key) }
+    func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? { try optional(type, key) }
+    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? { try optional(type, key) }
+    func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? { try optional(type, key) }
+    func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? { try optional(type, key) }
+    func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? { try optional(type, key) }
+    func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? { try optional(type, key) }
+    func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? { try optional(type, key) }
+
+    private func optional<T: Decodable>(_ type: T.Type, _ key: Key) throws -> T? {
+        let generic: (T.Type, Key) throws -> T? = decodeIfPresent
+        return try generic(type, key)
     }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
@@ -170,7 +222,7 @@ private struct UnkeyedShape: UnkeyedDecodingContainer {
     mutating func decodeNil() throws -> Bool { false }
 
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        let (shape, value) = try ShapeReader.shapeAndPlaceholder(of: type, at: recorder.path + ["[]"])
+        let (shape, value) = try ShapeReader.shapeAndPlaceholder(of: type, at: recorder.path + ["[]"], visiting: recorder.visiting)
         recorder.element = shape
         return value
     }
@@ -196,7 +248,7 @@ private struct SingleShape: SingleValueDecodingContainer {
     func decodeNil() -> Bool { false }
 
     func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        let (shape, value) = try ShapeReader.shapeAndPlaceholder(of: type, at: recorder.path)
+        let (shape, value) = try ShapeReader.shapeAndPlaceholder(of: type, at: recorder.path, visiting: recorder.visiting)
         recorder.single = shape
         return value
     }
