@@ -32,6 +32,12 @@ package struct MasterKey: Sendable {
     /// A new random key.
     package static func generate() -> MasterKey { try! MasterKey(bytes: SymmetricKey(size: .bits256)) }
 
+    /// A key of its own for `purpose`, derived from this one (HKDF-SHA256): whoever holds the
+    /// master key can make it again, and it opens nothing sealed.
+    package func derivedKey(for purpose: String) -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(inputKeyMaterial: key, info: Data(purpose.utf8), outputByteCount: 32)
+    }
+
     /// The key as its file holds it.
     package var base64: String { key.withUnsafeBytes { Data($0).base64EncodedString() } }
 

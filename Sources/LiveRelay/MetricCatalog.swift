@@ -8,6 +8,7 @@ package enum MetricCatalog {
         "liverelay_pushes_total": "Pushes APNs answered, by event and result (sent, retry, failed, token_dead).",
         "liverelay_requests_accepted_total": "Starts, updates and ends accepted, by action.",
         "liverelay_registrations_total": "Tokens, reports and contracts the apps registered, by kind.",
+        "liverelay_reports_refused_total": "Reports of devices a key does not know, refused for want of a grant or for a bad one, by reason.",
         "liverelay_catch_ups_total": "Devices that reported late, sent their key's latest state, by event (update, end).",
         "liverelay_activities_expired_total": "Activities ended by the 8-hour limit.",
         "liverelay_unconfirmed_starts_total": "Push-to-starts APNs accepted whose activity no device reported within the confirmation window.",

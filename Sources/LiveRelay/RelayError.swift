@@ -65,6 +65,10 @@ package struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
         package static let staleOnArrival = Code(rawValue: "stale_on_arrival")
         /// More activity data than ActivityKit takes (`DeviceForesight`).
         package static let activityDataTooLarge = Code(rawValue: "activity_data_too_large")
+        /// A device's report under a key it is not known to, without a grant (`ActivityGrant`).
+        package static let grantRequired = Code(rawValue: "grant_required")
+        /// A grant that is not this server's, or is for another app or key, or has expired.
+        package static let grantRefused = Code(rawValue: "grant_refused")
         /// A start's attributes name another key than its path (`StartPlanner.checkKey`).
         package static let keyMismatch = Code(rawValue: "key_mismatch")
     }

@@ -184,8 +184,12 @@ package struct AppRegistration: Sendable, Hashable {
     package var keyID: String
     /// The `.p8` key, PEM.
     package var signingKey: String
+    /// The environments whose reports need no grant (`AppRecord.ungrantedReports`); nil keeps
+    /// what the app had (sandbox for a new one).
+    package var ungrantedReports: Set<PushEnvironment>?
 
-    package init(bundleID: BundleID, teamID: String, keyID: String, signingKey: String) {
+    package init(bundleID: BundleID, teamID: String, keyID: String, signingKey: String, ungrantedReports: Set<PushEnvironment>? = nil) {
+        self.ungrantedReports = ungrantedReports
         self.bundleID = bundleID
         self.teamID = teamID
         self.keyID = keyID
@@ -233,6 +237,8 @@ package struct ActivityTokenRegistration: Sendable, Hashable {
     package var environment: PushEnvironment
     /// What reported it (`LiveRelayKit 0.1.0`), from the request's `LiveRelayKit-Version`.
     package var reportedBy: String?
+    /// The backend's grant for the key (`ActivityGrant`), for an activity the app requested itself.
+    package var grant: String?
 
     package init(
         deviceID: String, bundleID: String, activityID: String? = nil, attributesType: String, token: DeviceToken,
@@ -262,6 +268,8 @@ package struct ChannelListenerRegistration: Sendable, Hashable {
     package var environment: PushEnvironment
     /// What reported it (`LiveRelayKit 0.1.0`), from the request's `LiveRelayKit-Version`.
     package var reportedBy: String?
+    /// The backend's grant for the key (`ActivityGrant`), for an activity the app requested itself.
+    package var grant: String?
 
     package init(
         deviceID: String, bundleID: String, activityID: String? = nil, channelID: String? = nil, environment: PushEnvironment = .sandbox,

@@ -23,7 +23,8 @@ extension RelayService {
         let app = AppRecord(
             bundleID: registration.bundleID.value, teamID: registration.teamID, keyID: registration.keyID,
             sealedSigningKey: masterKey.seal(registration.signingKey, for: registration.bundleID.value), createdAt: existing?.createdAt ?? date,
-            updatedAt: date)
+            updatedAt: date,
+            ungrantedReports: registration.ungrantedReports ?? existing?.ungrantedReports ?? AppRecord.defaultUngrantedReports)
         try await store.saveApps([app])
         appBook.invalidate()
         logger.info("app registered", metadata: ["app": "\(app.bundleID)", "key.id": "\(app.keyID)"])

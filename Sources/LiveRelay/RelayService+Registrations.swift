@@ -38,6 +38,8 @@ extension RelayService {
     package func registerActivityToken(key: String, _ registration: ActivityTokenRegistration) async throws -> SavedActivityToken {
         try Self.checkKey(key)
         try await checkApp(bundleID: registration.bundleID, environment: registration.environment)
+        try await admit(
+            app: registration.bundleID, key: key, deviceID: registration.deviceID, environment: registration.environment, grant: registration.grant)
         let registeredAt = now()
         let planner = CatchUpPlanner(governor: governor)
         let requestID = GeneratedUUID.string()
@@ -75,6 +77,8 @@ extension RelayService {
     package func registerChannelListener(key: String, _ registration: ChannelListenerRegistration) async throws {
         try Self.checkKey(key)
         try await checkApp(bundleID: registration.bundleID, environment: registration.environment)
+        try await admit(
+            app: registration.bundleID, key: key, deviceID: registration.deviceID, environment: registration.environment, grant: registration.grant)
         guard let activity = try await store.activity(app: registration.bundleID, key: key) else {
             throw RelayError.notFound("key", "no activity key \"\(key)\"")
         }
@@ -112,6 +116,43 @@ extension RelayService {
         defer { noteChange() }
         return try await store.endActivityOnDevice(
             app: report.bundleID, key: key, deviceID: report.deviceID, state: report.state, cause: report.cause, at: report.at ?? now())
+    }
+
+    /// Whether a device may report under a key: in an environment its app takes reports from
+    /// without grants (sandbox, unless the operator says otherwise); or the key knows the device
+    /// (its start was sent there, or it reported under the key before); or the report carries the
+    /// backend's grant for the key. Otherwise `403`, and nothing is stored.
+    func admit(app bundleID: String, key: String, deviceID: String, environment: PushEnvironment, grant: String?) async throws {
+        let app = try await app(bundleID, field: "bundleID")
+        if app.ungrantedReports.contains(environment) { return }
+        if try await store.deviceKnownToKey(app: bundleID, key: key, deviceID: deviceID) { return }
+        guard let grant else {
+            metrics.count("liverelay_reports_refused_total", ["reason": "grant_required"])
+            throw RelayError(
+                .forbidden, .grantRequired,
+                message:
+                    "the key's start was not sent to this device, and \(environment.rawValue) reports of \(bundleID) need the backend's grant for the key (POST /v1/grants)",
+                field: "grant")
+        }
+        do {
+            try ActivityGrant.check(grant, app: bundleID, key: key, secret: grantSecret, at: now())
+        } catch {
+            metrics.count("liverelay_reports_refused_total", ["reason": "grant_refused"])
+            throw error
+        }
+    }
+
+    /// A grant for the app's key, for the backend to hand its app (`ActivityGrant`), valid for
+    /// `expiresIn` seconds (an hour unless told; at most a day).
+    package func issueGrant(app bundleID: String, key: String, expiresIn: TimeInterval?) async throws -> (grant: String, expiresAt: Date) {
+        try Self.checkKey(key)
+        _ = try await app(bundleID)
+        let lifetime = expiresIn ?? ActivityGrant.defaultLifetime
+        guard lifetime >= 1, lifetime <= ActivityGrant.longestLifetime else {
+            throw RelayError.invalid("expiresIn", "must be 1 to \(Int(ActivityGrant.longestLifetime)) seconds")
+        }
+        let grant = ActivityGrant(app: bundleID, key: key, expiresAt: now() + lifetime)
+        return (grant.signed(with: grantSecret), grant.expiresAt)
     }
 
     /// An app's report names a registered app, and a token one of the environments served.

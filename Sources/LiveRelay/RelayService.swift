@@ -22,6 +22,8 @@ package final class RelayService: Sendable {
     let apns: APNsRoutes?
     /// Seals the apps' signing keys in the store, and opens them to sign.
     let masterKey: MasterKey
+    /// Signs and checks activity grants (`ActivityGrant`).
+    let grantSecret: SymmetricKey
     let now: @Sendable () -> Date
     let logger: Logger
     /// Wakes the dispatcher when pushes are queued (here, or by another instance on the same store).
@@ -81,6 +83,7 @@ package final class RelayService: Sendable {
     ) {
         self.store = store
         self.masterKey = masterKey
+        grantSecret = masterKey.derivedKey(for: ActivityGrant.purpose)
         self.configuration = configuration
         self.wire = wire
         self.apns = apns

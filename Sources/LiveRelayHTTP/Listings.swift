@@ -35,7 +35,8 @@ extension ActivityQuery {
             self.state = known
         }
         if let after = value("after") { self.after = try ActivityCursor(token: after, field: "after") }
-        if let text = value("limit") {
+        // Not a form's empty field, as the filters may be: an empty limit is no number.
+        if let text = parameters["limit"] {
             guard let number = Int(text), (1...Self.largestPage).contains(number) else {
                 throw APIError.invalid("limit", "must be 1 to \(Self.largestPage)")
             }

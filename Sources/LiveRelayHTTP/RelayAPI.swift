@@ -162,6 +162,16 @@ package struct RelayAPI: Sendable {
                 }
             }
         }
+        server.post("/grants") { request, context in
+            let body = try await request.decodeJSON(GrantBody.self, context: context)
+            let app = try Self.bodyApp(body.namedApp, context)
+            let (grant, expiresAt) = try await relay.issueGrant(app: app, key: body.key, expiresIn: body.expiresIn)
+            return Self.json(
+                .object([
+                    ("bundleID", .string(app)), ("key", .string(body.key)), ("grant", .string(grant)), ("expiresAt", .string(expiresAt.iso8601)),
+                ]),
+                status: .created)
+        }
         server.get("/activities/{key}") { request, context in
             let key = try activityKey(context)
             return Self.json(RelayView.json(try await relay.describe(app: try await app(request, context, key: key), key: key)))

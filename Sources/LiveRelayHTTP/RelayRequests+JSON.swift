@@ -123,7 +123,7 @@ package struct WithdrawBody: APIRequestBody {
 package struct ActivityTokenBody: APIRequestBody {
     package static let fields = CodingKeys.allCases.map(\.rawValue)
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case deviceID, bundleID, activityID, attributesType, token, frequentPushesEnabled, environment
+        case deviceID, bundleID, activityID, attributesType, token, frequentPushesEnabled, environment, grant
     }
 
     /// Its app's bundle ID ("" when the body leaves it to the key's app: `RelayAPI.bodyApp`).
@@ -139,6 +139,7 @@ package struct ActivityTokenBody: APIRequestBody {
             attributesType: try body.requireNonEmptyString(.attributesType), token: try body.deviceToken(.token),
             frequentPushesEnabled: try body.decodeIfPresent(Bool.self, forKey: .frequentPushesEnabled) ?? false,
             environment: try body.environment(.environment))
+        registration.grant = try body.grant(.grant)
     }
 }
 
@@ -147,7 +148,7 @@ package struct ActivityTokenBody: APIRequestBody {
 package struct ChannelListenerBody: APIRequestBody {
     package static let fields = CodingKeys.allCases.map(\.rawValue)
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case deviceID, bundleID, activityID, channelID, environment
+        case deviceID, bundleID, activityID, channelID, environment, grant
     }
 
     /// APNs' channel ids are base64 of a few bytes; this is far above any.
@@ -167,6 +168,7 @@ package struct ChannelListenerBody: APIRequestBody {
             deviceID: try body.requireNonEmptyString(.deviceID), bundleID: namedApp ?? "",
             activityID: try body.decodeIfPresent(String.self, forKey: .activityID), channelID: channelID,
             environment: try body.environment(.environment))
+        registration.grant = try body.grant(.grant)
     }
 }
 
@@ -249,29 +251,58 @@ struct APIKeyBody: APIRequestBody {
 /// `PUT /v1/apps/{bundleID}` (admin key): the credentials that sign the app's pushes.
 struct AppBody: APIRequestBody {
     static let fields = CodingKeys.allCases.map(\.rawValue)
-    enum CodingKeys: String, CodingKey, CaseIterable { case teamID, keyID, signingKey }
+    enum CodingKeys: String, CodingKey, CaseIterable { case teamID, keyID, signingKey, ungrantedReports }
 
     let teamID: String
     let keyID: String
     let signingKey: String
+    let ungrantedReports: Set<PushEnvironment>?
 
     init(from decoder: any Decoder) throws {
         let body = try decoder.container(keyedBy: CodingKeys.self)
         teamID = try body.requireNonEmptyString(.teamID)
         keyID = try body.requireNonEmptyString(.keyID)
         signingKey = try body.requireNonEmptyString(.signingKey)
+        ungrantedReports = try body.decodeIfPresent([PushEnvironment].self, forKey: .ungrantedReports).map(Set.init)
     }
 
     func registration(bundleID: String) throws -> AppRegistration {
         do {
-            return AppRegistration(bundleID: try BundleID(bundleID), teamID: teamID, keyID: keyID, signingKey: signingKey)
+            return AppRegistration(
+                bundleID: try BundleID(bundleID), teamID: teamID, keyID: keyID, signingKey: signingKey, ungrantedReports: ungrantedReports)
         } catch {
             throw JSONFieldError.invalid("bundleID", error.message)
         }
     }
 }
 
+/// `POST /v1/grants` (server key): a grant for the app's key, which the backend hands its app.
+package struct GrantBody: APIRequestBody {
+    package static let fields = CodingKeys.allCases.map(\.rawValue)
+    enum CodingKeys: String, CodingKey, CaseIterable { case bundleID, key, expiresIn }
+
+    let namedApp: String?
+    let key: String
+    let expiresIn: TimeInterval?
+
+    package init(from decoder: any Decoder) throws {
+        let body = try decoder.container(keyedBy: CodingKeys.self)
+        namedApp = try body.nonEmptyString(.bundleID)
+        key = try body.requireNonEmptyString(.key)
+        expiresIn = try body.decodeIfPresent(Double.self, forKey: .expiresIn)
+    }
+}
+
 extension KeyedDecodingContainer {
+    /// A grant is a short text of LiveRelay's own (`ActivityGrant`): anything longer is not one.
+    fileprivate func grant(_ key: Key) throws -> String? {
+        guard let grant = try nonEmptyString(key) else { return nil }
+        guard grant.utf8.count <= 1_024 else {
+            throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: "must be at most 1024 bytes")
+        }
+        return grant
+    }
+
     fileprivate func deviceToken(_ key: Key) throws -> DeviceToken {
         let text = try requireNonEmptyString(key)
         do { return try DeviceToken(text) } catch { throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: error.message) }

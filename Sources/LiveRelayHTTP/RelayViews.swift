@@ -159,6 +159,7 @@ enum RelayView {
         .object([
             ("bundleID", .string(app.bundleID)), ("teamID", .string(app.teamID)), ("keyID", .string(app.keyID)),
             ("attributeTypes", .array(contracts.filter { $0.bundleID == app.bundleID }.map { .string($0.attributesType) })),
+            ("ungrantedReports", .array(app.ungrantedReports.map(\.rawValue).sorted().map(JSONValue.string))),
             ("createdAt", date(app.createdAt)), ("updatedAt", date(app.updatedAt)),
         ])
     }

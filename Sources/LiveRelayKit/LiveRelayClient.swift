@@ -69,6 +69,13 @@ public final class LiveRelayClient: Sendable {
 
     /// What the widget decodes a type from, reported before its first push-to-start token
     /// (`track` derives it from the Swift types by itself).
+    /// Hands LiveRelayKit the backend's grant for `key`, before the app requests an activity
+    /// under it: the server takes the activity's update token with it (where the start was not
+    /// sent by the server, in production builds). Ask your backend for it (`POST /v1/grants`).
+    public func grant(_ grant: String, forKey key: String) async {
+        await relay.grant(grant, forKey: key)
+    }
+
     public func include(_ contract: ActivityContractShape) async {
         await relay.include(contract)
     }

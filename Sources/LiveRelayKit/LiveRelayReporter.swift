@@ -62,6 +62,16 @@ public actor LiveRelayReporter {
     /// Reports not acknowledged yet, oldest first.
     public var pending: [Report] { backlog.pending.map(\.report) }
 
+    /// The backend's grants, by key: each goes with the reports made under its key.
+    private var grants: [String: String] = [:]
+
+    /// Keeps the backend's grant for `key` (`POST /v1/grants`), sent with the reports made under
+    /// it: an activity the app requests itself is taken with it where reports need one.
+    public func grant(_ grant: String, forKey key: String) {
+        grants[key] = grant
+        wake.continuation.yield()
+    }
+
     /// Adds or replaces what the widget decodes attributes types from: each is reported before its
     /// type's push-to-start token, or at once if the server has that token already and not this
     /// contract (`ReportPlanner.include`).
@@ -109,7 +119,7 @@ public actor LiveRelayReporter {
             let request: ReportRequest
             let outcome: SendOutcome
             do {
-                request = try next.report.request(from: reporter)
+                request = try next.report.request(from: reporter, grant: next.report.grantedKey.flatMap { grants[$0] })
                 outcome = await transport.send(request)
             } catch {
                 request = ReportRequest(method: "", path: "", body: Data())

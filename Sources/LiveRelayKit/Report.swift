@@ -78,8 +78,17 @@ public enum APNsEnvironment: String, Sendable, Hashable, Codable {
 }
 
 extension Report {
-    /// The request that carries the report, in the server's API (`openapi.json`).
-    public func request(from reporter: Reporter) throws -> ReportRequest {
+    /// The key a token or listener report is made under (a grant goes with it).
+    public var grantedKey: String? {
+        switch self {
+        case .activityToken(let key, _, _, _, _), .listening(let key, _, _): key
+        default: nil
+        }
+    }
+
+    /// The request that carries the report, in the server's API (`openapi.json`), with the
+    /// backend's grant for its key when the app was handed one (`LiveRelayClient.grant`).
+    public func request(from reporter: Reporter, grant: String? = nil) throws -> ReportRequest {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         encoder.dateEncodingStrategy = .iso8601
@@ -98,12 +107,12 @@ extension Report {
         case .activityToken(let key, let activityID, let type, let token, let frequent):
             let body = TokenBody(
                 deviceID: reporter.deviceID, bundleID: reporter.bundleID, activityID: activityID, attributesType: type, token: token,
-                frequentPushesEnabled: frequent, environment: reporter.environment)
+                frequentPushesEnabled: frequent, environment: reporter.environment, grant: grant)
             return ReportRequest(method: "POST", path: "/v1/activities/\(Self.segment(key))/tokens", body: try encoder.encode(body))
         case .listening(let key, let activityID, let channelID):
             let body = ListeningBody(
                 deviceID: reporter.deviceID, bundleID: reporter.bundleID, activityID: activityID, channelID: channelID,
-                environment: reporter.environment)
+                environment: reporter.environment, grant: grant)
             return ReportRequest(method: "POST", path: "/v1/activities/\(Self.segment(key))/listening", body: try encoder.encode(body))
         case .ended(let key, let activityID, let state, let cause, let at):
             let body = EndedBody(deviceID: reporter.deviceID, bundleID: reporter.bundleID, activityID: activityID, state: state, cause: cause, at: at)
@@ -137,6 +146,7 @@ extension Report {
         var environment: APNsEnvironment
         /// Push-to-start tokens only.
         var iOS: String? = nil
+        var grant: String? = nil
     }
 
     private struct ListeningBody: Encodable {
@@ -145,6 +155,7 @@ extension Report {
         var activityID: String
         var channelID: String?
         var environment: APNsEnvironment
+        var grant: String?
     }
 
     private struct EndedBody: Encodable {

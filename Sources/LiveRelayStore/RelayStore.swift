@@ -50,6 +50,9 @@ package protocol RegistryStore: Sendable {
     /// only a device the key knows (sent its start, or reported under it before) may report; its
     /// token is then ended once its catch-up is queued. Throws `keyEnded`.
     func saveActivityToken(_ token: ActivityTokenRecord, attributesType: String, catchUp: CatchUp?) async throws -> SavedActivityToken
+    /// Whether the key knows the device: its start was sent to it, or it reported an update
+    /// token or a channel listener under it.
+    func deviceKnownToKey(app: String, key: String, deviceID: String) async throws -> Bool
     /// Records that the device's channel-bound activity under the key listens to its channel:
     /// the key must exist and not have ended (`keyEnded`).
     @discardableResult

@@ -48,8 +48,20 @@ package struct AppRecord: Sendable, Hashable {
     package var sealedSigningKey: String
     package var createdAt: Date
     package var updatedAt: Date
+    /// The APNs environments whose reports (an update token or a channel listener under a key)
+    /// are taken without a grant from a device the key's start was not sent to: a development
+    /// convenience, sandbox unless the operator says otherwise. Everything an app ships is public,
+    /// its client key included; a report elsewhere needs the backend's grant (`ActivityGrant`).
+    package var ungrantedReports: Set<PushEnvironment>
 
-    package init(bundleID: String, teamID: String, keyID: String, sealedSigningKey: String, createdAt: Date, updatedAt: Date) {
+    /// Sandbox's development builds report without grants unless told otherwise.
+    package static let defaultUngrantedReports: Set<PushEnvironment> = [.sandbox]
+
+    package init(
+        bundleID: String, teamID: String, keyID: String, sealedSigningKey: String, createdAt: Date, updatedAt: Date,
+        ungrantedReports: Set<PushEnvironment> = AppRecord.defaultUngrantedReports
+    ) {
+        self.ungrantedReports = ungrantedReports
         self.bundleID = bundleID
         self.teamID = teamID
         self.keyID = keyID

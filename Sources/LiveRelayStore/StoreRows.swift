@@ -62,13 +62,18 @@ extension StoreRow {
 }
 
 extension AppRecord {
-    static let columns = "bundle_id, team_id, key_id, signing_key, created_at, updated_at"
+    static let columns = "bundle_id, team_id, key_id, signing_key, created_at, updated_at, ungranted_reports"
 
-    init(row: some StoreRow) {
+    init(row: some StoreRow) throws {
         self.init(
             bundleID: row.string(0), teamID: row.string(1), keyID: row.string(2), sealedSigningKey: row.string(3), createdAt: row.date(4)!,
-            updatedAt: row.date(5)!)
+            updatedAt: row.date(5)!,
+            ungrantedReports: Set(
+                try row.string(6).split(separator: ",").map { try PushEnvironment(stored: String($0), column: "apps.ungranted_reports") }))
     }
+
+    /// `ungrantedReports` as its column keeps it: the environments' names, sorted, comma-separated.
+    var storedUngrantedReports: String { ungrantedReports.map(\.rawValue).sorted().joined(separator: ",") }
 }
 
 extension APIKeyRecord {

@@ -7,9 +7,10 @@ import LiveActivityKit
 /// `RETURNING` ids. The outbox's own statements are `OutboxStatements`.
 enum StoreStatements {
     static let saveApp = """
-        INSERT INTO apps (\(AppRecord.columns)) VALUES (?, ?, ?, ?, ?, ?)
+        INSERT INTO apps (\(AppRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (bundle_id) DO UPDATE SET
-            team_id = excluded.team_id, key_id = excluded.key_id, signing_key = excluded.signing_key, updated_at = excluded.updated_at
+            team_id = excluded.team_id, key_id = excluded.key_id, signing_key = excluded.signing_key, updated_at = excluded.updated_at,
+            ungranted_reports = excluded.ungranted_reports
         """
 
     static let insertAPIKey = "INSERT INTO api_keys (\(APIKeyRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?)"

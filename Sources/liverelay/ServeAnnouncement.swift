@@ -25,6 +25,8 @@ actor Announcement {
     let madeKeys: [APIKeyScope: String]
     /// The apps served, the first one's the initial client key.
     let apps: [String]
+    /// Each served app as stored: where its devices' reports need a grant.
+    let grants: [AppRecord]
     let emulator: APNsEmulator?
     let demoClientKey: String?
     private var apiPort: Int?
@@ -32,10 +34,21 @@ actor Announcement {
 
     init(
         host: String, directory: DataDirectory, database: StoreLocation, madeKeys: [APIKeyScope: String], apps: [String],
-        emulator: APNsEmulator?, demoClientKey: String?
+        emulator: APNsEmulator?, demoClientKey: String?, grants: [AppRecord]
     ) {
-        (self.host, self.directory, self.database, self.madeKeys, self.apps, self.emulator, self.demoClientKey) =
-            (host, directory, database, madeKeys, apps, emulator, demoClientKey)
+        (self.host, self.directory, self.database, self.madeKeys, self.apps, self.emulator, self.demoClientKey, self.grants) =
+            (host, directory, database, madeKeys, apps, emulator, demoClientKey, grants)
+    }
+
+    /// Which of an app's reports need the backend's grant (`AppRecord.ungrantedReports`).
+    static func grantMode(_ app: AppRecord) -> String {
+        let open = PushEnvironment.allCases.filter(app.ungrantedReports.contains).map(\.rawValue)
+        let granted = PushEnvironment.allCases.filter { !app.ungrantedReports.contains($0) }.map(\.rawValue)
+        let needs =
+            granted.isEmpty
+            ? "no report needs a grant (development only)"
+            : "\(granted.joined(separator: " and ")) reports need the key's start or a grant (POST /v1/grants)"
+        return "\(app.bundleID): " + (open.isEmpty ? needs : "\(open.joined(separator: " and ")) reports need no grant; \(needs)")
     }
 
     func apiRunning(port: Int) {
@@ -59,6 +72,7 @@ actor Announcement {
             dashboard:          \(api)/dashboard  (sign in with the admin key)
             data:               \(database)
             API keys:           \(keys)
+            reports:            \(grants.map(Self.grantMode).joined(separator: "\n                    "))
 
             """
         if let emulator, let controlPort, let client = demoClientKey {

@@ -255,9 +255,10 @@ struct Serve: AsyncParsableCommand {
             // The demo iPhone's app reports its tokens with the initial client key, also on later starts.
             let demoClientKey =
                 emulator == nil ? nil : try await InitialKeys.demoClientKey(server: server, made: madeKeys, app: bundleID.value, in: directory)
+            let served = Set(apps.map(\.bundleID.value))
             let announce = Announcement(
                 host: httpHost, directory: directory, database: location, madeKeys: madeKeys, apps: apps.map(\.bundleID.value), emulator: emulator,
-                demoClientKey: demoClientKey)
+                demoClientKey: demoClientKey, grants: try await server.relay.apps().filter { served.contains($0.bundleID) })
             services += server.services(logger: logger) { port in
                 await announce.apiRunning(port: port)
             }.map { .init(service: $0) }

@@ -414,6 +414,7 @@ struct DashboardTests {
             #expect(badCursor.status == 400)
             #expect(badCursor.json["error"]?["field"] == .string("after"))
             #expect(try await relay.call(.GET, "/v1/activities?limit=0").status == 400)
+            #expect(try await relay.call(.GET, "/v1/activities?limit=").status == 400, "an empty limit is no number")
             let control = try await relay.call(.GET, "/v1/activities?keyContains=a%00b")
             #expect(control.status == 400)
             #expect(control.json["error"]?["field"] == .string("keyContains"))

@@ -81,6 +81,21 @@ struct LiveRelayReporterTests {
         #expect(pauses.all == [.seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(16), .seconds(7)])
     }
 
+    /// The backend's grant goes with the reports made under its key, and with no other.
+    @Test func aGrantGoesWithTheTokenReportOfItsKey() async throws {
+        let server = ScriptedServer()
+        let reporter = LiveRelayReporter(reporter: iphone, contracts: [], transport: server, storage: storage(), sleep: Pauses().sleep)
+        await reporter.grant("lrg1.granted", forKey: "order-42")
+        await reporter.observe(.pushToStartToken(attributesType: orderType, token: token(1)))
+        await reporter.observe(.activity(id: "a1", attributesType: orderType, key: "order-42", pushType: .token))
+        await reporter.observe(.activityToken(activityID: "a1", token: token(3)))
+        await reporter.observe(.activity(id: "a2", attributesType: orderType, key: "order-43", pushType: .token))
+        await reporter.observe(.activityToken(activityID: "a2", token: token(4)))
+        try await send(reporter) { await reporter.pending.isEmpty }
+        let granted = await reporter.recent.filter { String(decoding: $0.request.body, as: UTF8.self).contains(#""grant":"lrg1.granted""#) }
+        #expect(granted.map(\.request.path) == ["/v1/activities/order-42/tokens"])
+    }
+
     @Test func aRelaunchSendsWhatWasNotAcknowledgedAndNothingThatWas() async throws {
         let file = storage()
         let server = ScriptedServer()

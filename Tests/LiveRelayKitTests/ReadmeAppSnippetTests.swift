@@ -20,7 +20,7 @@ struct ReadmeAppSnippetTests {
     static let marker = "<!-- app snippet: compiled by ReadmeAppSnippetTests -->"
 
     /// The snippet, as the README shows it (never called: it would report to a server).
-    static func setUp() -> LiveRelayClient {
+    static func setUp(grant: String) async -> LiveRelayClient {
         // snippet begins
         let liveRelay = LiveRelayClient(
             server: URL(string: "https://relay.example.com")!,
@@ -28,6 +28,9 @@ struct ReadmeAppSnippetTests {
         #if canImport(ActivityKit)
             liveRelay.track(DeliveryAttributes.self)
         #endif
+        // Before requesting an activity in the app (not started by your server), hand over the
+        // key's grant, which your backend asks the server for (POST /v1/grants):
+        await liveRelay.grant(grant, forKey: "order-42")
         // snippet ends
         return liveRelay
     }

@@ -235,7 +235,7 @@ struct Dashboard: Sendable {
         let viewer = try viewer(context)
         return LivePage.html(
             DashboardPages.apiKeys(
-                try await relay.apiKeys(), apps: try await relay.apps().map(\.bundleID), viewer: viewer, made: made, notice: notice),
+                try await relay.apiKeys(), apps: try await relay.apps(), viewer: viewer, made: made, notice: notice),
             status: status)
     }
 

@@ -55,8 +55,9 @@ extension DashboardPages {
         let secret: String
     }
 
-    static func apiKeys(_ keys: [APIKeyRecord], apps: [String], viewer: DashboardViewer, made: MadeKey? = nil, notice message: String? = nil) -> HTML
-    {
+    static func apiKeys(
+        _ keys: [APIKeyRecord], apps: [AppRecord], viewer: DashboardViewer, made: MadeKey? = nil, notice message: String? = nil
+    ) -> HTML {
         // The last live admin key cannot be revoked (nothing could make a key then): not offered.
         let liveAdmins = keys.filter { $0.scope == .admin && $0.revokedAt == nil }
         let rows = keys.sorted { ($0.revokedAt == nil ? 0 : 1, $0.createdAt) < ($1.revokedAt == nil ? 0 : 1, $1.createdAt) }.html { key in
@@ -71,8 +72,8 @@ extension DashboardPages {
                     """
             let state: HTML = key.revokedAt.map { "<span class=\"badge\">revoked</span> \(time($0))" } ?? "<span class=\"badge live\">live</span>"
             return """
-                <tr><td><code>\(key.id)</code>\(key.id == viewer.key.id ? HTML(" <small class=\"muted\">(yours)</small>") : .empty)</td><td>\(key.name)</td>
-                <td>\(key.scope.rawValue)</td><td>\(key.bundleID ?? "every app")</td><td>\(time(key.createdAt))</td><td>\(state)</td><td>\(revoke)</td></tr>
+                <tr><td>\(key.name)</td><td data-label="id:"><code>\(key.id)</code>\(key.id == viewer.key.id ? HTML(" <small class=\"muted\">(yours)</small>") : .empty)</td>
+                <td data-label="scope:">\(key.scope.rawValue)</td><td data-label="app:">\(key.bundleID ?? "every app")</td><td data-label="made:">\(time(key.createdAt))</td><td>\(state)</td><td>\(revoke)</td></tr>
                 """
         }
         let shown: HTML =
@@ -83,7 +84,15 @@ extension DashboardPages {
                 """
             } ?? .empty
         let scopes = [APIKeyScope.server, .client, .viewer, .metrics, .admin].html { "<option value=\"\($0.rawValue)\">\($0.rawValue)</option>" }
-        let appOptions = "<option value=\"\">every app</option>" + apps.html { "<option value=\"\($0)\">\($0)</option>" }
+        let appOptions = "<option value=\"\">every app</option>" + apps.html { "<option value=\"\($0.bundleID)\">\($0.bundleID)</option>" }
+        // A client key is public once an app ships it: what it may report, per app.
+        let reports = apps.html { app in
+            let open = PushEnvironment.allCases.filter(app.ungrantedReports.contains).map(\.rawValue)
+            return """
+                <tr><td>\(app.bundleID)</td><td data-label="without a grant:">\(open.isEmpty ? "none" : open.joined(separator: ", "))</td>
+                <td data-label="grant or start needed:">\(PushEnvironment.allCases.filter { !app.ungrantedReports.contains($0) }.map(\.rawValue).joined(separator: ", "))</td></tr>
+                """
+        }
         let create: HTML =
             viewer.mayChange
             ? """
@@ -100,8 +109,11 @@ extension DashboardPages {
             """
             <h1>API keys</h1>
             \(notice(message))\(shown)
-            <div data-live id="key-list"><table><thead><tr><th>Key</th><th>Name</th><th>Scope</th><th>App</th><th>Made</th><th>State</th><th></th></tr></thead>
+            <div data-live id="key-list"><table class="cards"><thead><tr><th>Name</th><th>Key</th><th>Scope</th><th>App</th><th>Made</th><th>State</th><th></th></tr></thead>
             <tbody>\(rows)</tbody></table></div>
+            <section class="card" id="grants"><h2>What a client key may report</h2>
+            <p class="muted">Every app ships its client key. A device's update token or channel listener under a key is taken when the key's start was sent to it, or with the backend's grant for the key (<code>POST /v1/grants</code>); in the environments below without one too (<code>PUT /v1/apps/{bundleID}</code> sets them).</p>
+            <table class="cards"><thead><tr><th>App</th><th>Without a grant</th><th>Grant or start needed</th></tr></thead><tbody>\(reports)</tbody></table></section>
             \(create)
             """)
     }

@@ -266,5 +266,8 @@ enum PostgresMigrations {
                 "ALTER TABLE activities ADD COLUMN alert text", "ALTER TABLE activities ADD COLUMN alert_at double precision",
                 StoreStatements.startsByDeviceIndex,
             ]),
+        // Which environments an app's reports need no grant in (`AppRecord.ungrantedReports`).
+        StoreMigration(
+            name: "0024-grants", statements: ["ALTER TABLE apps ADD COLUMN ungranted_reports text NOT NULL DEFAULT 'sandbox'"]),
     ]
 }

@@ -17,7 +17,7 @@ extension PostgresStore {
                     StoreStatements.saveApp,
                     [
                         .text(app.bundleID), .text(app.teamID), .text(app.keyID), .text(app.sealedSigningKey), .seconds(app.createdAt),
-                        .seconds(app.updatedAt),
+                        .seconds(app.updatedAt), .text(app.storedUngrantedReports),
                     ])
             }
         }
@@ -197,6 +197,11 @@ extension PostgresStore {
             if activity.state == .ended { try await db.run(StoreStatements.endDeviceToken, device) }
             return saved
         }
+    }
+
+    package func deviceKnownToKey(app: String, key: String, deviceID: String) async throws -> Bool {
+        let device: [SQLArgument] = [.text(app), .text(key), .text(deviceID)]
+        return try await rows(StoreStatements.deviceKnownToKey, device + device + device).first?.bool(0) == true
     }
 
     @discardableResult

@@ -337,5 +337,8 @@ enum SQLiteMigrations {
                 "ALTER TABLE activities ADD COLUMN alert TEXT", "ALTER TABLE activities ADD COLUMN alert_at REAL",
                 StoreStatements.startsByDeviceIndex,
             ]),
+        // Which environments an app's reports need no grant in (`AppRecord.ungrantedReports`).
+        StoreMigration(
+            name: "0024-grants", statements: ["ALTER TABLE apps ADD COLUMN ungranted_reports TEXT NOT NULL DEFAULT 'sandbox'"]),
     ]
 }

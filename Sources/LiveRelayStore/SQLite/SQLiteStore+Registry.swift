@@ -12,7 +12,10 @@ extension SQLiteStore {
             for app in apps {
                 try db.run(
                     StoreStatements.saveApp,
-                    [app.bundleID, app.teamID, app.keyID, app.sealedSigningKey, app.createdAt.seconds, app.updatedAt.seconds])
+                    [
+                        app.bundleID, app.teamID, app.keyID, app.sealedSigningKey, app.createdAt.seconds, app.updatedAt.seconds,
+                        app.storedUngrantedReports,
+                    ])
             }
         }
     }
@@ -132,6 +135,12 @@ extension SQLiteStore {
             // A device caught up with an end has nothing more to be sent.
             if activity!.state == .ended { try db.run(StoreStatements.endDeviceToken, device) }
             return saved
+        }
+    }
+
+    package func deviceKnownToKey(app: String, key: String, deviceID: String) async throws -> Bool {
+        let device: StatementArguments = [app, key, deviceID]
+        return try await pool.read { db in try db.fetchOne(StoreStatements.deviceKnownToKey, device + device + device, as: { $0[0] as Bool }) == true
         }
     }
 
