@@ -41,7 +41,7 @@ package final class Dispatcher: Service {
                 if Task.isCancelled { return }
                 let (wait, change) = backoff.failed()
                 logger.log(change, who: "the dispatcher", error: error)
-                context.metrics.count("liverelay_store_failures_total", ["loop": "dispatcher"])
+                context.metrics.count(Metric.storeFailuresTotal, ["loop": "dispatcher"])
                 guard await StoreBackoff.pause(for: wait) else { return }
             }
         }
@@ -165,7 +165,7 @@ package final class Dispatcher: Service {
             // Cancelled, the store's work was interrupted: that is no store failure.
             if !Task.isCancelled {
                 logger.log(failure.change, who: "the dispatcher", error: error)
-                context.metrics.count("liverelay_store_failures_total", ["loop": "dispatcher"])
+                context.metrics.count(Metric.storeFailuresTotal, ["loop": "dispatcher"])
             }
             if let unrecorded {
                 if failure.keepOutcomes {
@@ -238,7 +238,7 @@ package final class Dispatcher: Service {
         }
         switch reason {
         case .sendingSlowerThanClaiming:
-            context.metrics.count("liverelay_claims_abandoned_total", [:], by: abandoned.count)
+            context.metrics.count(Metric.claimsAbandonedTotal, [:], by: abandoned.count)
             logger.warning(
                 "claimed pushes given back unsent: this instance sends slower than it claims for its lease (--claim-lease)",
                 metadata: ["count": "\(abandoned.count)"])

@@ -28,15 +28,15 @@ package final class RelayMetrics: Sendable {
         for event in LiveActivityPayload.Event.allCases {
             for result in PushResult.allCases {
                 pushes[PushSeries(event: event, result: result)] = Metrics.Counter(
-                    label: "liverelay_pushes_total", dimensions: [("event", event.rawValue), ("result", result.rawValue)], factory: factory)
+                    label: Metric.pushesTotal.rawValue, dimensions: [("event", event.rawValue), ("result", result.rawValue)], factory: factory)
             }
-            waits[event] = Metrics.Timer(label: "liverelay_push_wait_seconds", dimensions: [("event", event.rawValue)], factory: factory)
+            waits[event] = Metrics.Timer(label: Metric.pushWaitSeconds.rawValue, dimensions: [("event", event.rawValue)], factory: factory)
         }
         self.pushes = pushes
         self.waits = waits
         self.roundTrips = Dictionary(
             uniqueKeysWithValues: PushEnvironment.allCases.map {
-                ($0, Metrics.Timer(label: "liverelay_apns_round_trip_seconds", dimensions: [("environment", $0.rawValue)], factory: factory))
+                ($0, Metrics.Timer(label: Metric.apnsRoundTripSeconds.rawValue, dimensions: [("environment", $0.rawValue)], factory: factory))
             })
     }
 
@@ -126,19 +126,19 @@ package final class RelayMetrics: Sendable {
     private let timers = Mutex<[Series: Metrics.Timer]>([:])
 
     struct Series: Hashable {
-        var name: String
+        var name: Metric
         var labels: [String: String]
     }
 
     /// Counts `amount` in the series `name{labels}`.
-    func count(_ name: String, _ labels: [String: String], by amount: Int = 1) {
-        Self.made(Series(name: name, labels: labels), in: counters) { Metrics.Counter(label: name, dimensions: $0, factory: factory) }
+    func count(_ name: Metric, _ labels: [String: String], by amount: Int = 1) {
+        Self.made(Series(name: name, labels: labels), in: counters) { Metrics.Counter(label: name.rawValue, dimensions: $0, factory: factory) }
             .increment(by: amount)
     }
 
     /// Observes `duration` in the histogram `name{labels}`.
-    package func observe(_ name: String, _ labels: [String: String], _ duration: Duration) {
-        Self.made(Series(name: name, labels: labels), in: timers) { Metrics.Timer(label: name, dimensions: $0, factory: factory) }
+    package func observe(_ name: Metric, _ labels: [String: String], _ duration: Duration) {
+        Self.made(Series(name: name, labels: labels), in: timers) { Metrics.Timer(label: name.rawValue, dimensions: $0, factory: factory) }
             .record(duration: max(duration, .zero))
     }
 
@@ -158,8 +158,8 @@ package final class RelayMetrics: Sendable {
     var text: String { registry.emitToString() }
 
     /// The value of one counter or gauge, for tests (0 when it has none).
-    package func value(_ name: String, _ labels: [String: String] = [:]) -> Int {
-        Int(PrometheusSamples(text).value(name, labels) ?? 0)
+    package func value(_ name: Metric, _ labels: [String: String] = [:]) -> Int {
+        Int(PrometheusSamples(text).value(name.rawValue, labels) ?? 0)
     }
 
     /// How the dispatcher sends now: what it keeps in flight and why (`InFlightSizing`).
@@ -218,7 +218,7 @@ package final class RelayMetrics: Sendable {
             kept[requestID] = nil
             return fanOut.acceptedAt
         }
-        if let finished { observe("liverelay_fanout_duration_seconds", [:], .seconds(date.timeIntervalSince(finished))) }
+        if let finished { observe(Metric.fanoutDurationSeconds, [:], .seconds(date.timeIntervalSince(finished))) }
     }
 
     // MARK: Rendering
@@ -231,17 +231,17 @@ package final class RelayMetrics: Sendable {
     /// (`apnsConnections`: open or opening now) and of what the store holds.
     package func render(store: StoreCounts, deliveries: [DeliveryStatus: Int], apnsConnections: Int) -> String {
         let sending = sending.withLock { $0 }
-        var gauges: [(String, [String: String], Int)] = [
-            ("liverelay_in_flight", [:], sending.inFlight), ("liverelay_in_flight_limit", [:], sending.inFlightLimit),
-            ("liverelay_apns_round_trip_shortest_microseconds", [:], sending.shortestRoundTrip.map(Self.microseconds) ?? 0),
-            ("liverelay_apns_connections", [:], apnsConnections),
-            ("liverelay_retention_batch_longest_microseconds", [:], Self.microseconds(retentionBatch.withLock { $0 })),
-            ("liverelay_push_to_start_tokens", [:], store.pushToStartTokens), ("liverelay_live_activity_tokens", [:], store.liveActivityTokens),
-            ("liverelay_active_keys", [:], store.activeKeys), ("liverelay_channels", [:], store.channels),
+        var gauges: [(Metric, [String: String], Int)] = [
+            (Metric.inFlight, [:], sending.inFlight), (Metric.inFlightLimit, [:], sending.inFlightLimit),
+            (Metric.apnsRoundTripShortestMicroseconds, [:], sending.shortestRoundTrip.map(Self.microseconds) ?? 0),
+            (Metric.apnsConnections, [:], apnsConnections),
+            (Metric.retentionBatchLongestMicroseconds, [:], Self.microseconds(retentionBatch.withLock { $0 })),
+            (Metric.pushToStartTokens, [:], store.pushToStartTokens), (Metric.liveActivityTokens, [:], store.liveActivityTokens),
+            (Metric.activeKeys, [:], store.activeKeys), (Metric.channels, [:], store.channels),
         ]
-        for status in DeliveryStatus.allCases { gauges.append(("liverelay_deliveries", ["status": status.rawValue], deliveries[status] ?? 0)) }
+        for status in DeliveryStatus.allCases { gauges.append((Metric.deliveries, ["status": status.rawValue], deliveries[status] ?? 0)) }
         for (name, labels, value) in gauges {
-            Metrics.Gauge(label: name, dimensions: MetricCatalog.dimensions(labels), factory: factory).record(value)
+            Metrics.Gauge(label: name.rawValue, dimensions: MetricCatalog.dimensions(labels), factory: factory).record(value)
         }
         return registry.emitToString()
     }

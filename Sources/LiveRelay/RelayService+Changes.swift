@@ -114,7 +114,7 @@ extension RelayService {
 
     /// Gives the dispatcher the pushes the request claimed, or wakes it to claim what was queued.
     func dispatch(_ claimed: [DeliveryRecord], _ accepted: Acceptance, at acceptedAt: Date) {
-        metrics.count("liverelay_requests_accepted_total", ["action": accepted.action.rawValue])
+        metrics.count(Metric.requestsAcceptedTotal, ["action": accepted.action.rawValue])
         metrics.noteAccepted(requestID: accepted.requestID, pushes: accepted.deliveries, at: acceptedAt)
         noteChange()
         if claimed.isEmpty {

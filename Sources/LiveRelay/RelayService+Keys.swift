@@ -46,14 +46,14 @@ extension RelayService {
         // A key seen live before is looked up again (revoked since?) whatever its source did: a
         // source shared by many (a proxy, a NAT) keeps its good keys.
         if cached == nil, let wait = failures.withLock({ $0.refusal(for: source, at: date) }) {
-            metrics.count("liverelay_authentication_refused_total", ["route": route])
+            metrics.count(Metric.authenticationRefusedTotal, ["route": route])
             throw RelayError(
                 .throttled, .tooManyFailures, message: "too many failed authentications from this address; retry after \(wait) s",
                 retryAfter: wait)
         }
         guard let key = try await store.apiKey(secretHash: hash), key.revokedAt == nil else {
             if cached != nil { keyCache.withLock { $0[hash] = nil } }  // revoked through another instance
-            metrics.count("liverelay_authentication_failures_total", ["route": route])
+            metrics.count(Metric.authenticationFailuresTotal, ["route": route])
             if let count = failures.withLock({ $0.failed(source, at: date) }) {
                 // Never the secret: the source and how often, enough to find and block it.
                 logger.warning(

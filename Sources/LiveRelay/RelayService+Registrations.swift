@@ -15,7 +15,7 @@ extension RelayService {
                 bundleID: registration.bundleID, deviceID: registration.deviceID, attributesType: registration.attributesType,
                 userID: registration.userID, token: registration.token.hex, frequentPushesEnabled: registration.frequentPushesEnabled,
                 environment: registration.environment, updatedAt: now(), systemVersion: registration.systemVersion))
-        metrics.count("liverelay_registrations_total", ["kind": "push_to_start"])
+        metrics.count(Metric.registrationsTotal, ["kind": "push_to_start"])
         noteChange()
         logger.info("push-to-start token registered", metadata: ["device": "\(registration.deviceID)", "token": "\(registration.token.shortened)"])
     }
@@ -54,13 +54,13 @@ extension RelayService {
                     token: registration.token.hex, frequentPushesEnabled: registration.frequentPushesEnabled,
                     environment: registration.environment, registeredAt: registeredAt, reportedBy: registration.reportedBy),
                 attributesType: registration.attributesType, catchUp: catchUp)
-            metrics.count("liverelay_registrations_total", ["kind": "activity"])
+            metrics.count(Metric.registrationsTotal, ["kind": "activity"])
             noteChange()
             logger.info(
                 "activity token registered",
                 metadata: ["activity.key": "\(key)", "device": "\(registration.deviceID)", "token": "\(registration.token.shortened)"])
             if let caughtUp = saved.caughtUp {
-                metrics.count("liverelay_catch_ups_total", ["event": caughtUp.push.event.rawValue])
+                metrics.count(Metric.catchUpsTotal, ["event": caughtUp.push.event.rawValue])
                 logger.info(
                     "device caught up with its key's latest state",
                     metadata: ["activity.key": "\(key)", "device": "\(registration.deviceID)", "event": "\(caughtUp.push.event.rawValue)"])
@@ -100,7 +100,7 @@ extension RelayService {
         } catch let error as StoreError {
             throw RelayError(error)
         }
-        metrics.count("liverelay_registrations_total", ["kind": "channel_listener"])
+        metrics.count(Metric.registrationsTotal, ["kind": "channel_listener"])
         noteChange()
         logger.info("channel listener registered", metadata: ["activity.key": "\(key)", "device": "\(registration.deviceID)"])
     }
@@ -127,7 +127,7 @@ extension RelayService {
         if app.ungrantedReports.contains(environment) { return }
         if try await store.deviceKnownToKey(app: bundleID, key: key, deviceID: deviceID) { return }
         guard let grant else {
-            metrics.count("liverelay_reports_refused_total", ["reason": "grant_required"])
+            metrics.count(Metric.reportsRefusedTotal, ["reason": "grant_required"])
             throw RelayError(
                 .forbidden, .grantRequired,
                 message:
@@ -137,7 +137,7 @@ extension RelayService {
         do {
             try ActivityGrant.check(grant, app: bundleID, key: key, secret: grantSecret, at: now())
         } catch {
-            metrics.count("liverelay_reports_refused_total", ["reason": "grant_refused"])
+            metrics.count(Metric.reportsRefusedTotal, ["reason": "grant_refused"])
             throw error
         }
     }
@@ -182,7 +182,7 @@ extension RelayService {
         let record = ContractRecord(bundleID: bundleID, attributesType: contract.attributesType, contract: contract.json, updatedAt: now())
         try await store.saveContract(record)
         contractBook.invalidate()
-        metrics.count("liverelay_registrations_total", ["kind": "contract"])
+        metrics.count(Metric.registrationsTotal, ["kind": "contract"])
         noteChange()
         logger.info("contract registered", metadata: ["app": "\(bundleID)", "attributes.type": "\(contract.attributesType)"])
         return record

@@ -29,7 +29,7 @@ extension RelayService {
                 run.longestBatch = max(run.longestBatch, clock.now - batchStart)
                 for (table, count) in deleted where count > 0 {
                     run.deleted[table, default: 0] += count
-                    metrics.count("liverelay_retention_deleted_total", ["table": table], by: count)
+                    metrics.count(Metric.retentionDeletedTotal, ["table": table], by: count)
                 }
                 if (deleted[kind.table] ?? 0) < policy.batchSize { break }
                 if clock.now - began >= policy.runBudget {

@@ -24,7 +24,7 @@ extension RelayService {
             id: "sch_" + randomHex(bytes: 8), bundleID: app, key: key, action: request.action, request: try waiting.stored(), dueAt: at,
             createdAt: now())
         try await store.insertSchedule(schedule, context: context)
-        metrics.count("liverelay_requests_accepted_total", ["action": "schedule"])
+        metrics.count(Metric.requestsAcceptedTotal, ["action": "schedule"])
         noteChange()
         return .scheduled(schedule)
     }

@@ -24,7 +24,7 @@ extension RelayService {
             startedBefore: date - configuration.activityLifetime, at: date, channelDeleteAfter: date + configuration.channelStorageWindow)
         if !expired.isEmpty {
             noteChange()
-            metrics.count("liverelay_activities_expired_total", [:], by: expired.count)
+            metrics.count(Metric.activitiesExpiredTotal, [:], by: expired.count)
             logger.info("activities expired", metadata: ["count": "\(expired.count)"])
         }
         try await recordUnconfirmedStarts(at: date)
@@ -54,7 +54,7 @@ extension RelayService {
         startsCheckedUntil.withLock { $0 = until }
         guard recorded > 0 else { return }
         noteChange()
-        metrics.count("liverelay_unconfirmed_starts_total", [:], by: recorded)
+        metrics.count(Metric.unconfirmedStartsTotal, [:], by: recorded)
         logger.warning("push-to-starts no device confirmed", metadata: ["count": "\(recorded)", "window": "\(Int(window)) s"])
     }
 }

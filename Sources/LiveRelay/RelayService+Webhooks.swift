@@ -180,11 +180,11 @@ extension RelayService {
         let disabled = try await store.recordWebhookOutcomes(outcomes, disableFailingSince: rules.disableFailingSince(at: date), at: date)
         for (_, outcome) in outcomes {
             switch outcome {
-            case .delivered: metrics.count("liverelay_webhook_attempts_total", ["result": "delivered"])
-            case .retry: metrics.count("liverelay_webhook_attempts_total", ["result": "failed"])
+            case .delivered: metrics.count(Metric.webhookAttemptsTotal, ["result": "delivered"])
+            case .retry: metrics.count(Metric.webhookAttemptsTotal, ["result": "failed"])
             case .gaveUp:
-                metrics.count("liverelay_webhook_attempts_total", ["result": "failed"])
-                metrics.count("liverelay_webhook_deliveries_failed_total", [:])
+                metrics.count(Metric.webhookAttemptsTotal, ["result": "failed"])
+                metrics.count(Metric.webhookDeliveriesFailedTotal, [:])
             }
         }
         for endpoint in disabled {

@@ -23,7 +23,7 @@ package struct RelayTicker: Service {
                 let failed = backoff.failed()
                 wait = failed.wait
                 relay.logger.log(failed.change, who: "the ticker", error: error)
-                relay.metrics.count("liverelay_store_failures_total", ["loop": "ticker"])
+                relay.metrics.count(Metric.storeFailuresTotal, ["loop": "ticker"])
             }
             guard await StoreBackoff.pause(for: wait) else { return }
         }

@@ -58,7 +58,7 @@ package final class WebhookSender: Service {
                     let failed = backoff.failed()
                     wait = failed.wait
                     relay.logger.log(failed.change, who: "the webhook sender", error: error)
-                    relay.metrics.count("liverelay_store_failures_total", ["loop": "webhooks"])
+                    relay.metrics.count(Metric.storeFailuresTotal, ["loop": "webhooks"])
                 }
                 if backoff.isFailing {
                     guard await StoreBackoff.pause(for: wait) else { break }

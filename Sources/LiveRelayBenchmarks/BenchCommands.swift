@@ -39,8 +39,7 @@ package struct Bench: AsyncParsableCommand {
     /// A new folder for a run's files (keys, certificates, SQLite), which the run removes.
     static func scratchFolder() throws -> URL {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-bench-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        BenchInterruption.madeScratch(folder)
+        try BenchInterruption.makeScratch(folder)
         return folder
     }
 }

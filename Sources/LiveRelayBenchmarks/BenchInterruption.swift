@@ -24,10 +24,14 @@ enum BenchInterruption {
         running.withLock { _ = $0.remove(pid) }
     }
 
-    /// A folder of the run's own, removed when it is interrupted.
-    static func madeScratch(_ folder: URL) {
+    /// Makes a folder of the run's own, removed when it is interrupted. Made holding the list the
+    /// interruption removes from: one made while the interruption ran was left behind.
+    static func makeScratch(_ folder: URL) throws {
         installHandlers()
-        scratch.withLock { $0.append(folder) }
+        try scratch.withLock { folders in
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            folders.append(folder)
+        }
     }
 
     private static func installHandlers() {
@@ -56,7 +60,10 @@ enum BenchInterruption {
         for pid in pids { kill(pid, SIGKILL) }
         var status: Int32 = 0
         for pid in pids { _ = waitpid(pid, &status, 0) }
-        for folder in scratch.withLock({ $0 }) { try? FileManager.default.removeItem(at: folder) }
-        exit(128 + signalNumber)
+        // Holding the list until the process is gone: no folder is made meanwhile.
+        scratch.withLock { folders in
+            for folder in folders { try? FileManager.default.removeItem(at: folder) }
+            exit(128 + signalNumber)
+        }
     }
 }

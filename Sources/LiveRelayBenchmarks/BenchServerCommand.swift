@@ -645,9 +645,9 @@ struct BenchAPI: Sendable {
         request.headers.add(name: "authorization", value: "Bearer \(keys.admin)")
         let response = try await http.execute(request, timeout: .seconds(30))
         let samples = PrometheusSamples(String(buffer: try await response.body.collect(upTo: 4 * 1024 * 1024)))
-        let value = { (name: String) in Int(samples.value(name) ?? 0) }
-        let roundTrip = Double(value("liverelay_apns_round_trip_shortest_microseconds")) / 1000
-        return "in flight at most \(value("liverelay_in_flight_limit")), \(value("liverelay_apns_connections")) APNs connection(s), "
+        let value = { (name: Metric) in Int(samples.value(name.rawValue) ?? 0) }
+        let roundTrip = Double(value(Metric.apnsRoundTripShortestMicroseconds)) / 1000
+        return "in flight at most \(value(Metric.inFlightLimit)), \(value(Metric.apnsConnections)) APNs connection(s), "
             + "shortest round trip \(String(format: "%.1f", roundTrip)) ms"
     }
 

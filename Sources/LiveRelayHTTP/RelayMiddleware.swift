@@ -124,7 +124,7 @@ struct RequestMetricsMiddleware: RouterMiddleware {
 
     private func observe(_ request: Request, _ context: Context, _ status: HTTPResponse.Status, since started: ContinuousClock.Instant) {
         metrics.observe(
-            "liverelay_http_request_duration_seconds",
+            Metric.httpRequestDurationSeconds,
             ["method": request.method.rawValue, "route": context.endpointPath ?? "NotFound", "status": String(status.code)],
             .now - started)
     }

@@ -24,6 +24,14 @@ enum StoreStatements {
             system_version = excluded.system_version
         """
 
+    /// The same push-to-start token under another device id of the app (app, token, device): the
+    /// app lost its device id (a reinstall, a restore) and made a new one. Kept twice, a start would
+    /// go twice to one iPhone and show two activities; the newest report holds it.
+    static let forgetTokenOfOtherDevices = "DELETE FROM push_to_start_tokens WHERE bundle_id = ? AND token = ? AND device_id != ?"
+
+    /// Finds a push-to-start token by its value (`forgetTokenOfOtherDevices`).
+    static let pushToStartTokensByTokenIndex = "CREATE INDEX push_to_start_tokens_by_token ON push_to_start_tokens (bundle_id, token)"
+
     /// A device's push-to-start tokens for an app, every type: Live Activities were switched off.
     static let withdrawPushToStartTokens = "DELETE FROM push_to_start_tokens WHERE bundle_id = ? AND device_id = ?"
 

@@ -25,8 +25,8 @@ struct AuthenticationFailureTests {
             }
             #expect(statuses == Array(repeating: 401, count: 20) + Array(repeating: 429, count: 5))
             let metrics = relay.relay.metrics
-            #expect(metrics.value("liverelay_authentication_failures_total", ["route": "api"]) == 20)
-            #expect(metrics.value("liverelay_authentication_refused_total", ["route": "api"]) == 5)
+            #expect(metrics.value(.authenticationFailuresTotal, ["route": "api"]) == 20)
+            #expect(metrics.value(.authenticationRefusedTotal, ["route": "api"]) == 5)
             // One line for the first failure; the rest wait for the next line, a minute on.
             let lines = logs.lines(containing: "authentication failed")
             #expect(lines.count == 1 && lines.first?.metadata["source"] == "127.0.0.1" && lines.first?.metadata["failures"] == "1")
@@ -46,7 +46,7 @@ struct AuthenticationFailureTests {
             // The second line counts the failures since the first: 19 of the flood and this one.
             let later = logs.lines(containing: "authentication failed")
             #expect(later.count == 2 && later.last?.metadata["failures"] == "20")
-            #expect(metrics.value("liverelay_authentication_refused_total", ["route": "dashboard"]) == 1)
+            #expect(metrics.value(.authenticationRefusedTotal, ["route": "dashboard"]) == 1)
         }
     }
 }

@@ -55,7 +55,7 @@ struct InstancesTests {
             #expect(updates() == 1, "the second push went out before the clock moved")
             relay.emulator.clock.advance(by: relay.relay.configuration.dispatch.lease / 2 + 1)
             try await sending.value
-            #expect(relay.relay.metrics.value("liverelay_claims_abandoned_total") == 1)
+            #expect(relay.relay.metrics.value(.claimsAbandonedTotal) == 1)
             #expect(updates() == 2)
             for device in ["iphone-1", "iphone-2"] { #expect(try relay.activity(on: device)?.content.state == content("behind", 5)) }
             #expect(

@@ -32,10 +32,10 @@ struct RetentionTests {
             #expect(try await pushes() == 0)
             #expect(try await harness.get("/v1/activities/order-1").status == 404)
             let metrics = harness.relay.metrics
-            #expect(metrics.value("liverelay_retention_deleted_total", ["table": "deliveries"]) == 6)
-            #expect(metrics.value("liverelay_retention_deleted_total", ["table": "payloads"]) == 2)
-            #expect(metrics.value("liverelay_retention_deleted_total", ["table": "activities"]) == 1)
-            #expect(metrics.value("liverelay_retention_deleted_total", ["table": "activity_tokens"]) == 3)
+            #expect(metrics.value(.retentionDeletedTotal, ["table": "deliveries"]) == 6)
+            #expect(metrics.value(.retentionDeletedTotal, ["table": "payloads"]) == 2)
+            #expect(metrics.value(.retentionDeletedTotal, ["table": "activities"]) == 1)
+            #expect(metrics.value(.retentionDeletedTotal, ["table": "activity_tokens"]) == 3)
             let text = try await harness.get("/metrics", scope: .admin).text
             #expect(text.contains("# HELP liverelay_retention_deleted_total"))
             #expect(text.contains("liverelay_retention_deleted_total{table=\"deliveries\"} 6"))

@@ -49,7 +49,7 @@ struct StoreFailureTests {
             #expect(try await relay.post("/v1/activities/k/update", .object([("contentState", content("on the way", 10))])).status == 200)
             let store = relay.store
             try await store.setWritesFail(true)
-            let failures: @Sendable () -> Int = { relay.relay.metrics.value("liverelay_store_failures_total", ["loop": "dispatcher"]) }
+            let failures: @Sendable () -> Int = { relay.relay.metrics.value(.storeFailuresTotal, ["loop": "dispatcher"]) }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await relay.server.dispatcher.run() }
                 try await relay.eventually { failures() >= 1 }
@@ -89,7 +89,7 @@ struct StoreFailureTests {
                     ended.withLock { $0 = true }
                 }
                 if storeFails {
-                    try await relay.eventually { relay.relay.metrics.value("liverelay_store_failures_total", ["loop": loop.name]) >= 2 }
+                    try await relay.eventually { relay.relay.metrics.value(.storeFailuresTotal, ["loop": loop.name]) >= 2 }
                 } else {
                     try await Task.sleep(for: .milliseconds(100))
                 }

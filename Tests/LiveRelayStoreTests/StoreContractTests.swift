@@ -261,7 +261,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
                     "0001-api-keys", "0002-registry", "0003-outbox", "0004-requests", "0005-budget-index", "0006-lighter-outbox", "0007-contracts",
                     "0008-environments", "0009-apps", "0010-leases", "0011-rate-buckets", "0012-dashboard", "0013-key-statistics",
                     "0014-typed-answers", "0015-reported-by", "0016-channel-listeners", "0017-events", "0018-webhooks", "0019-retention",
-                    "0020-trace-context", "0021-device-ios", "0022-deliveries-by-key-newest", "0023-latest-state", "0024-grants",
+                    "0020-trace-context", "0021-device-ios", "0022-deliveries-by-key-newest", "0023-latest-state", "0024-grants", "0025-token-once",
                 ])
             #expect(try await subject.store.migrate() == [])
             try await subject.reopened { reopened async throws in
@@ -364,6 +364,20 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
             #expect(try await store.pushToStartTokens(deviceID: "iphone-1").map(\.token) == ["other-app"])
             #expect(try await store.pushToStartTokens(deviceID: "iphone-2").count == 1)
             #expect(try await store.withdrawPushToStartTokens(app: testApp, deviceID: "iphone-1") == 0)
+        }
+    }
+
+    /// An app that lost its device id reports its push-to-start token under a new one: the token
+    /// is kept once, under the newest id, so a start reaches that iPhone once. Another app's
+    /// token of the same value stays.
+    @Test(arguments: StoreKind.allCases) func aPushToStartTokenIsKeptOncePerApp(kind: StoreKind) async throws {
+        try await kind.withStore { subject in
+            let store = subject.store
+            try await store.savePushToStartToken(pushToStart("old-id", token: "same"))
+            try await store.savePushToStartToken(pushToStart("old-id", token: "same", app: "com.example.other"))
+            try await store.savePushToStartToken(pushToStart("new-id", token: "same", at: t0 + 60))
+            #expect(try await store.pushToStartTokens(deviceID: "old-id").map(\.bundleID) == ["com.example.other"])
+            #expect(try await store.pushToStartTokens(deviceID: "new-id").map(\.token) == ["same"])
         }
     }
 

@@ -81,12 +81,15 @@ extension PostgresStore {
     // MARK: Registrations
 
     package func savePushToStartToken(_ token: PushToStartTokenRecord) async throws {
-        try await run(
-            StoreStatements.savePushToStartToken,
-            [
-                .text(token.deviceID), .text(token.attributesType), .text(token.userID), .text(token.token), .bool(token.frequentPushesEnabled),
-                .text(token.environment.rawValue), .seconds(token.updatedAt), .text(token.bundleID), .text(token.systemVersion?.description),
-            ])
+        try await transaction { db in
+            try await db.run(StoreStatements.forgetTokenOfOtherDevices, [.text(token.bundleID), .text(token.token), .text(token.deviceID)])
+            try await db.run(
+                StoreStatements.savePushToStartToken,
+                [
+                    .text(token.deviceID), .text(token.attributesType), .text(token.userID), .text(token.token), .bool(token.frequentPushesEnabled),
+                    .text(token.environment.rawValue), .seconds(token.updatedAt), .text(token.bundleID), .text(token.systemVersion?.description),
+                ])
+        }
     }
 
     package func withdrawPushToStartTokens(app: String, deviceID: String) async throws -> Int {

@@ -340,5 +340,7 @@ enum SQLiteMigrations {
         // Which environments an app's reports need no grant in (`AppRecord.ungrantedReports`).
         StoreMigration(
             name: "0024-grants", statements: ["ALTER TABLE apps ADD COLUMN ungranted_reports TEXT NOT NULL DEFAULT 'sandbox'"]),
+        // A push-to-start token is kept once per app: found by its value (`forgetTokenOfOtherDevices`).
+        StoreMigration(name: "0025-token-once", statements: [StoreStatements.pushToStartTokensByTokenIndex]),
     ]
 }

@@ -79,6 +79,7 @@ extension SQLiteStore {
 
     package func savePushToStartToken(_ token: PushToStartTokenRecord) async throws {
         try await write { db in
+            try db.run(StoreStatements.forgetTokenOfOtherDevices, [token.bundleID, token.token, token.deviceID])
             try db.run(
                 StoreStatements.savePushToStartToken,
                 [
