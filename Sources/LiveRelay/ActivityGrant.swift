@@ -9,13 +9,23 @@ import LiveActivityKit
 /// person's updates. The backend asks for a grant with its server key (`POST /v1/grants`) when its
 /// app requests an activity itself, and hands it to the app, which reports with it.
 ///
-/// `lrg1.<payload>.<signature>`, both base64url: the payload is `{"app", "key", "exp"}` (UNIX
-/// seconds), signed with HMAC-SHA256 under a key derived from the master key, so every instance
-/// sharing the master key checks the grants of the others.
+/// A grant may name a user instead, or too: the app's push-to-start token is then taken with that
+/// user id (`{"users": [...]}` audiences reach it), which otherwise any install could claim.
+///
+/// `lrg1.<payload>.<signature>`, both base64url: the payload is `{"app", "key", "user", "exp"}`
+/// (key or user left out when not granted; `exp` in UNIX seconds), signed with HMAC-SHA256 under a
+/// key derived from the master key, so every instance sharing the master key checks the others'.
 struct ActivityGrant: Sendable, Hashable {
     var app: String
-    var key: String
+    var key: String?
+    var user: String?
     var expiresAt: Date
+
+    /// What a report asks a grant for.
+    enum Scope: Sendable, Hashable {
+        case key(String)
+        case user(String)
+    }
 
     static let prefix = "lrg1."
     /// What `LiveRelayKit` and the derived key are named by.
@@ -25,15 +35,18 @@ struct ActivityGrant: Sendable, Hashable {
     static let longestLifetime: TimeInterval = 86_400
 
     func signed(with secret: SymmetricKey) -> String {
-        let payload = JSONValue.object([
-            ("app", .string(app)), ("key", .string(key)), ("exp", .integer(Int64(expiresAt.timeIntervalSince1970.rounded(.up)))),
-        ]).serialized
+        var members: JSONValue.Members = [("app", .string(app))]
+        if let key { members.append(("key", .string(key))) }
+        if let user { members.append(("user", .string(user))) }
+        members.append(("exp", .integer(Int64(expiresAt.timeIntervalSince1970.rounded(.up)))))
+        let payload = JSONValue.object(members).serialized
         let signature = HMAC<SHA256>.authenticationCode(for: payload, using: secret)
         return Self.prefix + Self.base64URL(Data(payload)) + "." + Self.base64URL(Data(signature))
     }
 
-    /// The grant `text` says, when this server signed it for `app`'s `key` and it has not expired.
-    static func check(_ text: String, app: String, key: String, secret: SymmetricKey, at now: Date) throws(RelayError) {
+    /// Passes when this server signed `text` for `app` and `scope` (its key, or its user) and it
+    /// has not expired.
+    static func check(_ text: String, app: String, for scope: Scope, secret: SymmetricKey, at now: Date) throws(RelayError) {
         func refused(_ why: String) -> RelayError { RelayError(.forbidden, .grantRefused, message: why, field: "grant") }
         guard text.hasPrefix(prefix) else { throw refused("is not a LiveRelay grant (it starts with \(prefix))") }
         let parts = text.dropFirst(prefix.count).split(separator: ".", omittingEmptySubsequences: false)
@@ -43,11 +56,18 @@ struct ActivityGrant: Sendable, Hashable {
         guard HMAC<SHA256>.isValidAuthenticationCode(signature, authenticating: payload, using: secret) else {
             throw refused("was not signed by this server (or by one with another master key)")
         }
-        guard let fields = try? JSONValue(parsing: Array(payload)), let granted = fields["key"]?.stringValue,
-            let grantedApp = fields["app"]?.stringValue, case .number(let literal)? = fields["exp"], let expiry = Double(literal)
+        guard let fields = try? JSONValue(parsing: Array(payload)), let grantedApp = fields["app"]?.stringValue,
+            case .number(let literal)? = fields["exp"], let expiry = Double(literal)
         else { throw refused("is damaged") }
         guard grantedApp == app else { throw refused("is for another app (\(grantedApp))") }
-        guard granted == key else { throw refused("is for another key (\(granted))") }
+        switch scope {
+        case .key(let key):
+            guard let granted = fields["key"]?.stringValue else { throw refused("grants no key (it is a user's)") }
+            guard granted == key else { throw refused("is for another key (\(granted))") }
+        case .user(let user):
+            guard let granted = fields["user"]?.stringValue else { throw refused("grants no user (it is a key's)") }
+            guard granted == user else { throw refused("is for another user") }
+        }
         guard now.timeIntervalSince1970 < expiry else {
             throw refused("expired at \(Date(timeIntervalSince1970: expiry).iso8601): the backend asks for a new one")
         }

@@ -209,6 +209,8 @@ package struct PushToStartRegistration: Sendable, Hashable {
     package var userID: String?
     /// The device's iOS, when the app says (`iOS`): before 18 it cannot join a channel.
     package var systemVersion: SystemVersion?
+    /// The backend's grant for `userID` (`ActivityGrant`).
+    package var grant: String?
 
     package init(
         deviceID: String, bundleID: String, attributesType: String, token: DeviceToken, frequentPushesEnabled: Bool = false,

@@ -10,6 +10,10 @@ import Synchronization
 extension RelayService {
     package func registerPushToStartToken(_ registration: PushToStartRegistration) async throws {
         try await checkApp(bundleID: registration.bundleID, environment: registration.environment)
+        if let userID = registration.userID {
+            try Self.checkUserID(userID, field: "userID")
+            try await admitUser(app: registration.bundleID, userID: userID, environment: registration.environment, grant: registration.grant)
+        }
         try await store.savePushToStartToken(
             PushToStartTokenRecord(
                 bundleID: registration.bundleID, deviceID: registration.deviceID, attributesType: registration.attributesType,
@@ -135,23 +139,49 @@ extension RelayService {
                 field: "grant")
         }
         do {
-            try ActivityGrant.check(grant, app: bundleID, key: key, secret: grantSecret, at: now())
+            try ActivityGrant.check(grant, app: bundleID, for: .key(key), secret: grantSecret, at: now())
         } catch {
             metrics.count(Metric.reportsRefusedTotal, ["reason": "grant_refused"])
             throw error
         }
     }
 
-    /// A grant for the app's key, for the backend to hand its app (`ActivityGrant`), valid for
-    /// `expiresIn` seconds (an hour unless told; at most a day).
-    package func issueGrant(app bundleID: String, key: String, expiresIn: TimeInterval?) async throws -> (grant: String, expiresAt: Date) {
-        try Self.checkKey(key)
+    /// Whether a push-to-start token may be kept with `userID`: in an environment its app takes
+    /// ungranted reports from, or with the backend's grant for that user. Otherwise `403`: any
+    /// install could claim a user id, and be started with that user's activities.
+    func admitUser(app bundleID: String, userID: String, environment: PushEnvironment, grant: String?) async throws {
+        let app = try await app(bundleID, field: "bundleID")
+        if app.ungrantedReports.contains(environment) { return }
+        guard let grant else {
+            metrics.count(.reportsRefusedTotal, ["reason": "grant_required"])
+            throw RelayError(
+                .forbidden, .grantRequired,
+                message:
+                    "\(environment.rawValue) push-to-start tokens of \(bundleID) name a user only with the backend's grant for that user (POST /v1/grants)",
+                field: "grant")
+        }
+        do {
+            try ActivityGrant.check(grant, app: bundleID, for: .user(userID), secret: grantSecret, at: now())
+        } catch {
+            metrics.count(.reportsRefusedTotal, ["reason": "grant_refused"])
+            throw error
+        }
+    }
+
+    /// A grant for the app's key or user (or both), for the backend to hand its app
+    /// (`ActivityGrant`), valid for `expiresIn` seconds (an hour unless told; at most a day).
+    package func issueGrant(
+        app bundleID: String, key: String?, user: String?, expiresIn: TimeInterval?
+    ) async throws -> (grant: String, expiresAt: Date) {
+        guard key != nil || user != nil else { throw RelayError(.invalid, .missing, message: "is required, or user", field: "key") }
+        if let key { try Self.checkKey(key) }
+        if let user { try Self.checkUserID(user, field: "user") }
         _ = try await app(bundleID)
         let lifetime = expiresIn ?? ActivityGrant.defaultLifetime
         guard lifetime >= 1, lifetime <= ActivityGrant.longestLifetime else {
             throw RelayError.invalid("expiresIn", "must be 1 to \(Int(ActivityGrant.longestLifetime)) seconds")
         }
-        let grant = ActivityGrant(app: bundleID, key: key, expiresAt: now() + lifetime)
+        let grant = ActivityGrant(app: bundleID, key: key, user: user, expiresAt: now() + lifetime)
         return (grant.signed(with: grantSecret), grant.expiresAt)
     }
 
@@ -163,6 +193,13 @@ extension RelayService {
             let served = PushEnvironment.allCases.filter(environments.contains).map(\.rawValue).joined(separator: " and ")
             throw RelayError.invalid(
                 "environment", "this server sends to APNs \(served) only; a \(environment.rawValue) token would never be reached")
+        }
+    }
+
+    /// A user id, as the backend names its users: 1 to 200 characters without control characters.
+    static func checkUserID(_ id: String, field: String) throws {
+        guard !id.isEmpty, id.unicodeScalars.count <= 200, !id.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw RelayError.invalid(field, "must be 1 to 200 characters without control characters")
         }
     }
 

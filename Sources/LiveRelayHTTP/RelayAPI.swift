@@ -165,12 +165,12 @@ package struct RelayAPI: Sendable {
         server.post("/grants") { request, context in
             let body = try await request.decodeJSON(GrantBody.self, context: context)
             let app = try Self.bodyApp(body.namedApp, context)
-            let (grant, expiresAt) = try await relay.issueGrant(app: app, key: body.key, expiresIn: body.expiresIn)
-            return Self.json(
-                .object([
-                    ("bundleID", .string(app)), ("key", .string(body.key)), ("grant", .string(grant)), ("expiresAt", .string(expiresAt.iso8601)),
-                ]),
-                status: .created)
+            let (grant, expiresAt) = try await relay.issueGrant(app: app, key: body.key, user: body.user, expiresIn: body.expiresIn)
+            var answer: JSONValue.Members = [("bundleID", .string(app))]
+            if let key = body.key { answer.append(("key", .string(key))) }
+            if let user = body.user { answer.append(("user", .string(user))) }
+            answer += [("grant", .string(grant)), ("expiresAt", .string(expiresAt.iso8601))]
+            return Self.json(.object(answer), status: .created)
         }
         server.get("/activities/{key}") { request, context in
             let key = try activityKey(context)

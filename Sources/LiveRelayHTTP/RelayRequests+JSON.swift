@@ -83,7 +83,7 @@ extension ChangeRequest {
 package struct PushToStartBody: APIRequestBody {
     package static let fields = CodingKeys.allCases.map(\.rawValue)
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case deviceID, bundleID, attributesType, token, frequentPushesEnabled, environment, userID, iOS
+        case deviceID, bundleID, attributesType, token, frequentPushesEnabled, environment, userID, iOS, grant
     }
 
     /// Its app's bundle ID ("" when the body leaves it to the key's app: `RelayAPI.bodyApp`).
@@ -99,6 +99,7 @@ package struct PushToStartBody: APIRequestBody {
             frequentPushesEnabled: try body.decodeIfPresent(Bool.self, forKey: .frequentPushesEnabled) ?? false,
             environment: try body.environment(.environment), userID: try body.decodeIfPresent(String.self, forKey: .userID),
             systemVersion: try body.systemVersion(.iOS))
+        registration.grant = try body.grant(.grant)
     }
 }
 
@@ -279,16 +280,18 @@ struct AppBody: APIRequestBody {
 /// `POST /v1/grants` (server key): a grant for the app's key, which the backend hands its app.
 package struct GrantBody: APIRequestBody {
     package static let fields = CodingKeys.allCases.map(\.rawValue)
-    enum CodingKeys: String, CodingKey, CaseIterable { case bundleID, key, expiresIn }
+    enum CodingKeys: String, CodingKey, CaseIterable { case bundleID, key, user, expiresIn }
 
     let namedApp: String?
-    let key: String
+    let key: String?
+    let user: String?
     let expiresIn: TimeInterval?
 
     package init(from decoder: any Decoder) throws {
         let body = try decoder.container(keyedBy: CodingKeys.self)
         namedApp = try body.nonEmptyString(.bundleID)
-        key = try body.requireNonEmptyString(.key)
+        key = try body.nonEmptyString(.key)
+        user = try body.nonEmptyString(.user)
         expiresIn = try body.decodeIfPresent(Double.self, forKey: .expiresIn)
     }
 }

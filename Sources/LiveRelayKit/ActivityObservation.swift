@@ -18,6 +18,8 @@ public enum ActivityObservation: Sendable, Hashable, Codable {
     case endedByApp(activityID: String)
     /// `ActivityAuthorizationInfo`: Live Activities switched on or off, frequent updates allowed or not.
     case authorization(activitiesEnabled: Bool, frequentPushesEnabled: Bool)
+    /// The person signed in to the app as this user, or out (`nil`): the app's word, not ActivityKit's.
+    case user(String?)
 }
 
 /// How an activity receives its pushes, as it was requested (`PushType`).

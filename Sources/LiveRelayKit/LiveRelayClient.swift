@@ -76,6 +76,13 @@ public final class LiveRelayClient: Sendable {
         await relay.grant(grant, forKey: key)
     }
 
+    /// The person signed in to the app as `id`, with the backend's grant for that user (`POST
+    /// /v1/grants` with `user`); `nil` when they sign out. The server's starts for `{"users":
+    /// [...]}` reach this device while it is that user's, and no longer once signed out.
+    public func setUser(_ id: String?, grant: String?) async {
+        await relay.setUser(id, grant: grant)
+    }
+
     public func include(_ contract: ActivityContractShape) async {
         await relay.include(contract)
     }

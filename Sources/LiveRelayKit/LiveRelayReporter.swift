@@ -62,14 +62,21 @@ public actor LiveRelayReporter {
     /// Reports not acknowledged yet, oldest first.
     public var pending: [Report] { backlog.pending.map(\.report) }
 
-    /// The backend's grants, by key: each goes with the reports made under its key.
-    private var grants: [String: String] = [:]
+    /// The backend's grants, by what they name: each goes with the reports it covers.
+    private var grants: [Report.GrantScope: String] = [:]
 
     /// Keeps the backend's grant for `key` (`POST /v1/grants`), sent with the reports made under
     /// it: an activity the app requests itself is taken with it where reports need one.
     public func grant(_ grant: String, forKey key: String) {
-        grants[key] = grant
+        grants[.key(key)] = grant
         wake.continuation.yield()
+    }
+
+    /// The person signed in as `id` (nil: signed out), with the backend's grant for that user:
+    /// the push-to-start tokens are reported again with the user, or without.
+    public func setUser(_ id: String?, grant: String?) {
+        if let id, let grant { grants[.user(id)] = grant }
+        observe(.user(id))
     }
 
     /// Adds or replaces what the widget decodes attributes types from: each is reported before its
@@ -119,7 +126,7 @@ public actor LiveRelayReporter {
             let request: ReportRequest
             let outcome: SendOutcome
             do {
-                request = try next.report.request(from: reporter, grant: next.report.grantedKey.flatMap { grants[$0] })
+                request = try next.report.request(from: reporter, grant: next.report.grantScope.flatMap { grants[$0] })
                 outcome = await transport.send(request)
             } catch {
                 request = ReportRequest(method: "", path: "", body: Data())

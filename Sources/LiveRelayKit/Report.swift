@@ -5,8 +5,9 @@ import Foundation
 public enum Report: Sendable, Hashable, Codable {
     /// What the app's widget decodes the attributes type from (`PUT /v1/contracts/{type}`).
     case contract(ActivityContractShape)
-    /// A push-to-start token (`POST /v1/push-to-start-tokens`).
-    case pushToStartToken(attributesType: String, token: String, frequentPushesEnabled: Bool)
+    /// A push-to-start token (`POST /v1/push-to-start-tokens`), with the user signed in, if any
+    /// (`{"users": [...]}` audiences reach it then).
+    case pushToStartToken(attributesType: String, token: String, frequentPushesEnabled: Bool, userID: String? = nil)
     /// Live Activities were switched off: the device's push-to-start tokens start nothing now
     /// (`POST /v1/push-to-start-tokens/withdraw`).
     case pushToStartWithdrawn
@@ -36,7 +37,7 @@ public enum Report: Sendable, Hashable, Codable {
     /// update token): a newer report of the same slot makes an older one needless.
     var tokenSlot: String? {
         switch self {
-        case .pushToStartToken(let type, _, _): "push-to-start \(type)"
+        case .pushToStartToken(let type, _, _, _): "push-to-start \(type)"
         case .activityToken(_, let activityID, _, _, _): "activity \(activityID)"
         case .contract, .pushToStartWithdrawn, .listening, .ended: nil
         }
@@ -78,12 +79,19 @@ public enum APNsEnvironment: String, Sendable, Hashable, Codable {
 }
 
 extension Report {
-    /// The key a token or listener report is made under (a grant goes with it).
-    public var grantedKey: String? {
+    /// What the backend's grant that goes with the report names: the key a token or listener is
+    /// reported under, or the user a push-to-start token is kept with.
+    public var grantScope: GrantScope? {
         switch self {
-        case .activityToken(let key, _, _, _, _), .listening(let key, _, _): key
+        case .activityToken(let key, _, _, _, _), .listening(let key, _, _): .key(key)
+        case .pushToStartToken(_, _, _, let user?): .user(user)
         default: nil
         }
+    }
+
+    public enum GrantScope: Sendable, Hashable {
+        case key(String)
+        case user(String)
     }
 
     /// The request that carries the report, in the server's API (`openapi.json`), with the
@@ -96,10 +104,10 @@ extension Report {
         case .contract(let shape):
             let body = ContractBody(bundleID: reporter.bundleID, attributes: shape.attributes, contentState: shape.contentState)
             return ReportRequest(method: "PUT", path: "/v1/contracts/" + Self.segment(shape.attributesType), body: try encoder.encode(body))
-        case .pushToStartToken(let type, let token, let frequent):
+        case .pushToStartToken(let type, let token, let frequent, let user):
             let body = TokenBody(
                 deviceID: reporter.deviceID, bundleID: reporter.bundleID, activityID: nil, attributesType: type, token: token,
-                frequentPushesEnabled: frequent, environment: reporter.environment, iOS: reporter.systemVersion)
+                frequentPushesEnabled: frequent, environment: reporter.environment, iOS: reporter.systemVersion, userID: user, grant: grant)
             return ReportRequest(method: "POST", path: "/v1/push-to-start-tokens", body: try encoder.encode(body))
         case .pushToStartWithdrawn:
             let body = DeviceBody(deviceID: reporter.deviceID, bundleID: reporter.bundleID)
@@ -146,6 +154,7 @@ extension Report {
         var environment: APNsEnvironment
         /// Push-to-start tokens only.
         var iOS: String? = nil
+        var userID: String? = nil
         var grant: String? = nil
     }
 

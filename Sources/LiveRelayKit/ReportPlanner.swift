@@ -9,6 +9,8 @@ public struct ReportPlanner: Sendable, Hashable, Codable {
     public private(set) var contracts: [String: ActivityContractShape]
     public private(set) var activitiesEnabled = true
     public private(set) var frequentPushesEnabled = false
+    /// The user signed in to the app, reported with each push-to-start token.
+    public private(set) var user: String?
     /// The latest push-to-start token per type, reported or not (held while Live Activities are off).
     private var pushToStartTokens: [String: String] = [:]
     /// What the server holds: the push-to-start token per type, the contracts.
@@ -84,6 +86,14 @@ public struct ReportPlanner: Sendable, Hashable, Codable {
                 return [.ended(key: activity.key, activityID: id, state: .dismissed, cause: activity.end ?? .person, at: now)]
             }
 
+        case .user(let id):
+            guard id != user else { return [] }
+            // Every push-to-start token again, with the user (or without, signed out): the
+            // server's `{"users": [...]}` audiences reach this device only while it is theirs.
+            user = id
+            reportedPushToStart = [:]
+            return pushToStartTokens.keys.sorted().flatMap { pushToStartReports(for: $0) }
+
         case .authorization(let enabled, let frequent):
             let (wasEnabled, wasFrequent) = (activitiesEnabled, frequentPushesEnabled)
             (activitiesEnabled, frequentPushesEnabled) = (enabled, frequent)
@@ -156,6 +166,6 @@ public struct ReportPlanner: Sendable, Hashable, Codable {
             reportedContracts[type] = contract
             reports.append(.contract(contract))
         }
-        return reports + [.pushToStartToken(attributesType: type, token: token, frequentPushesEnabled: frequentPushesEnabled)]
+        return reports + [.pushToStartToken(attributesType: type, token: token, frequentPushesEnabled: frequentPushesEnabled, userID: user)]
     }
 }

@@ -74,6 +74,35 @@ struct GrantsEndToEndTests {
         }
     }
 
+    /// Any install could claim a user id and be started with that user's activities: in
+    /// production a push-to-start token is kept with a user only with the backend's grant for them.
+    @Test func aPushToStartTokenNamesAUserOnlyWithTheBackendsGrantForThem() async throws {
+        try await withRelayHarness { relay in
+            func register(_ device: String, user: String, grant: String?) async throws -> RelayHarness.Answer {
+                var body: JSONValue.Members = [
+                    ("deviceID", .string(device)), ("attributesType", .string("DeliveryAttributes")),
+                    ("token", .string(String(repeating: "ef", count: 32))), ("environment", .string("production")), ("userID", .string(user)),
+                ]
+                if let grant { body.append(("grant", .string(grant))) }
+                return try await relay.post("/v1/push-to-start-tokens", .object(body), scope: .client)
+            }
+            let claimed = try await register("attacker", user: "alice", grant: nil)
+            #expect(claimed.status == 403 && claimed.json["error"]?["code"] == .string("grant_required"), "\(claimed.json)")
+            let keyGrant = try #require(
+                try await relay.post("/v1/grants", .object([("key", .string("order-42"))])).json["grant"]?.stringValue)
+            let wrongKind = try await register("attacker", user: "alice", grant: keyGrant)
+            #expect(wrongKind.json["error"]?["code"] == .string("grant_refused"), "\(wrongKind.json)")
+            let issued = try await relay.post("/v1/grants", .object([("user", .string("alice"))]))
+            #expect(issued.status == 201 && issued.json["user"] == .string("alice"), "\(issued.json)")
+            let userGrant = try #require(issued.json["grant"]?.stringValue)
+            #expect(try await register("alices-iphone", user: "alice", grant: userGrant).status == 201)
+            #expect(try await relay.store.pushToStartTokens(deviceID: "alices-iphone").map(\.userID) == ["alice"])
+            #expect(try await relay.store.pushToStartTokens(deviceID: "attacker").isEmpty)
+            // A user's grant lets no device report under a key.
+            #expect(try await report(relay, key: "own-9", device: "alices-iphone", grant: userGrant).status == 403)
+        }
+    }
+
     @Test func sandboxReportsNeedNoGrantUntilTheOperatorSaysOtherwise() async throws {
         try await withRelayHarness { relay in
             #expect(try await report(relay, key: "dev-1", device: "simulator", environment: .sandbox).status == 201)

@@ -96,6 +96,22 @@ struct LiveRelayReporterTests {
         #expect(granted.map(\.request.path) == ["/v1/activities/order-42/tokens"])
     }
 
+    /// Signed in, the push-to-start token is reported again with the user and the backend's grant
+    /// for that user; signed out, again without.
+    @Test func signingInAndOutReportsThePushToStartTokenWithTheUserAndWithout() async throws {
+        let server = ScriptedServer()
+        let reporter = LiveRelayReporter(reporter: iphone, contracts: [], transport: server, storage: storage(), sleep: Pauses().sleep)
+        await reporter.observe(.pushToStartToken(attributesType: orderType, token: token(1)))
+        try await send(reporter) { await reporter.pending.isEmpty }
+        await reporter.setUser("alice", grant: "lrg1.alice")
+        try await send(reporter) { await reporter.pending.isEmpty }
+        await reporter.setUser(nil, grant: nil)
+        try await send(reporter) { await reporter.pending.isEmpty }
+        let bodies = await reporter.recent.map { String(decoding: $0.request.body, as: UTF8.self) }
+        #expect(bodies.count == 3, "\(bodies)")
+        #expect(bodies.map { $0.contains(#""userID":"alice""#) && $0.contains(#""grant":"lrg1.alice""#) } == [false, true, false], "\(bodies)")
+    }
+
     @Test func aRelaunchSendsWhatWasNotAcknowledgedAndNothingThatWas() async throws {
         let file = storage()
         let server = ScriptedServer()

@@ -97,7 +97,8 @@ package final class SQLiteStore: RelayStore {
     package func run(started: @Sendable () -> Void) async {
         started()
         while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
-        try? await checkpointWholly()
+        // In a task of its own: GRDB refuses work to a cancelled one, as this one is now.
+        await Task { try? await checkpointWholly() }.value
     }
 
     @discardableResult
