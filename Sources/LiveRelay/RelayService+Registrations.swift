@@ -127,43 +127,34 @@ extension RelayService {
     /// (its start was sent there, or it reported under the key before); or the report carries the
     /// backend's grant for the key. Otherwise `403`, and nothing is stored.
     func admit(app bundleID: String, key: String, deviceID: String, environment: PushEnvironment, grant: String?) async throws {
-        let app = try await app(bundleID, field: "bundleID")
-        if app.ungrantedReports.contains(environment) { return }
-        if try await store.deviceKnownToKey(app: bundleID, key: key, deviceID: deviceID) { return }
-        guard let grant else {
-            metrics.count(Metric.reportsRefusedTotal, ["reason": "grant_required"])
-            throw RelayError(
-                .forbidden, .grantRequired,
-                message:
-                    "the key's start was not sent to this device, and \(environment.rawValue) reports of \(bundleID) need the backend's grant for the key (POST /v1/grants)",
-                field: "grant")
-        }
-        do {
-            try ActivityGrant.check(grant, app: bundleID, for: .key(key), secret: grantSecret, at: now())
-        } catch {
-            metrics.count(Metric.reportsRefusedTotal, ["reason": "grant_refused"])
-            throw error
-        }
+        guard try await !app(bundleID, field: "bundleID").ungrantedReports.contains(environment),
+            try await !store.deviceKnownToKey(app: bundleID, key: key, deviceID: deviceID)
+        else { return }
+        try requireGrant(
+            grant, app: bundleID, for: .key(key),
+            missing:
+                "the key's start was not sent to this device, and \(environment.rawValue) reports of \(bundleID) need the backend's grant for the key"
+        )
     }
 
     /// Whether a push-to-start token may be kept with `userID`: in an environment its app takes
     /// ungranted reports from, or with the backend's grant for that user. Otherwise `403`: any
     /// install could claim a user id, and be started with that user's activities.
     func admitUser(app bundleID: String, userID: String, environment: PushEnvironment, grant: String?) async throws {
-        let app = try await app(bundleID, field: "bundleID")
-        if app.ungrantedReports.contains(environment) { return }
-        guard let grant else {
-            metrics.count(.reportsRefusedTotal, ["reason": "grant_required"])
-            throw RelayError(
-                .forbidden, .grantRequired,
-                message:
-                    "\(environment.rawValue) push-to-start tokens of \(bundleID) name a user only with the backend's grant for that user (POST /v1/grants)",
-                field: "grant")
-        }
-        do {
-            try ActivityGrant.check(grant, app: bundleID, for: .user(userID), secret: grantSecret, at: now())
+        guard try await !app(bundleID, field: "bundleID").ungrantedReports.contains(environment) else { return }
+        try requireGrant(
+            grant, app: bundleID, for: .user(userID),
+            missing: "\(environment.rawValue) push-to-start tokens of \(bundleID) name a user only with the backend's grant for that user")
+    }
+
+    /// Passes with this server's grant for `scope`; otherwise `403` (`missing` says what a report
+    /// without one lacks), counted by reason.
+    private func requireGrant(_ grant: String?, app: String, for scope: ActivityGrant.Scope, missing: String) throws {
+        do throws(RelayError) {
+            guard let grant else { throw RelayError(.forbidden, .grantRequired, message: missing + " (POST /v1/grants)", field: "grant") }
+            try ActivityGrant.check(grant, app: app, for: scope, secret: grantSecret, at: now())
         } catch {
-            metrics.count(.reportsRefusedTotal, ["reason": "grant_refused"])
+            metrics.count(.reportsRefusedTotal, ["reason": error.code.rawValue])
             throw error
         }
     }
