@@ -7,6 +7,7 @@ package enum Metric: String, Sendable, CaseIterable {
     case requestsAcceptedTotal = "liverelay_requests_accepted_total"
     case registrationsTotal = "liverelay_registrations_total"
     case reportsRefusedTotal = "liverelay_reports_refused_total"
+    case reportsThrottledTotal = "liverelay_reports_throttled_total"
     case catchUpsTotal = "liverelay_catch_ups_total"
     case activitiesExpiredTotal = "liverelay_activities_expired_total"
     case unconfirmedStartsTotal = "liverelay_unconfirmed_starts_total"
@@ -41,6 +42,8 @@ package enum Metric: String, Sendable, CaseIterable {
             "Starts, updates and ends accepted, by action."
         case .registrationsTotal:
             "Tokens, reports and contracts the apps registered, by kind."
+        case .reportsThrottledTotal:
+            "Reports of devices that reported faster than a device may (429), by kind."
         case .reportsRefusedTotal:
             "Reports of devices a key does not know, refused for want of a grant or for a bad one, by reason."
         case .catchUpsTotal:

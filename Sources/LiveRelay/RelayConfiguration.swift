@@ -20,6 +20,8 @@ package struct RelayConfiguration: Sendable {
     package var webhooks: WebhookRules
     /// How long what is done is kept.
     package var retention: RetentionPolicy
+    /// What one device's app may report (every client key is public).
+    package var deviceReports: DeviceReportLimits
 
     /// What `startConfirmationWindow` may be set to.
     package static let startConfirmationWindows: ClosedRange<TimeInterval> = 10...86_400
@@ -27,8 +29,10 @@ package struct RelayConfiguration: Sendable {
     package init(
         budget: BudgetPolicy = .init(), activityLifetime: TimeInterval = 8 * 3600,
         channelStorageWindow: TimeInterval = 8 * 3600, dispatch: DispatchPolicy = .init(), tickerLease: TimeInterval = 10,
-        startConfirmationWindow: TimeInterval = 120, webhooks: WebhookRules = .init(), retention: RetentionPolicy = .init()
+        startConfirmationWindow: TimeInterval = 120, webhooks: WebhookRules = .init(), retention: RetentionPolicy = .init(),
+        deviceReports: DeviceReportLimits = .init()
     ) {
+        self.deviceReports = deviceReports
         self.webhooks = webhooks
         self.retention = retention
         self.tickerLease = tickerLease
@@ -37,6 +41,24 @@ package struct RelayConfiguration: Sendable {
         self.activityLifetime = activityLifetime
         self.channelStorageWindow = channelStorageWindow
         self.dispatch = dispatch
+    }
+}
+
+/// What one device's app may report, and what an app may keep, through its client key: every app
+/// ships its client key, so a broken or hostile install must not flood the registry. The key's own
+/// request rate bounds all of its installs together (`RelayAPIConfiguration.requestsPerSecond`).
+package struct DeviceReportLimits: Sendable, Hashable {
+    /// Reports (tokens, listeners, ends, withdrawals) a device may make at once, then `perSecond`:
+    /// an app reports a handful at launch and one per activity and rotation after.
+    package var burst: Double
+    package var perSecond: Double
+    /// Attributes types an app may keep a contract of: a client key adds one per type it names.
+    package var contractsPerApp: Int
+
+    package init(burst: Double = 30, perSecond: Double = 1, contractsPerApp: Int = 100) {
+        self.burst = burst
+        self.perSecond = perSecond
+        self.contractsPerApp = contractsPerApp
     }
 }
 

@@ -57,6 +57,10 @@ package struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
         package static let contractUnreadable = Code(rawValue: "contract_unreadable")
         /// Too many failed authentications from the caller's address.
         package static let tooManyFailures = Code(rawValue: "too_many_failures")
+        /// A device reports faster than a device may (`DeviceReportLimits`).
+        package static let deviceRateLimited = Code(rawValue: "device_rate_limited")
+        /// The app has contracts of as many attributes types as it may keep.
+        package static let tooManyContracts = Code(rawValue: "too_many_contracts")
         /// The app has as many webhook endpoints as it may.
         package static let tooManyWebhooks = Code(rawValue: "too_many_webhooks")
         /// The webhook endpoint is disabled.

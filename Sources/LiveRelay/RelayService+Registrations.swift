@@ -10,6 +10,7 @@ import Synchronization
 extension RelayService {
     package func registerPushToStartToken(_ registration: PushToStartRegistration) async throws {
         try await checkApp(bundleID: registration.bundleID, environment: registration.environment)
+        try await throttle(app: registration.bundleID, deviceID: registration.deviceID, kind: "push_to_start")
         if let userID = registration.userID {
             try Self.checkUserID(userID, field: "userID")
             try await admitUser(app: registration.bundleID, userID: userID, environment: registration.environment, grant: registration.grant)
@@ -29,6 +30,7 @@ extension RelayService {
     /// they are switched on again.
     package func withdrawPushToStartTokens(deviceID: String, bundleID: String) async throws -> Int {
         try await checkApp(bundleID: bundleID)
+        try await throttle(app: bundleID, deviceID: deviceID, kind: "withdraw")
         let withdrawn = try await store.withdrawPushToStartTokens(app: bundleID, deviceID: deviceID)
         noteChange()
         logger.info("push-to-start tokens withdrawn", metadata: ["device": "\(deviceID)", "count": "\(withdrawn)"])
@@ -42,6 +44,7 @@ extension RelayService {
     package func registerActivityToken(key: String, _ registration: ActivityTokenRegistration) async throws -> SavedActivityToken {
         try Self.checkKey(key)
         try await checkApp(bundleID: registration.bundleID, environment: registration.environment)
+        try await throttle(app: registration.bundleID, deviceID: registration.deviceID, kind: "activity")
         try await admit(
             app: registration.bundleID, key: key, deviceID: registration.deviceID, environment: registration.environment, grant: registration.grant)
         let registeredAt = now()
@@ -81,6 +84,7 @@ extension RelayService {
     package func registerChannelListener(key: String, _ registration: ChannelListenerRegistration) async throws {
         try Self.checkKey(key)
         try await checkApp(bundleID: registration.bundleID, environment: registration.environment)
+        try await throttle(app: registration.bundleID, deviceID: registration.deviceID, kind: "channel_listener")
         try await admit(
             app: registration.bundleID, key: key, deviceID: registration.deviceID, environment: registration.environment, grant: registration.grant)
         guard let activity = try await store.activity(app: registration.bundleID, key: key) else {
@@ -114,6 +118,7 @@ extension RelayService {
     package func reportEnded(key: String, _ report: EndedReport) async throws -> Bool {
         try Self.checkKey(key)
         try await checkApp(bundleID: report.bundleID)
+        try await throttle(app: report.bundleID, deviceID: report.deviceID, kind: "ended")
         guard try await store.activity(app: report.bundleID, key: key) != nil else {
             throw RelayError.notFound("key", "no activity key \"\(key)\"")
         }
@@ -176,6 +181,29 @@ extension RelayService {
         return (grant.signed(with: grantSecret), grant.expiresAt)
     }
 
+    /// Takes one of the device's reports (`DeviceReportLimits`), or refuses it with `429` and
+    /// how long to wait: an app in a loop, or an install flooding the registry, is held back
+    /// without holding back the app's other devices or the backend.
+    func throttle(app: String, deviceID: String, kind: String) async throws {
+        guard let wait = try await deviceReports.take("device \(app) \(deviceID)", at: now()) else { return }
+        metrics.count(.reportsThrottledTotal, ["kind": kind])
+        let date = now()
+        let logNow = deviceThrottleLogged.withLock { last in
+            guard last.map({ date.timeIntervalSince($0) >= 60 }) ?? true else { return false }
+            last = date
+            return true
+        }
+        if logNow {
+            logger.warning(
+                "a device reports faster than a device may (logged once a minute)", metadata: ["app": "\(app)", "device": "\(deviceID)"])
+        }
+        throw RelayError(
+            .throttled, .deviceRateLimited,
+            message:
+                "this device reported more than \(Int(configuration.deviceReports.burst)) times at once, \(configuration.deviceReports.perSecond) a second after; retry after \(wait) s",
+            field: "deviceID", retryAfter: wait)
+    }
+
     /// An app's report names a registered app, and a token one of the environments served.
     func checkApp(bundleID: String, environment: PushEnvironment? = nil) async throws {
         _ = try await app(bundleID, field: "bundleID")
@@ -207,6 +235,12 @@ extension RelayService {
     /// requests that follow are checked against it.
     package func registerContract(_ contract: ActivityContract, bundleID: String) async throws -> ContractRecord {
         try await checkApp(bundleID: bundleID)
+        let kept = try await contracts(app: bundleID)
+        if kept.count >= configuration.deviceReports.contractsPerApp, !kept.contains(where: { $0.attributesType == contract.attributesType }) {
+            throw RelayError(
+                .conflict, .tooManyContracts,
+                message: "an app may keep contracts of \(configuration.deviceReports.contractsPerApp) attributes types", field: "attributesType")
+        }
         let record = ContractRecord(bundleID: bundleID, attributesType: contract.attributesType, contract: contract.json, updatedAt: now())
         try await store.saveContract(record)
         contractBook.invalidate()

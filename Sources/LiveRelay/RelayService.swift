@@ -24,6 +24,10 @@ package final class RelayService: Sendable {
     let masterKey: MasterKey
     /// Signs and checks activity grants (`ActivityGrant`).
     let grantSecret: SymmetricKey
+    /// Each device's reports (`DeviceReportLimits`), by app and device.
+    let deviceReports: RequestLimiter
+    /// When a device was last logged for reporting too fast: once a minute at most.
+    let deviceThrottleLogged = Mutex<Date?>(nil)
     let now: @Sendable () -> Date
     let logger: Logger
     /// Wakes the dispatcher when pushes are queued (here, or by another instance on the same store).
@@ -84,6 +88,7 @@ package final class RelayService: Sendable {
         self.store = store
         self.masterKey = masterKey
         grantSecret = masterKey.derivedKey(for: ActivityGrant.purpose)
+        deviceReports = RequestLimiter(rate: configuration.deviceReports.perSecond, burst: configuration.deviceReports.burst, store: store)
         self.configuration = configuration
         self.wire = wire
         self.apns = apns

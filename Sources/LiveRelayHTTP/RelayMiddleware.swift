@@ -39,7 +39,12 @@ struct KeyMiddleware: RouterMiddleware {
         }
         var context = context
         context.apiKey = key
-        return try await next(request, context)
+        do {
+            return try await next(request, context)
+        } catch let error as RelayError where error.kind == .throttled {
+            // A route's own limit (a device's reports): the same answer, with when to try again.
+            return try Self.tooManyRequests(code: error.code.rawValue, message: error.message, wait: error.retryAfter ?? 1, request, context)
+        }
     }
 
     /// `429` with `Retry-After`.

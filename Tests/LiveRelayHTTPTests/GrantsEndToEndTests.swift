@@ -124,3 +124,47 @@ struct GrantsEndToEndTests {
         }
     }
 }
+
+/// What one device, or one app's client key, may make: a flood is held back without holding back
+/// the app's other devices or the backend.
+struct DeviceLimitsTests {
+    func register(_ relay: RelayHarness, device: String, type: String = "DeliveryAttributes") async throws -> RelayHarness.Answer {
+        try await relay.post(
+            "/v1/push-to-start-tokens",
+            .object([
+                ("deviceID", .string(device)), ("attributesType", .string(type)), ("token", .string(String(repeating: "ab", count: 32))),
+            ]), scope: .client)
+    }
+
+    @Test func aDeviceFloodingTheRegistryIsHeldBackAndNothingElseIs() async throws {
+        try await withRelayHarness { relay in
+            let burst = Int(relay.relay.configuration.deviceReports.burst)
+            for _ in 0..<burst { #expect(try await register(relay, device: "looping").status == 201) }
+            let held = try await register(relay, device: "looping")
+            #expect(held.status == 429 && held.json["error"]?["code"] == .string("device_rate_limited"), "\(held.json)")
+            #expect(held.header("Retry-After") == "1")
+            #expect(relay.relay.metrics.value(.reportsThrottledTotal, ["kind": "push_to_start"]) == 1)
+            // Another device of the same app, and the backend, go on.
+            #expect(try await register(relay, device: "another").status == 201)
+            #expect(try await relay.post("/v1/activities/k/start", startBody(key: "k")).status == 201)
+            // A second on, the device may report again.
+            try await relay.advance(by: 1)
+            #expect(try await register(relay, device: "looping").status == 201)
+        }
+    }
+
+    @Test func anAppKeepsContractsOfABoundedNumberOfTypes() async throws {
+        try await withRelayHarness(configure: { relay, _ in relay.deviceReports.contractsPerApp = 2 }) { relay in
+            func contract(_ type: String) async throws -> RelayHarness.Answer {
+                try await relay.call(
+                    .PUT, "/v1/contracts/\(type)", .object([("attributes", .object([])), ("contentState", .object([("n", .string("Int"))]))]),
+                    scope: .client)
+            }
+            #expect(try await contract("First").status == 200)
+            #expect(try await contract("Second").status == 200)
+            let third = try await contract("Third")
+            #expect(third.status == 409 && third.json["error"]?["code"] == .string("too_many_contracts"), "\(third.json)")
+            #expect(try await contract("Second").status == 200, "a kept type's contract is replaced")
+        }
+    }
+}
