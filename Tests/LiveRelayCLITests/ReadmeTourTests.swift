@@ -121,3 +121,15 @@ struct ReadmeTourTests {
         #expect(broken.isEmpty, "links to no file: \(broken)")
     }
 }
+
+/// `Documentation/architecture.md` is where a newcomer starts: it names every target.
+struct ArchitectureGuideTests {
+    @Test func theGuideNamesEveryTargetOfThePackage() throws {
+        let manifest = try String(contentsOf: ReadmeTourTests.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let guide = try String(contentsOf: ReadmeTourTests.root.appendingPathComponent("Documentation/architecture.md"), encoding: .utf8)
+        let targets = try Regex(#"\.(?:target|testTarget|executableTarget)\(\s*name:\s*"([^"]+)""#)
+        let names = manifest.matches(of: targets).compactMap { $0.output[1].substring.map(String.init) }
+        #expect(names.count >= 25, "\(names)")
+        #expect(names.filter { !guide.contains("`\($0)`") }.isEmpty, "targets the guide does not name")
+    }
+}
