@@ -83,6 +83,12 @@ public final class LiveRelayClient: Sendable {
         await relay.setUser(id, grant: grant)
     }
 
+    /// Reports the server refused for want of the backend's grant: each is sent again once the
+    /// app hands over a grant for its key (`grant(_:forKey:)`) or user (`setUser(_:grant:)`).
+    public var awaitingGrant: [Report] {
+        get async { await relay.awaitingGrant }
+    }
+
     public func include(_ contract: ActivityContractShape) async {
         await relay.include(contract)
     }

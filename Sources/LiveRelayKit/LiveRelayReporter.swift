@@ -69,14 +69,38 @@ public actor LiveRelayReporter {
     /// it: an activity the app requests itself is taken with it where reports need one.
     public func grant(_ grant: String, forKey key: String) {
         grants[.key(key)] = grant
-        wake.continuation.yield()
+        release(.key(key))
     }
 
     /// The person signed in as `id` (nil: signed out), with the backend's grant for that user:
     /// the push-to-start tokens are reported again with the user, or without.
     public func setUser(_ id: String?, grant: String?) {
-        if let id, let grant { grants[.user(id)] = grant }
+        if let id, let grant {
+            grants[.user(id)] = grant
+            release(.user(id))
+        }
         observe(.user(id))
+    }
+
+    /// Reports the server refused for want of a grant, waiting for one (`grant(_:forKey:)`).
+    public var awaitingGrant: [Report] { (backlog.awaitingGrant ?? []).map(\.report) }
+
+    /// Sends again, first, the reports that waited for a grant for `scope`.
+    private func release(_ scope: Report.GrantScope) {
+        let waiting = backlog.awaitingGrant ?? []
+        let released = waiting.filter { $0.report.grantScope == scope }
+        if !released.isEmpty {
+            backlog.awaitingGrant = waiting.filter { $0.report.grantScope != scope }
+            // Behind the first, which may be on its way now (the sender removes it when answered).
+            let fresh = released.map { waiting in
+                var again = waiting
+                again.attempts = 0
+                return again
+            }
+            backlog.pending.insert(contentsOf: fresh, at: backlog.pending.isEmpty ? 0 : 1)
+            save()
+        }
+        wake.continuation.yield()
     }
 
     /// Adds or replaces what the widget decodes attributes types from: each is reported before its
@@ -145,6 +169,12 @@ public actor LiveRelayReporter {
                 backlog.pending[0].attempts = attempt
                 save()
                 do { try await sleep(pause) } catch { return }
+            case .awaitGrant(let reason):
+                log("LiveRelayKit: \(next.report) waits for the backend's grant: \(reason)")
+                let waiting = backlog.pending.removeFirst()
+                backlog.awaitingGrant = ((backlog.awaitingGrant ?? []) + [waiting]).suffix(ReportBacklog.mostAwaitingGrant)
+                save()
+                remember(Delivered(report: next.report, request: request, outcome: outcome, decision: decision, attempts: attempt))
             }
         }
     }

@@ -7,6 +7,12 @@ struct ReportBacklog: Sendable, Hashable, Codable {
     var planner: ReportPlanner
     var pending: [PendingReport] = []
     var nextSequence = 1
+    /// Reports the server refused for want of the backend's grant, kept until the app hands one
+    /// over (nil in a backlog of LiveRelayKit 0.2).
+    var awaitingGrant: [PendingReport]?
+
+    /// At most this many reports wait for a grant; the oldest go first.
+    static let mostAwaitingGrant = 50
 
     struct PendingReport: Sendable, Hashable, Codable {
         var sequence: Int

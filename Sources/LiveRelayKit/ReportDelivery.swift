@@ -16,6 +16,10 @@ public enum DeliveryDecision: Sendable, Hashable {
     case retry(after: Duration)
     /// The server says it can never succeed (a 4xx other than 408 and 429): dropped, with why.
     case drop(reason: String)
+    /// The server wants the backend's grant for it (`403 grant_required` or `grant_refused`):
+    /// set aside, not in the way of the reports after it, and sent again once the app hands
+    /// LiveRelayKit a grant for its key or user.
+    case awaitGrant(reason: String)
 }
 
 /// When to try again: exponential back-off from one second to five minutes, or the server's
@@ -34,12 +38,17 @@ public struct RetryPolicy: Sendable, Hashable {
         case .answered(let status, let retryAfter, _) where status == 408 || status == 429 || status >= 500:
             if let retryAfter, retryAfter >= 0 { return .retry(after: .milliseconds(Int(min(retryAfter, 3_600) * 1_000))) }
             return .retry(after: backOff(attempt: attempt))
+        case .answered(403, _, let message) where Self.grantCodes.contains(where: message.contains):
+            return .awaitGrant(reason: "the server wants the backend's grant for it: \(message)")
         case .answered(let status, _, let message):
             return .drop(reason: "the server refused it for good (\(status)): \(message)")
         case .unreachable:
             return .retry(after: backOff(attempt: attempt))
         }
     }
+
+    /// The server's codes for a report that lacks a grant (its error's `code`, in the answer's body).
+    static let grantCodes = [#""code":"grant_required""#, #""code":"grant_refused""#]
 
     func backOff(attempt: Int) -> Duration {
         let doublings = min(max(attempt - 1, 0), 20)

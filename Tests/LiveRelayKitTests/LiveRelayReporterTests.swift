@@ -96,6 +96,28 @@ struct LiveRelayReporterTests {
         #expect(granted.map(\.request.path) == ["/v1/activities/order-42/tokens"])
     }
 
+    /// A token the server refuses for want of the backend's grant waits, out of the way of the
+    /// reports after it, and goes (with the grant) once the app hands one over.
+    @Test func aReportRefusedForWantOfAGrantWaitsForItAndThenGoes() async throws {
+        let refusal = #"{"error":{"code":"grant_required","field":"grant","message":"…"}}"#
+        let server = ScriptedServer([.answered(status: 403, retryAfter: nil, message: refusal)])
+        let reporter = LiveRelayReporter(reporter: iphone, contracts: [], transport: server, storage: storage(), sleep: Pauses().sleep)
+        await reporter.observe(.activity(id: "a1", attributesType: orderType, key: "order-42", pushType: .token))
+        await reporter.observe(.activityToken(activityID: "a1", token: token(3)))
+        await reporter.observe(.pushToStartToken(attributesType: orderType, token: token(1)))
+        try await send(reporter) { await reporter.pending.isEmpty }
+        #expect(server.received == ["POST /v1/push-to-start-tokens"], "the token waits; the next report went")
+        #expect(await reporter.awaitingGrant.count == 1)
+        await reporter.grant("lrg1.order-42", forKey: "order-42")
+        try await send(reporter) {
+            let (pending, waiting) = (await reporter.pending, await reporter.awaitingGrant)
+            return pending.isEmpty && waiting.isEmpty
+        }
+        #expect(server.received == ["POST /v1/push-to-start-tokens", "POST /v1/activities/order-42/tokens"])
+        let sent = await reporter.recent.last.map { String(decoding: $0.request.body, as: UTF8.self) } ?? ""
+        #expect(sent.contains(#""grant":"lrg1.order-42""#), "\(sent)")
+    }
+
     /// Signed in, the push-to-start token is reported again with the user and the backend's grant
     /// for that user; signed out, again without.
     @Test func signingInAndOutReportsThePushToStartTokenWithTheUserAndWithout() async throws {
