@@ -151,12 +151,22 @@ public final class LiveRelayClient: Sendable {
 
 extension APNsEnvironment {
     /// The running app's `aps-environment`, as its provisioning profile says: `development` is
-    /// the sandbox; an App Store build has no profile in its bundle and is production.
+    /// the sandbox; an App Store build has no profile in its bundle and is production. A
+    /// Simulator build has none either, and its tokens are the sandbox's.
     public static var ofThisApp: APNsEnvironment {
-        guard let url = Bundle.main.url(forResource: "embedded", withExtension: "mobileprovision"),
-            let data = try? Data(contentsOf: url)
-        else { return .production }
-        return environment(inProfile: data)
+        #if targetEnvironment(simulator)
+            let isSimulator = true
+        #else
+            let isSimulator = false
+        #endif
+        let profile = Bundle.main.url(forResource: "embedded", withExtension: "mobileprovision").flatMap { try? Data(contentsOf: $0) }
+        return environment(profile: profile, isSimulator: isSimulator)
+    }
+
+    /// The environment of an app with this provisioning profile (nil: none in its bundle).
+    static func environment(profile: Data?, isSimulator: Bool) -> APNsEnvironment {
+        if isSimulator { return .sandbox }
+        return profile.map(environment(inProfile:)) ?? .production
     }
 
     /// The `aps-environment` of a provisioning profile: its property list sits in the signed

@@ -29,6 +29,10 @@ struct LiveRelayClientTests {
         #expect(APNsEnvironment.environment(inProfile: profile("development")) == .sandbox)
         #expect(APNsEnvironment.environment(inProfile: profile("production")) == .production)
         #expect(APNsEnvironment.environment(inProfile: Data("no entitlement".utf8)) == .production)
+        // No profile: an App Store build (production), or a Simulator build (the sandbox).
+        #expect(APNsEnvironment.environment(profile: nil, isSimulator: false) == .production)
+        #expect(APNsEnvironment.environment(profile: nil, isSimulator: true) == .sandbox)
+        #expect(APNsEnvironment.environment(profile: profile("development"), isSimulator: false) == .sandbox)
     }
 
     @Test func theDeviceIDIsMadeOnceAndKept() throws {
