@@ -76,6 +76,17 @@
             let tokens = Handed(activity.pushTokenUpdates)
             // https://developer.apple.com/documentation/activitykit/activity/activitystateupdates-swift.property
             let states = Handed(activity.activityStateUpdates)
+            // Read at once too, token first: a sequence may have given its first value before its
+            // task listens, and an activity that ended while the app was not running changes no
+            // more (https://developer.apple.com/documentation/activitykit/activity/pushtoken).
+            let token = activity.pushToken
+            let over = ObservedState(activity.activityState).flatMap { $0 == .ended || $0 == .dismissed ? $0 : nil }
+            keep(
+                Task {
+                    await relay.observe(appeared)
+                    if let token { await relay.observe(.activityToken(activityID: id, token: token)) }
+                    if let over { await relay.observe(.activityState(activityID: id, state: over)) }
+                })
             keep(
                 Task {
                     await relay.observe(appeared)

@@ -356,4 +356,47 @@ extension LiveRelayKitReportsTests {
             withExtendedLifetime(client) {}
         }
     }
+
+    /// An activity that ended while its app was not running changes no more, so its state
+    /// sequence says nothing: launched, the adapter reads the activity's token and state at once.
+    @Test func anActivityThatEndedWhileTheAppWasNotRunningIsReportedAtItsLaunch() async throws {
+        try await withRelayHarness { relay in
+            try relay.emulator.devices.addDevice(id: "iphone-late")
+            let app = try relay.emulator.devices.install(
+                SimulatedApp(bundleID: harnessApp, attributeTypes: [ActivityAttributesType(OrderAttributes.self)]), on: "iphone-late")
+            // The app ran once (its push-to-start token is the server's), then was not running.
+            let pushToStart = try #require(try relay.emulator.devices.device("iphone-late").apps[harnessApp]?.pushToStartTokens["OrderAttributes"])
+            let registered = try await relay.post(
+                "/v1/push-to-start-tokens",
+                .object([
+                    ("deviceID", .string("iphone-late")), ("attributesType", .string("OrderAttributes")), ("token", .string(pushToStart)),
+                ]), scope: .client)
+            #expect(registered.status == 201, "\(registered.json)")
+            _ = try await relay.post(
+                "/v1/activities/o-9/start",
+                .object([
+                    ("attributesType", .string("OrderAttributes")), ("attributes", .object([("activityKey", .string("o-9"))])),
+                    ("contentState", json(#"{"step": "preparing", "etaMinutes": 20}"#)), ("alert", json(#"{"title": "Order", "body": "Preparing"}"#)),
+                    ("audience", json(#"{"devices": ["iphone-late"]}"#)),
+                ]))
+            try await relay.dispatch()
+            // Its token issued, then the activity ended by the 8-hour limit, still on the Lock Screen.
+            for step: TimeInterval in [relay.emulator.configuration.devices.tokenIssueDelay, 8 * 3600] {
+                relay.emulator.clock.advance(by: step)
+                relay.emulator.devices.advanceAll()
+            }
+            #expect(try relay.activity(on: "iphone-late")?.pushToken != nil)
+            #expect(try relay.activity(on: "iphone-late")?.state == .ended)
+            #expect(try await relay.store.activityTokens(app: harnessApp, key: "o-9").isEmpty)
+
+            let client = LiveRelayClient(
+                server: try #require(URL(string: relay.baseURL)), clientKey: try #require(relay.keys[.client]), bundleID: harnessApp,
+                environment: .sandbox, deviceID: "iphone-late", storage: MemoryReportStorage())
+            await app.run { client.track(OrderAttributes.self) }
+            try await relay.eventually {
+                try await relay.store.activityTokens(app: harnessApp, key: "o-9").map(\.stateReason) == ["reported by the device (system)"]
+            }
+            withExtendedLifetime(client) {}
+        }
+    }
 }
