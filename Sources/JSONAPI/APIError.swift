@@ -15,8 +15,13 @@ package struct APIError: Error, HTTPResponseError, CustomStringConvertible {
     package let field: String?
     /// On a `500`: the id under which the server's log holds what went wrong.
     package let requestID: String?
+    /// On a `429`: the seconds to wait, sent as `Retry-After`.
+    package let retryAfter: Int?
 
-    package init(_ status: HTTPResponse.Status, code: String, message: String, field: String? = nil, requestID: String? = nil) {
+    package init(
+        _ status: HTTPResponse.Status, code: String, message: String, field: String? = nil, requestID: String? = nil, retryAfter: Int? = nil
+    ) {
+        self.retryAfter = retryAfter
         self.status = status
         self.code = code
         self.message = message
@@ -48,8 +53,10 @@ package struct APIError: Error, HTTPResponseError, CustomStringConvertible {
         var error: JSONValue.Members = [("code", .string(code)), ("message", .string(message))]
         if let field { error.append(("field", .string(field))) }
         if let requestID { error.append(("requestID", .string(requestID))) }
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if let retryAfter { headers[.retryAfter] = String(retryAfter) }
         return Response(
-            status: status, headers: [.contentType: "application/json"],
+            status: status, headers: headers,
             body: ResponseBody(byteBuffer: ByteBuffer(bytes: JSONValue.object([("error", .object(error))]).serialized)))
     }
 }

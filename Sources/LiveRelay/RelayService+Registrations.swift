@@ -9,11 +9,11 @@ import Synchronization
 /// What apps send: their tokens, the ends their devices saw, and their contracts.
 extension RelayService {
     package func registerPushToStartToken(_ registration: PushToStartRegistration) async throws {
-        try await checkApp(bundleID: registration.bundleID, environment: registration.environment)
+        let app = try await checkApp(bundleID: registration.bundleID, environment: registration.environment)
         try await throttle(app: registration.bundleID, deviceID: registration.deviceID, kind: "push_to_start")
         if let userID = registration.userID {
             try Self.checkUserID(userID, field: "userID")
-            try await admitUser(app: registration.bundleID, userID: userID, environment: registration.environment, grant: registration.grant)
+            try admitUser(app: app, userID: userID, environment: registration.environment, grant: registration.grant)
         }
         try await store.savePushToStartToken(
             PushToStartTokenRecord(
@@ -43,10 +43,10 @@ extension RelayService {
     @discardableResult
     package func registerActivityToken(key: String, _ registration: ActivityTokenRegistration) async throws -> SavedActivityToken {
         try Self.checkKey(key)
-        try await checkApp(bundleID: registration.bundleID, environment: registration.environment)
+        let app = try await checkApp(bundleID: registration.bundleID, environment: registration.environment)
         try await throttle(app: registration.bundleID, deviceID: registration.deviceID, kind: "activity")
         try await admit(
-            app: registration.bundleID, key: key, deviceID: registration.deviceID, environment: registration.environment, grant: registration.grant)
+            app: app, key: key, deviceID: registration.deviceID, environment: registration.environment, grant: registration.grant)
         let registeredAt = now()
         let planner = CatchUpPlanner(governor: governor)
         let requestID = GeneratedUUID.string()
@@ -83,10 +83,10 @@ extension RelayService {
     /// key has in the device's environment, which the report may name (it must then be that one).
     package func registerChannelListener(key: String, _ registration: ChannelListenerRegistration) async throws {
         try Self.checkKey(key)
-        try await checkApp(bundleID: registration.bundleID, environment: registration.environment)
+        let app = try await checkApp(bundleID: registration.bundleID, environment: registration.environment)
         try await throttle(app: registration.bundleID, deviceID: registration.deviceID, kind: "channel_listener")
         try await admit(
-            app: registration.bundleID, key: key, deviceID: registration.deviceID, environment: registration.environment, grant: registration.grant)
+            app: app, key: key, deviceID: registration.deviceID, environment: registration.environment, grant: registration.grant)
         guard let activity = try await store.activity(app: registration.bundleID, key: key) else {
             throw RelayError.notFound("key", "no activity key \"\(key)\"")
         }
@@ -131,25 +131,24 @@ extension RelayService {
     /// without grants (sandbox, unless the operator says otherwise); or the key knows the device
     /// (its start was sent there, or it reported under the key before); or the report carries the
     /// backend's grant for the key. Otherwise `403`, and nothing is stored.
-    func admit(app bundleID: String, key: String, deviceID: String, environment: PushEnvironment, grant: String?) async throws {
-        guard try await !app(bundleID, field: "bundleID").ungrantedReports.contains(environment),
-            try await !store.deviceKnownToKey(app: bundleID, key: key, deviceID: deviceID)
+    func admit(app: AppRecord, key: String, deviceID: String, environment: PushEnvironment, grant: String?) async throws {
+        guard !app.ungrantedReports.contains(environment), try await !store.deviceKnownToKey(app: app.bundleID, key: key, deviceID: deviceID)
         else { return }
         try requireGrant(
-            grant, app: bundleID, for: .key(key),
+            grant, app: app.bundleID, for: .key(key),
             missing:
-                "the key's start was not sent to this device, and \(environment.rawValue) reports of \(bundleID) need the backend's grant for the key"
+                "the key's start was not sent to this device, and \(environment.rawValue) reports of \(app.bundleID) need the backend's grant for the key"
         )
     }
 
     /// Whether a push-to-start token may be kept with `userID`: in an environment its app takes
     /// ungranted reports from, or with the backend's grant for that user. Otherwise `403`: any
     /// install could claim a user id, and be started with that user's activities.
-    func admitUser(app bundleID: String, userID: String, environment: PushEnvironment, grant: String?) async throws {
-        guard try await !app(bundleID, field: "bundleID").ungrantedReports.contains(environment) else { return }
+    func admitUser(app: AppRecord, userID: String, environment: PushEnvironment, grant: String?) throws {
+        guard !app.ungrantedReports.contains(environment) else { return }
         try requireGrant(
-            grant, app: bundleID, for: .user(userID),
-            missing: "\(environment.rawValue) push-to-start tokens of \(bundleID) name a user only with the backend's grant for that user")
+            grant, app: app.bundleID, for: .user(userID),
+            missing: "\(environment.rawValue) push-to-start tokens of \(app.bundleID) name a user only with the backend's grant for that user")
     }
 
     /// Passes with this server's grant for `scope`; otherwise `403` (`missing` says what a report
@@ -205,14 +204,16 @@ extension RelayService {
     }
 
     /// An app's report names a registered app, and a token one of the environments served.
-    func checkApp(bundleID: String, environment: PushEnvironment? = nil) async throws {
-        _ = try await app(bundleID, field: "bundleID")
-        guard let environment else { return }
+    @discardableResult
+    func checkApp(bundleID: String, environment: PushEnvironment? = nil) async throws -> AppRecord {
+        let app = try await app(bundleID, field: "bundleID")
+        guard let environment else { return app }
         guard environments.contains(environment) else {
             let served = PushEnvironment.allCases.filter(environments.contains).map(\.rawValue).joined(separator: " and ")
             throw RelayError.invalid(
                 "environment", "this server sends to APNs \(served) only; a \(environment.rawValue) token would never be reached")
         }
+        return app
     }
 
     /// A user id, as the backend names its users: 1 to 200 characters without control characters.

@@ -20,12 +20,7 @@ struct KeyMiddleware: RouterMiddleware {
             throw APIError(.unauthorized, code: "unauthorized", message: "needs Authorization: Bearer <API key> with the \(scopeNames) scope")
         }
         let secret = String(header.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
-        let key: APIKeyRecord?
-        do {
-            key = try await relay.authenticate(secret: secret, from: context.source, route: "api")
-        } catch let error as RelayError where error.kind == .throttled {
-            return try Self.tooManyRequests(code: error.code.rawValue, message: error.message, wait: error.retryAfter ?? 1, request, context)
-        }
+        let key = try await relay.authenticate(secret: secret, from: context.source, route: "api")
         guard let key else {
             throw APIError(.unauthorized, code: "unauthorized", message: "the API key is unknown or revoked")
         }
@@ -34,24 +29,12 @@ struct KeyMiddleware: RouterMiddleware {
                 .forbidden, code: "wrong_scope", message: "this route needs \(aKeyOfScopes); \(key.id) is \(key.scope.aKey)")
         }
         if let wait = try await limiter.take(key.id, at: relay.currentDate) {
-            return try Self.tooManyRequests(
-                code: "rate_limited", message: "more than the key's request rate; retry after \(wait) s", wait: wait, request, context)
+            throw APIError(
+                .tooManyRequests, code: "rate_limited", message: "more than the key's request rate; retry after \(wait) s", retryAfter: wait)
         }
         var context = context
         context.apiKey = key
-        do {
-            return try await next(request, context)
-        } catch let error as RelayError where error.kind == .throttled {
-            // A route's own limit (a device's reports): the same answer, with when to try again.
-            return try Self.tooManyRequests(code: error.code.rawValue, message: error.message, wait: error.retryAfter ?? 1, request, context)
-        }
-    }
-
-    /// `429` with `Retry-After`.
-    private static func tooManyRequests(code: String, message: String, wait: Int, _ request: Request, _ context: Context) throws -> Response {
-        var response = try APIError(.tooManyRequests, code: code, message: message).response(from: request, context: context)
-        response.headers[.retryAfter] = String(wait)
-        return response
+        return try await next(request, context)
     }
 
     private var scopeNames: String { scopes.map(\.rawValue).joined(separator: " or ") }
@@ -88,7 +71,7 @@ extension RelayError {
     /// A refusal of the service in the API's shape; any other error as it is.
     static func asAPIError(_ error: any Error) -> any Error {
         guard let error = error as? RelayError else { return error }
-        return APIError(error.kind.httpStatus, code: error.code.rawValue, message: error.message, field: error.field)
+        return APIError(error.kind.httpStatus, code: error.code.rawValue, message: error.message, field: error.field, retryAfter: error.retryAfter)
     }
 }
 

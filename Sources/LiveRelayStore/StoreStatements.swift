@@ -147,13 +147,17 @@ enum StoreStatements {
 
     static let liveTokenCount = "SELECT COUNT(*) FROM activity_tokens WHERE bundle_id = ? AND key = ? AND state = 'live'"
 
-    /// A key's pushes that count against its priority-10 budget since a time, per device or channel.
-    static let priority10Counts = """
-        SELECT COALESCE(device_id, channel_id, ''), COUNT(*) FROM deliveries
-        WHERE bundle_id = ? AND key = ? AND target != 'push-to-start' AND priority = 10 AND created_at >= ?
+    /// A key's pushes that count against its priority-10 budget since a time (app, key, since).
+    private static let priority10Pushes = """
+        FROM deliveries WHERE bundle_id = ? AND key = ? AND target != 'push-to-start' AND priority = 10 AND created_at >= ?
             AND \(OutboxStatements.budgetCondition)
-        GROUP BY 1
         """
+
+    /// `priority10Pushes` per device or channel.
+    static let priority10Counts = "SELECT COALESCE(device_id, channel_id, ''), COUNT(*) \(priority10Pushes) GROUP BY 1"
+
+    /// `priority10Pushes` of one device (app, key, since, device).
+    static let devicePriority10Count = "SELECT COUNT(*) \(priority10Pushes) AND device_id = ?"
 
     // MARK: A key's latest state and the devices that report late
 
@@ -180,14 +184,6 @@ enum StoreStatements {
             OR EXISTS (SELECT 1 FROM channel_listeners WHERE bundle_id = ? AND key = ? AND device_id = ?)
         """
 
-    /// A device's pushes under a key that count against its priority-10 budget since a time
-    /// (app, key, device, since).
-    static let devicePriority10Count = """
-        SELECT COUNT(*) FROM deliveries
-        WHERE bundle_id = ? AND key = ? AND device_id = ? AND target != 'push-to-start' AND priority = 10 AND created_at >= ?
-            AND \(OutboxStatements.budgetCondition)
-        """
-
     /// The devices a key's start was sent to (or is still to be sent to) that have reported
     /// neither an update token nor a channel listener under it yet (app, key): a change holds
     /// their share, and each is caught up when it reports.
@@ -204,12 +200,11 @@ enum StoreStatements {
         """
     }
 
-    /// A device's token under an ended key, once the end it was caught up with is queued (app, key, device).
-    static let endDeviceToken =
-        "UPDATE activity_tokens SET state = 'ended', state_reason = 'key ended' WHERE bundle_id = ? AND key = ? AND device_id = ? AND state = 'live'"
-
     static let endKeyTokens =
         "UPDATE activity_tokens SET state = 'ended', state_reason = 'key ended' WHERE bundle_id = ? AND key = ? AND state = 'live'"
+
+    /// `endKeyTokens` for one device, once the end it was caught up with is queued (app, key, device).
+    static let endDeviceToken = endKeyTokens + " AND device_id = ?"
 
     static let deleteKeyChannelsAfter =
         "UPDATE channels SET delete_after = ? WHERE channel_id IN (\(channelsOfKey)) AND deleted_at IS NULL"

@@ -175,6 +175,7 @@ import Testing
             let again = try await store.saveActivityToken(
                 activityToken("order-1", "iphone-2", token: "rotated", at: t0 + 30), attributesType: deliveryType, catchUp: catchUp)
             #expect(seen.value?.deviceTimestamp == snapshot.activity.lastTimestamp)
+            #expect(seen.value?.priority10Used == 1, "its catch-up went at priority 10 and counts against its budget")
             #expect(again.caughtUp != nil, "the plan decides; this one always catches up")
         }
     }

@@ -188,7 +188,8 @@ extension PostgresStore {
                 let snapshot = CatchUpSnapshot(
                     activity: activity, token: token, deviceTimestamp: try await db.rows(StoreStatements.deviceTimestamp, device).first?.integer(0),
                     priority10Used: try await db.rows(
-                        StoreStatements.devicePriority10Count, device + [.seconds(catchUp.budgetWindowStart)]
+                        StoreStatements.devicePriority10Count,
+                        [.text(token.bundleID), .text(token.key), .seconds(catchUp.budgetWindowStart), .text(token.deviceID)]
                     ).first?.int(0) ?? 0)
                 if let planned = catchUp.plan(snapshot) {
                     saved.claimed = try await Self.enqueue(

@@ -125,7 +125,7 @@ extension SQLiteStore {
                     activity: activity!, token: token,
                     deviceTimestamp: try db.fetchOne(StoreStatements.deviceTimestamp, device) { $0[0] as Int64? } ?? nil,
                     priority10Used: try db.fetchOne(
-                        StoreStatements.devicePriority10Count, device + [catchUp.budgetWindowStart.seconds]
+                        StoreStatements.devicePriority10Count, [token.bundleID, token.key, catchUp.budgetWindowStart.seconds, token.deviceID]
                     ) { $0[0] as Int } ?? 0)
                 if let planned = catchUp.plan(snapshot) {
                     saved.claimed = try Self.enqueue(
