@@ -87,18 +87,18 @@ extension DashboardPages {
                     "\(status)\(token.lastReason.map { HTML(" <span class=\"reason\">\($0)</span>") } ?? .empty) \(token.lastDeliveryAt.map(time) ?? .empty)"
                 } else { "<span class=\"muted\">none yet</span>" }
             return """
-                <tr><td>\(token.deviceID)</td><td>\(token.environment.rawValue)</td>
+                <tr><td>\(token.deviceID)</td><td data-label="environment:">\(token.environment.rawValue)</td>
                 <td><span class="badge \(token.state.rawValue)">\(token.state.rawValue)</span>\(token.stateReason.map { HTML(" <span class=\"muted\">\($0)</span>") } ?? .empty)</td>
-                <td><code>\(DeviceToken.shortened(token.token))</code></td><td>\(last)</td>
-                <td>\(token.reportedBy.map { HTML("\($0)") } ?? "<span class=\"muted\">not said</span>")</td></tr>
+                <td data-label="token:"><code>\(DeviceToken.shortened(token.token))</code></td><td data-label="last APNs answer:">\(last)</td>
+                <td data-label="reported by:">\(token.reportedBy.map { HTML("\($0)") } ?? "<span class=\"muted\">not said</span>")</td></tr>
                 """
         }
         let listeners = description.listeners.html { listener in
             """
-            <tr><td>\(listener.deviceID)</td><td>\(listener.environment.rawValue)</td>
+            <tr><td>\(listener.deviceID)</td><td data-label="environment:">\(listener.environment.rawValue)</td>
             <td><span class="badge \(listener.state.rawValue)">\(listener.state == .live ? "listening" : listener.state.rawValue)</span>\(listener.stateReason.map { HTML(" <span class=\"muted\">\($0)</span>") } ?? .empty)</td>
-            <td><code>\(listener.channelID)</code></td><td>\(time(listener.registeredAt))</td>
-            <td>\(listener.reportedBy.map { HTML("\($0)") } ?? "<span class=\"muted\">not said</span>")</td></tr>
+            <td data-label="channel:"><code>\(listener.channelID)</code></td><td data-label="since:">\(time(listener.registeredAt))</td>
+            <td data-label="reported by:">\(listener.reportedBy.map { HTML("\($0)") } ?? "<span class=\"muted\">not said</span>")</td></tr>
             """
         }
         let facts: HTML = """
@@ -123,8 +123,8 @@ extension DashboardPages {
             </div>
             <div class="\(phones == nil ? "activity-body" : "activity-body with-phones")"><div>
             <section data-live id="activity-tokens"><h2>Tokens</h2>
-            \(description.tokens.isEmpty ? HTML("<p class=\"empty\">No activity token: the key's pushes go to its channel, or no device has reported one yet.</p>") : HTML("<table><thead><tr><th>Device</th><th>Environment</th><th>State</th><th>Token</th><th>Last APNs answer</th><th>Reported by</th></tr></thead><tbody>\(tokens)</tbody></table>"))
-            \(description.listeners.isEmpty ? HTML.empty : HTML("<h3>Listening on its channel</h3><table><thead><tr><th>Device</th><th>Environment</th><th>State</th><th>Channel</th><th>Since</th><th>Reported by</th></tr></thead><tbody>\(listeners)</tbody></table>"))
+            \(description.tokens.isEmpty ? HTML("<p class=\"empty\">No activity token: the key's pushes go to its channel, or no device has reported one yet.</p>") : HTML("<table class=\"cards\"><thead><tr><th>Device</th><th>Environment</th><th>State</th><th>Token</th><th>Last APNs answer</th><th>Reported by</th></tr></thead><tbody>\(tokens)</tbody></table>"))
+            \(description.listeners.isEmpty ? HTML.empty : HTML("<h3>Listening on its channel</h3><table class=\"cards\"><thead><tr><th>Device</th><th>Environment</th><th>State</th><th>Channel</th><th>Since</th><th>Reported by</th></tr></thead><tbody>\(listeners)</tbody></table>"))
             </section>
             \(changeForms(activity, viewer: viewer, refused: refused))
             <section data-live id="activity-timeline"><h2>Timeline</h2>\(timeline(deliveries, viewer: viewer))</section>
