@@ -90,7 +90,7 @@ extension DashboardPages {
                 <tr><td>\(token.deviceID)</td><td data-label="environment:">\(token.environment.rawValue)</td>
                 <td><span class="badge \(token.state.rawValue)">\(token.state.rawValue)</span>\(token.stateReason.map { HTML(" <span class=\"muted\">\($0)</span>") } ?? .empty)</td>
                 <td data-label="token:"><code>\(DeviceToken.shortened(token.token))</code></td><td data-label="last APNs answer:">\(last)</td>
-                <td data-label="reported by:">\(token.reportedBy.map { HTML("\($0)") } ?? "<span class=\"muted\">not said</span>")</td></tr>
+                <td>\(token.reportedBy.map { HTML("\($0)") } ?? "<span class=\"muted\">not said</span>")</td></tr>
                 """
         }
         let listeners = description.listeners.html { listener in
