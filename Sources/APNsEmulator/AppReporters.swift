@@ -52,6 +52,8 @@ public final class AppReporters: Sendable {
         var systemVersion: String?
         /// The app's environment when it launched (a launch before the install takes sandbox's).
         var environment: LiveRelayKit.APNsEnvironment
+        /// The app's version when it launched.
+        var appVersion: String?
         var sending: Task<Void, Never>
     }
 
@@ -125,20 +127,25 @@ public final class AppReporters: Sendable {
                 await old.sending.value
             }
             guard let target else { return }
-            let (version, environment) = (systemVersion(key), environment(key))
-            let reporter = makeReporter(key, target, systemVersion: version, environment: environment)
+            let (version, environment, appVersion) = (systemVersion(key), environment(key), appVersion(key))
+            let reporter = makeReporter(
+                key, target,
+                Reporter(
+                    deviceID: key.deviceID, bundleID: key.bundleID, environment: environment, systemVersion: version, appVersion: appVersion))
             running.withLock {
                 $0[key] = Running(
-                    target: target, reporter: reporter, systemVersion: version, environment: environment, sending: Task { await reporter.run() })
+                    target: target, reporter: reporter, systemVersion: version, environment: environment, appVersion: appVersion,
+                    sending: Task { await reporter.run() })
             }
             for observation in launchObservations(key, target) { await reporter.observe(observation) }
         case .event(let event):
             let key = AppKey(deviceID: event.deviceID, bundleID: event.bundleID)
             guard let app = running.withLock({ $0[key] }) else { return }
             if case .tokenIssued(_, _, .pushToStart, _) = event.event {
-                // Updating iOS restarts the device, and the app with it, on its new version; an app
-                // launched (reporting set up) before it was installed starts again as installed.
-                if app.systemVersion != systemVersion(key) || app.environment != environment(key) {
+                // Updating iOS restarts the device, and the app with it, on its new version; so does
+                // updating the app; an app launched (reporting set up) before it was installed starts
+                // again as installed.
+                if app.systemVersion != systemVersion(key) || app.environment != environment(key) || app.appVersion != appVersion(key) {
                     await handle(.launch(key, app.target))
                     return
                 }
@@ -151,14 +158,15 @@ public final class AppReporters: Sendable {
 
     private func systemVersion(_ key: AppKey) -> String? { (try? fleet.device(key.deviceID).systemVersion)?.description }
 
+    /// The installed app's version and build, as LiveRelayKit reads them from its bundle.
+    private func appVersion(_ key: AppKey) -> String? { (try? fleet.device(key.deviceID).apps[key.bundleID])??.version }
+
     /// The installed app's environment (sandbox's while it is not installed).
     private func environment(_ key: AppKey) -> LiveRelayKit.APNsEnvironment {
         (try? fleet.device(key.deviceID).apps[key.bundleID])??.environment == .production ? .production : .sandbox
     }
 
-    private func makeReporter(
-        _ key: AppKey, _ target: AppReporting, systemVersion: String?, environment: LiveRelayKit.APNsEnvironment
-    ) -> LiveRelayReporter {
+    private func makeReporter(_ key: AppKey, _ target: AppReporting, _ reporter: Reporter) -> LiveRelayReporter {
         let server = URL(string: target.url) ?? URL(fileURLWithPath: "/")
         let storage: any ReportStorage
         // A backlog per server: what one server heard says nothing of another.
@@ -175,7 +183,7 @@ public final class AppReporters: Sendable {
         }
         let logger = logger
         return LiveRelayReporter(
-            reporter: Reporter(deviceID: key.deviceID, bundleID: key.bundleID, environment: environment, systemVersion: systemVersion),
+            reporter: reporter,
             contracts: contracts(key),
             transport: URLSessionTransport(server: server, clientKey: target.clientKey ?? ""), storage: storage,
             // The device's time: a test moves it, and a back-off with it.

@@ -49,6 +49,16 @@ public enum JSONValue: Sendable, Hashable {
 // MARK: - Building and reading
 
 extension JSONValue {
+    /// The same document with every object's members sorted by key: two documents that differ
+    /// only in member order (which no decoder sees) compare equal in this form.
+    public var sortingKeys: JSONValue {
+        switch self {
+        case .array(let elements): .array(elements.map(\.sortingKeys))
+        case .object(let members): .object(members.sorted { $0.key < $1.key }.map { ($0.key, $0.value.sortingKeys) })
+        default: self
+        }
+    }
+
     /// A number from an integer.
     public static func integer<I: BinaryInteger>(_ value: I) -> JSONValue {
         // `Int64`'s own description is several times faster than the generic conversion.

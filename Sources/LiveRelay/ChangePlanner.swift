@@ -12,13 +12,17 @@ struct ChangePlanner {
     let governor: PriorityGovernor
     /// How long a Most-Recent-Message-Stored channel keeps a message (Apple: 8 hours).
     let channelStorageWindow: TimeInterval
-    /// The app's contracts by attributes type: a key's content is checked against its type's.
+    /// The app's contracts by attributes type and version: a key's content is checked against
+    /// its type's, for the app version of each of its devices.
     let contracts: AppContracts
 
     /// Whether the request spends the priority-10 budget (`auto` without an alert), so that the
-    /// store reads each token's count over the last hour, or one priority fits all.
-    static func budget(for request: ChangeRequest, at acceptedAt: Date) -> ChangeBudget {
-        request.priority == .auto && request.alert == nil ? .perDevice(windowStart: acceptedAt - PriorityGovernor.window) : .notCounted
+    /// store reads each token's count over the last hour; or one priority fits all, and the store
+    /// reads the tokens only when the plan chooses among them by app version (the app has
+    /// contracts of several versions, or the request sends only to versions that decode it).
+    func budget(for request: ChangeRequest, at acceptedAt: Date) -> ChangeBudget {
+        if request.priority == .auto && request.alert == nil { return .perDevice(windowStart: acceptedAt - PriorityGovernor.window) }
+        return contracts.hasSeveralVersions || request.versions == .decodable ? .listed : .notCounted
     }
 
     func plan(key: String, _ request: ChangeRequest, snapshot: ChangeSnapshot, at acceptedAt: Date, requestID: String) throws -> (
@@ -38,7 +42,13 @@ struct ChangePlanner {
         guard let contentState = request.contentState ?? activity.contentState else {
             throw RelayError(.invalid, .missing, message: "is required: the key has no content to end with", field: "contentState")
         }
-        var warnings = try contracts.contract(for: activity.attributesType).map { try ContractCheck.contentState(contentState, $0) } ?? []
+        let budget = budget(for: request, at: acceptedAt)
+        // The devices by app version, when the store read them; otherwise every version registered.
+        let audience = budget.readsTokens ? Dictionary(snapshot.liveTokens.map { ($0.appVersion, 1) }, uniquingKeysWith: +) : nil
+        let versions = try contracts.contracts(for: activity.attributesType).check(audience: audience, versions: request.versions) {
+            contract throws(RelayError) in try ContractCheck.contentState(contentState, contract)
+        }
+        var warnings = versions.warnings
         warnings += try DeviceForesight.warnings(for: request, contentState: contentState, at: acceptedAt)
         let timestamp = max(unixSeconds(acceptedAt), activity.lastTimestamp + 1)
         var dismissal = ActivityUIDismissalPolicy.default
@@ -61,6 +71,12 @@ struct ChangePlanner {
         // A channel-bound key's update tokens are those of devices that could not join its channel
         // (before iOS 18): they get the change one by one, so its payload must fit a device push too.
         let bound = !activity.channelIDs.isEmpty
+        if bound, request.versions == .decodable, !versions.refused.isEmpty {
+            throw RelayError(
+                .unprocessable, .versionsNotSeparable,
+                message: "the key's channel broadcast reaches every app version: send it to all (\"all\"), or make it one every version decodes",
+                field: "versions")
+        }
         let encoded = try PayloadEncoding.encode(payload, for: bound && snapshot.liveTokenCount == 0 ? .broadcast : .device)
         if bound {
             // One broadcast per channel: each environment's devices subscribe to their own.
@@ -81,19 +97,21 @@ struct ChangePlanner {
         }
         if !bound || snapshot.liveTokenCount > 0 {
             let expiration = request.expiration.map(unixSeconds)
-            if Self.budget(for: request, at: acceptedAt) == .notCounted {
+            if budget == .notCounted {
                 // One priority for all: the store writes a push to each live token itself.
                 let decision = governor.decide(request.priority, alerting: alerting, used: 0, frequentPushesEnabled: false)
                 fanOut = NewPush(
                     bundleID: activity.bundleID, key: key, event: action, payloadIndex: 0, priority: decision.priority,
                     priorityReason: decision.reason, expiration: expiration, timestamp: timestamp, requestID: requestID)
             } else {
-                // A priority for each token, from its own budget.
-                for token in snapshot.liveTokens {
+                // A push for each token the request goes to: at a priority from its own budget, or
+                // one for all when the budget is not counted.
+                let counting = budget.windowStart != nil
+                for token in snapshot.liveTokens where versions.sends(to: token.appVersion, request.versions) {
                     let decision = governor.decide(
-                        request.priority, alerting: alerting, used: snapshot.priority10Counts[token.deviceID] ?? 0,
-                        frequentPushesEnabled: token.frequentPushesEnabled)
-                    count(decision)
+                        request.priority, alerting: alerting, used: counting ? snapshot.priority10Counts[token.deviceID] ?? 0 : 0,
+                        frequentPushesEnabled: counting && token.frequentPushesEnabled)
+                    if counting { count(decision) }
                     deliveries.append(
                         NewDelivery(
                             bundleID: activity.bundleID, key: key, event: action,

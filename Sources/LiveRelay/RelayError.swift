@@ -53,6 +53,10 @@ package struct RelayError: Error, Sendable, Hashable, CustomStringConvertible {
         package static let apnsRefused = Code(rawValue: "apns_refused")
         /// The app's widget would not decode the attributes or content state: the iPhone would drop the push.
         package static let doesNotDecode = Code(rawValue: "content_does_not_decode")
+        /// A client key registers another contract for an app version that has one (`ContractRegistration`).
+        package static let contractVersionKept = Code(rawValue: "contract_version_kept")
+        /// `versions: decodable` for a key whose channel broadcast reaches every app version.
+        package static let versionsNotSeparable = Code(rawValue: "versions_not_separable")
         /// The app's stored contract for the type no longer reads: it must be registered again.
         package static let contractUnreadable = Code(rawValue: "contract_unreadable")
         /// Too many failed authentications from the caller's address.

@@ -31,12 +31,14 @@ package struct StartRequest: Sendable, Hashable {
     package var expiration: Date?
     /// When to run it; nil or past: now.
     package var at: Date?
+    package var versions: VersionsChoice
 
     package init(
         attributesType: String, attributes: JSONValue, contentState: JSONValue, alert: AlertConfiguration, staleDate: Date? = nil,
         relevanceScore: Double? = nil, audience: Audience, channel: UpdateChannelChoice? = nil, priority: PriorityChoice = .fixed(.immediate),
-        expiration: Date? = nil, at: Date? = nil
+        expiration: Date? = nil, at: Date? = nil, versions: VersionsChoice = .all
     ) {
+        self.versions = versions
         self.attributesType = attributesType
         self.attributes = attributes
         self.contentState = contentState
@@ -64,11 +66,14 @@ package struct ChangeRequest: Sendable, Hashable {
     package var priority: PriorityChoice
     package var expiration: Date?
     package var at: Date?
+    package var versions: VersionsChoice
 
     package init(
         event: LiveActivityPayload.Event, contentState: JSONValue?, alert: AlertConfiguration? = nil, staleDate: Date? = nil,
-        relevanceScore: Double? = nil, dismissalDate: Date? = nil, priority: PriorityChoice = .auto, expiration: Date? = nil, at: Date? = nil
+        relevanceScore: Double? = nil, dismissalDate: Date? = nil, priority: PriorityChoice = .auto, expiration: Date? = nil, at: Date? = nil,
+        versions: VersionsChoice = .all
     ) {
+        self.versions = versions
         self.event = event
         self.contentState = contentState
         self.alert = alert
@@ -79,6 +84,14 @@ package struct ChangeRequest: Sendable, Hashable {
         self.expiration = expiration
         self.at = at
     }
+}
+
+/// Which devices of the audience a start or change goes to, by the version of their app.
+package enum VersionsChoice: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Every device; those whose app version cannot decode it are named in a warning (they drop it).
+    case all
+    /// Only devices whose app version decodes it (`TypeContracts.check`).
+    case decodable
 }
 
 /// A request that can wait in the store until it is due, kept there as its own JSON (`Codable`:
@@ -112,7 +125,7 @@ extension ScheduledRequest {
 /// as it was given (`1e2` stays `1e2`): the payload built when the request runs is the same.
 extension StartRequest: Codable {
     private enum CodingKeys: String, CodingKey {
-        case attributesType, attributes, contentState, alert, staleDate, relevanceScore, audience, channel, priority, expiration, at
+        case attributesType, attributes, contentState, alert, staleDate, relevanceScore, audience, channel, priority, expiration, at, versions
     }
 
     package init(from decoder: any Decoder) throws {
@@ -126,7 +139,8 @@ extension StartRequest: Codable {
             audience: try values.decode(Audience.self, forKey: .audience),
             channel: try values.decodeIfPresent(UpdateChannelChoice.self, forKey: .channel),
             priority: try values.decode(PriorityChoice.self, forKey: .priority),
-            expiration: try values.decodeIfPresent(Date.self, forKey: .expiration), at: try values.decodeIfPresent(Date.self, forKey: .at))
+            expiration: try values.decodeIfPresent(Date.self, forKey: .expiration), at: try values.decodeIfPresent(Date.self, forKey: .at),
+            versions: try values.decodeIfPresent(VersionsChoice.self, forKey: .versions) ?? .all)
     }
 
     package func encode(to encoder: any Encoder) throws {
@@ -142,12 +156,13 @@ extension StartRequest: Codable {
         try values.encode(priority, forKey: .priority)
         try values.encodeIfPresent(expiration, forKey: .expiration)
         try values.encodeIfPresent(at, forKey: .at)
+        if versions != .all { try values.encode(versions, forKey: .versions) }
     }
 }
 
 extension ChangeRequest: Codable {
     private enum CodingKeys: String, CodingKey {
-        case event, contentState, alert, staleDate, relevanceScore, dismissalDate, priority, expiration, at
+        case event, contentState, alert, staleDate, relevanceScore, dismissalDate, priority, expiration, at, versions
     }
 
     package init(from decoder: any Decoder) throws {
@@ -160,7 +175,8 @@ extension ChangeRequest: Codable {
             relevanceScore: try values.decodeIfPresent(Double.self, forKey: .relevanceScore),
             dismissalDate: try values.decodeIfPresent(Date.self, forKey: .dismissalDate),
             priority: try values.decode(PriorityChoice.self, forKey: .priority),
-            expiration: try values.decodeIfPresent(Date.self, forKey: .expiration), at: try values.decodeIfPresent(Date.self, forKey: .at))
+            expiration: try values.decodeIfPresent(Date.self, forKey: .expiration), at: try values.decodeIfPresent(Date.self, forKey: .at),
+            versions: try values.decodeIfPresent(VersionsChoice.self, forKey: .versions) ?? .all)
     }
 
     package func encode(to encoder: any Encoder) throws {
@@ -174,6 +190,7 @@ extension ChangeRequest: Codable {
         try values.encode(priority, forKey: .priority)
         try values.encodeIfPresent(expiration, forKey: .expiration)
         try values.encodeIfPresent(at, forKey: .at)
+        if versions != .all { try values.encode(versions, forKey: .versions) }
     }
 }
 
@@ -197,6 +214,33 @@ package struct AppRegistration: Sendable, Hashable {
     }
 }
 
+/// What a version of an app's widget decodes a type from (`RelayService.registerContract`).
+package struct ContractRegistration: Sendable, Hashable {
+    package var contract: ActivityContract
+    package var bundleID: String
+    /// nil: for any version of the app (`ContractRecord.anyVersion`).
+    package var appVersion: String?
+    /// The app build's environment, as its tokens say it: where it takes ungranted reports, an
+    /// app may replace its version's contract (a development build changes under one version).
+    package var environment: PushEnvironment?
+    /// The backend's: keep the version whatever its devices do; nil keeps what it was.
+    package var pinned: Bool?
+    /// Registered by the app (a client key), which may add its version's contract only.
+    package var byApp: Bool
+
+    package init(
+        contract: ActivityContract, bundleID: String, appVersion: String? = nil, environment: PushEnvironment? = nil, pinned: Bool? = nil,
+        byApp: Bool
+    ) {
+        self.contract = contract
+        self.bundleID = bundleID
+        self.appVersion = appVersion
+        self.environment = environment
+        self.pinned = pinned
+        self.byApp = byApp
+    }
+}
+
 /// An app's push-to-start token for an attributes type.
 package struct PushToStartRegistration: Sendable, Hashable {
     package var deviceID: String
@@ -211,6 +255,8 @@ package struct PushToStartRegistration: Sendable, Hashable {
     package var systemVersion: SystemVersion?
     /// The backend's grant for `userID` (`ActivityGrant`).
     package var grant: String?
+    /// The app's version on the device (`ContractRecord.appVersion`), when it says.
+    package var appVersion: String?
 
     package init(
         deviceID: String, bundleID: String, attributesType: String, token: DeviceToken, frequentPushesEnabled: Bool = false,
@@ -241,6 +287,8 @@ package struct ActivityTokenRegistration: Sendable, Hashable {
     package var reportedBy: String?
     /// The backend's grant for the key (`ActivityGrant`), for an activity the app requested itself.
     package var grant: String?
+    /// The app's version on the device (`ContractRecord.appVersion`), when it says.
+    package var appVersion: String?
 
     package init(
         deviceID: String, bundleID: String, activityID: String? = nil, attributesType: String, token: DeviceToken,
@@ -257,7 +305,6 @@ package struct ActivityTokenRegistration: Sendable, Hashable {
     }
 }
 
-/// The activity ended or the person dismissed it, as the app reports.
 /// A device's channel-bound activity under a key: it listens to the key's channel (`POST
 /// /v1/activities/{key}/listening`).
 package struct ChannelListenerRegistration: Sendable, Hashable {
@@ -286,6 +333,7 @@ package struct ChannelListenerRegistration: Sendable, Hashable {
     }
 }
 
+/// The activity ended or the person dismissed it, as the app reports.
 package struct EndedReport: Sendable, Hashable {
     package var deviceID: String
     package var bundleID: String

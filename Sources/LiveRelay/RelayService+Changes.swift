@@ -18,8 +18,12 @@ extension RelayService {
     func start(app: AppRecord, key: String, _ request: StartRequest, context: WriteContext) async throws -> AcceptedRequest {
         try Self.checkKey(key)
         try StartPlanner.checkKey(key, in: request)
-        // Checked before anything is written or created, and again when a schedule runs.
-        let warnings = try StartPlanner.check(request, against: try await currentContracts(app: app.bundleID).contract(for: request.attributesType))
+        // Checked against every version's contract before anything is written or created, and
+        // against those of the audience's devices when it runs.
+        let contracts = try await currentContracts(app: app.bundleID).contracts(for: request.attributesType)
+        _ = try contracts.check(audience: nil, versions: request.versions) { contract throws(RelayError) in
+            try StartPlanner.check(request, against: contract)
+        }
         try DeviceForesight.checkStart(request, startsAt: max(now(), request.at ?? .distantPast))
         if let at = request.at, at > now() {
             return try await schedule(app: app.bundleID, key: key, .start(request), at: at, context: context)
@@ -57,9 +61,9 @@ extension RelayService {
                 try await store.acceptStart(
                     app: app.bundleID, key: key, attributesType: request.attributesType, audience: request.audience, context: context
                 ) { [bundleID = app.bundleID] tokens in
-                    planner.plan(
-                        app: bundleID, key: key, request, payloads: payloads, channelIDs: channels, tokens: tokens, at: acceptedAt,
-                        requestID: requestID, warnings: warnings)
+                    try planner.plan(
+                        app: bundleID, key: key, request, payloads: payloads, channelIDs: channels, tokens: tokens, contracts: contracts,
+                        at: acceptedAt, requestID: requestID)
                 }
             }
             dispatch(accepted.claimed, accepted.outcome, at: acceptedAt)
@@ -81,11 +85,11 @@ extension RelayService {
         try Self.checkKey(key)
         let contracts = try await currentContracts(app: app.bundleID)
         if let at = request.at, at > now() {
-            // A key that exists already is checked against its type's contract now, not only when due.
-            if let content = request.contentState, let activity = try await store.activity(app: app.bundleID, key: key),
-                let contract = try contracts.contract(for: activity.attributesType)
-            {
-                _ = try ContractCheck.contentState(content, contract)
+            // A key that exists already is checked against its type's contracts now, not only when due.
+            if let content = request.contentState, let activity = try await store.activity(app: app.bundleID, key: key) {
+                _ = try contracts.contracts(for: activity.attributesType).check(audience: nil, versions: request.versions) {
+                    contract throws(RelayError) in try ContractCheck.contentState(content, contract)
+                }
             }
             return try await schedule(app: app.bundleID, key: key, .change(request), at: at, context: context)
         }
@@ -99,7 +103,7 @@ extension RelayService {
         do {
             let accepted = try await RelayTracing.storeTransaction("accept \(request.event)", app: app.bundleID, key: key, requestID: requestID) {
                 try await store.acceptChange(
-                    app: app.bundleID, key: key, budget: ChangePlanner.budget(for: request, at: acceptedAt), context: context
+                    app: app.bundleID, key: key, budget: planner.budget(for: request, at: acceptedAt), context: context
                 ) { snapshot in
                     try planner.plan(key: key, request, snapshot: snapshot, at: acceptedAt, requestID: requestID)
                 }

@@ -11,6 +11,7 @@ extension RelayService {
     package func registerPushToStartToken(_ registration: PushToStartRegistration) async throws {
         let app = try await checkApp(bundleID: registration.bundleID, environment: registration.environment)
         try await throttle(app: registration.bundleID, deviceID: registration.deviceID, kind: "push_to_start")
+        if let version = registration.appVersion { try Self.checkAppVersion(version, field: "appVersion") }
         if let userID = registration.userID {
             try Self.checkUserID(userID, field: "userID")
             try admitUser(app: app, userID: userID, environment: registration.environment, grant: registration.grant)
@@ -19,7 +20,8 @@ extension RelayService {
             PushToStartTokenRecord(
                 bundleID: registration.bundleID, deviceID: registration.deviceID, attributesType: registration.attributesType,
                 userID: registration.userID, token: registration.token.hex, frequentPushesEnabled: registration.frequentPushesEnabled,
-                environment: registration.environment, updatedAt: now(), systemVersion: registration.systemVersion))
+                environment: registration.environment, updatedAt: now(), systemVersion: registration.systemVersion,
+                appVersion: registration.appVersion))
         metrics.count(Metric.registrationsTotal, ["kind": "push_to_start"])
         noteChange()
         logger.info("push-to-start token registered", metadata: ["device": "\(registration.deviceID)", "token": "\(registration.token.shortened)"])
@@ -45,6 +47,7 @@ extension RelayService {
         try Self.checkKey(key)
         let app = try await checkApp(bundleID: registration.bundleID, environment: registration.environment)
         try await throttle(app: registration.bundleID, deviceID: registration.deviceID, kind: "activity")
+        if let version = registration.appVersion { try Self.checkAppVersion(version, field: "appVersion") }
         try await admit(
             app: app, key: key, deviceID: registration.deviceID, environment: registration.environment, grant: registration.grant)
         let registeredAt = now()
@@ -59,7 +62,8 @@ extension RelayService {
                 ActivityTokenRecord(
                     bundleID: registration.bundleID, key: key, deviceID: registration.deviceID, activityID: registration.activityID,
                     token: registration.token.hex, frequentPushesEnabled: registration.frequentPushesEnabled,
-                    environment: registration.environment, registeredAt: registeredAt, reportedBy: registration.reportedBy),
+                    environment: registration.environment, registeredAt: registeredAt, reportedBy: registration.reportedBy,
+                    appVersion: registration.appVersion),
                 attributesType: registration.attributesType, catchUp: catchUp)
             metrics.count(Metric.registrationsTotal, ["kind": "activity"])
             noteChange()
@@ -232,22 +236,67 @@ extension RelayService {
         else { throw RelayError.invalid("key", "must be 1 to 200 characters without spaces or control characters") }
     }
 
-    /// Registers (or replaces) what the app's widget decodes `contract.attributesType` from: the
-    /// requests that follow are checked against it.
-    package func registerContract(_ contract: ActivityContract, bundleID: String) async throws -> ContractRecord {
-        try await checkApp(bundleID: bundleID)
-        let kept = try await contracts(app: bundleID)
-        if kept.count >= configuration.deviceReports.contractsPerApp, !kept.contains(where: { $0.attributesType == contract.attributesType }) {
+    /// Registers what a version of the app's widget decodes `contract.attributesType` from: the
+    /// requests that follow are checked against it, for the devices on that version. An app (a
+    /// client key) adds its own version's contract, and never replaces one another contract holds:
+    /// a shipped build's types never change, so a different one under its version is an attack or
+    /// a mistake (outside the environments its app takes ungranted reports from, where builds
+    /// change under one version all day). The backend (a server or admin key) may replace any,
+    /// and pin one (`ContractRecord.pinned`).
+    package func registerContract(_ registration: ContractRegistration) async throws -> ContractRecord {
+        let app = try await checkApp(bundleID: registration.bundleID)
+        let type = registration.contract.attributesType
+        if let version = registration.appVersion { try Self.checkAppVersion(version, field: "appVersion") }
+        let version = registration.appVersion ?? ContractRecord.anyVersion
+        let kept = try await contracts(app: registration.bundleID)
+        let existing = kept.first { $0.attributesType == type && $0.appVersion == version }
+        let named = version == ContractRecord.anyVersion ? "any app version" : "app version \(version)"
+        if registration.byApp {
+            if registration.pinned != nil {
+                throw RelayError(.forbidden, .wrongScope, message: "only the backend (a server or admin key) pins a version", field: "pinned")
+            }
+            // A stored contract that no longer reads is registered again, whoever does it.
+            if let existing, existing.contract.sortingKeys != registration.contract.json.sortingKeys,
+                !(registration.environment.map(app.ungrantedReports.contains) ?? false),
+                (try? ActivityContract(json: existing.contract, name: type)) != nil
+            {
+                metrics.count(.reportsRefusedTotal, ["reason": RelayError.Code.contractVersionKept.rawValue])
+                throw RelayError(
+                    .forbidden, .contractVersionKept,
+                    message:
+                        "\(type) has another contract for \(named): an app adds its own version's contract and never replaces one (a new build is a new version; the backend may replace it with its server key)",
+                    field: "appVersion")
+            }
+        }
+        if existing == nil, kept.count >= configuration.deviceReports.contractsPerApp {
             throw RelayError(
                 .conflict, .tooManyContracts,
-                message: "an app may keep contracts of \(configuration.deviceReports.contractsPerApp) attributes types", field: "attributesType")
+                message:
+                    "an app may keep \(configuration.deviceReports.contractsPerApp) contracts (attributes types by app version); retire old versions with DELETE /v1/contracts/{attributesType}?appVersion=",
+                field: "attributesType")
         }
-        let record = ContractRecord(bundleID: bundleID, attributesType: contract.attributesType, contract: contract.json, updatedAt: now())
+        let record = ContractRecord(
+            bundleID: registration.bundleID, attributesType: type, appVersion: version, contract: registration.contract.json, updatedAt: now(),
+            pinned: registration.pinned ?? existing?.pinned ?? false)
         try await store.saveContract(record)
         contractBook.invalidate()
         metrics.count(Metric.registrationsTotal, ["kind": "contract"])
         noteChange()
-        logger.info("contract registered", metadata: ["app": "\(bundleID)", "attributes.type": "\(contract.attributesType)"])
+        logger.info("contract registered", metadata: ["app": "\(registration.bundleID)", "attributes.type": "\(type)", "app.version": "\(version)"])
+        return record
+    }
+
+    /// Forgets one version's contract of a type (the backend retires a version its devices have
+    /// left); `404` when there is none.
+    package func retireContract(app bundleID: String, attributesType: String, appVersion: String?) async throws -> ContractRecord {
+        let record = try await contract(app: bundleID, attributesType: attributesType, appVersion: appVersion ?? ContractRecord.anyVersion)
+        guard try await store.deleteContract(app: bundleID, attributesType: attributesType, appVersion: record.appVersion) else {
+            throw RelayError.notFound("appVersion", "no contract of \(attributesType) for that version")
+        }
+        contractBook.invalidate()
+        noteChange()
+        logger.info(
+            "contract retired", metadata: ["app": "\(bundleID)", "attributes.type": "\(attributesType)", "app.version": "\(record.appVersion)"])
         return record
     }
 
@@ -256,11 +305,22 @@ extension RelayService {
         try await store.contracts().filter { bundleID == nil || $0.bundleID == bundleID }
     }
 
-    package func contract(app bundleID: String, attributesType: String) async throws -> ContractRecord {
-        guard let record = try await contracts(app: bundleID).first(where: { $0.attributesType == attributesType }) else {
-            throw RelayError.notFound("attributesType", "no contract registered for \(attributesType) of \(bundleID)")
+    /// A type's contract for an app version; without one named, the one registered last.
+    package func contract(app bundleID: String, attributesType: String, appVersion: String? = nil) async throws -> ContractRecord {
+        let versions = try await contracts(app: bundleID).filter { $0.attributesType == attributesType }
+        let found = appVersion.map { version in versions.first { $0.appVersion == version } } ?? versions.max { $0.updatedAt < $1.updatedAt }
+        guard let record = found else {
+            let which = appVersion.map { $0.isEmpty ? " for any app version" : " for app version \($0)" } ?? ""
+            throw RelayError.notFound("attributesType", "no contract registered for \(attributesType) of \(bundleID)\(which)")
         }
         return record
+    }
+
+    /// An app version, as the app says it (`2.1 (45)`): 1 to 64 characters without control characters.
+    static func checkAppVersion(_ version: String, field: String) throws(RelayError) {
+        guard !version.isEmpty, version.unicodeScalars.count <= 64,
+            !version.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+        else { throw RelayError.invalid(field, "must be 1 to 64 characters without control characters, such as \"2.1 (45)\"") }
     }
 
     func currentContracts(app bundleID: String) async throws -> AppContracts {

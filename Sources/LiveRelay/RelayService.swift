@@ -98,10 +98,17 @@ package final class RelayService: Sendable {
         self.governor = PriorityGovernor(policy: configuration.budget)
         self.contractBook = StoreCache { [logger] store in
             var contracts: [String: AppContracts] = [:]
+            var latest: [String: Date] = [:]
             for record in try await store.contracts() {
                 do throws(LiveActivityValidationError) {
-                    contracts[record.bundleID, default: AppContracts()].readable[record.attributesType] =
-                        try ActivityContract(json: record.contract, name: record.attributesType)
+                    let contract = try ActivityContract(json: record.contract, name: record.attributesType)
+                    contracts[record.bundleID, default: AppContracts()].readable[record.attributesType, default: TypeContracts()]
+                        .byVersion[record.appVersion] = contract
+                    let type = "\(record.bundleID) \(record.attributesType)"
+                    if latest[type].map({ record.updatedAt > $0 }) ?? true {
+                        latest[type] = record.updatedAt
+                        contracts[record.bundleID]?.readable[record.attributesType]?.latest = record.appVersion
+                    }
                 } catch {
                     contracts[record.bundleID, default: AppContracts()].unreadable[record.attributesType] = error.description
                     logger.error(

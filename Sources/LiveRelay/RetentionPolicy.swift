@@ -33,7 +33,7 @@ package struct RetentionPolicy: Sendable, Hashable {
         let day: TimeInterval = 86_400
         switch kind {
         case .deliveries, .webhookDeliveries, .events, .schedules: return now - Double(historyDays) * day
-        case .endedActivities, .deletedChannels: return now - Double(endedDays) * day
+        case .endedActivities, .deletedChannels, .unusedContractVersions: return now - Double(endedDays) * day
         case .idempotencyKeys: return now - Self.idempotencyWindow
         case .dashboardSessions: return now
         }

@@ -21,12 +21,10 @@ struct StartPlanner {
         var withoutChannel: Int?
     }
 
-    /// What the app's contract says of the request (nil: the app registered none for the type):
-    /// throws when its widget would not decode the attributes or the content state; returns the
-    /// warnings otherwise.
-    static func check(_ request: StartRequest, against contract: ActivityContract?) throws(RelayError) -> [String] {
-        guard let contract else { return [] }
-        return try ContractCheck.attributes(request.attributes, contract) + ContractCheck.contentState(request.contentState, contract)
+    /// What a contract of the app says of the request: throws when its widget would not decode
+    /// the attributes or the content state; returns the warnings otherwise.
+    static func check(_ request: StartRequest, against contract: ActivityContract) throws(RelayError) -> [String] {
+        try ContractCheck.attributes(request.attributes, contract) + ContractCheck.contentState(request.contentState, contract)
     }
 
     /// The attribute LiveRelayKit keys an activity by, unless the app configures another.
@@ -78,14 +76,18 @@ struct StartPlanner {
 
     func plan(
         app: String, key: String, _ request: StartRequest, payloads: Payloads, channelIDs: [PushEnvironment: String],
-        tokens: [PushToStartTokenRecord], at acceptedAt: Date, requestID: String, warnings: [String] = []
-    ) -> (StartPlan, Acceptance) {
+        tokens: [PushToStartTokenRecord], contracts: TypeContracts = TypeContracts(), at acceptedAt: Date, requestID: String
+    ) throws(RelayError) -> (StartPlan, Acceptance) {
+        // Checked against the contract of each app version in the audience.
+        let versions = try contracts.check(audience: Dictionary(tokens.map { ($0.appVersion, 1) }, uniquingKeysWith: +), versions: request.versions) {
+            contract throws(RelayError) in try Self.check(request, against: contract)
+        }
         let timestamp = unixSeconds(acceptedAt)
         let expiration = request.expiration.map(unixSeconds)
         var deliveries: [NewDelivery] = []
         var unreached: [PushEnvironment: Int] = [:]
         var withoutChannel = 0
-        for token in tokens {
+        for token in tokens where versions.sends(to: token.appVersion, request.versions) {
             // Only a channel-bound start has a body without its channel; any other reaches every iOS.
             let cannotJoin = token.systemVersion.map { !$0.offers(.channels) } ?? false
             let index = (cannotJoin ? payloads.withoutChannel : nil) ?? payloads.index[token.environment]
@@ -105,7 +107,7 @@ struct StartPlanner {
             bundleID: app, key: key, attributesType: request.attributesType, attributes: request.attributes, channelIDs: channelIDs,
             contentState: request.contentState, staleDate: request.staleDate, relevanceScore: request.relevanceScore, startedAt: acceptedAt,
             lastTimestamp: timestamp)
-        var warnings = warnings
+        var warnings = versions.warnings
         var bodies = payloads.bodies
         if withoutChannel > 0 {
             // Say so: these devices are reached, otherwise than the rest.

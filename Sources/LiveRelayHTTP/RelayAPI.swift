@@ -205,13 +205,23 @@ package struct RelayAPI: Sendable {
             return Self.json(RelayView.json(try await relay.cancelSchedule(id: id)))
         }
 
-        // What an app's widget decodes: registered by the app (or the operator), read by the backend.
-        router.group("/v1").add(middleware: guarded(.client, .admin)).put("/contracts/{attributesType}") { request, context in
+        // What an app's widget decodes: registered by each version of the app (or the backend, or
+        // the operator), read by the backend, retired by the backend.
+        router.group("/v1").add(middleware: guarded(.client, .server, .admin)).put("/contracts/{attributesType}") { request, context in
             let type = try Self.pathParameter("attributesType", context)
             var request = request
             let buffer = try await request.collectBody(upTo: context.maxUploadSize)
             let body = try ContractBody(json: try JSONBodyReader.parse(buffer.readableBytesView), attributesType: type)
-            return Self.json(RelayView.json(try await relay.registerContract(body.contract, bundleID: try Self.bodyApp(body.namedApp, context))))
+            let registration = ContractRegistration(
+                contract: body.contract, bundleID: try Self.bodyApp(body.namedApp, context), appVersion: body.appVersion,
+                environment: body.environment, pinned: body.pinned, byApp: context.apiKey?.scope == .client)
+            return Self.json(RelayView.json(try await relay.registerContract(registration)))
+        }
+        router.group("/v1").add(middleware: guarded(.server, .admin)).delete("/contracts/{attributesType}") { request, context in
+            let type = try Self.pathParameter("attributesType", context)
+            let version = request.uri.queryParameters["appVersion"].map(String.init)
+            return Self.json(
+                RelayView.json(try await relay.retireContract(app: try await app(request, context), attributesType: type, appVersion: version)))
         }
         let reading = router.group("/v1").add(middleware: guarded(.server, .admin, .viewer))
         reading.get("/activities") { request, context in
@@ -227,7 +237,9 @@ package struct RelayAPI: Sendable {
         }
         reading.get("/contracts/{attributesType}") { request, context in
             let type = try Self.pathParameter("attributesType", context)
-            return Self.json(RelayView.json(try await relay.contract(app: try await app(request, context), attributesType: type)))
+            let version = request.uri.queryParameters["appVersion"].map(String.init)
+            return Self.json(
+                RelayView.json(try await relay.contract(app: try await app(request, context), attributesType: type, appVersion: version)))
         }
 
         // The operator: apps, keys and channels.

@@ -20,11 +20,22 @@ extension PriorityChoice {
     }
 }
 
+extension VersionsChoice {
+    static func read(_ body: JSONBodyReader) throws -> VersionsChoice {
+        guard let name = try body.string("versions") else { return .all }
+        guard let choice = VersionsChoice(rawValue: name) else {
+            throw JSONFieldError.invalid(
+                body.field("versions"), "must be \"all\" (every device) or \"decodable\" (only devices whose app version decodes it)")
+        }
+        return choice
+    }
+}
+
 /// `POST /v1/activities/{key}/start`.
 extension StartRequest {
     static let fields = [
         "attributesType", "attributes", "contentState", "alert", "staleDate", "relevanceScore", "audience", "channel", "priority",
-        "expiration", "at",
+        "expiration", "at", "versions",
     ]
 
     init(json: JSONValue) throws {
@@ -58,13 +69,14 @@ extension StartRequest {
         self.init(
             attributesType: attributesType, attributes: attributes, contentState: contentState, alert: alert, staleDate: staleDate,
             relevanceScore: relevanceScore, audience: audience, channel: channelChoice,
-            priority: try PriorityChoice.read(body, default: .fixed(.immediate)), expiration: try body.date("expiration"), at: try body.date("at"))
+            priority: try PriorityChoice.read(body, default: .fixed(.immediate)), expiration: try body.date("expiration"), at: try body.date("at"),
+            versions: try VersionsChoice.read(body))
     }
 }
 
 /// `POST /v1/activities/{key}/update` and `…/end`.
 extension ChangeRequest {
-    static let updateFields = ["contentState", "alert", "staleDate", "relevanceScore", "priority", "expiration", "at"]
+    static let updateFields = ["contentState", "alert", "staleDate", "relevanceScore", "priority", "expiration", "at", "versions"]
     static let endFields = updateFields + ["dismissalDate"]
 
     init(event: LiveActivityPayload.Event, json: JSONValue) throws {
@@ -75,7 +87,8 @@ extension ChangeRequest {
             event: event, contentState: contentState,
             alert: try body.object("alert", fields: AlertConfiguration.fields).map { try AlertConfiguration($0) },
             staleDate: try body.date("staleDate"), relevanceScore: try readRelevance(body), dismissalDate: try body.date("dismissalDate"),
-            priority: try PriorityChoice.read(body, default: .auto), expiration: try body.date("expiration"), at: try body.date("at"))
+            priority: try PriorityChoice.read(body, default: .auto), expiration: try body.date("expiration"), at: try body.date("at"),
+            versions: try VersionsChoice.read(body))
     }
 }
 
@@ -83,7 +96,7 @@ extension ChangeRequest {
 package struct PushToStartBody: APIRequestBody {
     package static let fields = CodingKeys.allCases.map(\.rawValue)
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case deviceID, bundleID, attributesType, token, frequentPushesEnabled, environment, userID, iOS, grant
+        case deviceID, bundleID, attributesType, token, frequentPushesEnabled, environment, userID, iOS, grant, appVersion
     }
 
     /// Its app's bundle ID ("" when the body leaves it to the key's app: `RelayAPI.bodyApp`).
@@ -100,6 +113,7 @@ package struct PushToStartBody: APIRequestBody {
             environment: try body.environment(.environment), userID: try body.decodeIfPresent(String.self, forKey: .userID),
             systemVersion: try body.systemVersion(.iOS))
         registration.grant = try body.grant(.grant)
+        registration.appVersion = try body.decodeIfPresent(String.self, forKey: .appVersion)
     }
 }
 
@@ -124,7 +138,7 @@ package struct WithdrawBody: APIRequestBody {
 package struct ActivityTokenBody: APIRequestBody {
     package static let fields = CodingKeys.allCases.map(\.rawValue)
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case deviceID, bundleID, activityID, attributesType, token, frequentPushesEnabled, environment, grant
+        case deviceID, bundleID, activityID, attributesType, token, frequentPushesEnabled, environment, grant, appVersion
     }
 
     /// Its app's bundle ID ("" when the body leaves it to the key's app: `RelayAPI.bodyApp`).
@@ -141,6 +155,7 @@ package struct ActivityTokenBody: APIRequestBody {
             frequentPushesEnabled: try body.decodeIfPresent(Bool.self, forKey: .frequentPushesEnabled) ?? false,
             environment: try body.environment(.environment))
         registration.grant = try body.grant(.grant)
+        registration.appVersion = try body.decodeIfPresent(String.self, forKey: .appVersion)
     }
 }
 
@@ -206,20 +221,35 @@ package struct EndedBody: APIRequestBody {
     }
 }
 
-/// `PUT /v1/contracts/{attributesType}` (client or admin key): `{"bundleID", "attributes",
-/// "contentState"}`, the schemas in `ActivityContract`'s JSON form, whose field order counts.
+/// `PUT /v1/contracts/{attributesType}` (client, server or admin key): `{"bundleID", "attributes",
+/// "contentState"}`, the schemas in `ActivityContract`'s JSON form, whose field order counts; the
+/// app version it is for (`appVersion`; left out, any version), the app build's environment
+/// (`environment`, as the app's tokens say it) and, from the backend, `pinned`.
 struct ContractBody {
+    static let registrationFields = ["bundleID", "appVersion", "environment", "pinned"]
+
     /// Nil when the body leaves it to the key's app (`RelayAPI.bodyApp`).
     var namedApp: String?
     var contract: ActivityContract
+    var appVersion: String?
+    var environment: PushEnvironment?
+    var pinned: Bool?
 
     init(json: JSONValue, attributesType: String) throws {
-        let body = try JSONBodyReader(json, fields: ["bundleID"] + ActivityContract.fields)
+        let body = try JSONBodyReader(json, fields: Self.registrationFields + ActivityContract.fields)
         namedApp = try body.string("bundleID")
+        appVersion = try body.string("appVersion")
+        environment = try body.string("environment").map { name in
+            guard let environment = PushEnvironment(rawValue: name) else {
+                throw JSONFieldError.invalid("environment", "must be sandbox or production, got \"\(name)\"")
+            }
+            return environment
+        }
+        pinned = try body.bool("pinned")
         if let name = try body.string("name"), name != attributesType {
             throw JSONFieldError.invalid("name", "is \(name), but the path names \(attributesType)")
         }
-        let schemas = JSONValue.object(body.members.filter { $0.key != "bundleID" }.map { ($0.key, $0.value) })
+        let schemas = JSONValue.object(body.members.filter { !Self.registrationFields.contains($0.key) }.map { ($0.key, $0.value) })
         do {
             contract = try ActivityContract(json: schemas, name: attributesType)
         } catch {

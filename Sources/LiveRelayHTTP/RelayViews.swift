@@ -32,6 +32,9 @@ enum RelayView {
     static func json(_ contract: ContractRecord) -> JSONValue {
         var members: JSONValue.Members = [("bundleID", .string(contract.bundleID))]
         members += contract.contract.objectMembers?.map { ($0.key, $0.value) } ?? []
+        // null: the contract for any version of the app.
+        members.append(("appVersion", contract.appVersion == ContractRecord.anyVersion ? .null : .string(contract.appVersion)))
+        members.append(("pinned", .bool(contract.pinned)))
         members.append(("updatedAt", date(contract.updatedAt)))
         return .object(members)
     }
@@ -100,6 +103,7 @@ enum RelayView {
         if let id = token.activityID { members.append(("activityID", .string(id))) }
         if let reason = token.stateReason { members.append(("stateReason", .string(reason))) }
         if let reporter = token.reportedBy { members.append(("reportedBy", .string(reporter))) }
+        if let version = token.appVersion { members.append(("appVersion", .string(version))) }
         var last: JSONValue.Members = []
         if let status = token.lastStatus { last.append(("status", .integer(status))) }
         if let reason = token.lastReason { last.append(("reason", .string(reason))) }
@@ -158,7 +162,10 @@ enum RelayView {
     static func json(_ app: AppRecord, contracts: [ContractRecord]) -> JSONValue {
         .object([
             ("bundleID", .string(app.bundleID)), ("teamID", .string(app.teamID)), ("keyID", .string(app.keyID)),
-            ("attributeTypes", .array(contracts.filter { $0.bundleID == app.bundleID }.map { .string($0.attributesType) })),
+            (
+                "attributeTypes",
+                .array(Set(contracts.filter { $0.bundleID == app.bundleID }.map(\.attributesType)).sorted().map { .string($0) })
+            ),
             ("ungrantedReports", .array(app.ungrantedReports.map(\.rawValue).sorted().map(JSONValue.string))),
             ("createdAt", date(app.createdAt)), ("updatedAt", date(app.updatedAt)),
         ])

@@ -35,7 +35,7 @@ public final class LiveRelayClient: Sendable {
         let folder = Self.defaultFolder(for: server)
         reporter = Reporter(
             deviceID: deviceID ?? Self.installationID(in: folder), bundleID: bundleID ?? Bundle.main.bundleIdentifier ?? "unknown",
-            environment: environment ?? .ofThisApp, systemVersion: Self.systemVersion)
+            environment: environment ?? .ofThisApp, systemVersion: Self.systemVersion, appVersion: Self.appVersion(of: Bundle.main))
         self.activityKeyAttribute = activityKeyAttribute
         relay = LiveRelayReporter(
             reporter: reporter, transport: URLSessionTransport(server: server, clientKey: clientKey),
@@ -50,6 +50,19 @@ public final class LiveRelayClient: Sendable {
         #else
             return nil
         #endif
+    }
+
+    /// The bundle's version and build as one (`"2.1 (45)"`: `CFBundleShortVersionString` and
+    /// `CFBundleVersion`); nil without either (a test, a tool).
+    static func appVersion(of bundle: Bundle) -> String? {
+        let info = bundle.infoDictionary ?? [:]
+        let short = info["CFBundleShortVersionString"] as? String
+        let build = info["CFBundleVersion"] as? String
+        switch (short, build) {
+        case (let short?, let build?): return "\(short) (\(build))"
+        case (let one?, nil), (nil, let one?): return one
+        case (nil, nil): return nil
+        }
     }
 
     deinit {

@@ -61,12 +61,17 @@ public struct Reporter: Sendable, Hashable, Codable {
     /// cannot join a channel, and the server starts it otherwise. An iOS update restarts the
     /// device, so it is the same for as long as the app runs.
     public var systemVersion: String?
+    /// The app's version and build (`"2.1 (45)"`), sent with its contracts and tokens: the server
+    /// checks each push against the contract of the version on each device. An update relaunches
+    /// the app, so it is the same for as long as it runs.
+    public var appVersion: String?
 
-    public init(deviceID: String, bundleID: String, environment: APNsEnvironment, systemVersion: String? = nil) {
+    public init(deviceID: String, bundleID: String, environment: APNsEnvironment, systemVersion: String? = nil, appVersion: String? = nil) {
         self.deviceID = deviceID
         self.bundleID = bundleID
         self.environment = environment
         self.systemVersion = systemVersion
+        self.appVersion = appVersion
     }
 }
 
@@ -102,12 +107,15 @@ extension Report {
         encoder.dateEncodingStrategy = .iso8601
         switch self {
         case .contract(let shape):
-            let body = ContractBody(bundleID: reporter.bundleID, attributes: shape.attributes, contentState: shape.contentState)
+            let body = ContractBody(
+                bundleID: reporter.bundleID, appVersion: reporter.appVersion, environment: reporter.environment, attributes: shape.attributes,
+                contentState: shape.contentState)
             return ReportRequest(method: "PUT", path: "/v1/contracts/" + Self.segment(shape.attributesType), body: try encoder.encode(body))
         case .pushToStartToken(let type, let token, let frequent, let user):
             let body = TokenBody(
                 deviceID: reporter.deviceID, bundleID: reporter.bundleID, activityID: nil, attributesType: type, token: token,
-                frequentPushesEnabled: frequent, environment: reporter.environment, iOS: reporter.systemVersion, userID: user, grant: grant)
+                frequentPushesEnabled: frequent, environment: reporter.environment, iOS: reporter.systemVersion, userID: user, grant: grant,
+                appVersion: reporter.appVersion)
             return ReportRequest(method: "POST", path: "/v1/push-to-start-tokens", body: try encoder.encode(body))
         case .pushToStartWithdrawn:
             let body = DeviceBody(deviceID: reporter.deviceID, bundleID: reporter.bundleID)
@@ -115,7 +123,7 @@ extension Report {
         case .activityToken(let key, let activityID, let type, let token, let frequent):
             let body = TokenBody(
                 deviceID: reporter.deviceID, bundleID: reporter.bundleID, activityID: activityID, attributesType: type, token: token,
-                frequentPushesEnabled: frequent, environment: reporter.environment, grant: grant)
+                frequentPushesEnabled: frequent, environment: reporter.environment, grant: grant, appVersion: reporter.appVersion)
             return ReportRequest(method: "POST", path: "/v1/activities/\(Self.segment(key))/tokens", body: try encoder.encode(body))
         case .listening(let key, let activityID, let channelID):
             let body = ListeningBody(
@@ -135,6 +143,9 @@ extension Report {
 
     private struct ContractBody: Encodable {
         var bundleID: String
+        var appVersion: String?
+        /// Where a development build may register its version's contract again, changed.
+        var environment: APNsEnvironment
         var attributes: [String: ContractType]
         var contentState: [String: ContractType]
     }
@@ -156,6 +167,7 @@ extension Report {
         var iOS: String? = nil
         var userID: String? = nil
         var grant: String? = nil
+        var appVersion: String? = nil
     }
 
     private struct ListeningBody: Encodable {

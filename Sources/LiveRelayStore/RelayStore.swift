@@ -92,9 +92,12 @@ package protocol RegistryStore: Sendable {
 
     // MARK: Contracts
 
-    /// Registers or replaces the contract of an app's attributes type.
+    /// Registers or replaces the contract of an app version's attributes type.
     func saveContract(_ contract: ContractRecord) async throws
+    /// Every app's contracts, by app, type and version.
     func contracts() async throws -> [ContractRecord]
+    /// Forgets one version's contract of a type; false when there was none.
+    func deleteContract(app: String, attributesType: String, appVersion: String) async throws -> Bool
 
     // MARK: Channels
 

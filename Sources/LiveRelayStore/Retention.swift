@@ -19,6 +19,9 @@ package enum PruneKind: String, CaseIterable, Sendable {
     case idempotencyKeys
     /// Dashboard sessions past their expiry.
     case dashboardSessions
+    /// Contracts of app versions no live token has, not registered again since before the ended
+    /// window, and not pinned: the fleet has moved on from them.
+    case unusedContractVersions
 
     /// The table whose rows count a batch: fewer than asked means nothing of the kind is left.
     package var table: String {
@@ -31,6 +34,7 @@ package enum PruneKind: String, CaseIterable, Sendable {
         case .deletedChannels: "channels"
         case .idempotencyKeys: "idempotency_keys"
         case .dashboardSessions: "dashboard_sessions"
+        case .unusedContractVersions: "contracts"
         }
     }
 }
@@ -137,6 +141,22 @@ enum RetentionStatements {
         DELETE FROM idempotency_keys WHERE (api_key_id, key) IN (
             SELECT api_key_id, key FROM idempotency_keys WHERE created_at < ? ORDER BY created_at LIMIT ?)
         """
+    /// Arguments: the cutoff, the limit.
+    static let deleteUnusedContractVersions = """
+        DELETE FROM contracts WHERE (bundle_id, attributes_type, app_version) IN (
+            SELECT bundle_id, attributes_type, app_version FROM contracts c
+            WHERE NOT c.pinned AND c.app_version != '' AND c.updated_at < ?
+                AND NOT EXISTS (
+                    SELECT 1 FROM push_to_start_tokens p WHERE p.bundle_id = c.bundle_id AND p.app_version = c.app_version AND p.dead_reason IS NULL)
+                AND NOT EXISTS (
+                    SELECT 1 FROM activity_tokens t WHERE t.bundle_id = c.bundle_id AND t.app_version = c.app_version AND t.state = 'live')
+            LIMIT ?)
+        """
+    /// Finds the tokens of an app version (`deleteUnusedContractVersions`) without a scan.
+    static let tokensByAppVersion = [
+        "CREATE INDEX push_to_start_tokens_by_app_version ON push_to_start_tokens (bundle_id, app_version)",
+        "CREATE INDEX activity_tokens_by_app_version ON activity_tokens (bundle_id, app_version) WHERE state = 'live'",
+    ]
     static let deleteDashboardSessions = """
         DELETE FROM dashboard_sessions WHERE id_hash IN (SELECT id_hash FROM dashboard_sessions WHERE expires_at < ? LIMIT ?)
         """

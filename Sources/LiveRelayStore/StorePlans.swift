@@ -171,18 +171,25 @@ package enum ChangeBudget: Sendable, Hashable {
     /// Priority `auto` without an alert: the store reads the live tokens and each one's priority-10
     /// pushes since `windowStart`, and the plan decides a priority for each.
     case perDevice(windowStart: Date)
+    /// One priority fits every push, but the plan lists them (it chooses which tokens to send to:
+    /// the devices whose app version decodes the change): the store reads the live tokens, and
+    /// counts nothing.
+    case listed
 
     /// Where the counting window starts; nil when nothing is counted.
     package var windowStart: Date? {
         if case .perDevice(let start) = self { start } else { nil }
     }
+
+    /// Whether the store reads the key's live tokens for the plan.
+    package var readsTokens: Bool { self != .notCounted }
 }
 
 /// What an update or end sees of its key, in its transaction.
 package struct ChangeSnapshot: Sendable {
     package var activity: ActivityRecord?
-    /// The key's live update tokens, when the change decides a priority for each (it asked for
-    /// their budget counts); otherwise empty, and the plan's `fanOut` goes to every one.
+    /// The key's live update tokens, when the change lists its pushes (`ChangeBudget.readsTokens`);
+    /// otherwise empty, and the plan's `fanOut` goes to every one.
     package var liveTokens: [ActivityTokenRecord]
     /// How many live update tokens the key has.
     package var liveTokenCount: Int

@@ -119,11 +119,15 @@ package struct PushToStartTokenRecord: Sendable, Hashable {
     package var deadReason: String?
     /// The iOS the device runs, when its app reported it.
     package var systemVersion: SystemVersion?
+    /// The version of the app on the device (`ContractRecord.appVersion`), when it said.
+    package var appVersion: String?
 
     package init(
         bundleID: String, deviceID: String, attributesType: String, userID: String? = nil, token: String, frequentPushesEnabled: Bool,
-        environment: PushEnvironment, updatedAt: Date, deadReason: String? = nil, systemVersion: SystemVersion? = nil
+        environment: PushEnvironment, updatedAt: Date, deadReason: String? = nil, systemVersion: SystemVersion? = nil,
+        appVersion: String? = nil
     ) {
+        self.appVersion = appVersion
         self.bundleID = bundleID
         self.deviceID = deviceID
         self.attributesType = attributesType
@@ -277,12 +281,16 @@ package struct ActivityTokenRecord: Sendable, Hashable {
     package var lastDeliveryAt: Date?
     /// What the app reported it with (`LiveRelayKit 0.1.0`), when it said.
     package var reportedBy: String?
+    /// The version of the app on the device (`ContractRecord.appVersion`), when it said: the last
+    /// the device reported, any report of the app's updating its tokens.
+    package var appVersion: String?
 
     package init(
         bundleID: String, key: String, deviceID: String, activityID: String? = nil, token: String, frequentPushesEnabled: Bool,
         environment: PushEnvironment, registeredAt: Date, state: ActivityTokenState = .live, stateReason: String? = nil,
-        lastStatus: Int? = nil, lastReason: String? = nil, lastDeliveryAt: Date? = nil, reportedBy: String? = nil
+        lastStatus: Int? = nil, lastReason: String? = nil, lastDeliveryAt: Date? = nil, reportedBy: String? = nil, appVersion: String? = nil
     ) {
+        self.appVersion = appVersion
         self.reportedBy = reportedBy
         self.bundleID = bundleID
         self.key = key
@@ -347,19 +355,33 @@ extension ChannelListenerRecord {
     }
 }
 
-/// What an app's widget decodes one attributes type from, as the app registered it: the contract's
-/// JSON (`ActivityContract`'s form), kept as given.
+/// What an app's widget decodes one attributes type from, as one version of the app registered
+/// it: the contract's JSON (`ActivityContract`'s form), kept as given.
 package struct ContractRecord: Sendable, Hashable {
+    /// The version that names a contract for any version of the app: what the backend registers,
+    /// and what apps registered before they said their version.
+    package static let anyVersion = ""
+
     package var bundleID: String
     package var attributesType: String
+    /// The app version whose widget decodes with it (`2.1 (45)`: `CFBundleShortVersionString`
+    /// and build), or `anyVersion`.
+    package var appVersion: String
     package var contract: JSONValue
     package var updatedAt: Date
+    /// Kept by the operator: never retired for want of devices on the version.
+    package var pinned: Bool
 
-    package init(bundleID: String, attributesType: String, contract: JSONValue, updatedAt: Date) {
+    package init(
+        bundleID: String, attributesType: String, appVersion: String = ContractRecord.anyVersion, contract: JSONValue, updatedAt: Date,
+        pinned: Bool = false
+    ) {
         self.bundleID = bundleID
         self.attributesType = attributesType
+        self.appVersion = appVersion
         self.contract = contract
         self.updatedAt = updatedAt
+        self.pinned = pinned
     }
 }
 

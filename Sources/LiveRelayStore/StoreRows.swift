@@ -96,13 +96,13 @@ extension DashboardSessionRecord {
 
 extension PushToStartTokenRecord {
     static let columns =
-        "device_id, attributes_type, user_id, token, frequent_pushes, environment, updated_at, dead_reason, bundle_id, system_version"
+        "device_id, attributes_type, user_id, token, frequent_pushes, environment, updated_at, dead_reason, bundle_id, system_version, app_version"
 
     init(row: some StoreRow) throws {
         self.init(
             bundleID: row.string(8), deviceID: row.string(0), attributesType: row.string(1), userID: row.text(2), token: row.string(3),
             frequentPushesEnabled: row.bool(4), environment: try row.value(5, "push_to_start_tokens.environment"), updatedAt: row.date(6)!,
-            deadReason: row.text(7), systemVersion: row.text(9).flatMap(SystemVersion.init))
+            deadReason: row.text(7), systemVersion: row.text(9).flatMap(SystemVersion.init), appVersion: row.text(10))
     }
 }
 
@@ -155,7 +155,7 @@ extension ActivityTokenRecord {
     /// The columns `init(row:)` reads, in order; what a query selects after them starts at `names.count`.
     static let names = [
         "key", "device_id", "activity_id", "token", "frequent_pushes", "registered_at", "state", "state_reason", "environment", "bundle_id",
-        "reported_by",
+        "reported_by", "app_version",
     ]
 
     /// The columns `init(row:)` reads, of the table named `alias` if given.
@@ -168,7 +168,7 @@ extension ActivityTokenRecord {
         self.init(
             bundleID: row.string(9), key: row.string(0), deviceID: row.string(1), activityID: row.text(2), token: row.string(3),
             frequentPushesEnabled: row.bool(4), environment: try row.value(8, "activity_tokens.environment"), registeredAt: row.date(5)!,
-            state: try row.value(6, "activity_tokens.state"), stateReason: row.text(7), reportedBy: row.text(10))
+            state: try row.value(6, "activity_tokens.state"), stateReason: row.text(7), reportedBy: row.text(10), appVersion: row.text(11))
     }
 }
 
@@ -210,10 +210,12 @@ extension ChannelRecord {
 }
 
 extension ContractRecord {
-    static let columns = "bundle_id, attributes_type, contract, updated_at"
+    static let columns = "bundle_id, attributes_type, contract, updated_at, app_version, pinned"
 
     init(row: some StoreRow) {
-        self.init(bundleID: row.string(0), attributesType: row.string(1), contract: row.json(2) ?? .null, updatedAt: row.date(3)!)
+        self.init(
+            bundleID: row.string(0), attributesType: row.string(1), appVersion: row.string(4), contract: row.json(2) ?? .null,
+            updatedAt: row.date(3)!, pinned: row.bool(5))
     }
 }
 

@@ -17,12 +17,20 @@ enum StoreStatements {
 
     static let savePushToStartToken = """
         INSERT INTO push_to_start_tokens (\(PushToStartTokenRecord.columns))
-        VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)
+        VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)
         ON CONFLICT (bundle_id, device_id, attributes_type) DO UPDATE SET
             user_id = excluded.user_id, token = excluded.token, frequent_pushes = excluded.frequent_pushes,
             environment = excluded.environment, updated_at = excluded.updated_at, dead_reason = NULL,
-            system_version = excluded.system_version
+            system_version = excluded.system_version, app_version = excluded.app_version
         """
+
+    /// The app on a device said its version (app, device, version): every token it holds is the
+    /// new version's now (an update replaces the widget extension too, so its live activities
+    /// decode as that version does).
+    static let updateDeviceAppVersion = [
+        "UPDATE push_to_start_tokens SET app_version = ? WHERE bundle_id = ? AND device_id = ? AND app_version IS DISTINCT FROM ?",
+        "UPDATE activity_tokens SET app_version = ? WHERE bundle_id = ? AND device_id = ? AND state = 'live' AND app_version IS DISTINCT FROM ?",
+    ]
 
     /// The same push-to-start token under another device id of the app (app, token, device): the
     /// app lost its device id (a reinstall, a restore) and made a new one. Kept twice, a start would
@@ -38,12 +46,13 @@ enum StoreStatements {
     /// A device's update token under a key, live (again).
     static let saveActivityToken = """
         INSERT INTO activity_tokens
-            (key, device_id, activity_id, token, frequent_pushes, registered_at, state, state_reason, environment, bundle_id, reported_by)
-        VALUES (?, ?, ?, ?, ?, ?, 'live', NULL, ?, ?, ?)
+            (key, device_id, activity_id, token, frequent_pushes, registered_at, state, state_reason, environment, bundle_id, reported_by,
+             app_version)
+        VALUES (?, ?, ?, ?, ?, ?, 'live', NULL, ?, ?, ?, ?)
         ON CONFLICT (bundle_id, key, device_id) DO UPDATE SET
             activity_id = excluded.activity_id, token = excluded.token, frequent_pushes = excluded.frequent_pushes,
             registered_at = excluded.registered_at, state = 'live', state_reason = NULL, environment = excluded.environment,
-            reported_by = excluded.reported_by
+            reported_by = excluded.reported_by, app_version = excluded.app_version
         """
 
     /// A device's channel-bound activity under a key, listening (again).
@@ -227,9 +236,13 @@ enum StoreStatements {
     static let scheduleDone = "UPDATE schedules SET state = 'done', result = ? WHERE id = ? AND state = 'pending'"
 
     static let saveContract = """
-        INSERT INTO contracts (\(ContractRecord.columns)) VALUES (?, ?, ?, ?)
-        ON CONFLICT (bundle_id, attributes_type) DO UPDATE SET contract = excluded.contract, updated_at = excluded.updated_at
+        INSERT INTO contracts (\(ContractRecord.columns)) VALUES (?, ?, ?, ?, ?, ?)
+        ON CONFLICT (bundle_id, attributes_type, app_version) DO UPDATE SET
+            contract = excluded.contract, updated_at = excluded.updated_at, pinned = excluded.pinned
         """
+
+    /// One version's contract of a type (app, type, version).
+    static let deleteContract = "DELETE FROM contracts WHERE bundle_id = ? AND attributes_type = ? AND app_version = ?"
 
     static let saveChannel = """
         INSERT INTO channels (\(ChannelRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?)

@@ -113,12 +113,13 @@ package final class RelayHarness: Sendable {
     /// tokens) unless `environment` says otherwise.
     package func addDevice(
         _ id: String, types: [ActivityAttributesType], frequentUpdates: Bool = false, environment: PushEnvironment = .sandbox,
-        app: BundleID = RelayHarness.bundleID, clientKey: String? = nil
+        app: BundleID = RelayHarness.bundleID, clientKey: String? = nil, appVersion: String = SimulatedApp.firstVersion
     ) throws {
         if !emulator.devices.contains(id) { try emulator.devices.addDevice(id: id) }
         try emulator.reporter.setTarget(AppReporting(url: baseURL, clientKey: clientKey ?? keys[.client]), deviceID: id, bundleID: app.value)
         try emulator.devices.install(
-            SimulatedApp(bundleID: app.value, supportsFrequentUpdates: frequentUpdates, attributeTypes: types, environment: environment),
+            SimulatedApp(
+                bundleID: app.value, supportsFrequentUpdates: frequentUpdates, attributeTypes: types, environment: environment, version: appVersion),
             on: id)
     }
 

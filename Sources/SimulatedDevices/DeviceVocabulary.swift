@@ -148,15 +148,19 @@ public struct SimulatedApp: Sendable, Hashable {
     /// Where the build's tokens belong: sandbox for a development build, production for a
     /// TestFlight or App Store build.
     public var environment: PushEnvironment
+    /// The build installed: `CFBundleShortVersionString` and `CFBundleVersion`, as one (`"1.0 (1)"`).
+    public var version: String
     /// The current push-to-start token of each attribute type.
     public internal(set) var pushToStartTokens: [String: String] = [:]
 
     public init(
         bundleID: String, supportsLiveActivities: Bool = true, supportsFrequentUpdates: Bool = false,
         liveActivitiesEnabled: Bool = true, frequentUpdatesEnabled: Bool = true,
-        attributeTypes: [ActivityAttributesType] = [], isInForeground: Bool = true, environment: PushEnvironment = .sandbox
+        attributeTypes: [ActivityAttributesType] = [], isInForeground: Bool = true, environment: PushEnvironment = .sandbox,
+        version: String = SimulatedApp.firstVersion
     ) {
         self.environment = environment
+        self.version = version
         self.bundleID = bundleID
         self.supportsLiveActivities = supportsLiveActivities
         self.supportsFrequentUpdates = supportsFrequentUpdates
@@ -165,6 +169,9 @@ public struct SimulatedApp: Sendable, Hashable {
         self.attributeTypes = Dictionary(attributeTypes.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
         self.isInForeground = isInForeground
     }
+
+    /// The version of an app installed without one named.
+    public static let firstVersion = "1.0 (1)"
 
     /// `ActivityAuthorizationInfo().areActivitiesEnabled`.
     public var areActivitiesEnabled: Bool { supportsLiveActivities && liveActivitiesEnabled }

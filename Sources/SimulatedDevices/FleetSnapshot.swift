@@ -135,7 +135,7 @@ extension SimulatedActivity: Codable {
 extension SimulatedApp: Codable {
     private enum CodingKeys: String, CodingKey {
         case bundleID, supportsLiveActivities, supportsFrequentUpdates, liveActivitiesEnabled, frequentUpdatesEnabled, attributeTypes
-        case isInForeground, environment, pushToStartTokens
+        case isInForeground, environment, pushToStartTokens, version
     }
 
     public init(from decoder: any Decoder) throws {
@@ -157,7 +157,8 @@ extension SimulatedApp: Codable {
             liveActivitiesEnabled: try container.decode(Bool.self, forKey: .liveActivitiesEnabled),
             frequentUpdatesEnabled: try container.decode(Bool.self, forKey: .frequentUpdatesEnabled), attributeTypes: types,
             isInForeground: try container.decode(Bool.self, forKey: .isInForeground),
-            environment: try container.decode(PushEnvironment.self, forKey: .environment))
+            environment: try container.decode(PushEnvironment.self, forKey: .environment),
+            version: try container.decodeIfPresent(String.self, forKey: .version) ?? SimulatedApp.firstVersion)
         pushToStartTokens = try container.decode([String: String].self, forKey: .pushToStartTokens)
     }
 
@@ -181,6 +182,7 @@ extension SimulatedApp: Codable {
         }
         try container.encode(isInForeground, forKey: .isInForeground)
         try container.encode(environment, forKey: .environment)
+        try container.encode(version, forKey: .version)
         try container.encode(pushToStartTokens, forKey: .pushToStartTokens)
     }
 }

@@ -240,11 +240,14 @@ struct Serve: AsyncParsableCommand {
             // A database of the release before apps held one app's data: it is this one's when one is named.
             if apps.count == 1 { try await server.relay.adoptUnnamedData(bundleID: bundleID.value) }
             let madeKeys = try await InitialKeys.makeIfNone(server: server, firstApp: bundleID.value, in: directory)
+            // The configuration's contracts are the operator's, for any version of the app.
             for contract in file?.contracts ?? [] {
-                _ = try await server.relay.registerContract(contract, bundleID: bundleID.value)
+                _ = try await server.relay.registerContract(ContractRegistration(contract: contract, bundleID: bundleID.value, byApp: false))
             }
             for (app, contracts) in file?.appContracts ?? [:] {
-                for contract in contracts { _ = try await server.relay.registerContract(contract, bundleID: app) }
+                for contract in contracts {
+                    _ = try await server.relay.registerContract(ContractRegistration(contract: contract, bundleID: app, byApp: false))
+                }
             }
 
             // Shutdown runs in reverse order: the APNs client closes after the dispatcher has stopped

@@ -92,17 +92,19 @@ struct ReportPlannerTests {
     }
 
     @Test func reportsBecomeTheServersRequests() throws {
-        let reporter = Reporter(deviceID: "iphone-1", bundleID: "com.example.app", environment: .production)
+        let reporter = Reporter(deviceID: "iphone-1", bundleID: "com.example.app", environment: .production, appVersion: "2.1 (45)")
         let contract = try Report.contract(orderContract).request(from: reporter)
         #expect(contract.method == "PUT" && contract.path == "/v1/contracts/DeliveryAttributes")
         #expect(
             String(decoding: contract.body, as: UTF8.self)
-                == #"{"attributes":{"activityKey":"String"},"bundleID":"com.example.app","contentState":{"eta":"Int?","status":"String"}}"#)
+                == #"{"appVersion":"2.1 (45)","attributes":{"activityKey":"String"},"bundleID":"com.example.app","contentState":{"eta":"Int?","status":"String"},"environment":"production"}"#
+        )
         let tokens = try Report.activityToken(
             key: "order 42/b", activityID: "a1", attributesType: orderType, token: hex(3), frequentPushesEnabled: true
         )
         .request(from: reporter)
         #expect(tokens.path == "/v1/activities/order%2042%2Fb/tokens")
+        #expect(String(decoding: tokens.body, as: UTF8.self).contains(#""appVersion":"2.1 (45)""#))
         let ended = try Report.ended(key: "k", activityID: "a1", state: .dismissed, cause: .person, at: t0).request(from: reporter)
         #expect(
             String(decoding: ended.body, as: UTF8.self)

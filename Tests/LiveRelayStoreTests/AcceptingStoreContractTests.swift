@@ -282,6 +282,55 @@ import Testing
         }
     }
 
+    /// Each app version keeps its own contract; a device's tokens carry the version its app last
+    /// said, whichever report said it, and a change reads them with their versions.
+    @Test(arguments: StoreKind.allCases) func aContractIsKeptPerAppVersionAndTokensCarryTheirDevicesVersion(kind: StoreKind) async throws {
+        try await kind.withStore { subject in
+            let store = subject.store
+            let one = try JSONValue(parsing: #"{"attributes": {}, "contentState": {"eta": "Int"}}"#)
+            let two = try JSONValue(parsing: #"{"attributes": {}, "contentState": {"eta": "Int?"}}"#)
+            for (version, contract) in [("", one), ("1.0 (1)", one), ("2.0 (7)", two)] {
+                try await store.saveContract(
+                    ContractRecord(bundleID: testApp, attributesType: deliveryType, appVersion: version, contract: contract, updatedAt: t0))
+            }
+            try await store.saveContract(
+                ContractRecord(bundleID: testApp, attributesType: deliveryType, appVersion: "2.0 (7)", contract: two, updatedAt: t0 + 1, pinned: true)
+            )
+            let kept = try await store.contracts()
+            #expect(kept.map(\.appVersion) == ["", "1.0 (1)", "2.0 (7)"])
+            #expect(
+                kept.last
+                    == ContractRecord(
+                        bundleID: testApp, attributesType: deliveryType, appVersion: "2.0 (7)", contract: two, updatedAt: t0 + 1, pinned: true))
+            #expect(try await store.deleteContract(app: testApp, attributesType: deliveryType, appVersion: "1.0 (1)"))
+            #expect(try await store.deleteContract(app: testApp, attributesType: deliveryType, appVersion: "1.0 (1)") == false)
+            #expect(try await store.contracts().map(\.appVersion) == ["", "2.0 (7)"])
+
+            var token = activityToken("order-1", "iphone-1")
+            token.appVersion = "1.0 (1)"
+            _ = try await store.saveActivityToken(token, attributesType: deliveryType)
+            _ = try await store.saveActivityToken(activityToken("order-1", "iphone-2"), attributesType: deliveryType)
+            // The app on iphone-1 was updated, and its next report says so: its live tokens follow.
+            var started = pushToStart("iphone-1")
+            started.appVersion = "2.0 (7)"
+            try await store.savePushToStartToken(started)
+            #expect(try await store.pushToStartTokens(deviceID: "iphone-1").map(\.appVersion) == ["2.0 (7)"])
+            #expect(try await store.activityTokens(app: testApp, key: "order-1").map(\.appVersion) == ["2.0 (7)", nil])
+            // `listed`: the live tokens with their versions, and no budget counted.
+            struct Refused: Error {}
+            let seen = Mutex<[[String?]]>([])
+            await #expect(throws: Refused.self) {
+                try await store.acceptChange(app: testApp, key: "order-1", budget: .listed, context: WriteContext()) {
+                    snapshot -> (ChangePlan, Void) in
+                    seen.withLock { $0.append(snapshot.liveTokens.map(\.appVersion)) }
+                    #expect(snapshot.priority10Counts.isEmpty && snapshot.liveTokenCount == 2)
+                    throw Refused()
+                }
+            }
+            #expect(seen.withLock { $0 }.last == ["2.0 (7)", nil])
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func schedulesComeDueRunOnceAndCancelOnce(kind: StoreKind) async throws {
         try await kind.withStore { subject in
             let store = subject.store

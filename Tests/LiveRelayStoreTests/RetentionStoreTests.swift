@@ -52,6 +52,35 @@ struct RetentionStoreTests {
         }
     }
 
+    /// A version's contract goes once no live token has the version and it was not registered
+    /// again within the window; the contract for any version, and a pinned one, stay.
+    @Test(arguments: StoreKind.allCases) func aContractOfAVersionNoDeviceRunsGoesAfterItsWindow(kind: StoreKind) async throws {
+        try await kind.withStore { subject in
+            let store = subject.store
+            let contract = try JSONValue(parsing: #"{"attributes": {}, "contentState": {}}"#)
+            for (version, at, pinned) in [
+                ("", t0, false), ("1.0 (1)", t0, false), ("1.1 (2)", t0, true), ("2.0 (7)", t0, false), ("2.1 (8)", t0, false),
+                ("3.0 (9)", t0 + 10 * day, false),
+            ] {
+                try await store.saveContract(
+                    ContractRecord(
+                        bundleID: testApp, attributesType: deliveryType, appVersion: version, contract: contract, updatedAt: at, pinned: pinned))
+            }
+            var started = pushToStart("iphone-1")
+            started.appVersion = "2.0 (7)"
+            try await store.savePushToStartToken(started)
+            var token = activityToken("order-1", "iphone-2")
+            token.appVersion = "2.1 (8)"
+            _ = try await store.saveActivityToken(token, attributesType: deliveryType)
+            #expect(try await batches(store, .unusedContractVersions, before: t0 + 7 * day, limit: 10) == [["contracts": 1]])
+            #expect(try await store.contracts().map(\.appVersion) == ["", "1.1 (2)", "2.0 (7)", "2.1 (8)", "3.0 (9)"])
+            // A device whose update token ended no longer holds its version.
+            try await store.change("order-1", event: .end, body: "end", at: t0 + 8 * day)
+            #expect(try await batches(store, .unusedContractVersions, before: t0 + 7 * day, limit: 10) == [["contracts": 1]])
+            #expect(try await store.contracts().map(\.appVersion) == ["", "1.1 (2)", "2.0 (7)", "3.0 (9)"])
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func anEndedActivityGoesWithItsTokensAfterItsWindowAndALiveOneStays(kind: StoreKind) async throws {
         try await kind.withStore { subject in
             let store = subject.store

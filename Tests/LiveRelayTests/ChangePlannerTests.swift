@@ -54,7 +54,7 @@ import Testing
     ])
     func onePriorityForAllIsAFanOut(choice: PriorityChoice, alert: Bool, priority: Int, reason: String) throws {
         let request = Self.update(priority: choice, alert: alert)
-        #expect(ChangePlanner.budget(for: request, at: t0) == .notCounted)
+        #expect(ChangePlanner.standard.budget(for: request, at: t0) == .notCounted)
         let (plan, acceptance) = try ChangePlanner.standard.plan(request, ChangeSnapshot(activity: activity(), liveTokenCount: 1000))
         #expect(plan.deliveries.isEmpty)
         #expect(plan.fanOut?.priority.rawValue == priority)
@@ -63,7 +63,7 @@ import Testing
     }
 
     @Test func onlyAutoWithoutAnAlertReadsTheBudgetOfTheLastHour() {
-        #expect(ChangePlanner.budget(for: Self.update(), at: t0) == .perDevice(windowStart: t0 - 3600))
+        #expect(ChangePlanner.standard.budget(for: Self.update(), at: t0) == .perDevice(windowStart: t0 - 3600))
     }
 
     @Test func aChannelBoundKeyBroadcastsOnceAndCountsItsBudgetOnTheChannel() throws {

@@ -56,10 +56,13 @@ extension StartPlanner {
     static let sandboxOnly = StartPlanner(environments: [.sandbox], governor: budgetGovernor)
 
     func plan(
-        _ request: StartRequest, tokens: [PushToStartTokenRecord], channelIDs: [PushEnvironment: String] = [:]
+        _ request: StartRequest, tokens: [PushToStartTokenRecord], channelIDs: [PushEnvironment: String] = [:],
+        contracts: TypeContracts = TypeContracts()
     ) throws -> (StartPlan, Acceptance) {
         let payloads = try StartPlanner.payloads(request, channelIDs: channelIDs, at: t0)
-        return plan(app: plannedApp, key: "order-42", request, payloads: payloads, channelIDs: channelIDs, tokens: tokens, at: t0, requestID: "req-1")
+        return try plan(
+            app: plannedApp, key: "order-42", request, payloads: payloads, channelIDs: channelIDs, tokens: tokens, contracts: contracts, at: t0,
+            requestID: "req-1")
     }
 }
 

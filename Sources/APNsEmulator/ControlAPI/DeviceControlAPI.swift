@@ -78,7 +78,7 @@ extension EmulatorControlAPI {
             let body = try await request.jsonObject(
                 fields: [
                     "bundleID", "attributeTypes", "supportsLiveActivities", "supportsFrequentUpdates", "liveActivitiesEnabled",
-                    "frequentUpdatesEnabled", "inForeground", "environment", "reportTo",
+                    "frequentUpdatesEnabled", "inForeground", "environment", "reportTo", "appVersion",
                 ], context: context)
             let bundleID = try body.requireString("bundleID")
             do throws(LiveActivityValidationError) { _ = try BundleID(bundleID) } catch { throw APIError.invalid(error, field: "bundleID") }
@@ -106,7 +106,8 @@ extension EmulatorControlAPI {
                 supportsFrequentUpdates: try body.bool("supportsFrequentUpdates") ?? false,
                 liveActivitiesEnabled: try body.bool("liveActivitiesEnabled") ?? true,
                 frequentUpdatesEnabled: try body.bool("frequentUpdatesEnabled") ?? true,
-                attributeTypes: attributeTypes, isInForeground: try body.bool("inForeground") ?? true, environment: environment ?? .sandbox)
+                attributeTypes: attributeTypes, isInForeground: try body.bool("inForeground") ?? true, environment: environment ?? .sandbox,
+                version: try appVersion(body) ?? SimulatedApp.firstVersion)
             // The reporting target first, so that the push-to-start tokens issued now are reported.
             if let reportTo { try emulator.reporter.setTarget(reportTo, deviceID: id, bundleID: bundleID) }
             try fleet.install(app, on: id)
@@ -314,6 +315,15 @@ extension EmulatorControlAPI {
         ShownAlert(title: try alert.requireString("title"), body: try alert.string("body") ?? "", sound: try alert.string("sound"), at: date)
     }
 
+    /// The build installed (`"2.0 (7)"`), as the app's bundle says it.
+    private func appVersion(_ body: JSONBodyReader) throws -> String? {
+        guard let version = try body.string("appVersion") else { return nil }
+        guard !version.isEmpty, version.unicodeScalars.count <= 64, !version.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
+            throw APIError.invalid("appVersion", "must be 1 to 64 characters without control characters, such as \"2.0 (7)\"")
+        }
+        return version
+    }
+
     private func reporting(_ body: JSONBodyReader) throws -> AppReporting? {
         guard let target = try body.object("reportTo", fields: ["url", "clientKey", "activityKeyAttribute"]) else { return nil }
         let url = try target.requireString("url")
@@ -349,7 +359,7 @@ extension EmulatorControlAPI {
             ("bundleID", .string(app.bundleID)), ("supportsLiveActivities", .bool(app.supportsLiveActivities)),
             ("supportsFrequentUpdates", .bool(app.supportsFrequentUpdates)), ("liveActivitiesEnabled", .bool(app.liveActivitiesEnabled)),
             ("frequentUpdatesEnabled", .bool(app.frequentUpdatesEnabled)), ("inForeground", .bool(app.isInForeground)),
-            ("environment", .string(app.environment.rawValue)),
+            ("environment", .string(app.environment.rawValue)), ("appVersion", .string(app.version)),
             (
                 "attributeTypes",
                 .array(

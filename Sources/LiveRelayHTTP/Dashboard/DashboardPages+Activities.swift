@@ -90,6 +90,7 @@ extension DashboardPages {
                 <tr><td>\(token.deviceID)</td><td data-label="environment:">\(token.environment.rawValue)</td>
                 <td><span class="badge \(token.state.rawValue)">\(token.state.rawValue)</span>\(token.stateReason.map { HTML(" <span class=\"muted\">\($0)</span>") } ?? .empty)</td>
                 <td data-label="token:"><code>\(DeviceToken.shortened(token.token))</code></td><td data-label="last APNs answer:">\(last)</td>
+                <td data-label="app version:">\(token.appVersion.map { HTML("\($0)") } ?? "<span class=\"muted\">not said</span>")</td>
                 <td>\(token.reportedBy.map { HTML("\($0)") } ?? "<span class=\"muted\">not said</span>")</td></tr>
                 """
         }
@@ -107,6 +108,7 @@ extension DashboardPages {
             <dt>Started</dt><dd>\(time(activity.startedAt))</dd>
             \(activity.endedAt.map { HTML("<dt>Ended</dt><dd>\(time($0)) (\(activity.endReason?.rawValue ?? "ended"))</dd>") } ?? .empty)
             \(devicesSummary(activity).map { HTML("<dt>Devices</dt><dd>\($0)</dd>") } ?? .empty)
+            \(appVersions(description.tokens).map { HTML("<dt>App versions</dt><dd>\($0)</dd>") } ?? .empty)
             \(activity.staleDate.map { HTML("<dt>Stale after</dt><dd>\(time($0))</dd>") } ?? .empty)
             \(activity.relevanceScore.map { HTML("<dt>Relevance</dt><dd>\(String($0))</dd>") } ?? .empty)
             \(activity.channelIDs.sorted { $0.key.rawValue < $1.key.rawValue }.html { HTML("<dt>Channel (\($0.key.rawValue))</dt><dd><code>\($0.value)</code></dd>") })
@@ -123,7 +125,7 @@ extension DashboardPages {
             </div>
             <div class="\(phones == nil ? "activity-body" : "activity-body with-phones")"><div>
             <section data-live id="activity-tokens"><h2>Tokens</h2>
-            \(description.tokens.isEmpty ? HTML("<p class=\"empty\">No activity token: the key's pushes go to its channel, or no device has reported one yet.</p>") : HTML("<table class=\"cards\"><thead><tr><th>Device</th><th>Environment</th><th>State</th><th>Token</th><th>Last APNs answer</th><th>Reported by</th></tr></thead><tbody>\(tokens)</tbody></table>"))
+            \(description.tokens.isEmpty ? HTML("<p class=\"empty\">No activity token: the key's pushes go to its channel, or no device has reported one yet.</p>") : HTML("<table class=\"cards\"><thead><tr><th>Device</th><th>Environment</th><th>State</th><th>Token</th><th>Last APNs answer</th><th>App version</th><th>Reported by</th></tr></thead><tbody>\(tokens)</tbody></table>"))
             \(description.listeners.isEmpty ? HTML.empty : HTML("<h3>Listening on its channel</h3><table class=\"cards\"><thead><tr><th>Device</th><th>Environment</th><th>State</th><th>Channel</th><th>Since</th><th>Reported by</th></tr></thead><tbody>\(listeners)</tbody></table>"))
             </section>
             \(changeForms(activity, viewer: viewer, refused: refused))

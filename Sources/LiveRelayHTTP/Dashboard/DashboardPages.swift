@@ -194,6 +194,15 @@ enum DashboardPages {
         }
     }
 
+    /// The app versions its live tokens' devices run, most devices first (`2.0 (7): 3 devices ·
+    /// 1.0 (1): 1 device`); nil when none said: a push is checked against each one's contract.
+    static func appVersions(_ tokens: [ActivityTokenRecord]) -> String? {
+        let counts = Dictionary(tokens.filter { $0.state == .live }.compactMap(\.appVersion).map { ($0, 1) }, uniquingKeysWith: +)
+        guard !counts.isEmpty else { return nil }
+        return counts.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key > $1.key }
+            .map { "\($0.key): \($0.value) device\($0.value == 1 ? "" : "s")" }.joined(separator: " · ")
+    }
+
     static func stateBadge(_ activity: ActivityRecord) -> HTML {
         "<span class=\"badge \(activity.state.rawValue)\">\(activity.state.rawValue)</span>"
     }

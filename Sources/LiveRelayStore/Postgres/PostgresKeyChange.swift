@@ -120,7 +120,7 @@ struct KeyChange {
     private func read(_ db: PostgresConnection, locked: Bool) async throws -> (ChangeSnapshot, version: String) {
         // Not counting, the counts' window starts after every push there is.
         var arguments = NamedArguments(PreparedStatements.changeSnapshotParameters)
-        arguments["counting"] = .bool(budget != .notCounted)
+        arguments["counting"] = .bool(budget.readsTokens)
         arguments["counts_app"] = .text(app)
         arguments["counts_key"] = .text(key)
         arguments["window_start"] = .real(budget.windowStart?.timeIntervalSince1970 ?? .greatestFiniteMagnitude)
@@ -141,12 +141,14 @@ struct KeyChange {
         let frequent = try row["frequent"].decode([Bool].self)
         let registered = try row["registered"].decode([Double].self)
         let environments = try row["token_environments"].decode([String].self)
+        let appVersions = try row["app_versions"].decode([String].self)
         let liveTokens = try devices.indices.map { index in
             ActivityTokenRecord(
                 bundleID: app, key: key, deviceID: devices[index], activityID: noActivityID[index] ? nil : activityIDs[index],
                 token: tokens[index], frequentPushesEnabled: frequent[index],
                 environment: try PushEnvironment(stored: environments[index], column: "activity_tokens.environment"),
-                registeredAt: Date(timeIntervalSince1970: registered[index]), state: .live, stateReason: nil)
+                registeredAt: Date(timeIntervalSince1970: registered[index]), state: .live, stateReason: nil,
+                appVersion: appVersions[index].isEmpty ? nil : appVersions[index])
         }
         let counts = Dictionary(
             zip(try row["targets"].decode([String].self), try row["counts"].decode([Int64].self).map(Int.init)), uniquingKeysWith: { $0 + $1 })

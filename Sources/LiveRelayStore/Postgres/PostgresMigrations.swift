@@ -271,5 +271,15 @@ enum PostgresMigrations {
             name: "0024-grants", statements: ["ALTER TABLE apps ADD COLUMN ungranted_reports text NOT NULL DEFAULT 'sandbox'"]),
         // A push-to-start token is kept once per app: found by its value (`forgetTokenOfOtherDevices`).
         StoreMigration(name: "0025-token-once", statements: [StoreStatements.pushToStartTokensByTokenIndex]),
+        // A contract for each app version (`''`: for any version, as every contract was until now),
+        // and the version of the app that holds each token: a push is checked version by version.
+        StoreMigration(
+            name: "0026-app-versions",
+            statements: [
+                "ALTER TABLE contracts ADD COLUMN app_version text NOT NULL DEFAULT '', ADD COLUMN pinned boolean NOT NULL DEFAULT false",
+                "ALTER TABLE contracts DROP CONSTRAINT contracts_pkey, ADD PRIMARY KEY (bundle_id, attributes_type, app_version)",
+                "ALTER TABLE push_to_start_tokens ADD COLUMN app_version text",
+                "ALTER TABLE activity_tokens ADD COLUMN app_version text",
+            ] + RetentionStatements.tokensByAppVersion),
     ]
 }

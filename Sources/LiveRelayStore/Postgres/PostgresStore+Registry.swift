@@ -88,7 +88,16 @@ extension PostgresStore {
                 [
                     .text(token.deviceID), .text(token.attributesType), .text(token.userID), .text(token.token), .bool(token.frequentPushesEnabled),
                     .text(token.environment.rawValue), .seconds(token.updatedAt), .text(token.bundleID), .text(token.systemVersion?.description),
+                    .text(token.appVersion),
                 ])
+            if let version = token.appVersion { try await Self.updateAppVersion(db, version, app: token.bundleID, deviceID: token.deviceID) }
+        }
+    }
+
+    /// `StoreStatements.updateDeviceAppVersion`.
+    private static func updateAppVersion(_ db: PostgresConnection, _ version: String, app: String, deviceID: String) async throws {
+        for statement in StoreStatements.updateDeviceAppVersion {
+            try await db.run(statement, [.text(version), .text(app), .text(deviceID), .text(version)])
         }
     }
 
@@ -181,7 +190,9 @@ extension PostgresStore {
                 [
                     .text(token.key), .text(token.deviceID), .text(token.activityID), .text(token.token), .bool(token.frequentPushesEnabled),
                     .seconds(token.registeredAt), .text(token.environment.rawValue), .text(token.bundleID), .text(token.reportedBy),
+                    .text(token.appVersion),
                 ])
+            if let version = token.appVersion { try await Self.updateAppVersion(db, version, app: token.bundleID, deviceID: token.deviceID) }
             try await db.carryOut(.activityReported(token.report(isNew: before != ActivityTokenState.live.rawValue)), at: token.registeredAt)
             var saved = SavedActivityToken(activity: activity)
             if let catchUp {
@@ -365,12 +376,21 @@ extension PostgresStore {
     package func saveContract(_ contract: ContractRecord) async throws {
         try await run(
             StoreStatements.saveContract,
-            [.text(contract.bundleID), .text(contract.attributesType), .text(contract.contract.serializedString), .seconds(contract.updatedAt)])
+            [
+                .text(contract.bundleID), .text(contract.attributesType), .text(contract.contract.serializedString), .seconds(contract.updatedAt),
+                .text(contract.appVersion), .bool(contract.pinned),
+            ])
     }
 
     package func contracts() async throws -> [ContractRecord] {
-        try await rows("SELECT \(ContractRecord.columns) FROM contracts ORDER BY bundle_id, attributes_type")
+        try await rows("SELECT \(ContractRecord.columns) FROM contracts ORDER BY bundle_id, attributes_type, app_version")
             .map(ContractRecord.init(row:))
+    }
+
+    package func deleteContract(app: String, attributesType: String, appVersion: String) async throws -> Bool {
+        try await transaction { db in
+            try await db.changed(StoreStatements.deleteContract, [.text(app), .text(attributesType), .text(appVersion)]) > 0
+        }
     }
 
     // MARK: Channels

@@ -40,6 +40,7 @@ extension PostgresStore {
         case .deletedChannels: return try await deleted(kind, RetentionStatements.deleteChannels, [cutoffArgument, limit])
         case .idempotencyKeys: return try await deleted(kind, RetentionStatements.deleteIdempotencyKeys, [cutoffArgument, limit])
         case .dashboardSessions: return try await deleted(kind, RetentionStatements.deleteDashboardSessions, [cutoffArgument, limit])
+        case .unusedContractVersions: return try await deleted(kind, RetentionStatements.deleteUnusedContractVersions, [cutoffArgument, limit])
         case .endedActivities:
             return try await transaction { db in
                 let keys = try await db.rows(RetentionStatements.endedActivities, [cutoffArgument, limit]).map { ($0.string(0), $0.string(1)) }

@@ -71,8 +71,9 @@ enum PreparedStatements {
 
     /// What a change reads of its key, in one statement (`ChangeSnapshot`): the key (its record's
     /// columns first), then, by name, its channels (`environments`, `ids`), how many live tokens it
-    /// has (`live`) and, when the change counts the budget (the first argument), the live tokens
-    /// themselves (arrays in device order; `no_activity_ids` says where `activity_id` is NULL) and
+    /// has (`live`) and, when the change lists its pushes (the first argument), the live tokens
+    /// themselves (arrays in device order; `no_activity_ids` says where `activity_id` is NULL,
+    /// `app_versions` holds '' where `app_version` is) and
     /// the priority-10 counts by device or channel (`targets`, `counts`), the devices sent its start
     /// that have not reported (`awaiting`); then the version of the
     /// key's row (`version`: `xmin`, which every write of the row changes).
@@ -89,7 +90,7 @@ enum PreparedStatements {
         return SQLStatement.numbering(
             """
             SELECT \(ActivityRecord.columns), c.environments, c.ids, t.live, t.device_ids, t.activity_ids, t.no_activity_ids, t.tokens,
-                t.frequent, t.registered, t.token_environments, p.targets, p.counts, w.awaiting, a.xmin::text AS version
+                t.frequent, t.registered, t.token_environments, t.app_versions, p.targets, p.counts, w.awaiting, a.xmin::text AS version
             FROM (SELECT ?::boolean AS counting) budget, activities a,
             LATERAL (
                 SELECT COALESCE(array_agg(environment ORDER BY environment), '{}') AS environments,
@@ -100,7 +101,7 @@ enum PreparedStatements {
                     \(tokenArray("device_id", "device_ids")), \(tokenArray("COALESCE(activity_id, '')", "activity_ids")),
                     \(tokenArray("activity_id IS NULL", "no_activity_ids")), \(tokenArray("token", "tokens")),
                     \(tokenArray("frequent_pushes", "frequent")), \(tokenArray("registered_at", "registered")),
-                    \(tokenArray("environment", "token_environments"))
+                    \(tokenArray("environment", "token_environments")), \(tokenArray("COALESCE(app_version, '')", "app_versions"))
                 FROM activity_tokens WHERE bundle_id = a.bundle_id AND key = a.key AND state = 'live') t,
             LATERAL (
                 SELECT COALESCE(array_agg(x.target), '{}') AS targets, COALESCE(array_agg(x.n), '{}') AS counts

@@ -342,5 +342,25 @@ enum SQLiteMigrations {
             name: "0024-grants", statements: ["ALTER TABLE apps ADD COLUMN ungranted_reports TEXT NOT NULL DEFAULT 'sandbox'"]),
         // A push-to-start token is kept once per app: found by its value (`forgetTokenOfOtherDevices`).
         StoreMigration(name: "0025-token-once", statements: [StoreStatements.pushToStartTokensByTokenIndex]),
+        // A contract for each app version (`''`: for any version, as every contract was until now),
+        // and the version of the app that holds each token: a push is checked version by version.
+        StoreMigration(
+            name: "0026-app-versions",
+            statements: [
+                """
+                CREATE TABLE contracts_by_version (
+                    bundle_id TEXT NOT NULL, attributes_type TEXT NOT NULL, contract TEXT NOT NULL, updated_at REAL NOT NULL,
+                    app_version TEXT NOT NULL DEFAULT '', pinned INTEGER NOT NULL DEFAULT 0,
+                    PRIMARY KEY (bundle_id, attributes_type, app_version))
+                """,
+                """
+                INSERT INTO contracts_by_version (bundle_id, attributes_type, contract, updated_at)
+                SELECT bundle_id, attributes_type, contract, updated_at FROM contracts
+                """,
+                "DROP TABLE contracts",
+                "ALTER TABLE contracts_by_version RENAME TO contracts",
+                "ALTER TABLE push_to_start_tokens ADD COLUMN app_version TEXT",
+                "ALTER TABLE activity_tokens ADD COLUMN app_version TEXT",
+            ] + RetentionStatements.tokensByAppVersion),
     ]
 }

@@ -48,15 +48,17 @@ extension SQLiteStore {
             var tokens: [ActivityTokenRecord] = []
             var tokenCount = 0
             var counts: [String: Int] = [:]
-            if activity != nil, case .perDevice(let windowStart) = budget {
+            if activity != nil, budget.readsTokens {
                 tokens = try db.fetchAll(
                     StoreStatements.liveTokens,
                     [app, key], as: ActivityTokenRecord.init(row:))
                 tokenCount = tokens.count
-                try db.forEach(
-                    StoreStatements.priority10Counts,
-                    [app, key, windowStart.seconds]
-                ) { row in counts[row[0]] = row[1] }
+                if let windowStart = budget.windowStart {
+                    try db.forEach(
+                        StoreStatements.priority10Counts,
+                        [app, key, windowStart.seconds]
+                    ) { row in counts[row[0]] = row[1] }
+                }
             } else if activity != nil {
                 // One priority for every push: the plan needs only how many there will be.
                 tokenCount =

@@ -84,8 +84,11 @@ extension SQLiteStore {
                 StoreStatements.savePushToStartToken,
                 [
                     token.deviceID, token.attributesType, token.userID, token.token, token.frequentPushesEnabled,
-                    token.environment.rawValue, token.updatedAt.seconds, token.bundleID, token.systemVersion?.description,
+                    token.environment.rawValue, token.updatedAt.seconds, token.bundleID, token.systemVersion?.description, token.appVersion,
                 ])
+            if let version = token.appVersion {
+                for statement in StoreStatements.updateDeviceAppVersion { try db.run(statement, [version, token.bundleID, token.deviceID, version]) }
+            }
         }
     }
 
@@ -116,8 +119,11 @@ extension SQLiteStore {
                 StoreStatements.saveActivityToken,
                 [
                     token.key, token.deviceID, token.activityID, token.token, token.frequentPushesEnabled,
-                    token.registeredAt.seconds, token.environment.rawValue, token.bundleID, token.reportedBy,
+                    token.registeredAt.seconds, token.environment.rawValue, token.bundleID, token.reportedBy, token.appVersion,
                 ])
+            if let version = token.appVersion {
+                for statement in StoreStatements.updateDeviceAppVersion { try db.run(statement, [version, token.bundleID, token.deviceID, version]) }
+            }
             try db.carryOut(.activityReported(token.report(isNew: before != ActivityTokenState.live.rawValue)), at: token.registeredAt)
             var saved = SavedActivityToken(activity: activity!)
             if let catchUp {
@@ -282,14 +288,24 @@ extension SQLiteStore {
         try await write { db in
             try db.run(
                 StoreStatements.saveContract,
-                [contract.bundleID, contract.attributesType, contract.contract.serializedString, contract.updatedAt.seconds])
+                [
+                    contract.bundleID, contract.attributesType, contract.contract.serializedString, contract.updatedAt.seconds,
+                    contract.appVersion, contract.pinned,
+                ])
         }
     }
 
     package func contracts() async throws -> [ContractRecord] {
         try await pool.read { db in
             try db.fetchAll(
-                "SELECT \(ContractRecord.columns) FROM contracts ORDER BY bundle_id, attributes_type", as: ContractRecord.init(row:))
+                "SELECT \(ContractRecord.columns) FROM contracts ORDER BY bundle_id, attributes_type, app_version", as: ContractRecord.init(row:))
+        }
+    }
+
+    package func deleteContract(app: String, attributesType: String, appVersion: String) async throws -> Bool {
+        try await write { db in
+            try db.run(StoreStatements.deleteContract, [app, attributesType, appVersion])
+            return db.changesCount > 0
         }
     }
 

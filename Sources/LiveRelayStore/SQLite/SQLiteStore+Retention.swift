@@ -34,6 +34,7 @@ extension SQLiteStore {
         case .deletedChannels: return try await deleted(kind, RetentionStatements.deleteChannels, [cutoff.seconds, limit])
         case .idempotencyKeys: return try await deleted(kind, RetentionStatements.deleteIdempotencyKeys, [cutoff.seconds, limit])
         case .dashboardSessions: return try await deleted(kind, RetentionStatements.deleteDashboardSessions, [cutoff.seconds, limit])
+        case .unusedContractVersions: return try await deleted(kind, RetentionStatements.deleteUnusedContractVersions, [cutoff.seconds, limit])
         case .endedActivities:
             return try await write { db in
                 let keys = try db.fetchAll(RetentionStatements.endedActivities, [cutoff.seconds, limit]) { row -> (String, String) in (row[0], row[1])
