@@ -268,7 +268,9 @@ extension RelayService {
                     field: "appVersion")
             }
         }
-        if existing == nil, kept.count >= configuration.deviceReports.contractsPerApp {
+        if existing == nil, kept.count >= configuration.deviceReports.contractsPerApp,
+            try await store.prune(.unusedContractVersions, before: now() - Self.contractRoomAge, limit: 1)["contracts", default: 0] == 0
+        {
             throw RelayError(
                 .conflict, .tooManyContracts,
                 message:
@@ -285,6 +287,12 @@ extension RelayService {
         logger.info("contract registered", metadata: ["app": "\(registration.bundleID)", "attributes.type": "\(type)", "app.version": "\(version)"])
         return record
     }
+
+    /// How long a version's contract is kept before a new one may take its room, when no live
+    /// token has its version: versions made up with the public client key (which no device runs)
+    /// cannot fill an app's room for contracts, and a version just registered keeps its place
+    /// until its devices report their tokens.
+    static let contractRoomAge: TimeInterval = 3_600
 
     /// Forgets one version's contract of a type (the backend retires a version its devices have
     /// left); `404` when there is none.

@@ -167,4 +167,26 @@ struct DeviceLimitsTests {
             #expect(try await contract("Second").status == 200, "a kept type's contract is replaced")
         }
     }
+
+    /// Versions made up with the public client key, which no device runs, cannot fill the room: an
+    /// hour on, a real version takes the place of one no live token has.
+    @Test func madeUpVersionsCannotKeepARealVersionsContractOut() async throws {
+        try await withRelayHarness(configure: { relay, _ in relay.deviceReports.contractsPerApp = 2 }) { relay in
+            func contract(_ version: String) async throws -> RelayHarness.Answer {
+                try await relay.call(
+                    .PUT, "/v1/contracts/DeliveryAttributes",
+                    .object([
+                        ("attributes", .object([])), ("contentState", .object([("n", .string("Int"))])), ("appVersion", .string(version)),
+                        ("environment", .string("production")),
+                    ]), scope: .client)
+            }
+            #expect(try await contract("9.0 (1)").status == 200)
+            #expect(try await contract("9.0 (2)").status == 200)
+            #expect(try await contract("2.0 (7)").status == 409, "the room is full, and both were registered just now")
+            try await relay.advance(by: 3_601)
+            #expect(try await contract("2.0 (7)").status == 200)
+            #expect(try await relay.store.contracts().map(\.appVersion).contains("2.0 (7)"))
+            #expect(try await relay.store.contracts().count == 2)
+        }
+    }
 }
