@@ -12,7 +12,7 @@ import Synchronization
 /// `withAPNsClient`.
 public final class APNsClient: Sendable {
     public struct Configuration: Sendable {
-        public var environment: APNsEnvironment
+        public var environment: APNsHosts
         public var signingKey: APNsSigningKey
         /// HTTP/2 connections per host: at least the lower bound once used, more as the load needs,
         /// up to the upper (`ConnectionPlan`). Each carries as many concurrent streams as APNs allows.
@@ -27,7 +27,7 @@ public final class APNsClient: Sendable {
         public var now: @Sendable () -> Date
 
         public init(
-            environment: APNsEnvironment, signingKey: APNsSigningKey, connectionsPerHost: ClosedRange<Int> = 1...1,
+            environment: APNsHosts, signingKey: APNsSigningKey, connectionsPerHost: ClosedRange<Int> = 1...1,
             requestTimeout: Duration = .seconds(10), connectionPatience: Duration = .seconds(1),
             now: @escaping @Sendable () -> Date = { Date() }
         ) {

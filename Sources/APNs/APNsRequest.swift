@@ -193,7 +193,7 @@ extension APNsRequest {
 
     /// The request as it goes on the wire, the provider token elided: one `name: value` line per
     /// header field, a blank line, the body.
-    public func rendered(in environment: APNsEnvironment) -> String {
+    public func rendered(in environment: APNsHosts) -> String {
         let endpoint = service == .push ? environment.push : environment.channelManagement
         var lines = headerFields(authority: endpoint.authority, authorization: "<provider token elided>")
             .map { "\($0.name): \($0.value)" }

@@ -195,16 +195,16 @@ public final class APNsEmulator: Sendable {
     }
 
     /// How a client reaches `environment` of this emulator, trusting the CA at `caFile`.
-    public func clientEnvironment(_ environment: PushEnvironment, caFile: String) -> APNsEnvironment {
+    public func clientEnvironment(_ environment: PushEnvironment, caFile: String) -> APNsHosts {
         let ports = ports(environment)
-        return APNsEnvironment(
+        return APNsHosts(
             name: environment.rawValue,
             push: APNsEndpoint(host: configuration.host, port: ports.push, trustRoots: .caFile(caFile)),
             channelManagement: APNsEndpoint(host: configuration.host, port: ports.channelManagement, trustRoots: .caFile(caFile)))
     }
 
     /// How a client reaches each environment the emulator plays.
-    public func clientEnvironments(caFile: String) -> [PushEnvironment: APNsEnvironment] {
+    public func clientEnvironments(caFile: String) -> [PushEnvironment: APNsHosts] {
         Dictionary(uniqueKeysWithValues: environments.map { ($0, clientEnvironment($0, caFile: caFile)) })
     }
 

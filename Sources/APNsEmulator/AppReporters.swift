@@ -51,7 +51,7 @@ public final class AppReporters: Sendable {
         /// The device's iOS when the app launched.
         var systemVersion: String?
         /// The app's environment when it launched (a launch before the install takes sandbox's).
-        var environment: LiveRelayKit.APNsEnvironment
+        var environment: LiveRelayKit.PushEnvironment
         /// The app's version when it launched.
         var appVersion: String?
         var sending: Task<Void, Never>
@@ -162,7 +162,7 @@ public final class AppReporters: Sendable {
     private func appVersion(_ key: AppKey) -> String? { (try? fleet.device(key.deviceID).apps[key.bundleID])??.version }
 
     /// The installed app's environment (sandbox's while it is not installed).
-    private func environment(_ key: AppKey) -> LiveRelayKit.APNsEnvironment {
+    private func environment(_ key: AppKey) -> LiveRelayKit.PushEnvironment {
         (try? fleet.device(key.deviceID).apps[key.bundleID])??.environment == .production ? .production : .sandbox
     }
 

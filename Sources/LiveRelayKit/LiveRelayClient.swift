@@ -24,12 +24,12 @@ public final class LiveRelayClient: Sendable {
     ///   - activityKeyAttribute: the attributes' field holding the backend's key; without it on a
     ///     type, the activity's id stands in.
     ///   - bundleID: the app's own unless given.
-    ///   - environment: the app's `aps-environment` unless given (`APNsEnvironment.ofThisApp`).
+    ///   - environment: the app's `aps-environment` unless given (`PushEnvironment.ofThisApp`).
     ///   - deviceID: a random id made once and kept with the backlog unless given.
     ///   - storage: where the backlog is kept; a file under Application Support unless given.
     public init(
         server: URL, clientKey: String, activityKeyAttribute: String = "activityKey", bundleID: String? = nil,
-        environment: APNsEnvironment? = nil, deviceID: String? = nil, storage: (any ReportStorage)? = nil,
+        environment: PushEnvironment? = nil, deviceID: String? = nil, storage: (any ReportStorage)? = nil,
         log: @escaping @Sendable (String) -> Void = { print($0) }
     ) {
         let folder = Self.defaultFolder(for: server)
@@ -162,11 +162,11 @@ public final class LiveRelayClient: Sendable {
     }
 }
 
-extension APNsEnvironment {
+extension PushEnvironment {
     /// The running app's `aps-environment`, as its provisioning profile says: `development` is
     /// the sandbox; an App Store build has no profile in its bundle and is production. A
     /// Simulator build has none either, and its tokens are the sandbox's.
-    public static var ofThisApp: APNsEnvironment {
+    public static var ofThisApp: PushEnvironment {
         #if targetEnvironment(simulator)
             let isSimulator = true
         #else
@@ -177,14 +177,14 @@ extension APNsEnvironment {
     }
 
     /// The environment of an app with this provisioning profile (nil: none in its bundle).
-    static func environment(profile: Data?, isSimulator: Bool) -> APNsEnvironment {
+    static func environment(profile: Data?, isSimulator: Bool) -> PushEnvironment {
         if isSimulator { return .sandbox }
         return profile.map(environment(inProfile:)) ?? .production
     }
 
     /// The `aps-environment` of a provisioning profile: its property list sits in the signed
     /// file as text.
-    static func environment(inProfile data: Data) -> APNsEnvironment {
+    static func environment(inProfile data: Data) -> PushEnvironment {
         let text = String(decoding: data, as: UTF8.self)
         guard let key = text.range(of: "<key>aps-environment</key>") else { return .production }
         let rest = text[key.upperBound...].drop(while: { $0.isWhitespace })

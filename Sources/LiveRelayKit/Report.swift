@@ -56,7 +56,7 @@ public struct ReportRequest: Sendable, Hashable {
 public struct Reporter: Sendable, Hashable, Codable {
     public var deviceID: String
     public var bundleID: String
-    public var environment: APNsEnvironment
+    public var environment: PushEnvironment
     /// The device's iOS (`"17.6.1"`), sent with push-to-start tokens: a device before iOS 18
     /// cannot join a channel, and the server starts it otherwise. An iOS update restarts the
     /// device, so it is the same for as long as the app runs.
@@ -66,7 +66,7 @@ public struct Reporter: Sendable, Hashable, Codable {
     /// the app, so it is the same for as long as it runs.
     public var appVersion: String?
 
-    public init(deviceID: String, bundleID: String, environment: APNsEnvironment, systemVersion: String? = nil, appVersion: String? = nil) {
+    public init(deviceID: String, bundleID: String, environment: PushEnvironment, systemVersion: String? = nil, appVersion: String? = nil) {
         self.deviceID = deviceID
         self.bundleID = bundleID
         self.environment = environment
@@ -75,8 +75,9 @@ public struct Reporter: Sendable, Hashable, Codable {
     }
 }
 
-/// Where the app's tokens are valid: its `aps-environment` entitlement.
-public enum APNsEnvironment: String, Sendable, Hashable, Codable {
+/// Where the app's tokens are valid: its `aps-environment` entitlement. The server's name for the
+/// same thing (`LiveActivityKit.PushEnvironment`, which this Foundation-only package cannot import).
+public enum PushEnvironment: String, Sendable, Hashable, Codable {
     /// `development`: builds run from Xcode.
     case sandbox
     /// `production`: TestFlight and the App Store.
@@ -145,7 +146,7 @@ extension Report {
         var bundleID: String
         var appVersion: String?
         /// Where a development build may register its version's contract again, changed.
-        var environment: APNsEnvironment
+        var environment: PushEnvironment
         var attributes: [String: ContractType]
         var contentState: [String: ContractType]
     }
@@ -162,7 +163,7 @@ extension Report {
         var attributesType: String
         var token: String
         var frequentPushesEnabled: Bool
-        var environment: APNsEnvironment
+        var environment: PushEnvironment
         /// Push-to-start tokens only.
         var iOS: String? = nil
         var userID: String? = nil
@@ -175,7 +176,7 @@ extension Report {
         var bundleID: String
         var activityID: String
         var channelID: String?
-        var environment: APNsEnvironment
+        var environment: PushEnvironment
         var grant: String?
     }
 

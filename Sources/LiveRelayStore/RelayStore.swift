@@ -245,3 +245,57 @@ package struct StoreCounts: Sendable, Hashable {
         self.channels = channels
     }
 }
+
+/// The endpoints, and each event's delivery to each endpoint that wants it: queued from the
+/// event log in its order, posted in order per key, retried, and kept as the endpoint's history.
+package protocol WebhookStore: Sendable {
+    /// Keeps a new endpoint, unless its app has `limit` already (false then): it is sent the events
+    /// written from now on. The count and the insert are one step: of creations at once, no more
+    /// than the limit are kept.
+    func insertWebhookEndpoint(_ endpoint: WebhookEndpointRecord, limit: Int) async throws -> Bool
+    /// Replaces an endpoint's address, description, types and state (never its secret); false
+    /// when there is none with its id.
+    func updateWebhookEndpoint(_ endpoint: WebhookEndpointRecord) async throws -> Bool
+    /// Replaces endpoints' secrets as stored (sealed anew), in one transaction.
+    func replaceWebhookSecrets(_ secrets: [(id: String, secret: String)]) async throws
+    /// The endpoints of an app (nil: every app), oldest first.
+    func webhookEndpoints(app: String?) async throws -> [WebhookEndpointRecord]
+    func webhookEndpoint(id: String) async throws -> WebhookEndpointRecord?
+    /// Deletes the endpoint and its deliveries; false when there was none.
+    func deleteWebhookEndpoint(id: String) async throws -> Bool
+    /// Writes `event` (a `webhook.test`) to the log, queued for this endpoint alone; returns its id.
+    func recordTestEvent(_ event: NewEvent, endpointID: String, at: Date) async throws -> String
+    /// Queues the event for the endpoint again, at once (its earlier attempts forgotten); false
+    /// when the endpoint's app has no such event.
+    func redeliverWebhookEvent(endpointID: String, eventID: String, at: Date) async throws -> Bool
+    /// Queues the events written since the last call for every enabled endpoint that wants them,
+    /// then claims up to `limit` due deliveries until `leaseUntil`: of each endpoint and key, only
+    /// the oldest undelivered event (in order per key), and of each endpoint no more than brings
+    /// its claims in flight to `perEndpoint`. A claim that gets no outcome (a crash) is
+    /// due again after its lease.
+    func claimWebhookDeliveries(dueBy now: Date, limit: Int, perEndpoint: Int, leaseUntil: Date) async throws -> [ClaimedWebhookDelivery]
+    /// Records the outcomes and what they mean for their endpoints: one delivered clears its
+    /// endpoint's failing; one failed starts it, and an endpoint failing since before
+    /// `disableFailingSince` is disabled. Returns the endpoints disabled now.
+    @discardableResult
+    func recordWebhookOutcomes(_ outcomes: [(id: Int64, outcome: WebhookOutcome)], disableFailingSince: Date, at: Date) async throws
+        -> [String]
+    /// The endpoint's latest deliveries, the last attempted first.
+    func webhookDeliveries(endpointID: String, limit: Int) async throws -> [WebhookDeliveryRecord]
+}
+
+extension WebhookStore {
+    /// Tests: a claim with no limit per endpoint.
+    package func claimWebhookDeliveries(dueBy now: Date, limit: Int, leaseUntil: Date) async throws -> [ClaimedWebhookDelivery] {
+        try await claimWebhookDeliveries(dueBy: now, limit: limit, perEndpoint: Int(Int32.max), leaseUntil: leaseUntil)
+    }
+}
+
+/// Deletes what is past its time (`PruneKind`).
+package protocol RetentionStore: Sendable {
+    /// Deletes at most `limit` rows of `kind` older than `cutoff`, in one transaction; the rows
+    /// deleted, by table (a kind's dependents, payloads or tokens, are counted under their own).
+    func prune(_ kind: PruneKind, before cutoff: Date, limit: Int) async throws -> [String: Int]
+    /// How much the store holds: rows of the tables that grow, and its size on disk.
+    func footprint() async throws -> StoreFootprint
+}

@@ -154,7 +154,8 @@ package final class Browser: Sendable {
     }
 
     /// The visible text of what `selector` finds, once it exists: read in one step, so that a live
-    /// section swapped in the meantime cannot leave a stale element behind.
+    /// section swapped in the meantime cannot leave a stale element behind. `innerText` applies
+    /// `text-transform` (an *Ended* tag reads `ENDED`).
     package func text(_ selector: String = "body", timeout: Duration = .seconds(10)) async throws -> String {
         let start = ContinuousClock.now
         let script = "const found = document.querySelector(arguments[0]); return found === null ? null : found.innerText;"

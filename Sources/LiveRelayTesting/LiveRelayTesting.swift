@@ -139,7 +139,7 @@ package final class ScriptedAPNsServer: Sendable {
     package var received: [ReceivedRequest] { recorder.state.withLock { $0.received } }
 
     /// An environment pointing both services at this server, trusting its CA.
-    package var environment: APNsEnvironment {
+    package var environment: APNsHosts {
         .custom(host: "127.0.0.1", port: server.port, channelManagementPort: server.port, caFile: caFile)
     }
 

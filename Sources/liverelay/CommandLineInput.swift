@@ -180,7 +180,7 @@ struct ConnectionOptions: ParsableArguments {
         }
     }
 
-    func resolvedEnvironment() throws(InputError) -> APNsEnvironment {
+    func resolvedEnvironment() throws(InputError) -> APNsHosts {
         let name = value(environment, "LIVERELAY_APNS_ENVIRONMENT") ?? (value(host, "LIVERELAY_APNS_HOST") != nil ? "custom" : "sandbox")
         let port = self.port ?? value(nil, "LIVERELAY_APNS_PORT").flatMap(Int.init)
         switch name {
@@ -204,7 +204,7 @@ struct ConnectionOptions: ParsableArguments {
 
     /// Where `serve` sends: both of Apple's environments unless one is named; a custom
     /// environment (the emulator on another host) plays sandbox.
-    func servedEnvironments() throws(InputError) -> [PushEnvironment: APNsEnvironment] {
+    func servedEnvironments() throws(InputError) -> [PushEnvironment: APNsHosts] {
         guard value(environment, "LIVERELAY_APNS_ENVIRONMENT") != nil || value(host, "LIVERELAY_APNS_HOST") != nil else {
             let port = try applePort(self.port ?? value(nil, "LIVERELAY_APNS_PORT").flatMap(Int.init))
             return [.sandbox: .sandbox(port: port), .production: .production(port: port)]

@@ -274,7 +274,7 @@ import Testing
             let server = try await ScriptedAPNsServer.start()
             let otherCA = TestFiles.path("other-ca", pathExtension: "pem")
             try EmulatorCertificates.generate().writeCertificateAuthority(to: otherCA)
-            let environment = APNsEnvironment.custom(
+            let environment = APNsHosts.custom(
                 host: "127.0.0.1", port: server.server.port, channelManagementPort: server.server.port, caFile: otherCA)
             let configuration = APNsClient.Configuration(environment: environment, signingKey: TestSigningKey().signingKey)
             let error = await #expect(throws: APNsTransportError.self) {

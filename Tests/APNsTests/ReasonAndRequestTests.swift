@@ -135,9 +135,9 @@ import Testing
     }
 
     @Test func environmentsUseApplesHostsAndPorts() {
-        #expect(APNsEnvironment.production.push.authority == "api.push.apple.com")
-        #expect(APNsEnvironment.sandbox(port: 2197).push.authority == "api.sandbox.push.apple.com:2197")
-        #expect(APNsEnvironment.production.channelManagement.authority == "api-manage-broadcast.push.apple.com:2196")
-        #expect(APNsEnvironment.sandbox.channelManagement.authority == "api-manage-broadcast.sandbox.push.apple.com:2195")
+        #expect(APNsHosts.production.push.authority == "api.push.apple.com")
+        #expect(APNsHosts.sandbox(port: 2197).push.authority == "api.sandbox.push.apple.com:2197")
+        #expect(APNsHosts.production.channelManagement.authority == "api-manage-broadcast.push.apple.com:2196")
+        #expect(APNsHosts.sandbox.channelManagement.authority == "api-manage-broadcast.sandbox.push.apple.com:2195")
     }
 }

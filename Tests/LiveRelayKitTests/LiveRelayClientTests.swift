@@ -26,13 +26,13 @@ struct LiveRelayClientTests {
         func profile(_ value: String) -> Data {
             Data("garbage\u{0}<plist><dict><key>aps-environment</key>\n\t\t<string>\(value)</string></dict></plist>\u{1}".utf8)
         }
-        #expect(APNsEnvironment.environment(inProfile: profile("development")) == .sandbox)
-        #expect(APNsEnvironment.environment(inProfile: profile("production")) == .production)
-        #expect(APNsEnvironment.environment(inProfile: Data("no entitlement".utf8)) == .production)
+        #expect(PushEnvironment.environment(inProfile: profile("development")) == .sandbox)
+        #expect(PushEnvironment.environment(inProfile: profile("production")) == .production)
+        #expect(PushEnvironment.environment(inProfile: Data("no entitlement".utf8)) == .production)
         // No profile: an App Store build (production), or a Simulator build (the sandbox).
-        #expect(APNsEnvironment.environment(profile: nil, isSimulator: false) == .production)
-        #expect(APNsEnvironment.environment(profile: nil, isSimulator: true) == .sandbox)
-        #expect(APNsEnvironment.environment(profile: profile("development"), isSimulator: false) == .sandbox)
+        #expect(PushEnvironment.environment(profile: nil, isSimulator: false) == .production)
+        #expect(PushEnvironment.environment(profile: nil, isSimulator: true) == .sandbox)
+        #expect(PushEnvironment.environment(profile: profile("development"), isSimulator: false) == .sandbox)
     }
 
     @Test func theDeviceIDIsMadeOnceAndKept() throws {

@@ -21,7 +21,7 @@ package final class APNsRoutes: Sendable {
         var environment: PushEnvironment
     }
 
-    private let endpoints: [PushEnvironment: APNsEnvironment]
+    private let endpoints: [PushEnvironment: APNsHosts]
     private let now: @Sendable () -> Date
     private let eventLoop: any EventLoop
     private let clients = Mutex<[Route: APNsClient]>([:])
@@ -34,7 +34,7 @@ package final class APNsRoutes: Sendable {
     let pushExecutor: any TaskExecutor
 
     package init(
-        endpoints: [PushEnvironment: APNsEnvironment], now: @escaping @Sendable () -> Date = { Date() },
+        endpoints: [PushEnvironment: APNsHosts], now: @escaping @Sendable () -> Date = { Date() },
         maximumConnections: Int = 16, eventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next()
     ) {
         self.endpoints = endpoints

@@ -304,3 +304,35 @@ extension ScheduleResult {
         }
     }
 }
+
+extension WebhookEndpointRecord {
+    init(row: some StoreRow) throws {
+        let types = try row.text(4).map { text in
+            Set(
+                try text.split(separator: " ").map { name in
+                    guard let type = EventType(rawValue: String(name)) else {
+                        throw UnreadableStoreValue(column: "webhook_endpoints.event_types", value: "\"\(text)\"")
+                    }
+                    return type
+                })
+        }
+        self.init(
+            id: row.string(0), bundleID: row.string(1), url: row.string(2), description: row.text(3), eventTypes: types,
+            secret: row.string(5), enabled: row.bool(6), disabledReason: row.text(7), failingSince: row.date(8), createdAt: row.date(9)!,
+            updatedAt: row.date(10))
+    }
+}
+
+extension WebhookDeliveryRecord {
+    init(row: some StoreRow) throws {
+        var attempt: WebhookAttempt?
+        if let at = row.date(8) {
+            attempt = WebhookAttempt(
+                at: at, status: row.int(9), error: row.text(10), latencyMilliseconds: row.int(11) ?? 0, excerpt: row.text(12))
+        }
+        self.init(
+            id: row.integer(0) ?? 0, endpointID: row.string(1), eventID: row.string(2), eventType: try row.value(3, "events.type"),
+            key: row.string(4), status: try row.value(5, "webhook_deliveries.status"), attempts: row.int(6) ?? 0, dueAt: row.date(7)!,
+            lastAttempt: attempt, finishedAt: row.date(13))
+    }
+}

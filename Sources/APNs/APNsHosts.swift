@@ -21,9 +21,10 @@ public struct APNsEndpoint: Sendable, Hashable {
     public var authority: String { port == 443 ? host : "\(host):\(port)" }
 }
 
-/// An APNs environment: the host of device and broadcast pushes, and the host of channel
-/// management, which Apple serves on other names and ports.
-public struct APNsEnvironment: Sendable, Hashable, CustomStringConvertible {
+/// Where an APNs environment (`PushEnvironment`, sandbox or production) is served: the host of
+/// device and broadcast pushes, and the host of channel management, which Apple serves on other
+/// names and ports.
+public struct APNsHosts: Sendable, Hashable, CustomStringConvertible {
     public var name: String
     /// `/3/device/<token>` and `/4/broadcasts/apps/<bundle>`.
     public var push: APNsEndpoint
@@ -37,8 +38,8 @@ public struct APNsEnvironment: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `api.push.apple.com:443` (or 2197), channels on `api-manage-broadcast.push.apple.com:2196`.
-    public static func production(port: Int = 443) -> APNsEnvironment {
-        APNsEnvironment(
+    public static func production(port: Int = 443) -> APNsHosts {
+        APNsHosts(
             name: "production",
             push: APNsEndpoint(host: "api.push.apple.com", port: port),
             channelManagement: APNsEndpoint(host: "api-manage-broadcast.push.apple.com", port: 2196))
@@ -46,8 +47,8 @@ public struct APNsEnvironment: Sendable, Hashable, CustomStringConvertible {
 
     /// `api.sandbox.push.apple.com:443` (or 2197), channels on
     /// `api-manage-broadcast.sandbox.push.apple.com:2195`.
-    public static func sandbox(port: Int = 443) -> APNsEnvironment {
-        APNsEnvironment(
+    public static func sandbox(port: Int = 443) -> APNsHosts {
+        APNsHosts(
             name: "sandbox",
             push: APNsEndpoint(host: "api.sandbox.push.apple.com", port: port),
             channelManagement: APNsEndpoint(host: "api-manage-broadcast.sandbox.push.apple.com", port: 2195))
@@ -57,9 +58,9 @@ public struct APNsEnvironment: Sendable, Hashable, CustomStringConvertible {
     public static let sandbox = sandbox()
 
     /// Any APNs-compatible server, such as `liverelay emulator`, trusted through its CA file.
-    public static func custom(host: String, port: Int, channelManagementPort: Int, caFile: String?) -> APNsEnvironment {
+    public static func custom(host: String, port: Int, channelManagementPort: Int, caFile: String?) -> APNsHosts {
         let trust: APNsEndpoint.TrustRoots = caFile.map { .caFile($0) } ?? .system
-        return APNsEnvironment(
+        return APNsHosts(
             name: "custom",
             push: APNsEndpoint(host: host, port: port, trustRoots: trust),
             channelManagement: APNsEndpoint(host: host, port: channelManagementPort, trustRoots: trust))
