@@ -178,3 +178,40 @@ extension MigrationTests {
         #expect(queued.map(\.bundleID) == [Self.app])
     }
 }
+
+/// Each record's columns are written once, in its `ColumnTable`: the table matches what the
+/// migrations made, so a column added to one and not the other fails here, not at run time.
+@Suite struct ColumnTableTests {
+    /// Each record's table, and the columns of its database table it does not read (kept for the
+    /// store's own statements), or reads from another table.
+    static let tables: [(table: String, names: [String], notRead: Set<String>, elsewhere: Set<String>)] = [
+        (AppRecord.table.table, AppRecord.table.columns.map(\.name), [], []),
+        (APIKeyRecord.table.table, APIKeyRecord.table.columns.map(\.name), [], []),
+        (DashboardSessionRecord.table.table, DashboardSessionRecord.table.columns.map(\.name), [], []),
+        (PushToStartTokenRecord.table.table, PushToStartTokenRecord.table.columns.map(\.name), [], []),
+        (ActivityRecord.table.table, ActivityRecord.table.columns.map(\.name), [], []),
+        (ActivityTokenRecord.table.table, ActivityTokenRecord.table.columns.map(\.name), [], []),
+        (EventRecord.table.table, EventRecord.table.columns.map(\.name), [], []),
+        (ChannelListenerRecord.table.table, ChannelListenerRecord.table.columns.map(\.name), [], []),
+        (ChannelRecord.table.table, ChannelRecord.table.columns.map(\.name), [], []),
+        (ContractRecord.table.table, ContractRecord.table.columns.map(\.name), [], []),
+        (ScheduleRecord.table.table, ScheduleRecord.table.columns.map(\.name), [], []),
+        (DeliveryRecord.table.table, DeliveryRecord.table.columns.map(\.name), ["attempted_at", "lease_until"], []),
+        (WebhookEndpointRecord.table.table, WebhookEndpointRecord.table.columns.map(\.name), ["cursor"], []),
+        (WebhookDeliveryRecord.table.table, WebhookDeliveryRecord.table.columns.map(\.name), ["event_seq", "lease_until"], ["type"]),
+    ]
+
+    @Test func everyRecordsTableIsItsDatabaseTable() async throws {
+        let store = try await SQLiteStore.open(path: TestFiles.path("columns", pathExtension: "sqlite"))
+        try await store.migrate()
+        for entry in Self.tables {
+            let inDatabase = Set(try await store.pool.read { db in try db.columns(in: entry.table).map(\.name) })
+            let read = Set(entry.names).subtracting(entry.elsewhere)
+            #expect(read.subtracting(inDatabase).isEmpty, "\(entry.table) has no \(read.subtracting(inDatabase).sorted())")
+            #expect(
+                inDatabase.subtracting(read).subtracting(entry.notRead).isEmpty,
+                "\(entry.table)'s \(inDatabase.subtracting(read).subtracting(entry.notRead).sorted()) are in no record's table")
+            #expect(Set(entry.names).count == entry.names.count, "\(entry.table) names a column twice")
+        }
+    }
+}

@@ -101,12 +101,7 @@ extension PostgresStore {
     package func insertSchedule(_ schedule: ScheduleRecord, context: WriteContext) async throws {
         try await transaction { db in
             try await db.run(
-                StoreStatements.insertSchedule,
-                [
-                    .text(schedule.id), .text(schedule.key), .text(schedule.action.rawValue), .text(schedule.request.serializedString),
-                    .seconds(schedule.dueAt), .text(schedule.state.rawValue), .text(try schedule.result?.storedText()), .seconds(schedule.createdAt),
-                    .text(schedule.bundleID),
-                ])
+                StoreStatements.insertSchedule, ScheduleRecord.table.arguments(schedule))
             try await Self.record(db, context: context, answer: .scheduled(schedule), at: schedule.createdAt)
         }
     }

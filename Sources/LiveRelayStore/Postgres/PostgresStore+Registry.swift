@@ -14,11 +14,7 @@ extension PostgresStore {
         try await transaction { db in
             for app in apps {
                 try await db.run(
-                    StoreStatements.saveApp,
-                    [
-                        .text(app.bundleID), .text(app.teamID), .text(app.keyID), .text(app.sealedSigningKey), .seconds(app.createdAt),
-                        .seconds(app.updatedAt), .text(app.storedUngrantedReports),
-                    ])
+                    StoreStatements.saveApp, AppRecord.table.arguments(app))
             }
         }
     }
@@ -43,11 +39,7 @@ extension PostgresStore {
 
     package func insertAPIKey(_ key: APIKeyRecord) async throws {
         try await run(
-            StoreStatements.insertAPIKey,
-            [
-                .text(key.id), .text(key.name), .text(key.scope.rawValue), .bytes(Array(key.secretHash)), .seconds(key.createdAt),
-                .seconds(key.revokedAt), .text(key.bundleID),
-            ])
+            StoreStatements.insertAPIKey, APIKeyRecord.table.arguments(key))
     }
 
     package func apiKey(secretHash: Data) async throws -> APIKeyRecord? {
@@ -84,12 +76,7 @@ extension PostgresStore {
         try await transaction { db in
             try await db.run(StoreStatements.forgetTokenOfOtherDevices, [.text(token.bundleID), .text(token.token), .text(token.deviceID)])
             try await db.run(
-                StoreStatements.savePushToStartToken,
-                [
-                    .text(token.deviceID), .text(token.attributesType), .text(token.userID), .text(token.token), .bool(token.frequentPushesEnabled),
-                    .text(token.environment.rawValue), .seconds(token.updatedAt), .text(token.bundleID), .text(token.systemVersion?.description),
-                    .text(token.appVersion),
-                ])
+                StoreStatements.savePushToStartToken, PushToStartTokenRecord.table.arguments(token))
             if let version = token.appVersion { try await Self.updateAppVersion(db, version, app: token.bundleID, deviceID: token.deviceID) }
         }
     }
@@ -173,7 +160,7 @@ extension PostgresStore {
                 bundleID: token.bundleID, key: token.key, attributesType: attributesType, startedAt: token.registeredAt, lastTimestamp: 0)
             try await db.run(
                 StoreStatements.insertActivity + " ON CONFLICT (bundle_id, key) DO NOTHING",
-                Self.arguments(created))
+                ActivityRecord.table.arguments(created))
             guard let activity = try await Self.activity(db, app: token.bundleID, key: token.key, locked: true) else {
                 throw StoreError(.keyEnded, "activity key \"\(token.key)\" is gone")
             }
@@ -186,12 +173,7 @@ extension PostgresStore {
                 "UPDATE activities SET last_timestamp = last_timestamp WHERE bundle_id = ? AND key = ?", [.text(token.bundleID), .text(token.key)])
             let before = try await db.rows(StoreStatements.tokenState, device).first?.text(0)
             try await db.run(
-                StoreStatements.saveActivityToken,
-                [
-                    .text(token.key), .text(token.deviceID), .text(token.activityID), .text(token.token), .bool(token.frequentPushesEnabled),
-                    .seconds(token.registeredAt), .text(token.environment.rawValue), .text(token.bundleID), .text(token.reportedBy),
-                    .text(token.appVersion),
-                ])
+                StoreStatements.saveActivityToken, ActivityTokenRecord.table.arguments(token.live))
             if let version = token.appVersion { try await Self.updateAppVersion(db, version, app: token.bundleID, deviceID: token.deviceID) }
             try await db.carryOut(.activityReported(token.report(isNew: before != ActivityTokenState.live.rawValue)), at: token.registeredAt)
             var saved = SavedActivityToken(activity: activity)
@@ -231,11 +213,7 @@ extension PostgresStore {
                 StoreStatements.listenerState, [.text(listener.bundleID), .text(listener.key), .text(listener.deviceID)]
             ).first?.text(0)
             try await db.run(
-                StoreStatements.saveChannelListener,
-                [
-                    .text(listener.bundleID), .text(listener.key), .text(listener.deviceID), .text(listener.activityID), .text(listener.channelID),
-                    .text(listener.environment.rawValue), .seconds(listener.registeredAt), .text(listener.reportedBy),
-                ])
+                StoreStatements.saveChannelListener, ChannelListenerRecord.table.arguments(listener.live))
             try await db.carryOut(.activityReported(listener.report(isNew: before != ActivityTokenState.live.rawValue)), at: listener.registeredAt)
             return activity
         }
@@ -313,7 +291,7 @@ extension PostgresStore {
         // A token's last result is that of its newest delivery that was attempted.
         try await rows(
             """
-            SELECT \(ActivityTokenRecord.columns("t")), d.apns_status, d.apns_reason, d.attempted_at
+            SELECT \(ActivityTokenRecord.table.list("t")), d.apns_status, d.apns_reason, d.attempted_at
             FROM activity_tokens t LEFT JOIN LATERAL (
                 SELECT apns_status, apns_reason, attempted_at FROM deliveries
                 WHERE bundle_id = t.bundle_id AND key = t.key AND device_id = t.device_id AND token = t.token AND attempts > 0
@@ -321,12 +299,7 @@ extension PostgresStore {
             WHERE t.bundle_id = ? AND t.key = ? ORDER BY t.device_id
             """,
             [.text(app), .text(key)]
-        ).map { row in
-            var token = try ActivityTokenRecord(row: row)
-            let last = ActivityTokenRecord.names.count
-            (token.lastStatus, token.lastReason, token.lastDeliveryAt) = (row.int(last), row.text(last + 1), row.date(last + 2))
-            return token
-        }
+        ).map(ActivityTokenRecord.withLastDelivery(row:))
     }
 
     package func pushToStartTokens(deviceID: String) async throws -> [PushToStartTokenRecord] {
@@ -375,11 +348,7 @@ extension PostgresStore {
 
     package func saveContract(_ contract: ContractRecord) async throws {
         try await run(
-            StoreStatements.saveContract,
-            [
-                .text(contract.bundleID), .text(contract.attributesType), .text(contract.contract.serializedString), .seconds(contract.updatedAt),
-                .text(contract.appVersion), .bool(contract.pinned),
-            ])
+            StoreStatements.saveContract, ContractRecord.table.arguments(contract))
     }
 
     package func contracts() async throws -> [ContractRecord] {
@@ -397,11 +366,7 @@ extension PostgresStore {
 
     package func saveChannel(_ channel: ChannelRecord) async throws {
         try await run(
-            StoreStatements.saveChannel,
-            [
-                .text(channel.channelID), .text(channel.key), .integer(Int64(channel.storagePolicy)), .seconds(channel.createdAt),
-                .seconds(channel.deleteAfter), .seconds(channel.deletedAt), .text(channel.environment.rawValue), .text(channel.bundleID),
-            ])
+            StoreStatements.saveChannel, ChannelRecord.table.arguments(channel))
     }
 
     package func channels() async throws -> [ChannelRecord] {

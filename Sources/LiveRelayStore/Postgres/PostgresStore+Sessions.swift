@@ -14,11 +14,7 @@ extension PostgresStore {
         try await transaction { db in
             try await db.run(StoreStatements.deleteExpiredDashboardSessions, [.seconds(session.signedInAt)])
             try await db.run(
-                StoreStatements.insertDashboardSession,
-                [
-                    .bytes(Array(session.idHash)), .text(session.apiKeyID), .text(session.formToken), .seconds(session.signedInAt),
-                    .seconds(session.expiresAt),
-                ])
+                StoreStatements.insertDashboardSession, DashboardSessionRecord.table.arguments(session))
         }
     }
 

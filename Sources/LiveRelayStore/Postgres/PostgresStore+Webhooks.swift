@@ -10,7 +10,7 @@ extension PostgresStore {
             try await numberEvents(db)
             let count = try await db.rows(WebhookStatements.countAppEndpoints, [.text(endpoint.bundleID)]).first?.int(0) ?? 0
             guard count < limit else { return false }
-            try await db.run(WebhookStatements.insertEndpoint, WebhookStatements.endpointArguments(endpoint))
+            try await db.run(WebhookStatements.insertEndpoint, WebhookEndpointRecord.table.arguments(endpoint))
             return true
         }
     }

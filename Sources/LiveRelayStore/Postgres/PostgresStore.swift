@@ -127,17 +127,8 @@ extension PostgresStore {
         return activity
     }
 
-    static func arguments(_ activity: ActivityRecord) -> [SQLArgument] {
-        [
-            .text(activity.key), .text(activity.attributesType), .text(activity.attributes?.serializedString), .text(activity.state.rawValue),
-            .text(activity.contentState?.serializedString), .seconds(activity.staleDate), .real(activity.relevanceScore),
-            .seconds(activity.startedAt), .seconds(activity.endedAt), .text(activity.endReason?.rawValue), .seconds(activity.dismissalDate),
-            .integer(activity.lastTimestamp), .text(activity.bundleID), .text(activity.storedAlert), .seconds(activity.alertAt),
-        ]
-    }
-
     static func insert(_ db: PostgresConnection, activity: ActivityRecord) async throws {
-        try await db.run(StoreStatements.insertActivity, arguments(activity))
+        try await db.run(StoreStatements.insertActivity, ActivityRecord.table.arguments(activity))
         for (environment, channelID) in activity.channelIDs {
             try await db.run(
                 StoreStatements.insertActivityChannel,

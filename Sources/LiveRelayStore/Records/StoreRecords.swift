@@ -342,6 +342,13 @@ package struct ChannelListenerRecord: Sendable, Hashable {
 }
 
 extension ActivityTokenRecord {
+    /// The token as a registration saves it: live (again).
+    var live: Self {
+        var token = self
+        (token.state, token.stateReason) = (.live, nil)
+        return token
+    }
+
     /// The token's registration, as the outbox's rules take it.
     func report(isNew: Bool) -> ReportedActivity {
         ReportedActivity(bundleID: bundleID, key: key, deviceID: deviceID, activityID: activityID, environment: environment, isNew: isNew)
@@ -349,6 +356,13 @@ extension ActivityTokenRecord {
 }
 
 extension ChannelListenerRecord {
+    /// The listener as a registration saves it: listening (again).
+    var live: Self {
+        var listener = self
+        (listener.state, listener.stateReason) = (.live, nil)
+        return listener
+    }
+
     func report(isNew: Bool) -> ReportedActivity {
         ReportedActivity(
             bundleID: bundleID, key: key, deviceID: deviceID, activityID: activityID, environment: environment, channelID: channelID, isNew: isNew)

@@ -106,11 +106,7 @@ extension SQLiteStore {
     package func insertSchedule(_ schedule: ScheduleRecord, context: WriteContext) async throws {
         try await write { db in
             try db.run(
-                StoreStatements.insertSchedule,
-                [
-                    schedule.id, schedule.key, schedule.action.rawValue, schedule.request.serializedString, schedule.dueAt.seconds,
-                    schedule.state.rawValue, try schedule.result?.storedText(), schedule.createdAt.seconds, schedule.bundleID,
-                ])
+                StoreStatements.insertSchedule, ScheduleRecord.table.arguments(schedule).sqlite)
             try Self.record(db, context: context, answer: .scheduled(schedule), at: schedule.createdAt)
         }
     }

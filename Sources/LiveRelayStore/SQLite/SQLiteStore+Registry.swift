@@ -11,11 +11,7 @@ extension SQLiteStore {
         try await write { db in
             for app in apps {
                 try db.run(
-                    StoreStatements.saveApp,
-                    [
-                        app.bundleID, app.teamID, app.keyID, app.sealedSigningKey, app.createdAt.seconds, app.updatedAt.seconds,
-                        app.storedUngrantedReports,
-                    ])
+                    StoreStatements.saveApp, AppRecord.table.arguments(app).sqlite)
             }
         }
     }
@@ -44,8 +40,7 @@ extension SQLiteStore {
     package func insertAPIKey(_ key: APIKeyRecord) async throws {
         try await write { db in
             try db.run(
-                StoreStatements.insertAPIKey,
-                [key.id, key.name, key.scope.rawValue, key.secretHash, key.createdAt.seconds, key.revokedAt?.seconds, key.bundleID])
+                StoreStatements.insertAPIKey, APIKeyRecord.table.arguments(key).sqlite)
         }
     }
 
@@ -81,11 +76,7 @@ extension SQLiteStore {
         try await write { db in
             try db.run(StoreStatements.forgetTokenOfOtherDevices, [token.bundleID, token.token, token.deviceID])
             try db.run(
-                StoreStatements.savePushToStartToken,
-                [
-                    token.deviceID, token.attributesType, token.userID, token.token, token.frequentPushesEnabled,
-                    token.environment.rawValue, token.updatedAt.seconds, token.bundleID, token.systemVersion?.description, token.appVersion,
-                ])
+                StoreStatements.savePushToStartToken, PushToStartTokenRecord.table.arguments(token).sqlite)
             if let version = token.appVersion {
                 for statement in StoreStatements.updateDeviceAppVersion { try db.run(statement, [version, token.bundleID, token.deviceID, version]) }
             }
@@ -116,11 +107,7 @@ extension SQLiteStore {
             }
             let before = try db.fetchOne(StoreStatements.tokenState, [token.bundleID, token.key, token.deviceID]) { $0[0] as String }
             try db.run(
-                StoreStatements.saveActivityToken,
-                [
-                    token.key, token.deviceID, token.activityID, token.token, token.frequentPushesEnabled,
-                    token.registeredAt.seconds, token.environment.rawValue, token.bundleID, token.reportedBy, token.appVersion,
-                ])
+                StoreStatements.saveActivityToken, ActivityTokenRecord.table.arguments(token.live).sqlite)
             if let version = token.appVersion {
                 for statement in StoreStatements.updateDeviceAppVersion { try db.run(statement, [version, token.bundleID, token.deviceID, version]) }
             }
@@ -159,11 +146,7 @@ extension SQLiteStore {
             }
             let before = try db.fetchOne(StoreStatements.listenerState, [listener.bundleID, listener.key, listener.deviceID]) { $0[0] as String }
             try db.run(
-                StoreStatements.saveChannelListener,
-                [
-                    listener.bundleID, listener.key, listener.deviceID, listener.activityID, listener.channelID, listener.environment.rawValue,
-                    listener.registeredAt.seconds, listener.reportedBy,
-                ])
+                StoreStatements.saveChannelListener, ChannelListenerRecord.table.arguments(listener.live).sqlite)
             try db.carryOut(.activityReported(listener.report(isNew: before != ActivityTokenState.live.rawValue)), at: listener.registeredAt)
             return activity
         }
@@ -225,19 +208,13 @@ extension SQLiteStore {
             // A token's last result is that of its newest delivery that was attempted.
             try db.fetchAll(
                 """
-                SELECT \(ActivityTokenRecord.columns("t")), d.apns_status, d.apns_reason, d.attempted_at
+                SELECT \(ActivityTokenRecord.table.list("t")), d.apns_status, d.apns_reason, d.attempted_at
                 FROM activity_tokens t LEFT JOIN deliveries d ON d.id = (
                     SELECT id FROM deliveries
                     WHERE bundle_id = t.bundle_id AND key = t.key AND device_id = t.device_id AND token = t.token AND attempts > 0
                     ORDER BY created_at DESC, id DESC LIMIT 1)
                 WHERE t.bundle_id = ? AND t.key = ? ORDER BY t.device_id
-                """, [app, key]
-            ) { row in
-                var token = try ActivityTokenRecord(row: row)
-                let last = ActivityTokenRecord.names.count
-                (token.lastStatus, token.lastReason, token.lastDeliveryAt) = (row.int(last), row.text(last + 1), row.date(last + 2))
-                return token
-            }
+                """, [app, key], as: ActivityTokenRecord.withLastDelivery(row:))
         }
     }
 
@@ -287,11 +264,7 @@ extension SQLiteStore {
     package func saveContract(_ contract: ContractRecord) async throws {
         try await write { db in
             try db.run(
-                StoreStatements.saveContract,
-                [
-                    contract.bundleID, contract.attributesType, contract.contract.serializedString, contract.updatedAt.seconds,
-                    contract.appVersion, contract.pinned,
-                ])
+                StoreStatements.saveContract, ContractRecord.table.arguments(contract).sqlite)
         }
     }
 
@@ -312,11 +285,7 @@ extension SQLiteStore {
     package func saveChannel(_ channel: ChannelRecord) async throws {
         try await write { db in
             try db.run(
-                StoreStatements.saveChannel,
-                [
-                    channel.channelID, channel.key, channel.storagePolicy, channel.createdAt.seconds, channel.deleteAfter?.seconds,
-                    channel.deletedAt?.seconds, channel.environment.rawValue, channel.bundleID,
-                ])
+                StoreStatements.saveChannel, ChannelRecord.table.arguments(channel).sqlite)
         }
     }
 

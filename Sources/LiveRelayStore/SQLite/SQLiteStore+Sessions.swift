@@ -11,8 +11,7 @@ extension SQLiteStore {
         try await write { db in
             try db.run(StoreStatements.deleteExpiredDashboardSessions, [session.signedInAt.seconds])
             try db.run(
-                StoreStatements.insertDashboardSession,
-                [session.idHash, session.apiKeyID, session.formToken, session.signedInAt.seconds, session.expiresAt.seconds])
+                StoreStatements.insertDashboardSession, DashboardSessionRecord.table.arguments(session).sqlite)
         }
     }
 

@@ -7,7 +7,7 @@ extension SQLiteStore {
         try await write { db in
             let count = try Int.fetchOne(db, sql: WebhookStatements.countAppEndpoints, arguments: [endpoint.bundleID]) ?? 0
             guard count < limit else { return false }
-            try db.run(WebhookStatements.insertEndpoint, arguments(WebhookStatements.endpointArguments(endpoint)))
+            try db.run(WebhookStatements.insertEndpoint, WebhookEndpointRecord.table.arguments(endpoint).sqlite)
             return true
         }
     }
@@ -20,7 +20,7 @@ extension SQLiteStore {
 
     package func updateWebhookEndpoint(_ endpoint: WebhookEndpointRecord) async throws -> Bool {
         try await write { db in
-            try db.run(WebhookStatements.updateEndpoint, arguments(WebhookStatements.updateArguments(endpoint)))
+            try db.run(WebhookStatements.updateEndpoint, WebhookStatements.updateArguments(endpoint).sqlite)
             return db.changesCount > 0
         }
     }
@@ -50,7 +50,7 @@ extension SQLiteStore {
             let statement = OutboxStatements.record(event, at: at, id: id)
             try db.run(statement.text, statement.sqliteArguments)
             // Outside the key's order (number 0): a test waits for nothing and holds nothing up.
-            try db.run(WebhookStatements.redeliver, arguments([.text(endpointID), .text(id), .integer(0), .text(event.key), .seconds(at)]))
+            try db.run(WebhookStatements.redeliver, [.text(endpointID), .text(id), .integer(0), .text(event.key), .seconds(at)].sqlite)
             return id
         }
     }
@@ -60,7 +60,7 @@ extension SQLiteStore {
             guard let endpoint = try db.fetchOne(WebhookStatements.endpoint, [endpointID], as: WebhookEndpointRecord.init(row:)),
                 let event = try db.fetchOne(WebhookStatements.appEvent, [endpoint.bundleID, eventID], as: { ($0.integer(0) ?? 0, $0.string(1)) })
             else { return false }
-            try db.run(WebhookStatements.redeliver, arguments([.text(endpointID), .text(eventID), .integer(event.0), .text(event.1), .seconds(at)]))
+            try db.run(WebhookStatements.redeliver, [.text(endpointID), .text(eventID), .integer(event.0), .text(event.1), .seconds(at)].sqlite)
             return true
         }
     }
@@ -74,9 +74,9 @@ extension SQLiteStore {
             // One writer: the log's numbers are drawn in commit order, so the feed skips none.
             let last = try db.fetchOne(WebhookStatements.lastEvent, as: { $0.integer(0) ?? 0 }) ?? 0
             let batch = Int64(WebhookStatements.feedBatch)
-            try db.run(WebhookStatements.feed, arguments([.seconds(now), .integer(batch), .integer(last), .integer(last)]))
+            try db.run(WebhookStatements.feed, [.seconds(now), .integer(batch), .integer(last), .integer(last)].sqlite)
             try db.run(
-                WebhookStatements.advanceCursors, arguments([.integer(batch), .integer(last), .integer(batch), .integer(last), .integer(last)]))
+                WebhookStatements.advanceCursors, [.integer(batch), .integer(last), .integer(batch), .integer(last), .integer(last)].sqlite)
             let ids = try db.fetchAll(WebhookStatements.due, [now.seconds, now.seconds, now.seconds, perEndpoint, limit], as: { $0.integer(0) ?? 0 })
             guard !ids.isEmpty else { return [] }
             let lease = WebhookStatements.lease(ids, until: leaseUntil)
@@ -112,9 +112,5 @@ extension SQLiteStore {
 
     package func webhookDeliveries(endpointID: String, limit: Int) async throws -> [WebhookDeliveryRecord] {
         try await pool.read { db in try db.fetchAll(WebhookStatements.deliveries, [endpointID, limit], as: WebhookDeliveryRecord.init(row:)) }
-    }
-
-    private func arguments(_ values: [SQLArgument]) -> StatementArguments {
-        SQLStatement(text: "", arguments: values).sqliteArguments
     }
 }

@@ -135,7 +135,7 @@ extension SQLiteStore {
 
     static func insert(_ db: Database, activity: ActivityRecord) throws {
         try db.run(
-            StoreStatements.insertActivity, activityArguments(activity))
+            StoreStatements.insertActivity, ActivityRecord.table.arguments(activity).sqlite)
         for (environment, channelID) in activity.channelIDs {
             try db.run(
                 StoreStatements.insertActivityChannel,
@@ -171,15 +171,6 @@ extension SQLiteStore {
                     activity.key,
                 ])
         }
-    }
-
-    static func activityArguments(_ activity: ActivityRecord) -> StatementArguments {
-        [
-            activity.key, activity.attributesType, activity.attributes?.serializedString, activity.state.rawValue,
-            activity.contentState?.serializedString, activity.staleDate?.seconds, activity.relevanceScore, activity.startedAt.seconds,
-            activity.endedAt?.seconds, activity.endReason?.rawValue, activity.dismissalDate?.seconds, activity.lastTimestamp, activity.bundleID,
-            activity.storedAlert, activity.alertAt?.seconds,
-        ]
     }
 
     static func pushToStartTokens(
@@ -332,9 +323,14 @@ extension Date {
 }
 
 extension SQLStatement {
-    var sqliteArguments: StatementArguments {
+    var sqliteArguments: StatementArguments { arguments.sqlite }
+}
+
+extension [SQLArgument] {
+    /// The values as GRDB binds them.
+    var sqlite: StatementArguments {
         StatementArguments(
-            arguments.map { argument -> (any DatabaseValueConvertible)? in
+            map { argument -> (any DatabaseValueConvertible)? in
                 switch argument {
                 case .text(let value): value
                 case .real(let value): value

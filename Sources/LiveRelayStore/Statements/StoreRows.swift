@@ -1,9 +1,9 @@
 import Foundation
 import LiveActivityKit
 
-/// A row of a store's query, read by column position, whichever engine ran it: each record is
-/// decoded here once for every engine, from the columns its `columns` lists in that order. Times
-/// are seconds since 1970 in every engine.
+/// A row of a store's query, whichever engine ran it. Records are read by column name, as their
+/// `ColumnTable` lists them (`NamedRow`); a query of a few bare values reads them by position.
+/// Times are seconds since 1970 in every engine.
 protocol StoreRow {
     func text(_ index: Int) -> String?
     func real(_ index: Int) -> Double?
@@ -62,14 +62,24 @@ extension StoreRow {
 }
 
 extension AppRecord {
-    static let columns = "bundle_id, team_id, key_id, signing_key, created_at, updated_at, ungranted_reports"
+    static let table = ColumnTable<AppRecord>(
+        "apps",
+        [
+            .text("bundle_id") { $0.bundleID }, .text("team_id") { $0.teamID }, .text("key_id") { $0.keyID },
+            .text("signing_key") { $0.sealedSigningKey }, .date("created_at") { $0.createdAt }, .date("updated_at") { $0.updatedAt },
+            .text("ungranted_reports") { $0.storedUngrantedReports },
+        ])
+    static let columns = table.list
 
     init(row: some StoreRow) throws {
+        let row = Self.table.read(row)
         self.init(
-            bundleID: row.string(0), teamID: row.string(1), keyID: row.string(2), sealedSigningKey: row.string(3), createdAt: row.date(4)!,
-            updatedAt: row.date(5)!,
+            bundleID: row.string("bundle_id"), teamID: row.string("team_id"), keyID: row.string("key_id"),
+            sealedSigningKey: row.string("signing_key"), createdAt: row.date("created_at")!, updatedAt: row.date("updated_at")!,
             ungrantedReports: Set(
-                try row.string(6).split(separator: ",").map { try PushEnvironment(stored: String($0), column: "apps.ungranted_reports") }))
+                try row.string("ungranted_reports").split(separator: ",").map {
+                    try PushEnvironment(stored: String($0), column: "apps.ungranted_reports")
+                }))
     }
 
     /// `ungrantedReports` as its column keeps it: the environments' names, sorted, comma-separated.
@@ -77,52 +87,87 @@ extension AppRecord {
 }
 
 extension APIKeyRecord {
-    static let columns = "id, name, scope, secret_hash, created_at, revoked_at, bundle_id"
+    static let table = ColumnTable<APIKeyRecord>(
+        "api_keys",
+        [
+            .text("id") { $0.id }, .text("name") { $0.name }, .name("scope") { $0.scope }, .bytes("secret_hash") { Array($0.secretHash) },
+            .date("created_at") { $0.createdAt }, .date("revoked_at") { $0.revokedAt }, .text("bundle_id") { $0.bundleID },
+        ])
+    static let columns = table.list
 
     init(row: some StoreRow) throws {
+        let row = Self.table.read(row)
         self.init(
-            id: row.string(0), name: row.string(1), scope: try row.value(2, "api_keys.scope"), bundleID: row.text(6),
-            secretHash: Data(row.bytes(3)), createdAt: row.date(4)!, revokedAt: row.date(5))
+            id: row.string("id"), name: row.string("name"), scope: try row.value("scope"), bundleID: row.text("bundle_id"),
+            secretHash: Data(row.bytes("secret_hash")), createdAt: row.date("created_at")!, revokedAt: row.date("revoked_at"))
     }
 }
 
 extension DashboardSessionRecord {
+    static let table = ColumnTable<DashboardSessionRecord>(
+        "dashboard_sessions",
+        [
+            .bytes("id_hash") { Array($0.idHash) }, .text("api_key_id") { $0.apiKeyID }, .text("form_token") { $0.formToken },
+            .date("signed_in_at") { $0.signedInAt }, .date("expires_at") { $0.expiresAt },
+        ])
+
     /// From `StoreStatements.dashboardSession`: the key's columns, then the session's.
     init(row: some StoreRow, idHash: Data) {
+        let row = Self.table.read(row, from: APIKeyRecord.table.count)
         self.init(
-            idHash: idHash, apiKeyID: row.string(7), formToken: row.string(8), signedInAt: row.date(9)!, expiresAt: row.date(10)!)
+            idHash: idHash, apiKeyID: row.string("api_key_id"), formToken: row.string("form_token"), signedInAt: row.date("signed_in_at")!,
+            expiresAt: row.date("expires_at")!)
     }
 }
 
 extension PushToStartTokenRecord {
-    static let columns =
-        "device_id, attributes_type, user_id, token, frequent_pushes, environment, updated_at, dead_reason, bundle_id, system_version, app_version"
+    static let table = ColumnTable<PushToStartTokenRecord>(
+        "push_to_start_tokens",
+        [
+            .text("device_id") { $0.deviceID }, .text("attributes_type") { $0.attributesType }, .text("user_id") { $0.userID },
+            .text("token") { $0.token }, .bool("frequent_pushes") { $0.frequentPushesEnabled }, .name("environment") { $0.environment },
+            .date("updated_at") { $0.updatedAt }, .text("dead_reason") { $0.deadReason }, .text("bundle_id") { $0.bundleID },
+            .text("system_version") { $0.systemVersion?.description }, .text("app_version") { $0.appVersion },
+        ])
+    static let columns = table.list
 
     init(row: some StoreRow) throws {
+        let row = Self.table.read(row)
         self.init(
-            bundleID: row.string(8), deviceID: row.string(0), attributesType: row.string(1), userID: row.text(2), token: row.string(3),
-            frequentPushesEnabled: row.bool(4), environment: try row.value(5, "push_to_start_tokens.environment"), updatedAt: row.date(6)!,
-            deadReason: row.text(7), systemVersion: row.text(9).flatMap(SystemVersion.init), appVersion: row.text(10))
+            bundleID: row.string("bundle_id"), deviceID: row.string("device_id"), attributesType: row.string("attributes_type"),
+            userID: row.text("user_id"), token: row.string("token"), frequentPushesEnabled: row.bool("frequent_pushes"),
+            environment: try row.value("environment"), updatedAt: row.date("updated_at")!, deadReason: row.text("dead_reason"),
+            systemVersion: row.text("system_version").flatMap(SystemVersion.init), appVersion: row.text("app_version"))
     }
 }
 
 extension ActivityRecord {
-    static let columns = names.joined(separator: ", ")
-
-    /// The columns `init(row:)` reads, in order; what a query selects after them starts at `names.count`.
-    static let names = [
-        "key", "attributes_type", "attributes", "state", "content_state", "stale_date", "relevance_score", "started_at", "ended_at",
-        "end_reason", "dismissal_date", "last_timestamp", "bundle_id", "alert", "alert_at",
-    ]
+    static let table = ColumnTable<ActivityRecord>(
+        "activities",
+        [
+            .text("key") { $0.key }, .text("attributes_type") { $0.attributesType }, .text("attributes") { $0.attributes?.serializedString },
+            .name("state") { $0.state }, .text("content_state") { $0.contentState?.serializedString }, .date("stale_date") { $0.staleDate },
+            .real("relevance_score") { $0.relevanceScore }, .date("started_at") { $0.startedAt }, .date("ended_at") { $0.endedAt },
+            .name("end_reason") { $0.endReason }, .date("dismissal_date") { $0.dismissalDate },
+            .integer("last_timestamp") { $0.lastTimestamp }, .text("bundle_id") { $0.bundleID }, .text("alert") { $0.storedAlert },
+            .date("alert_at") { $0.alertAt },
+        ])
+    static let columns = table.list
 
     /// A key without its channels, which are read from `activity_channels`.
     init(row: some StoreRow) throws {
+        try self.init(row: Self.table.read(row))
+    }
+
+    private init(row: NamedRow<some StoreRow>) throws {
         self.init(
-            bundleID: row.string(12), key: row.string(0), attributesType: row.string(1), attributes: row.json(2),
-            state: try row.value(3, "activities.state"), contentState: row.json(4), staleDate: row.date(5),
-            relevanceScore: row.real(6), startedAt: row.date(7)!, endedAt: row.date(8), endReason: try row.optionalValue(9, "activities.end_reason"),
-            dismissalDate: row.date(10), lastTimestamp: row.integer(11) ?? 0,
-            alert: try row.text(13).map { try JSONDecoder().decode(AlertConfiguration.self, from: Data($0.utf8)) }, alertAt: row.date(14))
+            bundleID: row.string("bundle_id"), key: row.string("key"), attributesType: row.string("attributes_type"),
+            attributes: row.json("attributes"), state: try row.value("state"), contentState: row.json("content_state"),
+            staleDate: row.date("stale_date"), relevanceScore: row.real("relevance_score"), startedAt: row.date("started_at")!,
+            endedAt: row.date("ended_at"), endReason: try row.optionalValue("end_reason"), dismissalDate: row.date("dismissal_date"),
+            lastTimestamp: row.integer("last_timestamp") ?? 0,
+            alert: try row.text("alert").map { try JSONDecoder().decode(AlertConfiguration.self, from: Data($0.utf8)) },
+            alertAt: row.date("alert_at"))
     }
 
     /// The alert as its column keeps it (JSON).
@@ -130,112 +175,176 @@ extension ActivityRecord {
         alert.flatMap { try? JSONEncoder().encode($0) }.map { String(decoding: $0, as: UTF8.self) }
     }
 
-    /// The columns of a listing: a key's, then its devices by state, those with an update token
-    /// and those listening to its channel (`listed(row:)`).
+    /// A listing's row: a key's columns, then its devices by state (`devices_live`…), those with
+    /// an update token and those listening to its channel.
+    private static let listedTable = table.appending(ActivityTokenState.allCases.map { "devices_\($0.rawValue)" })
+
+    /// The columns of a listing (`listed(row:)`).
     static let listedColumns =
         columns + ", "
         + ActivityTokenState.allCases.map { state in
             ["activity_tokens", "channel_listeners"].map { table in
                 "(SELECT count(*) FROM \(table) t WHERE t.bundle_id = activities.bundle_id AND t.key = activities.key AND t.state = '\(state.rawValue)')"
-            }.joined(separator: " + ")
+            }.joined(separator: " + ") + " AS devices_\(state.rawValue)"
         }.joined(separator: ", ")
 
     static func listed(row: some StoreRow) throws -> ActivityRecord {
+        let row = listedTable.read(row)
         var activity = try ActivityRecord(row: row)
         activity.devices = ActivityDevices(
-            counts: Dictionary(
-                uniqueKeysWithValues: ActivityTokenState.allCases.enumerated().map { ($0.element, row.int(names.count + $0.offset) ?? 0) }))
+            counts: Dictionary(uniqueKeysWithValues: ActivityTokenState.allCases.map { ($0, row.int("devices_\($0.rawValue)") ?? 0) }))
         return activity
     }
 }
 
 extension ActivityTokenRecord {
-    static let columns = columns(nil)
+    static let table = ColumnTable<ActivityTokenRecord>(
+        "activity_tokens",
+        [
+            .text("key") { $0.key }, .text("device_id") { $0.deviceID }, .text("activity_id") { $0.activityID }, .text("token") { $0.token },
+            .bool("frequent_pushes") { $0.frequentPushesEnabled }, .date("registered_at") { $0.registeredAt }, .name("state") { $0.state },
+            .text("state_reason") { $0.stateReason }, .name("environment") { $0.environment }, .text("bundle_id") { $0.bundleID },
+            .text("reported_by") { $0.reportedBy }, .text("app_version") { $0.appVersion },
+        ])
+    static let columns = table.list
 
-    /// The columns `init(row:)` reads, in order; what a query selects after them starts at `names.count`.
-    static let names = [
-        "key", "device_id", "activity_id", "token", "frequent_pushes", "registered_at", "state", "state_reason", "environment", "bundle_id",
-        "reported_by", "app_version",
-    ]
-
-    /// The columns `init(row:)` reads, of the table named `alias` if given.
-    static func columns(_ alias: String?) -> String {
-        names.map { column in alias.map { "\($0).\(column)" } ?? column }.joined(separator: ", ")
-    }
+    /// A token with its last result, as `activityTokens(app:key:)` reads it: its columns, then
+    /// the last delivery's.
+    private static let lastDeliveryColumns = table.appending(["apns_status", "apns_reason", "attempted_at"])
 
     /// A token without its last result, which comes from the deliveries.
     init(row: some StoreRow) throws {
+        try self.init(row: Self.table.read(row))
+    }
+
+    init(row: NamedRow<some StoreRow>) throws {
         self.init(
-            bundleID: row.string(9), key: row.string(0), deviceID: row.string(1), activityID: row.text(2), token: row.string(3),
-            frequentPushesEnabled: row.bool(4), environment: try row.value(8, "activity_tokens.environment"), registeredAt: row.date(5)!,
-            state: try row.value(6, "activity_tokens.state"), stateReason: row.text(7), reportedBy: row.text(10), appVersion: row.text(11))
+            bundleID: row.string("bundle_id"), key: row.string("key"), deviceID: row.string("device_id"), activityID: row.text("activity_id"),
+            token: row.string("token"), frequentPushesEnabled: row.bool("frequent_pushes"), environment: try row.value("environment"),
+            registeredAt: row.date("registered_at")!, state: try row.value("state"), stateReason: row.text("state_reason"),
+            reportedBy: row.text("reported_by"), appVersion: row.text("app_version"))
+    }
+
+    /// A token with its last delivery's answer (`lastDeliveryColumns`).
+    static func withLastDelivery(row: some StoreRow) throws -> ActivityTokenRecord {
+        let row = lastDeliveryColumns.read(row)
+        var token = try ActivityTokenRecord(row: row)
+        token.lastStatus = row.int("apns_status")
+        token.lastReason = row.text("apns_reason")
+        token.lastDeliveryAt = row.date("attempted_at")
+        return token
     }
 }
 
 extension EventRecord {
-    static let columns = "seq, id, type, bundle_id, environment, key, device_id, occurred_at, data"
+    static let table = ColumnTable<EventRecord>(
+        "events",
+        [
+            .filled("seq"), .text("id") { $0.id }, .name("type") { $0.type }, .text("bundle_id") { $0.bundleID },
+            .name("environment") { $0.environment }, .text("key") { $0.key }, .text("device_id") { $0.deviceID },
+            .date("occurred_at") { $0.occurredAt }, .text("data") { $0.data.serializedString },
+        ])
+    static let columns = table.list
 
     init(row: some StoreRow) throws {
-        let environment = try row.text(4).map { text in
-            guard let value = PushEnvironment(rawValue: text) else { throw UnreadableStoreValue(column: "events.environment", value: "\"\(text)\"") }
-            return value
-        }
+        try self.init(row: Self.table.read(row))
+    }
+
+    init(row: NamedRow<some StoreRow>) throws {
         self.init(
-            sequence: row.integer(0) ?? 0, id: row.string(1), type: try row.value(2, "events.type"), bundleID: row.string(3),
-            environment: environment, key: row.string(5), deviceID: row.text(6), occurredAt: row.date(7)!,
-            data: (try? JSONValue(parsing: row.string(8))) ?? .object([]))
+            sequence: row.integer("seq") ?? 0, id: row.string("id"), type: try row.value("type"), bundleID: row.string("bundle_id"),
+            environment: try row.optionalValue("environment"), key: row.string("key"), deviceID: row.text("device_id"),
+            occurredAt: row.date("occurred_at")!, data: (try? JSONValue(parsing: row.string("data"))) ?? .object([]))
     }
 }
 
 extension ChannelListenerRecord {
-    static let columns =
-        "bundle_id, key, device_id, activity_id, channel_id, environment, registered_at, state, state_reason, reported_by"
+    static let table = ColumnTable<ChannelListenerRecord>(
+        "channel_listeners",
+        [
+            .text("bundle_id") { $0.bundleID }, .text("key") { $0.key }, .text("device_id") { $0.deviceID },
+            .text("activity_id") { $0.activityID }, .text("channel_id") { $0.channelID }, .name("environment") { $0.environment },
+            .date("registered_at") { $0.registeredAt }, .name("state") { $0.state }, .text("state_reason") { $0.stateReason },
+            .text("reported_by") { $0.reportedBy },
+        ])
+    static let columns = table.list
 
     init(row: some StoreRow) throws {
+        let row = Self.table.read(row)
         self.init(
-            bundleID: row.string(0), key: row.string(1), deviceID: row.string(2), activityID: row.text(3), channelID: row.string(4),
-            environment: try row.value(5, "channel_listeners.environment"), registeredAt: row.date(6)!,
-            state: try row.value(7, "channel_listeners.state"), stateReason: row.text(8), reportedBy: row.text(9))
+            bundleID: row.string("bundle_id"), key: row.string("key"), deviceID: row.string("device_id"), activityID: row.text("activity_id"),
+            channelID: row.string("channel_id"), environment: try row.value("environment"), registeredAt: row.date("registered_at")!,
+            state: try row.value("state"), stateReason: row.text("state_reason"), reportedBy: row.text("reported_by"))
     }
 }
 
 extension ChannelRecord {
-    static let columns = "channel_id, key, storage_policy, created_at, delete_after, deleted_at, environment, bundle_id"
+    static let table = ColumnTable<ChannelRecord>(
+        "channels",
+        [
+            .text("channel_id") { $0.channelID }, .text("key") { $0.key }, .integer("storage_policy") { Int64($0.storagePolicy) },
+            .date("created_at") { $0.createdAt }, .date("delete_after") { $0.deleteAfter }, .date("deleted_at") { $0.deletedAt },
+            .name("environment") { $0.environment }, .text("bundle_id") { $0.bundleID },
+        ])
+    static let columns = table.list
 
     init(row: some StoreRow) throws {
+        let row = Self.table.read(row)
         self.init(
-            channelID: row.string(0), bundleID: row.string(7), environment: try row.value(6, "channels.environment"), key: row.text(1),
-            storagePolicy: row.int(2) ?? 0, createdAt: row.date(3)!, deleteAfter: row.date(4), deletedAt: row.date(5))
+            channelID: row.string("channel_id"), bundleID: row.string("bundle_id"), environment: try row.value("environment"),
+            key: row.text("key"), storagePolicy: row.int("storage_policy") ?? 0, createdAt: row.date("created_at")!,
+            deleteAfter: row.date("delete_after"), deletedAt: row.date("deleted_at"))
     }
 }
 
 extension ContractRecord {
-    static let columns = "bundle_id, attributes_type, contract, updated_at, app_version, pinned"
+    static let table = ColumnTable<ContractRecord>(
+        "contracts",
+        [
+            .text("bundle_id") { $0.bundleID }, .text("attributes_type") { $0.attributesType }, .text("contract") { $0.contract.serializedString },
+            .date("updated_at") { $0.updatedAt }, .text("app_version") { $0.appVersion }, .bool("pinned") { $0.pinned },
+        ])
+    static let columns = table.list
 
     init(row: some StoreRow) {
+        let row = Self.table.read(row)
         self.init(
-            bundleID: row.string(0), attributesType: row.string(1), appVersion: row.string(4), contract: row.json(2) ?? .null,
-            updatedAt: row.date(3)!, pinned: row.bool(5))
+            bundleID: row.string("bundle_id"), attributesType: row.string("attributes_type"), appVersion: row.string("app_version"),
+            contract: row.json("contract") ?? .null, updatedAt: row.date("updated_at")!, pinned: row.bool("pinned"))
     }
 }
 
 extension ScheduleRecord {
-    static let columns = "id, key, action, request, due_at, state, result, created_at, bundle_id"
+    static let table = ColumnTable<ScheduleRecord>(
+        "schedules",
+        [
+            .text("id") { $0.id }, .text("key") { $0.key }, .name("action") { $0.action }, .text("request") { $0.request.serializedString },
+            .date("due_at") { $0.dueAt }, .name("state") { $0.state }, .text("result") { (try? $0.result?.storedText()) ?? nil },
+            .date("created_at") { $0.createdAt }, .text("bundle_id") { $0.bundleID },
+        ])
+    static let columns = table.list
 
     init(row: some StoreRow) throws {
-        let state: State = try row.value(5, "schedules.state")
+        let row = Self.table.read(row)
+        let state: State = try row.value("state")
         self.init(
-            id: row.string(0), bundleID: row.string(8), key: row.string(1), action: try row.value(2, "schedules.action"),
-            request: row.json(3) ?? .null, dueAt: row.date(4)!, state: state, result: ScheduleResult(stored: row.text(6), state: state),
-            createdAt: row.date(7)!)
+            id: row.string("id"), bundleID: row.string("bundle_id"), key: row.string("key"), action: try row.value("action"),
+            request: row.json("request") ?? .null, dueAt: row.date("due_at")!, state: state,
+            result: ScheduleResult(stored: row.text("result"), state: state), createdAt: row.date("created_at")!)
     }
 }
 
 extension DeliveryRecord {
-    static let columns = """
-        id, key, event, target, device_id, token, channel_id, payload_id, priority, priority_reason, expiration, timestamp, \
-        request_id, status, attempts, next_attempt_at, created_at, finished_at, apns_status, apns_reason, apns_id, environment, bundle_id
-        """
+    /// A push's columns; its payload is a row of its own, which many pushes share. Pushes are
+    /// written by the outbox's own statements (a fan-out's straight from the tokens).
+    static let table = ColumnTable<DeliveryRecord>(
+        "deliveries",
+        [
+            "id", "key", "event", "target", "device_id", "token", "channel_id", "payload_id", "priority", "priority_reason", "expiration",
+            "timestamp", "request_id", "status", "attempts", "next_attempt_at", "created_at", "finished_at", "apns_status", "apns_reason",
+            "apns_id", "environment", "bundle_id",
+        ].map { .filled($0) })
+    static let columns = table.list
 }
 
 /// A delivery read without its payload, which many deliveries share: each payload is read once.
@@ -244,14 +353,17 @@ struct DeliveryRow {
     var payloadID: Int64
 
     init(row: some StoreRow) throws {
-        let target = DeliveryTarget(kind: try row.value(3, "deliveries.target"), deviceID: row.text(4), token: row.text(5), channelID: row.text(6))
-        payloadID = row.integer(7) ?? 0
+        let row = DeliveryRecord.table.read(row)
+        let target = DeliveryTarget(
+            kind: try row.value("target"), deviceID: row.text("device_id"), token: row.text("token"), channelID: row.text("channel_id"))
+        payloadID = row.integer("payload_id") ?? 0
         record = DeliveryRecord(
-            id: row.integer(0) ?? 0, bundleID: row.string(22), key: row.string(1), event: try row.value(2, "deliveries.event"), target: target,
-            environment: try row.value(21, "deliveries.environment"), payload: [], priority: try row.value(8, "deliveries.priority"),
-            priorityReason: row.string(9), expiration: row.integer(10), timestamp: row.integer(11) ?? 0, requestID: row.string(12),
-            status: try row.value(13, "deliveries.status"), attempts: row.int(14) ?? 0, nextAttemptAt: row.date(15)!,
-            createdAt: row.date(16)!, finishedAt: row.date(17), apnsStatus: row.int(18), apnsReason: row.text(19), apnsID: row.text(20))
+            id: row.integer("id") ?? 0, bundleID: row.string("bundle_id"), key: row.string("key"), event: try row.value("event"),
+            target: target, environment: try row.value("environment"), payload: [], priority: try row.value("priority"),
+            priorityReason: row.string("priority_reason"), expiration: row.integer("expiration"), timestamp: row.integer("timestamp") ?? 0,
+            requestID: row.string("request_id"), status: try row.value("status"), attempts: row.int("attempts") ?? 0,
+            nextAttemptAt: row.date("next_attempt_at")!, createdAt: row.date("created_at")!, finishedAt: row.date("finished_at"),
+            apnsStatus: row.int("apns_status"), apnsReason: row.text("apns_reason"), apnsID: row.text("apns_id"))
     }
 }
 
@@ -306,8 +418,18 @@ extension ScheduleResult {
 }
 
 extension WebhookEndpointRecord {
+    static let table = ColumnTable<WebhookEndpointRecord>(
+        "webhook_endpoints",
+        [
+            .text("id") { $0.id }, .text("bundle_id") { $0.bundleID }, .text("url") { $0.url }, .text("description") { $0.description },
+            .text("event_types") { $0.eventTypes.map(WebhookStatements.storedTypes) }, .text("secret") { $0.secret },
+            .bool("enabled") { $0.enabled }, .text("disabled_reason") { $0.disabledReason }, .date("failing_since") { $0.failingSince },
+            .date("created_at") { $0.createdAt }, .date("updated_at") { $0.updatedAt },
+        ])
+
     init(row: some StoreRow) throws {
-        let types = try row.text(4).map { text in
+        let row = Self.table.read(row)
+        let types = try row.text("event_types").map { text in
             Set(
                 try text.split(separator: " ").map { name in
                     guard let type = EventType(rawValue: String(name)) else {
@@ -317,22 +439,32 @@ extension WebhookEndpointRecord {
                 })
         }
         self.init(
-            id: row.string(0), bundleID: row.string(1), url: row.string(2), description: row.text(3), eventTypes: types,
-            secret: row.string(5), enabled: row.bool(6), disabledReason: row.text(7), failingSince: row.date(8), createdAt: row.date(9)!,
-            updatedAt: row.date(10))
+            id: row.string("id"), bundleID: row.string("bundle_id"), url: row.string("url"), description: row.text("description"),
+            eventTypes: types, secret: row.string("secret"), enabled: row.bool("enabled"), disabledReason: row.text("disabled_reason"),
+            failingSince: row.date("failing_since"), createdAt: row.date("created_at")!, updatedAt: row.date("updated_at"))
     }
 }
 
 extension WebhookDeliveryRecord {
+    /// Read only: deliveries are written by the webhooks' own statements, from the event log.
+    static let table = ColumnTable<WebhookDeliveryRecord>(
+        "webhook_deliveries",
+        [
+            "id", "endpoint_id", "event_id", "type", "key", "status", "attempts", "due_at", "last_attempt_at", "last_status", "last_error",
+            "last_latency_ms", "last_excerpt", "finished_at",
+        ].map { .filled($0) })
+
     init(row: some StoreRow) throws {
+        let row = Self.table.read(row)
         var attempt: WebhookAttempt?
-        if let at = row.date(8) {
+        if let at = row.date("last_attempt_at") {
             attempt = WebhookAttempt(
-                at: at, status: row.int(9), error: row.text(10), latencyMilliseconds: row.int(11) ?? 0, excerpt: row.text(12))
+                at: at, status: row.int("last_status"), error: row.text("last_error"), latencyMilliseconds: row.int("last_latency_ms") ?? 0,
+                excerpt: row.text("last_excerpt"))
         }
         self.init(
-            id: row.integer(0) ?? 0, endpointID: row.string(1), eventID: row.string(2), eventType: try row.value(3, "events.type"),
-            key: row.string(4), status: try row.value(5, "webhook_deliveries.status"), attempts: row.int(6) ?? 0, dueAt: row.date(7)!,
-            lastAttempt: attempt, finishedAt: row.date(13))
+            id: row.integer("id") ?? 0, endpointID: row.string("endpoint_id"), eventID: row.string("event_id"),
+            eventType: try row.value("type"), key: row.string("key"), status: try row.value("status"), attempts: row.int("attempts") ?? 0,
+            dueAt: row.date("due_at")!, lastAttempt: attempt, finishedAt: row.date("finished_at"))
     }
 }

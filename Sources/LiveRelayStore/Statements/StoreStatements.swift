@@ -7,17 +7,16 @@ import LiveActivityKit
 /// `RETURNING` ids. The outbox's own statements are `OutboxStatements`.
 enum StoreStatements {
     static let saveApp = """
-        INSERT INTO apps (\(AppRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?)
+        INSERT INTO apps \(AppRecord.table.insertion)
         ON CONFLICT (bundle_id) DO UPDATE SET
             team_id = excluded.team_id, key_id = excluded.key_id, signing_key = excluded.signing_key, updated_at = excluded.updated_at,
             ungranted_reports = excluded.ungranted_reports
         """
 
-    static let insertAPIKey = "INSERT INTO api_keys (\(APIKeyRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?)"
+    static let insertAPIKey = "INSERT INTO api_keys \(APIKeyRecord.table.insertion)"
 
     static let savePushToStartToken = """
-        INSERT INTO push_to_start_tokens (\(PushToStartTokenRecord.columns))
-        VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)
+        INSERT INTO push_to_start_tokens \(PushToStartTokenRecord.table.insertion)
         ON CONFLICT (bundle_id, device_id, attributes_type) DO UPDATE SET
             user_id = excluded.user_id, token = excluded.token, frequent_pushes = excluded.frequent_pushes,
             environment = excluded.environment, updated_at = excluded.updated_at, dead_reason = NULL,
@@ -43,22 +42,18 @@ enum StoreStatements {
     /// A device's push-to-start tokens for an app, every type: Live Activities were switched off.
     static let withdrawPushToStartTokens = "DELETE FROM push_to_start_tokens WHERE bundle_id = ? AND device_id = ?"
 
-    /// A device's update token under a key, live (again).
+    /// A device's update token under a key, live (again): the record's state is `live`.
     static let saveActivityToken = """
-        INSERT INTO activity_tokens
-            (key, device_id, activity_id, token, frequent_pushes, registered_at, state, state_reason, environment, bundle_id, reported_by,
-             app_version)
-        VALUES (?, ?, ?, ?, ?, ?, 'live', NULL, ?, ?, ?, ?)
+        INSERT INTO activity_tokens \(ActivityTokenRecord.table.insertion)
         ON CONFLICT (bundle_id, key, device_id) DO UPDATE SET
             activity_id = excluded.activity_id, token = excluded.token, frequent_pushes = excluded.frequent_pushes,
             registered_at = excluded.registered_at, state = 'live', state_reason = NULL, environment = excluded.environment,
             reported_by = excluded.reported_by, app_version = excluded.app_version
         """
 
-    /// A device's channel-bound activity under a key, listening (again).
+    /// A device's channel-bound activity under a key, listening (again): the record's state is `live`.
     static let saveChannelListener = """
-        INSERT INTO channel_listeners (\(ChannelListenerRecord.columns))
-        VALUES (?, ?, ?, ?, ?, ?, ?, 'live', NULL, ?)
+        INSERT INTO channel_listeners \(ChannelListenerRecord.table.insertion)
         ON CONFLICT (bundle_id, key, device_id) DO UPDATE SET
             activity_id = excluded.activity_id, channel_id = excluded.channel_id, environment = excluded.environment,
             registered_at = excluded.registered_at, state = 'live', state_reason = NULL, reported_by = excluded.reported_by
@@ -140,7 +135,7 @@ enum StoreStatements {
         "UPDATE channel_listeners SET state = ?, state_reason = ? WHERE bundle_id = ? AND key = ? AND device_id = ?",
     ]
 
-    static let insertActivity = "INSERT INTO activities (\(ActivityRecord.columns)) VALUES (\(SQLStatement.marks(ActivityRecord.names.count)))"
+    static let insertActivity = "INSERT INTO activities \(ActivityRecord.table.insertion)"
 
     static let insertActivityChannel = "INSERT INTO activity_channels (bundle_id, key, environment, channel_id) VALUES (?, ?, ?, ?)"
 
@@ -224,7 +219,7 @@ enum StoreStatements {
     static let expireTokens =
         "UPDATE activity_tokens SET state = 'ended', state_reason = 'expired' WHERE bundle_id = ? AND key = ? AND state = 'live'"
 
-    static let insertSchedule = "INSERT INTO schedules (\(ScheduleRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    static let insertSchedule = "INSERT INTO schedules \(ScheduleRecord.table.insertion)"
 
     /// The pushes waiting to be sent or being sent (`deliveries_due`'s condition, so that index answers).
     static let pendingDeliveryCount = "SELECT COUNT(*) FROM deliveries WHERE \(OutboxStatements.statusCondition(.claim))"
@@ -236,7 +231,7 @@ enum StoreStatements {
     static let scheduleDone = "UPDATE schedules SET state = 'done', result = ? WHERE id = ? AND state = 'pending'"
 
     static let saveContract = """
-        INSERT INTO contracts (\(ContractRecord.columns)) VALUES (?, ?, ?, ?, ?, ?)
+        INSERT INTO contracts \(ContractRecord.table.insertion)
         ON CONFLICT (bundle_id, attributes_type, app_version) DO UPDATE SET
             contract = excluded.contract, updated_at = excluded.updated_at, pinned = excluded.pinned
         """
@@ -245,7 +240,7 @@ enum StoreStatements {
     static let deleteContract = "DELETE FROM contracts WHERE bundle_id = ? AND attributes_type = ? AND app_version = ?"
 
     static let saveChannel = """
-        INSERT INTO channels (\(ChannelRecord.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        INSERT INTO channels \(ChannelRecord.table.insertion)
         ON CONFLICT (channel_id) DO UPDATE SET key = excluded.key, delete_after = excluded.delete_after,
             deleted_at = excluded.deleted_at
         """
@@ -365,15 +360,14 @@ enum StoreStatements {
             arguments: filter.arguments + [.integer(Int64(query.limit))])
     }
 
-    static let insertDashboardSession =
-        "INSERT INTO dashboard_sessions (id_hash, api_key_id, form_token, signed_in_at, expires_at) VALUES (?, ?, ?, ?, ?)"
+    static let insertDashboardSession = "INSERT INTO dashboard_sessions \(DashboardSessionRecord.table.insertion)"
 
     static let deleteExpiredDashboardSessions = "DELETE FROM dashboard_sessions WHERE expires_at <= ?"
 
     /// A session that has not run out, with its key while the key is live: revoking a key signs
     /// its sessions out.
     static let dashboardSession = """
-        SELECT \(APIKeyRecord.columns), api_key_id, form_token, signed_in_at, expires_at
+        SELECT \(APIKeyRecord.table.list("api_keys")), \(DashboardSessionRecord.table.list("dashboard_sessions"))
         FROM dashboard_sessions JOIN api_keys ON api_keys.id = dashboard_sessions.api_key_id
         WHERE id_hash = ? AND expires_at > ? AND revoked_at IS NULL
         """

@@ -10,22 +10,14 @@ enum WebhookStatements {
         "CREATE INDEX webhook_deliveries_recent ON webhook_deliveries (endpoint_id, last_attempt_at)",
     ]
 
-    static let endpointColumns =
-        "id, bundle_id, url, description, event_types, secret, enabled, disabled_reason, failing_since, created_at, updated_at"
+    static let endpointColumns = WebhookEndpointRecord.table.list
 
-    /// A new endpoint (its columns, then `cursor`: the last event of the log now).
+    /// A new endpoint (its columns, then `cursor`: the last event of the log now); its arguments
+    /// are `WebhookEndpointRecord.table.arguments`.
     static let insertEndpoint = """
         INSERT INTO webhook_endpoints (\(endpointColumns), cursor)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) FROM events))
+        VALUES (\(SQLStatement.marks(WebhookEndpointRecord.table.count)), (SELECT COALESCE(MAX(seq), 0) FROM events))
         """
-
-    static func endpointArguments(_ endpoint: WebhookEndpointRecord) -> [SQLArgument] {
-        [
-            .text(endpoint.id), .text(endpoint.bundleID), .text(endpoint.url), .text(endpoint.description),
-            .text(endpoint.eventTypes.map(storedTypes)), .text(endpoint.secret), .bool(endpoint.enabled), .text(endpoint.disabledReason),
-            .seconds(endpoint.failingSince), .seconds(endpoint.createdAt), .seconds(endpoint.updatedAt),
-        ]
-    }
 
     /// The types as a column holds them: separated by spaces, in order.
     static func storedTypes(_ types: Set<EventType>) -> String {
@@ -116,24 +108,25 @@ enum WebhookStatements {
             arguments: [.seconds(until)] + ids.map { .integer($0) })
     }
 
-    /// The claimed deliveries: the event's columns (`EventRecord.columns`), then the delivery's and
-    /// its endpoint's.
+    /// The claimed deliveries: the event's columns (`EventRecord.table`), then the delivery's and
+    /// its endpoint's (`claimedColumns`).
     static func claimed(_ ids: [Int64]) -> SQLStatement {
-        let event = EventRecord.columns.split(separator: ", ").map { "ev.\($0)" }.joined(separator: ", ")
-        return SQLStatement(
+        SQLStatement(
             text: """
-                SELECT \(event), d.id, d.attempts, w.id, w.url, w.secret FROM webhook_deliveries d
-                JOIN webhook_endpoints w ON w.id = d.endpoint_id JOIN events ev ON ev.id = d.event_id
+                SELECT \(EventRecord.table.list("ev")), d.id AS delivery_id, d.attempts, w.id AS endpoint_id, w.url, w.secret
+                FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id JOIN events ev ON ev.id = d.event_id
                 WHERE d.id IN (\(SQLStatement.marks(ids.count))) ORDER BY d.due_at, d.event_seq, d.id
                 """,
             arguments: ids.map { .integer($0) })
     }
 
+    private static let claimedColumns = EventRecord.table.appending(["delivery_id", "attempts", "endpoint_id", "url", "secret"])
+
     static func claimedDelivery(_ row: some StoreRow) throws -> ClaimedWebhookDelivery {
-        let event = try EventRecord(row: row)
+        let row = claimedColumns.read(row)
         return ClaimedWebhookDelivery(
-            id: row.integer(9) ?? 0, attempts: row.int(10) ?? 0, endpointID: row.string(11), url: row.string(12), secret: row.string(13),
-            event: event)
+            id: row.integer("delivery_id") ?? 0, attempts: row.int("attempts") ?? 0, endpointID: row.string("endpoint_id"),
+            url: row.string("url"), secret: row.string("secret"), event: try EventRecord(row: row))
     }
 
     /// An outcome written on its delivery.
@@ -208,13 +201,10 @@ enum WebhookStatements {
         }
     }
 
-    static let deliveryColumns = """
-        d.id, d.endpoint_id, d.event_id, ev.type, d.key, d.status, d.attempts, d.due_at, d.last_attempt_at, d.last_status, d.last_error,
-        d.last_latency_ms, d.last_excerpt, d.finished_at
-        """
-
+    /// An endpoint's deliveries, each with its event's type (`WebhookDeliveryRecord.table`).
     static let deliveries = """
-        SELECT \(deliveryColumns) FROM webhook_deliveries d JOIN events ev ON ev.id = d.event_id
+        SELECT \(WebhookDeliveryRecord.table.columns.map { $0.name == "type" ? "ev.type" : "d.\($0.name)" }.joined(separator: ", "))
+        FROM webhook_deliveries d JOIN events ev ON ev.id = d.event_id
         WHERE d.endpoint_id = ? ORDER BY COALESCE(d.last_attempt_at, d.due_at) DESC, d.id DESC LIMIT ?
         """
 
