@@ -102,194 +102,16 @@ package struct RelayAPI: Sendable {
         router.get("/v1/health") { _, _ in try await health() }
         router.group("/metrics").add(middleware: guarded(.admin, .metrics)).get { _, _ in try await metrics() }
 
-        // The app: its tokens and what the person did. A client key is for one app, which its
-        // bodies may name.
-        let client = router.group("/v1").add(middleware: guarded(.client))
-        client.post("/push-to-start-tokens") { request, context in
-            let body = try await request.decodeJSON(PushToStartBody.self, context: context)
-            var registration = body.registration
-            registration.bundleID = try Self.bodyApp(body.namedApp, context)
-            try await relay.registerPushToStartToken(registration)
-            return Self.json(.object([("registered", .bool(true))]), status: .created)
-        }
-        client.post("/push-to-start-tokens/withdraw") { request, context in
-            let body = try await request.decodeJSON(WithdrawBody.self, context: context)
-            let app = try Self.bodyApp(body.namedApp, context)
-            return Self.json(.object([("withdrawn", .integer(try await relay.withdrawPushToStartTokens(deviceID: body.deviceID, bundleID: app)))]))
-        }
-        client.post("/activities/{key}/tokens") { request, context in
-            let key = try activityKey(context)
-            let body = try await request.decodeJSON(ActivityTokenBody.self, context: context)
-            var registration = body.registration
-            registration.bundleID = try Self.bodyApp(body.namedApp, context)
-            registration.reportedBy = try Self.reportedBy(request)
-            let saved = try await relay.registerActivityToken(key: key, registration)
-            var answer: JSONValue.Members = [("key", .string(key)), ("state", .string(saved.activity.state.rawValue))]
-            if let caughtUp = saved.caughtUp { answer.append(("caughtUp", .string(caughtUp.push.event.rawValue))) }
-            return Self.json(.object(answer), status: .created)
-        }
-        client.post("/activities/{key}/listening") { request, context in
-            let key = try activityKey(context)
-            let body = try await request.decodeJSON(ChannelListenerBody.self, context: context)
-            var registration = body.registration
-            registration.bundleID = try Self.bodyApp(body.namedApp, context)
-            registration.reportedBy = try Self.reportedBy(request)
-            try await relay.registerChannelListener(key: key, registration)
-            return Self.json(.object([("key", .string(key)), ("listening", .bool(true))]), status: .created)
-        }
-        client.post("/activities/{key}/ended") { request, context in
-            let body = try await request.decodeJSON(EndedBody.self, context: context)
-            var report = body.report
-            report.bundleID = try Self.bodyApp(body.namedApp, context)
-            return Self.json(.object([("recorded", .bool(try await relay.reportEnded(key: try activityKey(context), report)))]))
-        }
-
-        // The backend: an app's activities by key, deliveries, schedules.
-        let server = router.group("/v1").add(middleware: guarded(.server))
-        server.post("/activities/{key}/start") { request, context in
-            let key = try activityKey(context)
-            let app = try await app(request, context)
-            return try await idempotent(request, context, app: app) { json, claim in
-                try await relay.start(app: app, key: key, StartRequest(json: json), idempotency: claim)
-            }
-        }
-        for event in [LiveActivityPayload.Event.update, .end] {
-            server.post("/activities/{key}/\(event.rawValue)") { request, context in
-                let key = try activityKey(context)
-                let app = try await app(request, context, key: key)
-                return try await idempotent(request, context, app: app) { json, claim in
-                    try await relay.change(app: app, key: key, ChangeRequest(event: event, json: json), idempotency: claim)
-                }
-            }
-        }
-        server.post("/grants") { request, context in
-            let body = try await request.decodeJSON(GrantBody.self, context: context)
-            let app = try Self.bodyApp(body.namedApp, context)
-            let (grant, expiresAt) = try await relay.issueGrant(app: app, key: body.key, user: body.user, expiresIn: body.expiresIn)
-            var answer: JSONValue.Members = [("bundleID", .string(app))]
-            if let key = body.key { answer.append(("key", .string(key))) }
-            if let user = body.user { answer.append(("user", .string(user))) }
-            answer += [("grant", .string(grant)), ("expiresAt", .string(expiresAt.iso8601))]
-            return Self.json(.object(answer), status: .created)
-        }
-        server.get("/activities/{key}") { request, context in
-            let key = try activityKey(context)
-            return Self.json(RelayView.json(try await relay.describe(app: try await app(request, context, key: key), key: key)))
-        }
-        server.get("/deliveries") { request, context in try await deliveries(request, context) }
-        router.group("/v1").add(middleware: guarded(.server, .admin)).get("/events") { request, context in
-            let query = try EventQuery(parameters: request.queryDictionary(), bundleID: try Self.appFilter(request, context))
-            if let key = query.key { try RelayService.checkKey(key) }
-            let page = try await relay.events(query)
-            // Where to read on from: after the last event read, or where this read started.
-            let next = page.last?.sequence ?? query.after
-            return Self.json(.object([("events", .array(page.map(\.json))), ("next", .string(String(next)))]))
-        }
-        server.post("/deliveries/{id}/retry") { request, context in
-            let text = try Self.pathParameter("id", context)
-            guard let id = Int64(text) else { throw APIError.invalid("id", "must be a delivery id") }
-            let retry = try await relay.retryDelivery(id: id, app: try Self.appFilter(request, context))
-            return Self.json(RelayView.json(retry), status: .created)
-        }
-        server.get("/schedules") { request, context in
-            let key = request.uri.queryParameters["key"].map(String.init)
-            let schedules = try await relay.schedules(app: try Self.appFilter(request, context), key: key)
-            return Self.json(.object([("schedules", .array(schedules.map(RelayView.json)))]))
-        }
-        server.get("/schedules/{id}") { _, context in
-            Self.json(RelayView.json(try await schedule(try Self.pathParameter("id", context), context)))
-        }
-        server.delete("/schedules/{id}") { _, context in
-            let id = try Self.pathParameter("id", context)
-            _ = try await schedule(id, context)
-            return Self.json(RelayView.json(try await relay.cancelSchedule(id: id)))
-        }
-
-        // What an app's widget decodes: registered by each version of the app (or the backend, or
-        // the operator), read by the backend, retired by the backend.
-        router.group("/v1").add(middleware: guarded(.client, .server, .admin)).put("/contracts/{attributesType}") { request, context in
-            let type = try Self.pathParameter("attributesType", context)
-            var request = request
-            let buffer = try await request.collectBody(upTo: context.maxUploadSize)
-            let body = try ContractBody(json: try JSONBodyReader.parse(buffer.readableBytesView), attributesType: type)
-            let registration = ContractRegistration(
-                contract: body.contract, bundleID: try Self.bodyApp(body.namedApp, context), appVersion: body.appVersion,
-                environment: body.environment, pinned: body.pinned, byApp: context.apiKey?.scope == .client)
-            return Self.json(RelayView.json(try await relay.registerContract(registration)))
-        }
-        router.group("/v1").add(middleware: guarded(.server, .admin)).delete("/contracts/{attributesType}") { request, context in
-            let type = try Self.pathParameter("attributesType", context)
-            let version = request.uri.queryParameters["appVersion"].map(String.init)
-            return Self.json(
-                RelayView.json(try await relay.retireContract(app: try await app(request, context), attributesType: type, appVersion: version)))
-        }
-        let reading = router.group("/v1").add(middleware: guarded(.server, .admin, .viewer))
-        reading.get("/activities") { request, context in
-            let query = try ActivityQuery(parameters: request.queryDictionary(), bundleID: try Self.appFilter(request, context), limit: 50)
-            let page = try await relay.activities(query)
-            var members: JSONValue.Members = [("activities", .array(page.map(RelayView.json)))]
-            if page.count == query.limit, let last = page.last { members.append(("after", .string(ActivityCursor(after: last).token))) }
-            return Self.json(.object(members))
-        }
-        reading.get("/contracts") { request, context in
-            let contracts = try await relay.contracts(app: try Self.appFilter(request, context))
-            return Self.json(.object([("contracts", .array(contracts.map(RelayView.json)))]))
-        }
-        reading.get("/contracts/{attributesType}") { request, context in
-            let type = try Self.pathParameter("attributesType", context)
-            let version = request.uri.queryParameters["appVersion"].map(String.init)
-            return Self.json(
-                RelayView.json(try await relay.contract(app: try await app(request, context), attributesType: type, appVersion: version)))
-        }
-
-        // The operator: apps, keys and channels.
-        let admin = router.group("/v1").add(middleware: guarded(.admin))
-        admin.get("/apps") { _, _ in
-            let contracts = try await relay.contracts(app: nil)
-            return Self.json(.object([("apps", .array(try await relay.apps().map { RelayView.json($0, contracts: contracts) }))]))
-        }
-        admin.get("/apps/{bundleID}") { _, context in
-            let app = try await relay.app(try Self.pathParameter("bundleID", context), field: "bundleID")
-            return Self.json(RelayView.json(app, contracts: try await relay.contracts(app: app.bundleID)))
-        }
-        admin.put("/apps/{bundleID}") { [configuration] request, context in
-            let body = try await request.decodeJSON(AppBody.self, context: context)
-            let (app, isNew) = try await relay.registerApp(try body.registration(bundleID: try Self.pathParameter("bundleID", context)))
-            var json = RelayView.json(app, contracts: try await relay.contracts(app: app.bundleID))
-            if configuration.sendsToBuiltInEmulator {
-                json.set(
-                    "warnings",
-                    .array([
-                        .string(
-                            "this server sends every app's pushes to its built-in emulator, not to Apple: start it with APNs credentials to reach iPhones"
-                        )
-                    ]))
-            }
-            return Self.json(json, status: isNew ? .created : .ok)
-        }
-        admin.post("/api-keys") { request, context in
-            let body = try await request.decodeJSON(APIKeyBody.self, context: context)
-            let (record, secret) = try await relay.createAPIKey(name: body.name, scope: body.scope, app: body.bundleID)
-            var view = RelayView.json(record)
-            view.set("secret", .string(secret))
-            return Self.json(view, status: .created)
-        }
-        admin.get("/api-keys") { _, _ in
-            Self.json(.object([("apiKeys", .array(try await relay.apiKeys().map(RelayView.json)))]))
-        }
-        admin.delete("/api-keys/{id}") { _, context in
-            let id = try Self.pathParameter("id", context)
-            try await relay.revokeAPIKey(id: id)
-            return Self.json(.object([("id", .string(id)), ("revoked", .bool(true))]))
-        }
-        admin.get("/channels") { _, _ in
-            Self.json(.object([("channels", .array(try await relay.channels().map(RelayView.json)))]))
-        }
-        admin.delete("/channels/{id}") { _, context in
-            let id = try Self.pathParameter("id", context)
-            try await relay.deleteChannel(id)
-            return Self.json(.object([("channelID", .string(id)), ("deleted", .bool(true))]))
-        }
+        // A file of routes per resource (`Routes/`).
+        addReportRoutes(to: router)
+        addActivityRoutes(to: router)
+        addGrantRoutes(to: router)
+        addHistoryRoutes(to: router)
+        addScheduleRoutes(to: router)
+        addContractRoutes(to: router)
+        addAppRoutes(to: router)
+        addAPIKeyRoutes(to: router)
+        addChannelRoutes(to: router)
         addWebhookRoutes(to: router)
         Dashboard(relay: relay, devices: configuration.devices, secureCookies: configuration.publicURL?.lowercased().hasPrefix("https://") == true)
             .add(to: router)
@@ -321,7 +143,7 @@ package struct RelayAPI: Sendable {
     /// The app a request acts for: `app` in the query when given (a key for one app may name only
     /// its own), else the key's app, else the server's only app, else the only app that has an
     /// activity under `key` (a request about an existing key is never ambiguous).
-    private func app(_ request: Request, _ context: RelayRequestContext, key: String? = nil) async throws -> String {
+    func app(_ request: Request, _ context: RelayRequestContext, key: String? = nil) async throws -> String {
         if let named = try Self.appFilter(request, context) { return named }
         let apps = try await relay.apps()
         if apps.count == 1 { return apps[0].bundleID }
@@ -374,13 +196,13 @@ package struct RelayAPI: Sendable {
     }
 
     /// A schedule the key may see (one of another app does not exist for it).
-    private func schedule(_ id: String, _ context: RelayRequestContext) async throws -> ScheduleRecord {
+    func schedule(_ id: String, _ context: RelayRequestContext) async throws -> ScheduleRecord {
         let schedule = try await relay.schedule(id: id)
         if let bound = context.apiKey?.bundleID, bound != schedule.bundleID { throw APIError.notFound("id", "no schedule \(id)") }
         return schedule
     }
 
-    private func deliveries(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
+    func deliveries(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
         let filter = try DeliveryQuery(parameters: request.queryDictionary(), bundleID: try Self.appFilter(request, context))
         // A key no key can hold is refused, rather than read (PostgreSQL's text holds no NUL).
         if let key = filter.key { try RelayService.checkKey(key) }
@@ -392,7 +214,7 @@ package struct RelayAPI: Sendable {
 
     /// Runs a write once per `Idempotency-Key`: the same key with the same request replays the
     /// stored answer; with another request it is refused.
-    private func idempotent(
+    func idempotent(
         _ request: Request, _ context: RelayRequestContext, app: String,
         _ perform: (JSONValue, IdempotencyClaim?) async throws -> AcceptedRequest
     ) async throws -> Response {
@@ -432,7 +254,7 @@ package struct RelayAPI: Sendable {
         throw APIError(.conflict, code: "idempotency_conflict", message: "the request with this Idempotency-Key is still being processed")
     }
 
-    private func activityKey(_ context: RelayRequestContext) throws -> String {
+    func activityKey(_ context: RelayRequestContext) throws -> String {
         try Self.pathParameter("key", context)
     }
 
@@ -454,7 +276,7 @@ package struct RelayAPI: Sendable {
     }
 
     /// The answer to an accepted request, fresh or replayed: one rendering for both.
-    private func answer(_ accepted: AcceptedRequest) -> Response {
+    func answer(_ accepted: AcceptedRequest) -> Response {
         let (status, body) = wire.answer(accepted)
         return Self.json(body, status: HTTPResponse.Status(code: status))
     }

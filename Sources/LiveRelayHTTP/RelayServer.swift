@@ -1,6 +1,7 @@
 import APNs
 import Foundation
 import Hummingbird
+import LiveActivityKit
 import LiveRelay
 import LiveRelayStore
 import Logging
@@ -31,6 +32,20 @@ package struct RelayServer: Sendable {
         logger: Logger = Logger(label: "liverelay.http"), onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> [any Service] {
         [api.application(logger: logger, onRunning: onRunning), dispatcher, webhooks, RelayTicker(relay: relay)]
+    }
+
+    /// What a server starts with, as `serve` and the tests start one: its apps registered (their
+    /// credentials replaced), the operator's contracts (for any version of each app), and the first
+    /// keys when the store has none (`bootstrapKeys`), whose secrets it returns.
+    package func prepare(
+        apps: [AppRegistration], contracts: [(app: String, contract: ActivityContract)] = []
+    ) async throws -> [APIKeyScope: String] {
+        for app in apps { _ = try await relay.registerApp(app) }
+        for (app, contract) in contracts {
+            _ = try await relay.registerContract(ContractRegistration(contract: contract, bundleID: app, byApp: false))
+        }
+        guard let first = apps.first else { return [:] }
+        return try await bootstrapKeys(firstApp: first.bundleID.value)
     }
 
     /// Makes the first keys when the store has none, and returns their secrets (shown once): an

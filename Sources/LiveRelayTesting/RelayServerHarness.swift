@@ -172,8 +172,7 @@ package func withRelayHarness(
         let store = try await SQLiteStore.open(path: directory + "/relay.sqlite")
         let server = try await RelayServer.open(
             store: store, configuration: configuration, api: api, apns: apns, masterKey: .generate(), now: emulator.clock.function, logger: logger)
-        _ = try await server.relay.registerApp(key.app(RelayHarness.bundleID))
-        let keys = try await server.bootstrapKeys(firstApp: RelayHarness.bundleID.value)
+        let keys = try await server.prepare(apps: [key.app(RelayHarness.bundleID)])
         let port = AsyncStream.makeStream(of: Int.self)
         let application = server.api.application(logger: logger) { port.continuation.yield($0) }
         let group = ServiceGroup(configuration: .init(services: [.init(service: application)], logger: logger))

@@ -236,19 +236,16 @@ struct Serve: AsyncParsableCommand {
                 logger.notice(
                     "made a master key at \(path): it seals the apps' signing keys in the database; keep a copy, apart from the database's backups")
             }
-            for app in apps { _ = try await server.relay.registerApp(app) }
             // A database of the release before apps held one app's data: it is this one's when one is named.
-            if apps.count == 1 { try await server.relay.adoptUnnamedData(bundleID: bundleID.value) }
-            let madeKeys = try await InitialKeys.makeIfNone(server: server, firstApp: bundleID.value, in: directory)
-            // The configuration's contracts are the operator's, for any version of the app.
-            for contract in file?.contracts ?? [] {
-                _ = try await server.relay.registerContract(ContractRegistration(contract: contract, bundleID: bundleID.value, byApp: false))
+            if apps.count == 1 {
+                _ = try await server.relay.registerApp(apps[0])
+                try await server.relay.adoptUnnamedData(bundleID: bundleID.value)
             }
-            for (app, contracts) in file?.appContracts ?? [:] {
-                for contract in contracts {
-                    _ = try await server.relay.registerContract(ContractRegistration(contract: contract, bundleID: app, byApp: false))
-                }
-            }
+            let contracts =
+                (file?.contracts ?? []).map { (app: bundleID.value, contract: $0) }
+                + (file?.appContracts ?? [:]).sorted { $0.key < $1.key }.flatMap { app, contracts in contracts.map { (app: app, contract: $0) } }
+            let madeKeys = try await server.prepare(apps: apps, contracts: contracts)
+            try InitialKeys.keep(madeKeys, in: directory)
 
             // Shutdown runs in reverse order: the APNs client closes after the dispatcher has stopped
             // (and the store after the whole group).

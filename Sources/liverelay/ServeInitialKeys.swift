@@ -16,20 +16,15 @@ import SimulatedDevices
 import UnixSignals
 import WebPages
 
-/// The first keys: made on the first start and kept in the data directory (0600), where later
-/// starts and the benchmarks read them; their secrets are printed only when they are made.
+/// The first keys: made on the first start (`RelayServer.prepare`) and kept in the data directory
+/// (0600), where later starts and the benchmarks read them; their secrets are printed only when
+/// they are made.
 enum InitialKeys {
-    /// The keys made now, when the store had none; empty on later starts. The server and client keys are `firstApp`'s.
-    static func makeIfNone(server: RelayServer, firstApp: String, in directory: DataDirectory) async throws -> [APIKeyScope: String] {
-        let made = try await server.bootstrapKeys(firstApp: firstApp)
-        guard !made.isEmpty else { return [:] }
-        try keep(made, in: directory)
-        return made
-    }
-
-    /// Writes `keys` to the data directory's keys file (0600), replacing it. The secrets exist
-    /// nowhere else: a start that cannot keep them must not go on.
-    private static func keep(_ keys: [APIKeyScope: String], in directory: DataDirectory) throws {
+    /// Writes the keys a first start made to the data directory's keys file (0600), replacing it;
+    /// nothing when none was made. The secrets exist nowhere else: a start that cannot keep them
+    /// must not go on.
+    static func keep(_ keys: [APIKeyScope: String], in directory: DataDirectory) throws {
+        guard !keys.isEmpty else { return }
         let json = JSONValue.object(APIKeyScope.allCases.compactMap { scope in keys[scope].map { (scope.rawValue, .string($0)) } })
         try? FileManager.default.removeItem(atPath: directory.initialKeys)
         guard FileManager.default.createFile(atPath: directory.initialKeys, contents: Data(json.serialized), attributes: [.posixPermissions: 0o600])

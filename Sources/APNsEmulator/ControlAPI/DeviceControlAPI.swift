@@ -27,7 +27,17 @@ import WebPages
 ///     GET   /events/stream?after=&limit=&device=&bundleID=&activityID=  (server-sent events)
 ///     GET   /clock;  POST /clock/advance {seconds}
 extension EmulatorControlAPI {
+    /// The routes of the simulated iPhones, a method per resource.
     func addDeviceRoutes(to router: Router<ControlRequestContext>) {
+        addDevicesRoutes(to: router)
+        addAppRoutes(to: router)
+        addActivityRoutes(to: router)
+        addEventRoutes(to: router)
+        addClockRoutes(to: router)
+    }
+
+    /// `/devices`: the iPhones, and what the person does to one.
+    private func addDevicesRoutes(to router: Router<ControlRequestContext>) {
         let fleet = emulator.devices
         router.post("/devices") { request, context in
             let body = try await request.decodeJSON(NewDeviceBody.self, context: context)
@@ -73,6 +83,11 @@ extension EmulatorControlAPI {
             let log = try fleet.device(try deviceID(context)).log.suffix(limit)
             return JSONResponse(.object([("log", .array(log.map(PresentationJSON.json)))]))
         }
+    }
+
+    /// `/devices/{id}/apps`: installing an app, its settings, its push-to-start tokens.
+    private func addAppRoutes(to router: Router<ControlRequestContext>) {
+        let fleet = emulator.devices
         router.post("/devices/{id}/apps") { request, context in
             let id = try deviceID(context)
             let body = try await request.jsonObject(
@@ -138,6 +153,11 @@ extension EmulatorControlAPI {
             try fleet.withDevice(id) { device, now in ((), device.rotatePushToStartToken(bundleID: bundleID, attributesType: type, at: now)) }
             return try appView(id, bundleID)
         }
+    }
+
+    /// An app's activities: the app requests, updates and ends them; the person dismisses them.
+    private func addActivityRoutes(to router: Router<ControlRequestContext>) {
+        let fleet = emulator.devices
         router.post("/devices/{id}/apps/{bundleID}/activities") { request, context in
             let (id, bundleID) = try appPath(context)
             let body = try await request.jsonObject(
@@ -221,6 +241,11 @@ extension EmulatorControlAPI {
             try fleet.perform(.dismiss(activityID: activityID), on: id)
             return (try? activityView(id, activityID)) ?? view.dismissed
         }
+    }
+
+    /// `/events`: the fleet's event log, long-polled or streamed.
+    private func addEventRoutes(to router: Router<ControlRequestContext>) {
+        let fleet = emulator.devices
         router.get("/events") { request, _ in
             let query = request.uri.queryParameters
             let after = try nonNegative(query, "after") ?? 0
@@ -254,6 +279,11 @@ extension EmulatorControlAPI {
                     try await writer.finish(nil)
                 })
         }
+    }
+
+    /// `/clock`: the devices' time.
+    private func addClockRoutes(to router: Router<ControlRequestContext>) {
+        let fleet = emulator.devices
         router.get("/clock") { _, _ in ClockView(now: fleet.clock.now) }
         router.post("/clock/advance") { request, context in
             let seconds = try await request.decodeJSON(ClockAdvanceBody.self, context: context).seconds
