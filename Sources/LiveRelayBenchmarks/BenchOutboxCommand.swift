@@ -54,7 +54,7 @@ extension Bench {
 
         /// Each round's accept, claim and record, measured.
         private func measureRounds(_ store: any RelayStore) async throws -> [(name: String, runs: [Measured])] {
-            let relay = RelayService(store: store, configuration: RelayConfiguration(), wire: RelayWire(), apns: nil, masterKey: .generate())
+            let relay = RelayService(store: store, configuration: RelayConfiguration(), apns: nil, masterKey: .generate())
             _ = try await relay.registerApp(
                 AppRegistration(
                     bundleID: BenchFixture.bundle, teamID: BenchFixture.teamID, keyID: BenchFixture.keyID,

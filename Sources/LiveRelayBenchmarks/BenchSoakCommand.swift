@@ -58,7 +58,7 @@ extension Bench {
                 var configuration = RelayConfiguration()
                 configuration.retention = RetentionPolicy(historyDays: historyDays, endedDays: endedDays)
                 let relay = RelayService(
-                    store: store, configuration: configuration, wire: RelayWire(), apns: nil, masterKey: .generate(), now: { clock.now })
+                    store: store, configuration: configuration, apns: nil, masterKey: .generate(), now: { clock.now })
                 _ = try await relay.registerApp(
                     AppRegistration(
                         bundleID: BenchFixture.bundle, teamID: BenchFixture.teamID, keyID: BenchFixture.keyID,

@@ -236,11 +236,7 @@ package struct RelayAPI: Sendable {
                         .unprocessableContent, code: "idempotency_key_reused",
                         message: "this Idempotency-Key was used with a different request", field: "Idempotency-Key")
                 }
-                var response: Response
-                switch stored.answer {
-                case .typed(let accepted): response = answer(accepted)
-                case .rendered(let status, let body): response = Self.json(body, status: HTTPResponse.Status(code: status))
-                }
+                var response = answer(stored.answer)
                 response.headers[HTTPField.Name("Idempotent-Replayed")!] = "true"
                 return response
             }

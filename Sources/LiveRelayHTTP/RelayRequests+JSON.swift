@@ -38,7 +38,7 @@ extension StartRequest {
         "expiration", "at", "versions",
     ]
 
-    init(json: JSONValue) throws {
+    package init(json: JSONValue) throws {
         let body = try JSONBodyReader(json, fields: Self.fields)
         let attributesType = try body.requireString("attributesType")
         let attributes = try requireObject(body, "attributes")
@@ -79,7 +79,7 @@ extension ChangeRequest {
     static let updateFields = ["contentState", "alert", "staleDate", "relevanceScore", "priority", "expiration", "at", "versions"]
     static let endFields = updateFields + ["dismissalDate"]
 
-    init(event: LiveActivityPayload.Event, json: JSONValue) throws {
+    package init(event: LiveActivityPayload.Event, json: JSONValue) throws {
         let body = try JSONBodyReader(json, fields: event == .end ? Self.endFields : Self.updateFields)
         var contentState: JSONValue?
         if event == .update || body.value("contentState") != nil { contentState = try requireObject(body, "contentState") }

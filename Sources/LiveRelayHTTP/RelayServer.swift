@@ -21,7 +21,7 @@ package struct RelayServer: Sendable {
         masterKey: MasterKey, now: @escaping @Sendable () -> Date = { Date() }, logger: Logger = Logger(label: "liverelay")
     ) async throws -> RelayServer {
         let relay = try await RelayService.open(
-            store: store, configuration: configuration, wire: RelayWire(), apns: apns, masterKey: masterKey, now: now, logger: logger)
+            store: store, configuration: configuration, apns: apns, masterKey: masterKey, now: now, logger: logger)
         return RelayServer(
             relay: relay, dispatcher: Dispatcher(context: relay.dispatchContext, apns: apns), api: RelayAPI(relay: relay, configuration: api),
             webhooks: WebhookSender(relay: relay))

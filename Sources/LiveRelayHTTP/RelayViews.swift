@@ -88,8 +88,6 @@ enum RelayView {
         case nil: break
         case .accepted(let acceptance): members.append(("result", json(acceptance)))
         case .failed(let reason): members.append(("result", .string(reason)))
-        // Kept by a release before typed answers: the body of its answer.
-        case .rendered(let body): members.append(("result", (try? JSONValue(parsing: body)) ?? .string(body)))
         }
         return .object(members)
     }

@@ -4,19 +4,10 @@ import LiveActivityKit
 import LiveRelay
 import LiveRelayStore
 
-/// The API's format of requests and answers: an accepted request's answer, fresh or replayed for
-/// its idempotency key, is rendered from what it did by `answer`; a schedule an earlier release
-/// kept as this API's request body is read by `request(action:json:)`.
-package struct RelayWire: RelayWireFormat {
+/// The API's format of answers: an accepted request's answer, fresh or replayed for its
+/// idempotency key, is rendered from what it did by `answer`.
+package struct RelayWire: Sendable {
     package init() {}
-
-    /// A request body as this API reads it (as an earlier release kept a schedule's).
-    package func request(action: LiveActivityPayload.Event, json: JSONValue) throws -> ScheduledRequest {
-        switch action {
-        case .start: .start(try StartRequest(json: json))
-        case .update, .end: .change(try ChangeRequest(event: action, json: json))
-        }
-    }
 
     /// The HTTP answer to an accepted request: `201` for a start, `200` for an update or end, `202`
     /// for a schedule, with the body the API document describes.

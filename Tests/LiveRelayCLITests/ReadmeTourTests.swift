@@ -99,14 +99,14 @@ struct ReadmeTourTests {
         try await eventually { try await tourActivity() == nil }
     }
 
-    /// The README and the guides link to each other and to their pictures by relative paths: each
+    /// The README, the changelog and the guides link to each other and to their pictures by relative paths: each
     /// must name a file that exists.
     @Test func theGuidesLinksLeadToFiles() throws {
         let guides = try FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent("Documentation").path)
             .filter { $0.hasSuffix(".md") }.map { "Documentation/" + $0 }
         #expect(guides.count >= 10, "\(guides)")
         var broken: [String] = []
-        for guide in ["README.md"] + guides {
+        for guide in ["README.md", "CHANGELOG.md"] + guides {
             let file = Self.root.appendingPathComponent(guide)
             let text = try String(contentsOf: file, encoding: .utf8)
             // A Markdown link's target: `](target)` or `](target#anchor)`.

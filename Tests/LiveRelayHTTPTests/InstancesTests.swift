@@ -15,7 +15,7 @@ struct InstancesTests {
     @Test func timeActsOnOneInstanceAtATimeAndMovesWhenItsHolderStops() async throws {
         try await withRelayHarness { harness in
             let other = RelayService(
-                store: harness.store, configuration: RelayConfiguration(), wire: RelayWire(), apns: nil, masterKey: .generate(),
+                store: harness.store, configuration: RelayConfiguration(), apns: nil, masterKey: .generate(),
                 now: harness.emulator.clock.function)
             #expect(other.instanceID != harness.relay.instanceID)
             // The harness's instance ticks (as `advance` does) and so holds the work.

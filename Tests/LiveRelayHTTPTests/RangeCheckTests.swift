@@ -47,15 +47,20 @@ struct RangeCheckTests {
         }
     }
 
-    /// A schedule written before dates were checked (as an older release did) fails with the
-    /// reason when due, instead of taking the server down; the next schedule still runs.
+    /// A schedule whose request can no longer run (a date out of range, as a database changed by
+    /// hand or by a release that checked less might hold; a form this release does not keep) fails
+    /// with the reason when due, instead of taking the server down; the next schedule still runs.
     @Test func aStoredScheduleThatCanNoLongerRunFailsWithItsReasonAndTheNextStillRuns() async throws {
         try await withRelayHarness { relay in
             try await relay.startActivity("k", on: ["iphone-1"])
             let now = relay.relay.currentDate
+            let late = ChangeRequest(event: .update, contentState: content("late", 1), staleDate: Date(timeIntervalSinceReferenceDate: 1_000_000))
+            let outOfRange = try ScheduledRequest.change(late).stored().serializedString.replacingOccurrences(of: "1000000", with: "1e19")
+            #expect(outOfRange.contains("1e19"))
             for (id, request) in [
-                ("sch_bad", #"{"contentState": {"status": "late", "etaMinutes": 1}, "staleDate": 1e19}"#),
-                ("sch_good", #"{"contentState": {"status": "soon", "etaMinutes": 2}}"#),
+                ("sch_bad", outOfRange),
+                ("sch_other_form", #"{"contentState": {"status": "late", "etaMinutes": 1}}"#),
+                ("sch_good", try ScheduledRequest.change(ChangeRequest(event: .update, contentState: content("soon", 2))).stored().serializedString),
             ] {
                 let schedule = ScheduleRecord(
                     id: id, bundleID: harnessApp, key: "k", action: .update, request: json(request), dueAt: now + 5, createdAt: now)
@@ -64,7 +69,9 @@ struct RangeCheckTests {
             try await relay.advance(by: 10)
             let bad = try #require(try await relay.store.schedule(id: "sch_bad"))
             #expect(bad.state == .failed)
-            #expect(bad.result.map { "\($0)".contains("staleDate") } == true)
+            #expect(bad.result.map { "\($0)".contains("staleDate") } == true, "\(String(describing: bad.result))")
+            let other = try #require(try await relay.store.schedule(id: "sch_other_form"))
+            #expect(other.state == .failed && other.result.map { "\($0)".contains("not in the form") } == true)
             #expect(try await relay.store.schedule(id: "sch_good")?.state == .done)
             #expect(try await relay.get("/v1/activities/k").json["contentState"] == content("soon", 2))
         }

@@ -7,7 +7,7 @@ import Testing
 @testable import LiveRelay
 
 /// A scheduled request waits in the store as its own JSON and is read back when due: it must
-/// come back exactly as it was accepted. One an earlier release kept as the API's body still reads.
+/// come back exactly as it was accepted.
 @Suite struct WireFormatTests {
     static let wire = RelayWire()
 
@@ -45,28 +45,6 @@ import Testing
         #expect(ScheduledRequest(stored: json(#"{"contentState": {"status": "soon"}}"#)) == nil, "the API's form is not this one")
     }
 
-    /// As the release before typed schedules kept them: the API's body, dates in seconds since 1970.
-    @Test func aScheduleKeptAsTheAPIsBodyStillReads() throws {
-        let start = json(
-            #"{"attributesType": "DeliveryAttributes", "attributes": {"orderNumber": 42}, "contentState": {"status": "preparing"}, "alert": {"title": "T", "body": "B"}, "audience": {"everyone": true}, "priority": "auto", "expiration": 1800000600}"#
-        )
-        #expect(
-            try Self.wire.request(action: .start, json: start)
-                == .start(
-                    StartRequest(
-                        attributesType: "DeliveryAttributes", attributes: json(#"{"orderNumber": 42}"#),
-                        contentState: json(#"{"status": "preparing"}"#),
-                        alert: AlertConfiguration(title: "T", body: "B", sound: nil), audience: .everyone, priority: .auto,
-                        expiration: Date(timeIntervalSince1970: 1_800_000_600))))
-        let end = json(#"{"contentState": {"etaMinutes": 1e2}, "dismissalDate": 1800003600.5, "priority": 5}"#)
-        #expect(
-            try Self.wire.request(action: .end, json: end)
-                == .change(
-                    ChangeRequest(
-                        event: .end, contentState: json(#"{"etaMinutes": 1e2}"#), dismissalDate: Date(timeIntervalSince1970: 1_800_003_600.5),
-                        priority: .fixed(.powerConsiderate))))
-    }
-
     @Test func anAcceptedRequestIsAnsweredAsTheAPIDocumentSays() {
         let start = Acceptance(key: "k", action: .start, requestID: "r", timestamp: 7, deliveries: 2, state: .active, channelIDs: [.sandbox: "c"])
         let answer = Self.wire.answer(.accepted(start))
@@ -84,11 +62,5 @@ import Testing
         )
         let end = Acceptance(key: "k", action: .end, requestID: "r", timestamp: 8, deliveries: 0, state: .ended)
         #expect(Self.wire.answer(.accepted(end)).status == 200)
-    }
-
-    @Test func aStoredBodyThatNoLongerReadsIsRefusedNamingTheField() {
-        #expect {
-            try Self.wire.request(action: .update, json: json(#"{"contentState": "text"}"#))
-        } throws: { "\($0)".contains("contentState") }
     }
 }

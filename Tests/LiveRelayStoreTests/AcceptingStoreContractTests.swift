@@ -83,7 +83,7 @@ import Testing
             try await store.start("order-1", context: WriteContext(idempotency: claim))
             let stored = try #require(try await store.idempotentAnswer(apiKeyID: "key-1", key: "retry-me"))
             #expect(stored.requestHash == "h1")
-            #expect(stored.answer == .typed(.accepted(acceptance("order-1", .start))))
+            #expect(stored.answer == .accepted(acceptance("order-1", .start)))
             #expect(try await store.idempotentAnswer(apiKeyID: "key-2", key: "retry-me") == nil)
 
             // A second write under the same idempotency key is refused, and its request is not accepted.

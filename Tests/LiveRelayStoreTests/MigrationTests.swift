@@ -18,10 +18,10 @@ import Testing
         #expect(Set(SQLiteMigrations.all.map(\.name)).count == SQLiteMigrations.all.count, "each name once")
     }
 
-    /// An earlier release kept the HTTP answer itself under an idempotency key, and a done
-    /// schedule's answer body as its result; after `0014-typed-answers` both are replayed as they
-    /// were, and new answers are kept typed beside them.
-    @Test func answersKeptBeforeTypedAnswersAreReplayedAsTheyWere() async throws {
+    /// A build before typed answers kept the HTTP answer itself under an idempotency key, and a
+    /// done schedule's answer body as its result; the first release (`0027-first-release`) forgets
+    /// the answer (a key lives a day), keeps the schedule done, and keeps new answers typed.
+    @Test func answersKeptBeforeTypedAnswersAreForgottenByTheFirstRelease() async throws {
         let path = TestFiles.path("migration", pathExtension: "sqlite")
         let queue = try Self.migrated(path, upTo: "0014-typed-answers")
         let oldAnswer = #"{"key":"order-1","action":"start","requestID":"r1","timestamp":1800000000,"deliveries":1,"state":"active"}"#
@@ -37,10 +37,8 @@ import Testing
         try queue.close()
         let store = try await SQLiteStore.open(path: path)
         try await store.migrate()
-        #expect(
-            try await store.idempotentAnswer(apiKeyID: "key-1", key: "retry-me")
-                == IdempotentAnswer(requestHash: "h1", answer: .rendered(status: 201, body: Array(oldAnswer.utf8))))
-        #expect(try await store.schedule(id: "sch_1")?.result == .rendered(oldAnswer))
+        #expect(try await store.idempotentAnswer(apiKeyID: "key-1", key: "retry-me") == nil)
+        #expect(try await store.schedule(id: "sch_1")?.state == .done)
         try await store.savePushToStartToken(
             PushToStartTokenRecord(
                 bundleID: Self.app, deviceID: "phone-1", attributesType: "DeliveryAttributes", token: "aa11", frequentPushesEnabled: false,
@@ -59,7 +57,7 @@ import Testing
                 ()
             )
         }
-        #expect(try await store.idempotentAnswer(apiKeyID: "key-1", key: "new")?.answer == .typed(.accepted(acceptance)))
+        #expect(try await store.idempotentAnswer(apiKeyID: "key-1", key: "new")?.answer == .accepted(acceptance))
     }
 
     /// The database at `path` with the named migrations before `first` applied, as the release
@@ -109,6 +107,7 @@ import Testing
                 "0008-environments", "0009-apps", "0010-leases", "0011-rate-buckets", "0012-dashboard", "0013-key-statistics", "0014-typed-answers",
                 "0015-reported-by", "0016-channel-listeners", "0017-events", "0018-webhooks", "0019-retention", "0020-trace-context",
                 "0021-device-ios", "0022-deliveries-by-key-newest", "0023-latest-state", "0024-grants", "0025-token-once", "0026-app-versions",
+                "0027-first-release",
             ])
         try await store.adoptUnnamedData(bundleID: Self.app)
         let match = try #require(try await store.activity(app: Self.app, key: "match-1"))
@@ -157,7 +156,7 @@ extension MigrationTests {
             try await store.migrate() == [
                 "0009-apps", "0010-leases", "0011-rate-buckets", "0012-dashboard", "0013-key-statistics", "0014-typed-answers", "0015-reported-by",
                 "0016-channel-listeners", "0017-events", "0018-webhooks", "0019-retention", "0020-trace-context", "0021-device-ios",
-                "0022-deliveries-by-key-newest", "0023-latest-state", "0024-grants", "0025-token-once", "0026-app-versions",
+                "0022-deliveries-by-key-newest", "0023-latest-state", "0024-grants", "0025-token-once", "0026-app-versions", "0027-first-release",
             ])
         // Kept under no app until the server names the one it served.
         #expect(try await store.activity(app: Self.app, key: "order-1") == nil)

@@ -111,7 +111,7 @@ package enum ScheduledRequest: Sendable, Hashable, Codable {
 
 extension ScheduledRequest {
     /// As a schedule keeps it (`ScheduleRecord.request`).
-    func stored() throws -> JSONValue { try JSONValue(parsing: [UInt8](try JSONEncoder().encode(self))) }
+    package func stored() throws -> JSONValue { try JSONValue(parsing: [UInt8](try JSONEncoder().encode(self))) }
 
     /// A schedule's request as kept by `stored()`; nil for one kept in another form (an earlier
     /// release kept the API's body).

@@ -57,11 +57,8 @@ extension RelayService {
         if !due.isEmpty { noteChange() }
         for schedule in due {
             let context = WriteContext(scheduleID: schedule.id)
-            let request: ScheduledRequest
-            do {
-                request = try ScheduledRequest(stored: schedule.request) ?? wire.request(action: schedule.action, json: schedule.request)
-            } catch {
-                try await store.failSchedule(id: schedule.id, reason: "\(error)")
+            guard let request = ScheduledRequest(stored: schedule.request) else {
+                try await store.failSchedule(id: schedule.id, reason: "its request is not in the form this release keeps schedules in")
                 continue
             }
             do {

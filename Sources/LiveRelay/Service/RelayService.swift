@@ -15,7 +15,6 @@ package final class RelayService: Sendable {
     let store: any RelayStore
     package let configuration: RelayConfiguration
     /// The API's format of scheduled requests and kept answers.
-    let wire: any RelayWireFormat
     package let metrics: RelayMetrics
     /// Sends, and creates and deletes broadcast channels, in each environment served; nil when no
     /// APNs is configured (tests of the API alone, which take tokens of both environments).
@@ -69,20 +68,20 @@ package final class RelayService: Sendable {
     /// The service over `store`, migrated first, its signing keys sealed by `masterKey` (which
     /// must open those sealed already).
     package static func open(
-        store: any RelayStore, configuration: RelayConfiguration, wire: any RelayWireFormat, apns: APNsRoutes?, masterKey: MasterKey,
+        store: any RelayStore, configuration: RelayConfiguration, apns: APNsRoutes?, masterKey: MasterKey,
         now: @escaping @Sendable () -> Date = { Date() }, logger: Logger = Logger(label: "liverelay")
     ) async throws -> RelayService {
         let applied = try await store.migrate()
         if !applied.isEmpty { logger.info("migrations applied", metadata: ["names": "\(applied.joined(separator: ", "))"]) }
         let relay = RelayService(
-            store: store, configuration: configuration, wire: wire, apns: apns, masterKey: masterKey, now: now, logger: logger)
+            store: store, configuration: configuration, apns: apns, masterKey: masterKey, now: now, logger: logger)
         try await relay.sealSigningKeys()
         return relay
     }
 
     /// The service over a store already migrated.
     package init(
-        store: any RelayStore, configuration: RelayConfiguration, wire: any RelayWireFormat, apns: APNsRoutes?, masterKey: MasterKey,
+        store: any RelayStore, configuration: RelayConfiguration, apns: APNsRoutes?, masterKey: MasterKey,
         now: @escaping @Sendable () -> Date = { Date() }, logger: Logger = Logger(label: "liverelay")
     ) {
         self.store = store
@@ -90,7 +89,6 @@ package final class RelayService: Sendable {
         grantSecret = masterKey.derivedKey(for: ActivityGrant.purpose)
         deviceReports = RequestLimiter(rate: configuration.deviceReports.perSecond, burst: configuration.deviceReports.burst, store: store)
         self.configuration = configuration
-        self.wire = wire
         self.apns = apns
         self.now = now
         self.logger = logger

@@ -12,7 +12,7 @@ extension PostgresStore {
 
     package func idempotentAnswer(apiKeyID: String, key: String) async throws -> IdempotentAnswer? {
         try await rows(StoreStatements.idempotentAnswer, [.text(apiKeyID), .text(key)]).first.map { row in
-            IdempotentAnswer(requestHash: row.string(0), answer: try KeptAnswer(status: row.int(1), body: row.bytes(2), answer: row.text(3)))
+            IdempotentAnswer(requestHash: row.string(0), answer: try AcceptedRequest(stored: row.text(1)))
         }
     }
 

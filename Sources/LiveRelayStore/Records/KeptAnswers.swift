@@ -66,20 +66,10 @@ package struct BudgetUse: Sendable, Hashable, Codable {
     package var share: Double { limit == 0 ? 1 : Double(used) / Double(limit) }
 }
 
-/// What an idempotency key keeps of its request's answer.
-package enum KeptAnswer: Sendable, Hashable {
-    case typed(AcceptedRequest)
-    /// An answer a release before typed answers kept as the HTTP answer it gave (migration
-    /// `0014-typed-answers`): replayed as it was.
-    case rendered(status: Int, body: [UInt8])
-}
-
 /// What running a schedule gave.
 package enum ScheduleResult: Sendable, Hashable, Codable {
     /// It ran, and this is what its request did.
     case accepted(Acceptance)
     /// It could not run, and why.
     case failed(String)
-    /// It ran under a release before typed answers, which kept the HTTP answer's body.
-    case rendered(String)
 }

@@ -93,9 +93,9 @@ package struct IdempotencyClaim: Sendable, Hashable {
 /// An idempotency key's request and the answer kept for it.
 package struct IdempotentAnswer: Sendable, Hashable {
     package var requestHash: String
-    package var answer: KeptAnswer
+    package var answer: AcceptedRequest
 
-    package init(requestHash: String, answer: KeptAnswer) {
+    package init(requestHash: String, answer: AcceptedRequest) {
         self.requestHash = requestHash
         self.answer = answer
     }

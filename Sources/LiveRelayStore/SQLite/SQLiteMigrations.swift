@@ -362,5 +362,9 @@ enum SQLiteMigrations {
                 "ALTER TABLE push_to_start_tokens ADD COLUMN app_version TEXT",
                 "ALTER TABLE activity_tokens ADD COLUMN app_version TEXT",
             ] + RetentionStatements.tokensByAppVersion),
+        // The first named release (CHANGELOG.md): what only earlier, untagged builds wrote is
+        // forgotten, not carried. Idempotency keys whose answer those builds kept as HTTP (they
+        // live a day); a schedule they ran keeps no result (`ScheduleResult(stored:state:)`).
+        StoreMigration(name: "0027-first-release", statements: ["DELETE FROM idempotency_keys WHERE answer IS NULL"]),
     ]
 }

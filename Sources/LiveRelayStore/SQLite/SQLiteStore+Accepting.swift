@@ -10,7 +10,7 @@ extension SQLiteStore {
     package func idempotentAnswer(apiKeyID: String, key: String) async throws -> IdempotentAnswer? {
         try await pool.read { db in
             try db.fetchOne(StoreStatements.idempotentAnswer, [apiKeyID, key]) { row in
-                IdempotentAnswer(requestHash: row[0], answer: try KeptAnswer(status: row.int(1), body: row.bytes(2), answer: row.text(3)))
+                IdempotentAnswer(requestHash: row[0], answer: try AcceptedRequest(stored: row.text(1)))
             }
         }
     }

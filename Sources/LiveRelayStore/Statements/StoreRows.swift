@@ -376,18 +376,13 @@ extension AcceptedRequest {
     func storedText() throws -> String { try LiveRelayStore.storedText(self) }
 }
 
-extension KeptAnswer {
-    /// An idempotency key's answer: typed, or, where a release before typed answers kept it
-    /// (no `answer`), the HTTP answer it gave.
-    init(status: Int?, body: [UInt8], answer: String?) throws {
-        guard let answer else {
-            self = .rendered(status: status ?? 0, body: body)
-            return
+extension AcceptedRequest {
+    /// An idempotency key's answer, as `storedText()` keeps it.
+    init(stored answer: String?) throws {
+        guard let answer, let typed = try? JSONDecoder().decode(AcceptedRequest.self, from: Data(answer.utf8)) else {
+            throw UnreadableStoreValue(column: "idempotency_keys.answer", value: answer.map { "\"\($0.prefix(80))\"" } ?? "NULL")
         }
-        guard let typed = try? JSONDecoder().decode(AcceptedRequest.self, from: Data(answer.utf8)) else {
-            throw UnreadableStoreValue(column: "idempotency_keys.answer", value: "\"\(answer.prefix(80))\"")
-        }
-        self = .typed(typed)
+        self = typed
     }
 }
 
@@ -396,21 +391,17 @@ extension ScheduleResult {
     func storedText() throws -> String {
         switch self {
         case .accepted(let acceptance): try LiveRelayStore.storedText(acceptance)
-        case .failed(let reason), .rendered(let reason): reason
+        case .failed(let reason): reason
         }
     }
 
-    /// Read as the schedule's state says: a done one's acceptance, or the HTTP body a release
-    /// before typed answers kept there; a failed one's reason.
+    /// Read as the schedule's state says: a done one's acceptance; a failed one's reason.
     init?(stored text: String?, state: ScheduleRecord.State) {
         guard let text else { return nil }
         switch state {
         case .done:
-            if let acceptance = try? JSONDecoder().decode(Acceptance.self, from: Data(text.utf8)) {
-                self = .accepted(acceptance)
-            } else {
-                self = .rendered(text)
-            }
+            guard let acceptance = try? JSONDecoder().decode(Acceptance.self, from: Data(text.utf8)) else { return nil }
+            self = .accepted(acceptance)
         case .failed: self = .failed(text)
         case .pending, .cancelled: return nil
         }

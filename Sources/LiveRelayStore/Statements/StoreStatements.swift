@@ -226,7 +226,7 @@ enum StoreStatements {
 
     static let insertIdempotencyKey =
         "INSERT INTO idempotency_keys (api_key_id, key, request_hash, answer, created_at) VALUES (?, ?, ?, ?, ?)"
-    static let idempotentAnswer = "SELECT request_hash, status, body, answer FROM idempotency_keys WHERE api_key_id = ? AND key = ?"
+    static let idempotentAnswer = "SELECT request_hash, answer FROM idempotency_keys WHERE api_key_id = ? AND key = ?"
 
     static let scheduleDone = "UPDATE schedules SET state = 'done', result = ? WHERE id = ? AND state = 'pending'"
 
