@@ -57,8 +57,9 @@ let package = Package(
         // can share its attribute types with the server.
         .target(name: "LiveActivityKit"),
         // What an iOS app adds to hand its tokens and activities to the server; every simulated
-        // iPhone runs it too. Foundation only (URLSession).
-        .target(name: "LiveRelayKit"),
+        // iPhone runs it too. Foundation only (URLSession). Its privacy manifest goes with it into
+        // the app (App Store review reads it).
+        .target(name: "LiveRelayKit", resources: [.copy("PrivacyInfo.xcprivacy")]),
         // LiveRelayKit's ActivityKit adapter (the same file, linked) compiled against the simulated
         // iPhones' ActivityKit API, which has ActivityKit's shapes: it type-checks the adapter on
         // Linux, and the tests run it, with app types of Swift, against a real server.

@@ -33,13 +33,18 @@ public final class LiveRelayClient: Sendable {
         log: @escaping @Sendable (String) -> Void = { print($0) }
     ) {
         let folder = Self.defaultFolder(for: server)
+        // A device id that cannot be read now (a locked phone) is read again before the first
+        // send: a new one would make this iPhone two devices to the server.
+        let known = deviceID ?? Self.installationID(in: folder)
         reporter = Reporter(
-            deviceID: deviceID ?? Self.installationID(in: folder), bundleID: bundleID ?? Bundle.main.bundleIdentifier ?? "unknown",
+            deviceID: known ?? "", bundleID: bundleID ?? Bundle.main.bundleIdentifier ?? "unknown",
             environment: environment ?? .ofThisApp, systemVersion: Self.systemVersion, appVersion: Self.appVersion(of: Bundle.main))
         self.activityKeyAttribute = activityKeyAttribute
+        let readAgain: (@Sendable () -> String?)? = known == nil ? { @Sendable in LiveRelayClient.installationID(in: folder) } : nil
+        let backlog: any ReportStorage = storage ?? FileReportStorage(url: folder.appendingPathComponent("backlog.json"))
         relay = LiveRelayReporter(
-            reporter: reporter, transport: URLSessionTransport(server: server, clientKey: clientKey),
-            storage: storage ?? FileReportStorage(url: folder.appendingPathComponent("backlog.json")), log: log)
+            reporter: reporter, transport: URLSessionTransport(server: server, clientKey: clientKey), storage: backlog, deviceID: readAgain,
+            log: log)
     }
 
     /// The iOS this app runs on, as `UIDevice` writes it; nil elsewhere (a Mac, Linux in tests).
@@ -150,15 +155,29 @@ public final class LiveRelayClient: Sendable {
         return base.appendingPathComponent("LiveRelayKit").appendingPathComponent(name)
     }
 
-    /// A random id made at the first launch and kept: which device reports, without asking UIKit
-    /// (whose `identifierForVendor` lives on the main actor).
-    static func installationID(in folder: URL) -> String {
+    /// A random id made at the first launch and kept (`AppFiles`: this device's, left out of
+    /// backups): which device reports, without asking UIKit (whose `identifierForVendor` lives on
+    /// the main actor). Nil when the file is there but cannot be read now: never a new one then.
+    static func installationID(in folder: URL) -> String? {
         let file = folder.appendingPathComponent("device-id")
-        if let data = try? Data(contentsOf: file), let id = String(data: data, encoding: .utf8), !id.isEmpty { return id }
+        if FileManager.default.fileExists(atPath: file.path) {
+            guard let data = try? Data(contentsOf: file) else { return nil }
+            if let id = String(data: data, encoding: .utf8), !id.isEmpty, id.utf8.count <= 100 { return id }
+        }
         let id = UUID().uuidString
-        try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        try? Data(id.utf8).write(to: file, options: .atomic)
+        try? AppFiles.write(Data(id.utf8), to: file)
         return id
+    }
+
+    /// What LiveRelayKit is doing: up to date, sending (and why the last attempt failed), or
+    /// refused by the server (the client key).
+    public var status: ReportingStatus {
+        get async { await relay.status }
+    }
+
+    /// The status now, then each change: for an app's diagnostics screen or its logs.
+    public func statusUpdates() async -> AsyncStream<ReportingStatus> {
+        await relay.statusUpdates()
     }
 }
 

@@ -5,7 +5,9 @@ import Foundation
 /// its storage until the server acknowledges them, and sends them (`run`), retrying while the
 /// server cannot be reached, across launches.
 public actor LiveRelayReporter {
-    public let reporter: Reporter
+    /// Who reports; its device id is filled before the first send when it was not known at launch.
+    public private(set) var reporter: Reporter
+    private let resolveDeviceID: (@Sendable () -> String?)?
     private let transport: any ReportTransport
     private let storage: any ReportStorage
     private let policy: RetryPolicy
@@ -29,34 +31,116 @@ public actor LiveRelayReporter {
     }
 
     /// `contracts`: what the widget decodes each attributes type from, reported before its first
-    /// push-to-start token. `sleep` and `now` are the clock (tests give their own); `log` hears
+    /// push-to-start token. `deviceID`: where the device id is read again when `reporter` has none
+    /// yet (its file could not be read at launch); nothing is sent until it reads. `sleep` and `now` are the clock (tests give their own); `log` hears
     /// every dropped report and every storage failure; `delivered`, each report that left the
     /// backlog (for an app's diagnostics).
     public init(
         reporter: Reporter, contracts: [ActivityContractShape] = [], transport: any ReportTransport, storage: any ReportStorage,
-        policy: RetryPolicy = RetryPolicy(), sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
+        deviceID resolveDeviceID: (@Sendable () -> String?)? = nil, policy: RetryPolicy = RetryPolicy(),
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
         now: @escaping @Sendable () -> Date = { Date() }, log: @escaping @Sendable (String) -> Void = { print($0) },
         delivered: @escaping @Sendable (Delivered) -> Void = { _ in }
     ) {
         self.delivered = delivered
         self.reporter = reporter
+        self.resolveDeviceID = resolveDeviceID
         self.transport = transport
         self.storage = storage
         self.policy = policy
         self.sleep = sleep
         self.now = now
         self.log = log
+        self.contracts = contracts
+        let loaded = Self.loadBacklog(
+            storage: storage, contracts: contracts, appVersion: reporter.appVersion, observed: [], quietly: false, log: log)
+        (backlog, backlogUnread) = (loaded.backlog, loaded.unread)
+    }
+
+    /// This launch's contracts, given at set-up.
+    private let contracts: [ActivityContractShape]
+    /// The backlog file exists but could not be read (a locked phone, before its first unlock):
+    /// nothing is written over it, and nothing sent, until it reads (`loadBacklog`).
+    private var backlogUnread: Bool
+
+    /// Reads the backlog kept by earlier launches, and adds what this launch changes: its types
+    /// (one changed since is reported) and, under another app version, everything again, then
+    /// what this launch `observed` before the file could be read. A file that cannot be read now
+    /// is read again later, never replaced; one that reads but is not a backlog (damaged, or too
+    /// large to be ours) is begun anew.
+    private static func loadBacklog(
+        storage: any ReportStorage, contracts: [ActivityContractShape], appVersion: String?, observed: [Report], quietly: Bool,
+        log: @Sendable (String) -> Void
+    ) -> (backlog: ReportBacklog, unread: Bool) {
         var backlog = ReportBacklog(planner: ReportPlanner(contracts: contracts))
+        let data: Data?
         do {
-            if let data = try storage.load() {
-                backlog = try JSONDecoder().decode(ReportBacklog.self, from: data)
-                // This launch's types: one that changed since is reported (`include`).
-                backlog.append(backlog.planner.include(contracts))
-            }
+            data = try storage.load()
+        } catch let error as BacklogTooLarge {
+            log(error.description)
+            data = nil
         } catch {
-            log("LiveRelayKit: the backlog could not be read, a new one is begun: \(error)")
+            if !quietly { log("LiveRelayKit: the backlog cannot be read now; it is read again before anything is sent: \(error)") }
+            backlog.append(observed)
+            return (backlog, true)
         }
-        self.backlog = backlog
+        if let data {
+            do {
+                backlog = try JSONDecoder().decode(ReportBacklog.self, from: data)
+                backlog.append(backlog.planner.include(contracts))
+            } catch {
+                log("LiveRelayKit: the backlog is damaged, a new one is begun: \(error)")
+            }
+        }
+        if let appVersion, backlog.appVersion != appVersion {
+            // Updated: the server hears it all again under the new version. A backlog that never
+            // said its version needs nothing again: the next report with one gives the device's
+            // tokens that version on the server.
+            if backlog.appVersion != nil { backlog.append(backlog.planner.appVersionChanged()) }
+            backlog.appVersion = appVersion
+        }
+        backlog.append(observed)
+        return (backlog, false)
+    }
+
+    /// Reads the backlog again, after it could not be read: what this launch observed meanwhile
+    /// joins it (the planner's memory of those observations is the file's then, which decides
+    /// again when ActivityKit repeats them).
+    private func readBacklogAgain() {
+        let observed = backlog.pending.map(\.report)
+        let loaded = Self.loadBacklog(
+            storage: storage, contracts: contracts, appVersion: reporter.appVersion, observed: observed, quietly: true, log: log)
+        guard !loaded.unread else { return }
+        (backlog, backlogUnread) = (loaded.backlog, false)
+        save()
+    }
+
+    /// What it is doing now; `statusUpdates()` hears each change.
+    public private(set) var status: ReportingStatus = .upToDate {
+        didSet {
+            guard status != oldValue else { return }
+            for watcher in watchers.values { watcher.yield(status) }
+        }
+    }
+    private var watchers: [Int: AsyncStream<ReportingStatus>.Continuation] = [:]
+    private var nextWatcher = 0
+
+    /// The status now, then each change, until the caller stops reading.
+    public func statusUpdates() -> AsyncStream<ReportingStatus> {
+        let (stream, continuation) = AsyncStream.makeStream(of: ReportingStatus.self, bufferingPolicy: .bufferingNewest(8))
+        let id = nextWatcher
+        nextWatcher += 1
+        watchers[id] = continuation
+        continuation.yield(status)
+        continuation.onTermination = { [weak self] _ in Task { await self?.stopWatching(id) } }
+        return stream
+    }
+
+    private func stopWatching(_ id: Int) { watchers[id] = nil }
+
+    /// After a report left the backlog or waits: what is pending now, and why not sent if not.
+    private func noteProgress(failure: String? = nil) {
+        status = backlog.pending.isEmpty ? .upToDate : .sending(pending: backlog.pending.count, lastFailure: failure)
     }
 
     /// Reports not acknowledged yet, oldest first.
@@ -126,7 +210,10 @@ public actor LiveRelayReporter {
         backlog.append(reports)
         // What ActivityKit repeats at each launch changes nothing: nothing to write.
         if backlog != before { save() }
-        if !reports.isEmpty { wake.continuation.yield() }
+        if !reports.isEmpty {
+            if case .refused = status {} else { noteProgress() }
+            wake.continuation.yield()
+        }
     }
 
     /// Whether `run` is sending: one sender at a time keeps the order.
@@ -142,7 +229,16 @@ public actor LiveRelayReporter {
         sending = true
         defer { sending = false }
         var signals = wake.stream.makeAsyncIterator()
+        var unreadAttempts = 0
         while !Task.isCancelled {
+            if reporter.deviceID.isEmpty, let id = resolveDeviceID?() { reporter.deviceID = id }
+            if backlogUnread { readBacklogAgain() }
+            // Nothing is sent before what earlier launches kept is read, and whose it is.
+            if backlogUnread || (reporter.deviceID.isEmpty && resolveDeviceID != nil) {
+                unreadAttempts += 1
+                do { try await sleep(policy.backOff(attempt: unreadAttempts)) } catch { return }
+                continue
+            }
             guard let next = backlog.pending.first else {
                 guard await signals.next() != nil else { return }
                 continue
@@ -161,21 +257,44 @@ public actor LiveRelayReporter {
             let decision = policy.decide(outcome, attempt: attempt)
             switch decision {
             case .acknowledged, .drop:
-                if case .drop(let reason) = decision { log("LiveRelayKit: dropped \(next.report): \(reason)") }
+                if case .drop(let reason) = decision {
+                    log("LiveRelayKit: dropped \(next.report): \(reason)")
+                    // Not held by the server: sent again when ActivityKit hands it over again.
+                    backlog.planner.forget(next.report)
+                }
                 backlog.pending.removeFirst()
                 save()
                 remember(Delivered(report: next.report, request: request, outcome: outcome, decision: decision, attempts: attempt))
+                noteProgress()
             case .retry(let pause):
                 backlog.pending[0].attempts = attempt
                 save()
+                noteProgress(failure: Self.failure(outcome))
                 do { try await sleep(pause) } catch { return }
+            case .pause(let pause, let reason):
+                // The server refuses this app's key: nothing is dropped, the app is told, and the
+                // reports wait (the operator may put the key right, or a new build ship one).
+                if status != .refused(reason) { log("LiveRelayKit: the server refuses this app's reports, they wait: \(reason)") }
+                status = .refused(reason)
+                backlog.pending[0].attempts = attempt
+                save()
+                do { try await sleep(pause) } catch { return }
+                continue
             case .awaitGrant(let reason):
                 log("LiveRelayKit: \(next.report) waits for the backend's grant: \(reason)")
                 let waiting = backlog.pending.removeFirst()
                 backlog.awaitingGrant = ((backlog.awaitingGrant ?? []) + [waiting]).suffix(ReportBacklog.mostAwaitingGrant)
                 save()
                 remember(Delivered(report: next.report, request: request, outcome: outcome, decision: decision, attempts: attempt))
+                noteProgress()
             }
+        }
+    }
+
+    private static func failure(_ outcome: SendOutcome) -> String {
+        switch outcome {
+        case .answered(let status, _, let message): "\(status): \(message.prefix(200))"
+        case .unreachable(let why): "unreachable: \(why)"
         }
     }
 
@@ -186,6 +305,8 @@ public actor LiveRelayReporter {
     }
 
     private func save() {
+        // Written over, a file that could not be read would lose what it holds.
+        guard !backlogUnread else { return }
         do {
             try storage.save(try JSONEncoder().encode(backlog))
         } catch {

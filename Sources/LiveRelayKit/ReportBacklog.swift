@@ -10,6 +10,9 @@ struct ReportBacklog: Sendable, Hashable, Codable {
     /// Reports the server refused for want of the backend's grant, kept until the app hands one
     /// over (nil in a backlog of LiveRelayKit 0.2).
     var awaitingGrant: [PendingReport]?
+    /// The app version the reports were made under (`Reporter.appVersion`): another at launch is
+    /// an update, and everything is reported again (`ReportPlanner.appVersionChanged`).
+    var appVersion: String?
 
     /// At most this many reports wait for a grant; the oldest go first.
     static let mostAwaitingGrant = 50
@@ -61,8 +64,31 @@ public struct FileReportStorage: ReportStorage {
     }
 
     public func save(_ data: Data) throws {
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try data.write(to: url, options: .atomic)
+        try AppFiles.write(data, to: url)
+    }
+}
+
+/// How LiveRelayKit writes its files (the backlog, the device id): in a folder only the app
+/// reads (0700), each file only the app reads (0600); on a phone, readable once the phone was
+/// unlocked after it started (a push-to-start wakes the app on a locked phone), and left out of
+/// backups (restored onto another iPhone, the device id would be two devices').
+enum AppFiles {
+    static func write(_ data: Data, to url: URL) throws {
+        let folder = url.deletingLastPathComponent()
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        #if os(iOS) || os(watchOS) || os(tvOS) || os(visionOS)
+            let options: Data.WritingOptions = [.atomic, .completeFileProtectionUntilFirstUserAuthentication]
+        #else
+            let options: Data.WritingOptions = .atomic
+        #endif
+        try data.write(to: url, options: options)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: url.path)
+        #if canImport(Darwin)
+            var values = URLResourceValues()
+            values.isExcludedFromBackup = true
+            var excluded = url
+            try? excluded.setResourceValues(values)
+        #endif
     }
 }
 

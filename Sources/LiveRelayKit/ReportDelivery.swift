@@ -16,6 +16,11 @@ public enum DeliveryDecision: Sendable, Hashable {
     case retry(after: Duration)
     /// The server says it can never succeed (a 4xx other than 408 and 429): dropped, with why.
     case drop(reason: String)
+    /// The server refuses the app's key itself (`401`, or a `403` that is not about a grant): a
+    /// revoked key, one of another app. Kept, with every report after it, and tried again after
+    /// the pause: the operator may put the key right, and dropping would lose what a new build
+    /// could still send. The app is told (`LiveRelayClient.status`).
+    case pause(after: Duration, reason: String)
     /// The server wants the backend's grant for it (`403 grant_required` or `grant_refused`):
     /// set aside, not in the way of the reports after it, and sent again once the app hands
     /// LiveRelayKit a grant for its key or user.
@@ -27,6 +32,8 @@ public enum DeliveryDecision: Sendable, Hashable {
 public struct RetryPolicy: Sendable, Hashable {
     public var firstPause: Duration = .seconds(1)
     public var longestPause: Duration = .seconds(300)
+    /// How long reports wait after the server refused the app's key (`DeliveryDecision.pause`).
+    public var refusedPause: Duration = .seconds(3_600)
 
     public init() {}
 
@@ -40,6 +47,9 @@ public struct RetryPolicy: Sendable, Hashable {
             return .retry(after: backOff(attempt: attempt))
         case .answered(403, _, let message) where Self.grantCodes.contains(where: message.contains):
             return .awaitGrant(reason: "the server wants the backend's grant for it: \(message)")
+        case .answered(let status, let retryAfter, let message) where status == 401 || status == 403:
+            let pause = retryAfter.map { Duration.milliseconds(Int(min(max($0, 0), 86_400) * 1_000)) } ?? refusedPause
+            return .pause(after: pause, reason: "the server refused the app's key (\(status)): \(message)")
         case .answered(let status, _, let message):
             return .drop(reason: "the server refused it for good (\(status)): \(message)")
         case .unreachable:
@@ -54,4 +64,15 @@ public struct RetryPolicy: Sendable, Hashable {
         let doublings = min(max(attempt - 1, 0), 20)
         return min(firstPause * (1 << doublings), longestPause)
     }
+}
+
+/// What LiveRelayKit is doing, for an app to show or log (`LiveRelayClient.status`).
+public enum ReportingStatus: Sendable, Hashable {
+    /// The server holds everything it should.
+    case upToDate
+    /// Reports wait to be sent; `lastFailure` says why the last attempt did not get through, if it did not.
+    case sending(pending: Int, lastFailure: String?)
+    /// The server refuses the app's key (`401`, or `403` for another reason than a grant): the
+    /// reports wait, nothing is dropped. Check the client key the app ships.
+    case refused(String)
 }

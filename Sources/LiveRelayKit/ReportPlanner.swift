@@ -157,6 +157,35 @@ public struct ReportPlanner: Sendable, Hashable, Codable {
         return reports
     }
 
+    /// The app runs another version than the one that reported last (an update): the server is
+    /// told everything again under it, the contracts first (each version registers its own, and
+    /// its devices are checked against it), the push-to-start tokens and the live activities'
+    /// tokens.
+    public mutating func appVersionChanged() -> [Report] {
+        (reportedPushToStart, reportedContracts) = ([:], [:])
+        var reports = pushToStartTokens.keys.sorted().flatMap { pushToStartReports(for: $0) }
+        for type in contracts.keys.sorted() where reportedContracts[type] == nil && reportedPushToStart[type] == nil {
+            // A type without a push-to-start token: its contract still goes, for its activities.
+            reportedContracts[type] = contracts[type]
+            reports.insert(.contract(contracts[type]!), at: 0)
+        }
+        for id in activities.keys.sorted() where activities[id]?.end == nil && activities[id]?.waitingForStart != true {
+            reports += arrival(of: id)
+        }
+        return reports
+    }
+
+    /// The server never took `report` (it refused it for good): what it reported is no longer
+    /// taken as held there, so that the next time ActivityKit hands it over it is sent again.
+    public mutating func forget(_ report: Report) {
+        switch report {
+        case .pushToStartToken(let type, let token, _, _) where reportedPushToStart[type] == token: reportedPushToStart[type] = nil
+        case .activityToken(_, let id, _, let token, _) where activities[id]?.token == token: activities[id]?.token = nil
+        case .contract(let contract) where reportedContracts[contract.attributesType] == contract: reportedContracts[contract.attributesType] = nil
+        default: break
+        }
+    }
+
     /// The type's push-to-start token if the server does not hold it, its contract first.
     private mutating func pushToStartReports(for type: String) -> [Report] {
         guard activitiesEnabled, let token = pushToStartTokens[type], reportedPushToStart[type] != token else { return [] }

@@ -35,10 +35,20 @@ struct LiveRelayClientTests {
         #expect(PushEnvironment.environment(profile: profile("development"), isSimulator: false) == .sandbox)
     }
 
-    @Test func theDeviceIDIsMadeOnceAndKept() throws {
+    @Test func theDeviceIDIsMadeOnceAndKeptAndOneThatCannotBeReadIsNeverReplaced() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("liverelaykit-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let first = LiveRelayClient.installationID(in: folder)
+        let first = try #require(LiveRelayClient.installationID(in: folder))
         #expect(LiveRelayClient.installationID(in: folder) == first && UUID(uuidString: first) != nil)
+        let file = folder.appendingPathComponent("device-id").path
+        #expect(try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int == 0o600)
+
+        // There, but not readable now (as on a locked phone): no id, and none made over it.
+        let locked = FileManager.default.temporaryDirectory.appendingPathComponent("liverelaykit-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: locked) }
+        try FileManager.default.createDirectory(at: locked.appendingPathComponent("device-id"), withIntermediateDirectories: true)
+        #expect(LiveRelayClient.installationID(in: locked) == nil)
+        var isFolder: ObjCBool = false
+        #expect(FileManager.default.fileExists(atPath: locked.appendingPathComponent("device-id").path, isDirectory: &isFolder) && isFolder.boolValue)
     }
 }
