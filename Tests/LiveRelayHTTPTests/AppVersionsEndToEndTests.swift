@@ -132,6 +132,21 @@ struct AppVersionsEndToEndTests {
         }
     }
 
+    /// An app updated on a phone says so at its next launch: the phone's tokens are the new
+    /// version's, and its pushes are checked against that version's contract.
+    @Test func anAppUpdatedOnAPhoneIsCheckedAsItsNewVersion() async throws {
+        try await withRelayHarness { relay in
+            try await fleet(relay)
+            try relay.addDevice("iphone-v1", types: [Self.second], environment: .production, appVersion: "2.0 (7)")
+            try await relay.eventually {
+                try await relay.store.activityTokens(app: harnessApp, key: "order-7").allSatisfy { $0.appVersion == "2.0 (7)" }
+            }
+            #expect(try await relay.store.pushToStartTokens(deviceID: "iphone-v1").map(\.appVersion) == ["2.0 (7)"])
+            let update = try await relay.post("/v1/activities/order-7/update", .object([("contentState", Self.withoutETA)]))
+            #expect(update.json["deliveries"] == .integer(2) && update.json["warnings"] == nil, "\(update.json)")
+        }
+    }
+
     /// A start reaches the devices of its audience by their version too.
     @Test func aStartOnlyVersionTwoDecodesGoesToVersionTwoAloneWhenAskedSo() async throws {
         try await withRelayHarness { relay in
