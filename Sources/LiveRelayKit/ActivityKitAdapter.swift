@@ -150,8 +150,13 @@
             }
         }
 
-        /// `ActivityState.pending` (iOS 26), named by its description so that this compiles with
-        /// SDKs that do not have it.
-        static func isPending(_ state: ActivityState) -> Bool { String(describing: state) == "pending" }
+        /// `ActivityState.pending` (iOS 26), compared as a value where the SDK has it (Swift 6.2
+        /// comes with the iOS 26 SDK); an older SDK's states never are.
+        static func isPending(_ state: ActivityState) -> Bool {
+            #if compiler(>=6.2)
+                if #available(iOS 26.0, macOS 26.0, *) { return state == .pending }
+            #endif
+            return false
+        }
     }
 #endif

@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(os)
+    import os
+#endif
+
 /// An app's link to its LiveRelay server: set up once at launch with the server's address and
 /// the app's client key; then `track(_:)` each attributes type (on iOS), and LiveRelayKit reports
 /// by itself what ActivityKit does: push-to-start tokens, each activity's update token under its
@@ -27,10 +31,12 @@ public final class LiveRelayClient: Sendable {
     ///   - environment: the app's `aps-environment` unless given (`PushEnvironment.ofThisApp`).
     ///   - deviceID: a random id made once and kept with the backlog unless given.
     ///   - storage: where the backlog is kept; a file under Application Support unless given.
+    ///   - log: where its lines go: the unified log on Apple platforms unless given (tokens are
+    ///     never written whole).
     public init(
         server: URL, clientKey: String, activityKeyAttribute: String = "activityKey", bundleID: String? = nil,
         environment: PushEnvironment? = nil, deviceID: String? = nil, storage: (any ReportStorage)? = nil,
-        log: @escaping @Sendable (String) -> Void = { print($0) }
+        log: @escaping @Sendable (String) -> Void = LiveRelayKitLog.standard
     ) {
         let folder = Self.defaultFolder(for: server)
         // A device id that cannot be read now (a locked phone) is read again before the first
@@ -209,4 +215,19 @@ extension PushEnvironment {
         let rest = text[key.upperBound...].drop(while: { $0.isWhitespace })
         return rest.hasPrefix("<string>development</string>") ? .sandbox : .production
     }
+}
+
+/// Where LiveRelayKit's lines go unless the app says otherwise.
+public enum LiveRelayKitLog {
+    /// The unified log on Apple platforms (subsystem `LiveRelayKit`, seen in Console), standard
+    /// output elsewhere. A line names reports by key and type, and a token by its first and last
+    /// four digits only (`Report.description`).
+    public static let standard: @Sendable (String) -> Void = {
+        #if canImport(os)
+            let logger = os.Logger(subsystem: "LiveRelayKit", category: "reports")
+            return { line in logger.notice("\(line, privacy: .public)") }
+        #else
+            return { line in print(line) }
+        #endif
+    }()
 }

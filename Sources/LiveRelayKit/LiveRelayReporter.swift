@@ -39,7 +39,7 @@ public actor LiveRelayReporter {
         reporter: Reporter, contracts: [ActivityContractShape] = [], transport: any ReportTransport, storage: any ReportStorage,
         deviceID resolveDeviceID: (@Sendable () -> String?)? = nil, policy: RetryPolicy = RetryPolicy(),
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
-        now: @escaping @Sendable () -> Date = { Date() }, log: @escaping @Sendable (String) -> Void = { print($0) },
+        now: @escaping @Sendable () -> Date = { Date() }, log: @escaping @Sendable (String) -> Void = LiveRelayKitLog.standard,
         delivered: @escaping @Sendable (Delivered) -> Void = { _ in }
     ) {
         self.delivered = delivered

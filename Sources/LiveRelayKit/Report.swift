@@ -84,6 +84,23 @@ public enum PushEnvironment: String, Sendable, Hashable, Codable {
     case production
 }
 
+extension Report: CustomStringConvertible {
+    /// The report as a log line may name it: a token is shortened to its first and last four
+    /// digits (a whole one lets anyone who reads the log push to that activity or device).
+    public var description: String {
+        func short(_ token: String) -> String { token.count > 12 ? "\(token.prefix(4))…\(token.suffix(4))" : "…" }
+        switch self {
+        case .contract(let shape): return "the contract of \(shape.attributesType)"
+        case .pushToStartToken(let type, let token, _, let user):
+            return "the push-to-start token \(short(token)) of \(type)" + (user == nil ? "" : " (with a user)")
+        case .pushToStartWithdrawn: return "the withdrawal of the push-to-start tokens"
+        case .activityToken(let key, _, _, let token, _): return "the update token \(short(token)) under \(key)"
+        case .listening(let key, _, _): return "the listening under \(key)"
+        case .ended(let key, _, let state, let cause, _): return "the end (\(state.rawValue), by \(cause.rawValue)) under \(key)"
+        }
+    }
+}
+
 extension Report {
     /// What the backend's grant that goes with the report names: the key a token or listener is
     /// reported under, or the user a push-to-start token is kept with.

@@ -171,6 +171,9 @@ struct LiveRelayReporterTests {
         #expect(server.attempts == 3)
         #expect(server.received == ["POST /v1/activities/order-43/tokens"])
         #expect(lines.all.count == 1 && lines.all[0].contains("404") && lines.all[0].contains("gone"))
+        // A token is never written whole in a log line.
+        let whole = token(3).map { String(format: "%02x", $0) }.joined()
+        #expect(!lines.all[0].contains(whole) && lines.all[0].contains("the update token \(whole.prefix(4))…"), "\(lines.all)")
         #expect(
             await reporter.recent.map(\.decision) == [
                 .drop(reason: #"the server refused it for good (404): {"error":{"code":"not_found"}}"#), .acknowledged,
