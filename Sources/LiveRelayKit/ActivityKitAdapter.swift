@@ -34,7 +34,7 @@
                 contract = try ActivityContractShape(
                     attributesType: name, attributes: Attributes.self, contentState: Attributes.ContentState.self)
             } catch {
-                print("LiveRelayKit: no contract for \(name): \(error)")
+                self.log("LiveRelayKit: no contract for \(name): \(error)")
             }
             trackAuthorization()
             // The contract first, in the same task: it goes to the server before the first token.
@@ -42,9 +42,13 @@
             if #available(iOS 17.2, *) {
                 // https://developer.apple.com/documentation/activitykit/activity/pushtostarttokenupdates
                 let tokens = Handed(Activity<Attributes>.pushToStartTokenUpdates)
+                // The token now, too: the sequence may have given its first before this listens.
+                // https://developer.apple.com/documentation/activitykit/activity/pushtostarttoken
+                let current = Activity<Attributes>.pushToStartToken
                 keep(
                     Task {
                         if let known { await relay.include(known) }
+                        if let current { await relay.observe(.pushToStartToken(attributesType: name, token: current)) }
                         for await token in tokens.value {
                             await relay.observe(.pushToStartToken(attributesType: name, token: token))
                         }

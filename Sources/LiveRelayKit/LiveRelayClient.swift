@@ -3,6 +3,12 @@ import Foundation
 #if canImport(os)
     import os
 #endif
+#if canImport(UIKit) && !os(watchOS)
+    import UIKit
+#endif
+#if canImport(Network)
+    import Network
+#endif
 
 /// An app's link to its LiveRelay server: set up once at launch with the server's address and
 /// the app's client key; then `track(_:)` each attributes type (on iOS), and LiveRelayKit reports
@@ -20,6 +26,8 @@ public final class LiveRelayClient: Sendable {
     /// The attribute whose value is the backend's key of an activity (`"order-42"`).
     public let activityKeyAttribute: String
     package let relay: LiveRelayReporter
+    /// Where its lines go.
+    package let log: @Sendable (String) -> Void
     private let tasks = Locked<(sending: Task<Void, Never>?, tracking: [Task<Void, Never>], authorization: Bool)>((nil, [], false))
 
     /// - Parameters:
@@ -46,6 +54,7 @@ public final class LiveRelayClient: Sendable {
             deviceID: known ?? "", bundleID: bundleID ?? Bundle.main.bundleIdentifier ?? "unknown",
             environment: environment ?? .ofThisApp, systemVersion: Self.systemVersion, appVersion: Self.appVersion(of: Bundle.main))
         self.activityKeyAttribute = activityKeyAttribute
+        self.log = log
         let readAgain: (@Sendable () -> String?)? = known == nil ? { @Sendable in LiveRelayClient.installationID(in: folder) } : nil
         let backlog: any ReportStorage = storage ?? FileReportStorage(url: folder.appendingPathComponent("backlog.json"))
         relay = LiveRelayReporter(
@@ -81,14 +90,47 @@ public final class LiveRelayClient: Sendable {
             tasks.sending?.cancel()
             for task in tasks.tracking { task.cancel() }
         }
+        #if canImport(UIKit) && !os(watchOS)
+            if let observer = foreground.withLock({ $0 }) { NotificationCenter.default.removeObserver(observer) }
+        #endif
+        #if canImport(Network)
+            network.cancel()
+        #endif
     }
 
+    #if canImport(UIKit) && !os(watchOS)
+        /// The foreground's observer (`start`).
+        private let foreground = Locked<(any NSObjectProtocol)?>(nil)
+    #endif
+    #if canImport(Network)
+        /// Hears the network come back (`start`).
+        private let network = NWPathMonitor()
+    #endif
+
     /// Starts sending the backlog (once; `track` does it too). It stops when the client goes.
+    /// On iOS, what waits for an unreachable server is tried again when the app comes to the
+    /// foreground and when the network comes back.
     public func start() {
-        tasks.withLock { tasks in
-            guard tasks.sending == nil else { return }
+        let started = tasks.withLock { tasks in
+            guard tasks.sending == nil else { return false }
             tasks.sending = Task { [relay] in await relay.run() }
+            return true
         }
+        guard started else { return }
+        #if canImport(UIKit) && !os(watchOS)
+            let relay = relay
+            let observer = NotificationCenter.default.addObserver(
+                forName: UIApplication.willEnterForegroundNotification, object: nil, queue: nil
+            ) { _ in Task { await relay.retryNow() } }
+            foreground.withLock { $0 = observer }
+        #endif
+        #if canImport(Network)
+            let reporter = relay
+            network.pathUpdateHandler = { path in
+                if path.status == .satisfied { Task { await reporter.retryNow() } }
+            }
+            network.start(queue: DispatchQueue(label: "LiveRelayKit.network"))
+        #endif
     }
 
     /// What the widget decodes a type from, reported before its first push-to-start token

@@ -115,6 +115,60 @@ public actor LiveRelayReporter {
         save()
     }
 
+    /// Cut short by `retryNow()`, or by a new report: a back-off after the server could not be
+    /// reached (a new report means the app is running, and perhaps the network came back).
+    private var backingOffUnreachable = false
+    private var nudged = false
+    private var cutShort: CheckedContinuation<Void, Never>?
+
+    /// Tries again at once what waits after the server could not be reached: the app came to the
+    /// foreground, the network came back (`LiveRelayClient` calls it on both, on iOS). A pause the
+    /// server asked for (`Retry-After`, a refused key) is not cut short.
+    public func retryNow() {
+        guard backingOffUnreachable else { return }
+        nudged = true
+        stopWaitingForANudge()
+    }
+
+    private func stopWaitingForANudge() {
+        cutShort?.resume()
+        cutShort = nil
+    }
+
+    private func waitForANudge() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                if nudged || Task.isCancelled { continuation.resume() } else { cutShort = continuation }
+            }
+        } onCancel: {
+            Task { await self.stopWaitingForANudge() }
+        }
+    }
+
+    /// Waits `pause` after the server could not be reached, or less when `retryNow()` or a new
+    /// report comes; false when the sender is cancelled.
+    private func backOff(_ pause: Duration) async -> Bool {
+        (backingOffUnreachable, nudged) = (true, false)
+        defer { (backingOffUnreachable, nudged) = (false, false) }
+        let sleep = self.sleep
+        let waited = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                do {
+                    try await sleep(pause)
+                    return true
+                } catch { return false }
+            }
+            group.addTask {
+                await self.waitForANudge()
+                return true
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        return waited && !Task.isCancelled
+    }
+
     /// What it is doing now; `statusUpdates()` hears each change.
     public private(set) var status: ReportingStatus = .upToDate {
         didSet {
@@ -213,6 +267,7 @@ public actor LiveRelayReporter {
         if !reports.isEmpty {
             if case .refused = status {} else { noteProgress() }
             wake.continuation.yield()
+            retryNow()
         }
     }
 
@@ -270,7 +325,11 @@ public actor LiveRelayReporter {
                 backlog.pending[0].attempts = attempt
                 save()
                 noteProgress(failure: Self.failure(outcome))
-                do { try await sleep(pause) } catch { return }
+                if case .unreachable = outcome {
+                    guard await backOff(pause) else { return }
+                } else {
+                    do { try await sleep(pause) } catch { return }
+                }
             case .pause(let pause, let reason):
                 // The server refuses this app's key: nothing is dropped, the app is told, and the
                 // reports wait (the operator may put the key right, or a new build ship one).

@@ -158,3 +158,61 @@ struct PrivacyManifestTests {
         #expect((manifest["NSPrivacyAccessedAPITypes"] as? [Any])?.isEmpty == true)
     }
 }
+
+/// A phone that was offline comes back: what waits goes at once, not after the rest of a
+/// back-off of up to five minutes.
+@Suite(.timeLimit(.minutes(1)))
+struct RetryNowTests {
+    /// A reporter whose server cannot be reached once, then answers; its back-off is an hour of
+    /// the real clock, so only being cut short sends the report in time.
+    func offlineOnce(_ first: SendOutcome = .unreachable("offline")) -> (LiveRelayReporter, ScriptedServer) {
+        let server = ScriptedServer([first])
+        var policy = RetryPolicy()
+        policy.firstPause = .seconds(3_600)
+        return (LiveRelayReporter(reporter: iphone, transport: server, storage: MemoryReportStorage(), policy: policy), server)
+    }
+
+    func waitForAttempts(_ server: ScriptedServer, _ count: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while server.attempts < count {
+            try #require(ContinuousClock.now < deadline, "\(server.attempts) attempts")
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    @Test func theAppInTheForegroundAgainOrANewReportCutsTheBackOffShort() async throws {
+        let (reporter, server) = offlineOnce()
+        await reporter.observe(.pushToStartToken(attributesType: orderType, token: token(1)))
+        let running = Task { await reporter.run() }
+        defer { running.cancel() }
+        try await waitForAttempts(server, 1)
+        try await Task.sleep(for: .milliseconds(20))
+        await reporter.retryNow()
+        try await waitForAttempts(server, 2)
+        #expect(server.received == ["POST /v1/push-to-start-tokens"])
+
+        let (second, secondServer) = offlineOnce()
+        await second.observe(.pushToStartToken(attributesType: orderType, token: token(1)))
+        let sending = Task { await second.run() }
+        defer { sending.cancel() }
+        try await waitForAttempts(secondServer, 1)
+        try await Task.sleep(for: .milliseconds(20))
+        await second.observe(.activity(id: "a1", attributesType: orderType, key: "order-42", pushType: .token))
+        await second.observe(.activityToken(activityID: "a1", token: token(3)))
+        try await waitForAttempts(secondServer, 3)
+        #expect(secondServer.received == ["POST /v1/push-to-start-tokens", "POST /v1/activities/order-42/tokens"])
+    }
+
+    @Test func aPauseTheServerAskedForIsNotCutShort() async throws {
+        let (reporter, server) = offlineOnce(.answered(status: 503, retryAfter: 3_600, message: "maintenance"))
+        await reporter.observe(.pushToStartToken(attributesType: orderType, token: token(1)))
+        let running = Task { await reporter.run() }
+        defer { running.cancel() }
+        try await waitForAttempts(server, 1)
+        await reporter.retryNow()
+        await reporter.observe(.activity(id: "a1", attributesType: orderType, key: "order-42", pushType: .token))
+        await reporter.observe(.activityToken(activityID: "a1", token: token(3)))
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(server.attempts == 1)
+    }
+}
