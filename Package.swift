@@ -21,10 +21,11 @@ let package = Package(
         .library(name: "APNs", targets: ["APNs"]),
         .library(name: "SimulatedDevices", targets: ["SimulatedDevices"]),
         .library(name: "APNsEmulator", targets: ["APNsEmulator"]),
-        .library(name: "LiveRelayKit", targets: ["LiveRelayKit"]),
         .executable(name: "liverelay", targets: ["liverelay"]),
     ],
     dependencies: [
+        // What an iOS app adds, a package of its own (no dependencies); every simulated iPhone runs it.
+        .package(path: "LiveRelayKit"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
@@ -56,15 +57,12 @@ let package = Package(
         // The vocabulary of Live Activities and the APNs payload. Foundation only, so an iOS app
         // can share its attribute types with the server.
         .target(name: "LiveActivityKit"),
-        // What an iOS app adds to hand its tokens and activities to the server; every simulated
-        // iPhone runs it too. Foundation only (URLSession). Its privacy manifest goes with it into
-        // the app (App Store review reads it).
-        .target(name: "LiveRelayKit", resources: [.copy("PrivacyInfo.xcprivacy")]),
         // LiveRelayKit's ActivityKit adapter (the same file, linked) compiled against the simulated
         // iPhones' ActivityKit API, which has ActivityKit's shapes: it type-checks the adapter on
         // Linux, and the tests run it, with app types of Swift, against a real server.
         .target(
-            name: "LiveRelayKitOnSimulatedDevices", dependencies: ["LiveRelayKit", "SimulatedDevices", "LiveActivityKit"],
+            name: "LiveRelayKitOnSimulatedDevices",
+            dependencies: [.product(name: "LiveRelayKit", package: "LiveRelayKit"), "SimulatedDevices", "LiveActivityKit"],
             swiftSettings: [.define("LIVERELAYKIT_ON_SIMULATED_DEVICES")]),
         // The APNs provider client: ES256 provider tokens, HTTP/2 over TLS, typed answers.
         .target(
@@ -106,7 +104,7 @@ let package = Package(
             dependencies: [
                 "LiveActivityKit", "APNs", "SimulatedDevices", "JSONAPI", "WebPages",
                 // Simulated apps report to a LiveRelay server through the package real apps add.
-                "LiveRelayKit",
+                .product(name: "LiveRelayKit", package: "LiveRelayKit"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -224,7 +222,7 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]),
         // LiveRelayKit's decisions as values, its backlog on a real file, without a network.
-        .testTarget(name: "LiveRelayKitTests", dependencies: ["LiveRelayKit", "LiveActivityKit"]),
+        .testTarget(name: "LiveRelayKitTests", dependencies: [.product(name: "LiveRelayKit", package: "LiveRelayKit"), "LiveActivityKit"]),
         .testTarget(name: "SimulatedDevicesTests", dependencies: ["SimulatedDevices", "LiveActivityKit"]),
         // The drawn devices and their templates, without a server.
         .testTarget(name: "WebPagesTests", dependencies: ["WebPages", "SimulatedDevices", "LiveActivityKit", "LiveRelayTesting"]),
@@ -270,7 +268,8 @@ let package = Package(
             name: "LiveRelayHTTPTests",
             dependencies: [
                 "LiveRelay", "LiveRelayHTTP", "LiveRelayStore", "APNs", "APNsEmulator", "SimulatedDevices",
-                "LiveActivityKit", "LiveRelayTesting", "JSONAPI", "LiveRelayKit", "LiveRelayKitOnSimulatedDevices", "WebPages",
+                "LiveActivityKit", "LiveRelayTesting", "JSONAPI", .product(name: "LiveRelayKit", package: "LiveRelayKit"),
+                "LiveRelayKitOnSimulatedDevices", "WebPages",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -1,1 +1,1 @@
-../LiveRelayKit/ActivityKitAdapter.swift
+../../LiveRelayKit/Sources/LiveRelayKit/ActivityKitAdapter.swift

@@ -139,7 +139,7 @@ struct ReportStorageTests {
 struct PrivacyManifestTests {
     @Test func theManifestSaysWhatIsCollectedAndWhyAndThatNothingTracks() throws {
         let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Sources/LiveRelayKit/PrivacyInfo.xcprivacy")
+            .appendingPathComponent("LiveRelayKit/Sources/LiveRelayKit/PrivacyInfo.xcprivacy")
         let manifest = try #require(
             try PropertyListSerialization.propertyList(from: try Data(contentsOf: file), format: nil) as? [String: Any])
         #expect(manifest["NSPrivacyTracking"] as? Bool == false)

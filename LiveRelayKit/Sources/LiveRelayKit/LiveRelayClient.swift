@@ -25,9 +25,10 @@ public final class LiveRelayClient: Sendable {
     public let reporter: Reporter
     /// The attribute whose value is the backend's key of an activity (`"order-42"`).
     public let activityKeyAttribute: String
-    package let relay: LiveRelayReporter
+    /// For ActivityKit adapters (`@_spi(Adapter)`): the client's reporter.
+    @_spi(Adapter) public let relay: LiveRelayReporter
     /// Where its lines go.
-    package let log: @Sendable (String) -> Void
+    @_spi(Adapter) public let log: @Sendable (String) -> Void
     private let tasks = Locked<(sending: Task<Void, Never>?, tracking: [Task<Void, Never>], authorization: Bool)>((nil, [], false))
 
     /// - Parameters:
@@ -171,14 +172,14 @@ public final class LiveRelayClient: Sendable {
     }
 
     /// True the first time only: Live Activities' settings are followed once, whatever the types.
-    package func claimAuthorization() -> Bool {
+    @_spi(Adapter) public func claimAuthorization() -> Bool {
         tasks.withLock { tasks in
             defer { tasks.authorization = true }
             return !tasks.authorization
         }
     }
 
-    package func keep(_ task: Task<Void, Never>) {
+    @_spi(Adapter) public func keep(_ task: Task<Void, Never>) {
         tasks.withLock { $0.tracking.append(task) }
     }
 

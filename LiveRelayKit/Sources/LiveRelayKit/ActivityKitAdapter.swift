@@ -4,7 +4,7 @@
     #else
         // The simulated iPhones' ActivityKit, in ActivityKit's shapes (LiveRelayKitOnSimulatedDevices).
         import LiveActivityKit
-        import LiveRelayKit
+        @_spi(Adapter) import LiveRelayKit
         import SimulatedDevices
     #endif
     import Foundation
