@@ -240,9 +240,12 @@ extension RelayService {
     /// requests that follow are checked against it, for the devices on that version. An app (a
     /// client key) adds its own version's contract, and never replaces one another contract holds:
     /// a shipped build's types never change, so a different one under its version is an attack or
-    /// a mistake (outside the environments its app takes ungranted reports from, where builds
-    /// change under one version all day). The backend (a server or admin key) may replace any,
-    /// and pin one (`ContractRecord.pinned`).
+    /// a mistake. But a development build's (one registered from an environment the app takes
+    /// ungranted reports from, sandbox unless the operator says otherwise) may be replaced:
+    /// builds change under one version all day there. A contract keeps the environment it was
+    /// first registered from while its shape stays, so that registering a production build's
+    /// again as a development one unlocks nothing. The backend (a server or admin key) may
+    /// replace any, and pin one (`ContractRecord.pinned`).
     package func registerContract(_ registration: ContractRegistration) async throws -> ContractRecord {
         let app = try await checkApp(bundleID: registration.bundleID)
         let type = registration.contract.attributesType
@@ -251,13 +254,14 @@ extension RelayService {
         let kept = try await contracts(app: registration.bundleID)
         let existing = kept.first { $0.attributesType == type && $0.appVersion == version }
         let named = version == ContractRecord.anyVersion ? "any app version" : "app version \(version)"
+        let unchanged = existing.map { $0.contract.sortingKeys == registration.contract.json.sortingKeys } ?? false
         if registration.byApp {
             if registration.pinned != nil {
                 throw RelayError(.forbidden, .wrongScope, message: "only the backend (a server or admin key) pins a version", field: "pinned")
             }
             // A stored contract that no longer reads is registered again, whoever does it.
             if let existing, existing.contract.sortingKeys != registration.contract.json.sortingKeys,
-                !(registration.environment.map(app.ungrantedReports.contains) ?? false),
+                !(existing.registeredIn.map(app.ungrantedReports.contains) ?? false),
                 (try? ActivityContract(json: existing.contract, name: type)) != nil
             {
                 metrics.count(.reportsRefusedTotal, ["reason": RelayError.Code.contractVersionKept.rawValue])
@@ -279,7 +283,8 @@ extension RelayService {
         }
         let record = ContractRecord(
             bundleID: registration.bundleID, attributesType: type, appVersion: version, contract: registration.contract.json, updatedAt: now(),
-            pinned: registration.pinned ?? existing?.pinned ?? false)
+            pinned: registration.pinned ?? existing?.pinned ?? false,
+            registeredIn: !registration.byApp ? nil : unchanged ? existing?.registeredIn : registration.environment)
         try await store.saveContract(record)
         contractBook.invalidate()
         metrics.count(Metric.registrationsTotal, ["kind": "contract"])

@@ -385,11 +385,16 @@ package struct ContractRecord: Sendable, Hashable {
     package var updatedAt: Date
     /// Kept by the operator: never retired for want of devices on the version.
     package var pinned: Bool
+    /// The environment of the app build that registered it, as the build said (`nil`: the backend
+    /// or the operator registered it): one from an environment the app takes ungranted reports
+    /// from (a development build) may be registered again, changed, by the app.
+    package var registeredIn: PushEnvironment?
 
     package init(
         bundleID: String, attributesType: String, appVersion: String = ContractRecord.anyVersion, contract: JSONValue, updatedAt: Date,
-        pinned: Bool = false
+        pinned: Bool = false, registeredIn: PushEnvironment? = nil
     ) {
+        self.registeredIn = registeredIn
         self.bundleID = bundleID
         self.attributesType = attributesType
         self.appVersion = appVersion

@@ -366,5 +366,8 @@ enum SQLiteMigrations {
         // forgotten, not carried. Idempotency keys whose answer those builds kept as HTTP (they
         // live a day); a schedule they ran keeps no result (`ScheduleResult(stored:state:)`).
         StoreMigration(name: "0027-first-release", statements: ["DELETE FROM idempotency_keys WHERE answer IS NULL"]),
+        // The environment of the build that registered a contract: only a development build's may
+        // be registered again, changed, by the app (`ContractRecord.registeredIn`).
+        StoreMigration(name: "0028-contract-environment", statements: ["ALTER TABLE contracts ADD COLUMN registered_in TEXT"]),
     ]
 }

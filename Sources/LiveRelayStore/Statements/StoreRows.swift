@@ -303,14 +303,16 @@ extension ContractRecord {
         [
             .text("bundle_id") { $0.bundleID }, .text("attributes_type") { $0.attributesType }, .text("contract") { $0.contract.serializedString },
             .date("updated_at") { $0.updatedAt }, .text("app_version") { $0.appVersion }, .bool("pinned") { $0.pinned },
+            .name("registered_in") { $0.registeredIn },
         ])
     static let columns = table.list
 
-    init(row: some StoreRow) {
+    init(row: some StoreRow) throws {
         let row = Self.table.read(row)
         self.init(
             bundleID: row.string("bundle_id"), attributesType: row.string("attributes_type"), appVersion: row.string("app_version"),
-            contract: row.json("contract") ?? .null, updatedAt: row.date("updated_at")!, pinned: row.bool("pinned"))
+            contract: row.json("contract") ?? .null, updatedAt: row.date("updated_at")!, pinned: row.bool("pinned"),
+            registeredIn: try row.optionalValue("registered_in"))
     }
 }
 

@@ -233,7 +233,7 @@ enum StoreStatements {
     static let saveContract = """
         INSERT INTO contracts \(ContractRecord.table.insertion)
         ON CONFLICT (bundle_id, attributes_type, app_version) DO UPDATE SET
-            contract = excluded.contract, updated_at = excluded.updated_at, pinned = excluded.pinned
+            contract = excluded.contract, updated_at = excluded.updated_at, pinned = excluded.pinned, registered_in = excluded.registered_in
         """
 
     /// One version's contract of a type (app, type, version).
