@@ -33,7 +33,7 @@ extension VersionsChoice {
 
 /// `POST /v1/activities/{key}/start`.
 extension StartRequest {
-    static let fields = [
+    package static let fields = [
         "attributesType", "attributes", "contentState", "alert", "staleDate", "relevanceScore", "audience", "channel", "priority",
         "expiration", "at", "versions",
     ]
@@ -76,8 +76,8 @@ extension StartRequest {
 
 /// `POST /v1/activities/{key}/update` and `…/end`.
 extension ChangeRequest {
-    static let updateFields = ["contentState", "alert", "staleDate", "relevanceScore", "priority", "expiration", "at", "versions"]
-    static let endFields = updateFields + ["dismissalDate"]
+    package static let updateFields = ["contentState", "alert", "staleDate", "relevanceScore", "priority", "expiration", "at", "versions"]
+    package static let endFields = updateFields + ["dismissalDate"]
 
     package init(event: LiveActivityPayload.Event, json: JSONValue) throws {
         let body = try JSONBodyReader(json, fields: event == .end ? Self.endFields : Self.updateFields)
@@ -225,7 +225,8 @@ package struct EndedBody: APIRequestBody {
 /// "contentState"}`, the schemas in `ActivityContract`'s JSON form, whose field order counts; the
 /// app version it is for (`appVersion`; left out, any version), the app build's environment
 /// (`environment`, as the app's tokens say it) and, from the backend, `pinned`.
-struct ContractBody {
+package struct ContractBody {
+    package static let fields = registrationFields + ActivityContract.fields
     static let registrationFields = ["bundleID", "appVersion", "environment", "pinned"]
 
     /// Nil when the body leaves it to the key's app (`RelayAPI.bodyApp`).

@@ -479,6 +479,8 @@ struct RelayAPITests {
         @Test(arguments: [
             ("PushToStartRegistration", PushToStartBody.fields), ("ActivityTokenRegistration", ActivityTokenBody.fields),
             ("ChannelListenerRegistration", ChannelListenerBody.fields), ("EndedReport", EndedBody.fields),
+            ("StartRequest", StartRequest.fields), ("UpdateRequest", ChangeRequest.updateFields), ("EndRequest", ChangeRequest.endFields),
+            ("ContractRequest", ContractBody.fields),
         ])
         func theDocumentNamesEveryFieldTheBodyTakes(schema: String, fields: [String]) throws {
             let properties = try #require(Self.document["components"]?["schemas"]?[schema]?["properties"]?.objectMembers)

@@ -108,8 +108,14 @@ import Testing
         #expect(
             warned.warnings == [#"app version 1.0 (3 devices) cannot decode it: contentState.eta: no value for the key "eta"; their devices drop it"#]
         )
-        // Unknown audience: every version registered, without counts.
+        // Unknown audience: every version registered, without counts, the one for any version named so.
         #expect(try Self.check(noETA, audience: nil).warnings.first?.hasPrefix("app version 1.0 cannot decode it") == true)
+        var withAny = Self.contracts
+        withAny.byVersion[""] = Self.one
+        let unknown = try withAny.check(audience: nil, versions: .all) { contract throws(RelayError) in
+            try ContractCheck.contentState(noETA, contract)
+        }
+        #expect(unknown.warnings.first?.hasPrefix("the contract for any app version cannot decode it") == true, "\(unknown.warnings)")
         // Only version 1's devices: refused with its reason alone.
         #expect(throws: RelayError(.unprocessable, .doesNotDecode, message: #"no value for the key "eta""#, field: "contentState.eta")) {
             try Self.check(noETA, audience: ["1.0": 2])

@@ -95,7 +95,7 @@ public final class LiveRelayClient: Sendable {
             if let observer = foreground.withLock({ $0 }) { NotificationCenter.default.removeObserver(observer) }
         #endif
         #if canImport(Network)
-            network.cancel()
+            network.withLock { $0 }?.cancel()
         #endif
     }
 
@@ -105,7 +105,7 @@ public final class LiveRelayClient: Sendable {
     #endif
     #if canImport(Network)
         /// Hears the network come back (`start`).
-        private let network = NWPathMonitor()
+        private let network = Locked<NWPathMonitor?>(nil)
     #endif
 
     /// Starts sending the backlog (once; `track` does it too). It stops when the client goes.
@@ -127,15 +127,15 @@ public final class LiveRelayClient: Sendable {
         #endif
         #if canImport(Network)
             let reporter = relay
-            network.pathUpdateHandler = { path in
+            let monitor = NWPathMonitor()
+            monitor.pathUpdateHandler = { path in
                 if path.status == .satisfied { Task { await reporter.retryNow() } }
             }
-            network.start(queue: DispatchQueue(label: "LiveRelayKit.network"))
+            monitor.start(queue: DispatchQueue(label: "LiveRelayKit.network"))
+            network.withLock { $0 = monitor }
         #endif
     }
 
-    /// What the widget decodes a type from, reported before its first push-to-start token
-    /// (`track` derives it from the Swift types by itself).
     /// Hands LiveRelayKit the backend's grant for `key`, before the app requests an activity
     /// under it: the server takes the activity's update token with it (where the start was not
     /// sent by the server, in production builds). Ask your backend for it (`POST /v1/grants`).
@@ -156,6 +156,8 @@ public final class LiveRelayClient: Sendable {
         get async { await relay.awaitingGrant }
     }
 
+    /// What the widget decodes a type from, reported before its first push-to-start token
+    /// (`track` derives it from the Swift types by itself).
     public func include(_ contract: ActivityContractShape) async {
         await relay.include(contract)
     }

@@ -32,9 +32,9 @@ public actor LiveRelayReporter {
 
     /// `contracts`: what the widget decodes each attributes type from, reported before its first
     /// push-to-start token. `deviceID`: where the device id is read again when `reporter` has none
-    /// yet (its file could not be read at launch); nothing is sent until it reads. `sleep` and `now` are the clock (tests give their own); `log` hears
-    /// every dropped report and every storage failure; `delivered`, each report that left the
-    /// backlog (for an app's diagnostics).
+    /// yet (its file could not be read at launch); nothing is sent until it reads. `sleep` and
+    /// `now` are the clock (tests give their own); `log` hears every dropped report and every
+    /// storage failure; `delivered`, each report that left the backlog (for an app's diagnostics).
     public init(
         reporter: Reporter, contracts: [ActivityContractShape] = [], transport: any ReportTransport, storage: any ReportStorage,
         deviceID resolveDeviceID: (@Sendable () -> String?)? = nil, policy: RetryPolicy = RetryPolicy(),
@@ -338,7 +338,6 @@ public actor LiveRelayReporter {
                 backlog.pending[0].attempts = attempt
                 save()
                 do { try await sleep(pause) } catch { return }
-                continue
             case .awaitGrant(let reason):
                 log("LiveRelayKit: \(next.report) waits for the backend's grant: \(reason)")
                 let waiting = backlog.pending.removeFirst()

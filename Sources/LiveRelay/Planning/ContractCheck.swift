@@ -84,7 +84,7 @@ struct TypeContracts: Sendable {
             if let audience, !audience.isEmpty {
                 audience.sorted { ($0.key ?? "") < ($1.key ?? "") }.map { ($0.key, $0.value) }
             } else {
-                byVersion.keys.sorted().map { ($0 == ContractRecord.anyVersion ? nil : $0, nil) }
+                byVersion.keys.sorted().map { ($0, nil) }
             }
         var result = VersionCheck()
         var failures: [(version: String?, devices: Int?, error: RelayError)] = []
@@ -104,7 +104,12 @@ struct TypeContracts: Sendable {
         }
         guard let first = failures.first else { return result }
         func named(_ failure: (version: String?, devices: Int?, error: RelayError)) -> String {
-            let version = failure.version.map { "app version \($0)" } ?? "devices that did not say their app version"
+            let version =
+                switch failure.version {
+                case nil: "devices that did not say their app version"
+                case ContractRecord.anyVersion: "the contract for any app version"
+                case let version?: "app version \(version)"
+                }
             return version + (failure.devices.map { " (\($0) device\($0 == 1 ? "" : "s"))" } ?? "")
         }
         guard decodes else {

@@ -221,9 +221,21 @@ extension RelayService {
     }
 
     /// A user id, as the backend names its users: 1 to 200 characters without control characters.
-    static func checkUserID(_ id: String, field: String) throws {
-        guard !id.isEmpty, id.unicodeScalars.count <= 200, !id.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
-            throw RelayError.invalid(field, "must be 1 to 200 characters without control characters")
+    static func checkUserID(_ id: String, field: String) throws(RelayError) {
+        try checkName(id, field: field, longest: 200)
+    }
+
+    /// An app version, as the app says it (`2.1 (45)`): 1 to 64 characters without control characters.
+    static func checkAppVersion(_ version: String, field: String) throws(RelayError) {
+        try checkName(version, field: field, longest: 64, example: "2.1 (45)")
+    }
+
+    /// A name someone else chose: 1 to `longest` characters (Unicode scalars) without control characters.
+    private static func checkName(_ name: String, field: String, longest: Int, example: String? = nil) throws(RelayError) {
+        guard !name.isEmpty, name.unicodeScalars.count <= longest, !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+        else {
+            throw RelayError.invalid(
+                field, "must be 1 to \(longest) characters without control characters" + (example.map { ", such as \"\($0)\"" } ?? ""))
         }
     }
 
@@ -260,7 +272,7 @@ extension RelayService {
                 throw RelayError(.forbidden, .wrongScope, message: "only the backend (a server or admin key) pins a version", field: "pinned")
             }
             // A stored contract that no longer reads is registered again, whoever does it.
-            if let existing, existing.contract.sortingKeys != registration.contract.json.sortingKeys,
+            if let existing, !unchanged,
                 !(existing.registeredIn.map(app.ungrantedReports.contains) ?? false),
                 (try? ActivityContract(json: existing.contract, name: type)) != nil
             {
@@ -327,13 +339,6 @@ extension RelayService {
             throw RelayError.notFound("attributesType", "no contract registered for \(attributesType) of \(bundleID)\(which)")
         }
         return record
-    }
-
-    /// An app version, as the app says it (`2.1 (45)`): 1 to 64 characters without control characters.
-    static func checkAppVersion(_ version: String, field: String) throws(RelayError) {
-        guard !version.isEmpty, version.unicodeScalars.count <= 64,
-            !version.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
-        else { throw RelayError.invalid(field, "must be 1 to 64 characters without control characters, such as \"2.1 (45)\"") }
     }
 
     func currentContracts(app bundleID: String) async throws -> AppContracts {
