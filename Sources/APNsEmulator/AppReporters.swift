@@ -1,6 +1,6 @@
 import Foundation
 import LiveActivityKit
-import LiveRelayKit
+@_spi(Adapter) import LiveRelayKit
 import Logging
 import SimulatedDevices
 import Synchronization

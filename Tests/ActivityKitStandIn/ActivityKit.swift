@@ -25,6 +25,20 @@ public struct PushType: Equatable, Sendable {
     @available(iOS 18.0, *) public static func channel(_ channelId: String) -> PushType { fatalError("a stand-in") }
 }
 
+public struct ActivityContent<State>: Equatable, Hashable where State: Decodable, State: Encodable, State: Hashable {
+    public let state: State
+    public let staleDate: Date?
+    public let relevanceScore: Double
+    public init(state: State, staleDate: Date?, relevanceScore: Double = 0) { fatalError("a stand-in") }
+}
+
+public struct ActivityUIDismissalPolicy: Equatable, Hashable, Sendable {
+    private init() {}
+    public static let `default` = ActivityUIDismissalPolicy()
+    public static let immediate = ActivityUIDismissalPolicy()
+    public static func after(_ date: Date) -> ActivityUIDismissalPolicy { fatalError("a stand-in") }
+}
+
 /// A sequence of ActivityKit's: a structure whose elements arrive one by one.
 public struct StandInIterator<Element>: AsyncIteratorProtocol {
     public mutating func next() async -> Element? { fatalError("a stand-in") }
@@ -55,6 +69,10 @@ public class Activity<Attributes>: Identifiable where Attributes: ActivityAttrib
     public var pushToken: Data? { fatalError("a stand-in") }
     public var pushTokenUpdates: PushTokenUpdates { fatalError("a stand-in") }
     public var activityStateUpdates: ActivityStateUpdates { fatalError("a stand-in") }
+    @available(iOS 16.2, *)
+    public func end(_ content: ActivityContent<Attributes.ContentState>?, dismissalPolicy: ActivityUIDismissalPolicy = .default) async {
+        fatalError("a stand-in")
+    }
     public static var activities: [Activity<Attributes>] { fatalError("a stand-in") }
     public static var activityUpdates: ActivityUpdates { fatalError("a stand-in") }
     @available(iOS 17.2, *) public static var pushToStartToken: Data? { fatalError("a stand-in") }

@@ -1,7 +1,7 @@
 import APNsEmulator
 import Foundation
 import LiveActivityKit
-import LiveRelayKit
+@_spi(Adapter) import LiveRelayKit
 import LiveRelayKitOnSimulatedDevices
 import LiveRelayStore
 import LiveRelayTesting
@@ -356,6 +356,76 @@ extension LiveRelayKitReportsTests {
                 ((), device.setSettings(of: harnessApp, liveActivitiesEnabled: false, at: now))
             }
             try await relay.eventually { try await relay.store.pushToStartTokens(deviceID: "iphone-swift").isEmpty }
+            withExtendedLifetime(client) {}
+        }
+    }
+
+    /// The client an app sets up at launch is LiveRelayKit's to keep: the app dropping its
+    /// reference stops nothing, and setting up again gives the same client (never a second
+    /// sender of the same backlog).
+    @Test func theClientSetUpAtLaunchOutlivesTheReferenceTheAppDropped() async throws {
+        try await withRelayHarness { relay in
+            let server = try #require(URL(string: relay.baseURL))
+            let clientKey = try #require(relay.keys[.client])
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("liverelaykit-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: folder) }
+            func launch() -> LiveRelayClient {
+                LiveRelayClient.setUp(
+                    server: server, clientKey: clientKey, bundleID: harnessApp, environment: .sandbox, folder: folder, log: { _ in })
+            }
+            weak var dropped = launch()
+            let client = try #require(dropped, "kept by LiveRelayKit once the app's reference went")
+            #expect(launch() === client)
+            // It sends by itself (setUp started it): no call of the app's keeps it going.
+            await client.observe(.pushToStartToken(attributesType: "OrderAttributes", token: Data(repeating: 9, count: 32)))
+            try await relay.eventually { try await relay.store.pushToStartTokens(deviceID: client.reporter.deviceID).count == 1 }
+            try await relay.eventually { await client.status == .upToDate }
+        }
+    }
+
+    /// `end(_:content:dismissalPolicy:)` ends the activity through ActivityKit and reports the
+    /// end as the app's: without it, ActivityKit's `.ended` alone is reported as the system's.
+    @Test func anActivityEndedThroughTheClientIsReportedAsTheApps() async throws {
+        try await withRelayHarness { relay in
+            try relay.emulator.devices.addDevice(id: "iphone-end")
+            let app = try relay.emulator.devices.install(
+                SimulatedApp(bundleID: harnessApp, attributeTypes: [ActivityAttributesType(OrderAttributes.self)]), on: "iphone-end")
+            let client = LiveRelayClient(
+                server: try #require(URL(string: relay.baseURL)), clientKey: try #require(relay.keys[.client]), bundleID: harnessApp,
+                environment: .sandbox, deviceID: "iphone-end", storage: MemoryReportStorage())
+            await app.run { client.track(OrderAttributes.self) }
+            try await relay.eventually { try await relay.store.pushToStartTokens(deviceID: "iphone-end").count == 1 }
+            for key in ["o-app", "o-push"] {
+                let start = try await relay.post(
+                    "/v1/activities/\(key)/start",
+                    .object([
+                        ("attributesType", .string("OrderAttributes")), ("attributes", .object([("activityKey", .string(key))])),
+                        ("contentState", json(#"{"step": "preparing", "etaMinutes": 20}"#)),
+                        ("alert", json(#"{"title": "Order", "body": "Preparing"}"#)), ("audience", json(#"{"devices": ["iphone-end"]}"#)),
+                    ]))
+                #expect(start.status == 201, "\(start.json)")
+                try await relay.dispatch()
+                try await relay.waitForToken(key, device: "iphone-end")
+            }
+            let delivered = OrderAttributes.ContentState(step: .onTheWay, etaMinutes: 0)
+            try await app.run {
+                let activity = try #require(Activity<OrderAttributes>.activities.first { $0.attributes.activityKey == "o-app" })
+                await client.end(activity, content: ActivityContent(state: delivered, staleDate: nil), dismissalPolicy: .default)
+            }
+            try await relay.eventually {
+                try await relay.store.activityTokens(app: harnessApp, key: "o-app").map(\.stateReason) == ["reported by the device (app)"]
+            }
+            #expect(
+                try relay.emulator.devices.device("iphone-end").activities.first { $0.attributes["activityKey"] == .string("o-app") }?.state == .ended
+            )
+            // Ended by a push: reported as the system's.
+            let ended = try await relay.post(
+                "/v1/activities/o-push/end", .object([("contentState", json(#"{"step": "on the way", "etaMinutes": 0}"#))]))
+            #expect(ended.status == 200, "\(ended.json)")
+            try await relay.dispatch()
+            try await relay.eventually {
+                try await relay.store.activityTokens(app: harnessApp, key: "o-push").map(\.stateReason) == ["reported by the device (system)"]
+            }
             withExtendedLifetime(client) {}
         }
     }

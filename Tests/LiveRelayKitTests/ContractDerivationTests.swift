@@ -1,6 +1,6 @@
 import Foundation
 import LiveActivityKit
-import LiveRelayKit
+@_spi(Adapter) import LiveRelayKit
 import Testing
 
 /// A delivery app's types, as an app declares them for its widget.

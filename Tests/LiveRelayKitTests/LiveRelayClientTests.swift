@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import LiveRelayKit
+@_spi(Adapter) @testable import LiveRelayKit
 
 /// What the set-up finds by itself: the activity's key, the app's APNs environment, the device.
 struct LiveRelayClientTests {

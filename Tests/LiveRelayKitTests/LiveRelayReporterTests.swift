@@ -1,5 +1,5 @@
 import Foundation
-import LiveRelayKit
+@_spi(Adapter) import LiveRelayKit
 import Synchronization
 import Testing
 
@@ -34,6 +34,32 @@ final class Pauses: Sendable {
             self.taken.withLock { $0.append(pause) }
             await Task.yield()
         }
+    }
+}
+
+/// The background time a reporter asks for: how many spans began, how many are open now.
+final class BackgroundTimeLedger: Sendable {
+    private let spans = Mutex((begun: 0, open: 0))
+    var state: (begun: Int, open: Int) { spans.withLock { $0 } }
+    var backgroundTime: BackgroundTime {
+        BackgroundTime { _ in
+            self.spans.withLock { $0 = ($0.begun + 1, $0.open + 1) }
+            return { self.spans.withLock { $0.open -= 1 } }
+        }
+    }
+}
+
+/// A transport that notes how many spans of background time are open while it sends.
+final class WatchedTransport: ReportTransport {
+    let server: ScriptedServer
+    let time: BackgroundTimeLedger
+    private let seen = Mutex([Int]())
+    var openDuringSends: [Int] { seen.withLock { $0 } }
+    init(server: ScriptedServer, time: BackgroundTimeLedger) { (self.server, self.time) = (server, time) }
+    func send(_ request: ReportRequest) async -> SendOutcome {
+        let open = time.state.open
+        seen.withLock { $0.append(open) }
+        return await server.send(request)
     }
 }
 
@@ -79,6 +105,23 @@ struct LiveRelayReporterTests {
             ])
         // Back-off doubling from a second, then the server's Retry-After.
         #expect(pauses.all == [.seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(16), .seconds(7)])
+    }
+
+    /// Each send runs inside time asked of the system, ended once answered, whether the server
+    /// took it or could not be reached: an app woken for a few seconds finishes the request.
+    @Test func eachSendRunsInsideBackgroundTimeAskedForIt() async throws {
+        let time = BackgroundTimeLedger()
+        let server = ScriptedServer([.unreachable("offline")])
+        let watched = WatchedTransport(server: server, time: time)
+        let reporter = LiveRelayReporter(
+            reporter: iphone, transport: watched, storage: storage(), backgroundTime: time.backgroundTime, sleep: Pauses().sleep)
+        await reporter.observe(.pushToStartToken(attributesType: orderType, token: token(1)))
+        await reporter.observe(.activity(id: "a1", attributesType: orderType, key: "order-42", pushType: .token))
+        await reporter.observe(.activityToken(activityID: "a1", token: token(3)))
+        try await send(reporter) { await reporter.pending.isEmpty }
+        #expect(server.attempts == 3)
+        #expect(watched.openDuringSends == [1, 1, 1], "every send inside exactly one span of background time")
+        #expect(time.state == (begun: 3, open: 0), "each span ended once its send was answered")
     }
 
     /// The backend's grant goes with the reports made under its key, and with no other.

@@ -22,7 +22,7 @@ struct ReadmeAppSnippetTests {
     /// The snippet, as the README shows it (never called: it would report to a server).
     static func setUp(grant: String) async -> LiveRelayClient {
         // snippet begins
-        let liveRelay = LiveRelayClient(
+        let liveRelay = LiveRelayClient.setUp(
             server: URL(string: "https://relay.example.com")!,
             clientKey: "lr_client_…")
         #if canImport(ActivityKit)

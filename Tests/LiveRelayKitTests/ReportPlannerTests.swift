@@ -1,5 +1,5 @@
 import Foundation
-import LiveRelayKit
+@_spi(Adapter) import LiveRelayKit
 import Testing
 
 let t0 = Date(timeIntervalSince1970: 1_800_000_000)

@@ -1,5 +1,5 @@
 import Foundation
-import LiveRelayKit
+@_spi(Adapter) import LiveRelayKit
 import Synchronization
 import Testing
 

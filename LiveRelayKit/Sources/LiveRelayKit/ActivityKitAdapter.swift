@@ -65,6 +65,18 @@
             keep(Task { for await activity in activities.value { follow.value(activity) } })
         }
 
+        /// Ends `activity` (https://developer.apple.com/documentation/activitykit/activity/end(_:dismissalpolicy:))
+        /// and reports the end as the app's: ActivityKit tells only that an activity ended, so
+        /// an end the app does not announce is taken as the system's (an `end` push, the 8-hour limit).
+        @available(iOS 16.2, *)
+        public func end<Attributes: ActivityAttributes>(
+            _ activity: Activity<Attributes>, content: ActivityContent<Attributes.ContentState>?,
+            dismissalPolicy: ActivityUIDismissalPolicy = .default
+        ) async {
+            await relay.observe(.endedByApp(activityID: activity.id))
+            await activity.end(content, dismissalPolicy: dismissalPolicy)
+        }
+
         /// One activity: registered under its key, then its tokens and its states, each sequence
         /// read by a task of its own; each task first says the activity exists (the core hears it
         /// once), so neither depends on the other having started.

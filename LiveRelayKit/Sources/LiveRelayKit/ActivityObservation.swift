@@ -3,7 +3,7 @@ import Foundation
 /// What an adapter saw ActivityKit do, in ActivityKit's terms: the only input of LiveRelayKit's
 /// decisions. The ActivityKit adapter and the simulated iPhones' adapter both translate their
 /// sequences into these, so that everything after is the same code.
-public enum ActivityObservation: Sendable, Hashable, Codable {
+@_spi(Adapter) public enum ActivityObservation: Sendable, Hashable, Codable {
     /// `Activity<T>.pushToStartTokenUpdates` gave a token for the attributes type.
     case pushToStartToken(attributesType: String, token: Data)
     /// `Activity<T>.activityUpdates` (or the app's own request) gave an activity; `key` is the
@@ -23,7 +23,7 @@ public enum ActivityObservation: Sendable, Hashable, Codable {
 }
 
 /// How an activity receives its pushes, as it was requested (`PushType`).
-public enum PushTarget: Sendable, Hashable, Codable {
+@_spi(Adapter) public enum PushTarget: Sendable, Hashable, Codable {
     /// No pushes: the app updates it itself.
     case none
     /// Pushes to its own update token (`.token`).
@@ -34,7 +34,7 @@ public enum PushTarget: Sendable, Hashable, Codable {
 }
 
 /// `ActivityState`, as LiveRelayKit needs it.
-public enum ObservedState: String, Sendable, Hashable, Codable {
+@_spi(Adapter) public enum ObservedState: String, Sendable, Hashable, Codable {
     /// Scheduled, not started yet (iOS 26).
     case pending
     case active

@@ -6,7 +6,7 @@ extension ActivityContractShape {
     /// placeholder and notes the field's name and type. So the contract the server checks is
     /// the code the widget decodes with. Throws `UnsupportedContractType` for a field no contract
     /// can say (a dictionary, a type that decodes itself in its own way).
-    public init<Attributes: Decodable, ContentState: Decodable>(
+    @_spi(Adapter) public init<Attributes: Decodable, ContentState: Decodable>(
         attributesType: String, attributes: Attributes.Type, contentState: ContentState.Type
     ) throws {
         self.init(
@@ -23,7 +23,7 @@ extension ActivityContractShape {
 }
 
 /// A field whose type a contract cannot express.
-public struct UnsupportedContractType: Error, Hashable, CustomStringConvertible {
+@_spi(Adapter) public struct UnsupportedContractType: Error, Hashable, CustomStringConvertible {
     public var path: String
     public var reason: String
     public var description: String { "\(path): \(reason)" }

@@ -10,44 +10,79 @@ import Foundation
     import Network
 #endif
 
-/// An app's link to its LiveRelay server: set up once at launch with the server's address and
+/// An app's link to its LiveRelay server: set up at every launch with the server's address and
 /// the app's client key; then `track(_:)` each attributes type (on iOS), and LiveRelayKit reports
 /// by itself what ActivityKit does: push-to-start tokens, each activity's update token under its
 /// key, ends and who ended them, Live Activities switched off and on.
 ///
-///     let liveRelay = LiveRelayClient(server: URL(string: "https://relay.example.com")!, clientKey: "lr_client_…")
+///     let liveRelay = LiveRelayClient.setUp(server: URL(string: "https://relay.example.com")!, clientKey: "lr_client_…")
 ///     liveRelay.track(DeliveryAttributes.self)
 ///
 /// Everything it sends waits in a small file in the app's storage until the server has it, so
 /// nothing is lost to a network outage or to the app being killed.
 public final class LiveRelayClient: Sendable {
     /// Who reports: this device and app, and the app's APNs environment.
-    public let reporter: Reporter
+    @_spi(Adapter) public let reporter: Reporter
     /// The attribute whose value is the backend's key of an activity (`"order-42"`).
     public let activityKeyAttribute: String
     /// For ActivityKit adapters (`@_spi(Adapter)`): the client's reporter.
     @_spi(Adapter) public let relay: LiveRelayReporter
+    private let clientKey: String
     /// Where its lines go.
     @_spi(Adapter) public let log: @Sendable (String) -> Void
     private let tasks = Locked<(sending: Task<Void, Never>?, tracking: [Task<Void, Never>], authorization: Bool)>((nil, [], false))
 
+    /// The app's client, made the first time and kept by LiveRelayKit for as long as the app
+    /// runs: call it at every launch, background launches too (a push-to-start wakes the app with
+    /// no scene), from `application(_:didFinishLaunchingWithOptions:)` or the `App`'s `init`.
+    /// Called again with the same server, it returns the same client (a second would send the
+    /// same backlog twice); a reference the app drops stops nothing.
+    ///
     /// - Parameters:
     ///   - server: the server's base URL.
     ///   - clientKey: the app's client key (`liverelay keys create --scope client --app …`).
     ///   - activityKeyAttribute: the attributes' field holding the backend's key; without it on a
     ///     type, the activity's id stands in.
-    ///   - bundleID: the app's own unless given.
+    ///   - bundleID: the running bundle's unless given (an app extension gives its app's).
     ///   - environment: the app's `aps-environment` unless given (`PushEnvironment.ofThisApp`).
-    ///   - deviceID: a random id made once and kept with the backlog unless given.
-    ///   - storage: where the backlog is kept; a file under Application Support unless given.
+    ///   - folder: where the backlog and the device id are kept: Application
+    ///     Support/LiveRelayKit/<server> unless given.
     ///   - log: where its lines go: the unified log on Apple platforms unless given (tokens are
     ///     never written whole).
-    public init(
+    public static func setUp(
         server: URL, clientKey: String, activityKeyAttribute: String = "activityKey", bundleID: String? = nil,
-        environment: PushEnvironment? = nil, deviceID: String? = nil, storage: (any ReportStorage)? = nil,
-        log: @escaping @Sendable (String) -> Void = LiveRelayKitLog.standard
+        environment: PushEnvironment? = nil, folder: URL? = nil, log: @escaping @Sendable (String) -> Void = LiveRelayKitLog.standard
+    ) -> LiveRelayClient {
+        let folder = folder ?? defaultFolder(for: server)
+        return kept.withLock { kept in
+            if let client = kept[folder.standardizedFileURL.path] {
+                if client.clientKey != clientKey {
+                    client.log("LiveRelayKit: set up again with another client key; the first is kept until the app restarts")
+                }
+                return client
+            }
+            let client = LiveRelayClient(
+                server: server, clientKey: clientKey, activityKeyAttribute: activityKeyAttribute, bundleID: bundleID, environment: environment,
+                folder: folder, backgroundTime: .system, log: log)
+            kept[folder.standardizedFileURL.path] = client
+            // What earlier launches left goes at once, before any type is tracked.
+            client.start()
+            return client
+        }
+    }
+
+    /// The clients `setUp` made, by their folder: never released while the app runs.
+    private static let kept = Locked<[String: LiveRelayClient]>([:])
+
+    /// A client of its own, which stops when the last reference goes (`setUp` keeps the app's):
+    /// for adapters and tests, which run many in one process. `deviceID`, `storage`: the
+    /// device's id and the backlog's storage, else kept in `folder`.
+    @_spi(Adapter) public init(
+        server: URL, clientKey: String, activityKeyAttribute: String = "activityKey", bundleID: String? = nil,
+        environment: PushEnvironment? = nil, folder: URL? = nil, deviceID: String? = nil, storage: (any ReportStorage)? = nil,
+        backgroundTime: BackgroundTime = .none, log: @escaping @Sendable (String) -> Void = LiveRelayKitLog.standard
     ) {
-        let folder = Self.defaultFolder(for: server)
+        let folder = folder ?? Self.defaultFolder(for: server)
         // A device id that cannot be read now (a locked phone) is read again before the first
         // send: a new one would make this iPhone two devices to the server.
         let known = deviceID ?? Self.installationID(in: folder)
@@ -55,12 +90,13 @@ public final class LiveRelayClient: Sendable {
             deviceID: known ?? "", bundleID: bundleID ?? Bundle.main.bundleIdentifier ?? "unknown",
             environment: environment ?? .ofThisApp, systemVersion: Self.systemVersion, appVersion: Self.appVersion(of: Bundle.main))
         self.activityKeyAttribute = activityKeyAttribute
+        self.clientKey = clientKey
         self.log = log
         let readAgain: (@Sendable () -> String?)? = known == nil ? { @Sendable in LiveRelayClient.installationID(in: folder) } : nil
         let backlog: any ReportStorage = storage ?? FileReportStorage(url: folder.appendingPathComponent("backlog.json"))
         relay = LiveRelayReporter(
             reporter: reporter, transport: URLSessionTransport(server: server, clientKey: clientKey), storage: backlog, deviceID: readAgain,
-            log: log)
+            backgroundTime: backgroundTime, log: log)
     }
 
     /// The iOS this app runs on, as `UIDevice` writes it; nil elsewhere (a Mac, Linux in tests).
@@ -158,17 +194,18 @@ public final class LiveRelayClient: Sendable {
 
     /// What the widget decodes a type from, reported before its first push-to-start token
     /// (`track` derives it from the Swift types by itself).
-    public func include(_ contract: ActivityContractShape) async {
+    @_spi(Adapter) public func include(_ contract: ActivityContractShape) async {
         await relay.include(contract)
     }
 
-    /// What ActivityKit did, for an app that reports by hand (or an adapter of its own).
-    public func observe(_ observation: ActivityObservation) async {
+    /// What ActivityKit did, for an adapter.
+    @_spi(Adapter) public func observe(_ observation: ActivityObservation) async {
         await relay.observe(observation)
     }
 
-    /// Call before `activity.end(…)`: the end is then reported as the app's. ActivityKit says
-    /// only that an activity ended, not who ended it.
+    /// Call before ending an activity by other means than `end(_:content:dismissalPolicy:)`: the
+    /// end is then reported as the app's. ActivityKit says only that an activity ended, not who
+    /// ended it.
     public func appWillEnd(activityID: String) async {
         await relay.observe(.endedByApp(activityID: activityID))
     }
@@ -186,7 +223,7 @@ public final class LiveRelayClient: Sendable {
     }
 
     /// The backend's key of an activity: the attribute's value (a string or a number), else its id.
-    public func activityKey(of attributes: some Encodable, activityID: String) -> String {
+    @_spi(Adapter) public func activityKey(of attributes: some Encodable, activityID: String) -> String {
         guard let data = try? JSONEncoder().encode(attributes),
             let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
         else { return activityID }

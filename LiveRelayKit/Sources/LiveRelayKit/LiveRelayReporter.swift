@@ -4,7 +4,7 @@ import Foundation
 /// did (`observe`), it decides what to report (`ReportPlanner`), keeps the reports in order in
 /// its storage until the server acknowledges them, and sends them (`run`), retrying while the
 /// server cannot be reached, across launches.
-public actor LiveRelayReporter {
+@_spi(Adapter) public actor LiveRelayReporter {
     /// Who reports; its device id is filled before the first send when it was not known at launch.
     public private(set) var reporter: Reporter
     private let resolveDeviceID: (@Sendable () -> String?)?
@@ -15,6 +15,7 @@ public actor LiveRelayReporter {
     private let now: @Sendable () -> Date
     private let log: @Sendable (String) -> Void
     private let delivered: @Sendable (Delivered) -> Void
+    private let backgroundTime: BackgroundTime
     private var backlog: ReportBacklog
     private let wake = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     /// The latest outcomes, newest last, for an app's diagnostics (and the emulator's page).
@@ -34,15 +35,18 @@ public actor LiveRelayReporter {
     /// push-to-start token. `deviceID`: where the device id is read again when `reporter` has none
     /// yet (its file could not be read at launch); nothing is sent until it reads. `sleep` and
     /// `now` are the clock (tests give their own); `log` hears every dropped report and every
-    /// storage failure; `delivered`, each report that left the backlog (for an app's diagnostics).
+    /// storage failure; `delivered`, each report that left the backlog (for an app's diagnostics);
+    /// `backgroundTime`, what each send is wrapped in so that a suspended app finishes it.
     public init(
         reporter: Reporter, contracts: [ActivityContractShape] = [], transport: any ReportTransport, storage: any ReportStorage,
         deviceID resolveDeviceID: (@Sendable () -> String?)? = nil, policy: RetryPolicy = RetryPolicy(),
+        backgroundTime: BackgroundTime = .none,
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
         now: @escaping @Sendable () -> Date = { Date() }, log: @escaping @Sendable (String) -> Void = LiveRelayKitLog.standard,
         delivered: @escaping @Sendable (Delivered) -> Void = { _ in }
     ) {
         self.delivered = delivered
+        self.backgroundTime = backgroundTime
         self.reporter = reporter
         self.resolveDeviceID = resolveDeviceID
         self.transport = transport
@@ -302,7 +306,9 @@ public actor LiveRelayReporter {
             let outcome: SendOutcome
             do {
                 request = try next.report.request(from: reporter, grant: next.report.grantScope.flatMap { grants[$0] })
+                let timeOver = backgroundTime.begin("LiveRelayKit sends a report")
                 outcome = await transport.send(request)
+                timeOver()
             } catch {
                 request = ReportRequest(method: "", path: "", body: Data())
                 outcome = .answered(status: 400, retryAfter: nil, message: "could not be encoded: \(error)")

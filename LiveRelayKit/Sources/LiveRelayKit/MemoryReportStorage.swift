@@ -2,7 +2,7 @@ import Foundation
 
 /// A backlog kept in memory only: for previews and tests, and for simulated apps of an emulator
 /// that keeps no state. Shared by the instances given the same one, as a file would be.
-public final class MemoryReportStorage: ReportStorage {
+@_spi(Adapter) public final class MemoryReportStorage: ReportStorage {
     private let data = Locked<Data?>(nil)
 
     public init() {}

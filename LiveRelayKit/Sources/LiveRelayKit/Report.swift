@@ -45,7 +45,7 @@ public enum Report: Sendable, Hashable, Codable {
 }
 
 /// An HTTP request to the server: what a report becomes, given who sends it.
-public struct ReportRequest: Sendable, Hashable {
+@_spi(Adapter) public struct ReportRequest: Sendable, Hashable {
     public var method: String
     /// From the server's root, percent-encoded (`/v1/activities/order%2042/tokens`).
     public var path: String
@@ -53,7 +53,7 @@ public struct ReportRequest: Sendable, Hashable {
 }
 
 /// Who is reporting: the same on every report of one app on one device.
-public struct Reporter: Sendable, Hashable, Codable {
+@_spi(Adapter) public struct Reporter: Sendable, Hashable, Codable {
     public var deviceID: String
     public var bundleID: String
     public var environment: PushEnvironment
@@ -104,7 +104,7 @@ extension Report: CustomStringConvertible {
 extension Report {
     /// What the backend's grant that goes with the report names: the key a token or listener is
     /// reported under, or the user a push-to-start token is kept with.
-    public var grantScope: GrantScope? {
+    @_spi(Adapter) public var grantScope: GrantScope? {
         switch self {
         case .activityToken(let key, _, _, _, _), .listening(let key, _, _): .key(key)
         case .pushToStartToken(_, _, _, let user?): .user(user)
@@ -119,7 +119,7 @@ extension Report {
 
     /// The request that carries the report, in the server's API (`openapi.json`), with the
     /// backend's grant for its key when the app was handed one (`LiveRelayClient.grant`).
-    public func request(from reporter: Reporter, grant: String? = nil) throws -> ReportRequest {
+    @_spi(Adapter) public func request(from reporter: Reporter, grant: String? = nil) throws -> ReportRequest {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         encoder.dateEncodingStrategy = .iso8601

@@ -42,14 +42,14 @@ struct ReportBacklog: Sendable, Hashable, Codable {
 }
 
 /// Where the backlog lives.
-public protocol ReportStorage: Sendable {
+@_spi(Adapter) public protocol ReportStorage: Sendable {
     /// The saved bytes, or `nil` when nothing was saved yet.
     func load() throws -> Data?
     func save(_ data: Data) throws
 }
 
 /// A file in the app's storage (by default under Application Support), replaced atomically.
-public struct FileReportStorage: ReportStorage {
+@_spi(Adapter) public struct FileReportStorage: ReportStorage {
     public let url: URL
 
     public init(url: URL) {
@@ -93,7 +93,7 @@ enum AppFiles {
 }
 
 /// The backlog file is larger than any backlog of ours.
-public struct BacklogTooLarge: Error, CustomStringConvertible {
+@_spi(Adapter) public struct BacklogTooLarge: Error, CustomStringConvertible {
     public var path: String
     public var size: Int
     public var description: String {

@@ -1,7 +1,7 @@
 import Foundation
 
 /// How one attempt to send a report went.
-public enum SendOutcome: Sendable, Hashable {
+@_spi(Adapter) public enum SendOutcome: Sendable, Hashable {
     /// The server answered with `status`; `retryAfter` from its `Retry-After`, in seconds.
     case answered(status: Int, retryAfter: Double?, message: String)
     /// No answer: no network, the server down, a timeout.
@@ -9,7 +9,7 @@ public enum SendOutcome: Sendable, Hashable {
 }
 
 /// What to do with a report after an attempt.
-public enum DeliveryDecision: Sendable, Hashable {
+@_spi(Adapter) public enum DeliveryDecision: Sendable, Hashable {
     /// The server has it: done, never sent again.
     case acknowledged
     /// Try again after the pause; the reports after it wait, so that they arrive in order.
@@ -29,7 +29,7 @@ public enum DeliveryDecision: Sendable, Hashable {
 
 /// When to try again: exponential back-off from one second to five minutes, or the server's
 /// `Retry-After` when it gives one (at most an hour).
-public struct RetryPolicy: Sendable, Hashable {
+@_spi(Adapter) public struct RetryPolicy: Sendable, Hashable {
     public var firstPause: Duration = .seconds(1)
     public var longestPause: Duration = .seconds(300)
     /// How long reports wait after the server refused the app's key (`DeliveryDecision.pause`).

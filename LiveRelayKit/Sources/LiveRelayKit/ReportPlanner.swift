@@ -3,7 +3,7 @@ import Foundation
 /// LiveRelayKit's decisions, as a value: from what ActivityKit did (`ActivityObservation`), what the
 /// server is to hear (`Report`), and nothing twice. Kept with the backlog, so that a relaunched
 /// app, to which ActivityKit hands its current tokens again, does not report them again.
-public struct ReportPlanner: Sendable, Hashable, Codable {
+@_spi(Adapter) public struct ReportPlanner: Sendable, Hashable, Codable {
     /// The contracts of the app's attributes types, by type name: each is reported before the
     /// type's first push-to-start token, and again only when it changes (`include`).
     public private(set) var contracts: [String: ActivityContractShape]

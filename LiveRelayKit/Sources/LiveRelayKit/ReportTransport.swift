@@ -5,12 +5,12 @@ import Foundation
 #endif
 
 /// Sends one report's request to the server and says how it went; never throws.
-public protocol ReportTransport: Sendable {
+@_spi(Adapter) public protocol ReportTransport: Sendable {
     func send(_ request: ReportRequest) async -> SendOutcome
 }
 
 /// The server over `URLSession`, with the client key and LiveRelayKit's version in the headers.
-public struct URLSessionTransport: ReportTransport {
+@_spi(Adapter) public struct URLSessionTransport: ReportTransport {
     public let server: URL
     public let clientKey: String
     public let session: URLSession
