@@ -291,6 +291,12 @@ extension Bench {
             }
 
             // 2. Latency of single-key updates at a fixed rate.
+            func statementsRun() async throws -> Int {
+                var total = 0
+                for api in apis { total += try await api.statementsRun() }
+                return total
+            }
+            let statementsBefore = try await statementsRun()
             let cpuBefore = (serverSeconds(), postgresCPUSeconds())
             let upkeepBefore = try await (outbox as? PostgresStore)?.upkeep()
             let latency = try await measureLatency(apis: apis)
@@ -299,6 +305,8 @@ extension Bench {
             let requests = Double(rate * (seconds + 1))
             let serverCPU = (serverSeconds() - cpuBefore.0) * 1e6 / requests
             let databaseCPU = (postgresCPUSeconds() - cpuBefore.1) * 1e6 / requests
+            // The push each update makes is recorded sent by the same instances meanwhile.
+            let statements = Double(try await statementsRun() - statementsBefore) / requests
             say("")
             say(
                 "single-key updates at \(rate)/s for \(seconds) s (\(latency.count) requests, open loop, \(engine)): p50 \(String(format: "%.2f", latency.p50 * 1000)) ms, p99 \(String(format: "%.2f", latency.p99 * 1000)) ms, max \(String(format: "%.1f", latency.max * 1000)) ms  target p99 \(targets.p99)"
@@ -308,7 +316,8 @@ extension Bench {
             )
             say(
                 "  CPU µs a request: server\(servers.count > 1 ? "s" : "") \(Int(serverCPU))"
-                    + (isShared ? ", PostgreSQL \(Int(databaseCPU)) (its processes on this machine)" : ""))
+                    + (isShared ? ", PostgreSQL \(Int(databaseCPU)) (its processes on this machine)" : "")
+                    + "; statements a request, its push's included: \(String(format: "%.1f", statements))")
             if let upkeepBefore, let upkeepAfter {
                 say(
                     "  PostgreSQL's upkeep meanwhile: \(upkeepAfter.checkpoints - upkeepBefore.checkpoints) checkpoint(s) begun, "
@@ -649,6 +658,15 @@ struct BenchAPI: Sendable {
         let roundTrip = Double(value(Metric.apnsRoundTripShortestMicroseconds)) / 1000
         return "in flight at most \(value(Metric.inFlightLimit)), \(value(Metric.apnsConnections)) APNs connection(s), "
             + "shortest round trip \(String(format: "%.1f", roundTrip)) ms"
+    }
+
+    /// The statements the server has run on its store since it started (`/metrics`).
+    func statementsRun() async throws -> Int {
+        var request = HTTPClientRequest(url: baseURL + "/metrics")
+        request.headers.add(name: "authorization", value: "Bearer \(keys.admin)")
+        let response = try await http.execute(request, timeout: .seconds(30))
+        let samples = PrometheusSamples(String(buffer: try await response.body.collect(upTo: 4 * 1024 * 1024)))
+        return Int(samples.value(Metric.storeStatements.rawValue) ?? 0)
     }
 
     func post(_ path: String, key: String, body: JSONValue) async throws -> Answer {

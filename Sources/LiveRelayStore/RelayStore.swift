@@ -13,6 +13,8 @@ package protocol RelayStore: RegistryStore, AcceptingStore, OutboxStore, Session
     /// Runs what the store needs beside its statements (PostgreSQL's connection pool) until the
     /// task is cancelled, calling `started` once statements can be served. Use `running(_:)`.
     func run(started: @Sendable () -> Void) async
+    /// The statements run since the store opened (`StatementCount`).
+    var statementsRun: Int { get }
 }
 
 /// What apps and the operator register, and what the server knows of keys and tokens: apps, API

@@ -1,8 +1,28 @@
 import Synchronization
 
 /// Wakes the dispatcher when something was queued, without polling the store in a busy loop.
+///
+/// A wait ends at a signal or at its deadline. The deadlines are kept by one alarm, a task that
+/// sleeps until the earliest and, woken for a wait that has since given way to a later one,
+/// sleeps again: the dispatcher waits a few times a push, and a timer of its own each time (a
+/// task group and a sleeping task) cost thread wake-ups, a tenth of the server's CPU at 1,000
+/// updates a second (`Documentation/benchmarks.md`, "Where a request goes").
 final class OutboxSignal: Sendable {
-    private let state = Mutex<(pending: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+    private struct Waiter {
+        let continuation: CheckedContinuation<Void, Never>
+        let deadline: ContinuousClock.Instant
+        /// Whether running out asks for a claim (`queued()`), since a retry may have come due.
+        let thenClaim: Bool
+    }
+
+    private struct State {
+        var pending = false
+        var waiter: Waiter?
+        /// When the alarm rings next; nil when no alarm task sleeps.
+        var alarm: ContinuousClock.Instant?
+    }
+
+    private let state = Mutex(State())
     private let workQueued = Atomic<Bool>(true)
 
     /// Deliveries were queued, or a retry may have come due: the dispatcher should claim.
@@ -17,51 +37,72 @@ final class OutboxSignal: Sendable {
     }
 
     func signal() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let waiter = state.withLock { state -> Waiter? in
             defer { state.waiter = nil }
             if state.waiter == nil { state.pending = true }
             return state.waiter
         }
-        waiter?.resume()
+        waiter?.continuation.resume()
     }
 
     /// Returns when signalled (or already signalled since the last wait), or after `limit`; then
     /// as if `queued()` had been called when `thenClaim`, since a retry may have come due.
     func wait(upTo limit: Duration, thenClaim: Bool = true) async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                await withCheckedContinuation { continuation in
-                    let resumeNow = self.state.withLock { state -> Bool in
-                        // Cancelled (the timer ended the wait, or the wait itself was cancelled):
-                        // do not wait for a signal that need not come.
-                        if state.pending || Task.isCancelled {
-                            state.pending = false
-                            return true
-                        }
-                        state.waiter?.resume()
-                        state.waiter = continuation
-                        return false
+        let deadline = ContinuousClock.now + limit
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let (resumeNow, earlier, armAlarm) = state.withLock { state -> (Bool, Waiter?, Bool) in
+                    // Cancelled: do not wait for a signal that need not come.
+                    if state.pending || Task.isCancelled {
+                        state.pending = false
+                        return (true, nil, false)
                     }
-                    if resumeNow { continuation.resume() }
+                    let earlier = state.waiter
+                    state.waiter = Waiter(continuation: continuation, deadline: deadline, thenClaim: thenClaim)
+                    // An alarm ringing by this deadline serves it; otherwise one is set for it.
+                    if let alarm = state.alarm, alarm <= deadline { return (false, earlier, false) }
+                    state.alarm = deadline
+                    return (false, earlier, true)
                 }
+                earlier?.continuation.resume()
+                if resumeNow { continuation.resume() }
+                if armAlarm { Task { await self.ring(at: deadline) } }
             }
-            group.addTask {
-                do {
-                    try await Task.sleep(for: limit)
-                    if thenClaim { self.queued() } else { self.signal() }
-                } catch {
-                    // Cancelled: a signal ended the wait, or the wait was cancelled. Only a waiter
-                    // still registered is woken: a signal left pending here would end the next
-                    // wait at once, and each such wait would leave one for the next (the
-                    // dispatcher then spun at full CPU and never reached its timed claim).
-                    self.state.withLock { state in
-                        defer { state.waiter = nil }
-                        return state.waiter
-                    }?.resume()
+        } onCancel: {
+            // Only a waiter still registered is woken: a signal left pending here would end the
+            // next wait at once, and each such wait would leave one for the next (the
+            // dispatcher then spun at full CPU and never reached its timed claim).
+            state.withLock { state in
+                defer { state.waiter = nil }
+                return state.waiter
+            }?.continuation.resume()
+        }
+    }
+
+    /// The alarm: sleeps until `deadline`, then ends the wait whose deadline has come, or sleeps
+    /// on until the waiter's when no earlier alarm is set for it.
+    private func ring(at deadline: ContinuousClock.Instant) async {
+        var deadline = deadline
+        while true {
+            try? await Task.sleep(until: deadline, clock: .continuous)
+            let (due, next) = state.withLock { state -> (Waiter?, ContinuousClock.Instant?) in
+                if state.alarm == deadline { state.alarm = nil }
+                guard let waiter = state.waiter else { return (nil, nil) }
+                if waiter.deadline <= .now {
+                    state.waiter = nil
+                    return (waiter, nil)
                 }
+                if let alarm = state.alarm, alarm <= waiter.deadline { return (nil, nil) }
+                state.alarm = waiter.deadline
+                return (nil, waiter.deadline)
             }
-            await group.next()
-            group.cancelAll()
+            if let due {
+                if due.thenClaim { workQueued.store(true, ordering: .relaxed) }
+                due.continuation.resume()
+                return
+            }
+            guard let next else { return }
+            deadline = next
         }
     }
 

@@ -28,6 +28,7 @@ package enum Metric: String, Sendable, CaseIterable {
     case channels = "liverelay_channels"
     case deliveries = "liverelay_deliveries"
     case retentionBatchLongestMicroseconds = "liverelay_retention_batch_longest_microseconds"
+    case storeStatements = "liverelay_store_statements"
     case httpRequestDurationSeconds = "liverelay_http_request_duration_seconds"
     case apnsRoundTripSeconds = "liverelay_apns_round_trip_seconds"
     case pushWaitSeconds = "liverelay_push_wait_seconds"
@@ -86,6 +87,8 @@ package enum Metric: String, Sendable, CaseIterable {
             "Pushes in the outbox and its history, by status."
         case .retentionBatchLongestMicroseconds:
             "How long the longest batch of retention's last run held the store."
+        case .storeStatements:
+            "Statements this instance has run on the store since it started, BEGIN and COMMIT included."
         case .httpRequestDurationSeconds:
             "API and dashboard requests from their head to their answer, by method, route and status."
         case .apnsRoundTripSeconds:

@@ -228,8 +228,9 @@ package final class RelayMetrics: Sendable {
     }
 
     /// Every series in Prometheus' text format, after setting the gauges of how pushes are sent
-    /// (`apnsConnections`: open or opening now) and of what the store holds.
-    package func render(store: StoreCounts, deliveries: [DeliveryStatus: Int], apnsConnections: Int) -> String {
+    /// (`apnsConnections`: open or opening now), of what the store holds, and of the statements it
+    /// has run.
+    package func render(store: StoreCounts, deliveries: [DeliveryStatus: Int], apnsConnections: Int, statements: Int) -> String {
         let sending = sending.withLock { $0 }
         var gauges: [(Metric, [String: String], Int)] = [
             (Metric.inFlight, [:], sending.inFlight), (Metric.inFlightLimit, [:], sending.inFlightLimit),
@@ -238,6 +239,7 @@ package final class RelayMetrics: Sendable {
             (Metric.retentionBatchLongestMicroseconds, [:], Self.microseconds(retentionBatch.withLock { $0 })),
             (Metric.pushToStartTokens, [:], store.pushToStartTokens), (Metric.liveActivityTokens, [:], store.liveActivityTokens),
             (Metric.activeKeys, [:], store.activeKeys), (Metric.channels, [:], store.channels),
+            (Metric.storeStatements, [:], statements),
         ]
         for status in DeliveryStatus.allCases { gauges.append((Metric.deliveries, ["status": status.rawValue], deliveries[status] ?? 0)) }
         for (name, labels, value) in gauges {

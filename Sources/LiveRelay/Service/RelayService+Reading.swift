@@ -68,6 +68,7 @@ extension RelayService {
     /// The metrics in Prometheus' text format.
     package func renderMetrics() async throws -> String {
         metrics.render(
-            store: try await store.counts(), deliveries: try await store.deliveryCounts(), apnsConnections: apns?.pushConnectionCount ?? 0)
+            store: try await store.counts(), deliveries: try await store.deliveryCounts(), apnsConnections: apns?.pushConnectionCount ?? 0,
+            statements: store.statementsRun)
     }
 }

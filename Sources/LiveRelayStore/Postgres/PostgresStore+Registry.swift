@@ -146,6 +146,7 @@ extension PostgresStore {
         for start in stride(from: 0, to: rows.count, by: 10_000) {
             var binds = PostgresBindings()
             bind(rows[start..<min(rows.count, start + 10_000)], &binds)
+            statements.add()
             try await client.withConnection { db in
                 _ = try await db.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: Self.quiet).collect()
             }

@@ -21,6 +21,8 @@ import PostgresNIO
 package final class PostgresStore: InstanceSharedStore {
     let client: PostgresClient
     let target: PostgresURL
+    let statements = StatementCount()
+    package var statementsRun: Int { statements.total }
 
     /// Connects to `url` (`postgres://user:password@host:port/database`; `?host=/dir` for a Unix
     /// socket in `/dir`; `?sslmode=disable|prefer|require`). Use it within `running(_:)`, which
@@ -83,11 +85,12 @@ package final class PostgresStore: InstanceSharedStore {
 
 extension PostgresStore {
     func connection<Value: Sendable>(_ body: (PostgresConnection) async throws -> Value) async throws -> Value {
-        try await client.withConnection(body)
+        try await StatementCount.$current.withValue(statements) { try await client.withConnection(body) }
     }
 
     func rows(_ sql: String, _ arguments: [SQLArgument] = []) async throws -> [PostgresRandomAccessRow] {
-        try await client.query(SQLStatement(text: sql, arguments: arguments).postgresQuery, logger: Self.quiet).collect()
+        statements.add()
+        return try await client.query(SQLStatement(text: sql, arguments: arguments).postgresQuery, logger: Self.quiet).collect()
             .map { $0.makeRandomAccess() }
     }
 
@@ -156,6 +159,7 @@ extension PostgresStore {
             binds.append(ids)
             sql = base + " AND \(column) = ANY($3::text[]) ORDER BY device_id"
         }
+        StatementCount.current?.add()
         return try await db.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: quiet).collect()
             .map { try PushToStartTokenRecord(row: $0.makeRandomAccess()) }
     }
@@ -284,6 +288,7 @@ extension PostgresConnection {
 
     @discardableResult
     func rows(_ sql: any PreparedSQL.Type, bindings: PostgresBindings) async throws -> [PostgresRandomAccessRow] {
+        StatementCount.current?.add()
         func run<SQL: PreparedSQL>(_: SQL.Type) async throws -> [PostgresRandomAccessRow] {
             var rows: [PostgresRandomAccessRow] = []
             for try await row in try await execute(Prepared<SQL>(bindings: bindings), logger: PostgresStore.quiet) { rows.append(row) }
@@ -298,7 +303,8 @@ extension PostgresConnection {
 
     @discardableResult
     func rows(_ statement: SQLStatement) async throws -> [PostgresRandomAccessRow] {
-        try await query(statement.postgresQuery, logger: PostgresStore.quiet).collect().map { $0.makeRandomAccess() }
+        StatementCount.current?.add()
+        return try await query(statement.postgresQuery, logger: PostgresStore.quiet).collect().map { $0.makeRandomAccess() }
     }
 
     /// How many rows `sql` (an UPDATE or DELETE) changed.

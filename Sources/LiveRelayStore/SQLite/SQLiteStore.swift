@@ -18,6 +18,8 @@ package final class SQLiteStore: RelayStore {
     /// behind that commit would wait for the copy and an fsync.
     let checkpointer: DatabaseQueue
     let checkpoints = Mutex<(running: Bool, last: ContinuousClock.Instant)>((false, .now))
+    let statements: StatementCount
+    package var statementsRun: Int { statements.total }
 
     /// Opens (creating) the database at `path`. Call `migrate()` before use. The database and its
     /// `-wal` and `-shm` files are the owner's alone (0600): they hold full push tokens. SQLite
@@ -41,7 +43,10 @@ package final class SQLiteStore: RelayStore {
         }
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
+        let statements = StatementCount()
         configuration.prepareDatabase { db in
+            // Every statement of every connection, as SQLite starts it (the schema has no triggers).
+            db.trace(options: .statement) { _ in statements.add() }
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
             try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
             // What a write replaces or deletes is zeroed, not left in the file: the plain-text
@@ -49,6 +54,7 @@ package final class SQLiteStore: RelayStore {
             // by default; other builds do not.)
             try db.execute(sql: "PRAGMA secure_delete = ON")
         }
+        self.statements = statements
         pool = try DatabasePool(path: path, configuration: configuration)
         checkpointer = try DatabaseQueue(path: path, configuration: configuration)
         self.path = path
