@@ -273,3 +273,22 @@ extension UInt8 {
     /// A space or a tab: the optional whitespace HTTP allows around a field value (RFC 9110 §5.6.3).
     package var isHTTPBlank: Bool { self == UInt8(ascii: " ") || self == UInt8(ascii: "\t") }
 }
+
+/// `Authorization: Bearer <credential>`, as APNs' provider tokens and LiveRelay's API keys are sent.
+package enum BearerAuthorization {
+    private static let scheme = Array("bearer ".utf8)
+
+    /// The credential of `bearer <credential>` (the scheme in any case), without the spaces and
+    /// tabs HTTP allows around it; nil when there is none. Read as bytes: this runs for every push
+    /// the emulator takes and every API request, and Foundation's lowercasing and trimming took a
+    /// sixth of the emulator's time.
+    package static func credential(_ authorization: String) -> String? {
+        let bytes = authorization.utf8
+        guard bytes.count > scheme.count,
+            zip(bytes, scheme).allSatisfy({ byte, expected in byte == expected || (expected != UInt8(ascii: " ") && byte | 0x20 == expected) })
+        else { return nil }
+        let credential = bytes.dropFirst(scheme.count).drop(while: \.isHTTPBlank)
+        guard let last = credential.lastIndex(where: { !$0.isHTTPBlank }) else { return nil }
+        return String(Substring(credential[...last]))
+    }
+}

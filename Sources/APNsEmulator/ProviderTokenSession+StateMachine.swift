@@ -24,7 +24,7 @@ struct ProviderTokenSession {
         authorization: String?, bundleID: String, environment: PushEnvironment, now: Date,
         registry: EmulatorRegistry, topicRejection: APNsReason
     ) -> APNsReason? {
-        guard let authorization, let token = Self.bearerToken(authorization) else { return .missingProviderToken }
+        guard let authorization, let token = BearerAuthorization.credential(authorization) else { return .missingProviderToken }
 
         let check: VerifiedProviderToken
         if let verified, verified.token == token {
@@ -52,20 +52,5 @@ struct ProviderTokenSession {
         verified = (token, check)
         if pinnedKey == nil { pinnedKey = check.key }
         return nil
-    }
-
-    private static let scheme = Array("bearer ".utf8)
-
-    /// The token of `bearer <token>` (the scheme in any case), without the spaces and tabs HTTP
-    /// allows around it; nil when there is none. Read as bytes: this runs for every push, and
-    /// Foundation's trimming took a sixth of the emulator's time.
-    static func bearerToken(_ authorization: String) -> String? {
-        let bytes = authorization.utf8
-        guard bytes.count > scheme.count,
-            zip(bytes, scheme).allSatisfy({ byte, expected in byte == expected || (expected != UInt8(ascii: " ") && byte | 0x20 == expected) })
-        else { return nil }
-        let token = bytes.dropFirst(scheme.count).drop(while: \.isHTTPBlank)
-        guard let last = token.lastIndex(where: { !$0.isHTTPBlank }) else { return nil }
-        return String(Substring(token[...last]))
     }
 }

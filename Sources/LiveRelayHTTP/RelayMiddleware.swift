@@ -1,3 +1,4 @@
+import APNs
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -16,10 +17,9 @@ struct KeyMiddleware: RouterMiddleware {
     let limiter: RequestLimiter
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") else {
+        guard let secret = request.headers[.authorization].flatMap(BearerAuthorization.credential) else {
             throw APIError(.unauthorized, code: "unauthorized", message: "needs Authorization: Bearer <API key> with the \(scopeNames) scope")
         }
-        let secret = String(header.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
         let key = try await relay.authenticate(secret: secret, from: context.source, route: "api")
         guard let key else {
             throw APIError(.unauthorized, code: "unauthorized", message: "the API key is unknown or revoked")

@@ -105,13 +105,13 @@ import Testing
     }
 
     @Test func theBearerTokenIsReadInAnyCaseWithoutTheBlanksHTTPAllowsAroundIt() {
-        #expect(ProviderTokenSession.bearerToken("bearer abc.def") == "abc.def")
-        #expect(ProviderTokenSession.bearerToken("Bearer abc") == "abc")
-        #expect(ProviderTokenSession.bearerToken("BEARER abc") == "abc")
-        #expect(ProviderTokenSession.bearerToken("bearer  \tabc \t ") == "abc")
-        #expect(ProviderTokenSession.bearerToken("bearer a b") == "a b", "blanks inside are the token's (and fail its check)")
+        #expect(BearerAuthorization.credential("bearer abc.def") == "abc.def")
+        #expect(BearerAuthorization.credential("Bearer abc") == "abc")
+        #expect(BearerAuthorization.credential("BEARER abc") == "abc")
+        #expect(BearerAuthorization.credential("bearer  \tabc \t ") == "abc")
+        #expect(BearerAuthorization.credential("bearer a b") == "a b", "blanks inside are the token's (and fail its check)")
         for header in ["", "bearer", "bearer ", "bearer \t ", "bearer\tabc", "bearerabc", "beare abc", "bearer\u{0}abc", "basic abc", "bëarer abc"] {
-            #expect(ProviderTokenSession.bearerToken(header) == nil, "\(header.debugDescription)")
+            #expect(BearerAuthorization.credential(header) == nil, "\(header.debugDescription)")
         }
         var session = ProviderTokenSession()
         #expect(

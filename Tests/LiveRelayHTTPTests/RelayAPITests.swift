@@ -102,6 +102,22 @@ struct RelayAPITests {
         }
     }
 
+    /// `Authorization: Bearer <key>`: the scheme in any case, spaces and tabs around the key
+    /// allowed (RFC 9110); another scheme, or none, is 401.
+    @Test func theBearerSchemeIsReadInAnyCaseAroundBlanks() async throws {
+        try await withRelayHarness { relay in
+            let secret = try #require(relay.keys[.server])
+            for header in ["Bearer \(secret)", "bearer \(secret)", "BEARER  \(secret)\t", "BeArEr \t\(secret) "] {
+                let answer = try await relay.call(.GET, "/v1/deliveries", scope: nil, headers: [("authorization", header)])
+                #expect(answer.status == 200, "\(header.debugDescription): \(answer.text)")
+            }
+            for header in ["Basic \(secret)", "Bearer", "Bearer ", "Bearer\(secret)", "\(secret)"] {
+                let answer = try await relay.call(.GET, "/v1/deliveries", scope: nil, headers: [("authorization", header)])
+                #expect(answer.status == 401, "\(header.debugDescription): \(answer.text)")
+            }
+        }
+    }
+
     @Test func theLastLiveAdminKeyCannotBeRevoked() async throws {
         try await withRelayHarness { relay in
             let admin = try #require(

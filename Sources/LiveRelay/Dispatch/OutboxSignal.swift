@@ -5,8 +5,8 @@ import Synchronization
 /// A wait ends at a signal or at its deadline. The deadlines are kept by one alarm, a task that
 /// sleeps until the earliest and, woken for a wait that has since given way to a later one,
 /// sleeps again: the dispatcher waits a few times a push, and a timer of its own each time (a
-/// task group and a sleeping task) cost thread wake-ups, a tenth of the server's CPU at 1,000
-/// updates a second (`Documentation/benchmarks.md`, "Where a request goes").
+/// task group and a sleeping task) cost thread wake-ups: with the body reads' timers, a tenth of
+/// the server's CPU at 1,000 updates a second (`Documentation/benchmarks.md`, "Where a request goes").
 final class OutboxSignal: Sendable {
     private struct Waiter {
         let continuation: CheckedContinuation<Void, Never>
