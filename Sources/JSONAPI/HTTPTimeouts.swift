@@ -68,7 +68,7 @@ package struct BodyDeadlineMiddleware<Context: RequestContext>: RouterMiddleware
 }
 
 /// What came first while a body was awaited.
-enum BodyArrival: Sendable, Equatable {
+enum BodyArrival: Sendable {
     case body(ByteBuffer), timedOut, stopping
 }
 

@@ -650,10 +650,7 @@ struct BenchAPI: Sendable {
     /// How the server sends now, from its gauges on `/metrics` (0 when absent): its in-flight
     /// limit, its APNs connections and the shortest round trip it measured.
     func sending() async throws -> String {
-        var request = HTTPClientRequest(url: baseURL + "/metrics")
-        request.headers.add(name: "authorization", value: "Bearer \(keys.admin)")
-        let response = try await http.execute(request, timeout: .seconds(30))
-        let samples = PrometheusSamples(String(buffer: try await response.body.collect(upTo: 4 * 1024 * 1024)))
+        let samples = try await metrics()
         let value = { (name: Metric) in Int(samples.value(name.rawValue) ?? 0) }
         let roundTrip = Double(value(Metric.apnsRoundTripShortestMicroseconds)) / 1000
         return "in flight at most \(value(Metric.inFlightLimit)), \(value(Metric.apnsConnections)) APNs connection(s), "
@@ -662,11 +659,15 @@ struct BenchAPI: Sendable {
 
     /// The statements the server has run on its store since it started (`/metrics`).
     func statementsRun() async throws -> Int {
+        Int(try await metrics().value(Metric.storeStatements.rawValue) ?? 0)
+    }
+
+    /// The server's series on `/metrics`, read with the admin key.
+    private func metrics() async throws -> PrometheusSamples {
         var request = HTTPClientRequest(url: baseURL + "/metrics")
         request.headers.add(name: "authorization", value: "Bearer \(keys.admin)")
         let response = try await http.execute(request, timeout: .seconds(30))
-        let samples = PrometheusSamples(String(buffer: try await response.body.collect(upTo: 4 * 1024 * 1024)))
-        return Int(samples.value(Metric.storeStatements.rawValue) ?? 0)
+        return PrometheusSamples(String(buffer: try await response.body.collect(upTo: 4 * 1024 * 1024)))
     }
 
     func post(_ path: String, key: String, body: JSONValue) async throws -> Answer {

@@ -360,9 +360,9 @@ extension LiveRelayKitReportsTests {
         }
     }
 
-    /// The client an app sets up at launch is LiveRelayKit's to keep: the app dropping its
-    /// reference stops nothing, and setting up again gives the same client (never a second
-    /// sender of the same backlog).
+    /// The client an app sets up at launch is LiveRelayKit's to keep: it sends at once what a
+    /// launch killed before sending left, the app dropping its reference stops nothing, and
+    /// setting up again gives the same client (never a second sender of the same backlog).
     @Test func theClientSetUpAtLaunchOutlivesTheReferenceTheAppDropped() async throws {
         try await withRelayHarness { relay in
             let server = try #require(URL(string: relay.baseURL))
@@ -373,12 +373,24 @@ extension LiveRelayKitReportsTests {
                 LiveRelayClient.setUp(
                     server: server, clientKey: clientKey, bundleID: harnessApp, environment: .sandbox, folder: folder, log: { _ in })
             }
+            // An earlier launch saw a token and was killed before it could send it (offline).
+            do {
+                let killed = LiveRelayClient(
+                    server: try #require(URL(string: "http://127.0.0.1:1")), clientKey: clientKey, bundleID: harnessApp, environment: .sandbox,
+                    folder: folder, log: { _ in })
+                await killed.observe(.pushToStartToken(attributesType: "OrderAttributes", token: Data(repeating: 8, count: 32)))
+            }
             weak var dropped = launch()
             let client = try #require(dropped, "kept by LiveRelayKit once the app's reference went")
             #expect(launch() === client)
+            let tokens: @Sendable () async throws -> [String] = {
+                try await relay.store.pushToStartTokens(deviceID: client.reporter.deviceID).map(\.token)
+            }
+            // Set up, it sends what the earlier launch kept, before any type is tracked.
+            try await relay.eventually { try await tokens() == [String(repeating: "08", count: 32)] }
             // It sends by itself (setUp started it): no call of the app's keeps it going.
             await client.observe(.pushToStartToken(attributesType: "OrderAttributes", token: Data(repeating: 9, count: 32)))
-            try await relay.eventually { try await relay.store.pushToStartTokens(deviceID: client.reporter.deviceID).count == 1 }
+            try await relay.eventually { try await tokens() == [String(repeating: "09", count: 32)] }
             try await relay.eventually { await client.status == .upToDate }
         }
     }

@@ -10,7 +10,7 @@ package final class StatementCount: Sendable {
 
     package var total: Int { count.load(ordering: .relaxed) }
 
-    func add(_ statements: Int = 1) { count.add(statements, ordering: .relaxed) }
+    func add() { count.add(1, ordering: .relaxed) }
 
     /// The count of the store whose connection the running task holds: PostgreSQL's statements
     /// run in their caller's task, so the statement functions find it here.
