@@ -103,9 +103,25 @@ extension APNsRequest {
     /// `POST /3/device/<token>` with a body already validated and encoded for a device (a
     /// server's outbox keeps pushes in this form).
     public static func liveActivity(encoded body: [UInt8], to token: DeviceToken, topic: BundleID, options: PushOptions = .init()) -> APNsRequest {
+        device(.liveActivity, body: body, to: token, topic: topic, options: options)
+    }
+
+    /// `POST /3/device/<token>` telling the app's widgets or controls their content changed
+    /// (`apns-push-type: widgets` or `controls`, the topic with its suffix, Apple's one body).
+    public static func reload(
+        _ type: ReloadPushType, to token: DeviceToken, topic: BundleID, options: PushOptions = .init()
+    ) throws(LiveActivityValidationError) -> APNsRequest {
+        if options.priority == .low {
+            throw LiveActivityValidationError(
+                field: "apns-priority", code: .invalidValue, message: "must be 10 or 5 for a \(type.rawValue) push, got 1")
+        }
+        return device(type.pushType, body: ReloadPushType.body, to: token, topic: topic, options: options)
+    }
+
+    private static func device(_ type: APNsPushType, body: [UInt8], to token: DeviceToken, topic: BundleID, options: PushOptions) -> APNsRequest {
         var headers = [
-            Header("apns-push-type", "liveactivity"),
-            Header("apns-topic", topic.liveActivityTopic),
+            Header("apns-push-type", type.rawValue),
+            Header("apns-topic", topic.topic(for: type)),
             Header("apns-priority", String(options.priority.rawValue)),
         ]
         if let expiration = options.expiration { headers.append(Header("apns-expiration", expiration.headerValue, indexable: false)) }

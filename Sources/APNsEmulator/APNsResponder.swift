@@ -110,8 +110,7 @@ struct APNsResponder: RequestResponder {
         }
         let pushType = request.header("apns-push-type")
         if let priority = request.header("apns-priority") {
-            let allowed = pushType == "liveactivity" && !settings.allowsPriority1ForLiveActivity ? ["10", "5"] : ["10", "5", "1"]
-            guard allowed.contains(priority) else { return reply.reject(.badPriority) }
+            guard Self.allowedPriorities(pushType, settings: settings).contains(priority) else { return reply.reject(.badPriority) }
         }
         if let pushType, !Self.pushTypes.contains(pushType) { return reply.reject(.invalidPushType) }
         if let expiration = request.header("apns-expiration"), Int64(expiration) == nil || expiration.hasPrefix("-") {
@@ -125,7 +124,7 @@ struct APNsResponder: RequestResponder {
         case .unregistered(let since): return reply.reject(.unregistered, timestamp: since)
         case .expired: return reply.reject(.expiredToken)
         }
-        guard pushType == "liveactivity", topic == known.bundleID + BundleID.liveActivityTopicSuffix else {
+        guard pushType == known.pushType.rawValue, topic == known.bundleID + known.pushType.topicSuffix else {
             return reply.reject(.deviceTokenNotForTopic)
         }
         return finishPush(request, bundleID: known.bundleID, destination: .device, reply: reply, connection: &connection, now: now) {
@@ -178,6 +177,17 @@ struct APNsResponder: RequestResponder {
             }
         }
         return partLength > 0
+    }
+
+    /// The priorities a device push of a type may ask for. Live Activity pushes take 10 and 5 (1
+    /// only when the emulator is told to accept it); widget and control pushes are assumed to
+    /// take the same, as both are budgeted by the system (Apple documents no list for them).
+    static func allowedPriorities(_ pushType: String?, settings: APNsEmulator.Configuration) -> [String] {
+        switch pushType {
+        case "liveactivity": settings.allowsPriority1ForLiveActivity ? ["10", "5", "1"] : ["10", "5"]
+        case "widgets", "controls": ["10", "5"]
+        default: ["10", "5", "1"]
+        }
     }
 
     /// The push types Apple documents for `apns-push-type`.

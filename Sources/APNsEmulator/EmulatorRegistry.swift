@@ -49,7 +49,8 @@ public struct EmulatorKey: Sendable {
     }
 }
 
-/// A device token APNs routes: an activity's update token or a push-to-start token.
+/// A device token APNs routes: an activity's update token, a push-to-start token, an app's
+/// widget token or a control's token.
 public struct EmulatorToken: Sendable, Hashable, Codable {
     public enum State: Sendable, Hashable, Codable {
         case active
@@ -63,12 +64,27 @@ public struct EmulatorToken: Sendable, Hashable, Codable {
     public var bundleID: String
     public var environment: PushEnvironment
     public var state: State
+    /// The push type the token serves: a push of another type is `DeviceTokenNotForTopic`.
+    public var pushType: APNsPushType
 
-    public init(hex: String, bundleID: String, environment: PushEnvironment, state: State = .active) {
+    public init(hex: String, bundleID: String, environment: PushEnvironment, state: State = .active, pushType: APNsPushType = .liveActivity) {
         self.hex = hex.lowercased()
         self.bundleID = bundleID
         self.environment = environment
         self.state = state
+        self.pushType = pushType
+    }
+
+    private enum CodingKeys: String, CodingKey { case hex, bundleID, environment, state, pushType }
+
+    /// A state file from before widget tokens holds activity tokens only.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            hex: try container.decode(String.self, forKey: .hex), bundleID: try container.decode(String.self, forKey: .bundleID),
+            environment: try container.decode(PushEnvironment.self, forKey: .environment),
+            state: try container.decode(State.self, forKey: .state),
+            pushType: try container.decodeIfPresent(APNsPushType.self, forKey: .pushType) ?? .liveActivity)
     }
 }
 

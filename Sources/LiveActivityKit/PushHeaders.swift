@@ -78,7 +78,7 @@ public enum APNsPriority: Int, Sendable, Hashable, CaseIterable, Codable {
             let list = allowed.map { String($0.rawValue) }.joined(separator: ", ")
             throw LiveActivityValidationError(
                 field: "apns-priority", code: .invalidValue,
-                message: "must be one of \(list) for a \(destination == .device ? "Live Activity device push" : "broadcast"), got \(value)")
+                message: "must be one of \(list) for a \(destination == .device ? "device push" : "broadcast"), got \(value)")
         }
         self = priority
     }
@@ -138,10 +138,10 @@ public struct CollapseID: Sendable, Hashable {
     }
 }
 
-/// An app's bundle id, the base of the `apns-topic` of its Live Activity pushes.
+/// An app's bundle id, the base of the `apns-topic` of its Live Activity, widget and control pushes.
 public struct BundleID: Sendable, Hashable, CustomStringConvertible {
     /// The suffix APNs requires on the topic of a Live Activity push.
-    public static let liveActivityTopicSuffix = ".push-type.liveactivity"
+    public static let liveActivityTopicSuffix = APNsPushType.liveActivity.topicSuffix
 
     public let value: String
 
@@ -149,12 +149,10 @@ public struct BundleID: Sendable, Hashable, CustomStringConvertible {
         guard !value.isEmpty else {
             throw LiveActivityValidationError(field: "bundle-id", code: .missing, message: "is empty")
         }
-        guard !value.hasSuffix(Self.liveActivityTopicSuffix) else {
+        if let suffix = APNsPushType.allCases.map(\.topicSuffix).first(where: value.hasSuffix) {
             throw LiveActivityValidationError(
                 field: "bundle-id", code: .invalidValue,
-                message:
-                    "must be the plain bundle id; \"\(Self.liveActivityTopicSuffix)\" is added for you (give \"\(value.dropLast(Self.liveActivityTopicSuffix.count))\")"
-            )
+                message: "must be the plain bundle id; \"\(suffix)\" is added for you (give \"\(value.dropLast(suffix.count))\")")
         }
         // Bytes, not a `CharacterSet`: Foundation builds one's bitmap at every call, and the
         // dispatcher reads the bundle id of every push it sends.
@@ -175,7 +173,10 @@ public struct BundleID: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `apns-topic` of the app's Live Activity pushes.
-    public var liveActivityTopic: String { value + Self.liveActivityTopicSuffix }
+    public var liveActivityTopic: String { topic(for: .liveActivity) }
+
+    /// `apns-topic` of the app's pushes of a type.
+    public func topic(for type: APNsPushType) -> String { value + type.topicSuffix }
 
     public var description: String { value }
 }

@@ -5,7 +5,8 @@ import LiveActivityKit
 
 struct Push: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Send a Live Activity push: start, update or end by token, or a broadcast to a channel.",
+        abstract:
+            "Send a Live Activity push (start, update or end by token, or a broadcast to a channel), or reload an app's widgets or controls.",
         discussion: """
             JSON arguments (--content-state, --attributes, --payload) take literal JSON,
             @file, or - for stdin.
@@ -14,7 +15,7 @@ struct Push: AsyncParsableCommand {
 
             \(ExitStatus.helpText)
             """,
-        subcommands: [Start.self, Update.self, End.self, Broadcast.self])
+        subcommands: [Start.self, Update.self, End.self, Broadcast.self, Widgets.self, Controls.self])
 }
 
 /// The `aps` content every event shares.
@@ -158,7 +159,10 @@ struct ContentOptions: ParsableArguments {
 
 /// Headers of a device push, and dry-run.
 struct DeviceDeliveryOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The update token (start: the push-to-start token), hex.", valueName: "hex"))
+    @Option(
+        help: ArgumentHelp(
+            "The device token, hex: an activity's update token (start: the push-to-start token; widgets and controls: the token WidgetKit gave the app).",
+            valueName: "hex"))
     var token: String
 
     @Option(help: ArgumentHelp("10 (now, counts against the budget) or 5 (opportunistic).", valueName: "5|10"))
@@ -338,4 +342,33 @@ extension Push {
             try await perform(request, connection: connection, dryRun: dryRun)
         }
     }
+
+    struct Widgets: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Reload an app's widgets on one device (iOS 26: apns-push-type widgets, body {\"aps\":{\"content-changed\":true}}).")
+
+        @OptionGroup var connection: ConnectionOptions
+        @OptionGroup var delivery: DeviceDeliveryOptions
+
+        func run() async throws { try await sendReload(.widgets, connection: connection, delivery: delivery) }
+    }
+
+    struct Controls: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Reload an app's control on one device, with the control's token (apns-push-type controls).")
+
+        @OptionGroup var connection: ConnectionOptions
+        @OptionGroup var delivery: DeviceDeliveryOptions
+
+        func run() async throws { try await sendReload(.controls, connection: connection, delivery: delivery) }
+    }
+}
+
+/// A widgets or controls push from the options: its body is always Apple's one.
+private func sendReload(_ type: ReloadPushType, connection: ConnectionOptions, delivery: DeviceDeliveryOptions) async throws {
+    let request = try checked {
+        let (token, options) = try delivery.pushOptions(now: Date())
+        return try APNsRequest.reload(type, to: token, topic: connection.resolvedBundleID(), options: options)
+    }
+    try await perform(request, connection: connection, dryRun: delivery.dryRun)
 }

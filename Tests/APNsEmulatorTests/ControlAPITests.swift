@@ -50,6 +50,9 @@ import Testing
         #expect(token.status == 201)
         #expect(token.body?["token"] == .string(self.token), "stored in lowercase hex")
         #expect(token.body?["state"] == .string("active"))
+        #expect(token.body?["pushType"] == .string("liveactivity"))
+        let widgets = try await send(client, .post, "/tokens", #"{"token":"5a5a","bundleID":"\#(bundle)","pushType":"widgets"}"#)
+        #expect(widgets.status == 201 && widgets.body?["pushType"] == .string("widgets"))
     }
 
     /// The port asks for no key, so what only a web page would send is refused: a write that is
@@ -222,6 +225,12 @@ import Testing
         .init(
             method: .post, uri: "/tokens", body: #"{"token":"abcd","bundleID":"com.x","environment":"staging"}"#, status: 400, code: "invalid_value",
             field: "environment"),
+        .init(
+            method: .post, uri: "/tokens", body: #"{"token":"abcd","bundleID":"com.x","pushType":"alert"}"#, status: 400, code: "invalid_value",
+            field: "pushType"),
+        .init(
+            method: .post, uri: "/tokens", body: #"{"token":"abcd","bundleID":"com.x.push-type.widgets","pushType":"widgets"}"#, status: 400,
+            code: "invalid_value", field: "bundleID"),
         .init(method: .post, uri: "/tokens", body: #"{"token":"#, status: 400, code: "invalid_json", field: nil),
         .init(method: .post, uri: "/tokens", body: "[]", status: 400, code: "wrong_type", field: nil),
         .init(

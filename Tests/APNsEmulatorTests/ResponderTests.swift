@@ -434,3 +434,65 @@ func answer(_ responder: APNsResponder, _ request: ReceivedRequest) -> Answer {
         #expect(reply.status == 400 && reply.reason == "CannotCreateChannelConfig")
     }
 }
+
+/// Widget and control pushes (iOS 26): each token serves its own push type and topic suffix, with
+/// Apple's one body, at priority 10 or 5, and never as a broadcast.
+@Suite struct ReloadPushValidationTests {
+    let f = Fixture()
+    let widgetToken = String(repeating: "5a", count: 32)
+    let controlToken = String(repeating: "c0", count: 32)
+
+    init() {
+        f.registry.register(EmulatorToken(hex: widgetToken, bundleID: f.bundle, environment: .sandbox, pushType: .widgets))
+        f.registry.register(EmulatorToken(hex: controlToken, bundleID: f.bundle, environment: .sandbox, pushType: .controls))
+    }
+
+    func reload(_ type: ReloadPushType, _ edit: (inout ReceivedRequest) -> Void = { _ in }) -> ReceivedRequest {
+        f.deviceRequest { request in
+            request.path = "/3/device/\(type == .widgets ? widgetToken : controlToken)"
+            request.set("apns-push-type", type.rawValue)
+            request.set("apns-topic", "\(f.bundle).push-type.\(type.rawValue)")
+            request.body = ReloadPushType.body
+            edit(&request)
+        }
+    }
+
+    @Test(arguments: ReloadPushType.allCases)
+    func aReloadWithItsTokenTypeAndTopicIsAccepted(_ type: ReloadPushType) {
+        #expect(answer(f.push, reload(type)).status == 200)
+        #expect(answer(f.push, reload(type) { $0.set("apns-priority", "5") }).status == 200)
+    }
+
+    @Test(arguments: ReloadPushType.allCases)
+    func eachMismatchIsRefusedWithAPNsReason(_ type: ReloadPushType) {
+        let other: ReloadPushType = type == .widgets ? .controls : .widgets
+        // The suffix of the other type, or of Live Activities, or none.
+        for topic in ["\(f.bundle).push-type.\(other.rawValue)", "\(f.bundle).push-type.liveactivity", f.bundle] {
+            #expect(answer(f.push, reload(type) { $0.set("apns-topic", topic) }).reason == "DeviceTokenNotForTopic", "\(topic)")
+        }
+        // The push type of another token's.
+        #expect(answer(f.push, reload(type) { $0.set("apns-push-type", other.rawValue) }).reason == "DeviceTokenNotForTopic")
+        // An activity's token with a reload, and the reload's token with a Live Activity push.
+        #expect(answer(f.push, reload(type) { $0.path = "/3/device/\(f.token)" }).reason == "DeviceTokenNotForTopic")
+        #expect(
+            answer(f.push, f.deviceRequest { $0.path = "/3/device/\(type == .widgets ? widgetToken : controlToken)" }).reason
+                == "DeviceTokenNotForTopic")
+        #expect(answer(f.push, reload(type) { $0.set("apns-priority", "1") }).reason == "BadPriority")
+        #expect(answer(f.push, reload(type) { $0.body = [] }).reason == "PayloadEmpty")
+        #expect(answer(f.push, reload(type) { $0.path = "/3/device/\(String(repeating: "99", count: 32))" }).reason == "BadDeviceToken")
+    }
+
+    @Test(arguments: ReloadPushType.allCases)
+    func thereIsNoReloadBroadcast(_ type: ReloadPushType) {
+        let reply = answer(f.push, f.broadcastRequest { $0.set("apns-push-type", type.rawValue) })
+        #expect(reply.status == 400 && reply.reason == "InvalidPushType")
+    }
+
+    @Test func aStateFileFromBeforeWidgetTokensReadsAsActivityTokens() throws {
+        let old = #"{"hex":"abcd","bundleID":"com.example.app","environment":"sandbox","state":{"active":{}}}"#
+        let token = try JSONDecoder().decode(EmulatorToken.self, from: Data(old.utf8))
+        #expect(token.pushType == .liveActivity)
+        let widget = EmulatorToken(hex: "ef01", bundleID: "com.example.app", environment: .sandbox, pushType: .widgets)
+        #expect(try JSONDecoder().decode(EmulatorToken.self, from: JSONEncoder().encode(widget)) == widget)
+    }
+}

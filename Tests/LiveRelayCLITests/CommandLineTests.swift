@@ -187,6 +187,31 @@ let token = String(repeating: "ab", count: 80)
                 """)
     }
 
+    /// `Documentation/command-line.md` shows a widgets push's dry run: the command on its first
+    /// line prints exactly the lines under it.
+    @Test func theDocumentedWidgetsDryRunIsWhatTheCommandPrints() async throws {
+        let page = try String(contentsOf: ReadmeTourTests.root.appendingPathComponent("Documentation/command-line.md"), encoding: .utf8)
+        let section = try #require(page.components(separatedBy: "## Reloading widgets and controls").dropFirst().first)
+        let block = try #require(section.components(separatedBy: "```console\n").dropFirst().first?.components(separatedBy: "```").first)
+        var lines = block.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let command = try #require(lines.first?.split(separator: " ").map(String.init))
+        #expect(command.prefix(2) == ["$", "liverelay"])
+        lines.removeFirst()
+        let result = try await liverelay(Array(command.dropFirst(2)))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == lines.joined(separator: "\n"))
+        #expect(result.stdout.contains("apns-push-type: widgets\napns-topic: com.example.app.push-type.widgets\n"))
+
+        let controls = try await liverelay(["push", "controls"] + command.dropFirst(4))
+        #expect(controls.stdout == result.stdout.replacingOccurrences(of: "widgets", with: "controls"))
+        let lowPriority = try await liverelay(["push", "widgets", "--dry-run", "--bundle-id", "com.example.app", "--token", "ab", "--priority", "1"])
+        #expect(lowPriority.status == 64)
+        #expect(lowPriority.stderr.contains("apns-priority: must be one of 10, 5 for a device push, got 1"))
+        let suffixed = try await liverelay(["push", "widgets", "--dry-run", "--bundle-id", "com.example.app.push-type.widgets", "--token", "ab"])
+        #expect(suffixed.status == 64)
+        #expect(suffixed.stderr.contains("\".push-type.widgets\" is added for you"))
+    }
+
     @Test func datesAreISOUnixSecondsOrRelative() async throws {
         func staleDate(_ argument: String) async throws -> Double? {
             let result = try await liverelay([

@@ -47,10 +47,12 @@ struct KeyView: ResponseEncodable {
 struct KeyList: ResponseEncodable { var keys: [KeyView] }
 
 struct TokenBody: APIRequestBody {
-    static let fields = ["token", "bundleID", "environment"]
+    static let fields = ["token", "bundleID", "environment", "pushType"]
     var token: String
     var bundleID: String
     var environment: String?
+    /// `liveactivity` (the default), `widgets` or `controls`.
+    var pushType: String?
 }
 
 struct UnregisterBody: APIRequestBody {
@@ -75,6 +77,7 @@ struct TokenView: ResponseEncodable {
     var token: String
     var bundleID: String
     var environment: String
+    var pushType: String
     /// `active`, `unregistered` or `expired`.
     var state: String
     var unregisteredAt: Date?
@@ -83,6 +86,7 @@ struct TokenView: ResponseEncodable {
         self.token = token.hex
         bundleID = token.bundleID
         environment = token.environment.rawValue
+        pushType = token.pushType.rawValue
         switch token.state {
         case .active: state = "active"
         case .unregistered(let since):

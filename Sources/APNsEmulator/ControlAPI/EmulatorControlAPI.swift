@@ -179,7 +179,14 @@ package struct EmulatorControlAPI: Sendable {
             }
             environment = chosen
         }
-        let registered = EmulatorToken(hex: token.hex, bundleID: bundleID.value, environment: environment)
+        var pushType = APNsPushType.liveActivity
+        if let name = body.pushType {
+            guard let chosen = APNsPushType(rawValue: name) else {
+                throw APIError.invalid("pushType", "must be liveactivity, widgets or controls, got \"\(name)\"")
+            }
+            pushType = chosen
+        }
+        let registered = EmulatorToken(hex: token.hex, bundleID: bundleID.value, environment: environment, pushType: pushType)
         emulator.registry.register(registered)
         return TokenView(registered)
     }
