@@ -87,6 +87,15 @@ public final class APNsClient: Sendable {
         try await accepted(execute(.liveActivity(payload, to: token, topic: topic, options: options), timeout: timeout))
     }
 
+    /// Tells one device that the app's widgets (with its widget token) or a control (with the
+    /// control's token) have new content (iOS 26).
+    @discardableResult
+    public func reload(
+        _ type: ReloadPushType, to token: DeviceToken, topic: BundleID, options: PushOptions = .init(), timeout: Duration? = nil
+    ) async throws -> APNsAccepted {
+        try await accepted(execute(.reload(type, to: token, topic: topic, options: options), timeout: timeout))
+    }
+
     /// Sends an update or end to every activity subscribed to a broadcast channel (iOS 18).
     @discardableResult
     public func broadcast(

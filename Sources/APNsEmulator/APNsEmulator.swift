@@ -151,8 +151,8 @@ public final class APNsEmulator: Sendable {
             // Devices tell APNs which tokens to route, in which environment, and which to refuse.
             for event in events {
                 switch event {
-                case .tokenIssued(let token, let bundleID, _, let environment):
-                    registry.register(EmulatorToken(hex: token, bundleID: bundleID, environment: environment))
+                case .tokenIssued(let token, let bundleID, let kind, let environment):
+                    registry.register(EmulatorToken(hex: token, bundleID: bundleID, environment: environment, pushType: kind.pushType))
                 case .tokenRetired(let token, let at, _):
                     registry.unregister(token: token, since: at)
                 default:

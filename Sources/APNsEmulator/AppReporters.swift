@@ -253,7 +253,8 @@ public final class AppReporters: Sendable {
             guard let state = ObservedState(rawValue: state.rawValue) else { return [] }
             // The app's own `end`, which an app tells LiveRelayKit of; ActivityKit says only `.ended`.
             return (cause == .endedByApp ? [.endedByApp(activityID: id)] : []) + [.activityState(activityID: id, state: state)]
-        case .tokenRetired, .contentUpdated:
+        case .tokenRetired, .contentUpdated, .tokenIssued(_, _, .widgets, _), .tokenIssued(_, _, .control, _), .widgetPushInfoChanged,
+            .controlPushInfoChanged, .surfacesReloaded:
             return []
         }
     }

@@ -71,11 +71,13 @@ public enum ActivityKitFeature: Sendable, CaseIterable {
     case carPlay
     /// Compact and minimal presentations in a landscape Dynamic Island, at limited width (iOS 27).
     case landscapeDynamicIsland
+    /// Widgets and controls reloaded by push: WidgetKit's push handlers and tokens (iOS 26).
+    case reloadPushes
 
     public var introduced: SystemVersion {
         switch self {
         case .channels, .inputPushToken, .macMenuBar: SystemVersion(18)
-        case .scheduledStarts, .carPlay: SystemVersion(26)
+        case .scheduledStarts, .carPlay, .reloadPushes: SystemVersion(26)
         case .landscapeDynamicIsland: SystemVersion(27)
         }
     }
@@ -88,6 +90,7 @@ public enum ActivityKitFeature: Sendable, CaseIterable {
         case .macMenuBar: "activities on a paired Mac"
         case .carPlay: "activities in CarPlay"
         case .landscapeDynamicIsland: "a landscape Dynamic Island"
+        case .reloadPushes: "widget and control pushes"
         }
     }
 }

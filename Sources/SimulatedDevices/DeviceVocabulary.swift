@@ -29,13 +29,18 @@ public struct DeviceRuntimeSettings: Sendable, Hashable, Codable {
     public var alertPresentationDuration: TimeInterval
     /// Entries kept in each device's log.
     public var logCapacity: Int
+    /// Reloads a day of one app's widgets (and, apart, of its controls) that pushes may cause;
+    /// past it a push's reload is dropped. Apple: "a widget receives a budget of 40 to 70
+    /// refreshes in a 24-hour period" when viewed often; 70 is our assumption for pushes.
+    public var reloadsPerDay: Int
 
     public init(
         maximumActivitiesPerApp: Int = 5, maximumActivitiesPerDevice: Int = 10, maximumActivityDataBytes: Int = ActivityData.limit,
         tokenIssueDelay: TimeInterval = 1, tokenPurgeDelay: TimeInterval = 0, rotatesPushToStartTokenAfterUse: Bool = false,
         priority10BudgetPerHour: Int = 15, frequentUpdatesBudgetPerHour: Int = 3600, pushToStartBudgetPerHour: Int = 10,
-        opportunisticDelay: TimeInterval = 30, alertPresentationDuration: TimeInterval = 8, logCapacity: Int = 200
+        opportunisticDelay: TimeInterval = 30, alertPresentationDuration: TimeInterval = 8, logCapacity: Int = 200, reloadsPerDay: Int = 70
     ) {
+        self.reloadsPerDay = reloadsPerDay
         self.pushToStartBudgetPerHour = pushToStartBudgetPerHour
         self.maximumActivitiesPerApp = maximumActivitiesPerApp
         self.maximumActivitiesPerDevice = maximumActivitiesPerDevice
@@ -55,7 +60,7 @@ extension DeviceRuntimeSettings {
     private enum CodingKeys: String, CodingKey {
         case maximumActivitiesPerApp, maximumActivitiesPerDevice, maximumActivityDataBytes, tokenIssueDelay, tokenPurgeDelay
         case rotatesPushToStartTokenAfterUse, priority10BudgetPerHour, frequentUpdatesBudgetPerHour, pushToStartBudgetPerHour
-        case opportunisticDelay, alertPresentationDuration, logCapacity
+        case opportunisticDelay, alertPresentationDuration, logCapacity, reloadsPerDay
     }
 
     /// Each setting a kept state file lacks (one written before the setting existed) takes its default.
@@ -77,6 +82,7 @@ extension DeviceRuntimeSettings {
         try read(.opportunisticDelay, into: &opportunisticDelay)
         try read(.alertPresentationDuration, into: &alertPresentationDuration)
         try read(.logCapacity, into: &logCapacity)
+        try read(.reloadsPerDay, into: &reloadsPerDay)
     }
 }
 

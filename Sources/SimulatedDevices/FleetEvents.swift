@@ -17,6 +17,8 @@ public struct FleetEvent: Sendable, Hashable {
             bundleID
         case .tokenRetired(_, _, let bundleID), .authorizationChanged(let bundleID, _, _):
             bundleID
+        case .widgetPushInfoChanged(let bundleID), .controlPushInfoChanged(let bundleID), .surfacesReloaded(let bundleID, _, _):
+            bundleID
         }
     }
 
@@ -25,7 +27,7 @@ public struct FleetEvent: Sendable, Hashable {
         switch event {
         case .activityStarted(let id, _, _, _), .contentUpdated(let id, _, _), .stateChanged(let id, _, _, _): id
         case .tokenIssued(_, _, .update(let id), _): id
-        case .tokenIssued, .tokenRetired, .authorizationChanged: nil
+        case .tokenIssued, .tokenRetired, .authorizationChanged, .widgetPushInfoChanged, .controlPushInfoChanged, .surfacesReloaded: nil
         }
     }
 }

@@ -27,6 +27,7 @@ extension SimulatedDevice {
     /// update tokens, until they are retired.
     var heldTokens: [String] {
         apps.values.flatMap(\.pushToStartTokens.values) + activities.compactMap(\.pushToken)
+            + surfaces.values.flatMap { app in (app.widgetToken.map { [$0] } ?? []) + app.controls.map(\.token) }
     }
 }
 

@@ -9,6 +9,8 @@ extension SimulatedDevice {
     public enum TokenTarget: Sendable, Hashable {
         case pushToStart(bundleID: String, attributesType: String)
         case activity(id: String, bundleID: String)
+        case widgets(bundleID: String)
+        case control(bundleID: String, kind: String)
     }
 
     public func target(of token: String) -> TokenTarget? {
@@ -21,7 +23,7 @@ extension SimulatedDevice {
                 return .pushToStart(bundleID: app.bundleID, attributesType: type)
             }
         }
-        return nil
+        return surfaceTarget(of: token)
     }
 
     /// A push to one of this device's tokens, arriving from APNs.
@@ -33,7 +35,7 @@ extension SimulatedDevice {
         }
         let bundleID =
             switch target {
-            case .pushToStart(let bundleID, _), .activity(_, let bundleID): bundleID
+            case .pushToStart(let bundleID, _), .activity(_, let bundleID), .widgets(let bundleID), .control(let bundleID, _): bundleID
             }
         guard isOnline else {
             if let expiration = push.expiration, expiration <= now {
@@ -68,6 +70,10 @@ extension SimulatedDevice {
         switch target {
         case .pushToStart(let bundleID, let attributesType):
             return startByPush(push.payload, bundleID: bundleID, tokenType: attributesType, token: push.token, at: now)
+        case .widgets(let bundleID):
+            return reload(push, .widgets, bundleID: bundleID, controlKind: nil, at: now)
+        case .control(let bundleID, let kind):
+            return reload(push, .controls, bundleID: bundleID, controlKind: kind, at: now)
         case .activity(let activityID, let bundleID):
             if !deferredAlready, let app = apps[bundleID] {
                 if push.priority < 10 {

@@ -18,9 +18,31 @@ public enum DeviceEvent: Sendable, Hashable {
     /// (`ActivityAuthorizationInfo`'s `activityEnablementUpdates`, `frequentPushEnablementUpdates`).
     case authorizationChanged(bundleID: String, activitiesEnabled: Bool, frequentPushesEnabled: Bool)
 
+    /// WidgetKit's handler calls (iOS 26): the app's widget token or widgets changed
+    /// (`WidgetPushHandler.pushTokenDidChange(_:widgets:)`), or its controls or their tokens
+    /// (`ControlPushHandler.pushTokensDidChange(controls:)`, which always passes all of them).
+    /// What the handler is given is the device's `surfaces` of the app at that moment.
+    case widgetPushInfoChanged(bundleID: String)
+    case controlPushInfoChanged(bundleID: String)
+    /// A widgets or controls push reloaded the app's widgets or controls of these kinds.
+    case surfacesReloaded(bundleID: String, type: ReloadPushType, kinds: [String])
+
     public enum TokenKind: Sendable, Hashable {
         case update(activityID: String)
         case pushToStart(attributesType: String)
+        /// The app's widget token, one per app and device.
+        case widgets
+        /// A control's token.
+        case control(kind: String)
+
+        /// The push type APNs routes to a token of this kind.
+        public var pushType: APNsPushType {
+            switch self {
+            case .update, .pushToStart: .liveActivity
+            case .widgets: .widgets
+            case .control: .controls
+            }
+        }
     }
 }
 
@@ -80,6 +102,13 @@ public struct SimulatedDevice: Sendable {
     private var tokenGenerator: TokenGenerator
     /// Push-to-start tokens an iOS update killed (`updateOS`): APNs still takes pushes to them.
     private var tokensKilledByUpdate: Set<String> = []
+    /// Optional: a kept state file of an earlier release has none (no widgets were placed).
+    private var keptSurfaces: [String: AppSurfaces]?
+    /// Each app's widgets and controls, by bundle id.
+    public internal(set) var surfaces: [String: AppSurfaces] {
+        get { keptSurfaces ?? [:] }
+        set { keptSurfaces = newValue.isEmpty ? nil : newValue }
+    }
 
     public init(
         id: String, model: DeviceModel = .iPhoneWithDynamicIsland, hasPairedWatch: Bool = false,
@@ -431,6 +460,9 @@ public struct SimulatedDevice: Sendable {
         }
         return events + advance(to: now)
     }
+
+    /// A token never issued before on this device.
+    mutating func newToken() -> String { tokenGenerator.next() }
 
     mutating func issuePushToStartToken(bundleID: String, type: String) -> [DeviceEvent] {
         let token = tokenGenerator.next()

@@ -206,6 +206,43 @@ struct OrderAttributes: ActivityAttributes {
     }
 
     /// The surfaces beyond the iPhone's screen, driven and read through the API.
+    /// The person places widgets and controls, the app writes what its extension reads, and the
+    /// app's view shows the tokens and each reload; WidgetKit's refusals are `422`.
+    @Test func widgetsAndControlsArePlacedReadAndRemovedThroughTheAPI() async throws {
+        try await withEmulator { client, emulator, apns in
+            _ = try await ok(client, .post, "/devices", #"{"id":"iphone","iOS":"26.0"}"#)
+            _ = try await ok(client, .post, "/devices/iphone/apps", Self.app)
+            let app = "/devices/iphone/apps/\(bundle)"
+            _ = try await ok(client, .put, app + "/shared-data/score", #"{"value":{"home":1,"away":0}}"#)
+            let placed = try await ok(client, .post, app + "/widgets", #"{"kind":"score","family":"systemSmall"}"#)
+            let token = try #require(placed["widgetToken"]?.stringValue)
+            #expect(placed["widgets"]?[0]?["family"] == .string("systemSmall") && placed["widgets"]?[0]?["reloads"] == .integer(0))
+            let withControl = try await ok(client, .post, app + "/controls", #"{"kind":"garage"}"#)
+            #expect(withControl["controls"]?[0]?["token"]?.stringValue?.count == 160)
+
+            try await apns.reload(.widgets, to: DeviceToken(token), topic: BundleID(bundle))
+            let reloaded = try await ok(client, .get, "/devices/iphone")
+            let widget = reloaded["apps"]?[0]?["widgets"]?[0]
+            #expect(widget?["reloads"] == .integer(1) && widget?["value"] == .object([("home", .integer(1)), ("away", .integer(0))]))
+            let events = try await ok(client, .get, "/events?device=iphone")
+            let types = events["events"]?.arrayElements?.compactMap { $0["type"]?.stringValue } ?? []
+            #expect(types.contains("widgetPushInfoChanged") && types.contains("controlPushInfoChanged") && types.contains("reloaded"))
+
+            for (method, path, body, field) in [
+                (HTTPRequest.Method.post, app + "/widgets", #"{"kind":"score","family":"systemHuge"}"#, "family"),
+                (.post, app + "/controls", #"{"kind":"garage"}"#, "already"),
+                (.delete, app + "/widgets/score/systemLarge", nil, "no score widget"),
+            ] {
+                let (status, answer) = try await client.sendJSON(method, path, body)
+                #expect(status == 422, "\(path)")
+                #expect(answer?["error"]?["message"]?.stringValue?.contains(field) == true, "\(answer?.serializedString ?? "")")
+            }
+            let removed = try await ok(client, .delete, app + "/widgets/score/systemSmall")
+            #expect(removed["widgetToken"] == .null && removed["widgets"] == .array([]))
+            _ = emulator
+        }
+    }
+
     @Test func theSurroundingsAreSetAndTheSurfacesRead() async throws {
         try await withEmulator { client, _, _ in
             _ = try await ok(client, .post, "/devices", #"{"id":"iphone","iOS":"27.0"}"#)

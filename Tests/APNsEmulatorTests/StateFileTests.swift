@@ -26,6 +26,12 @@ import Testing
             first.registry.unregister(token: token, since: since)
             let channel = try #require(first.registry.createChannel(bundleID: "com.example.a", environment: .sandbox, storagePolicy: 1))
             try first.devices.addDevice(id: "iphone", model: .iPad)
+            try first.devices.install(SimulatedApp(bundleID: "com.example.a"), on: "iphone")
+            try first.devices.withDevice("iphone") { device, now in
+                try device.setSharedData(bundleID: "com.example.a", kind: "score", value: .object([("home", .number("1e0"))]))
+                return ((), try device.placeWidget(bundleID: "com.example.a", kind: "score", family: "systemSmall", at: now))
+            }
+            let widgetToken = try #require(try first.devices.device("iphone").surfaces["com.example.a"]?.widgetToken)
             first.clock.advance(by: 3600)
             // Written by the running emulator soon after the change, and at its end.
             let running = Task { try await first.run() }
@@ -45,6 +51,10 @@ import Testing
             #expect(second.registry.allChannels() == [channel])
             #expect(second.devices.deviceIDs == ["iphone"])
             #expect(try second.devices.device("iphone").model == .iPad)
+            let surfaces = try #require(try second.devices.device("iphone").surfaces["com.example.a"])
+            #expect(surfaces.widgetToken == widgetToken && surfaces.widgets.map(\.kind) == ["score"])
+            #expect(surfaces.sharedData["score"]?.serializedString == #"{"home":1e0}"#, "the value's literal is kept")
+            #expect(second.registry.token(widgetToken)?.pushType == .widgets)
             #expect(second.clock.advanced == 3600)
             await second.shutdown()
         }

@@ -18,6 +18,11 @@ import WebPages
 ///     POST  /devices/{id}/apps                             {bundleID, attributeTypes, supportsLiveActivities?, …, environment?, reportTo?}
 ///     PATCH /devices/{id}/apps/{bundleID}                  {liveActivitiesEnabled?, frequentUpdatesEnabled?, inForeground?, reportTo?}
 ///     POST  /devices/{id}/apps/{bundleID}/push-to-start-tokens/{type}/rotate
+///     POST  /devices/{id}/apps/{bundleID}/widgets          {kind, family}      the person (iOS 26)
+///     DELETE /devices/{id}/apps/{bundleID}/widgets/{kind}/{family}
+///     POST  /devices/{id}/apps/{bundleID}/widgets/rotate-token
+///     POST  /devices/{id}/apps/{bundleID}/controls         {kind};  DELETE …/controls/{kind}
+///     PUT   /devices/{id}/apps/{bundleID}/shared-data/{kind}   {value}: what the app writes for its extension (null removes)
 ///     POST  /devices/{id}/apps/{bundleID}/activities       {attributesType, attributes, contentState, …}   the app
 ///     POST  /devices/{id}/activities/{activityID}/update   {contentState, staleDate?, relevanceScore?, alert?, timestamp?}
 ///     POST  /devices/{id}/activities/{activityID}/end      {contentState?, dismissalPolicy?, dismissalDate?, timestamp?}
@@ -31,6 +36,7 @@ extension EmulatorControlAPI {
     func addDeviceRoutes(to router: Router<ControlRequestContext>) {
         addDevicesRoutes(to: router)
         addAppRoutes(to: router)
+        addSurfaceRoutes(to: router)
         addActivityRoutes(to: router)
         addEventRoutes(to: router)
         addClockRoutes(to: router)
@@ -153,6 +159,65 @@ extension EmulatorControlAPI {
             try fleet.withDevice(id) { device, now in ((), device.rotatePushToStartToken(bundleID: bundleID, attributesType: type, at: now)) }
             return try appView(id, bundleID)
         }
+    }
+
+    /// An app's widgets and controls (iOS 26): the person places and removes them, WidgetKit
+    /// rotates the widget token, the app writes the data its extension reads.
+    private func addSurfaceRoutes(to router: Router<ControlRequestContext>) {
+        router.post("/devices/{id}/apps/{bundleID}/widgets") { request, context in
+            let body = try await request.jsonObject(fields: ["kind", "family"], context: context)
+            let (kind, family) = (try body.requireString("kind"), try body.requireString("family"))
+            let bundleID = try appPath(context).1
+            return try changeSurfaces(context, status: .created) { device, now throws(SurfaceError) in
+                try device.placeWidget(bundleID: bundleID, kind: kind, family: family, at: now)
+            }
+        }
+        router.delete("/devices/{id}/apps/{bundleID}/widgets/{kind}/{family}") { _, context in
+            let (bundleID, kind, family) = (try appPath(context).1, try context.parameters.require("kind"), try context.parameters.require("family"))
+            return try changeSurfaces(context) { device, now throws(SurfaceError) in
+                try device.removeWidget(bundleID: bundleID, kind: kind, family: family, at: now)
+            }
+        }
+        router.post("/devices/{id}/apps/{bundleID}/widgets/rotate-token") { _, context in
+            let bundleID = try appPath(context).1
+            return try changeSurfaces(context) { device, now throws(SurfaceError) in try device.rotateWidgetToken(bundleID: bundleID, at: now) }
+        }
+        router.post("/devices/{id}/apps/{bundleID}/controls") { request, context in
+            let kind = try await request.jsonObject(fields: ["kind"], context: context).requireString("kind")
+            let bundleID = try appPath(context).1
+            return try changeSurfaces(context, status: .created) { device, now throws(SurfaceError) in
+                try device.addControl(bundleID: bundleID, kind: kind, at: now)
+            }
+        }
+        router.delete("/devices/{id}/apps/{bundleID}/controls/{kind}") { _, context in
+            let (bundleID, kind) = (try appPath(context).1, try context.parameters.require("kind"))
+            return try changeSurfaces(context) { device, now throws(SurfaceError) in try device.removeControl(bundleID: bundleID, kind: kind, at: now)
+            }
+        }
+        router.put("/devices/{id}/apps/{bundleID}/shared-data/{kind}") { request, context in
+            let value = try await request.jsonObject(fields: ["value"], context: context).require("value")
+            let (bundleID, kind) = (try appPath(context).1, try context.parameters.require("kind"))
+            return try changeSurfaces(context) { device, _ throws(SurfaceError) in
+                try device.setSharedData(bundleID: bundleID, kind: kind, value: value == .null ? nil : value)
+                return []
+            }
+        }
+    }
+
+    /// Carries out a widget or control operation on the app's device; WidgetKit's refusal is `422`.
+    private func changeSurfaces(
+        _ context: ControlRequestContext, status: HTTPResponse.Status = .ok,
+        _ body: (inout SimulatedDevice, Date) throws(SurfaceError) -> [DeviceEvent]
+    ) throws -> EditedResponse<JSONResponse> {
+        let (id, bundleID) = try appPath(context)
+        try emulator.devices.withDevice(id) { device, now in
+            do throws(SurfaceError) {
+                return ((), try body(&device, now))
+            } catch {
+                throw APIError(.unprocessableContent, code: "refused", message: error.description)
+            }
+        }
+        return EditedResponse(status: status, response: try appView(id, bundleID))
     }
 
     /// An app's activities: the app requests, updates and ends them; the person dismisses them.
@@ -399,6 +464,7 @@ extension EmulatorControlAPI {
             ),
             ("pushToStartTokens", .object(app.pushToStartTokens.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })),
         ]
+        if let surfaces = device.surfaces[bundleID] { members += PresentationJSON.members(surfaces) }
         if let target = emulator.reporter.target(deviceID: device.id, bundleID: bundleID) {
             members.append(("reportTo", .object([("url", .string(target.url)), ("activityKeyAttribute", .string(target.activityKeyAttribute))])))
         }

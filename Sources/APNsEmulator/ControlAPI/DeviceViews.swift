@@ -32,6 +32,19 @@ enum PresentationJSON {
         return .object(members)
     }
 
+    /// An app's widgets and controls, their tokens, and the data its extension reads.
+    static func members(_ surfaces: AppSurfaces) -> JSONValue.Members {
+        func placed(_ identity: JSONValue.Members, _ reloads: SurfaceReloads) -> JSONValue {
+            .object(identity + [("reloadedAt", date(reloads.lastAt)), ("reloads", .integer(reloads.count)), ("value", reloads.value ?? .null)])
+        }
+        let widgets = surfaces.widgets.map { placed([("kind", .string($0.kind)), ("family", .string($0.family))], $0.reloads) }
+        let controls = surfaces.controls.map { placed([("kind", .string($0.kind)), ("token", .string($0.token))], $0.reloads) }
+        return [
+            ("widgetToken", surfaces.widgetToken.map(JSONValue.string) ?? .null), ("widgets", .array(widgets)), ("controls", .array(controls)),
+            ("sharedData", .object(surfaces.sharedData.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })),
+        ]
+    }
+
     static func json(_ alert: ShownAlert) -> JSONValue {
         .object([
             ("title", .string(alert.title)), ("body", .string(alert.body)), ("sound", alert.sound.map(JSONValue.string) ?? .null),
@@ -108,6 +121,9 @@ enum PresentationJSON {
         case .contentUpdated: "contentUpdated"
         case .stateChanged: "stateChanged"
         case .authorizationChanged: "authorizationChanged"
+        case .widgetPushInfoChanged: "widgetPushInfoChanged"
+        case .controlPushInfoChanged: "controlPushInfoChanged"
+        case .surfacesReloaded: "reloaded"
         }
     }
 
@@ -120,10 +136,11 @@ enum PresentationJSON {
         switch event.event {
         case .tokenIssued(let token, _, let kind, let environment):
             members += [("token", .string(token)), ("environment", .string(environment.rawValue))]
-            if case .pushToStart(let type) = kind {
-                members += [("tokenKind", .string("pushToStart")), ("attributesType", .string(type))]
-            } else {
-                members.append(("tokenKind", .string("update")))
+            switch kind {
+            case .pushToStart(let type): members += [("tokenKind", .string("pushToStart")), ("attributesType", .string(type))]
+            case .update: members.append(("tokenKind", .string("update")))
+            case .widgets: members.append(("tokenKind", .string("widgets")))
+            case .control(let controlKind): members += [("tokenKind", .string("control")), ("kind", .string(controlKind))]
             }
         case .tokenRetired(let token, let at, _):
             members += [("token", .string(token)), ("retiredAt", date(at))]
@@ -138,6 +155,10 @@ enum PresentationJSON {
             members += [("state", .string(state.rawValue)), ("cause", .string(cause.rawValue))]
         case .authorizationChanged(_, let enabled, let frequent):
             members += [("activitiesEnabled", .bool(enabled)), ("frequentPushesEnabled", .bool(frequent))]
+        case .widgetPushInfoChanged, .controlPushInfoChanged:
+            break
+        case .surfacesReloaded(_, let type, let kinds):
+            members += [("pushType", .string(type.rawValue)), ("kinds", .array(kinds.map(JSONValue.string)))]
         }
         return .object(members)
     }
