@@ -117,6 +117,75 @@ package struct PushToStartBody: APIRequestBody {
     }
 }
 
+/// `POST /v1/widget-tokens` (client key): the app's widget token and the widgets placed, or
+/// `"token": null` and no widgets once the last one is removed.
+package struct WidgetTokensBody: APIRequestBody {
+    package static let fields = CodingKeys.allCases.map(\.rawValue)
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case deviceID, bundleID, environment, token, widgets, userID, grant, appVersion
+    }
+
+    var registration: SurfaceRegistration
+    let namedApp: String?
+
+    package init(from decoder: any Decoder) throws {
+        let body = try decoder.container(keyedBy: CodingKeys.self)
+        namedApp = try body.nonEmptyString(.bundleID)
+        let token = try body.decodeNil(forKey: .token) ? nil : try body.deviceToken(.token)
+        registration = SurfaceRegistration(
+            deviceID: try body.requireNonEmptyString(.deviceID), bundleID: namedApp ?? "", environment: try body.environment(.environment),
+            type: .widgets, widgetToken: token, widgets: try body.decode([Widget].self, forKey: .widgets).map(\.placement),
+            userID: try body.nonEmptyString(.userID))
+        registration.grant = try body.grant(.grant)
+        registration.appVersion = try body.decodeIfPresent(String.self, forKey: .appVersion)
+    }
+
+    /// `{"kind": …, "family": …}`, WidgetKit's `WidgetInfo`.
+    struct Widget: Decodable {
+        let placement: WidgetPlacement
+        enum CodingKeys: String, CodingKey, CaseIterable { case kind, family }
+
+        init(from decoder: any Decoder) throws {
+            try decoder.refuseUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+            let widget = try decoder.container(keyedBy: CodingKeys.self)
+            placement = WidgetPlacement(kind: try widget.requireNonEmptyString(.kind), family: try widget.requireNonEmptyString(.family))
+        }
+    }
+}
+
+/// `POST /v1/control-tokens` (client key): the token of every control the app has (none: all removed).
+package struct ControlTokensBody: APIRequestBody {
+    package static let fields = CodingKeys.allCases.map(\.rawValue)
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case deviceID, bundleID, environment, controls, userID, grant, appVersion
+    }
+
+    var registration: SurfaceRegistration
+    let namedApp: String?
+
+    package init(from decoder: any Decoder) throws {
+        let body = try decoder.container(keyedBy: CodingKeys.self)
+        namedApp = try body.nonEmptyString(.bundleID)
+        registration = SurfaceRegistration(
+            deviceID: try body.requireNonEmptyString(.deviceID), bundleID: namedApp ?? "", environment: try body.environment(.environment),
+            type: .controls, controls: try body.decode([Control].self, forKey: .controls).map(\.token), userID: try body.nonEmptyString(.userID))
+        registration.grant = try body.grant(.grant)
+        registration.appVersion = try body.decodeIfPresent(String.self, forKey: .appVersion)
+    }
+
+    /// `{"kind": …, "token": …}`, a control and its `ControlPushInfo.token`.
+    struct Control: Decodable {
+        let token: SurfaceRegistration.ControlToken
+        enum CodingKeys: String, CodingKey, CaseIterable { case kind, token }
+
+        init(from decoder: any Decoder) throws {
+            try decoder.refuseUnknownKeys(CodingKeys.allCases.map(\.rawValue))
+            let control = try decoder.container(keyedBy: CodingKeys.self)
+            token = SurfaceRegistration.ControlToken(kind: try control.requireNonEmptyString(.kind), token: try control.deviceToken(.token))
+        }
+    }
+}
+
 /// `POST /v1/push-to-start-tokens/withdraw` (client key): Live Activities switched off on the device.
 package struct WithdrawBody: APIRequestBody {
     package static let fields = CodingKeys.allCases.map(\.rawValue)

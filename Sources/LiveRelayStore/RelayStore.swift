@@ -64,6 +64,12 @@ package protocol RegistryStore: Sendable {
     /// the device reported none.
     func endActivityOnDevice(app: String, key: String, deviceID: String, state: ActivityTokenState, cause: String?, at: Date) async throws
         -> Bool
+    /// Replaces the device's widget token or control tokens of the app (`type`) with `tokens`
+    /// (none: withdrawn). A token another device of the app held is forgotten there: APNs routes
+    /// it here now.
+    func saveSurfaceTokens(app: String, deviceID: String, type: ReloadPushType, _ tokens: [SurfaceTokenRecord]) async throws
+    /// The device's widget and control tokens, every app's.
+    func surfaceTokens(deviceID: String) async throws -> [SurfaceTokenRecord]
 
     // MARK: Keys and tokens
 

@@ -94,6 +94,43 @@ import Testing
         }
     }
 
+    /// A device's widget token (with its widgets) and its control tokens are each replaced whole
+    /// by the next report of their type, the other type untouched; none is a withdrawal; a token
+    /// reported from another device of the app is forgotten where it was.
+    @Test(arguments: StoreKind.allCases) func widgetAndControlTokensAreReplacedWholeByEachReport(kind: StoreKind) async throws {
+        try await kind.withStore { subject in
+            let store = subject.store
+            func widgets(_ device: String, _ token: String, _ placed: [WidgetPlacement]) -> SurfaceTokenRecord {
+                SurfaceTokenRecord(
+                    bundleID: testApp, deviceID: device, pushType: .widgets, token: token, widgets: placed, environment: .sandbox, userID: "u1",
+                    appVersion: "2.0 (7)", updatedAt: t0)
+            }
+            func control(_ device: String, _ kind: String, _ token: String) -> SurfaceTokenRecord {
+                SurfaceTokenRecord(
+                    bundleID: testApp, deviceID: device, pushType: .controls, kind: kind, token: token, environment: .production, updatedAt: t0)
+            }
+            let placed = [WidgetPlacement(kind: "score", family: "systemSmall"), WidgetPlacement(kind: "table", family: "systemMedium")]
+            try await store.saveSurfaceTokens(app: testApp, deviceID: "iphone-1", type: .widgets, [widgets("iphone-1", "w1", placed)])
+            try await store.saveSurfaceTokens(
+                app: testApp, deviceID: "iphone-1", type: .controls, [control("iphone-1", "garage", "c1"), control("iphone-1", "lights", "c2")])
+            #expect(
+                try await store.surfaceTokens(deviceID: "iphone-1") == [
+                    control("iphone-1", "garage", "c1"), control("iphone-1", "lights", "c2"), widgets("iphone-1", "w1", placed),
+                ])
+            // Rotation, and one control fewer.
+            try await store.saveSurfaceTokens(app: testApp, deviceID: "iphone-1", type: .widgets, [widgets("iphone-1", "w2", [placed[0]])])
+            try await store.saveSurfaceTokens(app: testApp, deviceID: "iphone-1", type: .controls, [control("iphone-1", "lights", "c3")])
+            #expect(try await store.surfaceTokens(deviceID: "iphone-1").map(\.token) == ["c3", "w2"])
+            #expect(try await store.surfaceTokens(deviceID: "iphone-1").last?.widgets == [placed[0]])
+            // The same token reported from a new device id: kept once, there.
+            try await store.saveSurfaceTokens(app: testApp, deviceID: "iphone-2", type: .widgets, [widgets("iphone-2", "w2", placed)])
+            #expect(try await store.surfaceTokens(deviceID: "iphone-1").map(\.token) == ["c3"])
+            // The last widget removed.
+            try await store.saveSurfaceTokens(app: testApp, deviceID: "iphone-2", type: .widgets, [])
+            #expect(try await store.surfaceTokens(deviceID: "iphone-2").isEmpty)
+        }
+    }
+
     /// An app that lost its device id reports its push-to-start token under a new one: the token
     /// is kept once, under the newest id, so a start reaches that iPhone once. Another app's
     /// token of the same value stays.

@@ -242,6 +242,52 @@ package struct ContractRegistration: Sendable, Hashable {
 }
 
 /// An app's push-to-start token for an attributes type.
+/// What an app's widget extension reports (iOS 26): its widget token with the widgets placed
+/// (`WidgetPushHandler`; no token: withdrawn), or the tokens of all its controls
+/// (`ControlPushHandler`, which always passes every one).
+package struct SurfaceRegistration: Sendable, Hashable {
+    package var deviceID: String
+    package var bundleID: String
+    package var environment: PushEnvironment
+    package var type: ReloadPushType
+    /// The widget token (widgets only).
+    package var widgetToken: DeviceToken?
+    package var widgets: [WidgetPlacement]
+    /// Each control's kind and token (controls only).
+    package var controls: [ControlToken]
+    package var userID: String?
+    /// The backend's grant for `userID` (`ActivityGrant`).
+    package var grant: String?
+    package var appVersion: String?
+
+    package struct ControlToken: Sendable, Hashable {
+        package var kind: String
+        package var token: DeviceToken
+
+        package init(kind: String, token: DeviceToken) {
+            self.kind = kind
+            self.token = token
+        }
+    }
+
+    package init(
+        deviceID: String, bundleID: String, environment: PushEnvironment = .sandbox, type: ReloadPushType, widgetToken: DeviceToken? = nil,
+        widgets: [WidgetPlacement] = [], controls: [ControlToken] = [], userID: String? = nil
+    ) {
+        self.deviceID = deviceID
+        self.bundleID = bundleID
+        self.environment = environment
+        self.type = type
+        self.widgetToken = widgetToken
+        self.widgets = widgets
+        self.controls = controls
+        self.userID = userID
+    }
+
+    /// Widgets or controls in one report, at most: WidgetKit's own lists are a few dozen.
+    package static let limit = 100
+}
+
 package struct PushToStartRegistration: Sendable, Hashable {
     package var deviceID: String
     package var bundleID: String

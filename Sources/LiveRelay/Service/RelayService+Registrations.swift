@@ -27,6 +27,56 @@ extension RelayService {
         logger.info("push-to-start token registered", metadata: ["device": "\(registration.deviceID)", "token": "\(registration.token.shortened)"])
     }
 
+    /// Replaces the device's widget token (and the widgets placed) or its control tokens with
+    /// what its widget extension reports; returns how many tokens it holds now.
+    @discardableResult
+    package func registerSurfaceTokens(_ registration: SurfaceRegistration) async throws -> Int {
+        let app = try await checkApp(bundleID: registration.bundleID, environment: registration.environment)
+        try await throttle(app: registration.bundleID, deviceID: registration.deviceID, kind: registration.type.rawValue)
+        if let version = registration.appVersion { try Self.checkAppVersion(version, field: "appVersion") }
+        if let userID = registration.userID {
+            try Self.checkUserID(userID, field: "userID")
+            try admitUser(app: app, userID: userID, environment: registration.environment, grant: registration.grant)
+        }
+        let at = now()
+        func record(kind: String, token: DeviceToken, widgets: [WidgetPlacement]) -> SurfaceTokenRecord {
+            SurfaceTokenRecord(
+                bundleID: registration.bundleID, deviceID: registration.deviceID, pushType: registration.type, kind: kind, token: token.hex,
+                widgets: widgets, environment: registration.environment, userID: registration.userID, appVersion: registration.appVersion,
+                updatedAt: at)
+        }
+        let records: [SurfaceTokenRecord]
+        switch registration.type {
+        case .widgets:
+            try Self.checkSurfaceList(registration.widgets.map(\.kind), field: "widgets")
+            for (index, widget) in registration.widgets.enumerated() {
+                try Self.checkName(widget.family, field: "widgets[\(index)].family", longest: 64, example: "systemSmall")
+            }
+            if registration.widgetToken == nil, !registration.widgets.isEmpty {
+                throw RelayError.invalid("token", "is required while widgets are placed; without widgets it withdraws the token")
+            }
+            records = registration.widgetToken.map { [record(kind: "", token: $0, widgets: registration.widgets)] } ?? []
+        case .controls:
+            let kinds = registration.controls.map(\.kind)
+            try Self.checkSurfaceList(kinds, field: "controls")
+            guard Set(kinds).count == kinds.count else { throw RelayError.invalid("controls", "must name each kind once") }
+            records = registration.controls.map { record(kind: $0.kind, token: $0.token, widgets: []) }
+        }
+        try await store.saveSurfaceTokens(app: registration.bundleID, deviceID: registration.deviceID, type: registration.type, records)
+        metrics.count(Metric.registrationsTotal, ["kind": registration.type.rawValue])
+        noteChange()
+        logger.info(
+            "\(registration.type.rawValue) tokens registered",
+            metadata: ["device": "\(registration.deviceID)", "tokens": "\(records.count)", "app": "\(registration.bundleID)"])
+        return records.count
+    }
+
+    /// Widget or control kinds: at most `SurfaceRegistration.limit`, each a name of 1 to 200 characters.
+    private static func checkSurfaceList(_ kinds: [String], field: String) throws(RelayError) {
+        guard kinds.count <= SurfaceRegistration.limit else { throw RelayError.invalid(field, "must list at most \(SurfaceRegistration.limit)") }
+        for (index, kind) in kinds.enumerated() { try checkName(kind, field: "\(field)[\(index)].kind", longest: 200) }
+    }
+
     /// Forgets the device's push-to-start tokens of the app (Live Activities switched off on it:
     /// a start would not show); returns how many there were. The app registers new ones when
     /// they are switched on again.
@@ -231,7 +281,7 @@ extension RelayService {
     }
 
     /// A name someone else chose: 1 to `longest` characters (Unicode scalars) without control characters.
-    private static func checkName(_ name: String, field: String, longest: Int, example: String? = nil) throws(RelayError) {
+    static func checkName(_ name: String, field: String, longest: Int, example: String? = nil) throws(RelayError) {
         guard !name.isEmpty, name.unicodeScalars.count <= longest, !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
         else {
             throw RelayError.invalid(

@@ -6,7 +6,8 @@ import LiveRelay
 import LiveRelayStore
 
 /// What the app sends (a client key, for one app, which its bodies may name): its push-to-start
-/// tokens, each activity's update token or listening, and what the person did.
+/// tokens, each activity's update token or listening, what the person did, and its widget and
+/// control tokens.
 extension RelayAPI {
     func addReportRoutes(to router: Router<RelayRequestContext>) {
         let client = router.group("/v1").add(middleware: guarded(.client))
@@ -21,6 +22,18 @@ extension RelayAPI {
             let body = try await request.decodeJSON(WithdrawBody.self, context: context)
             let app = try Self.bodyApp(body.namedApp, context)
             return Self.json(.object([("withdrawn", .integer(try await relay.withdrawPushToStartTokens(deviceID: body.deviceID, bundleID: app)))]))
+        }
+        client.post("/widget-tokens") { request, context in
+            let body = try await request.decodeJSON(WidgetTokensBody.self, context: context)
+            var registration = body.registration
+            registration.bundleID = try Self.bodyApp(body.namedApp, context)
+            return Self.json(.object([("tokens", .integer(try await relay.registerSurfaceTokens(registration)))]), status: .created)
+        }
+        client.post("/control-tokens") { request, context in
+            let body = try await request.decodeJSON(ControlTokensBody.self, context: context)
+            var registration = body.registration
+            registration.bundleID = try Self.bodyApp(body.namedApp, context)
+            return Self.json(.object([("tokens", .integer(try await relay.registerSurfaceTokens(registration)))]), status: .created)
         }
         client.post("/activities/{key}/tokens") { request, context in
             let key = try activityKey(context)

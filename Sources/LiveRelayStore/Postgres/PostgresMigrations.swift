@@ -288,5 +288,11 @@ enum PostgresMigrations {
         // The environment of the build that registered a contract: only a development build's may
         // be registered again, changed, by the app (`ContractRecord.registeredIn`).
         StoreMigration(name: "0028-contract-environment", statements: ["ALTER TABLE contracts ADD COLUMN registered_in text"]),
+        StoreMigration(
+            name: "0029-surface-tokens",
+            statements: [
+                StoreStatements.surfaceTokensTable(seconds: "double precision"),
+                StoreStatements.surfaceTokensByTokenIndex,
+            ]),
     ]
 }

@@ -88,6 +88,20 @@ extension PostgresStore {
         }
     }
 
+    package func saveSurfaceTokens(app: String, deviceID: String, type: ReloadPushType, _ tokens: [SurfaceTokenRecord]) async throws {
+        try await transaction { db in
+            try await db.run(StoreStatements.deleteSurfaceTokens, [.text(app), .text(deviceID), .text(type.rawValue)])
+            for token in tokens {
+                try await db.run(StoreStatements.forgetSurfaceTokenOfOtherDevices, [.text(app), .text(token.token), .text(deviceID)])
+                try await db.run(StoreStatements.insertSurfaceToken, SurfaceTokenRecord.table.arguments(token))
+            }
+        }
+    }
+
+    package func surfaceTokens(deviceID: String) async throws -> [SurfaceTokenRecord] {
+        try await rows(StoreStatements.surfaceTokensOfDevice, [.text(deviceID)]).map(SurfaceTokenRecord.init(row:))
+    }
+
     package func withdrawPushToStartTokens(app: String, deviceID: String) async throws -> Int {
         try await transaction { db in try await db.changed(StoreStatements.withdrawPushToStartTokens, [.text(app), .text(deviceID)]) }
     }

@@ -369,5 +369,11 @@ enum SQLiteMigrations {
         // The environment of the build that registered a contract: only a development build's may
         // be registered again, changed, by the app (`ContractRecord.registeredIn`).
         StoreMigration(name: "0028-contract-environment", statements: ["ALTER TABLE contracts ADD COLUMN registered_in TEXT"]),
+        // Widget and control tokens (iOS 26), with the widgets placed.
+        StoreMigration(
+            name: "0029-surface-tokens",
+            statements: [
+                StoreStatements.surfaceTokensTable(seconds: "REAL"), StoreStatements.surfaceTokensByTokenIndex,
+            ]),
     ]
 }

@@ -90,6 +90,20 @@ extension SQLiteStore {
         }
     }
 
+    package func saveSurfaceTokens(app: String, deviceID: String, type: ReloadPushType, _ tokens: [SurfaceTokenRecord]) async throws {
+        try await write { db in
+            try db.run(StoreStatements.deleteSurfaceTokens, [app, deviceID, type.rawValue])
+            for token in tokens {
+                try db.run(StoreStatements.forgetSurfaceTokenOfOtherDevices, [app, token.token, deviceID])
+                try db.run(StoreStatements.insertSurfaceToken, SurfaceTokenRecord.table.arguments(token).sqlite)
+            }
+        }
+    }
+
+    package func surfaceTokens(deviceID: String) async throws -> [SurfaceTokenRecord] {
+        try await pool.read { db in try db.fetchAll(StoreStatements.surfaceTokensOfDevice, [deviceID], as: SurfaceTokenRecord.init(row:)) }
+    }
+
     package func saveActivityToken(_ token: ActivityTokenRecord, attributesType: String, catchUp: CatchUp?) async throws -> SavedActivityToken {
         try await write { db in
             var activity = try Self.activity(db, app: token.bundleID, key: token.key)

@@ -141,6 +141,26 @@ extension PushToStartTokenRecord {
     }
 }
 
+extension SurfaceTokenRecord {
+    static let table = ColumnTable<SurfaceTokenRecord>(
+        "surface_tokens",
+        [
+            .text("bundle_id") { $0.bundleID }, .text("device_id") { $0.deviceID }, .name("push_type") { $0.pushType },
+            .text("kind") { $0.kind }, .text("token") { $0.token }, .text("widgets") { $0.storedWidgets },
+            .name("environment") { $0.environment }, .text("user_id") { $0.userID }, .text("app_version") { $0.appVersion },
+            .date("updated_at") { $0.updatedAt },
+        ])
+    static let columns = table.list
+
+    init(row: some StoreRow) throws {
+        let row = Self.table.read(row)
+        self.init(
+            bundleID: row.string("bundle_id"), deviceID: row.string("device_id"), pushType: try row.value("push_type"), kind: row.string("kind"),
+            token: row.string("token"), widgets: Self.widgets(stored: row.text("widgets")), environment: try row.value("environment"),
+            userID: row.text("user_id"), appVersion: row.text("app_version"), updatedAt: row.date("updated_at")!)
+    }
+}
+
 extension ActivityRecord {
     static let table = ColumnTable<ActivityRecord>(
         "activities",

@@ -42,6 +42,32 @@ enum StoreStatements {
     /// A device's push-to-start tokens for an app, every type: Live Activities were switched off.
     static let withdrawPushToStartTokens = "DELETE FROM push_to_start_tokens WHERE bundle_id = ? AND device_id = ?"
 
+    // MARK: Widget and control tokens
+
+    /// A device's tokens of a push type for an app (app, device, type): all replaced at each report.
+    static let deleteSurfaceTokens = "DELETE FROM surface_tokens WHERE bundle_id = ? AND device_id = ? AND push_type = ?"
+
+    static let insertSurfaceToken = "INSERT INTO surface_tokens \(SurfaceTokenRecord.table.insertion)"
+
+    /// The token held by another device of the app (app, token, device): it moved.
+    static let forgetSurfaceTokenOfOtherDevices = "DELETE FROM surface_tokens WHERE bundle_id = ? AND token = ? AND device_id != ?"
+
+    static let surfaceTokensOfDevice =
+        "SELECT \(SurfaceTokenRecord.columns) FROM surface_tokens WHERE device_id = ? ORDER BY bundle_id, push_type, kind"
+
+    /// The table, with the engine's type for seconds since 1970.
+    static func surfaceTokensTable(seconds: String) -> String {
+        """
+        CREATE TABLE surface_tokens (
+            bundle_id TEXT NOT NULL, device_id TEXT NOT NULL, push_type TEXT NOT NULL, kind TEXT NOT NULL, token TEXT NOT NULL,
+            widgets TEXT, environment TEXT NOT NULL, user_id TEXT, app_version TEXT, updated_at \(seconds) NOT NULL,
+            PRIMARY KEY (bundle_id, device_id, push_type, kind))
+        """
+    }
+
+    /// Widget and control tokens by value (`forgetSurfaceTokenOfOtherDevices`, a `410`'s token).
+    static let surfaceTokensByTokenIndex = "CREATE INDEX surface_tokens_by_token ON surface_tokens (bundle_id, token)"
+
     /// A device's update token under a key, live (again): the record's state is `live`.
     static let saveActivityToken = """
         INSERT INTO activity_tokens \(ActivityTokenRecord.table.insertion)
