@@ -234,6 +234,11 @@ public final class AppReporters: Sendable {
                 observations.append(.activityState(activityID: activity.id, state: state))
             }
         }
+        // WidgetKit calls the handlers of an extension it launches with what it holds.
+        if let surfaces = device.surfaces[key.bundleID] {
+            if !surfaces.widgets.isEmpty { observations.append(Self.widgetPushInfo(surfaces)) }
+            if !surfaces.controls.isEmpty { observations.append(Self.controlPushInfo(surfaces)) }
+        }
         return observations
     }
 
@@ -253,10 +258,24 @@ public final class AppReporters: Sendable {
             guard let state = ObservedState(rawValue: state.rawValue) else { return [] }
             // The app's own `end`, which an app tells LiveRelayKit of; ActivityKit says only `.ended`.
             return (cause == .endedByApp ? [.endedByApp(activityID: id)] : []) + [.activityState(activityID: id, state: state)]
-        case .tokenRetired, .contentUpdated, .tokenIssued(_, _, .widgets, _), .tokenIssued(_, _, .control, _), .widgetPushInfoChanged,
-            .controlPushInfoChanged, .surfacesReloaded:
+        case .widgetPushInfoChanged(let bundleID):
+            return [Self.widgetPushInfo(try? fleet.device(event.deviceID).surfaces[bundleID])]
+        case .controlPushInfoChanged(let bundleID):
+            return [Self.controlPushInfo(try? fleet.device(event.deviceID).surfaces[bundleID])]
+        case .tokenRetired, .contentUpdated, .tokenIssued(_, _, .widgets, _), .tokenIssued(_, _, .control, _), .surfacesReloaded:
             return []
         }
+    }
+
+    /// What WidgetKit's handlers are given: the widget token and the widgets, every control's token.
+    private static func widgetPushInfo(_ surfaces: AppSurfaces?) -> ActivityObservation {
+        .widgetPushInfo(
+            token: surfaces?.widgetToken.map(data),
+            widgets: surfaces?.widgets.map { LiveRelayKit.Report.Widget(kind: $0.kind, family: $0.family) } ?? [])
+    }
+
+    private static func controlPushInfo(_ surfaces: AppSurfaces?) -> ActivityObservation {
+        .controlPushInfo(surfaces?.controls.map { ObservedControl(kind: $0.kind, token: data($0.token)) } ?? [])
     }
 
     /// A token the device issued: lowercase hex.

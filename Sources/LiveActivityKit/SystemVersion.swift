@@ -71,13 +71,15 @@ public enum ActivityKitFeature: Sendable, CaseIterable {
     case carPlay
     /// Compact and minimal presentations in a landscape Dynamic Island, at limited width (iOS 27).
     case landscapeDynamicIsland
-    /// Widgets and controls reloaded by push: WidgetKit's push handlers and tokens (iOS 26).
-    case reloadPushes
+    /// Controls reloaded by push: `ControlPushHandler` and a token per control (iOS 18).
+    case controlPushes
+    /// Widgets reloaded by push: `WidgetPushHandler` and one token per app (iOS 26).
+    case widgetPushes
 
     public var introduced: SystemVersion {
         switch self {
-        case .channels, .inputPushToken, .macMenuBar: SystemVersion(18)
-        case .scheduledStarts, .carPlay, .reloadPushes: SystemVersion(26)
+        case .channels, .inputPushToken, .macMenuBar, .controlPushes: SystemVersion(18)
+        case .scheduledStarts, .carPlay, .widgetPushes: SystemVersion(26)
         case .landscapeDynamicIsland: SystemVersion(27)
         }
     }
@@ -90,7 +92,8 @@ public enum ActivityKitFeature: Sendable, CaseIterable {
         case .macMenuBar: "activities on a paired Mac"
         case .carPlay: "activities in CarPlay"
         case .landscapeDynamicIsland: "a landscape Dynamic Island"
-        case .reloadPushes: "widget and control pushes"
+        case .controlPushes: "control pushes"
+        case .widgetPushes: "widget pushes"
         }
     }
 }

@@ -117,8 +117,8 @@ package struct PushToStartBody: APIRequestBody {
     }
 }
 
-/// `POST /v1/widget-tokens` (client key): the app's widget token and the widgets placed, or
-/// `"token": null` and no widgets once the last one is removed.
+/// `POST /v1/widget-tokens` (client key): the app's widget token and the widgets placed, or no
+/// token (null or left out) and no widgets once the last one is removed.
 package struct WidgetTokensBody: APIRequestBody {
     package static let fields = CodingKeys.allCases.map(\.rawValue)
     enum CodingKeys: String, CodingKey, CaseIterable {
@@ -131,7 +131,7 @@ package struct WidgetTokensBody: APIRequestBody {
     package init(from decoder: any Decoder) throws {
         let body = try decoder.container(keyedBy: CodingKeys.self)
         namedApp = try body.nonEmptyString(.bundleID)
-        let token = try body.decodeNil(forKey: .token) ? nil : try body.deviceToken(.token)
+        let token = try body.contains(.token) && !body.decodeNil(forKey: .token) ? try body.deviceToken(.token) : nil
         registration = SurfaceRegistration(
             deviceID: try body.requireNonEmptyString(.deviceID), bundleID: namedApp ?? "", environment: try body.environment(.environment),
             type: .widgets, widgetToken: token, widgets: try body.decode([Widget].self, forKey: .widgets).map(\.placement),

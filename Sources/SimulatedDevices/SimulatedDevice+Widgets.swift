@@ -81,11 +81,11 @@ public struct SurfaceError: Error, Sendable, Hashable, CustomStringConvertible {
     public let description: String
 }
 
-/// WidgetKit's side (iOS 26): widgets and controls placed and removed, their tokens issued,
+/// WidgetKit's side (widget pushes from iOS 26, control pushes from iOS 18): widgets and controls placed and removed, their tokens issued,
 /// rotated and withdrawn, and what a widgets or controls push does.
 extension SimulatedDevice {
     public mutating func placeWidget(bundleID: String, kind: String, family: String, at now: Date) throws(SurfaceError) -> [DeviceEvent] {
-        try checkSurfaceTarget(bundleID, kind: kind)
+        try checkSurfaceTarget(bundleID, kind: kind, needs: .widgetPushes)
         guard PlacedWidget.families.contains(family) else {
             throw SurfaceError(description: "family: must be one of \(PlacedWidget.families.joined(separator: ", ")), got \"\(family)\"")
         }
@@ -134,7 +134,7 @@ extension SimulatedDevice {
     }
 
     public mutating func addControl(bundleID: String, kind: String, at now: Date) throws(SurfaceError) -> [DeviceEvent] {
-        try checkSurfaceTarget(bundleID, kind: kind)
+        try checkSurfaceTarget(bundleID, kind: kind, needs: .controlPushes)
         guard surfaces[bundleID]?.controls.contains(where: { $0.kind == kind }) != true else {
             throw SurfaceError(description: "control \(kind) of \(bundleID) is in Control Center already")
         }
@@ -165,12 +165,10 @@ extension SimulatedDevice {
         dropEmptySurfaces(bundleID)
     }
 
-    private func checkSurfaceTarget(_ bundleID: String, kind: String) throws(SurfaceError) {
+    private func checkSurfaceTarget(_ bundleID: String, kind: String, needs feature: ActivityKitFeature) throws(SurfaceError) {
         guard apps[bundleID] != nil else { throw SurfaceError(description: "\(bundleID) is not installed") }
-        guard supports(.reloadPushes) else {
-            throw SurfaceError(
-                description: "widget and control pushes need iOS \(ActivityKitFeature.reloadPushes.introduced); this iPhone runs iOS \(systemVersion)"
-            )
+        guard supports(feature) else {
+            throw SurfaceError(description: "\(feature.name) need iOS \(feature.introduced); this iPhone runs iOS \(systemVersion)")
         }
         guard !kind.isEmpty, kind.utf8.count <= 200 else { throw SurfaceError(description: "kind: must be 1 to 200 bytes") }
     }

@@ -112,9 +112,12 @@ import Testing
         }
     }
 
-    @Test func beforeIOS26ThereIsNoWidgetTokenAndABodyWithoutContentChangedReloadsNothing() async throws {
+    @Test func beforeIOS26ThereIsNoWidgetTokenButControlsAndABodyWithoutContentChangedReloadsNothing() async throws {
         try await withWidgets(iOS: SystemVersion(18)) { emulator, _ in
             #expect(throws: SurfaceError.self) { try place(emulator, "score", "systemSmall") }
+            // Controls came with iOS 18.
+            try emulator.devices.withDevice("iphone") { device, now in ((), try device.addControl(bundleID: Self.bundle, kind: "garage", at: now)) }
+            #expect(try surfaces(emulator)?.controls.count == 1)
         }
         try await withWidgets { emulator, client in
             try place(emulator, "score", "systemSmall")

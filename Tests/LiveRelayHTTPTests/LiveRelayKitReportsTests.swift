@@ -25,6 +25,43 @@ struct LiveRelayKitReportsTests {
         }
     }
 
+    /// WidgetKit's handlers on a simulated iPhone: each widget placed or removed, each control, and
+    /// a rotated token reach the server through LiveRelayKit; the last widget removed withdraws it.
+    @Test func widgetAndControlTokensAreReportedReplacedOnRotationAndWithdrawn() async throws {
+        try await withRelayHarness { relay in
+            try await relay.addRegisteredDevice("iphone-1")
+            func change(_ body: @escaping (inout SimulatedDevice, Date) throws -> [DeviceEvent]) throws {
+                try relay.emulator.devices.withDevice("iphone-1") { device, now in ((), try body(&device, now)) }
+            }
+            @Sendable func widgetRows() async throws -> [SurfaceTokenRecord] {
+                try await relay.store.surfaceTokens(deviceID: "iphone-1").filter { $0.pushType == .widgets }
+            }
+            try change { device, now in try device.placeWidget(bundleID: harnessApp, kind: "order", family: "systemSmall", at: now) }
+            let token = try #require(try relay.emulator.devices.device("iphone-1").surfaces[harnessApp]?.widgetToken)
+            try await relay.eventually { try await widgetRows().map(\.token) == [token] }
+            try change { device, now in try device.placeWidget(bundleID: harnessApp, kind: "order", family: "accessoryRectangular", at: now) }
+            try await relay.eventually { try await widgetRows().first?.widgets.map(\.family) == ["systemSmall", "accessoryRectangular"] }
+            #expect(try await widgetRows().first?.environment == .sandbox)
+
+            try change { device, now in try device.rotateWidgetToken(bundleID: harnessApp, at: now) }
+            let rotated = try #require(try relay.emulator.devices.device("iphone-1").surfaces[harnessApp]?.widgetToken)
+            try await relay.eventually { try await widgetRows().map(\.token) == [rotated] }
+
+            try change { device, now in try device.addControl(bundleID: harnessApp, kind: "door", at: now) }
+            try change { device, now in try device.addControl(bundleID: harnessApp, kind: "lights", at: now) }
+            let controls = try relay.emulator.devices.device("iphone-1").surfaces[harnessApp]?.controls.map(\.token) ?? []
+            try await relay.eventually {
+                try await relay.store.surfaceTokens(deviceID: "iphone-1").filter { $0.pushType == .controls }.map(\.token) == controls
+            }
+
+            for family in ["systemSmall", "accessoryRectangular"] {
+                try change { device, now in try device.removeWidget(bundleID: harnessApp, kind: "order", family: family, at: now) }
+            }
+            try await relay.eventually { try await widgetRows().isEmpty }
+            #expect(try await relay.store.surfaceTokens(deviceID: "iphone-1").count == 2, "the controls stay")
+        }
+    }
+
     @Test func aPushStartedActivitysTokenIsRegisteredUnderItsKeyWithinASecondAndItsRotationReplacesIt() async throws {
         try await withRelayHarness { relay in
             try await relay.addRegisteredDevice("iphone-1")

@@ -50,5 +50,26 @@ struct LiveRelayClientTests {
         #expect(LiveRelayClient.installationID(in: locked) == nil)
         var isFolder: ObjCBool = false
         #expect(FileManager.default.fileExists(atPath: locked.appendingPathComponent("device-id").path, isDirectory: &isFolder) && isFolder.boolValue)
+
+        // Garbage is replaced; many processes starting at once (an app and its widget
+        // extension in one app group) agree on one id.
+        try Data().write(to: URL(fileURLWithPath: file))
+        let replaced = try #require(LiveRelayClient.installationID(in: folder))
+        #expect(replaced != first && LiveRelayClient.installationID(in: folder) == replaced)
+        let shared = FileManager.default.temporaryDirectory.appendingPathComponent("liverelaykit-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: shared) }
+        let made = Locked<Set<String>>([])
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            if let id = LiveRelayClient.installationID(in: shared) { made.withLock { _ = $0.insert(id) } }
+        }
+        #expect(made.withLock { $0 } == [try #require(LiveRelayClient.installationID(in: shared))])
+    }
+
+    /// A widget extension reporting for its app keeps a backlog of its own beside the app's:
+    /// two processes never write one file.
+    @Test func anExtensionKeepsItsOwnBacklogBesideTheApps() {
+        #expect(LiveRelayClient.backlogName(running: "com.example.app", app: "com.example.app") == "backlog.json")
+        #expect(LiveRelayClient.backlogName(running: nil, app: "com.example.app") == "backlog.json")
+        #expect(LiveRelayClient.backlogName(running: "com.example.app.widgets", app: "com.example.app") == "backlog-com.example.app.widgets.json")
     }
 }

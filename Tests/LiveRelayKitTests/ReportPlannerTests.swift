@@ -26,6 +26,38 @@ struct ReportPlannerTests {
                 == [.pushToStartToken(attributesType: orderType, token: hex(2), frequentPushesEnabled: false)])
     }
 
+    /// WidgetKit's handlers: what they are handed reaches the server once, each change again
+    /// (a widget placed, a token rotated, a control added); with no widget placed the token is
+    /// withdrawn; a user signing in, a new app version and a refusal send it all again.
+    @Test func widgetAndControlTokensAreReportedOncePerChangeAndWithdrawnWithTheLastWidget() throws {
+        var planner = ReportPlanner()
+        let small = Report.Widget(kind: "order", family: "systemSmall")
+        #expect(
+            planner.plan(.widgetPushInfo(token: token(1), widgets: [small]), at: t0) == [.widgetTokens(token: hex(1), widgets: [small])])
+        #expect(planner.plan(.widgetPushInfo(token: token(1), widgets: [small]), at: t0).isEmpty, "handed over again at launch")
+        #expect(planner.plan(.widgetPushInfo(token: token(2), widgets: [small]), at: t0) == [.widgetTokens(token: hex(2), widgets: [small])])
+        let door = ObservedControl(kind: "door", token: token(3))
+        #expect(planner.plan(.controlPushInfo([door]), at: t0) == [.controlTokens([Report.Control(kind: "door", token: hex(3))])])
+        #expect(planner.plan(.controlPushInfo([door]), at: t0).isEmpty)
+        // A user signs in: both again, with the user.
+        #expect(
+            planner.plan(.user("u1"), at: t0) == [
+                .widgetTokens(token: hex(2), widgets: [small], userID: "u1"),
+                .controlTokens([Report.Control(kind: "door", token: hex(3))], userID: "u1"),
+            ])
+        // The last widget removed: WidgetKit may still hand a token; the server forgets it.
+        #expect(planner.plan(.widgetPushInfo(token: token(2), widgets: []), at: t0) == [.widgetTokens(token: nil, widgets: [], userID: "u1")])
+        // Refused for good: reported again the next time WidgetKit hands it over.
+        planner.forget(.controlTokens([Report.Control(kind: "door", token: hex(3))], userID: "u1"))
+        #expect(planner.plan(.controlPushInfo([door]), at: t0).count == 1)
+        // An app update reports everything again under the new version; a backlog of 0.2 (no
+        // widgets) still reads.
+        #expect(planner.appVersionChanged().count == 2)
+        let old = try JSONEncoder().encode(ReportPlanner())
+        var restored = try JSONDecoder().decode(ReportPlanner.self, from: old)
+        #expect(restored.plan(.controlPushInfo([door]), at: t0).count == 1)
+    }
+
     @Test func anActivitysTokensAreReportedUnderItsKeyOncePerToken() {
         var planner = ReportPlanner()
         // A token of an activity not seen yet has no key: nothing to report it under.

@@ -20,6 +20,22 @@ import Foundation
     case authorization(activitiesEnabled: Bool, frequentPushesEnabled: Bool)
     /// The person signed in to the app as this user, or out (`nil`): the app's word, not ActivityKit's.
     case user(String?)
+    /// `WidgetPushHandler.pushTokenDidChange(_:widgets:)` (iOS 26): the app's widget token and
+    /// the widgets placed; no token once WidgetKit has none (no widget left).
+    case widgetPushInfo(token: Data?, widgets: [Report.Widget])
+    /// `ControlPushHandler.pushTokensDidChange(controls:)` (iOS 18): every control and its token.
+    case controlPushInfo([ObservedControl])
+}
+
+/// A control as `ControlInfo` gives it: its kind and `pushInfo?.token`.
+@_spi(Adapter) public struct ObservedControl: Sendable, Hashable, Codable {
+    public var kind: String
+    public var token: Data
+
+    public init(kind: String, token: Data) {
+        self.kind = kind
+        self.token = token
+    }
 }
 
 /// How an activity receives its pushes, as it was requested (`PushType`).

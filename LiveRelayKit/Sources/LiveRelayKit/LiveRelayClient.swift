@@ -74,6 +74,18 @@ public final class LiveRelayClient: Sendable {
     /// The clients `setUp` made, by their folder: never released while the app runs.
     private static let kept = Locked<[String: LiveRelayClient]>([:])
 
+    /// Hands what a system handler saw (WidgetKit's, which the system makes itself) to each client
+    /// `setUp` made in this process; logged when there is none yet, and lost then.
+    static func observeInEveryClient(_ observation: ActivityObservation) {
+        let clients = kept.withLock { Array($0.values) }
+        guard !clients.isEmpty else {
+            LiveRelayKitLog.standard(
+                "LiveRelayKit: WidgetKit handed over a token before LiveRelayClient.setUp ran in this process; call it in the widget bundle's init")
+            return
+        }
+        for client in clients { Task { await client.observe(observation) } }
+    }
+
     /// A client of its own, which stops when the last reference goes (`setUp` keeps the app's):
     /// for adapters and tests, which run many in one process. `deviceID`, `storage`: the
     /// device's id and the backlog's storage, else kept in `folder`.
@@ -93,7 +105,8 @@ public final class LiveRelayClient: Sendable {
         self.clientKey = clientKey
         self.log = log
         let readAgain: (@Sendable () -> String?)? = known == nil ? { @Sendable in LiveRelayClient.installationID(in: folder) } : nil
-        let backlog: any ReportStorage = storage ?? FileReportStorage(url: folder.appendingPathComponent("backlog.json"))
+        let backlogFile = Self.backlogName(running: Bundle.main.bundleIdentifier, app: reporter.bundleID)
+        let backlog: any ReportStorage = storage ?? FileReportStorage(url: folder.appendingPathComponent(backlogFile))
         relay = LiveRelayReporter(
             reporter: reporter, transport: URLSessionTransport(server: server, clientKey: clientKey), storage: backlog, deviceID: readAgain,
             backgroundTime: backgroundTime, log: log)
@@ -248,13 +261,34 @@ public final class LiveRelayClient: Sendable {
     /// the main actor). Nil when the file is there but cannot be read now: never a new one then.
     static func installationID(in folder: URL) -> String? {
         let file = folder.appendingPathComponent("device-id")
-        if FileManager.default.fileExists(atPath: file.path) {
-            guard let data = try? Data(contentsOf: file) else { return nil }
-            if let id = String(data: data, encoding: .utf8), !id.isEmpty, id.utf8.count <= 100 { return id }
+        func valid(_ data: Data) -> String? {
+            guard let id = String(data: data, encoding: .utf8), !id.isEmpty, id.utf8.count <= 100 else { return nil }
+            return id
         }
         let id = UUID().uuidString
-        try? AppFiles.write(Data(id.utf8), to: file)
+        if FileManager.default.fileExists(atPath: file.path) {
+            // Unreadable now (a locked phone): read again before the first send.
+            guard let data = try? Data(contentsOf: file) else { return nil }
+            if let kept = valid(data) { return kept }
+            try? AppFiles.write(Data(id.utf8), to: file)
+            return id
+        }
+        // The app and its widget extension may share the folder (an app group) and start at
+        // once: the id written first is the device's, in both.
+        if (try? AppFiles.write(Data(id.utf8), to: file, replacing: false)) == nil,
+            let first = (try? Data(contentsOf: file)).flatMap(valid)
+        {
+            return first
+        }
         return id
+    }
+
+    /// The backlog's file: the app's own, `backlog.json`; an extension that reports for its app
+    /// (a widget extension sharing the app's folder through an app group) keeps its own beside
+    /// it, so that two processes never write one file, and shares the app's device id.
+    static func backlogName(running: String?, app: String) -> String {
+        guard let running, running != app else { return "backlog.json" }
+        return "backlog-\(running).json"
     }
 
     /// What LiveRelayKit is doing: up to date, sending (and why the last attempt failed), or

@@ -18,6 +18,34 @@ public enum Report: Sendable, Hashable, Codable {
     case listening(key: String, activityID: String, channelID: String?)
     /// An activity ended or dismissed, and by whom (`POST /v1/activities/{key}/ended`).
     case ended(key: String, activityID: String, state: EndState, cause: EndCause, at: Date)
+    /// The app's widget token and the widgets placed, or none (`nil`: the last widget was
+    /// removed), with the user signed in (`POST /v1/widget-tokens`).
+    case widgetTokens(token: String?, widgets: [Widget], userID: String? = nil)
+    /// Every control's token (`POST /v1/control-tokens`).
+    case controlTokens([Control], userID: String? = nil)
+
+    /// A widget as WidgetKit's `WidgetInfo` names it.
+    public struct Widget: Sendable, Hashable, Codable {
+        public var kind: String
+        /// The `WidgetFamily`'s name: `systemSmall`, `accessoryRectangular`, …
+        public var family: String
+
+        public init(kind: String, family: String) {
+            self.kind = kind
+            self.family = family
+        }
+    }
+
+    /// A control's kind and token (hex).
+    public struct Control: Sendable, Hashable, Codable {
+        public var kind: String
+        public var token: String
+
+        public init(kind: String, token: String) {
+            self.kind = kind
+            self.token = token
+        }
+    }
 
     public enum EndState: String, Sendable, Hashable, Codable {
         case ended, dismissed
@@ -39,6 +67,8 @@ public enum Report: Sendable, Hashable, Codable {
         switch self {
         case .pushToStartToken(let type, _, _, _): "push-to-start \(type)"
         case .activityToken(_, let activityID, _, _, _): "activity \(activityID)"
+        case .widgetTokens: "widgets"
+        case .controlTokens: "controls"
         case .contract, .pushToStartWithdrawn, .listening, .ended: nil
         }
     }
@@ -97,6 +127,9 @@ extension Report: CustomStringConvertible {
         case .activityToken(let key, _, _, let token, _): return "the update token \(short(token)) under \(key)"
         case .listening(let key, _, _): return "the listening under \(key)"
         case .ended(let key, _, let state, let cause, _): return "the end (\(state.rawValue), by \(cause.rawValue)) under \(key)"
+        case .widgetTokens(let token?, let widgets, _): return "the widget token \(short(token)) with \(widgets.count) widget(s)"
+        case .widgetTokens(nil, _, _): return "the withdrawal of the widget token"
+        case .controlTokens(let controls, _): return "the tokens of \(controls.count) control(s)"
         }
     }
 }
@@ -107,7 +140,7 @@ extension Report {
     @_spi(Adapter) public var grantScope: GrantScope? {
         switch self {
         case .activityToken(let key, _, _, _, _), .listening(let key, _, _): .key(key)
-        case .pushToStartToken(_, _, _, let user?): .user(user)
+        case .pushToStartToken(_, _, _, let user?), .widgetTokens(_, _, let user?), .controlTokens(_, let user?): .user(user)
         default: nil
         }
     }
@@ -151,6 +184,16 @@ extension Report {
         case .ended(let key, let activityID, let state, let cause, let at):
             let body = EndedBody(deviceID: reporter.deviceID, bundleID: reporter.bundleID, activityID: activityID, state: state, cause: cause, at: at)
             return ReportRequest(method: "POST", path: "/v1/activities/\(Self.segment(key))/ended", body: try encoder.encode(body))
+        case .widgetTokens(let token, let widgets, let user):
+            let body = SurfaceBody(
+                deviceID: reporter.deviceID, bundleID: reporter.bundleID, environment: reporter.environment, token: token, widgets: widgets,
+                userID: user, grant: grant, appVersion: reporter.appVersion)
+            return ReportRequest(method: "POST", path: "/v1/widget-tokens", body: try encoder.encode(body))
+        case .controlTokens(let controls, let user):
+            let body = SurfaceBody(
+                deviceID: reporter.deviceID, bundleID: reporter.bundleID, environment: reporter.environment, controls: controls, userID: user,
+                grant: grant, appVersion: reporter.appVersion)
+            return ReportRequest(method: "POST", path: "/v1/control-tokens", body: try encoder.encode(body))
         }
     }
 
@@ -186,6 +229,19 @@ extension Report {
         var userID: String? = nil
         var grant: String? = nil
         var appVersion: String? = nil
+    }
+
+    /// `/v1/widget-tokens` (token, widgets) and `/v1/control-tokens` (controls).
+    private struct SurfaceBody: Encodable {
+        var deviceID: String
+        var bundleID: String
+        var environment: PushEnvironment
+        var token: String? = nil
+        var widgets: [Widget]? = nil
+        var controls: [Control]? = nil
+        var userID: String?
+        var grant: String?
+        var appVersion: String?
     }
 
     private struct ListeningBody: Encodable {

@@ -73,14 +73,16 @@ struct ReportBacklog: Sendable, Hashable, Codable {
 /// unlocked after it started (a push-to-start wakes the app on a locked phone), and left out of
 /// backups (restored onto another iPhone, the device id would be two devices').
 enum AppFiles {
-    static func write(_ data: Data, to url: URL) throws {
+    /// Writes the file whole; with `replacing: false`, only when there is none (and throws if there is).
+    static func write(_ data: Data, to url: URL, replacing: Bool = true) throws {
         let folder = url.deletingLastPathComponent()
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         #if os(iOS) || os(watchOS) || os(tvOS) || os(visionOS)
-            let options: Data.WritingOptions = [.atomic, .completeFileProtectionUntilFirstUserAuthentication]
+            var options: Data.WritingOptions = [.completeFileProtectionUntilFirstUserAuthentication]
         #else
-            let options: Data.WritingOptions = .atomic
+            var options: Data.WritingOptions = []
         #endif
+        options.insert(replacing ? .atomic : .withoutOverwriting)
         try data.write(to: url, options: options)
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: url.path)
         #if canImport(Darwin)

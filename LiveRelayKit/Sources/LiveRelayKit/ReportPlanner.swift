@@ -18,6 +18,17 @@ import Foundation
     private var reportedContracts: [String: ActivityContractShape] = [:]
     /// Activities seen and not yet dismissed, by ActivityKit's id.
     private var activities: [String: Tracked] = [:]
+    /// What WidgetKit handed over last, and what the server holds of it (optional: a backlog of
+    /// LiveRelayKit 0.2 has none).
+    private var widgets: Surfaces?
+
+    struct Surfaces: Sendable, Hashable, Codable {
+        var widgetToken: String?
+        var widgets: [Report.Widget]?
+        var controls: [Report.Control]?
+        var reportedWidgets: Report?
+        var reportedControls: Report?
+    }
 
     struct Tracked: Sendable, Hashable, Codable {
         var key: String
@@ -90,9 +101,23 @@ import Foundation
             guard id != user else { return [] }
             // Every push-to-start token again, with the user (or without, signed out): the
             // server's `{"users": [...]}` audiences reach this device only while it is theirs.
+            // The widget and control tokens likewise.
             user = id
             reportedPushToStart = [:]
-            return pushToStartTokens.keys.sorted().flatMap { pushToStartReports(for: $0) }
+            return pushToStartTokens.keys.sorted().flatMap { pushToStartReports(for: $0) } + surfaceReports()
+
+        case .widgetPushInfo(let token, let placed):
+            var surfaces = widgets ?? Surfaces()
+            // Without a widget placed a reload reaches nothing: the server forgets the token.
+            (surfaces.widgetToken, surfaces.widgets) = (placed.isEmpty ? nil : token?.hex, placed)
+            widgets = surfaces
+            return surfaceReports()
+
+        case .controlPushInfo(let controls):
+            var surfaces = widgets ?? Surfaces()
+            surfaces.controls = controls.map { Report.Control(kind: $0.kind, token: $0.token.hex) }
+            widgets = surfaces
+            return surfaceReports()
 
         case .authorization(let enabled, let frequent):
             let (wasEnabled, wasFrequent) = (activitiesEnabled, frequentPushesEnabled)
@@ -172,6 +197,27 @@ import Foundation
         for id in activities.keys.sorted() where activities[id]?.end == nil && activities[id]?.waitingForStart != true {
             reports += arrival(of: id)
         }
+        widgets?.reportedWidgets = nil
+        widgets?.reportedControls = nil
+        return reports + surfaceReports()
+    }
+
+    /// The widget token and the controls' tokens, each when the server does not hold what
+    /// WidgetKit last handed over (with the user signed in now).
+    private mutating func surfaceReports() -> [Report] {
+        guard var surfaces = widgets else { return [] }
+        defer { widgets = surfaces }
+        var reports: [Report] = []
+        if let placed = surfaces.widgets {
+            let report = Report.widgetTokens(token: surfaces.widgetToken, widgets: placed, userID: user)
+            if report != surfaces.reportedWidgets { reports.append(report) }
+            surfaces.reportedWidgets = report
+        }
+        if let controls = surfaces.controls {
+            let report = Report.controlTokens(controls, userID: user)
+            if report != surfaces.reportedControls { reports.append(report) }
+            surfaces.reportedControls = report
+        }
         return reports
     }
 
@@ -182,6 +228,8 @@ import Foundation
         case .pushToStartToken(let type, let token, _, _) where reportedPushToStart[type] == token: reportedPushToStart[type] = nil
         case .activityToken(_, let id, _, let token, _) where activities[id]?.token == token: activities[id]?.token = nil
         case .contract(let contract) where reportedContracts[contract.attributesType] == contract: reportedContracts[contract.attributesType] = nil
+        case .widgetTokens where widgets?.reportedWidgets == report: widgets?.reportedWidgets = nil
+        case .controlTokens where widgets?.reportedControls == report: widgets?.reportedControls = nil
         default: break
         }
     }
