@@ -21,6 +21,8 @@ package struct DrawnDevice: Sendable, Hashable {
     package struct App: Sendable, Hashable {
         package var bundleID: String
         package var liveActivitiesEnabled: Bool
+        /// Its widgets and controls (iOS 26, iOS 18), as WidgetKit last reloaded them.
+        package var surfaces: AppSurfaces?
     }
 
     package init(_ device: SimulatedDevice, at now: Date) {
@@ -30,7 +32,7 @@ package struct DrawnDevice: Sendable, Hashable {
         surroundings = device.surroundings
         isOnline = device.isOnline
         apps = device.apps.values.sorted { $0.bundleID < $1.bundleID }.map {
-            App(bundleID: $0.bundleID, liveActivitiesEnabled: $0.liveActivitiesEnabled)
+            App(bundleID: $0.bundleID, liveActivitiesEnabled: $0.liveActivitiesEnabled, surfaces: device.surfaces[$0.bundleID])
         }
         presentation = device.presentation(at: now)
         clock = Self.clock(at: now)
@@ -88,7 +90,7 @@ package enum DeviceDrawing {
         return """
             <section class="device card" id="device-\(device.id)" data-live data-device="\(device.id)">
             <h2>\(device.id) <small>\(facts.joined(separator: " · "))</small></h2>
-            <div class="device-views">\(phone(device, templates: templates))\(standBy(shown, templates: templates))\(watch(shown, templates: templates))\(carPlay(device, templates: templates))\(macMenuBar(device, templates: templates))</div>
+            <div class="device-views">\(phone(device, templates: templates))\(standBy(shown, templates: templates))\(watch(shown, templates: templates))\(carPlay(device, templates: templates))\(macMenuBar(device, templates: templates))\(homeScreenWidgets(device))\(controlCenter(device))</div>
             \(log(device))
             \(controls.map { buttons(device, $0) } ?? .empty)
             </section>
@@ -177,6 +179,58 @@ package enum DeviceDrawing {
         \(tag(activity))\(region(.lockScreen, of: activity, templates: templates))\(alert.map { "<p class=\"alert\">\(text(of: $0))</p>" } ?? .empty)
         </article>
         """
+    }
+
+    // MARK: Widgets and controls
+
+    /// The apps' widgets as the Home Screen shows them (and the accessory families under the Lock
+    /// Screen's clock): each with what its timeline provider read at its last push reload, and
+    /// when that was. Drawn only when a widget is placed.
+    static func homeScreenWidgets(_ device: DrawnDevice) -> HTML {
+        let placed = device.apps.flatMap { app in (app.surfaces?.widgets ?? []).map { (app.bundleID, $0) } }
+        guard !placed.isEmpty else { return .empty }
+        let home = placed.filter { !$0.1.family.hasPrefix("accessory") }
+        let lock = placed.filter { $0.1.family.hasPrefix("accessory") }
+        let tiles = home.html { widgetTile($0.0, kind: $0.1.kind, family: $0.1.family, reloads: $0.1.reloads) }
+        let accessories: HTML =
+            lock.isEmpty
+            ? .empty
+            : "<p class=\"surface-note\">On the Lock Screen</p><div class=\"widget-row\">\(lock.html { widgetTile($0.0, kind: $0.1.kind, family: $0.1.family, reloads: $0.1.reloads) })</div>"
+        return """
+            <figure class="home-screen" data-region="widgets"><div class="screen"><div class="widget-grid">\(tiles)</div>\(accessories)</div><figcaption>Home Screen widgets</figcaption></figure>
+            """
+    }
+
+    /// Control Center's controls of the apps, each with its last push reload.
+    static func controlCenter(_ device: DrawnDevice) -> HTML {
+        let controls = device.apps.flatMap { app in (app.surfaces?.controls ?? []).map { (app.bundleID, $0) } }
+        guard !controls.isEmpty else { return .empty }
+        let tiles = controls.html { widgetTile($0.0, kind: $0.1.kind, family: "control", reloads: $0.1.reloads) }
+        return """
+            <figure class="control-center" data-region="controls"><div class="screen"><div class="widget-grid">\(tiles)</div></div><figcaption>Control Center</figcaption></figure>
+            """
+    }
+
+    static func widgetTile(_ bundleID: String, kind: String, family: String, reloads: SurfaceReloads) -> HTML {
+        let value: HTML
+        switch reloads.value {
+        case nil: value = "<p class=\"widget-empty\">\(reloads.count == 0 ? "waiting for a reload" : "no data shared")</p>"
+        case .object(let members)?:
+            value = "<dl>\(members.prefix(4).html { "<dt>\($0.key)</dt><dd>\(shortText($0.value))</dd>" })</dl>"
+        case let other?: value = "<p class=\"widget-value\">\(shortText(other))</p>"
+        }
+        let when = reloads.lastAt.map { "↻ \(DrawnDevice.clock(at: $0)) · \(reloads.count)×" } ?? "not reloaded yet"
+        let title =
+            reloads.lastAt.map { "last reloaded by a push at \(DrawnDevice.clock(at: $0)); \(reloads.count) in all" } ?? "no push has reloaded it"
+        return """
+            <div class="widget \(family)" data-kind="\(kind)" data-family="\(family)" data-reloads="\(reloads.count)"><header><span class="app-icon">\(String(shortName(bundleID).prefix(1)))</span><strong>\(kind)</strong></header>\(value)<footer title="\(title)">\(when)</footer></div>
+            """
+    }
+
+    /// A value short enough for a tile: text as it is, anything else as its JSON.
+    private static func shortText(_ value: JSONValue) -> String {
+        let text = value.stringValue ?? value.serializedString
+        return text.count > 40 ? String(text.prefix(39)) + "…" : text
     }
 
     // MARK: StandBy, the Watch, CarPlay and the Mac

@@ -163,6 +163,22 @@ package enum PageStyle {
           .standby .screen { height: 200px; } .standby .activity { zoom: 1.3; }
           .carplay .screen { grid-template-columns: 72px 1fr; }
         }
+        .home-screen .screen, .control-center .screen { width: 272px; max-width: calc(100vw - 64px); border-radius: 30px; border: 10px solid #1d1d1f;
+          background: linear-gradient(160deg, #0d5b63 0%, #1f7a8c 50%, #5fa8b6 100%); color: #fff; padding: 14px; box-sizing: border-box; }
+        .control-center .screen { background: #2c2c30; }
+        .widget-grid { display: grid; grid-template-columns: repeat(4, 1fr); gap: 10px; }
+        .widget-row { display: flex; flex-wrap: wrap; gap: 8px; } .surface-note { font-size: 11px; opacity: .8; margin: 10px 0 4px; }
+        .widget { background: rgba(22, 22, 26, .78); border-radius: 16px; padding: 8px 10px; font-size: 12px; line-height: 1.3; min-width: 0; overflow: hidden;
+          display: flex; flex-direction: column; gap: 3px; grid-column: span 2; aspect-ratio: 1; }
+        .widget.systemMedium { grid-column: span 4; aspect-ratio: 2.1; } .widget.systemLarge, .widget.systemExtraLarge { grid-column: span 4; aspect-ratio: 1; }
+        .widget.control { aspect-ratio: auto; border-radius: 14px; background: rgba(255, 255, 255, .14); }
+        .widget-row .widget { aspect-ratio: auto; flex: 1 1 110px; border-radius: 12px; background: rgba(22, 22, 26, .55); }
+        .widget header { display: flex; align-items: center; gap: 6px; } .widget header strong { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+        .widget dl { display: grid; grid-template-columns: max-content 1fr; gap: 0 6px; margin: 0; } .widget dt { opacity: .65; }
+        .widget dd { margin: 0; font-weight: 600; overflow-wrap: anywhere; } .widget-value { margin: 0; font-weight: 600; overflow-wrap: anywhere; }
+        .widget-empty { margin: 0; opacity: .7; } .widget footer { margin-top: auto; font-size: 10px; opacity: .75; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+        .widget.systemSmall { font-size: 11px; } .widget.systemSmall dl { grid-template-columns: 1fr; } .widget.systemSmall dt { font-size: 10px; }
+        .widget.control header strong { white-space: normal; }
         .watch .screen { width: 150px; height: 180px; border-radius: 38px; border: 9px solid #1d1d1f; background: #000; color: #fff;
           padding: 16px 10px; display: flex; flex-direction: column; justify-content: center; gap: 6px; font-size: 12px; overflow: hidden; }
         .stack-card { position: relative; background: #1c1c1e; border-radius: 14px; padding: 18px 8px 8px; display: flex; justify-content: space-between; align-items: center; gap: 4px; }

@@ -27,7 +27,10 @@ struct AppVersionsEndToEndTests {
             let versions = try await relay.store.contracts().filter { $0.attributesType == "DeliveryAttributes" }.map(\.appVersion)
             return Set(versions) == ["1.0 (1)", "2.0 (7)"]
         }
-        try await relay.eventually { try await relay.store.pushToStartTokens(deviceID: "iphone-v2").count == 1 }
+        // Each phone's token, not only the last one's: they report on their own.
+        for device in ["iphone-v1", "iphone-v2"] {
+            try await relay.eventually { try await relay.store.pushToStartTokens(deviceID: device).count == 1 }
+        }
         let started = try await relay.post("/v1/activities/order-7/start", startBody(key: "order-7"))
         #expect(started.status == 201 && started.json["deliveries"] == .integer(2), "\(started.json)")
         #expect(started.json["warnings"] == nil, "both versions decode the start")

@@ -159,6 +159,22 @@ struct DashboardBrowserTests {
             // The drawn iPhone with every surface: in a car and paired with a Mac.
             try relay.emulator.devices.perform(.setCarPlay(true), on: "iphone-1")
             try relay.emulator.devices.perform(.setPairedMac(true), on: "iphone-1")
+            // Its app's widgets (three families) and a control, the widgets reloaded once by a
+            // push with what the app shared; the control not yet.
+            try relay.emulator.devices.withDevice("iphone-1") { device, now in
+                try device.setSharedData(
+                    bundleID: harnessApp, kind: "order", value: .object([("status", .string("on the way")), ("eta", .integer(10))]))
+                var events: [DeviceEvent] = []
+                for family in ["systemSmall", "systemMedium", "accessoryRectangular"] {
+                    events += try device.placeWidget(bundleID: harnessApp, kind: "order", family: family, at: now)
+                }
+                return ((), events + (try device.addControl(bundleID: harnessApp, kind: "front door", at: now)))
+            }
+            let widgetToken = try #require(try relay.emulator.devices.device("iphone-1").surfaces[harnessApp]?.widgetToken)
+            #expect(
+                relay.emulator.devices.deliver(to: widgetToken) {
+                    DevicePush(token: widgetToken, payload: try! JSONValue(parsing: ReloadPushType.body), receivedAt: relay.emulator.clock.now)
+                })
             let pages = [
                 ("overview", "/dashboard"), ("activities", "/dashboard/activities"),
                 ("activity", DashboardBrowser.activityPath("order-1234567890-with-a-long-key")),
@@ -193,6 +209,13 @@ struct DashboardBrowserTests {
                             scrollWidth <= Double(width),
                             "\(name) at \(width) px scrolls sideways: \(scrollWidth) px wide, from \(fit[2]?.stringValue ?? "")")
                         #expect(fit[1] == .string(""), "\(name) at \(width) px: out of reach: \(fit[1]?.stringValue ?? "")")
+                        if name == "devices" {
+                            #expect(try await browser.text("#device-iphone-1 [data-region=widgets]").contains("on the way"))
+                            #expect(
+                                try await browser.run("return document.querySelectorAll('#device-iphone-1 .widget[data-reloads=\"1\"]').length")
+                                    == .number("3"))
+                            #expect(try await browser.text("#device-iphone-1 [data-region=controls]").contains("not reloaded yet"))
+                        }
                         try await browser.screenshot(to: Self.screenshots + "/\(prefix)\(name).png", fullPage: true)
                     }
                 }
