@@ -74,6 +74,33 @@ extension StartRequest {
     }
 }
 
+/// `POST /v1/widgets/reload` and `/v1/controls/reload`.
+extension ReloadRequest {
+    package static let fields = ["kinds", "audience", "priority", "expiration"]
+
+    package init(json: JSONValue) throws {
+        let body = try JSONBodyReader(json, fields: Self.fields)
+        guard let audienceBody = try body.object("audience", fields: ["devices", "users", "everyone"]) else {
+            throw JSONFieldError(
+                code: "missing", message: "is required: {\"devices\": [ids]}, {\"users\": [ids]} or {\"everyone\": true}", field: "audience")
+        }
+        var kinds: [String]?
+        if let value = body.value("kinds"), value != .null {
+            guard let items = value.arrayElements, let names = Optional(items.compactMap(\.stringValue)), names.count == items.count else {
+                throw JSONFieldError.invalid(body.field("kinds"), "must be an array of widget or control kinds")
+            }
+            kinds = names
+        }
+        var priority = APNsPriority.immediate
+        if case .fixed(let chosen) = try PriorityChoice.read(body, default: .fixed(.immediate)) {
+            priority = chosen
+        } else {
+            throw JSONFieldError.invalid(body.field("priority"), "must be 10 or 5: the system budgets reloads itself")
+        }
+        self.init(kinds: kinds, audience: try readAudience(audienceBody), priority: priority, expiration: try body.date("expiration"))
+    }
+}
+
 /// `POST /v1/activities/{key}/update` and `…/end`.
 extension ChangeRequest {
     package static let updateFields = ["contentState", "alert", "staleDate", "relevanceScore", "priority", "expiration", "at", "versions"]

@@ -19,6 +19,16 @@ enum RelayView {
         return .object(members)
     }
 
+    static func json(_ reload: ReloadAcceptance) -> JSONValue {
+        var members: JSONValue.Members = [
+            ("action", .string("reload")), ("pushType", .string(reload.pushType.rawValue)), ("requestID", .string(reload.requestID)),
+            ("deliveries", .integer(reload.deliveries)), ("heldBack", .integer(reload.heldBack)),
+        ]
+        if let kinds = reload.kinds { members.append(("kinds", .array(kinds.map(JSONValue.string)))) }
+        if !reload.warnings.isEmpty { members.append(("warnings", .array(reload.warnings.map(JSONValue.string)))) }
+        return .object(members)
+    }
+
     /// A key's channels by environment, and `channelID` when it has exactly one (as before a key
     /// could have one in each environment).
     private static func channelMembers(_ ids: [PushEnvironment: String]) -> JSONValue.Members {
@@ -137,6 +147,10 @@ enum RelayView {
             members += [("target", .string("activity")), ("deviceID", .string(device)), ("token", .string(DeviceToken.shortened(token)))]
         case .channel(let id):
             members += [("target", .string("channel")), ("channelID", .string(id))]
+        case .surface(_, let device, let token):
+            members += [
+                ("target", .string(delivery.target.kind.rawValue)), ("deviceID", .string(device)), ("token", .string(DeviceToken.shortened(token))),
+            ]
         }
         if delivery.status == .queued || delivery.status == .sending { members.append(("nextAttemptAt", date(delivery.nextAttemptAt))) }
         if let at = delivery.finishedAt { members.append(("finishedAt", date(at))) }

@@ -15,6 +15,7 @@ package struct RelayWire: Sendable {
         switch accepted {
         case .accepted(let acceptance): (acceptance.action == .start ? 201 : 200, RelayView.json(acceptance))
         case .scheduled(let schedule): (202, RelayView.json(schedule))
+        case .reloaded(let reload): (200, RelayView.json(reload))
         }
     }
 }

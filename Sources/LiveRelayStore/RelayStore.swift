@@ -70,6 +70,13 @@ package protocol RegistryStore: Sendable {
     func saveSurfaceTokens(app: String, deviceID: String, type: ReloadPushType, _ tokens: [SurfaceTokenRecord]) async throws
     /// The device's widget and control tokens, every app's.
     func surfaceTokens(deviceID: String) async throws -> [SurfaceTokenRecord]
+    /// Reads the app's tokens of `type` that `audience` holds and each device's reloads of that
+    /// type queued or sent since `since`, plans the reload from them, and writes its pushes (and
+    /// its answer, under its idempotency key) in one transaction.
+    func acceptReload<Outcome: Sendable>(
+        app: String, type: ReloadPushType, audience: Audience, since: Date, context: WriteContext,
+        plan: @Sendable (ReloadSnapshot) throws -> (ReloadPlan, Outcome)
+    ) async throws -> Accepted<Outcome>
 
     // MARK: Keys and tokens
 

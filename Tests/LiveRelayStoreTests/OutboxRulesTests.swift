@@ -77,7 +77,7 @@ import Testing
         AnsweredDelivery(bundleID: testApp, key: key, target: target)
     }
 
-    func newDelivery(_ key: String, _ event: LiveActivityPayload.Event, _ target: DeliveryTarget, app: String = testApp) -> NewDelivery {
+    func newDelivery(_ key: String, _ event: DeliveryAction, _ target: DeliveryTarget, app: String = testApp) -> NewDelivery {
         NewDelivery(
             bundleID: app, key: key, event: event, target: target, environment: .sandbox, payloadIndex: 0, priority: .immediate,
             priorityReason: "requested", expiration: nil, timestamp: 1, requestID: "r")

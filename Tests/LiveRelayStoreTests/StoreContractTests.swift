@@ -158,14 +158,15 @@ extension RelayStore {
             let fanOut =
                 activity.channelIDs.isEmpty && !countingBudget
                 ? NewPush(
-                    bundleID: app, key: key, event: event, payloadIndex: 0, priority: priority, priorityReason: "requested", expiration: nil,
+                    bundleID: app, key: key, event: DeliveryAction(event), payloadIndex: 0, priority: priority, priorityReason: "requested",
+                    expiration: nil,
                     timestamp: activity.lastTimestamp, requestID: "\(event)-\(body)")
                 : nil
             let plan = ChangePlan(
                 acceptedAt: at, activity: activity, payload: Array(body.utf8),
                 deliveries: targets.map {
                     NewDelivery(
-                        bundleID: app, key: key, event: event, target: $0.0, environment: $0.1, payloadIndex: 0, priority: priority,
+                        bundleID: app, key: key, event: DeliveryAction(event), target: $0.0, environment: $0.1, payloadIndex: 0, priority: priority,
                         priorityReason: "requested",
                         expiration: nil, timestamp: activity.lastTimestamp, requestID: "\(event)-\(body)")
                 },
@@ -194,7 +195,7 @@ extension RelayStore {
 extension DeliveryTarget {
     var name: String {
         switch self {
-        case .pushToStartToken(let device, _), .activityToken(let device, _): device
+        case .pushToStartToken(let device, _), .activityToken(let device, _), .surface(_, let device, _): device
         case .channel(let id): "channel \(id)"
         }
     }

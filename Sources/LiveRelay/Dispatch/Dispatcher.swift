@@ -279,6 +279,18 @@ package final class Dispatcher: Service {
                 priority: delivery.priority,
                 expiration: delivery.expiration.flatMap { try? APNsExpiration(unixSeconds: $0) } ?? .immediately)
             request = .broadcast(encoded: delivery.payload, channelID: channelID, bundleID: topic, options: options)
+        case .surface(let type, _, let hex):
+            guard let token = try? DeviceToken(hex) else {
+                return (.failed(status: nil, reason: APNsReason.badDeviceToken.rawValue, tokenIsDead: true), nil)
+            }
+            let options = PushOptions(
+                priority: delivery.priority == .low ? .powerConsiderate : delivery.priority,
+                expiration: delivery.expiration.flatMap { try? APNsExpiration(unixSeconds: $0) })
+            // Apple's one body: what the outbox kept is that.
+            guard let built = try? APNsRequest.reload(type, to: token, topic: topic, options: options) else {
+                return (.failed(status: nil, reason: "a reload push cannot be built", tokenIsDead: false), nil)
+            }
+            request = built
         }
         let outcome: DeliveryOutcome
         var roundTrip: Duration?
@@ -320,7 +332,8 @@ package final class Dispatcher: Service {
             "apns.reason": "\(reason)", "apns.environment": "\(delivery.environment.rawValue)",
         ]
         switch delivery.target {
-        case .activityToken(_, let token), .pushToStartToken(_, let token): metadata["token"] = "\(DeviceToken.shortened(token))"
+        case .activityToken(_, let token), .pushToStartToken(_, let token), .surface(_, _, let token):
+            metadata["token"] = "\(DeviceToken.shortened(token))"
         case .channel(let id): metadata["channel"] = "\(id)"
         }
         return metadata

@@ -24,8 +24,8 @@ package final class RelayMetrics: Sendable {
     package init() {
         let factory = MetricCatalog.Factory(registry: registry)
         var pushes: [PushSeries: Metrics.Counter] = [:]
-        var waits: [LiveActivityPayload.Event: Metrics.Timer] = [:]
-        for event in LiveActivityPayload.Event.allCases {
+        var waits: [DeliveryAction: Metrics.Timer] = [:]
+        for event in DeliveryAction.allCases {
             for result in PushResult.allCases {
                 pushes[PushSeries(event: event, result: result)] = Metrics.Counter(
                     label: Metric.pushesTotal.rawValue, dimensions: [("event", event.rawValue), ("result", result.rawValue)], factory: factory)
@@ -49,14 +49,14 @@ package final class RelayMetrics: Sendable {
     }
 
     struct PushSeries: Hashable {
-        var event: LiveActivityPayload.Event
+        var event: DeliveryAction
         var result: PushResult
     }
 
     /// The series every push touches, made at the start (so that each shows from the first
     /// scrape), then only counted or observed: no registry lookup and no label hashing a push.
     private let pushes: [PushSeries: Metrics.Counter]
-    private let waits: [LiveActivityPayload.Event: Metrics.Timer]
+    private let waits: [DeliveryAction: Metrics.Timer]
     private let roundTrips: [PushEnvironment: Metrics.Timer]
 
     /// An exchange with APNs answered after `roundTrip`.
@@ -66,7 +66,7 @@ package final class RelayMetrics: Sendable {
 
     /// A push of `event` answered at `date` with `result`: counted, and, when that settles it,
     /// how long it waited since `acceptedAt` and whether it was its fan-out's last.
-    func notePush(_ event: LiveActivityPayload.Event, _ result: PushResult, acceptedAt: Date, requestID: String, at date: Date) {
+    func notePush(_ event: DeliveryAction, _ result: PushResult, acceptedAt: Date, requestID: String, at date: Date) {
         pushes[PushSeries(event: event, result: result)]?.increment()
         countPush(result: result.rawValue, at: date)
         guard result != .retry else { return }

@@ -64,9 +64,9 @@ private struct TraceCarrier: Injector, Extractor {
 extension RelayTracing {
     /// Runs an accepting write in a span of its own (`name`: what it accepts), named by the
     /// request's app, key and id, and the pushes it queued.
-    static func storeTransaction(
-        _ name: String, app: String, key: String, requestID: String, _ write: () async throws -> Accepted<Acceptance>
-    ) async throws -> Accepted<Acceptance> {
+    static func storeTransaction<Outcome: QueuedPushes>(
+        _ name: String, app: String, key: String, requestID: String, _ write: () async throws -> Accepted<Outcome>
+    ) async throws -> Accepted<Outcome> {
         guard isOn else { return try await write() }
         return try await withSpan("store: \(name)", ofKind: .internal) { span in
             span.attributes[Attribute.app] = app
@@ -123,3 +123,11 @@ extension RelayTracing {
         }
     }
 }
+
+/// An accepted request's answer, which says how many pushes it queued.
+protocol QueuedPushes: Sendable {
+    var deliveries: Int { get }
+}
+
+extension Acceptance: QueuedPushes {}
+extension ReloadAcceptance: QueuedPushes {}

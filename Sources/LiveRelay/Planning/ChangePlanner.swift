@@ -90,7 +90,7 @@ struct ChangePlanner {
                     ? 0 : (request.expiration.map(unixSeconds) ?? unixSeconds(acceptedAt + channelStorageWindow))
                 deliveries.append(
                     NewDelivery(
-                        bundleID: activity.bundleID, key: key, event: action, target: .channel(channel.channelID),
+                        bundleID: activity.bundleID, key: key, event: DeliveryAction(action), target: .channel(channel.channelID),
                         environment: channel.environment, payloadIndex: 0, priority: decision.priority, priorityReason: decision.reason,
                         expiration: expiration, timestamp: timestamp, requestID: requestID))
             }
@@ -101,7 +101,7 @@ struct ChangePlanner {
                 // One priority for all: the store writes a push to each live token itself.
                 let decision = governor.decide(request.priority, alerting: alerting, used: 0, frequentPushesEnabled: false)
                 fanOut = NewPush(
-                    bundleID: activity.bundleID, key: key, event: action, payloadIndex: 0, priority: decision.priority,
+                    bundleID: activity.bundleID, key: key, event: DeliveryAction(action), payloadIndex: 0, priority: decision.priority,
                     priorityReason: decision.reason, expiration: expiration, timestamp: timestamp, requestID: requestID)
             } else {
                 // A push for each token the request goes to: at a priority from its own budget, or
@@ -114,7 +114,7 @@ struct ChangePlanner {
                     if counting { count(decision) }
                     deliveries.append(
                         NewDelivery(
-                            bundleID: activity.bundleID, key: key, event: action,
+                            bundleID: activity.bundleID, key: key, event: DeliveryAction(action),
                             target: .activityToken(deviceID: token.deviceID, token: token.token), environment: token.environment, payloadIndex: 0,
                             priority: decision.priority, priorityReason: decision.reason, expiration: expiration, timestamp: timestamp,
                             requestID: requestID))

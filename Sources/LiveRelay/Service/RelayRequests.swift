@@ -242,6 +242,23 @@ package struct ContractRegistration: Sendable, Hashable {
 }
 
 /// An app's push-to-start token for an attributes type.
+/// A reload of an app's widgets or controls (`POST /v1/widgets/reload`, `/v1/controls/reload`).
+package struct ReloadRequest: Sendable, Hashable {
+    /// The widget or control kinds to reload; nil: every one.
+    package var kinds: [String]?
+    package var audience: Audience
+    package var priority: APNsPriority
+    /// `apns-expiration`; nil lets APNs keep it by its policy.
+    package var expiration: Date?
+
+    package init(kinds: [String]? = nil, audience: Audience, priority: APNsPriority = .immediate, expiration: Date? = nil) {
+        self.kinds = kinds
+        self.audience = audience
+        self.priority = priority
+        self.expiration = expiration
+    }
+}
+
 /// What an app's widget extension reports (iOS 26): its widget token with the widgets placed
 /// (`WidgetPushHandler`; no token: withdrawn), or the tokens of all its controls
 /// (`ControlPushHandler`, which always passes every one).

@@ -118,8 +118,13 @@ extension RelayService {
 
     /// Gives the dispatcher the pushes the request claimed, or wakes it to claim what was queued.
     func dispatch(_ claimed: [DeliveryRecord], _ accepted: Acceptance, at acceptedAt: Date) {
-        metrics.count(Metric.requestsAcceptedTotal, ["action": accepted.action.rawValue])
-        metrics.noteAccepted(requestID: accepted.requestID, pushes: accepted.deliveries, at: acceptedAt)
+        dispatch(claimed, action: accepted.action.rawValue, requestID: accepted.requestID, pushes: accepted.deliveries, at: acceptedAt)
+    }
+
+    /// The same for any request's pushes: counted under its action (`start`, …, `reload`).
+    func dispatch(_ claimed: [DeliveryRecord], action: String, requestID: String, pushes: Int, at acceptedAt: Date) {
+        metrics.count(Metric.requestsAcceptedTotal, ["action": action])
+        metrics.noteAccepted(requestID: requestID, pushes: pushes, at: acceptedAt)
         noteChange()
         if claimed.isEmpty {
             outboxSignal.queued()

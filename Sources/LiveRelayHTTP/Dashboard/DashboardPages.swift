@@ -212,6 +212,7 @@ enum DashboardPages {
         case .activityToken(let device, _): "\(device)"
         case .pushToStartToken(let device, _): "\(device) <span class=\"muted\">push-to-start</span>"
         case .channel(let id): "channel <code>\(id)</code>"
+        case .surface(let type, let device, _): "\(device) <span class=\"muted\">\(type == .widgets ? "widgets" : "control")</span>"
         }
     }
 

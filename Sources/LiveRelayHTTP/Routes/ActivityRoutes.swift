@@ -6,7 +6,8 @@ import LiveRelay
 import LiveRelayStore
 
 /// `/v1/activities`: the backend starts, updates and ends an app's activities by key, and reads
-/// one (a server key); listings for whoever reads (server, admin, viewer).
+/// one (a server key); listings for whoever reads (server, admin, viewer). `/v1/widgets/reload`
+/// and `/v1/controls/reload`: the backend reloads an app's widgets or controls (a server key).
 extension RelayAPI {
     func addActivityRoutes(to router: Router<RelayRequestContext>) {
         let server = router.group("/v1").add(middleware: guarded(.server))
@@ -23,6 +24,14 @@ extension RelayAPI {
                 let app = try await app(request, context, key: key)
                 return try await idempotent(request, context, app: app) { json, claim in
                     try await relay.change(app: app, key: key, ChangeRequest(event: event, json: json), idempotency: claim)
+                }
+            }
+        }
+        for type in ReloadPushType.allCases {
+            server.post("/\(type.rawValue)/reload") { request, context in
+                let app = try await app(request, context)
+                return try await idempotent(request, context, app: app) { json, claim in
+                    try await relay.reload(app: app, type, ReloadRequest(json: json), idempotency: claim)
                 }
             }
         }

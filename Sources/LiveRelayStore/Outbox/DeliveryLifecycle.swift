@@ -1,4 +1,5 @@
 import Foundation
+import LiveActivityKit
 
 /// What can happen to one push in the outbox. Each event applies to some statuses only and leads
 /// to one; `DeliveryStatus.after(_:)` is the whole lifecycle:
@@ -85,6 +86,22 @@ package enum DeliveryTargetKind: String, Sendable, Hashable, CaseIterable {
     case pushToStart = "push-to-start"
     case activity
     case channel
+    /// An app's widget token, or a control's (iOS 26, iOS 18).
+    case widgets, controls
+}
+
+/// What a push does: an activity's start, update or end (`aps.event`), or a reload of an app's
+/// widgets or a control.
+package enum DeliveryAction: String, Sendable, Hashable, CaseIterable {
+    case start, update, end, reload
+
+    package init(_ event: LiveActivityPayload.Event) {
+        switch event {
+        case .start: self = .start
+        case .update: self = .update
+        case .end: self = .end
+        }
+    }
 }
 
 extension DeliveryTarget {
@@ -93,6 +110,8 @@ extension DeliveryTarget {
         case .pushToStartToken: .pushToStart
         case .activityToken: .activity
         case .channel: .channel
+        case .surface(.widgets, _, _): .widgets
+        case .surface(.controls, _, _): .controls
         }
     }
 
@@ -104,7 +123,7 @@ extension DeliveryTarget {
     /// The device a token belongs to; nil for a channel.
     package var deviceID: String? {
         switch self {
-        case .pushToStartToken(let deviceID, _), .activityToken(let deviceID, _): deviceID
+        case .pushToStartToken(let deviceID, _), .activityToken(let deviceID, _), .surface(_, let deviceID, _): deviceID
         case .channel: nil
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import LiveActivityKit
 
 /// Sending a failed push again, by hand (the dashboard, `POST /v1/deliveries/{id}/retry`): the
 /// failure stays in the outbox's history, and a new push with the same payload, request and
@@ -62,6 +63,7 @@ package enum DeliveryRetry: Sendable, Hashable {
             case .pushToStartToken: return .gone("the device has registered another push-to-start token since")
             case .activityToken: return .gone("the device no longer has this activity token")
             case .channel(let id): return .gone("no channel \(id)")
+            case .surface(let type, _, _): return .gone("the device no longer has this \(type == .widgets ? "widget" : "control") token")
             }
         }
         switch target {
@@ -72,6 +74,8 @@ package enum DeliveryRetry: Sendable, Hashable {
             return row.text(0).map { .gone("the push-to-start token is dead (\($0))") } ?? .live
         case .channel:
             return row.date(0) == nil ? .live : .gone("the channel was deleted")
+        case .surface:
+            return .live
         }
     }
 }

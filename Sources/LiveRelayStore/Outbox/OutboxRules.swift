@@ -35,14 +35,14 @@ package struct AnsweredDelivery: Sendable, Hashable {
     package var id: Int64
     package var bundleID: String
     package var key: String
-    package var event: LiveActivityPayload.Event
+    package var event: DeliveryAction
     package var target: DeliveryTarget
     package var environment: PushEnvironment
     /// Attempts made, this one included.
     package var attempts: Int
 
     package init(
-        id: Int64 = 0, bundleID: String, key: String, event: LiveActivityPayload.Event = .update, target: DeliveryTarget,
+        id: Int64 = 0, bundleID: String, key: String, event: DeliveryAction = .update, target: DeliveryTarget,
         environment: PushEnvironment = .sandbox, attempts: Int = 1
     ) {
         self.id = id
@@ -153,7 +153,7 @@ package struct DeliverySelection: Sendable, Hashable {
 /// A token APNs refused for good.
 package struct DeadToken: Sendable, Hashable {
     package enum Kind: Sendable, Hashable {
-        case pushToStart, activity
+        case pushToStart, activity, surface
     }
 
     package var bundleID: String
@@ -193,6 +193,7 @@ package enum OutboxRules {
             switch delivery.target {
             case .pushToStartToken(let device, let value): (kind, deviceID, token) = (.pushToStart, device, value)
             case .activityToken(let device, let value): (kind, deviceID, token) = (.activity, device, value)
+            case .surface(_, let device, let value): (kind, deviceID, token) = (.surface, device, value)
             // APNs' answers about a channel never say a token is dead.
             case .channel: return [.record(failed(delivery, status: status, reason: reason))]
             }
@@ -201,7 +202,8 @@ package enum OutboxRules {
             let invalidated = NewEvent(
                 .tokenInvalidated, bundleID: delivery.bundleID, key: delivery.key, environment: delivery.environment, deviceID: deviceID,
                 data: [
-                    ("token", .string(kind == .activity ? "update" : "push-to-start")), ("reason", .string(reason)),
+                    ("token", .string(kind == .surface ? delivery.target.kind.rawValue : kind == .activity ? "update" : "push-to-start")),
+                    ("reason", .string(reason)),
                     ("status", status.map { .integer(Int64($0)) } ?? .null),
                 ])
             return [.killToken(dead), .move(DeliveryMove(.skip, waiting, at: now, reason: "token dead: \(reason)")), .record(invalidated)]
@@ -278,8 +280,9 @@ package enum OutboxRules {
 
     /// A push that failed for good, as the backend hears of it.
     private static func failed(_ delivery: AnsweredDelivery, status: Int?, reason: String) -> NewEvent {
-        NewEvent(
-            .pushFailed, bundleID: delivery.bundleID, key: delivery.key, environment: delivery.environment, deviceID: delivery.target.deviceID,
+        let type: EventType = if case .surface = delivery.target { .reloadFailed } else { .pushFailed }
+        return NewEvent(
+            type, bundleID: delivery.bundleID, key: delivery.key, environment: delivery.environment, deviceID: delivery.target.deviceID,
             data: [
                 ("deliveryID", .integer(delivery.id)), ("action", .string(delivery.event.rawValue)),
                 ("target", .string(delivery.target.kind.rawValue)), ("channelID", delivery.target.channelID.map(JSONValue.string) ?? .null),
@@ -306,7 +309,7 @@ package enum OutboxRules {
             case .channel(let id):
                 let selection = DeliverySelection(channelID: id)
                 if !channels.contains(selection) { channels.append(selection) }
-            case .pushToStartToken: break
+            case .pushToStartToken, .surface: break
             }
         }
         return (keys + channels).map { DeliveryMove(.supersede, $0, at: now) }

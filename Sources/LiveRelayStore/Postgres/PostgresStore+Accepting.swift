@@ -45,6 +45,26 @@ extension PostgresStore {
         return accepted.accepted
     }
 
+    package func acceptReload<Outcome: Sendable>(
+        app: String, type: ReloadPushType, audience: Audience, since: Date, context: WriteContext,
+        plan: @Sendable (ReloadSnapshot) throws -> (ReloadPlan, Outcome)
+    ) async throws -> Accepted<Outcome> {
+        let accepted = try await transaction { db in
+            let tokens = try await db.rows(StoreStatements.surfaceTokens(app: app, type: type, audience: audience)).map(SurfaceTokenRecord.init(row:))
+            var recent: [String: Int] = [:]
+            for row in try await db.rows(StoreStatements.recentReloads, [.text(app), .text(type.rawValue), .seconds(since)]) {
+                recent[row.string(0)] = Int(row.integer(1) ?? 0)
+            }
+            let (planned, outcome) = try plan(ReloadSnapshot(tokens: tokens, recentReloads: recent))
+            let claimed = try await Self.enqueue(
+                db, payloads: [ReloadPushType.body], deliveries: planned.deliveries, at: planned.acceptedAt, context: context)
+            try await Self.record(db, context: context, answer: .reloaded(planned.acceptance), at: planned.acceptedAt)
+            return (accepted: Accepted(outcome: outcome, claimed: claimed), pushes: planned.deliveries.count)
+        }
+        await keepStatisticsCurrent(afterWriting: accepted.pushes)
+        return accepted.accepted
+    }
+
     private static func keyExists(_ key: String) -> StoreError { StoreError(.keyExists, "activity key \"\(key)\" already exists") }
 
     /// A change of one key costs a statement to read it and one to write it. Each statement costs

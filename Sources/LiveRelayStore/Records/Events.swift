@@ -20,6 +20,8 @@ package enum EventType: String, Sendable, Hashable, CaseIterable, Codable {
     case tokenInvalidated = "token.invalidated"
     /// A push failed for good: it will not be sent again.
     case pushFailed = "push.failed"
+    /// A widget or control reload failed for good (`target` says which): it will not be sent again.
+    case reloadFailed = "widget.reload_failed"
     /// `auto` sent a change at priority 5 to targets of the key whose priority-10 budget is
     /// spent: the device may delay those updates. Once an hour per key at most.
     case budgetExhausted = "budget.exhausted"

@@ -52,6 +52,30 @@ package struct Acceptance: Sendable, Hashable, Codable {
 package enum AcceptedRequest: Sendable, Hashable, Codable {
     case accepted(Acceptance)
     case scheduled(ScheduleRecord)
+    case reloaded(ReloadAcceptance)
+}
+
+/// What an accepted reload of an app's widgets or controls did.
+package struct ReloadAcceptance: Sendable, Hashable, Codable {
+    package var pushType: ReloadPushType
+    /// The kinds asked for; nil: every one.
+    package var kinds: [String]?
+    /// Shared by the request's pushes in the outbox.
+    package var requestID: String
+    /// How many pushes were queued: one per widget token, one per control token.
+    package var deliveries: Int
+    /// Tokens of the audience left out because their device's reloads of the day are spent.
+    package var heldBack: Int
+    package var warnings: [String]
+
+    package init(pushType: ReloadPushType, kinds: [String]?, requestID: String, deliveries: Int, heldBack: Int, warnings: [String] = []) {
+        self.pushType = pushType
+        self.kinds = kinds
+        self.requestID = requestID
+        self.deliveries = deliveries
+        self.heldBack = heldBack
+        self.warnings = warnings
+    }
 }
 
 /// A target's priority-10 pushes in the last hour against its hourly budget.

@@ -8,7 +8,7 @@ import LiveActivityKit
 package struct NewPush: Sendable, Hashable {
     package var bundleID: String
     package var key: String
-    package var event: LiveActivityPayload.Event
+    package var event: DeliveryAction
     /// Index into the plan's payloads; pushes of one request share one stored body.
     package var payloadIndex: Int
     package var priority: APNsPriority
@@ -20,7 +20,7 @@ package struct NewPush: Sendable, Hashable {
     package var requestID: String
 
     package init(
-        bundleID: String, key: String, event: LiveActivityPayload.Event, payloadIndex: Int, priority: APNsPriority, priorityReason: String,
+        bundleID: String, key: String, event: DeliveryAction, payloadIndex: Int, priority: APNsPriority, priorityReason: String,
         expiration: Int64?,
         timestamp: Int64, requestID: String
     ) {
@@ -44,7 +44,7 @@ package struct NewDelivery: Sendable, Hashable {
     package var environment: PushEnvironment
 
     package init(
-        bundleID: String, key: String, event: LiveActivityPayload.Event, target: DeliveryTarget, environment: PushEnvironment,
+        bundleID: String, key: String, event: DeliveryAction, target: DeliveryTarget, environment: PushEnvironment,
         payloadIndex: Int, priority: APNsPriority, priorityReason: String, expiration: Int64?, timestamp: Int64, requestID: String
     ) {
         self.environment = environment

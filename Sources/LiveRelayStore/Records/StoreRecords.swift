@@ -454,6 +454,8 @@ package enum DeliveryTarget: Sendable, Hashable {
     case pushToStartToken(deviceID: String, token: String)
     case activityToken(deviceID: String, token: String)
     case channel(String)
+    /// An app's widget token or a control's token, which a reload push goes to.
+    case surface(ReloadPushType, deviceID: String, token: String)
 }
 
 /// A push in the outbox, with its history.
@@ -462,7 +464,7 @@ package struct DeliveryRecord: Sendable, Hashable {
     /// The app it is sent for: its topic and the credentials that sign it.
     package var bundleID: String
     package var key: String
-    package var event: LiveActivityPayload.Event
+    package var event: DeliveryAction
     package var target: DeliveryTarget
     /// Where it is sent: the APNs environment of its token or channel.
     package var environment: PushEnvironment
@@ -484,7 +486,7 @@ package struct DeliveryRecord: Sendable, Hashable {
     package var traceParent: String?
 
     package init(
-        id: Int64, bundleID: String, key: String, event: LiveActivityPayload.Event, target: DeliveryTarget, environment: PushEnvironment,
+        id: Int64, bundleID: String, key: String, event: DeliveryAction, target: DeliveryTarget, environment: PushEnvironment,
         payload: [UInt8], priority: APNsPriority, priorityReason: String,
         expiration: Int64?, timestamp: Int64, requestID: String, status: DeliveryStatus, attempts: Int, nextAttemptAt: Date,
         createdAt: Date, finishedAt: Date? = nil, apnsStatus: Int? = nil, apnsReason: String? = nil, apnsID: String? = nil

@@ -59,3 +59,28 @@ package struct SurfaceTokenRecord: Sendable, Hashable {
         }
     }
 }
+
+/// What a reload sees of its app, in its transaction: the tokens of the push type its audience
+/// holds, and each device's reloads of that type since the budget's window began.
+package struct ReloadSnapshot: Sendable, Hashable {
+    package var tokens: [SurfaceTokenRecord]
+    package var recentReloads: [String: Int]
+
+    package init(tokens: [SurfaceTokenRecord], recentReloads: [String: Int]) {
+        self.tokens = tokens
+        self.recentReloads = recentReloads
+    }
+}
+
+/// The pushes a reload queues (each to a widget or control token, with Apple's one body), and its answer.
+package struct ReloadPlan: Sendable, Hashable {
+    package var acceptedAt: Date
+    package var deliveries: [NewDelivery]
+    package var acceptance: ReloadAcceptance
+
+    package init(acceptedAt: Date, deliveries: [NewDelivery], acceptance: ReloadAcceptance) {
+        self.acceptedAt = acceptedAt
+        self.deliveries = deliveries
+        self.acceptance = acceptance
+    }
+}

@@ -101,6 +101,23 @@ extension SQLiteStore {
         }
     }
 
+    package func acceptReload<Outcome: Sendable>(
+        app: String, type: ReloadPushType, audience: Audience, since: Date, context: WriteContext,
+        plan: @Sendable (ReloadSnapshot) throws -> (ReloadPlan, Outcome)
+    ) async throws -> Accepted<Outcome> {
+        try await write { db in
+            let query = StoreStatements.surfaceTokens(app: app, type: type, audience: audience)
+            let tokens = try Row.fetchAll(db, sql: query.text, arguments: query.sqliteArguments).map(SurfaceTokenRecord.init(row:))
+            var recent: [String: Int] = [:]
+            try db.forEach(StoreStatements.recentReloads, [app, type.rawValue, since.seconds]) { row in recent[row[0]] = row[1] }
+            let (planned, outcome) = try plan(ReloadSnapshot(tokens: tokens, recentReloads: recent))
+            let claimed = try Self.enqueue(
+                db, payloads: [ReloadPushType.body], deliveries: planned.deliveries, at: planned.acceptedAt, context: context)
+            try Self.record(db, context: context, answer: .reloaded(planned.acceptance), at: planned.acceptedAt)
+            return Accepted(outcome: outcome, claimed: claimed)
+        }
+    }
+
     // MARK: Schedules
 
     package func insertSchedule(_ schedule: ScheduleRecord, context: WriteContext) async throws {

@@ -167,6 +167,11 @@ enum OutboxStatements {
             SQLStatement(
                 text: "UPDATE push_to_start_tokens SET dead_reason = ? WHERE bundle_id = ? AND device_id = ? AND token = ?",
                 arguments: [.text(token.reason), .text(token.bundleID), .text(token.deviceID), .text(token.token)])
+        case .surface:
+            // A widget or control token APNs refused is forgotten: the extension reports a new one.
+            SQLStatement(
+                text: "DELETE FROM surface_tokens WHERE bundle_id = ? AND device_id = ? AND token = ?",
+                arguments: [.text(token.bundleID), .text(token.deviceID), .text(token.token)])
         }
     }
 
@@ -240,7 +245,8 @@ extension DeliveryTarget {
     /// `target`, `device_id`, `token`, `channel_id`: the columns `init(kind:deviceID:token:channelID:)` reads.
     var columns: (String, String?, String?, String?) {
         switch self {
-        case .pushToStartToken(let deviceID, let token), .activityToken(let deviceID, let token): (kind.rawValue, deviceID, token, nil)
+        case .pushToStartToken(let deviceID, let token), .activityToken(let deviceID, let token), .surface(_, let deviceID, let token):
+            (kind.rawValue, deviceID, token, nil)
         case .channel(let id): (kind.rawValue, nil, nil, id)
         }
     }
@@ -251,6 +257,8 @@ extension DeliveryTarget {
         case .channel: self = .channel(channelID ?? "")
         case .pushToStart: self = .pushToStartToken(deviceID: deviceID ?? "", token: token ?? "")
         case .activity: self = .activityToken(deviceID: deviceID ?? "", token: token ?? "")
+        case .widgets: self = .surface(.widgets, deviceID: deviceID ?? "", token: token ?? "")
+        case .controls: self = .surface(.controls, deviceID: deviceID ?? "", token: token ?? "")
         }
     }
 }

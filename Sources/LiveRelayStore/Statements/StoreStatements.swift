@@ -65,6 +65,30 @@ enum StoreStatements {
         """
     }
 
+    /// The app's tokens of a push type that an audience holds, by device and kind.
+    static func surfaceTokens(app: String, type: ReloadPushType, audience: Audience) -> SQLStatement {
+        var statement = SQLStatement(
+            text: "SELECT \(SurfaceTokenRecord.columns) FROM surface_tokens WHERE bundle_id = ? AND push_type = ?",
+            arguments: [.text(app), .text(type.rawValue)])
+        switch audience {
+        case .everyone: break
+        case .devices(let ids), .users(let ids):
+            let column = if case .devices = audience { "device_id" } else { "user_id" }
+            statement.text += " AND \(column) IN (\(SQLStatement.marks(max(ids.count, 1))))"
+            statement.arguments += ids.isEmpty ? [.text("")] : ids.map { .text($0) }
+        }
+        statement.text += " ORDER BY device_id, kind"
+        return statement
+    }
+
+    /// Each device's reloads of a push type queued, on their way or sent since a time (app,
+    /// target, since): what the device's reload budget has spent. Reloads are kept under no key.
+    static let recentReloads = """
+        SELECT device_id, COUNT(*) FROM deliveries
+        WHERE bundle_id = ? AND key = '' AND target = ? AND created_at >= ? AND status IN ('queued', 'sending', 'sent')
+        GROUP BY device_id
+        """
+
     /// Widget and control tokens by value (`forgetSurfaceTokenOfOtherDevices`, a `410`'s token).
     static let surfaceTokensByTokenIndex = "CREATE INDEX surface_tokens_by_token ON surface_tokens (bundle_id, token)"
 
@@ -316,6 +340,10 @@ enum StoreStatements {
                 arguments: [.text(app), .text(device), .text(token)])
         case .channel(let id):
             SQLStatement(text: "SELECT deleted_at FROM channels WHERE channel_id = ?", arguments: [.text(id)])
+        case .surface(_, let device, let token):
+            SQLStatement(
+                text: "SELECT token FROM surface_tokens WHERE bundle_id = ? AND device_id = ? AND token = ?",
+                arguments: [.text(app), .text(device), .text(token)])
         }
     }
 
