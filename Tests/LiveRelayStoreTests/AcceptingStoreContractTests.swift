@@ -11,6 +11,68 @@ import Testing
 @Suite struct AcceptingStoreContractTests {
     // MARK: Accepting requests
 
+    /// A reload sees the audience's tokens of its push type and each device's reloads of that
+    /// type since its window began (queued, on their way or sent; not failed), and writes its
+    /// pushes and its answer in one transaction; a 410 forgets the token.
+    @Test(arguments: StoreKind.allCases) func aReloadSeesItsAudiencesTokensAndTheirDaysReloads(kind: StoreKind) async throws {
+        try await kind.withStore { subject in
+            let store = subject.store
+            func widgets(_ device: String, _ token: String, user: String?) -> SurfaceTokenRecord {
+                SurfaceTokenRecord(
+                    bundleID: testApp, deviceID: device, pushType: .widgets, token: token,
+                    widgets: [WidgetPlacement(kind: "order", family: "systemSmall")],
+                    environment: .sandbox, userID: user, updatedAt: t0)
+            }
+            try await store.saveSurfaceTokens(app: testApp, deviceID: "iphone-1", type: .widgets, [widgets("iphone-1", "w1", user: "ana")])
+            try await store.saveSurfaceTokens(app: testApp, deviceID: "iphone-2", type: .widgets, [widgets("iphone-2", "w2", user: "ben")])
+            try await store.saveSurfaceTokens(
+                app: testApp, deviceID: "iphone-2", type: .controls,
+                [
+                    SurfaceTokenRecord(
+                        bundleID: testApp, deviceID: "iphone-2", pushType: .controls, kind: "door", token: "c2", environment: .sandbox, updatedAt: t0)
+                ])
+            @Sendable func reload(_ audience: Audience, at: Date, since: Date) async throws -> ReloadSnapshot {
+                let seen = Seen<ReloadSnapshot?>(nil)
+                _ = try await store.acceptReload(app: testApp, type: .widgets, audience: audience, since: since, context: WriteContext()) {
+                    snapshot in
+                    seen.set(snapshot)
+                    let deliveries = snapshot.tokens.map { token in
+                        NewDelivery(
+                            bundleID: testApp, key: "", event: .reload, target: .surface(.widgets, deviceID: token.deviceID, token: token.token),
+                            environment: token.environment, payloadIndex: 0, priority: .immediate, priorityReason: "requested", expiration: nil,
+                            timestamp: Int64(at.timeIntervalSince1970), requestID: "reload")
+                    }
+                    let acceptance = ReloadAcceptance(pushType: .widgets, kinds: nil, requestID: "reload", deliveries: deliveries.count, heldBack: 0)
+                    return (ReloadPlan(acceptedAt: at, deliveries: deliveries, acceptance: acceptance), ())
+                }
+                return try #require(seen.value)
+            }
+            var snapshot = try await reload(.everyone, at: t0, since: t0 - 86_400)
+            #expect(snapshot.tokens.map(\.token) == ["w1", "w2"] && snapshot.recentReloads.isEmpty)
+            snapshot = try await reload(.users(["ben"]), at: t0 + 1, since: t0 - 86_400)
+            #expect(snapshot.tokens.map(\.token) == ["w2"] && snapshot.recentReloads == ["iphone-1": 1, "iphone-2": 1])
+            snapshot = try await reload(.devices(["iphone-1"]), at: t0 + 2, since: t0 + 1)
+            #expect(snapshot.tokens.map(\.deviceID) == ["iphone-1"] && snapshot.recentReloads == ["iphone-2": 1], "since its window only")
+            let pushes = try await store.deliveries(DeliveryQuery(key: "", includePayloads: true))
+            #expect(pushes.count == 4 && pushes.allSatisfy { $0.event == .reload && $0.target.kind == .widgets && $0.payload == ReloadPushType.body })
+
+            // Failed for good: not counted. Unregistered: the token is forgotten.
+            let claimed = try await store.claimDeliveries(dueBy: t0 + 3, limit: 10, leaseUntil: t0 + 60)
+            let outcomes: [(id: Int64, outcome: DeliveryOutcome)] = claimed.map { push in
+                push.target.deviceID == "iphone-1"
+                    ? (push.id, .failed(status: 410, reason: "Unregistered", tokenIsDead: true))
+                    : (push.id, .failed(status: 400, reason: "BadTopic", tokenIsDead: false))
+            }
+            try await store.recordOutcomes(outcomes, at: t0 + 3)
+            #expect(try await store.surfaceTokens(deviceID: "iphone-1").isEmpty)
+            #expect(try await store.surfaceTokens(deviceID: "iphone-2").count == 2)
+            snapshot = try await reload(.everyone, at: t0 + 4, since: t0 - 86_400)
+            #expect(snapshot.tokens.map(\.token) == ["w2"] && snapshot.recentReloads.isEmpty)
+            let events = try await store.events(EventQuery(limit: 100)).map(\.type)
+            #expect(events.contains(.tokenInvalidated) && events.contains(.reloadFailed))
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func aStartReachesItsAudiencesLiveTokensOnly(kind: StoreKind) async throws {
         try await kind.withStore { subject in
             let store = subject.store
