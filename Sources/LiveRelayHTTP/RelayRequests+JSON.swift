@@ -76,7 +76,7 @@ extension StartRequest {
 
 /// `POST /v1/widgets/reload` and `/v1/controls/reload`.
 extension ReloadRequest {
-    package static let fields = ["kinds", "audience", "priority", "expiration"]
+    package static let fields = ["kinds", "audience", "priority", "expiration", "at"]
 
     package init(json: JSONValue) throws {
         let body = try JSONBodyReader(json, fields: Self.fields)
@@ -97,7 +97,9 @@ extension ReloadRequest {
         } else {
             throw JSONFieldError.invalid(body.field("priority"), "must be 10 or 5: the system budgets reloads itself")
         }
-        self.init(kinds: kinds, audience: try readAudience(audienceBody), priority: priority, expiration: try body.date("expiration"))
+        self.init(
+            kinds: kinds, audience: try readAudience(audienceBody), priority: priority, expiration: try body.date("expiration"),
+            at: try body.date("at"))
     }
 }
 

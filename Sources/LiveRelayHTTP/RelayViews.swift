@@ -97,6 +97,7 @@ enum RelayView {
         switch schedule.result {
         case nil: break
         case .accepted(let acceptance): members.append(("result", json(acceptance)))
+        case .reloaded(let reload): members.append(("result", json(reload)))
         case .failed(let reason): members.append(("result", .string(reason)))
         }
         return .object(members)

@@ -118,4 +118,25 @@ struct ReloadsEndToEndTests {
             #expect(try await relay.store.deliveries(DeliveryQuery(key: "")).count == 3)
         }
     }
+
+    /// A reload with a later `at` is answered 202 with its schedule, and runs when due.
+    @Test func aReloadAtALaterTimeRunsWhenDue() async throws {
+        try await withRelayHarness { relay in
+            try await fleet(relay)
+            let at = relay.emulator.clock.now + 600
+            let scheduled = try await relay.post(
+                "/v1/widgets/reload",
+                .object([("audience", .object([("everyone", .bool(true))])), ("at", .integer(Int64(at.timeIntervalSince1970)))]))
+            #expect(
+                scheduled.status == 202 && scheduled.json["action"] == .string("reload") && scheduled.json["key"] == .string(""), "\(scheduled.json)")
+            #expect(try await relay.store.deliveries(DeliveryQuery(key: "")).isEmpty)
+            try await relay.advance(by: 601)
+            _ = try await relay.relay.runDueSchedules()  // if the ticker has not yet
+            try await relay.dispatch()
+            try await relay.eventually { try reloads(relay, "iphone-1") == [1] && reloads(relay, "iphone-2") == [1, 1] }
+            let id = try #require(scheduled.json["scheduleID"]?.stringValue)
+            let done = try await relay.get("/v1/schedules/\(id)")
+            #expect(done.json["state"] == .string("done") && done.json["result"]?["deliveries"] == .integer(2), "\(done.json)")
+        }
+    }
 }

@@ -99,12 +99,14 @@ package enum VersionsChoice: String, Sendable, Hashable, Codable, CaseIterable {
 package enum ScheduledRequest: Sendable, Hashable, Codable {
     case start(StartRequest)
     case change(ChangeRequest)
+    case reload(ReloadPushType, ReloadRequest)
 
     /// The schedule's action.
-    package var action: LiveActivityPayload.Event {
+    package var action: DeliveryAction {
         switch self {
         case .start: .start
-        case .change(let change): change.event
+        case .change(let change): DeliveryAction(change.event)
+        case .reload: .reload
         }
     }
 }
@@ -243,19 +245,22 @@ package struct ContractRegistration: Sendable, Hashable {
 
 /// An app's push-to-start token for an attributes type.
 /// A reload of an app's widgets or controls (`POST /v1/widgets/reload`, `/v1/controls/reload`).
-package struct ReloadRequest: Sendable, Hashable {
+package struct ReloadRequest: Sendable, Hashable, Codable {
     /// The widget or control kinds to reload; nil: every one.
     package var kinds: [String]?
     package var audience: Audience
     package var priority: APNsPriority
     /// `apns-expiration`; nil lets APNs keep it by its policy.
     package var expiration: Date?
+    /// When to run it; nil or past: now.
+    package var at: Date?
 
-    package init(kinds: [String]? = nil, audience: Audience, priority: APNsPriority = .immediate, expiration: Date? = nil) {
+    package init(kinds: [String]? = nil, audience: Audience, priority: APNsPriority = .immediate, expiration: Date? = nil, at: Date? = nil) {
         self.kinds = kinds
         self.audience = audience
         self.priority = priority
         self.expiration = expiration
+        self.at = at
     }
 }
 

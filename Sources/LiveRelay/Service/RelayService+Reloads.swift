@@ -11,16 +11,24 @@ extension RelayService {
     package func reload(
         app bundleID: String, _ type: ReloadPushType, _ request: ReloadRequest, idempotency: IdempotencyClaim? = nil
     ) async throws -> AcceptedRequest {
-        let app = try await app(bundleID)
+        try await reload(app: try await app(bundleID), type, request, context: WriteContext(idempotency: idempotency))
+    }
+
+    /// The same, for a schedule's run too (`context.scheduleID`); one with a later `at` is kept
+    /// as a schedule.
+    func reload(app: AppRecord, _ type: ReloadPushType, _ request: ReloadRequest, context: WriteContext) async throws -> AcceptedRequest {
         if let kinds = request.kinds {
             guard !kinds.isEmpty, kinds.count <= SurfaceRegistration.limit else {
                 throw RelayError.invalid("kinds", "must list 1 to \(SurfaceRegistration.limit) kinds, or be left out for every one")
             }
             for (index, kind) in kinds.enumerated() { try Self.checkName(kind, field: "kinds[\(index)]", longest: 200) }
         }
+        if let at = request.at, at > now() {
+            return try await schedule(app: app.bundleID, key: "", .reload(type, request), at: at, context: context)
+        }
         let acceptedAt = now()
         let requestID = GeneratedUUID.string()
-        var context = WriteContext(idempotency: idempotency)
+        var context = context
         context.handOver = handOver.offer(at: acceptedAt, policy: configuration.dispatch)
         context.traceParent = RelayTracing.currentTraceParent()
         do {

@@ -19,6 +19,9 @@ extension RelayService {
         case .change(var change):
             change.at = nil
             waiting = .change(change)
+        case .reload(let type, var reload):
+            reload.at = nil
+            waiting = .reload(type, reload)
         }
         let schedule = ScheduleRecord(
             id: "sch_" + randomHex(bytes: 8), bundleID: app, key: key, action: request.action, request: try waiting.stored(), dueAt: at,
@@ -66,6 +69,7 @@ extension RelayService {
                 switch request {
                 case .start(let request): _ = try await start(app: app, key: schedule.key, request, context: context)
                 case .change(let request): _ = try await change(app: app, key: schedule.key, request, context: context)
+                case .reload(let type, let request): _ = try await reload(app: app, type, request, context: context)
                 }
             } catch let error as RelayError {
                 try await store.failSchedule(id: schedule.id, reason: error.description)

@@ -92,7 +92,7 @@ package enum DeliveryTargetKind: String, Sendable, Hashable, CaseIterable {
 
 /// What a push does: an activity's start, update or end (`aps.event`), or a reload of an app's
 /// widgets or a control.
-package enum DeliveryAction: String, Sendable, Hashable, CaseIterable {
+package enum DeliveryAction: String, Sendable, Hashable, CaseIterable, Codable {
     case start, update, end, reload
 
     package init(_ event: LiveActivityPayload.Event) {

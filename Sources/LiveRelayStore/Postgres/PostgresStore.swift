@@ -237,9 +237,8 @@ extension PostgresStore {
                 throw StoreError(.idempotencyKeyTaken, "idempotency key \"\(claim.key)\" was used by a request at the same time")
             }
         }
-        if let scheduleID = context.scheduleID, case .accepted(let acceptance) = answer {
-            let done = try await db.changed(
-                StoreStatements.scheduleDone, [.text(try ScheduleResult.accepted(acceptance).storedText()), .text(scheduleID)])
+        if let scheduleID = context.scheduleID, let result = ScheduleResult(ran: answer) {
+            let done = try await db.changed(StoreStatements.scheduleDone, [.text(try result.storedText()), .text(scheduleID)])
             guard done > 0 else {
                 throw StoreError(.scheduleNotPending, "schedule \(scheduleID) is no longer pending")
             }

@@ -94,6 +94,19 @@ package struct BudgetUse: Sendable, Hashable, Codable {
 package enum ScheduleResult: Sendable, Hashable, Codable {
     /// It ran, and this is what its request did.
     case accepted(Acceptance)
+    /// It ran a reload, and this is what it did.
+    case reloaded(ReloadAcceptance)
     /// It could not run, and why.
     case failed(String)
+}
+
+extension ScheduleResult {
+    /// What a request a schedule ran did; nil for an answer that is itself a schedule.
+    package init?(ran answer: AcceptedRequest) {
+        switch answer {
+        case .accepted(let acceptance): self = .accepted(acceptance)
+        case .reloaded(let reload): self = .reloaded(reload)
+        case .scheduled: return nil
+        }
+    }
 }

@@ -522,8 +522,9 @@ package struct ScheduleRecord: Sendable, Hashable {
 
     package var id: String
     package var bundleID: String
+    /// The activity key; empty for a reload.
     package var key: String
-    package var action: LiveActivityPayload.Event
+    package var action: DeliveryAction
     /// The request body, as the API accepted it.
     package var request: JSONValue
     package var dueAt: Date
@@ -533,7 +534,7 @@ package struct ScheduleRecord: Sendable, Hashable {
     package var createdAt: Date
 
     package init(
-        id: String, bundleID: String, key: String, action: LiveActivityPayload.Event, request: JSONValue, dueAt: Date, state: State = .pending,
+        id: String, bundleID: String, key: String, action: DeliveryAction, request: JSONValue, dueAt: Date, state: State = .pending,
         result: ScheduleResult? = nil, createdAt: Date
     ) {
         self.id = id
@@ -559,7 +560,7 @@ extension ScheduleRecord: Codable {
         let values = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
             id: try values.decode(String.self, forKey: .id), bundleID: try values.decode(String.self, forKey: .bundleID),
-            key: try values.decode(String.self, forKey: .key), action: try values.decode(LiveActivityPayload.Event.self, forKey: .action),
+            key: try values.decode(String.self, forKey: .key), action: try values.decode(DeliveryAction.self, forKey: .action),
             request: try values.decodeJSON(forKey: .request), dueAt: try values.decode(Date.self, forKey: .dueAt),
             state: try values.decode(State.self, forKey: .state),
             result: try values.decodeIfPresent(ScheduleResult.self, forKey: .result), createdAt: try values.decode(Date.self, forKey: .createdAt))

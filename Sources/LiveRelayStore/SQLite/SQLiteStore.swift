@@ -267,8 +267,8 @@ extension SQLiteStore {
                 throw StoreError(.idempotencyKeyTaken, "idempotency key \"\(claim.key)\" was used by a request at the same time")
             }
         }
-        if let scheduleID = context.scheduleID, case .accepted(let acceptance) = answer {
-            try db.run(StoreStatements.scheduleDone, [try ScheduleResult.accepted(acceptance).storedText(), scheduleID])
+        if let scheduleID = context.scheduleID, let result = ScheduleResult(ran: answer) {
+            try db.run(StoreStatements.scheduleDone, [try result.storedText(), scheduleID])
             guard db.changesCount > 0 else {
                 throw StoreError(.scheduleNotPending, "schedule \(scheduleID) is no longer pending")
             }

@@ -413,6 +413,7 @@ extension ScheduleResult {
     func storedText() throws -> String {
         switch self {
         case .accepted(let acceptance): try LiveRelayStore.storedText(acceptance)
+        case .reloaded(let reload): try LiveRelayStore.storedText(reload)
         case .failed(let reason): reason
         }
     }
@@ -422,8 +423,13 @@ extension ScheduleResult {
         guard let text else { return nil }
         switch state {
         case .done:
-            guard let acceptance = try? JSONDecoder().decode(Acceptance.self, from: Data(text.utf8)) else { return nil }
-            self = .accepted(acceptance)
+            if let acceptance = try? JSONDecoder().decode(Acceptance.self, from: Data(text.utf8)) {
+                self = .accepted(acceptance)
+            } else if let reload = try? JSONDecoder().decode(ReloadAcceptance.self, from: Data(text.utf8)) {
+                self = .reloaded(reload)
+            } else {
+                return nil
+            }
         case .failed: self = .failed(text)
         case .pending, .cancelled: return nil
         }
