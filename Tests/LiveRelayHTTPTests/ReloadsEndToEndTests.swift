@@ -139,4 +139,24 @@ struct ReloadsEndToEndTests {
             #expect(done.json["state"] == .string("done") && done.json["result"]?["deliveries"] == .integer(2), "\(done.json)")
         }
     }
+
+    @Test(arguments: [
+        (#"{"kinds": ["order"]}"#, "audience"),
+        (#"{"audience": {"everyone": true}, "priority": "auto"}"#, "priority"),
+        (#"{"audience": {"everyone": true}, "priority": 1}"#, "priority"),
+        (#"{"audience": {"everyone": true}, "kinds": []}"#, "kinds"),
+        (#"{"audience": {"everyone": true}, "kinds": [""]}"#, "kinds[0]"),
+        (#"{"audience": {"everyone": true}, "kinds": [7]}"#, "kinds"),
+        (#"{"audience": {"devices": []}}"#, "audience.devices"),
+        (#"{"audience": {"everyone": true}, "at": "soon"}"#, "at"),
+        (#"{"audience": {"everyone": true}, "widgets": ["order"]}"#, "widgets"),
+    ])
+    func aBadReloadNamesItsFieldAndQueuesNothing(body: String, field: String) async throws {
+        try await withRelayHarness { relay in
+            let answer = try await relay.post("/v1/widgets/reload", try JSONValue(parsing: Array(body.utf8)))
+            #expect(answer.status == 400, "\(answer.json)")
+            #expect(answer.json["error"]?["field"] == .string(field), "\(answer.json)")
+            #expect(try await relay.store.deliveries(DeliveryQuery(key: "")).isEmpty)
+        }
+    }
 }

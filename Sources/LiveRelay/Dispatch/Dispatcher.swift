@@ -284,9 +284,8 @@ package final class Dispatcher: Service {
                 return (.failed(status: nil, reason: APNsReason.badDeviceToken.rawValue, tokenIsDead: true), nil)
             }
             let options = PushOptions(
-                priority: delivery.priority == .low ? .powerConsiderate : delivery.priority,
-                expiration: delivery.expiration.flatMap { try? APNsExpiration(unixSeconds: $0) })
-            // Apple's one body: what the outbox kept is that.
+                priority: delivery.priority, expiration: delivery.expiration.flatMap { try? APNsExpiration(unixSeconds: $0) })
+            // Apple's one body, which is what the outbox kept; refused only at priority 1, which the API never queues.
             guard let built = try? APNsRequest.reload(type, to: token, topic: topic, options: options) else {
                 return (.failed(status: nil, reason: "a reload push cannot be built", tokenIsDead: false), nil)
             }

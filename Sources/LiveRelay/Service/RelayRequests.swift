@@ -243,7 +243,6 @@ package struct ContractRegistration: Sendable, Hashable {
     }
 }
 
-/// An app's push-to-start token for an attributes type.
 /// A reload of an app's widgets or controls (`POST /v1/widgets/reload`, `/v1/controls/reload`).
 package struct ReloadRequest: Sendable, Hashable, Codable {
     /// The widget or control kinds to reload; nil: every one.
@@ -310,6 +309,7 @@ package struct SurfaceRegistration: Sendable, Hashable {
     package static let limit = 100
 }
 
+/// An app's push-to-start token for an attributes type.
 package struct PushToStartRegistration: Sendable, Hashable {
     package var deviceID: String
     package var bundleID: String
