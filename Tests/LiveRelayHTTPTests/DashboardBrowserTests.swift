@@ -180,7 +180,7 @@ struct DashboardBrowserTests {
                 ("activity", DashboardBrowser.activityPath("order-1234567890-with-a-long-key")),
                 ("channel-activity", DashboardBrowser.activityPath("match-7")), ("deliveries", "/dashboard/deliveries"),
                 ("channels", "/dashboard/channels"), ("api-keys", "/dashboard/api-keys"), ("devices", "/dashboard/devices"),
-                ("events", "/dashboard/event-log"), ("webhooks", "/dashboard/webhooks"),
+                ("events", "/dashboard/event-log"), ("webhooks", "/dashboard/webhooks"), ("device", "/dashboard/device?id=iphone-1"),
             ]
             for (width, height, prefix) in [(390, 844, "phone-"), (1280, 900, "")] {
                 try await Browser.with(width: width, height: height) { browser in

@@ -44,9 +44,9 @@ struct ReloadsEndToEndTests {
             #expect(try relay.emulator.devices.device("iphone-3").surfaces[harnessApp]?.widgets.isEmpty == true)
 
             // Of one kind only: the device whose widgets are of it.
-            let history = try await relay.post(
+            let ofHistory = try await relay.post(
                 "/v1/widgets/reload", .object([("kinds", .array([.string("history")])), ("audience", .object([("everyone", .bool(true))]))]))
-            #expect(history.json["deliveries"] == .integer(1), "\(history.json)")
+            #expect(ofHistory.json["deliveries"] == .integer(1), "\(ofHistory.json)")
             // The history keeps each push, with APNs' answer.
             try await relay.dispatch()
             let pushes = try await relay.store.deliveries(DeliveryQuery(key: ""))
@@ -56,6 +56,16 @@ struct ReloadsEndToEndTests {
             #expect(
                 first?["event"] == .string("reload") && first?["target"] == .string("widgets") && first?["apnsStatus"] == .integer(200),
                 "\(listed.json)")
+
+            // The dashboard: each reload in the history, leading to the device, whose page lists its tokens.
+            let browser = DashboardBrowser(relay)
+            _ = try await browser.signIn(key: try #require(relay.keys[.admin]))
+            let history = try await browser.get("/dashboard/deliveries").text
+            #expect(history.contains("<td>reload</td>") && history.contains("href=\"/dashboard/device?id=iphone-2\""))
+            let device = try await browser.get("/dashboard/device?id=iphone-2").text
+            let token = try #require(try relay.emulator.devices.device("iphone-2").surfaces[harnessApp]?.widgetToken)
+            #expect(device.contains(DeviceToken.shortened(token)) && device.contains("history (systemSmall)"), "\(device)")
+            #expect(try await browser.get("/dashboard/device").status == 400)
 
             // To a device without widgets: nothing, and the answer says why.
             let none = try await relay.post("/v1/widgets/reload", .object([("audience", .object([("devices", .array([.string("iphone-3")]))]))]))

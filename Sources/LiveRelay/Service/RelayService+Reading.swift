@@ -33,6 +33,11 @@ extension RelayService {
     }
 
     /// The outbox's deliveries, newest first, as people read them: without the pushes' bytes.
+    /// What the registry holds of a device: its push-to-start tokens, and its widget and control tokens.
+    package func deviceTokens(deviceID: String) async throws -> (pushToStart: [PushToStartTokenRecord], surfaces: [SurfaceTokenRecord]) {
+        (try await store.pushToStartTokens(deviceID: deviceID), try await store.surfaceTokens(deviceID: deviceID))
+    }
+
     package func deliveries(_ query: DeliveryQuery) async throws -> [DeliveryRecord] {
         var query = query
         query.includePayloads = false

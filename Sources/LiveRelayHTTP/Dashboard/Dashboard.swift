@@ -52,6 +52,13 @@ struct Dashboard: Sendable {
         signedIn.post("/activity/change") { request, context in try await change(request, context) }
         signedIn.post("/schedule/cancel") { request, context in try await cancelSchedule(request, context) }
         signedIn.get("/deliveries") { request, context in try await deliveries(request, context) }
+        signedIn.get("/device") { request, context in
+            guard let id = request.uri.queryParameters["id"].map(String.init), !id.isEmpty else {
+                throw APIError.invalid("id", "name the device: ?id=<device id>")
+            }
+            let tokens = try await relay.deviceTokens(deviceID: id)
+            return LivePage.html(DashboardPages.device(id, pushToStart: tokens.pushToStart, surfaces: tokens.surfaces, viewer: try viewer(context)))
+        }
         signedIn.post("/deliveries/retry") { request, context in try await retry(request, context) }
         signedIn.get("/event-log") { request, context in try await eventLog(request, context) }
         signedIn.get("/webhooks") { _, context in try await webhooks(context) }

@@ -51,3 +51,50 @@ extension DashboardPages {
             """)
     }
 }
+
+/// One device as the registry knows it.
+extension DashboardPages {
+    static func device(_ id: String, pushToStart: [PushToStartTokenRecord], surfaces: [SurfaceTokenRecord], viewer: DashboardViewer) -> HTML {
+        let starts = pushToStart.html { token in
+            let state: HTML = token.deadReason.map { "<span class=\"badge failed\">dead</span> \($0)" } ?? "<span class=\"badge live\">live</span>"
+            return """
+                <tr><td>\(token.bundleID)</td><td data-label="type">\(token.attributesType)</td>
+                <td data-label="token"><code>\(DeviceToken.shortened(token.token))</code></td><td data-label="environment">\(token.environment.rawValue)</td>
+                <td data-label="user">\(token.userID ?? "")</td><td data-label="app version">\(token.appVersion ?? "")</td><td>\(state)</td>
+                <td data-label="updated">\(time(token.updatedAt))</td></tr>
+                """
+        }
+        let widgets = surfaces.html { token in
+            let what: HTML =
+                token.pushType == .widgets
+                ? "\(token.widgets.map { "\($0.kind) (\($0.family))" }.joined(separator: ", "))"
+                : "control <strong>\(token.kind)</strong>"
+            return """
+                <tr><td>\(token.bundleID)</td><td data-label="type">\(token.pushType.rawValue)</td><td>\(what)</td>
+                <td data-label="token"><code>\(DeviceToken.shortened(token.token))</code></td><td data-label="environment">\(token.environment.rawValue)</td>
+                <td data-label="user">\(token.userID ?? "")</td><td data-label="updated">\(time(token.updatedAt))</td></tr>
+                """
+        }
+        let none: HTML = "<p class=\"empty\">None.</p>"
+        let startTable: HTML =
+            pushToStart.isEmpty
+            ? none
+            : "<table class=\"cards\"><thead><tr><th>App</th><th>Attributes type</th><th>Token</th><th>Environment</th><th>User</th><th>App version</th><th>State</th><th>Updated</th></tr></thead><tbody>\(starts)</tbody></table>"
+        let surfaceTable: HTML =
+            surfaces.isEmpty
+            ? none
+            : "<table class=\"cards\"><thead><tr><th>App</th><th>Type</th><th>Widgets or control</th><th>Token</th><th>Environment</th><th>User</th><th>Updated</th></tr></thead><tbody>\(widgets)</tbody></table>"
+        return page(
+            "Device \(id)", section: nil, viewer: viewer,
+            """
+            <h1>Device <code>\(id)</code></h1>
+            <p class="muted">What the registry holds of it. Its update tokens are on each activity's page; every push to it is on <a href="/dashboard/deliveries">Deliveries</a>.</p>
+            <div data-live id="device-tokens">
+            <h2>Push-to-start tokens</h2>
+            \(startTable)
+            <h2>Widget and control tokens</h2>
+            \(surfaceTable)
+            </div>
+            """)
+    }
+}

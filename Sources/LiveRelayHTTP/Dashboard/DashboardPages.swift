@@ -209,11 +209,16 @@ enum DashboardPages {
 
     static func target(_ target: DeliveryTarget) -> HTML {
         switch target {
-        case .activityToken(let device, _): "\(device)"
-        case .pushToStartToken(let device, _): "\(device) <span class=\"muted\">push-to-start</span>"
+        case .activityToken(let device, _): deviceLink(device)
+        case .pushToStartToken(let device, _): "\(deviceLink(device)) <span class=\"muted\">push-to-start</span>"
         case .channel(let id): "channel <code>\(id)</code>"
-        case .surface(let type, let device, _): "\(device) <span class=\"muted\">\(type == .widgets ? "widgets" : "control")</span>"
+        case .surface(let type, let device, _): "\(deviceLink(device)) <span class=\"muted\">\(type == .widgets ? "widgets" : "control")</span>"
         }
+    }
+
+    /// A device id, leading to what the registry holds of it.
+    static func deviceLink(_ id: String) -> HTML {
+        "<a href=\"/dashboard/device?\(QueryString.make([("id", id)]))\">\(id)</a>"
     }
 
     static func time(_ date: Date) -> HTML {
