@@ -93,10 +93,7 @@ extension APNsRequest {
     public static func liveActivity(
         _ payload: LiveActivityPayload, to token: DeviceToken, topic: BundleID, options: PushOptions = .init()
     ) throws(LiveActivityValidationError) -> APNsRequest {
-        if options.priority == .low {
-            throw LiveActivityValidationError(
-                field: "apns-priority", code: .invalidValue, message: "must be 10 or 5 for a Live Activity device push, got 1")
-        }
+        try checkPriority(options, of: "a Live Activity device push")
         return liveActivity(encoded: try payload.encoded(for: .device), to: token, topic: topic, options: options)
     }
 
@@ -111,11 +108,15 @@ extension APNsRequest {
     public static func reload(
         _ type: ReloadPushType, to token: DeviceToken, topic: BundleID, options: PushOptions = .init()
     ) throws(LiveActivityValidationError) -> APNsRequest {
-        if options.priority == .low {
-            throw LiveActivityValidationError(
-                field: "apns-priority", code: .invalidValue, message: "must be 10 or 5 for a \(type.rawValue) push, got 1")
-        }
+        try checkPriority(options, of: "a \(type.rawValue) push")
         return device(type.pushType, body: ReloadPushType.body, to: token, topic: topic, options: options)
+    }
+
+    /// A device push of ours goes at 10 or 5: 1 (never wake the device) is for broadcasts.
+    private static func checkPriority(_ options: PushOptions, of push: String) throws(LiveActivityValidationError) {
+        guard options.priority != .low else {
+            throw LiveActivityValidationError(field: "apns-priority", code: .invalidValue, message: "must be 10 or 5 for \(push), got 1")
+        }
     }
 
     private static func device(_ type: APNsPushType, body: [UInt8], to token: DeviceToken, topic: BundleID, options: PushOptions) -> APNsRequest {

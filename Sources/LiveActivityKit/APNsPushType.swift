@@ -8,7 +8,14 @@ public enum APNsPushType: String, Sendable, Hashable, CaseIterable, Codable {
     /// A control's token (`ControlPushInfo.token`): one per control.
     case controls
 
-    public var topicSuffix: String { ".push-type.\(rawValue)" }
+    /// Literal, not built from the raw value: the emulator compares it for every push.
+    public var topicSuffix: String {
+        switch self {
+        case .liveActivity: ".push-type.liveactivity"
+        case .widgets: ".push-type.widgets"
+        case .controls: ".push-type.controls"
+        }
+    }
 }
 
 /// A push that tells the system an app's widgets or controls have new content: WidgetKit then

@@ -195,25 +195,20 @@ extension SimulatedDevice {
         }
         var app = surfaces[bundleID] ?? AppSurfaces()
         defer { surfaces[bundleID] = app }
-        var uses = type == .widgets ? app.widgetReloads : app.controlReloads
-        uses = uses.filter { $0 > now - 86_400 }
-        guard uses.count < settings.reloadsPerDay else {
-            if type == .widgets { app.widgetReloads = uses } else { app.controlReloads = uses }
+        let spent: WritableKeyPath<AppSurfaces, [Date]> = type == .widgets ? \.widgetReloads : \.controlReloads
+        if let roomAt = Self.spend(settings.reloadsPerDay, per: 86_400, from: &app[keyPath: spent], at: now) {
             write(
-                "dropped a \(type.rawValue) push: the reload budget of \(settings.reloadsPerDay) a day is spent (the next fits at \(ISO8601DateFormatter().string(from: uses[uses.count - settings.reloadsPerDay] + 86_400)))",
+                "dropped a \(type.rawValue) push: the reload budget of \(settings.reloadsPerDay) a day is spent (the next fits at \(roomAt.iso8601))",
                 bundleID, at: now)
             return []
         }
-        uses.append(now)
         var kinds: [String] = []
         if type == .widgets {
-            app.widgetReloads = uses
             for index in app.widgets.indices {
                 app.widgets[index].reloads.reload(at: now, reading: app.sharedData[app.widgets[index].kind])
                 kinds.append(app.widgets[index].kind)
             }
         } else {
-            app.controlReloads = uses
             for index in app.controls.indices where app.controls[index].kind == controlKind {
                 app.controls[index].reloads.reload(at: now, reading: app.sharedData[app.controls[index].kind])
                 kinds.append(app.controls[index].kind)

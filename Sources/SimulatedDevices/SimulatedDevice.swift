@@ -499,8 +499,13 @@ public struct SimulatedDevice: Sendable {
 
     /// Spends one of `budget` uses an hour kept in `uses`: nil when it fits, else when one does.
     private static func spend(hourlyBudget budget: Int, from uses: inout [Date], at now: Date) -> Date? {
-        uses = uses.filter { $0 > now - 3600 }
-        guard uses.count < budget else { return budget > 0 ? uses[uses.count - budget] + 3600 : now + 3600 }
+        spend(budget, per: 3600, from: &uses, at: now)
+    }
+
+    /// Spends one of `budget` uses a `window` kept in `uses`: nil when it fits, else when one does.
+    static func spend(_ budget: Int, per window: TimeInterval, from uses: inout [Date], at now: Date) -> Date? {
+        uses = uses.filter { $0 > now - window }
+        guard uses.count < budget else { return budget > 0 ? uses[uses.count - budget] + window : now + window }
         uses.append(now)
         return nil
     }

@@ -496,7 +496,8 @@ struct RelayAPITests {
             ("PushToStartRegistration", PushToStartBody.fields), ("ActivityTokenRegistration", ActivityTokenBody.fields),
             ("ChannelListenerRegistration", ChannelListenerBody.fields), ("EndedReport", EndedBody.fields),
             ("StartRequest", StartRequest.fields), ("UpdateRequest", ChangeRequest.updateFields), ("EndRequest", ChangeRequest.endFields),
-            ("ContractRequest", ContractBody.fields),
+            ("ContractRequest", ContractBody.fields), ("WidgetTokens", WidgetTokensBody.fields), ("ControlTokens", ControlTokensBody.fields),
+            ("ReloadRequest", ReloadRequest.fields),
         ])
         func theDocumentNamesEveryFieldTheBodyTakes(schema: String, fields: [String]) throws {
             let properties = try #require(Self.document["components"]?["schemas"]?[schema]?["properties"]?.objectMembers)

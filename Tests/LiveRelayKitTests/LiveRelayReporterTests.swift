@@ -261,6 +261,32 @@ struct LiveRelayReporterTests {
 extension LiveRelayReporterTests {
     /// While the server is away, a token replaces the older one of the same type or activity
     /// waiting in the backlog: the server needs only the newest, and the file stays small.
+    /// WidgetKit's tokens in other people's timing: handed over while the server is down, the
+    /// widget token rotated twice meanwhile (the first, perhaps on its way, and the newest wait; the
+    /// one between is needless), the app killed before it sent, the next launch sends what waited,
+    /// in order, and nothing WidgetKit hands it again.
+    @Test func widgetTokensWaitOutAnOutageAndARelaunchAndArriveOnce() async throws {
+        let file = storage()
+        let down = ScriptedServer(Array(repeating: SendOutcome.unreachable("offline"), count: 3))
+        let first = LiveRelayReporter(reporter: iphone, transport: down, storage: file, sleep: Pauses().sleep)
+        let small = [Report.Widget(kind: "order", family: "systemSmall")]
+        for byte in UInt8(1)...3 { await first.observe(.widgetPushInfo(token: token(byte), widgets: small)) }
+        await first.observe(.controlPushInfo([ObservedControl(kind: "door", token: token(4))]))
+        #expect(
+            await first.pending == [
+                .widgetTokens(token: hex(1), widgets: small), .widgetTokens(token: hex(3), widgets: small),
+                .controlTokens([Report.Control(kind: "door", token: hex(4))]),
+            ])
+        // Killed before anything went; launched later, on the network again.
+        let up = ScriptedServer()
+        let second = LiveRelayReporter(reporter: iphone, transport: up, storage: file, sleep: Pauses().sleep)
+        await second.observe(.widgetPushInfo(token: token(3), widgets: small))
+        await second.observe(.controlPushInfo([ObservedControl(kind: "door", token: token(4))]))
+        try await send(second) { await second.pending.isEmpty }
+        #expect(up.received == ["POST /v1/widget-tokens", "POST /v1/widget-tokens", "POST /v1/control-tokens"])
+        #expect(down.received.isEmpty)
+    }
+
     @Test func aNewerTokenReplacesTheOneWaitingBehindTheFirst() async throws {
         let reporter = LiveRelayReporter(reporter: iphone, transport: ScriptedServer(), storage: storage())
         await reporter.observe(.activity(id: "a1", attributesType: orderType, key: "k", pushType: .token))
