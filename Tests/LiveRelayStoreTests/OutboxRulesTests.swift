@@ -139,7 +139,7 @@ import Testing
                 .killToken(DeadToken(bundleID: testApp, key: "k", kind: .activity, deviceID: "a", token: "ta", reason: "Unregistered")),
                 .move(
                     DeliveryMove(
-                        .skip, DeliverySelection(bundleID: testApp, key: "k", deviceID: "a", token: "ta"), at: now,
+                        .skip, DeliverySelection(bundleID: testApp, key: "k", deviceID: "a", token: "ta", targets: [.activity]), at: now,
                         reason: "token dead: Unregistered")),
                 .record(
                     NewEvent(
@@ -239,7 +239,10 @@ import Testing
     @Test func anExpiredActivityGetsNothingMoreAndTheBackendHearsTheSystemEndedIt() {
         #expect(
             OutboxRules.decisions(after: .activityExpired(app: testApp, key: "k"), at: now) == [
-                .move(DeliveryMove(.skip, DeliverySelection(bundleID: testApp, key: "k"), at: now, reason: "activity expired")),
+                .move(
+                    DeliveryMove(
+                        .skip, DeliverySelection(bundleID: testApp, key: "k", targets: DeliveryTargetKind.allCases), at: now,
+                        reason: "activity expired")),
                 .record(NewEvent(.activityEnded, bundleID: testApp, key: "k", data: [("cause", .string("system")), ("reason", .string("expired"))])),
             ])
         #expect(

@@ -221,6 +221,29 @@ struct PostgresPlanTests {
     }
 
     /// A new database, migrated, holding one payload and what `sql` then inserts.
+    /// A key of 300,000 pushes in three fan-outs: a device that reports late is read by seeks to
+    /// it (was it sent the latest change; its priority-10 pushes moment by moment), whatever the
+    /// statistics say, never by the key's history (issue 59).
+    @Test func aLateReportSeeksItsDeviceInALongHistory() async throws {
+        let url = try await Self.migratedDatabase(
+            holding: """
+                \(Self.pushes(1...300_000, status: "sent", createdAt: "i / 100000"))
+                ANALYZE deliveries;
+                """)
+        let reads = Self.run(
+            "late report",
+            StoreStatements.catchUpReads(app: "app", key: "match", deviceID: "device-7", latest: 1, since: Date(timeIntervalSince1970: 0)))
+        let plan = try await TestPostgres.psqlOutput(
+            url,
+            """
+            SET plan_cache_mode = force_generic_plan;
+            PREPARE reads AS \(reads.sql);
+            EXPLAIN EXECUTE reads(\(reads.arguments))
+            """)
+        #expect(plan.contains("deliveries_by_timestamp") && plan.contains("deliveries_priority10"), "\(plan)")
+        #expect(!plan.contains("Seq Scan on deliveries") && !plan.contains("Bitmap"), "\(plan)")
+    }
+
     private static func migratedDatabase(holding sql: String) async throws -> String {
         let url = try await TestPostgres.freshDatabase()
         let store = try PostgresStore(url: url)

@@ -202,7 +202,7 @@ import Testing
                 activityToken("order-1", "iphone-2", at: t0 + 20), attributesType: deliveryType, catchUp: catchUp)
             let snapshot = try #require(seen.value)
             #expect(snapshot.activity.state == .ended)
-            #expect(snapshot.deviceTimestamp == Int64(t0.timeIntervalSince1970), "the device was sent only the start")
+            #expect(!snapshot.sentLatest, "the device was sent only the start")
             #expect(snapshot.priority10Used == 0)
             #expect(saved.caughtUp?.push.event == .end)
             let pushes = try await store.deliveries(DeliveryQuery(bundleID: testApp, key: "order-1", limit: 50))
@@ -211,9 +211,66 @@ import Testing
             // Reported now, it is awaited no longer; a device sent its push since is not caught up again.
             let again = try await store.saveActivityToken(
                 activityToken("order-1", "iphone-2", token: "rotated", at: t0 + 30), attributesType: deliveryType, catchUp: catchUp)
-            #expect(seen.value?.deviceTimestamp == snapshot.activity.lastTimestamp)
+            #expect(seen.value?.sentLatest == true)
             #expect(seen.value?.priority10Used == 1, "its catch-up went at priority 10 and counts against its budget")
             #expect(again.caughtUp != nil, "the plan decides; this one always catches up")
+        }
+    }
+
+    /// A late report's budget is the device's priority-10 pushes under the key in the window,
+    /// read moment by moment (each change of the key at priority 10, then the device's push of it):
+    /// neither another device's, nor one at 5, nor one before the window, nor one that failed.
+    @Test(arguments: StoreKind.allCases) func aLateReportCountsItsDevicesPriority10PushesInTheWindow(kind: StoreKind) async throws {
+        try await kind.withStore { subject in
+            let store = subject.store
+            try await store.registerActivity("match", on: ["iphone-1", "iphone-2"])
+            // Each change sent before the next (a queued push is passed over by a newer one);
+            // iphone-1's u3 failed for good: it reached nobody.
+            let changes: [(body: String, at: Date, priority: APNsPriority)] = [
+                ("before the window", t0 - 4000, .immediate), ("u1", t0 + 1, .immediate), ("u2", t0 + 2, .powerConsiderate),
+                ("u3", t0 + 3, .immediate), ("u4", t0 + 4, .immediate),
+            ]
+            for change in changes {
+                try await store.change("match", body: change.body, at: change.at, priority: change.priority)
+                let claimed = try await store.claimDeliveries(dueBy: change.at, limit: 10, leaseUntil: change.at + 60)
+                #expect(claimed.count == 2)
+                try await store.recordOutcomes(
+                    claimed.map { push in
+                        let fails = change.body == "u3" && push.target.name == "iphone-1"
+                        return (push.id, fails ? .failed(status: 400, reason: "BadPriority", tokenIsDead: false) : .sent(status: 200, apnsID: nil))
+                    }, at: change.at)
+            }
+            let seen = Seen<CatchUpSnapshot?>(nil)
+            let reading = CatchUp(budgetWindowStart: t0 - 3600, context: WriteContext()) { snapshot in
+                seen.set(snapshot)
+                return nil
+            }
+            try await store.saveActivityToken(
+                activityToken("match", "iphone-1", token: "rotated", at: t0 + 10), attributesType: deliveryType, catchUp: reading)
+            #expect(seen.value?.priority10Used == 2, "u1 and u4")
+            #expect(seen.value?.sentLatest == true, "u4 is its latest")
+            try await store.saveActivityToken(activityToken("match", "iphone-3", at: t0 + 11), attributesType: deliveryType, catchUp: reading)
+            #expect(seen.value?.priority10Used == 0)
+            #expect(seen.value?.sentLatest == false)
+        }
+    }
+
+    /// A token's last result is its newest attempted push's: an answer to an older push that
+    /// comes after a newer one's leaves it.
+    @Test(arguments: StoreKind.allCases) func aTokensLastResultIsItsNewestAttemptedPushs(kind: StoreKind) async throws {
+        try await kind.withStore { subject in
+            let store = subject.store
+            try await store.registerActivity("match", on: ["iphone-1"])
+            try await store.change("match", body: "u1", at: t0 + 1)
+            let older = try await store.claimDeliveries(dueBy: t0 + 1, limit: 10, leaseUntil: t0 + 60)
+            try await store.change("match", body: "u2", at: t0 + 2)
+            let newer = try await store.claimDeliveries(dueBy: t0 + 2, limit: 10, leaseUntil: t0 + 60)
+            #expect(older.count == 1 && newer.count == 1)
+            try await store.recordOutcomes(newer.map { ($0.id, .sent(status: 200, apnsID: nil)) }, at: t0 + 3)
+            try await store.recordOutcomes(older.map { ($0.id, .retry(at: t0 + 9, status: 429, reason: "TooManyRequests")) }, at: t0 + 4)
+            let token = try #require(try await store.activityTokens(app: testApp, key: "match").first)
+            #expect(token.lastStatus == 200)
+            #expect(token.lastDeliveryAt == t0 + 3)
         }
     }
 

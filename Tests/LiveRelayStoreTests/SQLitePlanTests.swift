@@ -47,3 +47,82 @@ enum DeliveryPageForms {
     /// key (a key in every app is asked only by a key that serves every app).
     static func readsByKey(_ query: DeliveryQuery) -> Bool { query.bundleID != nil && query.key != nil }
 }
+
+/// A fan-out writes a push to each of a key's devices: an index that ordered the key's whole
+/// history by device took each new row into a page of its own, every page of the history written
+/// again at each fan-out (issue 59). What needs a device's pushes under a key reads them another way.
+@Suite struct HistoryOrderTests {
+    static func plan(_ statement: SQLStatement, in store: SQLiteStore) async throws -> String {
+        try await store.pool.read { db in
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + statement.text, arguments: statement.sqliteArguments)
+                .map { $0["detail"] as String? ?? "" }.joined(separator: "\n")
+        }
+    }
+
+    /// Every index of the whole history orders a key's pushes by something a fan-out's rows share
+    /// and that only grows (their time, their `timestamp`, their id). An index by device may hold
+    /// only rows that leave it (queued ones) or that a fan-out never writes (starts).
+    @Test func noIndexOfTheWholeHistoryOrdersAKeysPushesByDevice() async throws {
+        let store = try await SQLiteStore.open(path: TestFiles.path("history-order", pathExtension: "sqlite"))
+        _ = try await store.migrate()
+        let indexes = try await store.pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'deliveries' AND sql IS NOT NULL")
+                .map { (name: $0["name"] as String, sql: $0["sql"] as String) }
+        }
+        #expect(indexes.count >= 8, "\(indexes)")
+        for index in indexes {
+            let columns = index.sql.split(separator: "(")[1].split(separator: ")")[0].split(separator: ",").map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }
+            guard columns.starts(with: ["bundle_id", "key"]), columns.count > 2, !["id", "created_at"].contains(columns[2]) else { continue }
+            let partial = index.sql.components(separatedBy: " WHERE ").dropFirst().first ?? ""
+            #expect(
+                ["status = 'queued'", "event = 'start'"].contains(partial), "\(index.name) orders a key's history by \(columns[2]): \(index.sql)")
+        }
+    }
+
+    /// A late report reads whether its device was sent the key's latest change, and its
+    /// priority-10 pushes moment by moment, by seeks to the device: not the key's history.
+    @Test func aLateReportSeeksItsDevice() async throws {
+        let store = try await SQLiteStore.open(path: TestFiles.path("late-report-plan", pathExtension: "sqlite"))
+        _ = try await store.migrate()
+        let plan = try await Self.plan(
+            StoreStatements.catchUpReads(app: "app", key: "match", deviceID: "iphone-1", latest: 1_800_000_000, since: t0), in: store)
+        #expect(plan.contains("deliveries_by_timestamp (bundle_id=? AND timestamp=? AND key=? AND device_id=?)"), "\(plan)")
+        #expect(plan.contains("deliveries_priority10 (bundle_id=? AND key=? AND created_at=? AND device_id=?)"), "\(plan)")
+        #expect(!plan.contains("SCAN deliveries"), "\(plan)")
+        let reloads = try await store.pool.read { db in
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + StoreStatements.recentReloads, arguments: ["app", "widgets", 1_800_000_000])
+                .map { $0["detail"] as String? ?? "" }.joined(separator: "\n")
+        }
+        #expect(reloads.contains("deliveries_reloads (bundle_id=? AND target=? AND created_at>?)"), "a day's reloads, not all: \(reloads)")
+    }
+
+    /// What a change reads and writes of its key's pushes goes by the indexes that hold only
+    /// those: its starts (the devices still awaited), its queued pushes (passed over by the
+    /// change), its priority-10 pushes of the hour. SQLite plans without statistics: an index of
+    /// the whole history that began with the app and the key would tie with these, and was taken
+    /// (the awaited devices counted over a key's 3 million pushes: 0.7 s a fan-out).
+    @Test func aChangeReadsItsKeyByTheIndexesThatHoldOnlyWhatItWants() async throws {
+        let store = try await SQLiteStore.open(path: TestFiles.path("change-plans", pathExtension: "sqlite"))
+        _ = try await store.migrate()
+        let statements: [(name: String, statement: SQLStatement, index: String)] = [
+            (
+                "the awaited devices", SQLStatement(text: StoreStatements.awaitingDevices, arguments: [.text("app"), .text("match")]),
+                "deliveries_starts_by_device"
+            ),
+            (
+                "the queued pushes passed over", OutboxStatements.move(OutboxRules.supersedingKey(app: "app", key: "match", at: t0)),
+                "deliveries_queued_by_target"
+            ),
+            (
+                "the budget", SQLStatement(text: StoreStatements.priority10Counts, arguments: [.text("app"), .text("match"), .seconds(t0)]),
+                "deliveries_priority10"
+            ),
+        ]
+        for (name, statement, index) in statements {
+            let plan = try await Self.plan(statement, in: store)
+            #expect(plan.contains(index) && !plan.contains("deliveries_by_timestamp"), "\(name): \(plan)")
+        }
+    }
+}

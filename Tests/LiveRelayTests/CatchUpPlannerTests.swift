@@ -9,8 +9,8 @@ import Testing
 struct CatchUpPlannerTests {
     let planner = CatchUpPlanner(governor: budgetGovernor)
 
-    func snapshot(_ key: ActivityRecord, deviceTimestamp: Int64? = 1_799_999_000, used: Int = 0) -> CatchUpSnapshot {
-        CatchUpSnapshot(activity: key, token: liveToken("iphone-1"), deviceTimestamp: deviceTimestamp, priority10Used: used)
+    func snapshot(_ key: ActivityRecord, sentLatest: Bool = false, used: Int = 0) -> CatchUpSnapshot {
+        CatchUpSnapshot(activity: key, token: liveToken("iphone-1"), sentLatest: sentLatest, priority10Used: used)
     }
 
     func sent(_ plan: CatchUpPlan?) throws -> JSONValue { try JSONValue(parsing: try #require(plan).payload) }
@@ -32,7 +32,7 @@ struct CatchUpPlannerTests {
 
     @Test func aDeviceSentTheLatestChangeOrAKeyWithoutContentGetsNothing() {
         let key = activity(lastTimestamp: 1_800_000_100)
-        #expect(planner.plan(snapshot(key, deviceTimestamp: 1_800_000_100), at: t0, requestID: "r") == nil)
+        #expect(planner.plan(snapshot(key, sentLatest: true), at: t0, requestID: "r") == nil)
         #expect(planner.plan(snapshot(activity(content: nil, lastTimestamp: 1_800_000_100)), at: t0, requestID: "r") == nil)
     }
 

@@ -19,7 +19,7 @@ struct CatchUpPlanner {
     /// (or the key has no content yet: an activity the app started, that the backend never changed).
     func plan(_ snapshot: CatchUpSnapshot, at now: Date, requestID: String) -> CatchUpPlan? {
         let activity = snapshot.activity
-        guard let contentState = activity.contentState, activity.lastTimestamp > (snapshot.deviceTimestamp ?? 0) else { return nil }
+        guard let contentState = activity.contentState, !snapshot.sentLatest else { return nil }
         let ended = activity.state == .ended
         var dismissal = ActivityUIDismissalPolicy.default
         if ended {

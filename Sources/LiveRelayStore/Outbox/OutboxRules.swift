@@ -198,7 +198,8 @@ package enum OutboxRules {
             case .channel: return [.record(failed(delivery, status: status, reason: reason))]
             }
             let dead = DeadToken(bundleID: delivery.bundleID, key: delivery.key, kind: kind, deviceID: deviceID, token: token, reason: reason)
-            let waiting = DeliverySelection(bundleID: delivery.bundleID, key: delivery.key, deviceID: deviceID, token: token)
+            let waiting = DeliverySelection(
+                bundleID: delivery.bundleID, key: delivery.key, deviceID: deviceID, token: token, targets: [delivery.target.kind])
             let invalidated = NewEvent(
                 .tokenInvalidated, bundleID: delivery.bundleID, key: delivery.key, environment: delivery.environment, deviceID: deviceID,
                 data: [
@@ -242,7 +243,9 @@ package enum OutboxRules {
 
         case .activityExpired(let app, let key):
             let ended = NewEvent(.activityEnded, bundleID: app, key: key, data: [("cause", .string("system")), ("reason", .string("expired"))])
-            return [.move(DeliveryMove(.skip, DeliverySelection(bundleID: app, key: key), at: now, reason: "activity expired")), .record(ended)]
+            // Every kind named, as a key's queued pushes are found by their kind (`deliveries_queued_by_target`).
+            let waiting = DeliverySelection(bundleID: app, key: key, targets: DeliveryTargetKind.allCases)
+            return [.move(DeliveryMove(.skip, waiting, at: now, reason: "activity expired")), .record(ended)]
 
         case .keyEnded(let app, let key):
             return [.record(NewEvent(.activityEnded, bundleID: app, key: key, data: [("cause", .string("backend"))]))]

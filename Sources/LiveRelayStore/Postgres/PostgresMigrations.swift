@@ -294,5 +294,8 @@ enum PostgresMigrations {
                 StoreStatements.surfaceTokensTable(seconds: "double precision"),
                 StoreStatements.surfaceTokensByTokenIndex,
             ]),
+        StoreMigration(
+            name: "0030-history-without-device-order",
+            statements: StoreStatements.historyWithoutDeviceOrder(trigger: StoreStatements.postgresLastDeliveryTrigger, idType: "bigint")),
     ]
 }

@@ -193,12 +193,13 @@ extension PostgresStore {
             try await db.carryOut(.activityReported(token.report(isNew: before != ActivityTokenState.live.rawValue)), at: token.registeredAt)
             var saved = SavedActivityToken(activity: activity)
             if let catchUp {
+                let row = try await db.rows(
+                    StoreStatements.catchUpReads(
+                        app: token.bundleID, key: token.key, deviceID: token.deviceID, latest: activity.lastTimestamp,
+                        since: catchUp.budgetWindowStart)
+                ).first
                 let snapshot = CatchUpSnapshot(
-                    activity: activity, token: token, deviceTimestamp: try await db.rows(StoreStatements.deviceTimestamp, device).first?.integer(0),
-                    priority10Used: try await db.rows(
-                        StoreStatements.devicePriority10Count,
-                        [.text(token.bundleID), .text(token.key), .seconds(catchUp.budgetWindowStart), .text(token.deviceID)]
-                    ).first?.int(0) ?? 0)
+                    activity: activity, token: token, sentLatest: row?.bool(0) ?? false, priority10Used: row?.int(1) ?? 0)
                 if let planned = catchUp.plan(snapshot) {
                     saved.claimed = try await Self.enqueue(
                         db, payloads: [planned.payload], deliveries: [planned.delivery], at: token.registeredAt, context: catchUp.context)
@@ -303,18 +304,7 @@ extension PostgresStore {
     }
 
     package func activityTokens(app: String, key: String) async throws -> [ActivityTokenRecord] {
-        // A token's last result is that of its newest delivery that was attempted.
-        try await rows(
-            """
-            SELECT \(ActivityTokenRecord.table.list("t")), d.apns_status, d.apns_reason, d.attempted_at
-            FROM activity_tokens t LEFT JOIN LATERAL (
-                SELECT apns_status, apns_reason, attempted_at FROM deliveries
-                WHERE bundle_id = t.bundle_id AND key = t.key AND device_id = t.device_id AND token = t.token AND attempts > 0
-                ORDER BY created_at DESC, id DESC LIMIT 1) d ON TRUE
-            WHERE t.bundle_id = ? AND t.key = ? ORDER BY t.device_id
-            """,
-            [.text(app), .text(key)]
-        ).map(ActivityTokenRecord.withLastDelivery(row:))
+        try await rows(StoreStatements.activityTokensWithLastResult, [.text(app), .text(key)]).map(ActivityTokenRecord.withLastDelivery(row:))
     }
 
     package func pushToStartTokens(deviceID: String) async throws -> [PushToStartTokenRecord] {

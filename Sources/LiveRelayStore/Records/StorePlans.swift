@@ -301,15 +301,15 @@ package struct CatchUpSnapshot: Sendable {
     package var activity: ActivityRecord
     /// The token the device reports.
     package var token: ActivityTokenRecord
-    /// The newest `timestamp` sent (or queued) to the device under the key; nil when none was.
-    package var deviceTimestamp: Int64?
+    /// Whether the device was sent (or is still to be sent) the key's latest change.
+    package var sentLatest: Bool
     /// The device's priority-10 pushes under the key since the budget window began.
     package var priority10Used: Int
 
-    package init(activity: ActivityRecord, token: ActivityTokenRecord, deviceTimestamp: Int64?, priority10Used: Int) {
+    package init(activity: ActivityRecord, token: ActivityTokenRecord, sentLatest: Bool, priority10Used: Int) {
         self.activity = activity
         self.token = token
-        self.deviceTimestamp = deviceTimestamp
+        self.sentLatest = sentLatest
         self.priority10Used = priority10Used
     }
 }

@@ -375,5 +375,10 @@ enum SQLiteMigrations {
             statements: [
                 StoreStatements.surfaceTokensTable(seconds: "REAL"), StoreStatements.surfaceTokensByTokenIndex,
             ]),
+        // A key's history no longer ordered by device: each token keeps its newest attempted push
+        // instead, and a late report's reads go by the key's changes (issue 59).
+        StoreMigration(
+            name: "0030-history-without-device-order",
+            statements: StoreStatements.historyWithoutDeviceOrder(trigger: [StoreStatements.sqliteLastDeliveryTrigger], idType: "INTEGER")),
     ]
 }

@@ -128,12 +128,11 @@ extension SQLiteStore {
             try db.carryOut(.activityReported(token.report(isNew: before != ActivityTokenState.live.rawValue)), at: token.registeredAt)
             var saved = SavedActivityToken(activity: activity!)
             if let catchUp {
+                let reads = StoreStatements.catchUpReads(
+                    app: token.bundleID, key: token.key, deviceID: token.deviceID, latest: activity!.lastTimestamp, since: catchUp.budgetWindowStart)
+                let row = try Row.fetchOne(db, sql: reads.text, arguments: reads.sqliteArguments)
                 let snapshot = CatchUpSnapshot(
-                    activity: activity!, token: token,
-                    deviceTimestamp: try db.fetchOne(StoreStatements.deviceTimestamp, device) { $0[0] as Int64? } ?? nil,
-                    priority10Used: try db.fetchOne(
-                        StoreStatements.devicePriority10Count, [token.bundleID, token.key, catchUp.budgetWindowStart.seconds, token.deviceID]
-                    ) { $0[0] as Int } ?? 0)
+                    activity: activity!, token: token, sentLatest: row?[0] as Bool? ?? false, priority10Used: row?[1] as Int? ?? 0)
                 if let planned = catchUp.plan(snapshot) {
                     saved.claimed = try Self.enqueue(
                         db, payloads: [planned.payload], deliveries: [planned.delivery], at: token.registeredAt, context: catchUp.context)
@@ -219,16 +218,7 @@ extension SQLiteStore {
 
     package func activityTokens(app: String, key: String) async throws -> [ActivityTokenRecord] {
         try await pool.read { db in
-            // A token's last result is that of its newest delivery that was attempted.
-            try db.fetchAll(
-                """
-                SELECT \(ActivityTokenRecord.table.list("t")), d.apns_status, d.apns_reason, d.attempted_at
-                FROM activity_tokens t LEFT JOIN deliveries d ON d.id = (
-                    SELECT id FROM deliveries
-                    WHERE bundle_id = t.bundle_id AND key = t.key AND device_id = t.device_id AND token = t.token AND attempts > 0
-                    ORDER BY created_at DESC, id DESC LIMIT 1)
-                WHERE t.bundle_id = ? AND t.key = ? ORDER BY t.device_id
-                """, [app, key], as: ActivityTokenRecord.withLastDelivery(row:))
+            try db.fetchAll(StoreStatements.activityTokensWithLastResult, [app, key], as: ActivityTokenRecord.withLastDelivery(row:))
         }
     }
 

@@ -82,7 +82,8 @@ enum StoreStatements {
     }
 
     /// Each device's reloads of a push type queued, on their way or sent since a time (app,
-    /// target, since): what the device's reload budget has spent. Reloads are kept under no key.
+    /// target, since): what the device's reload budget has spent. Reloads are kept under no key
+    /// (`deliveries_reloads`).
     static let recentReloads = """
         SELECT device_id, COUNT(*) FROM deliveries
         WHERE bundle_id = ? AND key = '' AND target = ? AND created_at >= ? AND status IN ('queued', 'sending', 'sent')
@@ -98,7 +99,8 @@ enum StoreStatements {
         ON CONFLICT (bundle_id, key, device_id) DO UPDATE SET
             activity_id = excluded.activity_id, token = excluded.token, frequent_pushes = excluded.frequent_pushes,
             registered_at = excluded.registered_at, state = 'live', state_reason = NULL, environment = excluded.environment,
-            reported_by = excluded.reported_by, app_version = excluded.app_version
+            reported_by = excluded.reported_by, app_version = excluded.app_version,
+            last_delivery_id = CASE WHEN activity_tokens.token = excluded.token THEN activity_tokens.last_delivery_id END
         """
 
     /// A device's channel-bound activity under a key, listening (again): the record's state is `live`.
@@ -201,17 +203,83 @@ enum StoreStatements {
 
     static let liveTokenCount = "SELECT COUNT(*) FROM activity_tokens WHERE bundle_id = ? AND key = ? AND state = 'live'"
 
+    /// A key's pushes that can count against its priority-10 budget (app, key): the rows of
+    /// `deliveries_priority10`, whose condition this repeats so that the index applies.
+    private static let priority10Rows = "deliveries WHERE bundle_id = ? AND key = ? AND target != 'push-to-start' AND priority = 10"
+
     /// A key's pushes that count against its priority-10 budget since a time (app, key, since).
-    private static let priority10Pushes = """
-        FROM deliveries WHERE bundle_id = ? AND key = ? AND target != 'push-to-start' AND priority = 10 AND created_at >= ?
-            AND \(OutboxStatements.budgetCondition)
-        """
+    private static let priority10Pushes = "FROM \(priority10Rows) AND created_at >= ? AND \(OutboxStatements.budgetCondition)"
 
     /// `priority10Pushes` per device or channel.
     static let priority10Counts = "SELECT COALESCE(device_id, channel_id, ''), COUNT(*) \(priority10Pushes) GROUP BY 1"
 
-    /// `priority10Pushes` of one device (app, key, since, device).
-    static let devicePriority10Count = "SELECT COUNT(*) \(priority10Pushes) AND device_id = ?"
+    /// The index of the pushes that can count against a budget, by key and time, then device: a
+    /// change's pushes all share their time, so a fan-out appends to it (issue 59).
+    static let priority10Index =
+        "CREATE INDEX deliveries_priority10 ON deliveries (bundle_id, key, created_at, device_id) WHERE priority = 10 AND target != 'push-to-start'"
+
+    // MARK: An update token's last result
+
+    /// A key's update tokens by device, each with the answer to its newest push that was
+    /// attempted (app, key).
+    static let activityTokensWithLastResult = """
+        SELECT \(ActivityTokenRecord.table.list("t")), d.apns_status, d.apns_reason, d.attempted_at
+        FROM activity_tokens t LEFT JOIN deliveries d ON d.id = t.last_delivery_id
+        WHERE t.bundle_id = ? AND t.key = ? ORDER BY t.device_id
+        """
+
+    /// What marks a token's newest attempted push (`activity_tokens.last_delivery_id`): a push
+    /// to it that is answered raises the mark, never lowers it; a report of another token clears
+    /// it (`saveActivityToken`). Kept with the token, since finding it in the history needs an
+    /// index that orders a key's pushes by device, and every fan-out would write across all of
+    /// it (issue 59). The trigger keeps the rule for every statement that records an answer.
+    static let lastDeliveryRule = (
+        condition: "NEW.target = 'activity' AND NEW.attempts > OLD.attempts",
+        mark: """
+        UPDATE activity_tokens SET last_delivery_id = NEW.id
+        WHERE bundle_id = NEW.bundle_id AND key = NEW.key AND device_id = NEW.device_id AND token = NEW.token
+            AND (last_delivery_id IS NULL OR last_delivery_id < NEW.id);
+        """
+    )
+
+    /// `lastDeliveryRule` on SQLite.
+    static let sqliteLastDeliveryTrigger = """
+        CREATE TRIGGER deliveries_mark_token AFTER UPDATE OF attempts ON deliveries
+        WHEN \(lastDeliveryRule.condition)
+        BEGIN \(lastDeliveryRule.mark) END
+        """
+
+    /// `lastDeliveryRule` on PostgreSQL: a function, and its trigger.
+    static let postgresLastDeliveryTrigger = [
+        """
+        CREATE FUNCTION deliveries_mark_token() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN \(lastDeliveryRule.mark) RETURN NULL; END $$
+        """,
+        """
+        CREATE TRIGGER deliveries_mark_token AFTER UPDATE OF attempts ON deliveries FOR EACH ROW
+        WHEN (\(lastDeliveryRule.condition)) EXECUTE FUNCTION deliveries_mark_token()
+        """,
+    ]
+
+    /// The marks of the tokens a store kept before them, read from the history at the migration,
+    /// by the index that orders a key's pushes by device, before it goes (its order, newest first:
+    /// `MAX(id)` would be read from the key's newest push back).
+    static let markLastDeliveries = """
+        UPDATE activity_tokens SET last_delivery_id = (
+            SELECT d.id FROM deliveries d
+            WHERE d.bundle_id = activity_tokens.bundle_id AND d.key = activity_tokens.key AND d.device_id = activity_tokens.device_id
+                AND d.token = activity_tokens.token AND d.target = 'activity' AND d.attempts > 0
+            ORDER BY d.created_at DESC, d.id DESC LIMIT 1)
+        """
+
+    /// Migration 0030, on both engines but for the trigger's form and the column's type (issue
+    /// 59): a key's history is no longer ordered by device, so that a fan-out appends.
+    static func historyWithoutDeviceOrder(trigger: [String], idType: String) -> [String] {
+        ["ALTER TABLE activity_tokens ADD COLUMN last_delivery_id \(idType)", markLastDeliveries] + trigger + [
+            "DROP INDEX deliveries_by_key", "DROP INDEX deliveries_priority10", "DROP INDEX deliveries_queued_by_device", priority10Index,
+            byTimestampIndex, reloadsIndex, queuedByTargetIndex,
+        ]
+    }
 
     // MARK: A key's latest state and the devices that report late
 
@@ -219,16 +287,52 @@ enum StoreStatements {
     static let startsByDeviceIndex =
         "CREATE INDEX deliveries_starts_by_device ON deliveries (bundle_id, key, device_id) WHERE event = 'start'"
 
+    /// An app's pushes by `timestamp`, then key and device: whether a device was sent a given
+    /// change of a key (`catchUpReads`). A change's timestamp is past every earlier one of its key
+    /// and near the clock, so a fan-out appends to it. The key comes after the timestamp so that
+    /// SQLite, which plans without statistics, never takes it for a key's pushes: those are read
+    /// by the indexes that hold only what the read wants (a key's starts, its queued pushes).
+    /// No index orders a key's whole history by device: a fan-out would write into every page of
+    /// it (issue 59).
+    static let byTimestampIndex = "CREATE INDEX deliveries_by_timestamp ON deliveries (bundle_id, timestamp, key, device_id)"
+
+    /// A key's queued pushes by kind, then device: those a change passes over, a report or a dead
+    /// token skips, an expiry drops. Each selection names a kind: with the app and the key alone,
+    /// SQLite (which plans without statistics) took the key's whole history by
+    /// `deliveries_by_key_newest` instead (1.2 s for a fan-out's key of 3 million pushes).
+    static let queuedByTargetIndex =
+        "CREATE INDEX deliveries_queued_by_target ON deliveries (bundle_id, key, target, device_id) WHERE status = 'queued'"
+
+    /// An app's reloads by push type and time (`recentReloads`): a day's, not all it ever sent.
+    static let reloadsIndex = "CREATE INDEX deliveries_reloads ON deliveries (bundle_id, target, created_at) WHERE key = ''"
+
     /// The statuses of pushes that reach, or may still reach, their device.
     private static let reaching = "status IN ('queued', 'sending', 'sent')"
 
-    /// The newest `timestamp` sent, or still to be sent, to a device under a key (app, key, device):
-    /// what the device shows of the key, as far as the server knows. A start skipped unsent
-    /// reached it all the same: only its device's report skips one whose token lives.
-    static let deviceTimestamp = """
-        SELECT MAX(timestamp) FROM deliveries
-        WHERE bundle_id = ? AND key = ? AND device_id = ? AND (\(reaching) OR (event = 'start' AND status = 'skipped'))
-        """
+    /// What the token of a device that reports late is read with, in one row:
+    /// - whether the device was sent (or is still to be sent) the key's latest change: a push of
+    ///   its `timestamp`, which no other change of the key has (`ChangePlanner` gives each one
+    ///   past the last). A start skipped unsent reached it all the same: only its device's report
+    ///   skips one whose token lives.
+    /// - its priority-10 pushes under the key since the budget window began, found by seeking
+    ///   each moment the key pushed at priority 10 in the window (a loose index scan of
+    ///   `deliveries_priority10`): the read costs the key's changes in the window, not its devices.
+    static func catchUpReads(app: String, key: String, deviceID: String, latest: Int64, since: Date) -> SQLStatement {
+        let appKey: [SQLArgument] = [.text(app), .text(key)]
+        return SQLStatement(
+            text: """
+                SELECT EXISTS (
+                        SELECT 1 FROM deliveries WHERE bundle_id = ? AND timestamp = ? AND key = ? AND device_id = ?
+                            AND (\(reaching) OR (event = 'start' AND status = 'skipped'))),
+                    (WITH RECURSIVE moments (at) AS (
+                            SELECT MIN(created_at) FROM \(priority10Rows) AND created_at >= ?
+                            UNION ALL
+                            SELECT (SELECT MIN(created_at) FROM \(priority10Rows) AND created_at > moments.at) FROM moments WHERE at IS NOT NULL)
+                        SELECT COUNT(*) FROM moments CROSS JOIN \(priority10Rows) AND created_at = moments.at AND device_id = ?
+                            AND \(OutboxStatements.budgetCondition))
+                """,
+            arguments: [.text(app), .integer(latest), .text(key), .text(deviceID)] + appKey + [.seconds(since)] + appKey + appKey + [.text(deviceID)])
+    }
 
     /// Whether a device belongs to a key: its start was sent to it, or it reported an update token
     /// or a channel listener under the key ((app, key, device) three times).
@@ -375,8 +479,8 @@ enum StoreStatements {
             filter.add("bundle_id = ? AND key = ?", .text(app), .text(key))
         case (let app?, nil):
             // An app is seldom selective (most servers serve one), and kept in no index by itself:
-            // SQLite, which has no statistics, would read the app's whole history by
-            // `deliveries_by_key` and sort it. Written so that no index applies, it is read newest
+            // SQLite, which has no statistics, would read the app's whole history by an index
+            // that begins with the app and sort it. Written so that no index applies, it is read newest
             // first and filtered.
             filter.add("bundle_id || '' = ?", .text(app))
         case (nil, let key?):
