@@ -29,6 +29,23 @@ import Testing
     }
 }
 
+extension SQLitePlanTests {
+    /// A device's report says its app's version: the version is written to that device's tokens,
+    /// found by the device, not by reading every token of the app.
+    @Test func aReportsAppVersionIsWrittenToItsDevicesTokensOnly() async throws {
+        let store = try await SQLiteStore.open(path: TestFiles.path("version-plans", pathExtension: "sqlite"))
+        _ = try await store.migrate()
+        let plans = try await store.pool.read { db in
+            try StoreStatements.updateDeviceAppVersion(namingIndex: true).map { statement in
+                try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + statement, arguments: ["1.0", "app", "iphone-1", "1.0"])
+                    .map { $0["detail"] as String? ?? "" }.joined(separator: "\n")
+            }
+        }
+        #expect(plans[0].contains("(bundle_id=? AND device_id=?)"), "\(plans[0])")
+        #expect(plans[1].contains("activity_tokens_by_device (device_id=? AND bundle_id=?)"), "\(plans[1])")
+    }
+}
+
 /// The pages of pushes the API and the dashboard ask for: by app, key, status, reason and
 /// `before`, alone and together.
 enum DeliveryPageForms {

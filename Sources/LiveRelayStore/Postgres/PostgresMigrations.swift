@@ -280,7 +280,10 @@ enum PostgresMigrations {
                 "ALTER TABLE contracts DROP CONSTRAINT contracts_pkey, ADD PRIMARY KEY (bundle_id, attributes_type, app_version)",
                 "ALTER TABLE push_to_start_tokens ADD COLUMN app_version text",
                 "ALTER TABLE activity_tokens ADD COLUMN app_version text",
-            ] + RetentionStatements.tokensByAppVersion),
+                // Their first form, led by the app (`0031-token-indexes`).
+                "CREATE INDEX push_to_start_tokens_by_app_version ON push_to_start_tokens (bundle_id, app_version)",
+                "CREATE INDEX activity_tokens_by_app_version ON activity_tokens (bundle_id, app_version) WHERE state = 'live'",
+            ]),
         // The first named release (CHANGELOG.md): what only earlier, untagged builds wrote is
         // forgotten, not carried. Idempotency keys whose answer those builds kept as HTTP (they
         // live a day); a schedule they ran keeps no result (`ScheduleResult(stored:state:)`).
@@ -297,5 +300,6 @@ enum PostgresMigrations {
         StoreMigration(
             name: "0030-history-without-device-order",
             statements: StoreStatements.historyWithoutDeviceOrder(trigger: StoreStatements.postgresLastDeliveryTrigger, idType: "bigint")),
+        StoreMigration(name: "0031-token-indexes", statements: StoreStatements.tokenIndexes),
     ]
 }

@@ -83,7 +83,7 @@ extension PostgresStore {
 
     /// `StoreStatements.updateDeviceAppVersion`.
     private static func updateAppVersion(_ db: PostgresConnection, _ version: String, app: String, deviceID: String) async throws {
-        for statement in StoreStatements.updateDeviceAppVersion {
+        for statement in StoreStatements.updateDeviceAppVersion(namingIndex: false) {
             try await db.run(statement, [.text(version), .text(app), .text(deviceID), .text(version)])
         }
     }

@@ -361,7 +361,10 @@ enum SQLiteMigrations {
                 "ALTER TABLE contracts_by_version RENAME TO contracts",
                 "ALTER TABLE push_to_start_tokens ADD COLUMN app_version TEXT",
                 "ALTER TABLE activity_tokens ADD COLUMN app_version TEXT",
-            ] + RetentionStatements.tokensByAppVersion),
+                // Their first form, led by the app (`0031-token-indexes`).
+                "CREATE INDEX push_to_start_tokens_by_app_version ON push_to_start_tokens (bundle_id, app_version)",
+                "CREATE INDEX activity_tokens_by_app_version ON activity_tokens (bundle_id, app_version) WHERE state = 'live'",
+            ]),
         // The first named release (CHANGELOG.md): what only earlier, untagged builds wrote is
         // forgotten, not carried. Idempotency keys whose answer those builds kept as HTTP (they
         // live a day); a schedule they ran keeps no result (`ScheduleResult(stored:state:)`).
@@ -380,5 +383,7 @@ enum SQLiteMigrations {
         StoreMigration(
             name: "0030-history-without-device-order",
             statements: StoreStatements.historyWithoutDeviceOrder(trigger: [StoreStatements.sqliteLastDeliveryTrigger], idType: "INTEGER")),
+        // Token indexes led by what a key's reads do not name (issue 59).
+        StoreMigration(name: "0031-token-indexes", statements: StoreStatements.tokenIndexes),
     ]
 }

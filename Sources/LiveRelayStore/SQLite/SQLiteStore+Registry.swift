@@ -77,9 +77,7 @@ extension SQLiteStore {
             try db.run(StoreStatements.forgetTokenOfOtherDevices, [token.bundleID, token.token, token.deviceID])
             try db.run(
                 StoreStatements.savePushToStartToken, PushToStartTokenRecord.table.arguments(token).sqlite)
-            if let version = token.appVersion {
-                for statement in StoreStatements.updateDeviceAppVersion { try db.run(statement, [version, token.bundleID, token.deviceID, version]) }
-            }
+            if let version = token.appVersion { try Self.updateAppVersion(db, version, app: token.bundleID, deviceID: token.deviceID) }
         }
     }
 
@@ -122,9 +120,7 @@ extension SQLiteStore {
             let before = try db.fetchOne(StoreStatements.tokenState, [token.bundleID, token.key, token.deviceID]) { $0[0] as String }
             try db.run(
                 StoreStatements.saveActivityToken, ActivityTokenRecord.table.arguments(token.live).sqlite)
-            if let version = token.appVersion {
-                for statement in StoreStatements.updateDeviceAppVersion { try db.run(statement, [version, token.bundleID, token.deviceID, version]) }
-            }
+            if let version = token.appVersion { try Self.updateAppVersion(db, version, app: token.bundleID, deviceID: token.deviceID) }
             try db.carryOut(.activityReported(token.report(isNew: before != ActivityTokenState.live.rawValue)), at: token.registeredAt)
             var saved = SavedActivityToken(activity: activity!)
             if let catchUp {
@@ -143,6 +139,11 @@ extension SQLiteStore {
             if activity!.state == .ended { try db.run(StoreStatements.endDeviceToken, device) }
             return saved
         }
+    }
+
+    /// `StoreStatements.updateDeviceAppVersion`.
+    private static func updateAppVersion(_ db: Database, _ version: String, app: String, deviceID: String) throws {
+        for statement in StoreStatements.updateDeviceAppVersion(namingIndex: true) { try db.run(statement, [version, app, deviceID, version]) }
     }
 
     package func deviceKnownToKey(app: String, key: String, deviceID: String) async throws -> Bool {

@@ -85,10 +85,13 @@ enum RetentionStatements {
                     SELECT 1 FROM activity_tokens t WHERE t.bundle_id = c.bundle_id AND t.app_version = c.app_version AND t.state = 'live')
             LIMIT ?)
         """
-    /// Finds the tokens of an app version (`deleteUnusedContractVersions`) without a scan.
+    /// Finds the tokens of an app version (`deleteUnusedContractVersions`) without a scan. Led by
+    /// the version: led by the app, PostgreSQL took the live tokens' one for a key's live tokens
+    /// while its statistics predated them, and a change read every live token of the app
+    /// (migration `0031-token-indexes`).
     static let tokensByAppVersion = [
-        "CREATE INDEX push_to_start_tokens_by_app_version ON push_to_start_tokens (bundle_id, app_version)",
-        "CREATE INDEX activity_tokens_by_app_version ON activity_tokens (bundle_id, app_version) WHERE state = 'live'",
+        "CREATE INDEX push_to_start_tokens_by_app_version ON push_to_start_tokens (app_version, bundle_id)",
+        "CREATE INDEX activity_tokens_by_app_version ON activity_tokens (app_version, bundle_id) WHERE state = 'live'",
     ]
     static let deleteDashboardSessions = """
         DELETE FROM dashboard_sessions WHERE id_hash IN (SELECT id_hash FROM dashboard_sessions WHERE expires_at < ? LIMIT ?)
