@@ -9,8 +9,10 @@ import Synchronization
 /// What a benchmark leaves behind if it is interrupted (SIGINT, Ctrl-C, or SIGTERM): the processes
 /// it started (servers, endpoints) are killed, and its scratch folders are removed once they are
 /// gone, before it exits, so that no server keeps running, holding its port and data.
-enum BenchInterruption {
+package enum BenchInterruption {
     private static let running = Mutex<Set<pid_t>>([])
+    /// Set before the children are killed: what fails from then on is the interruption's doing.
+    private static let interrupting = Atomic<Bool>(false)
     private static let scratch = Mutex<[URL]>([])
     /// The signal handlers, installed with the first child or folder: kept for the life of the process.
     private static let handlers = Mutex<[any DispatchSourceSignal]>([])
@@ -34,6 +36,16 @@ enum BenchInterruption {
         }
     }
 
+    /// For the error a command ends with: once an interruption has begun, the error is its doing
+    /// (a server it killed while the benchmark waited for it to start), and the handler exits with
+    /// the signal's status. Reported, it would exit first with the error's (64), as if the
+    /// benchmark had failed on its own.
+    package static func waitIfInterrupted() async {
+        guard interrupting.load(ordering: .acquiring) else { return }
+        // Never resumed: the handler ends the process.
+        await withUnsafeContinuation { (_: UnsafeContinuation<Void, Never>) in }
+    }
+
     private static func installHandlers() {
         handlers.withLock { handlers in
             guard handlers.isEmpty else { return }
@@ -52,6 +64,7 @@ enum BenchInterruption {
     /// Kills the children, removes the folders and exits at once, before the benchmark could take
     /// the children's end for a failure of its own.
     private static func stopAll(andExitFor signalNumber: Int32) {
+        interrupting.store(true, ordering: .releasing)
         let pids = running.withLock { $0 }
         FileHandle.standardError.write(Data("interrupted: stopping the \(pids.count) process(es) this benchmark started\n".utf8))
         // SIGKILL, not SIGTERM: a server stopping gracefully writes its last state into the scratch

@@ -28,11 +28,13 @@ struct LiveRelayCommand: AsyncParsableCommand {
                 try command.run()
             }
         } catch let error as ValidationError {
+            await BenchInterruption.waitIfInterrupted()
             let commandType = type(of: command)
             let name = path(to: commandType).joined(separator: " ")
             printError("Error: \(error.message)\nUsage: \(usageString(for: commandType))\n  See '\(name) --help' for more information.")
             Foundation.exit(ExitStatus.invalidInput.rawValue)
         } catch {
+            await BenchInterruption.waitIfInterrupted()
             exit(withError: error)
         }
     }
