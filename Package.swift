@@ -222,7 +222,8 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]),
         // LiveRelayKit's decisions as values, its backlog on a real file, without a network.
-        .testTarget(name: "LiveRelayKitTests", dependencies: [.product(name: "LiveRelayKit", package: "LiveRelayKit"), "LiveActivityKit"]),
+        .testTarget(
+            name: "LiveRelayKitTests", dependencies: [.product(name: "LiveRelayKit", package: "LiveRelayKit"), "LiveActivityKit", "LiveRelayTesting"]),
         .testTarget(name: "SimulatedDevicesTests", dependencies: ["SimulatedDevices", "LiveActivityKit"]),
         // The drawn devices and their templates, without a server.
         .testTarget(name: "WebPagesTests", dependencies: ["WebPages", "SimulatedDevices", "LiveActivityKit", "LiveRelayTesting"]),

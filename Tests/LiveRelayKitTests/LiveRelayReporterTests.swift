@@ -1,5 +1,6 @@
 import Foundation
 @_spi(Adapter) import LiveRelayKit
+import LiveRelayTesting
 import Synchronization
 import Testing
 
@@ -71,8 +72,9 @@ final class Lines: Sendable {
 
 let iphone = Reporter(deviceID: "iphone-1", bundleID: "com.example.app", environment: .sandbox)
 
+/// A backlog file of its own, in the test process's folder (removed when the process ends).
 func storage() -> FileReportStorage {
-    FileReportStorage(url: FileManager.default.temporaryDirectory.appendingPathComponent("liverelaykit-\(UUID().uuidString)/backlog.json"))
+    FileReportStorage(url: URL(fileURLWithPath: TestFiles.path("liverelaykit")).appendingPathComponent("backlog.json"))
 }
 
 /// Runs `reporter` until `done` holds (looking every 5 ms, for at most 30 s), then stops it.
