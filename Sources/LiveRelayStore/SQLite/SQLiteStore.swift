@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import LiveActivityKit
 import Synchronization
 
@@ -46,11 +47,18 @@ package final class SQLiteStore: RelayStore {
         let statements = StatementCount()
         configuration.prepareDatabase { db in
             // Every statement of every connection, as SQLite starts it; not a trigger's, which
-            // SQLite traces as comments (`--`): what the store runs, counted as PostgreSQL's are.
-            db.trace(options: .statement) { event in
-                if case .statement(let statement) = event, statement.sql.utf8.first == UInt8(ascii: "-") { return }
-                statements.add()
-            }
+            // SQLite traces as a comment (`-- TRIGGER …`): what the store runs, counted as
+            // PostgreSQL's are. SQLite's own callback reads the first byte of the text, where
+            // GRDB's trace would copy the text of every statement. The count outlives the
+            // connection: this closure, which the pool keeps, holds it.
+            sqlite3_trace_v2(
+                db.sqliteConnection, UInt32(SQLITE_TRACE_STMT),
+                { _, count, _, text in
+                    if text?.load(as: UInt8.self) != UInt8(ascii: "-") {
+                        Unmanaged<StatementCount>.fromOpaque(count!).takeUnretainedValue().add()
+                    }
+                    return 0
+                }, Unmanaged.passUnretained(statements).toOpaque())
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
             try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
             // What a write replaces or deletes is zeroed, not left in the file: the plain-text
