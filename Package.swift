@@ -264,7 +264,10 @@ let package = Package(
         // The contract every store implementation must pass.
         .testTarget(
             name: "LiveRelayStoreTests",
-            dependencies: ["LiveRelayStore", "LiveActivityKit", "LiveRelayTesting", .product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: [
+                "LiveRelayStore", "LiveActivityKit", "LiveRelayTesting", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ]),
         // The server through its HTTP API, with the emulator and simulated devices on loopback.
         .testTarget(
             name: "LiveRelayHTTPTests",

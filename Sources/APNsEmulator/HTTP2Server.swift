@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import LiveActivityKit
 import Logging
 import NIOCore
 import NIOHPACK

@@ -100,6 +100,10 @@ package protocol RegistryStore: Sendable {
     /// Ends every active key started before `startedBefore` (`expired`), setting their channels
     /// to be deleted at `channelDeleteAfter`. Returns the keys ended.
     func expireActivities(startedBefore: Date, at: Date, channelDeleteAfter: Date) async throws -> [String]
+    /// A benchmark's kept data: the app's activities started before `startedBefore`, active or
+    /// ended at 8 hours, are active again and started `at`, with the tokens the 8 hours ended.
+    /// Returns how many. (A day later, a kept directory would otherwise measure refusals.)
+    func restartActivities(app: String, startedBefore: Date, at: Date) async throws -> Int
     /// Counts of live tokens, keys and channels, for metrics.
     func counts() async throws -> StoreCounts
     /// A page of activities, newest first, without their channels.

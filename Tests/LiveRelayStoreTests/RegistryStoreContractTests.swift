@@ -532,4 +532,24 @@ import Testing
             #expect(try await store.expireActivities(startedBefore: t0 + 1800, at: t0 + 9 * 3600, channelDeleteAfter: t0).isEmpty)
         }
     }
+
+    @Test(arguments: StoreKind.allCases) func aBenchmarksKeptKeysStartAgainButNotOnesTheBackendEnded(kind: StoreKind) async throws {
+        try await kind.withStore { subject in
+            let store = subject.store
+            for key in ["old", "ended", "new"] {
+                try await store.saveActivityToken(activityToken(key, "iphone-1", at: key == "new" ? t0 + 3600 : t0), attributesType: deliveryType)
+            }
+            try await store.change("ended", event: .end, body: "over", at: t0 + 60)
+            _ = try await store.expireActivities(startedBefore: t0 + 1800, at: t0 + 8 * 3600, channelDeleteAfter: t0 + 16 * 3600)
+
+            #expect(try await store.restartActivities(app: testApp, startedBefore: t0 + 1800, at: t0 + 9 * 3600) == 1)
+            let old = try await store.activity(app: testApp, key: "old")
+            #expect((old?.state, old?.startedAt, old?.endedAt, old?.endReason) == (.active, t0 + 9 * 3600, nil, nil))
+            #expect(try await store.activityTokens(app: testApp, key: "old").map(\.state) == [.live])
+            #expect(try await store.activity(app: testApp, key: "ended")?.endReason == .ended)
+            #expect(try await store.activityTokens(app: testApp, key: "ended").map(\.state) == [.ended])
+            #expect(try await store.activity(app: testApp, key: "new")?.startedAt == t0 + 3600)
+            #expect(try await store.counts() == StoreCounts(pushToStartTokens: 0, liveActivityTokens: 2, activeKeys: 2, channels: 0))
+        }
+    }
 }

@@ -1,5 +1,7 @@
 import Foundation
 import GRDB
+import GRDBSQLite
+import LiveActivityKit
 import LiveRelayTesting
 import Testing
 
@@ -141,5 +143,39 @@ enum DeliveryPageForms {
             let plan = try await Self.plan(statement, in: store)
             #expect(plan.contains(index) && !plan.contains("deliveries_by_timestamp"), "\(name): \(plan)")
         }
+    }
+}
+
+/// SQLite compiles a statement again, at its next run, when the value of an argument it compared
+/// with a partial index's condition changes: the plan was chosen for that value. An index of
+/// reloads `WHERE key = ''` made every statement naming `key = ?` on the pushes compile again at
+/// each change of another key, three a request (issue 59).
+@Suite struct StatementReuseTests {
+    /// How many times the writer's cached statements were compiled again (`sqlite3_stmt_status`).
+    static func recompiled(_ store: SQLiteStore) async throws -> Int32 {
+        try await store.pool.write { db in
+            var total: Int32 = 0
+            var statement = sqlite3_next_stmt(db.sqliteConnection, nil)
+            while let current = statement {
+                total += sqlite3_stmt_status(current, SQLITE_STMTSTATUS_REPREPARE, 0)
+                statement = sqlite3_next_stmt(db.sqliteConnection, current)
+            }
+            return total
+        }
+    }
+
+    @Test func noStatementOfARequestsPathIsCompiledAgainForItsArguments() async throws {
+        let store = try await SQLiteStore.open(path: TestFiles.path("statement-reuse", pathExtension: "sqlite"))
+        _ = try await store.migrate()
+        for (index, key) in ["order-1", "order-2", "order-3", "order-4"].enumerated() {
+            let at = t0 + Double(index) * 10
+            try await store.saveActivityToken(activityToken(key, "iphone-\(index)", at: at), attributesType: deliveryType)
+            try await store.change(key, body: "update", at: at + 1, countingBudget: index % 2 == 0)
+            let claimed = try await store.claimDeliveries(dueBy: at + 1, limit: 10, leaseUntil: at + 60)
+            try await store.recordOutcomes(claimed.map { ($0.id, .sent(status: 200, apnsID: "apns-\(key)")) }, at: at + 2)
+            try await store.change(key, event: .end, body: "end", at: at + 3)
+            _ = try await store.deliveries(DeliveryQuery(bundleID: testApp, key: key, status: .sent, limit: 10))
+        }
+        #expect(try await Self.recompiled(store) == 0)
     }
 }

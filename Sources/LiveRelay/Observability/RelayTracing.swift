@@ -11,7 +11,7 @@ import Tracing
 package enum RelayTracing {
     /// Whether a tracer was bootstrapped: without one, no span is made at all (a span that goes
     /// nowhere still binds a task-local, twice a push).
-    static var isOn: Bool { !(InstrumentationSystem.tracer is NoOpTracer) }
+    package static var isOn: Bool { !(InstrumentationSystem.tracer is NoOpTracer) }
 
     /// The current span's context as W3C `traceparent`, to keep with a request's pushes; nil when
     /// no tracer runs (or no span is current).

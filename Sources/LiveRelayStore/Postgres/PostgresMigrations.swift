@@ -301,5 +301,7 @@ enum PostgresMigrations {
             name: "0030-history-without-device-order",
             statements: StoreStatements.historyWithoutDeviceOrder(trigger: StoreStatements.postgresLastDeliveryTrigger, idType: "bigint")),
         StoreMigration(name: "0031-token-indexes", statements: StoreStatements.tokenIndexes),
+        // The index of reloads by their event, not by their empty key (issue 59).
+        StoreMigration(name: "0032-reloads-by-event", statements: StoreStatements.reloadsIndex),
     ]
 }

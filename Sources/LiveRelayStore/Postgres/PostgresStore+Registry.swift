@@ -336,6 +336,15 @@ extension PostgresStore {
         }
     }
 
+    package func restartActivities(app: String, startedBefore: Date, at: Date) async throws -> Int {
+        try await transaction { db in
+            try await db.run(StoreStatements.restartTokens, [.text(app), .seconds(startedBefore)])
+            return try await db.rows(
+                StoreStatements.restartActivities + " RETURNING key", [.seconds(at), .text(app), .seconds(startedBefore)]
+            ).count
+        }
+    }
+
     package func counts() async throws -> StoreCounts {
         let row = try await rows(
             """

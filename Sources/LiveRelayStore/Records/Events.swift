@@ -107,8 +107,8 @@ package struct EventQuery: Sendable, Hashable {
 }
 
 extension NewEvent {
-    /// A new event's id: random, so that no two instances make the same one.
+    /// A new event's id: from a random start, so that no two instances make the same one.
     static func newID() -> String {
-        "evt_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        "evt_" + GeneratedUUID.string(dashes: false)
     }
 }

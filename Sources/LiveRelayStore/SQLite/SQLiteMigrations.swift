@@ -385,5 +385,7 @@ enum SQLiteMigrations {
             statements: StoreStatements.historyWithoutDeviceOrder(trigger: [StoreStatements.sqliteLastDeliveryTrigger], idType: "INTEGER")),
         // Token indexes led by what a key's reads do not name (issue 59).
         StoreMigration(name: "0031-token-indexes", statements: StoreStatements.tokenIndexes),
+        // The index of reloads by their event, not by their empty key (issue 59).
+        StoreMigration(name: "0032-reloads-by-event", statements: StoreStatements.reloadsIndex),
     ]
 }

@@ -254,6 +254,14 @@ extension SQLiteStore {
         }
     }
 
+    package func restartActivities(app: String, startedBefore: Date, at: Date) async throws -> Int {
+        try await write { db in
+            try db.run(StoreStatements.restartTokens, [app, startedBefore.seconds])
+            try db.run(StoreStatements.restartActivities, [at.seconds, app, startedBefore.seconds])
+            return db.changesCount
+        }
+    }
+
     package func counts() async throws -> StoreCounts {
         try await pool.read { db in
             StoreCounts(

@@ -98,11 +98,10 @@ enum StoreStatements {
     }
 
     /// Each device's reloads of a push type queued, on their way or sent since a time (app,
-    /// target, since): what the device's reload budget has spent. Reloads are kept under no key
-    /// (`deliveries_reloads`).
+    /// target, since): what the device's reload budget has spent (`deliveries_reloads`).
     static let recentReloads = """
         SELECT device_id, COUNT(*) FROM deliveries
-        WHERE bundle_id = ? AND key = '' AND target = ? AND created_at >= ? AND status IN ('queued', 'sending', 'sent')
+        WHERE bundle_id = ? AND event = 'reload' AND target = ? AND created_at >= ? AND status IN ('queued', 'sending', 'sent')
         GROUP BY device_id
         """
 
@@ -293,7 +292,8 @@ enum StoreStatements {
     static func historyWithoutDeviceOrder(trigger: [String], idType: String) -> [String] {
         ["ALTER TABLE activity_tokens ADD COLUMN last_delivery_id \(idType)", markLastDeliveries] + trigger + [
             "DROP INDEX deliveries_by_key", "DROP INDEX deliveries_priority10", "DROP INDEX deliveries_queued_by_device", priority10Index,
-            byTimestampIndex, reloadsIndex, queuedByTargetIndex,
+            byTimestampIndex, "CREATE INDEX deliveries_reloads ON deliveries (bundle_id, target, created_at) WHERE key = ''",
+            queuedByTargetIndex,
         ]
     }
 
@@ -320,7 +320,13 @@ enum StoreStatements {
         "CREATE INDEX deliveries_queued_by_target ON deliveries (bundle_id, key, target, device_id) WHERE status = 'queued'"
 
     /// An app's reloads by push type and time (`recentReloads`): a day's, not all it ever sent.
-    static let reloadsIndex = "CREATE INDEX deliveries_reloads ON deliveries (bundle_id, target, created_at) WHERE key = ''"
+    /// A partial index's condition never compares a column that statements bind with a value:
+    /// SQLite compiles such a statement again at each new value of that argument. Its first
+    /// form, `WHERE key = ''`, recompiled three statements of every change of a key (issue 59).
+    static let reloadsIndex = [
+        "DROP INDEX deliveries_reloads",
+        "CREATE INDEX deliveries_reloads ON deliveries (bundle_id, target, created_at) WHERE event = 'reload'",
+    ]
 
     /// The statuses of pushes that reach, or may still reach, their device.
     private static let reaching = "status IN ('queued', 'sending', 'sent')"
@@ -388,6 +394,25 @@ enum StoreStatements {
 
     static let expireTokens =
         "UPDATE activity_tokens SET state = 'ended', state_reason = 'expired' WHERE bundle_id = ? AND key = ? AND state = 'live'"
+
+    /// The app's activities started before a date, active or ended at 8 hours: what
+    /// `restartActivities` starts again (the app, the date).
+    private static let restartable = """
+        SELECT bundle_id, key FROM activities WHERE bundle_id = ? AND started_at < ?
+            AND (state = 'active' OR end_reason = '\(ActivityEndReason.expired.rawValue)')
+        """
+
+    /// Their tokens the 8 hours ended, live again (`restartable`'s arguments).
+    static let restartTokens = """
+        UPDATE activity_tokens SET state = 'live', state_reason = NULL
+        WHERE state = 'ended' AND state_reason = 'expired' AND (bundle_id, key) IN (\(restartable))
+        """
+
+    /// Then the activities, active and started at the first argument (`restartable`'s after it).
+    static let restartActivities = """
+        UPDATE activities SET state = 'active', started_at = ?, ended_at = NULL, end_reason = NULL
+        WHERE (bundle_id, key) IN (\(restartable))
+        """
 
     static let insertSchedule = "INSERT INTO schedules \(ScheduleRecord.table.insertion)"
 
@@ -504,7 +529,8 @@ enum StoreStatements {
         case (nil, nil):
             break
         }
-        if let status = query.status { filter.add("status = ?", .text(status.rawValue)) }
+        // Statuses and states are written out, not bound: partial indexes name some (`reloadsIndex`).
+        if let status = query.status { filter.add("status = '\(status.rawValue)'") }
         if let reason = query.reason { filter.add("apns_reason = ?", .text(reason)) }
         if let before = query.before { filter.add("id < ?", .integer(before)) }
         return SQLStatement(
@@ -518,7 +544,7 @@ enum StoreStatements {
     static func activities(_ query: ActivityQuery) -> SQLStatement {
         var filter = SQLConditions()
         if let app = query.bundleID { filter.add("bundle_id = ?", .text(app)) }
-        if let state = query.state { filter.add("state = ?", .text(state.rawValue)) }
+        if let state = query.state { filter.add("state = '\(state.rawValue)'") }
         if let type = query.attributesType { filter.add("attributes_type = ?", .text(type)) }
         if let text = query.keyContains, !text.isEmpty {
             // lower() folds ASCII in both engines; LIKE's own characters in the text are escaped.

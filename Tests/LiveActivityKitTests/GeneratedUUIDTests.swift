@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import APNs
+@testable import LiveActivityKit
 
 @Suite struct GeneratedUUIDTests {
     @Test func aGeneratedIDIsALowercaseVersion4UUID() throws {
@@ -13,6 +13,19 @@ import Testing
             #expect(bytes[6] >> 4 == 4, "version 4: \(text)")
             #expect(bytes[8] >> 6 == 0b10, "RFC 9562 variant: \(text)")
         }
+    }
+
+    /// An event's id: the same digits without the dashes.
+    @Test func withoutDashesAnIDIsItsThirtyTwoDigits() throws {
+        let text = GeneratedUUID.string(dashes: false)
+        #expect(
+            text.utf8.count == 32
+                && text.utf8.allSatisfy {
+                    (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
+                })
+        let dashed = [text.prefix(8), text.dropFirst(8).prefix(4), text.dropFirst(12).prefix(4), text.dropFirst(16).prefix(4), text.dropFirst(20)]
+            .joined(separator: "-")
+        #expect(try #require(UUID(uuidString: dashed)).uuidString.lowercased() == dashed)
     }
 
     @Test func generatedIDsDoNotRepeatAndSpreadOverEveryDigit() {

@@ -1,7 +1,8 @@
 import Synchronization
 
 /// Ids in the lowercase `8-4-4-4-12` form APNs answers with: those the emulator gives out
-/// (`apns-id` when the request has none, `apns-unique-id`) and the server's request ids.
+/// (`apns-id` when the request has none, `apns-unique-id`) and the server's request ids; without
+/// the dashes, the ids of events.
 /// Foundation's `UUID()` opens, reads and closes `/dev/urandom` on Linux at every call, which
 /// took a tenth of the emulator's time per push and three of the server's 22 system calls a
 /// change. These are version-4 UUIDs from SplitMix64: a counter seeded once from the system's
@@ -18,15 +19,15 @@ package enum GeneratedUUID {
         return z ^ (z >> 31)
     }
 
-    /// A new version-4 UUID, lowercase.
-    package static func string() -> String {
+    /// A new version-4 UUID, lowercase; its 32 digits alone without `dashes`.
+    package static func string(dashes: Bool = true) -> String {
         // Version 4 in the high nibble of byte 6, variant 0b10 in the top bits of byte 8.
         let high = (next() & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000
         let low = (next() & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
-        return String(unsafeUninitializedCapacity: 36) { text in
+        return String(unsafeUninitializedCapacity: dashes ? 36 : 32) { text in
             var position = 0
             for nibble in 0..<32 {
-                if nibble == 8 || nibble == 12 || nibble == 16 || nibble == 20 {
+                if dashes && (nibble == 8 || nibble == 12 || nibble == 16 || nibble == 20) {
                     text[position] = UInt8(ascii: "-")
                     position += 1
                 }
