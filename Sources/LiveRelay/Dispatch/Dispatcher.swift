@@ -89,7 +89,8 @@ package final class Dispatcher: Service {
         let limits = DispatchLoop.Limits(batchSize: policy.batchSize, recordingDelay: policy.recordingDelay)
         let work = SendQueue(
             wake: context.signal, limits: limits,
-            sizing: InFlightSizing(floor: policy.inFlight.lowerBound, ceiling: policy.inFlight.upperBound, now: .now))
+            sizing: InFlightSizing(floor: policy.inFlight.lowerBound, ceiling: policy.inFlight.upperBound, now: .now),
+            wakeWhenIdle: stopWhenIdle)
         var loop = DispatchLoop(limits: limits, stopWhenIdle: stopWhenIdle, now: .now)
         if !stopWhenIdle {
             context.handOver.open(

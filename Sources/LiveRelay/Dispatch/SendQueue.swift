@@ -4,7 +4,10 @@ import Synchronization
 /// The claimed deliveries waiting for a worker, and the outcomes waiting to be recorded. It hands
 /// out no more deliveries at once than `InFlightSizing` allows, which learns from each push that
 /// finishes. Workers wake the dispatcher's loop only when it has something to do: the queue ran
-/// low, outcomes piled up (or the first came), or every worker fell idle.
+/// low, outcomes piled up (or the first came), or, for a loop that stops once idle, every worker
+/// fell idle. A serving loop learns that from the recording that follows the first outcome: woken
+/// as each lone push finished, it went round once a push (`Documentation/benchmarks.md`, "Where a
+/// request goes").
 final class SendQueue: Sendable {
     typealias Outcome = (id: Int64, outcome: DeliveryOutcome)
 
@@ -44,10 +47,12 @@ final class SendQueue: Sendable {
     private let state: Mutex<State>
     private let wake: OutboxSignal
     private let limits: DispatchLoop.Limits
+    private let wakeWhenIdle: Bool
 
-    init(wake: OutboxSignal, limits: DispatchLoop.Limits, sizing: InFlightSizing) {
+    init(wake: OutboxSignal, limits: DispatchLoop.Limits, sizing: InFlightSizing, wakeWhenIdle: Bool) {
         self.wake = wake
         self.limits = limits
+        self.wakeWhenIdle = wakeWhenIdle
         self.state = Mutex(State(sizing: sizing))
     }
 
@@ -62,7 +67,7 @@ final class SendQueue: Sendable {
                 if state.stopped { return (.some(nil), false) }
                 guard state.head < state.queue.count, state.sending < state.sizing.limit else {
                     state.idleWorkers.append(continuation)
-                    return (nil, state.sending == 0)
+                    return (nil, wakeWhenIdle && state.sending == 0)
                 }
                 return (state.take(), state.queued == limits.lowWater(inFlight: state.sizing.limit))
             }
@@ -83,7 +88,7 @@ final class SendQueue: Sendable {
             state.sizing.finished(sending, roundTrip: roundTrip, at: now)
             let wakeLoop =
                 state.outcomes.count == 1 || state.outcomes.count == limits.batchSize / 2
-                || (state.sending == 0 && state.queued == 0) || state.sizing.limit > before
+                || (wakeWhenIdle && state.sending == 0 && state.queued == 0) || state.sizing.limit > before
             return (wakeLoop, state.sizing.limit > before ? state.handOut() : [])
         }
         for (worker, delivery) in handedOut { worker.resume(returning: delivery) }
@@ -96,7 +101,7 @@ final class SendQueue: Sendable {
             state.sending -= 1
             state.sizing.unsent(sending)
             state.abandoned.append(delivery)
-            return state.abandoned.count == 1 || (state.sending == 0 && state.queued == 0)
+            return state.abandoned.count == 1 || (wakeWhenIdle && state.sending == 0 && state.queued == 0)
         }
         if wakeLoop { wake.signal() }
     }

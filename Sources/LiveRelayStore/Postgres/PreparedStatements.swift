@@ -61,10 +61,10 @@ enum PreparedStatements {
     enum Commit: PreparedSQL { static let sql = "COMMIT" }
 
     enum Activity: PreparedSQL {
-        static let sql = SQLStatement.numbering("SELECT \(ActivityRecord.columns) FROM activities WHERE bundle_id = ? AND key = ?")
+        static let sql = SQLStatement.numbering(StoreStatements.activity)
     }
     enum ActivityForUpdate: PreparedSQL {
-        static let sql = SQLStatement.numbering("SELECT \(ActivityRecord.columns) FROM activities WHERE bundle_id = ? AND key = ? FOR UPDATE")
+        static let sql = SQLStatement.numbering(StoreStatements.activity + " FOR UPDATE")
     }
     enum ActivityChannels: PreparedSQL { static let sql = SQLStatement.numbering(StoreStatements.activityChannels) }
     enum ChannelsOfKey: PreparedSQL { static let sql = SQLStatement.numbering(StoreStatements.channelsOfKeyRecords) }

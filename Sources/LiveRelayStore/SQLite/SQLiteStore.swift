@@ -165,7 +165,7 @@ extension SQLiteStore {
     static func activity(_ db: Database, app: String, key: String) throws -> ActivityRecord? {
         guard
             var activity = try db.fetchOne(
-                "SELECT \(ActivityRecord.columns) FROM activities WHERE bundle_id = ? AND key = ?", [app, key], as: ActivityRecord.init(row:))
+                StoreStatements.activity, [app, key], as: ActivityRecord.init(row:))
         else { return nil }
         try db.forEach(StoreStatements.activityChannels, [app, key]) { row in
             activity.channelIDs[try PushEnvironment(stored: row[0], column: "channels.environment")] = row[1]

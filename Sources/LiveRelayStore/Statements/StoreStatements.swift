@@ -206,6 +206,9 @@ enum StoreStatements {
 
     static let insertActivityChannel = "INSERT INTO activity_channels (bundle_id, key, environment, channel_id) VALUES (?, ?, ?, ?)"
 
+    /// A key (app, key), without its channels (`activityChannels`).
+    static let activity = "SELECT \(ActivityRecord.columns) FROM activities WHERE bundle_id = ? AND key = ?"
+
     static let activityChannels = "SELECT environment, channel_id FROM activity_channels WHERE bundle_id = ? AND key = ?"
 
     /// The ids of the channels of the app's key given as the statement's two arguments.
