@@ -20,8 +20,6 @@ package final class SQLiteStore: RelayStore {
     let checkpointer: DatabaseQueue
     let checkpoints = Mutex<(running: Bool, last: ContinuousClock.Instant)>((false, .now))
     let statements: StatementCount
-    /// Writes given to `write` and not yet done.
-    private let writesUnderWay = Atomic<Int>(0)
     package var statementsRun: Int { statements.total }
 
     /// Opens (creating) the database at `path`. Call `migrate()` before use. The database and its
@@ -75,23 +73,8 @@ package final class SQLiteStore: RelayStore {
     }
 
     /// A write transaction, then a checkpoint in the background when the last is 250 ms old.
-    ///
-    /// When no other write is under way, the transaction runs on the caller's thread: GRDB's
-    /// serial queue takes a block given synchronously on the thread that gives it while the queue
-    /// is idle. Handed to the queue's own thread, then back to Swift's pool, a request's write
-    /// woke two threads (`Documentation/benchmarks.md`, "Where a request goes"). Behind another
-    /// write it waits its turn on the queue, as before, without holding the caller's thread.
     func write<Value: Sendable>(_ body: @Sendable (Database) throws -> Value) async throws -> Value {
-        let value: Value
-        if writesUnderWay.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged {
-            defer { writesUnderWay.subtract(1, ordering: .releasing) }
-            try Task.checkCancellation()
-            value = try writeOnThisThread(body)
-        } else {
-            writesUnderWay.add(1, ordering: .relaxed)
-            defer { writesUnderWay.subtract(1, ordering: .releasing) }
-            value = try await pool.write(body)
-        }
+        let value = try await pool.write(body)
         let due = checkpoints.withLock { state in
             guard !state.running, ContinuousClock.now - state.last >= .milliseconds(250) else { return false }
             state.running = true
@@ -111,11 +94,6 @@ package final class SQLiteStore: RelayStore {
             }
         }
         return value
-    }
-
-    /// GRDB's synchronous write, which its serial queue runs on this thread when idle.
-    private func writeOnThisThread<Value>(_ body: (Database) throws -> Value) throws -> Value {
-        try pool.write(body)
     }
 
     /// Tests: makes every write fail as SQLite fails it on a full disk or a read-only file (the
