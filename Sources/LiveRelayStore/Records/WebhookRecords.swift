@@ -119,6 +119,6 @@ package struct ClaimedWebhookDelivery: Sendable, Hashable {
 extension NewEvent {
     /// A new endpoint's id.
     package static func newEndpointID() -> String {
-        "we_" + GeneratedUUID.string(dashes: false)
+        "we_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
     }
 }
