@@ -164,6 +164,7 @@ enum DeliveryPageForms {
         }
     }
 
+    /// Registrations, changes, outcomes and reloads, each for another key, device and time.
     @Test func noStatementOfARequestsPathIsCompiledAgainForItsArguments() async throws {
         let store = try await SQLiteStore.open(path: TestFiles.path("statement-reuse", pathExtension: "sqlite"))
         _ = try await store.migrate()
@@ -175,6 +176,26 @@ enum DeliveryPageForms {
             try await store.recordOutcomes(claimed.map { ($0.id, .sent(status: 200, apnsID: "apns-\(key)")) }, at: at + 2)
             try await store.change(key, event: .end, body: "end", at: at + 3)
             _ = try await store.deliveries(DeliveryQuery(bundleID: testApp, key: key, status: .sent, limit: 10))
+            // A reload of the device's widgets, its day's reloads counted (`deliveries_reloads`).
+            let device = "iphone-\(index)"
+            try await store.saveSurfaceTokens(
+                app: testApp, deviceID: device, type: .widgets,
+                [
+                    SurfaceTokenRecord(
+                        bundleID: testApp, deviceID: device, pushType: .widgets, token: "w\(index)", environment: .sandbox, updatedAt: at)
+                ])
+            _ = try await store.acceptReload(app: testApp, type: .widgets, audience: .devices([device]), since: at - 86_400, context: WriteContext())
+            {
+                snapshot in
+                let deliveries = snapshot.tokens.map { token in
+                    NewDelivery(
+                        bundleID: testApp, key: "", event: .reload, target: .surface(.widgets, deviceID: token.deviceID, token: token.token),
+                        environment: token.environment, payloadIndex: 0, priority: .immediate, priorityReason: "requested", expiration: nil,
+                        timestamp: Int64(at.timeIntervalSince1970), requestID: "reload")
+                }
+                let acceptance = ReloadAcceptance(pushType: .widgets, kinds: nil, requestID: "reload", deliveries: deliveries.count, heldBack: 0)
+                return (ReloadPlan(acceptedAt: at + 4, deliveries: deliveries, acceptance: acceptance), ())
+            }
         }
         #expect(try await Self.recompiled(store) == 0)
     }
