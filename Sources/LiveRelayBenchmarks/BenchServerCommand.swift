@@ -307,7 +307,7 @@ extension Bench {
             let statementsBefore = try await statementsRun()
             let cpuBefore = (serverSeconds(), postgresCPUSeconds())
             let upkeepBefore = try await (outbox as? PostgresStore)?.upkeep()
-            let latency = try await measureLatency(apis: apis)
+            let latency = try await measureLatency(apis: apis, seconds: seconds, log: latencyLog)
             let upkeepAfter = try await (outbox as? PostgresStore)?.upkeep()
             // Its one second of warm-up included, as the CPU was spent on it too.
             let requests = Double(rate * (seconds + 1))
@@ -315,6 +315,12 @@ extension Bench {
             let databaseCPU = (postgresCPUSeconds() - cpuBefore.1) * 1e6 / requests
             // The push each update makes is recorded sent by the same instances meanwhile.
             let statements = Double(try await statementsRun() - statementsBefore) / requests
+            // The reference: what any request costs these servers before a route takes it, sent
+            // the same way at the same rate (a path no route has: 404).
+            let floorSeconds = min(seconds, 5)
+            let floorBefore = serverSeconds()
+            let floor = try await measureLatency(apis: apis, seconds: floorSeconds) { "/v1/no-such-route/order-\($0)" }
+            let floorCPU = (serverSeconds() - floorBefore) * 1e6 / Double(rate * (floorSeconds + 1))
             say("")
             say(
                 "single-key updates at \(rate)/s for \(seconds) s (\(latency.count) requests, open loop, \(engine)): p50 \(String(format: "%.2f", latency.p50 * 1000)) ms, p99 \(String(format: "%.2f", latency.p99 * 1000)) ms, max \(String(format: "%.1f", latency.max * 1000)) ms  target p99 \(targets.p99)"
@@ -326,6 +332,9 @@ extension Bench {
                 "  CPU µs a request: server\(servers.count > 1 ? "s" : "") \(Int(serverCPU))"
                     + (isShared ? ", PostgreSQL \(Int(databaseCPU)) (its processes on this machine)" : "")
                     + "; statements a request, its push's included: \(String(format: "%.1f", statements))  target \(targets.request)")
+            say(
+                "  reference, the same load to a path no route takes (answers other than 200: \(floor.failureSummary)): server CPU \(Int(floorCPU)) µs a request, p99 \(String(format: "%.2f", floor.p99 * 1000)) ms; "
+                    + "the update \(String(format: "%.1f", serverCPU / floorCPU))× that")
             if let upkeepBefore, let upkeepAfter {
                 say(
                     "  PostgreSQL's upkeep meanwhile: \(upkeepAfter.checkpoints - upkeepBefore.checkpoints) checkpoint(s) begun, "
@@ -595,7 +604,9 @@ extension Bench {
         /// Open loop: request `i` is due at `i / rate` seconds, and its latency counts from then, so a
         /// slow answer that delays the sender is not hidden. Server keys are spread over the requests
         /// to stay within the per-key rate limit.
-        private func measureLatency(apis: [BenchAPI]) async throws -> Latency {
+        private func measureLatency(
+            apis: [BenchAPI], seconds: Int, log: String? = nil, path: (Int) -> String = { "/v1/activities/order-\($0)/update" }
+        ) async throws -> Latency {
             let api = apis[0]
             var serverKeys: [String] = []
             for index in 0..<max(1, (rate + 399) / 400) {
@@ -613,16 +624,16 @@ extension Bench {
             let requests = (0..<(warmup + rate * seconds)).map { index in
                 let body = JSONValue.object([("contentState", .object([("status", .string("step \(index)")), ("etaMinutes", .integer(index % 60))]))])
                 return BenchLoadClient.Request(
-                    server: index % apis.count, path: "/v1/activities/order-\(index % keys)/update", bearer: serverKeys[index % serverKeys.count],
+                    server: index % apis.count, path: path(index % keys), bearer: serverKeys[index % serverKeys.count],
                     body: body.serialized)
             }
             let (outcomes, elapsed) = try await BenchLoadClient(baseURLs: apis.map(\.baseURL)).run(requests, rate: rate)
-            if let latencyLog {
+            if let log {
                 let lines = outcomes.enumerated().map { index, outcome in
                     "\(Double(index) / Double(rate)),\(outcome.latency),\(outcome.lag),\(outcome.status)"
                 }
                 try (["due_seconds,latency_seconds,sender_lag_seconds,status"] + lines).joined(separator: "\n").write(
-                    toFile: latencyLog, atomically: true, encoding: .utf8)
+                    toFile: log, atomically: true, encoding: .utf8)
             }
             let results = outcomes.dropFirst(warmup)
             let sorted = results.map(\.latency).sorted()

@@ -380,7 +380,7 @@ extension SQLiteStore {
             let payload =
                 try payloads[row.payloadID]
                 ?? db.fetchOne("SELECT body, trace_parent FROM payloads WHERE id = ?", [row.payloadID]) { row in
-                    (try row.bytes(0), row.text(1))
+                    (row.bytes(0), row.text(1))
                 } ?? ([], nil)
             payloads[row.payloadID] = payload
             (record.payload, record.traceParent) = payload
