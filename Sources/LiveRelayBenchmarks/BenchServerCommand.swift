@@ -317,10 +317,10 @@ extension Bench {
             let statements = Double(try await statementsRun() - statementsBefore) / requests
             // The reference: what any request costs these servers before a route takes it, sent
             // the same way at the same rate (a path no route has: 404).
-            let floorSeconds = min(seconds, 5)
-            let floorBefore = serverSeconds()
-            let floor = try await measureLatency(apis: apis, seconds: floorSeconds) { "/v1/no-such-route/order-\($0)" }
-            let floorCPU = (serverSeconds() - floorBefore) * 1e6 / Double(rate * (floorSeconds + 1))
+            let noRouteSeconds = min(seconds, 5)
+            let noRouteBefore = serverSeconds()
+            let noRoute = try await measureLatency(apis: apis, seconds: noRouteSeconds) { "/v1/no-such-route/order-\($0)" }
+            let noRouteCPU = (serverSeconds() - noRouteBefore) * 1e6 / Double(rate * (noRouteSeconds + 1))
             say("")
             say(
                 "single-key updates at \(rate)/s for \(seconds) s (\(latency.count) requests, open loop, \(engine)): p50 \(String(format: "%.2f", latency.p50 * 1000)) ms, p99 \(String(format: "%.2f", latency.p99 * 1000)) ms, max \(String(format: "%.1f", latency.max * 1000)) ms  target p99 \(targets.p99)"
@@ -333,8 +333,8 @@ extension Bench {
                     + (isShared ? ", PostgreSQL \(Int(databaseCPU)) (its processes on this machine)" : "")
                     + "; statements a request, its push's included: \(String(format: "%.1f", statements))  target \(targets.request)")
             say(
-                "  reference, the same load to a path no route takes (answers other than 200: \(floor.failureSummary)): server CPU \(Int(floorCPU)) µs a request, p99 \(String(format: "%.2f", floor.p99 * 1000)) ms; "
-                    + "the update \(String(format: "%.1f", serverCPU / floorCPU))× that")
+                "  reference, the same load to a path no route takes (answers other than 200: \(noRoute.failureSummary)): server CPU \(Int(noRouteCPU)) µs a request, p99 \(String(format: "%.2f", noRoute.p99 * 1000)) ms; "
+                    + "the update \(String(format: "%.1f", serverCPU / noRouteCPU))× that")
             if let upkeepBefore, let upkeepAfter {
                 say(
                     "  PostgreSQL's upkeep meanwhile: \(upkeepAfter.checkpoints - upkeepBefore.checkpoints) checkpoint(s) begun, "

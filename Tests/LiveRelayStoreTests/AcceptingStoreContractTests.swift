@@ -31,27 +31,11 @@ import Testing
                     SurfaceTokenRecord(
                         bundleID: testApp, deviceID: "iphone-2", pushType: .controls, kind: "door", token: "c2", environment: .sandbox, updatedAt: t0)
                 ])
-            @Sendable func reload(_ audience: Audience, at: Date, since: Date) async throws -> ReloadSnapshot {
-                let seen = Seen<ReloadSnapshot?>(nil)
-                _ = try await store.acceptReload(app: testApp, type: .widgets, audience: audience, since: since, context: WriteContext()) {
-                    snapshot in
-                    seen.set(snapshot)
-                    let deliveries = snapshot.tokens.map { token in
-                        NewDelivery(
-                            bundleID: testApp, key: "", event: .reload, target: .surface(.widgets, deviceID: token.deviceID, token: token.token),
-                            environment: token.environment, payloadIndex: 0, priority: .immediate, priorityReason: "requested", expiration: nil,
-                            timestamp: Int64(at.timeIntervalSince1970), requestID: "reload")
-                    }
-                    let acceptance = ReloadAcceptance(pushType: .widgets, kinds: nil, requestID: "reload", deliveries: deliveries.count, heldBack: 0)
-                    return (ReloadPlan(acceptedAt: at, deliveries: deliveries, acceptance: acceptance), ())
-                }
-                return try #require(seen.value)
-            }
-            var snapshot = try await reload(.everyone, at: t0, since: t0 - 86_400)
+            var snapshot = try await store.reloadWidgets(.everyone, at: t0, since: t0 - 86_400)
             #expect(snapshot.tokens.map(\.token) == ["w1", "w2"] && snapshot.recentReloads.isEmpty)
-            snapshot = try await reload(.users(["ben"]), at: t0 + 1, since: t0 - 86_400)
+            snapshot = try await store.reloadWidgets(.users(["ben"]), at: t0 + 1, since: t0 - 86_400)
             #expect(snapshot.tokens.map(\.token) == ["w2"] && snapshot.recentReloads == ["iphone-1": 1, "iphone-2": 1])
-            snapshot = try await reload(.devices(["iphone-1"]), at: t0 + 2, since: t0 + 1)
+            snapshot = try await store.reloadWidgets(.devices(["iphone-1"]), at: t0 + 2, since: t0 + 1)
             #expect(snapshot.tokens.map(\.deviceID) == ["iphone-1"] && snapshot.recentReloads == ["iphone-2": 1], "since its window only")
             let pushes = try await store.deliveries(DeliveryQuery(key: "", includePayloads: true))
             #expect(pushes.count == 4 && pushes.allSatisfy { $0.event == .reload && $0.target.kind == .widgets && $0.payload == ReloadPushType.body })
@@ -66,7 +50,7 @@ import Testing
             try await store.recordOutcomes(outcomes, at: t0 + 3)
             #expect(try await store.surfaceTokens(deviceID: "iphone-1").isEmpty)
             #expect(try await store.surfaceTokens(deviceID: "iphone-2").count == 2)
-            snapshot = try await reload(.everyone, at: t0 + 4, since: t0 - 86_400)
+            snapshot = try await store.reloadWidgets(.everyone, at: t0 + 4, since: t0 - 86_400)
             #expect(snapshot.tokens.map(\.token) == ["w2"] && snapshot.recentReloads.isEmpty)
             let events = try await store.events(EventQuery(limit: 100)).map(\.type)
             #expect(events.contains(.tokenInvalidated) && events.contains(.reloadFailed))

@@ -184,18 +184,7 @@ enum DeliveryPageForms {
                     SurfaceTokenRecord(
                         bundleID: testApp, deviceID: device, pushType: .widgets, token: "w\(index)", environment: .sandbox, updatedAt: at)
                 ])
-            _ = try await store.acceptReload(app: testApp, type: .widgets, audience: .devices([device]), since: at - 86_400, context: WriteContext())
-            {
-                snapshot in
-                let deliveries = snapshot.tokens.map { token in
-                    NewDelivery(
-                        bundleID: testApp, key: "", event: .reload, target: .surface(.widgets, deviceID: token.deviceID, token: token.token),
-                        environment: token.environment, payloadIndex: 0, priority: .immediate, priorityReason: "requested", expiration: nil,
-                        timestamp: Int64(at.timeIntervalSince1970), requestID: "reload")
-                }
-                let acceptance = ReloadAcceptance(pushType: .widgets, kinds: nil, requestID: "reload", deliveries: deliveries.count, heldBack: 0)
-                return (ReloadPlan(acceptedAt: at + 4, deliveries: deliveries, acceptance: acceptance), ())
-            }
+            try await store.reloadWidgets(.devices([device]), at: at + 4, since: at - 86_400)
         }
         #expect(try await Self.recompiled(store) == 0)
     }

@@ -97,6 +97,25 @@ func acceptance(_ key: String, _ action: LiveActivityPayload.Event = .update) ->
 }
 
 extension RelayStore {
+    /// Reloads the widgets of `audience` at `at`, one push per token the store hands the plan,
+    /// counting each device's reloads since `since`; returns the snapshot the plan saw.
+    @discardableResult
+    func reloadWidgets(_ audience: Audience, at: Date, since: Date, app: String = testApp) async throws -> ReloadSnapshot {
+        let seen = Seen<ReloadSnapshot?>(nil)
+        _ = try await acceptReload(app: app, type: .widgets, audience: audience, since: since, context: WriteContext()) { snapshot in
+            seen.set(snapshot)
+            let deliveries = snapshot.tokens.map { token in
+                NewDelivery(
+                    bundleID: app, key: "", event: .reload, target: .surface(.widgets, deviceID: token.deviceID, token: token.token),
+                    environment: token.environment, payloadIndex: 0, priority: .immediate, priorityReason: "requested", expiration: nil,
+                    timestamp: Int64(at.timeIntervalSince1970), requestID: "reload")
+            }
+            let acceptance = ReloadAcceptance(pushType: .widgets, kinds: nil, requestID: "reload", deliveries: deliveries.count, heldBack: 0)
+            return (ReloadPlan(acceptedAt: at, deliveries: deliveries, acceptance: acceptance), ())
+        }
+        return try #require(seen.value)
+    }
+
     /// Registers an update token for `key` on each device.
     func registerActivity(_ key: String, on devices: [String]) async throws {
         for device in devices { try await saveActivityToken(activityToken(key, device), attributesType: deliveryType) }
