@@ -193,9 +193,14 @@ package protocol OutboxStore: Sendable {
     /// Queues a failed push of the app (nil: any app) again beside it, unless `DeliveryRetry.refusal`
     /// says no (in the same transaction, so that two retries at once make one push).
     func retryDelivery(id: Int64, app: String?, at now: Date) async throws -> DeliveryRetry.Outcome
-    /// How many deliveries of the whole history are in each state (a read of every row: for
-    /// metrics and the dashboard, never for a request without a key).
+    /// How many deliveries of the whole history are in each state: a read of every row, for tests
+    /// and benchmarks; what the server shows is `waitingAndUnsentCounts()`.
     func deliveryCounts() async throws -> [DeliveryStatus: Int]
+    /// How many deliveries are in each state but `sent` (queued, sending, failed, superseded,
+    /// skipped): read from the indexes of claimable and of unsent pushes, so its cost is theirs,
+    /// not the history's. For `/metrics` and the dashboard, which a browser reads again at every
+    /// change; those sent are counted as APNs answers them (`liverelay_pushes_total`).
+    func waitingAndUnsentCounts() async throws -> [DeliveryStatus: Int]
     /// How many deliveries wait to be sent or are being sent: read from the index of claimable
     /// pushes, so its cost is that of the pushes waiting, not of the history.
     func pendingDeliveryCount() async throws -> Int

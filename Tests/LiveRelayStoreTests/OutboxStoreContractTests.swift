@@ -324,6 +324,35 @@ import Testing
         }
     }
 
+    /// What the server shows of the outbox (`/metrics`, the dashboard's overview, which a browser
+    /// reads again at every change) is read from indexes, not from the history: every status but
+    /// `sent` counted as a read of every row counts it, and a page of each status the same rows.
+    @Test(arguments: StoreKind.allCases) func everyStatusButSentIsCountedAndPagedAsTheWholeHistorySays(kind: StoreKind) async throws {
+        try await kind.withStore { subject in
+            let store = subject.store
+            try await store.registerActivity("match", on: ["iphone-1", "iphone-2", "iphone-3", "iphone-4"])
+            try await store.change("match", body: "u1", at: t0)
+            let claimed = try await store.claimDeliveries(dueBy: t0, limit: 3, leaseUntil: t0 + 60)
+            let ids = Dictionary(uniqueKeysWithValues: claimed.map { ($0.target.name, $0.id) })
+            // iphone-4's first update, still queued, is passed over by the second.
+            try await store.change("match", body: "u2", at: t0 + 1)
+            // iphone-2's token dies: its second update is skipped.
+            try await store.recordOutcomes(
+                [
+                    (ids["iphone-1"]!, .sent(status: 200, apnsID: "apns-1")),
+                    (ids["iphone-2"]!, .failed(status: 410, reason: "Unregistered", tokenIsDead: true)),
+                ], at: t0 + 2)
+            let everyRow = try await store.deliveryCounts()
+            #expect(everyRow == [.queued: 3, .sending: 1, .sent: 1, .failed: 1, .superseded: 1, .skipped: 1])
+            #expect(try await store.waitingAndUnsentCounts() == everyRow.filter { $0.key != .sent })
+            let all = try await store.deliveries(DeliveryQuery(limit: 100))
+            for status in DeliveryStatus.allCases {
+                let page = try await store.deliveries(DeliveryQuery(status: status, limit: 100))
+                #expect(page.map(\.id) == all.filter { $0.status == status }.map(\.id), "\(status)")
+            }
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func outcomesAreRecordedOnTheDeliveryAndTheToken(kind: StoreKind) async throws {
         try await kind.withStore { subject in
             let store = subject.store

@@ -234,6 +234,37 @@ struct PostgresPlanTests {
         #expect(read < 1_000, "the pending count read the history: \(read) rows")
     }
 
+    /// A long history of pushes sent, and a few waiting or unsent: what the server reads without
+    /// a key (at its start, at each scrape of `/metrics`, each time the dashboard's overview is
+    /// drawn again) reads the indexes of those, not the history (`SQLitePlanTests` the same).
+    @Test func theStartTheMetricsAndTheOverviewReadNoWholeHistory() async throws {
+        let url = try await Self.migratedDatabase(
+            holding: """
+                \(Self.pushes(1...300_000, status: "sent"))
+                \(Self.pushes(300_001...300_010, status: "failed"))
+                \(Self.pushes(300_011...300_020, status: "sending"))
+                ANALYZE deliveries;
+                """)
+        let at = Date(timeIntervalSince1970: 1_800_000_000)
+        var statements = OutboxRules.decisions(after: .restarted(alone: true), at: at).map {
+            Self.run("start", OutboxStatements.statement($0, at: at))
+        }
+        statements.append(Self.run("counts", SQLStatement(text: StoreStatements.waitingAndUnsentCounts, arguments: [])))
+        statements.append(Self.run("failures", StoreStatements.deliveries(DeliveryQuery(status: .failed, limit: 500))))
+        for (index, statement) in statements.enumerated() {
+            let plan = try await TestPostgres.psqlOutput(
+                url,
+                """
+                SET plan_cache_mode = force_generic_plan;
+                PREPARE s_\(index) AS \(statement.sql);
+                EXPLAIN EXECUTE s_\(index)\(statement.arguments.isEmpty ? "" : "(\(statement.arguments))")
+                """)
+            // Not the whole table, nor the primary key's index of it filtered: an index of theirs.
+            #expect(!plan.contains("Seq Scan on deliveries") && !plan.contains("deliveries_pkey"), "\(statement.name): \(plan)")
+            #expect(plan.contains("using deliveries_"), "\(statement.name): \(plan)")
+        }
+    }
+
     /// What PostgreSQL's statistics counted of `deliveries`: rows inserted, updated, and read by
     /// sequential scans, and scans of any kind. This schema's table: the tests share a database,
     /// each in a schema of its own.

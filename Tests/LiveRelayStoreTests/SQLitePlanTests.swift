@@ -24,9 +24,28 @@ import Testing
             #expect(!plan.contains("TEMP B-TREE"), "\(name): \(plan)")
             if DeliveryPageForms.readsByKey(query) {
                 #expect(plan.contains("deliveries_by_key_newest"), "\(name): \(plan)")
+            } else if let status = query.status, StoreStatements.unsentStatuses.contains(status) {
+                #expect(plan.contains("deliveries_unsent (status=?)"), "\(name): \(plan)")
             } else {
                 #expect(!plan.contains("INDEX"), "\(name): \(plan)")
             }
+        }
+    }
+
+    /// What the server reads without a request's key, at its start, at each scrape of `/metrics`
+    /// and each time the dashboard's overview is drawn again (at every change, while a browser
+    /// shows it), reads indexes of the pushes it wants, never the whole history.
+    @Test func theStartTheMetricsAndTheOverviewReadNoWholeHistory() async throws {
+        let store = try await SQLiteStore.open(path: TestFiles.path("unkeyed-plans", pathExtension: "sqlite"))
+        _ = try await store.migrate()
+        var statements = OutboxRules.decisions(after: .restarted(alone: true), at: t0).map { OutboxStatements.statement($0, at: t0) }
+        statements.append(SQLStatement(text: StoreStatements.waitingAndUnsentCounts, arguments: []))
+        statements.append(SQLStatement(text: StoreStatements.pendingDeliveryCount, arguments: []))
+        statements.append(StoreStatements.deliveries(DeliveryQuery(status: .failed, limit: 500)))
+        for statement in statements {
+            let plan = try await HistoryOrderTests.plan(statement, in: store)
+            #expect(!plan.split(separator: "\n").contains("SCAN deliveries"), "\(statement.text): \(plan)")
+            #expect(plan.contains("INDEX"), "\(statement.text): \(plan)")
         }
     }
 }
@@ -56,6 +75,8 @@ enum DeliveryPageForms {
         ("an app's", DeliveryQuery(bundleID: "app", limit: 1_000)),
         ("an app's, the next page", DeliveryQuery(bundleID: "app", before: 5_000, limit: 1_000)),
         ("an app's failures", DeliveryQuery(bundleID: "app", status: .failed, reason: "BadDeviceToken", limit: 100)),
+        ("the pushes passed over", DeliveryQuery(status: .superseded, limit: 100)),
+        ("a key's skipped", DeliveryQuery(bundleID: "app", key: "match", status: .skipped, limit: 50)),
         ("a key's", DeliveryQuery(bundleID: "app", key: "match", limit: 1_000)),
         ("a key's, the next page", DeliveryQuery(bundleID: "app", key: "match", before: 5_000, limit: 50)),
         ("a key's queued", DeliveryQuery(bundleID: "app", key: "order-7", status: .queued, limit: 50)),

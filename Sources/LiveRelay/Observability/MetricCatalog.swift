@@ -84,7 +84,7 @@ package enum Metric: String, Sendable, CaseIterable {
         case .channels:
             "Broadcast channels not deleted."
         case .deliveries:
-            "Pushes in the outbox and its history, by status."
+            "Pushes waiting (queued, sending) and ended unsent (failed, superseded, skipped), by status; those sent: liverelay_pushes_total."
         case .retentionBatchLongestMicroseconds:
             "How long the longest batch of retention's last run held the store."
         case .storeStatements:

@@ -241,7 +241,7 @@ package final class RelayMetrics: Sendable {
             (Metric.activeKeys, [:], store.activeKeys), (Metric.channels, [:], store.channels),
             (Metric.storeStatements, [:], statements),
         ]
-        for status in DeliveryStatus.allCases { gauges.append((Metric.deliveries, ["status": status.rawValue], deliveries[status] ?? 0)) }
+        for status in DeliveryStatus.countedByIndex { gauges.append((Metric.deliveries, ["status": status.rawValue], deliveries[status] ?? 0)) }
         for (name, labels, value) in gauges {
             Metrics.Gauge(label: name.rawValue, dimensions: MetricCatalog.dimensions(labels), factory: factory).record(value)
         }

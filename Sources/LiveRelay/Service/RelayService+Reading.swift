@@ -65,15 +65,15 @@ extension RelayService {
         try await store.pendingDeliveryCount()
     }
 
-    /// How many deliveries the outbox holds in each state.
-    package func deliveryCounts() async throws -> [DeliveryStatus: Int] {
-        try await store.deliveryCounts()
+    /// How many deliveries the outbox holds in each state but `sent`, read from indexes alone.
+    package func waitingAndUnsentCounts() async throws -> [DeliveryStatus: Int] {
+        try await store.waitingAndUnsentCounts()
     }
 
     /// The metrics in Prometheus' text format.
     package func renderMetrics() async throws -> String {
         metrics.render(
-            store: try await store.counts(), deliveries: try await store.deliveryCounts(), apnsConnections: apns?.pushConnectionCount ?? 0,
+            store: try await store.counts(), deliveries: try await store.waitingAndUnsentCounts(), apnsConnections: apns?.pushConnectionCount ?? 0,
             statements: store.statementsRun)
     }
 }

@@ -127,7 +127,7 @@ struct Dashboard: Sendable {
         let viewer = try viewer(context)
         return LivePage.html(
             DashboardPages.overview(
-                counts: try await relay.counts(), deliveries: try await relay.deliveryCounts(),
+                counts: try await relay.counts(), deliveries: try await relay.waitingAndUnsentCounts(),
                 failures: try await relay.deliveries(DeliveryQuery(status: .failed, limit: 500)),
                 pushesPerMinute: relay.metrics.pushesPerMinute(upTo: relay.currentDate, count: 30),
                 nearBudget: relay.metrics.keysNearBudget(at: relay.currentDate, limit: 20), viewer: viewer))

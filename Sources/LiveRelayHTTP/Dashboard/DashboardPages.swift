@@ -136,7 +136,7 @@ enum DashboardPages {
             <tr><td><a href="\(activityPath(app: near.app, key: near.key))">\(near.key)</a></td><td>\(near.app)</td><td class="number">\(near.use.used) of \(near.use.limit)</td><td>\(time(near.at))</td></tr>
             """
         }
-        let statuses = DeliveryStatus.allCases.html { status in
+        let statuses = DeliveryStatus.countedByIndex.html { status in
             "<div class=\"stat\"><span class=\"badge \(status.rawValue)\">\(status.rawValue)</span><strong>\(deliveries[status] ?? 0)</strong></div>"
         }
         var reasons: [String: Int] = [:]
@@ -155,7 +155,7 @@ enum DashboardPages {
             <div class="stat"><span>Push-to-start tokens</span><strong>\(counts.pushToStartTokens)</strong></div>
             <div class="stat"><span>Channels</span><strong>\(counts.channels) <small>of 10,000</small></strong></div>
             </section>
-            <h2>Deliveries</h2>
+            <h2>Pushes waiting and ended unsent <small>(those sent are in the chart below)</small></h2>
             <section class="stats">\(statuses)</section>
             <h2>Pushes per minute <small>(answered by APNs, the last \(pushesPerMinute.count) minutes, this instance)</small></h2>
             \(pushChart(pushesPerMinute))

@@ -119,8 +119,16 @@ extension PostgresStore {
     }
 
     package func deliveryCounts() async throws -> [DeliveryStatus: Int] {
+        try await statusCounts("SELECT status, COUNT(*) FROM deliveries GROUP BY status")
+    }
+
+    package func waitingAndUnsentCounts() async throws -> [DeliveryStatus: Int] {
+        try await statusCounts(StoreStatements.waitingAndUnsentCounts)
+    }
+
+    private func statusCounts(_ sql: String) async throws -> [DeliveryStatus: Int] {
         var counts: [DeliveryStatus: Int] = [:]
-        for row in try await rows("SELECT status, COUNT(*) FROM deliveries GROUP BY status") {
+        for row in try await rows(sql) {
             counts[try DeliveryStatus(stored: row.string(0), column: "deliveries.status")] = row.int(1)
         }
         return counts

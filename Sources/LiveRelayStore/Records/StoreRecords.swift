@@ -447,6 +447,10 @@ package enum DeliveryStatus: String, Sendable, Hashable, CaseIterable, Codable {
     case superseded
     /// Not sent: its token died first.
     case skipped
+
+    /// What `waitingAndUnsentCounts()` counts, from indexes alone: every status but `sent`, the
+    /// bulk of the history.
+    package static let countedByIndex = allCases.filter { $0 != .sent }
 }
 
 /// What a delivery goes to: a device token, or a broadcast channel.

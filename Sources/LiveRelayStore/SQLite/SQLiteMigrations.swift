@@ -387,5 +387,7 @@ enum SQLiteMigrations {
         StoreMigration(name: "0031-token-indexes", statements: StoreStatements.tokenIndexes),
         // The index of reloads by their event, not by their empty key (issue 59).
         StoreMigration(name: "0032-reloads-by-event", statements: StoreStatements.reloadsIndex),
+        // Pushes that ended unsent, counted and paged without reading the history.
+        StoreMigration(name: "0033-unsent-pushes", statements: [StoreStatements.unsentIndex]),
     ]
 }

@@ -123,11 +123,17 @@ extension SQLiteStore {
     }
 
     package func deliveryCounts() async throws -> [DeliveryStatus: Int] {
+        try await statusCounts("SELECT status, COUNT(*) FROM deliveries GROUP BY status")
+    }
+
+    package func waitingAndUnsentCounts() async throws -> [DeliveryStatus: Int] {
+        try await statusCounts(StoreStatements.waitingAndUnsentCounts)
+    }
+
+    private func statusCounts(_ sql: String) async throws -> [DeliveryStatus: Int] {
         try await pool.read { db in
             var counts: [DeliveryStatus: Int] = [:]
-            try db.forEach("SELECT status, COUNT(*) FROM deliveries GROUP BY status") { row in
-                counts[try DeliveryStatus(stored: row[0], column: "deliveries.status")] = row[1]
-            }
+            try db.forEach(sql) { row in counts[try DeliveryStatus(stored: row[0], column: "deliveries.status")] = row[1] }
             return counts
         }
     }

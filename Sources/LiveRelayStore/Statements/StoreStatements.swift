@@ -331,6 +331,14 @@ enum StoreStatements {
         "CREATE INDEX deliveries_reloads ON deliveries (bundle_id, target, created_at) WHERE event = 'reload'",
     ]
 
+    /// The statuses of pushes that ended unsent: few beside those sent, and what an operator looks
+    /// for. Their own index (by status, then id) lets the dashboard and `/metrics` count them and
+    /// a page of them be read without reading the whole history: with 10 million pushes, the
+    /// counts took 3 s, and a page of failures 1.8 s when none had failed.
+    static let unsentStatuses: [DeliveryStatus] = [.failed, .superseded, .skipped]
+    static let unsentCondition = "status IN (\(unsentStatuses.map { "'\($0.rawValue)'" }.joined(separator: ", ")))"
+    static let unsentIndex = "CREATE INDEX deliveries_unsent ON deliveries (status, id) WHERE \(unsentCondition)"
+
     /// The statuses of pushes that reach, or may still reach, their device.
     private static let reaching = "status IN ('queued', 'sending', 'sent')"
 
@@ -420,7 +428,12 @@ enum StoreStatements {
     static let insertSchedule = "INSERT INTO schedules \(ScheduleRecord.table.insertion)"
 
     /// The pushes waiting to be sent or being sent (`deliveries_due`'s condition, so that index answers).
-    static let pendingDeliveryCount = "SELECT COUNT(*) FROM deliveries WHERE \(OutboxStatements.statusCondition(.claim))"
+    static let pendingDeliveryCount = "SELECT COUNT(*) FROM deliveries WHERE \(OutboxStatements.claimableCondition)"
+    /// By status, every push but those sent, from the indexes of claimable and of unsent pushes.
+    static let waitingAndUnsentCounts = """
+        SELECT status, COUNT(*) FROM deliveries WHERE \(OutboxStatements.claimableCondition) GROUP BY status
+        UNION ALL SELECT status, COUNT(*) FROM deliveries WHERE \(unsentCondition) GROUP BY status
+        """
 
     static let insertIdempotencyKey =
         "INSERT INTO idempotency_keys (api_key_id, key, request_hash, answer, created_at) VALUES (?, ?, ?, ?, ?)"
@@ -533,7 +546,9 @@ enum StoreStatements {
             break
         }
         // Statuses and states are written out, not bound: partial indexes name some (`reloadsIndex`).
-        if let status = query.status { filter.add("status = '\(status.rawValue)'") }
+        if let status = query.status {
+            filter.add((unsentStatuses.contains(status) ? "\(unsentCondition) AND " : "") + "status = '\(status.rawValue)'")
+        }
         if let reason = query.reason { filter.add("apns_reason = ?", .text(reason)) }
         if let before = query.before { filter.add("id < ?", .integer(before)) }
         return SQLStatement(
