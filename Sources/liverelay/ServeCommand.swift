@@ -281,6 +281,10 @@ struct Serve: AsyncParsableCommand {
                 throw StartFailure.portInUse(host: httpHost, port: httpPort)
             }
         }
+        if let profile = SQLiteStatementProfile.shared {
+            try profile.write()
+            logger.notice("the store's statements, by CPU, written to \(profile.file)")
+        }
         logger.notice("stopped")
     }
 

@@ -73,6 +73,32 @@ struct ServeCommandTests {
         }
     }
 
+    /// `LIVERELAY_SQLITE_PROFILE` names a file: at its stop, `serve` writes there the CPU its
+    /// store's statements took, statement by statement, most first (`Documentation/benchmarks.md`).
+    @Test func aProfileOfTheStoresStatementsIsWrittenAtTheStop() async throws {
+        let dataDir = try TestFiles.folder("serve-profile")
+        defer { try? FileManager.default.removeItem(atPath: dataDir) }
+        let file = dataDir + "/statements.tsv"
+        try await withDeadline(.seconds(60)) {
+            let server = try await ServeProcess.start(
+                ["serve", "--data-dir", dataDir, "--http-port", "0"], environment: ["LIVERELAY_SQLITE_PROFILE": file])
+            let store = try await SQLiteStore.open(path: dataDir + "/liverelay.sqlite")
+            try await eventually { try await store.pushToStartTokens(deviceID: "demo-iphone").count == 1 }
+            let (path, body) = try server.printedStart()
+            #expect(try await server.call(.POST, path, key: try initialKeys(dataDir: dataDir).server, body: body).status == 201)
+            #expect(await server.stop() == 0)
+        }
+        let lines = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n").map { $0.split(separator: "\t") }
+        #expect(lines.first == ["cpu_us", "runs", "us_a_run", "statement"])
+        let rows = lines.dropFirst().filter { $0.count == 4 }
+        #expect(rows.count == lines.count - 1 && rows.count > 10)
+        let microseconds = rows.map { Double($0[0]) ?? -1 }
+        #expect(microseconds == microseconds.sorted(by: >) && microseconds.allSatisfy { $0 >= 0 })
+        // The start's own insert, run once, on one line.
+        #expect(rows.contains { $0[3].hasPrefix("INSERT INTO activities") && $0[1] == "1" })
+        #expect(rows.contains { $0[3] == "COMMIT TRANSACTION" })
+    }
+
     /// With no configuration: SQLite in the data directory, the emulator and the demo iPhone
     /// in-process, keys printed; the printed request starts an activity on the demo iPhone.
     @Test func withNoConfigurationItRunsTheDemoAndThePrintedStartReachesTheDemoIPhone() async throws {

@@ -25,10 +25,12 @@ final class ServeProcess: Sendable {
 
     /// Starts `liverelay <arguments>` and waits for the announcement, which ends with the `curl`
     /// command to try.
-    /// `yielding`: at the lowest CPU priority (`ChildProcess.start`).
-    static func start(_ arguments: [String], yielding: Bool = false) async throws -> ServeProcess {
+    /// `yielding`: at the lowest CPU priority (`ChildProcess.start`). `environment`: variables
+    /// set for it, besides this process's own but for `LIVERELAY_…`.
+    static func start(_ arguments: [String], environment: [String: String] = [:], yielding: Bool = false) async throws -> ServeProcess {
         let process = try ChildProcess.start(
-            liverelayExecutable.path, arguments, environment: ChildProcess.environment(dropping: "LIVERELAY_"), errors: .sameAsOutput,
+            liverelayExecutable.path, arguments,
+            environment: ChildProcess.environment(dropping: "LIVERELAY_").merging(environment) { $1 }, errors: .sameAsOutput,
             yielding: yielding)
         let printed = PrintedText()
         // Drained as it comes, so that a full pipe never blocks the server.

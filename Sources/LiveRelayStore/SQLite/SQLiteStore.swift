@@ -50,12 +50,17 @@ package final class SQLiteStore: RelayStore {
             // SQLite traces as a comment (`-- TRIGGER …`): what the store runs, counted as
             // PostgreSQL's are. SQLite's own callback reads the first byte of the text, where
             // GRDB's trace would copy the text of every statement. The count outlives the
-            // connection: this closure, which the pool keeps, holds it.
+            // connection: this closure, which the pool keeps, holds it. With a profile asked for,
+            // each statement's end is traced too (`SQLiteStatementProfile`).
+            let profiled = SQLiteStatementProfile.shared == nil ? 0 : UInt32(SQLITE_TRACE_PROFILE)
             sqlite3_trace_v2(
-                db.sqliteConnection, UInt32(SQLITE_TRACE_STMT),
-                { _, count, _, text in
-                    if text?.load(as: UInt8.self) != UInt8(ascii: "-") {
+                db.sqliteConnection, UInt32(SQLITE_TRACE_STMT) | profiled,
+                { kind, count, statement, text in
+                    if kind == UInt32(SQLITE_TRACE_PROFILE) {
+                        SQLiteStatementProfile.shared?.finished(OpaquePointer(statement!))
+                    } else if text?.load(as: UInt8.self) != UInt8(ascii: "-") {
                         Unmanaged<StatementCount>.fromOpaque(count!).takeUnretainedValue().add()
+                        SQLiteStatementProfile.shared?.started(OpaquePointer(statement!))
                     }
                     return 0
                 }, Unmanaged.passUnretained(statements).toOpaque())
@@ -83,7 +88,7 @@ package final class SQLiteStore: RelayStore {
         if due {
             checkpointer.asyncWriteWithoutTransaction { [self] db in
                 // PASSIVE: copies what no reader still needs, and never waits for the writer.
-                let pages = (try? db.checkpoint(.passive))?.walFrameCount ?? 0
+                let pages = SQLiteStatementProfile.measuring("[checkpoint]") { (try? db.checkpoint(.passive))?.walFrameCount ?? 0 }
                 // A write starts the log over only once every page in it is back in the database,
                 // which never happens while writes keep coming: the writer copies the few pages
                 // written since, between two transactions, so the log stops growing.
