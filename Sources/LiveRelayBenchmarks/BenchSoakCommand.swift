@@ -142,7 +142,6 @@ struct World {
     }
 
     func play(day: Int, relay: RelayService, store: any RelayStore, clock: SoakClock, into today: inout Day) async throws {
-        let dayStart = clock.now
         try await registerDevices(relay, rotation: day)
         let fanOutKey = "match-\(day)"
         let perHour = starts / 24

@@ -31,7 +31,7 @@ func fuzzServerBytes(_ input: [UInt8]) {
     let cut = Int((input.first ?? 0) & 0x7F) + 1
     var bytes = ByteBuffer(bytes: input.dropFirst())
     while channel.isActive, let chunk = bytes.readSlice(length: min(cut, bytes.readableBytes)), chunk.readableBytes > 0 {
-        try? channel.writeInbound(chunk)
+        _ = try? channel.writeInbound(chunk)
         channel.pipeline.fireChannelReadComplete()
         channel.embeddedEventLoop.run()
     }

@@ -120,7 +120,7 @@ public struct ActivityAttributesType: Sendable, Hashable {
     }
 
     /// The type itself: pushes are decoded with a default `JSONDecoder`, as the widget does.
-    public init<Attributes: ActivityAttributes>(_ type: Attributes.Type, name: String = String(describing: Attributes.self)) {
+    public init<Attributes: ActivityAttributes & SendableMetatype>(_ type: Attributes.Type, name: String = String(describing: Attributes.self)) {
         self.name = name
         self.contract = nil
         decodeAttributes = { json throws(DecodingFailure) in try DecodingFailure.decode(Attributes.self, from: json) }

@@ -357,7 +357,7 @@ public struct SimulatedDevice: Sendable {
         let size = ActivityData.size(attributes, content)
         guard size <= settings.maximumActivityDataBytes else { throw .attributesTooLarge(size, limit: settings.maximumActivityDataBytes) }
         let ongoing = activities.filter(\.lifecycle.isOngoing)
-        guard ongoing.count { $0.bundleID == app.bundleID } < settings.maximumActivitiesPerApp else {
+        guard ongoing.count(where: { $0.bundleID == app.bundleID }) < settings.maximumActivitiesPerApp else {
             throw .targetMaximumExceeded(settings.maximumActivitiesPerApp)
         }
         guard ongoing.count < settings.maximumActivitiesPerDevice else { throw .globalMaximumExceeded(settings.maximumActivitiesPerDevice) }

@@ -417,7 +417,7 @@ extension LiveRelayKitReportsTests {
                     folder: folder, log: { _ in })
                 await killed.observe(.pushToStartToken(attributesType: "OrderAttributes", token: Data(repeating: 8, count: 32)))
             }
-            weak var dropped = launch()
+            weak let dropped = launch()
             let client = try #require(dropped, "kept by LiveRelayKit once the app's reference went")
             #expect(launch() === client)
             let tokens: @Sendable () async throws -> [String] = {

@@ -110,7 +110,7 @@ import Testing
                 "0027-first-release", "0028-contract-environment", "0029-surface-tokens", "0030-history-without-device-order", "0031-token-indexes",
                 "0032-reloads-by-event", "0033-unsent-pushes",
             ])
-        try await store.adoptUnnamedData(bundleID: Self.app)
+        #expect(try await store.adoptUnnamedData(bundleID: Self.app))
         let match = try #require(try await store.activity(app: Self.app, key: "match-1"))
         #expect(match.channelIDs == [.production: "chan-1"])
         #expect(try await store.channel(id: "chan-1")?.environment == .production)
@@ -127,7 +127,7 @@ import Testing
         try await DatabaseQueue(path: path).write { try $0.execute(sql: "DELETE FROM push_to_start_tokens") }
         let store = try await SQLiteStore.open(path: path)
         _ = try await store.migrate()
-        try await store.adoptUnnamedData(bundleID: Self.app)
+        #expect(try await store.adoptUnnamedData(bundleID: Self.app))
         #expect(try await store.activityTokens(app: Self.app, key: "order-1").map(\.environment) == [.sandbox])
         #expect(try await store.activity(app: Self.app, key: "match-1")?.channelIDs == [.sandbox: "chan-1"])
     }

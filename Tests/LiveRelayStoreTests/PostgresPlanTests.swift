@@ -307,7 +307,7 @@ struct PostgresPlanTests {
     private static func migratedDatabase(holding sql: String) async throws -> String {
         let url = try await TestPostgres.freshDatabase()
         let store = try PostgresStore(url: url)
-        try await store.running {
+        _ = try await store.running {
             try await store.migrate()
         }
         try await TestPostgres.psql(url, "INSERT INTO payloads (body) VALUES ('\\x7b7d');\n" + sql)

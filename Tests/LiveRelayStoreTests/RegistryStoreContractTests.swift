@@ -245,11 +245,11 @@ import Testing
                 seen.set(snapshot)
                 return nil
             }
-            try await store.saveActivityToken(
+            _ = try await store.saveActivityToken(
                 activityToken("match", "iphone-1", token: "rotated", at: t0 + 10), attributesType: deliveryType, catchUp: reading)
             #expect(seen.value?.priority10Used == 2, "u1 and u4")
             #expect(seen.value?.sentLatest == true, "u4 is its latest")
-            try await store.saveActivityToken(activityToken("match", "iphone-3", at: t0 + 11), attributesType: deliveryType, catchUp: reading)
+            _ = try await store.saveActivityToken(activityToken("match", "iphone-3", at: t0 + 11), attributesType: deliveryType, catchUp: reading)
             #expect(seen.value?.priority10Used == 0)
             #expect(seen.value?.sentLatest == false)
         }

@@ -110,7 +110,7 @@ extension SQLiteStore {
             let newer =
                 try db.fetchOne(
                     StoreStatements.newerPush, [failed.bundleID, failed.key, kind, deviceID ?? "", channelID ?? "", id]
-                ) { try $0.integer(0) } ?? nil
+                ) { $0.integer(0) } ?? nil
             if let refusal = DeliveryRetry.refusal(status: failed.status, target: target, newerPush: newer) { return .refused(refusal) }
             let rows = try db.fetchAll(StoreStatements.retry, ["retry of push \(id)", now.seconds, now.seconds, id], as: DeliveryRow.init(row:))
             guard let retried = try Self.withPayloads(db, rows).first else { return .notFound }

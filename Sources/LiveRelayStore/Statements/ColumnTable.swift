@@ -68,7 +68,7 @@ extension ColumnTable.Column {
         Self(name: name, value: { .bytes(value($0)) })
     }
     /// One of a type's names.
-    static func name<Value: RawRepresentable>(_ name: String, _ value: @escaping @Sendable (Record) -> Value?) -> Self
+    static func name<Value: RawRepresentable & SendableMetatype>(_ name: String, _ value: @escaping @Sendable (Record) -> Value?) -> Self
     where Value.RawValue == String {
         Self(name: name, value: { .text(value($0)?.rawValue) })
     }
