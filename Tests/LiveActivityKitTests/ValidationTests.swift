@@ -144,6 +144,17 @@ import Testing
         }
     }
 
+    /// A hint is looked for only among the keys within two characters of the key's length: a
+    /// client's key of 60,000 characters is not compared with each (the corpus keeps the body
+    /// libFuzzer found, which took seconds under its sanitizer).
+    @Test func aKeyFarLongerThanAnyGetsNoHint() {
+        let keys = ["content-state", "stale-date", "dismissal-date"]
+        #expect(closestKey(to: "content-stat", in: keys) == "content-state")
+        #expect(closestKey(to: "staleDate", in: keys) == "stale-date")
+        #expect(closestKey(to: "content-sta" + String(repeating: "?", count: 60_000), in: keys) == nil)
+        #expect(closestKey(to: String(repeating: "é", count: 15), in: keys) == nil)
+    }
+
     @Test(arguments: [
         #"{"aps":{"event":"update","timestamp":1795000000,"content-state":{}}}"#,
         #"{"aps":{"event":"end","timestamp":1795000000}}"#,
