@@ -345,6 +345,7 @@ import Testing
             let everyRow = try await store.deliveryCounts()
             #expect(everyRow == [.queued: 3, .sending: 1, .sent: 1, .failed: 1, .superseded: 1, .skipped: 1])
             #expect(try await store.waitingAndUnsentCounts() == everyRow.filter { $0.key != .sent })
+            #expect(Set(DeliveryStatus.countedByIndex) == Set(DeliveryStatus.allCases).subtracting([.sent]))
             let all = try await store.deliveries(DeliveryQuery(limit: 100))
             for status in DeliveryStatus.allCases {
                 let page = try await store.deliveries(DeliveryQuery(status: status, limit: 100))

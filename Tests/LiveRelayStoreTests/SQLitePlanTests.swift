@@ -24,7 +24,7 @@ import Testing
             #expect(!plan.contains("TEMP B-TREE"), "\(name): \(plan)")
             if DeliveryPageForms.readsByKey(query) {
                 #expect(plan.contains("deliveries_by_key_newest"), "\(name): \(plan)")
-            } else if let status = query.status, StoreStatements.unsentStatuses.contains(status) {
+            } else if let status = query.status, DeliveryStatus.endedUnsent.contains(status) {
                 #expect(plan.contains("deliveries_unsent (status=?)"), "\(name): \(plan)")
             } else {
                 #expect(!plan.contains("INDEX"), "\(name): \(plan)")

@@ -448,9 +448,13 @@ package enum DeliveryStatus: String, Sendable, Hashable, CaseIterable, Codable {
     /// Not sent: its token died first.
     case skipped
 
-    /// What `waitingAndUnsentCounts()` counts, from indexes alone: every status but `sent`, the
-    /// bulk of the history.
-    package static let countedByIndex = allCases.filter { $0 != .sent }
+    /// The statuses of pushes that ended unsent (failed for good, passed over, skipped): few beside
+    /// those sent, and what an operator looks for, indexed apart (`StoreStatements.unsentIndex`).
+    package static let endedUnsent: [DeliveryStatus] = [.failed, .superseded, .skipped]
+
+    /// What `waitingAndUnsentCounts()` counts, from indexes alone: the claimable statuses and
+    /// those ended unsent, every status but `sent`, the bulk of the history.
+    package static let countedByIndex = DeliveryEvent.claim.sources + endedUnsent
 }
 
 /// What a delivery goes to: a device token, or a broadcast channel.

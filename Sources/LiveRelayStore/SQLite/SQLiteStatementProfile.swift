@@ -30,10 +30,14 @@ package final class SQLiteStatementProfile: Sendable {
     func finished(_ statement: OpaquePointer) {
         let now = Self.threadCPUNanoseconds()
         let text = sqlite3_sql(statement).map { String(cString: $0) } ?? "?"
+        guard let began = state.withLock({ $0.running.removeValue(forKey: Int(bitPattern: statement)) }) else { return }
+        add(text, now - began)
+    }
+
+    private func add(_ name: String, _ nanoseconds: Int64) {
         state.withLock { state in
-            guard let began = state.running.removeValue(forKey: Int(bitPattern: statement)) else { return }
-            let total = state.totals[text] ?? (0, 0)
-            state.totals[text] = (total.runs + 1, total.nanoseconds + now - began)
+            let total = state.totals[name] ?? (0, 0)
+            state.totals[name] = (total.runs + 1, total.nanoseconds + nanoseconds)
         }
     }
 
@@ -42,13 +46,7 @@ package final class SQLiteStatementProfile: Sendable {
     static func measuring<Value>(_ name: String, _ body: () throws -> Value) rethrows -> Value {
         guard let profile = shared else { return try body() }
         let began = threadCPUNanoseconds()
-        defer {
-            let now = threadCPUNanoseconds()
-            profile.state.withLock { state in
-                let total = state.totals[name] ?? (0, 0)
-                state.totals[name] = (total.runs + 1, total.nanoseconds + now - began)
-            }
-        }
+        defer { profile.add(name, threadCPUNanoseconds() - began) }
         return try body()
     }
 

@@ -208,9 +208,9 @@ enum OutboxStatements {
         // claimable pushes, which SQLite reads when a statement names its condition: without it,
         // a restart's release of every claim read the whole history (1.5 s at each start with 10
         // million pushes). A key's are found by the key's indexes.
-        let namesNoColumn = [selection.bundleID, selection.key, selection.deviceID, selection.token, selection.channelID].allSatisfy { $0 == nil }
-        if namesNoColumn, selection.ids == nil, event.sources.contains(.sending),
-            Set(event.sources).isSubset(of: DeliveryEvent.claim.sources), statuses != claimableCondition
+        if selection.ids == nil, event.sources.contains(.sending), statuses != claimableCondition,
+            Set(event.sources).isSubset(of: DeliveryEvent.claim.sources), selection.bundleID == nil, selection.key == nil,
+            selection.deviceID == nil, selection.token == nil, selection.channelID == nil
         {
             conditions.insert(claimableCondition, at: 0)
         }
