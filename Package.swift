@@ -188,7 +188,7 @@ let package = Package(
         .target(
             name: "LiveRelayBenchmarks",
             dependencies: [
-                "LiveActivityKit", "APNs", "APNsEmulator", "SimulatedDevices", "LiveRelay", "LiveRelayHTTP", "LiveRelayStore",
+                "LiveActivityKit", "APNs", "APNsEmulator", "SimulatedDevices", "LiveRelay", "LiveRelayHTTP", "LiveRelayStore", "WebPages",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `bench server` loads the API over HTTP.
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -11,6 +11,7 @@ import LiveRelayStore
 import NIOCore
 import NIOHTTP1
 import Synchronization
+import WebPages
 
 extension Bench {
     struct Server: AsyncParsableCommand {
@@ -82,6 +83,11 @@ extension Bench {
         var badDay = false
         @Flag(help: "Then measure webhooks: fan-outs without and with an endpoint, and events posted a second.")
         var webhooks = false
+        @Option(
+            help: ArgumentHelp(
+                "During the single-key run, a browser's tab open on this dashboard page (/dashboard: the overview), signed in with the admin key: it draws the page again at each change the page's stream announces.",
+                valueName: "path"))
+        var dashboardTab: String?
 
         func validate() throws {
             guard activities > 0, keys > 0, rate > 0, seconds > 0, inFlight > 0, fanOuts >= 0 else {
@@ -94,6 +100,9 @@ extension Bench {
             let latency = try APNsLatency.option(apnsLatency, "apns-latency")
             guard !distanceShare || !latency.isZero else { throw ValidationError("distance-share: needs an --apns-latency other than 0") }
             guard !badDay || (distanceShare && fanOuts > 0) else { throw ValidationError("bad-day: needs --distance-share and at least one fan-out") }
+            if let dashboardTab, dashboardTab != "/dashboard", !dashboardTab.hasPrefix("/dashboard/") {
+                throw ValidationError("dashboard-tab: a dashboard page's path (/dashboard, /dashboard/deliveries…), got \(dashboardTab)")
+            }
             // Found out now rather than after the run.
             if let latencyLog, !FileManager.default.createFile(atPath: latencyLog, contents: nil) {
                 throw ValidationError("latency-log: cannot write \(latencyLog)")
@@ -307,7 +316,13 @@ extension Bench {
             let statementsBefore = try await statementsRun()
             let cpuBefore = (serverSeconds(), postgresCPUSeconds())
             let upkeepBefore = try await (outbox as? PostgresStore)?.upkeep()
+            let tab = dashboardTab.map { page in
+                let tab = BenchDashboardTab(baseURL: apis[0].baseURL, page: page)
+                return Task { try await tab.follow(signingInWith: apis[0].keys.admin) }
+            }
             let latency = try await measureLatency(apis: apis, seconds: seconds, log: latencyLog)
+            tab?.cancel()
+            let draws = try await tab?.value
             let upkeepAfter = try await (outbox as? PostgresStore)?.upkeep()
             // Its one second of warm-up included, as the CPU was spent on it too.
             let requests = Double(rate * (seconds + 1))
@@ -332,6 +347,12 @@ extension Bench {
                 "  CPU µs a request: server\(servers.count > 1 ? "s" : "") \(Int(serverCPU))"
                     + (isShared ? ", PostgreSQL \(Int(databaseCPU)) (its processes on this machine)" : "")
                     + "; statements a request, its push's included: \(String(format: "%.1f", statements))  target \(targets.request)")
+            if let dashboardTab, let draws {
+                let median = draws.map(\.seconds).sorted().percentile(0.5)
+                say(
+                    "  meanwhile a dashboard tab on \(dashboardTab): \(draws.count) draws of the page, median \(String(format: "%.1f", median * 1000)) ms"
+                        + " (each change announced \(LivePage.drawCostFactor)× the last draw after the one before)")
+            }
             say(
                 "  reference, the same load to a path no route takes (answers other than 200: \(noRoute.failureSummary)): server CPU \(Int(noRouteCPU)) µs a request, p99 \(String(format: "%.2f", noRoute.p99 * 1000)) ms; "
                     + "the update \(String(format: "%.1f", serverCPU / noRouteCPU))× that")

@@ -51,6 +51,8 @@ package struct RelayRequestContext: RequestContext {
     package var apiKey: APIKeyRecord?
     /// The dashboard session's form token, once signed in there.
     var dashboardFormToken: String?
+    /// The dashboard page asked for, its path.
+    var dashboardPage: String?
     var bodyLimit = 64 * 1024
 
     private let remoteAddress: SocketAddress?
@@ -72,6 +74,8 @@ package struct RelayAPI: Sendable {
     package let configuration: RelayAPIConfiguration
     private let limiter: RequestLimiter
     private let wire = RelayWire()
+    /// What each dashboard page took to draw the last time: its live updates are spaced by it.
+    package let dashboardDrawCosts = DrawCosts()
 
     package init(relay: RelayService, configuration: RelayAPIConfiguration = .init()) {
         self.relay = relay
@@ -114,8 +118,10 @@ package struct RelayAPI: Sendable {
         addAPIKeyRoutes(to: router)
         addChannelRoutes(to: router)
         addWebhookRoutes(to: router)
-        Dashboard(relay: relay, devices: configuration.devices, secureCookies: configuration.publicURL?.lowercased().hasPrefix("https://") == true)
-            .add(to: router)
+        Dashboard(
+            relay: relay, devices: configuration.devices, secureCookies: configuration.publicURL?.lowercased().hasPrefix("https://") == true,
+            drawCosts: dashboardDrawCosts
+        ).add(to: router)
         routes.fill(from: router)
         return router
     }

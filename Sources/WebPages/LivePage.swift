@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import ServiceLifecycle
+import Synchronization
 
 /// Pages that stay current without reloading: the page names its events stream and what it shows
 /// (`<body data-events="…">`); the stream says `changed` when that is no longer what the server
@@ -21,37 +22,39 @@ package enum LivePage {
         request.headers[.lastEventID] ?? request.uri.queryParameters["since"].map(String.init)
     }
 
+    /// A page that takes long to draw is offered less often: its next `changed` waits for this many
+    /// times what it took to draw last, so that an open tab keeps the server drawing it a tenth of
+    /// the time at most (the overview beside a million tokens: about 145 ms, a refresh every 1.5 s).
+    package static let drawCostFactor = 9
+
     /// Server-sent events: `changed`, its id what `current()` says now, whenever that differs from
-    /// what the page shows (checked four times a second), and also every `forcedEvery` when set.
-    /// A heartbeat comment goes out every 5 s of quiet; at each, and before each `changed`, the
-    /// stream ends once `stillAllowed` says no (a session signed out, its key revoked).
+    /// what the page shows (checked four times a second, a change held back until `spacing()` has
+    /// passed since the last), and also every `forcedEvery` when set. A heartbeat comment goes out
+    /// every 5 s of quiet; at each, and before each `changed`, the stream ends once `stillAllowed`
+    /// says no (a session signed out, its key revoked).
     package static func events(
-        shown: String?, forcedEvery: Duration? = nil, stillAllowed: @escaping @Sendable () async -> Bool = { true },
-        current: @escaping @Sendable () -> String
+        shown: String?, forcedEvery: Duration? = nil, spacing: @escaping @Sendable () -> Duration = { .zero },
+        stillAllowed: @escaping @Sendable () async -> Bool = { true }, current: @escaping @Sendable () -> String
     ) -> Response {
         let headers: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-store"]
         return Response(
             status: .ok, headers: headers,
             body: ResponseBody { writer in
-                let forcedTicks = forcedEvery.map { Int($0 / tick) }
-                var seen = shown ?? current()
-                var quietTicks = 0
+                var stream = LiveStream(shown: shown ?? current(), forcedEvery: forcedEvery)
                 try await writer.write(ByteBuffer(string: "retry: 2000\n: listening\n\n"))
                 let end = ContinuousClock.now + streamLifetime
-                while ContinuousClock.now < end, !Task.isCancelled, !Task.isShuttingDownGracefully {
-                    let now = current()
-                    if now != seen || forcedTicks.map({ quietTicks >= $0 }) == true {
-                        guard await stillAllowed() else { break }
-                        seen = now
-                        quietTicks = 0
+                streaming: while ContinuousClock.now < end, !Task.isCancelled, !Task.isShuttingDownGracefully {
+                    switch stream.next(current: current(), spacing: spacing()) {
+                    case .changed(let now):
+                        guard await stillAllowed() else { break streaming }
                         try await writer.write(ByteBuffer(string: "id: \(now)\nevent: changed\ndata: \(now)\n\n"))
-                    } else if quietTicks >= heartbeatTicks {
-                        guard await stillAllowed() else { break }
-                        quietTicks = 0
+                    case .heartbeat:
+                        guard await stillAllowed() else { break streaming }
                         try await writer.write(ByteBuffer(string: ": still here\n\n"))
+                    case .nothing: break
                     }
                     try await Task.sleep(for: tick)
-                    quietTicks += 1
+                    stream.ticked()
                 }
                 try await writer.finish(nil)
             })
@@ -132,4 +135,72 @@ package enum LivePage {
 extension HTTPField.Name {
     /// Where a reconnecting `EventSource` says which event it saw last.
     package static let lastEventID = Self("Last-Event-ID")!
+}
+
+/// What a live page's stream writes at each tick, decided here without waiting, so that its
+/// rules are tested tick by tick: a change once it may go, a heartbeat after 5 s of quiet.
+package struct LiveStream: Sendable {
+    package enum Say: Sendable, Hashable {
+        case changed(String)
+        case heartbeat
+        case nothing
+    }
+
+    /// What the page shows, as the stream last said it.
+    package private(set) var seen: String
+    private let forcedTicks: Int?
+    private var quietTicks = 0
+    /// Ticks since the last `changed`: none was said yet, so the first may go at once.
+    private var ticksSinceChanged = Int.max
+
+    package init(shown: String, forcedEvery: Duration? = nil) {
+        seen = shown
+        forcedTicks = forcedEvery.map { Int($0 / LivePage.tick) }
+    }
+
+    /// What to write now that the page's state is `current`, when a change may follow the last
+    /// one only after `spacing`.
+    package mutating func next(current: String, spacing: Duration) -> Say {
+        let changed = current != seen || forcedTicks.map { quietTicks >= $0 } == true
+        let spacingTicks = Int((spacing / LivePage.tick).rounded(.up))
+        if changed, ticksSinceChanged >= spacingTicks {
+            seen = current
+            quietTicks = 0
+            ticksSinceChanged = 0
+            return .changed(current)
+        }
+        guard quietTicks >= LivePage.heartbeatTicks else { return .nothing }
+        quietTicks = 0
+        return .heartbeat
+    }
+
+    /// A tick passed.
+    package mutating func ticked() {
+        quietTicks += 1
+        if ticksSinceChanged < Int.max { ticksSinceChanged += 1 }
+    }
+}
+
+/// What each live page took to draw the last time, by its path: its stream spaces its changes by
+/// `LivePage.drawCostFactor` times that. Only pages drawn successfully are kept, a few dozen paths.
+package final class DrawCosts: Sendable {
+    private let costs = Mutex<[String: Duration]>([:])
+    private static let pagesKept = 64
+
+    package init() {}
+
+    package func record(_ page: String, took: Duration) {
+        costs.withLock { costs in
+            guard costs[page] != nil || costs.count < Self.pagesKept else { return }
+            costs[page] = took
+        }
+    }
+
+    /// How long after a change of `page` its next may be said.
+    package func spacing(_ page: String?) -> Duration {
+        guard let page, let cost = costs.withLock({ $0[page] }) else { return .zero }
+        return Self.spacing(afterDrawing: cost)
+    }
+
+    package static func spacing(afterDrawing cost: Duration) -> Duration { cost * LivePage.drawCostFactor }
 }

@@ -295,6 +295,9 @@ let token = String(repeating: "ab", count: 80)
             ["bench", "server", "--database", "x.sqlite"], "database: must be a postgres:// address; SQLite is the data directory's own")
         try await expectUsageError(
             ["bench", "server", "--latency-log", missing + "/latency.csv"], "latency-log: cannot write \(missing)/latency.csv")
+        try await expectUsageError(
+            ["bench", "server", "--dashboard-tab", "/v1/health"],
+            "dashboard-tab: a dashboard page's path (/dashboard, /dashboard/deliveries…), got /v1/health")
         #expect(!FileManager.default.fileExists(atPath: missing), "nothing was started")
     }
 

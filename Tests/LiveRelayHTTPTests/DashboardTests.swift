@@ -11,6 +11,7 @@ import NIOCore
 import NIOHTTP1
 import SimulatedDevices
 import Testing
+import WebPages
 
 /// The dashboard over HTTP as a browser without JavaScript sees it: sessions, form tokens, scopes,
 /// escaping, and the activity listing it shares with the API. (A real browser: `DashboardBrowserTests`.)
@@ -308,6 +309,13 @@ struct DashboardTests {
             #expect(activityPage.text.contains("<aside class=\"on-device\" data-live id=\"activity-phones\">"))
             #expect(activityPage.text.contains("id=\"phone-iphone-1\" data-live"))
             #expect(activityPage.text.contains("data-events=\"/dashboard/events?device=iphone-1&amp;since="))
+            // Each page names itself to its stream, which spaces its changes by what it costs to draw.
+            #expect(activityPage.text.contains("&amp;page=/dashboard/activity\""))
+            #expect(try await admin.get("/dashboard").text.contains("data-events=\"/dashboard/events?since="))
+            #expect(relay.server.api.dashboardDrawCosts.spacing("/dashboard/activity") > .zero)
+            // A page refused is not drawn: its cost is not kept.
+            #expect(try await admin.get("/dashboard/device").status == 400)
+            #expect(relay.server.api.dashboardDrawCosts.spacing("/dashboard/device") == .zero)
 
             // A button without the session's form token changes nothing; with it, the person acts.
             let forged = try await admin.post("/dashboard/devices/act", ["device": "iphone-1", "action": "unlock"], formToken: .none)

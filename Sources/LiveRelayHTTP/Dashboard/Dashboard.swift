@@ -25,6 +25,8 @@ struct Dashboard: Sendable {
     /// Whether the operator said people reach the dashboard over https (`--public-url https://…`):
     /// its cookies are then `Secure`, as they are on any request a proxy says came over TLS.
     let secureCookies: Bool
+    /// What each page took to draw the last time: its live updates are spaced by it.
+    let drawCosts: DrawCosts
 
     private static let forwardedProto = HTTPField.Name("x-forwarded-proto")!
     private static let forwarded = HTTPField.Name("forwarded")!
@@ -45,7 +47,8 @@ struct Dashboard: Sendable {
         }
         open.post("/sign-in") { request, context in try await signIn(request, context) }
 
-        let signedIn = router.group("/dashboard").add(middleware: DashboardSessionMiddleware(relay: relay, hasDevices: devices != nil))
+        let signedIn = router.group("/dashboard").add(
+            middleware: DashboardSessionMiddleware(relay: relay, hasDevices: devices != nil, drawCosts: drawCosts))
         signedIn.get { _, context in try await overview(context) }
         signedIn.get("/activities") { request, context in try await activities(request, context) }
         signedIn.get("/activity") { request, context in try await activity(request, context) }
@@ -175,7 +178,7 @@ struct Dashboard: Sendable {
         }
         return DashboardPages.activity(
             description, deliveries: deliveries, log: log, phones: phones?.html, viewer: viewer, refused: refused,
-            events: Self.eventsPath(viewer, devices: held.map { ("device", $0) }, shows: phones?.shows))
+            events: viewer.eventsPath(devices: held.map { ("device", $0) }, shows: phones?.shows))
     }
 
     private func deliveries(_ request: Request, _ context: RelayRequestContext, notice: String? = nil) async throws -> Response {
@@ -389,16 +392,13 @@ struct Dashboard: Sendable {
         // The middleware let the stream open with a live session; it ends once the session does.
         let cookie = request.cookies[Self.sessionCookie]?.value ?? ""
         let stillSignedIn: @Sendable () async -> Bool = { (try? await relay.dashboardSession(cookie: cookie)) != nil }
+        let page = query["page"].map(String.init)
         return LivePage.events(
-            shown: LivePage.shown(request), forcedEvery: relay.isShared ? .seconds(5) : nil, stillAllowed: stillSignedIn
+            shown: LivePage.shown(request), forcedEvery: relay.isShared ? .seconds(5) : nil, spacing: { [drawCosts] in drawCosts.spacing(page) },
+            stillAllowed: stillSignedIn
         ) {
             devices.map { "\(relay.revision).\($0.shows(only: only))" } ?? "\(relay.revision)"
         }
-    }
-
-    /// The events a page follows: the store's changes, and those of the devices it draws.
-    private static func eventsPath(_ viewer: DashboardViewer, devices: [(String, String)], shows: String?) -> String {
-        "/dashboard/events?" + QueryString.make(devices + [("since", shows.map { "\(viewer.revision).\($0)" } ?? "\(viewer.revision)")])
     }
 
     // MARK: The simulated devices
@@ -408,7 +408,7 @@ struct Dashboard: Sendable {
         let only = request.uri.queryParameters["device"].map { [String($0)] }
         let controls = viewer.mayChange ? PersonControls(action: "/dashboard/devices/act", hiddenFields: [("csrf", viewer.formToken)]) : nil
         let (drawn, shows) = devices.draw(only: only, controls: controls)
-        let events = Self.eventsPath(viewer, devices: only.map { $0.map { ("device", $0) } } ?? [("devices", "all")], shows: shows)
+        let events = viewer.eventsPath(devices: only.map { $0.map { ("device", $0) } } ?? [("devices", "all")], shows: shows)
         return LivePage.html(DashboardPages.devices(drawn, viewer: viewer, events: events))
     }
 
@@ -462,6 +462,7 @@ struct DashboardSessionMiddleware: RouterMiddleware {
     let relay: RelayService
 
     let hasDevices: Bool
+    let drawCosts: DrawCosts
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let cookie = request.cookies[Dashboard.sessionCookie]?.value, !cookie.isEmpty,
@@ -476,8 +477,14 @@ struct DashboardSessionMiddleware: RouterMiddleware {
         var context = context
         context.apiKey = key
         context.dashboardFormToken = session.formToken
+        context.dashboardPage = request.uri.path
         do {
-            return try await next(request, context)
+            let started = ContinuousClock.now
+            let response = try await next(request, context)
+            if request.method == .get, response.status == .ok, response.headers[.contentType]?.hasPrefix("text/html") == true {
+                drawCosts.record(request.uri.path, took: ContinuousClock.now - started)
+            }
+            return response
         } catch {
             // A refusal as a page, in the dashboard's frame; what the API would answer decides the status.
             let answer = APIError(describing: RelayError.asAPIError(error), request: request, context: context)
@@ -496,6 +503,6 @@ extension RelayRequestContext {
         guard let key = apiKey, let formToken = dashboardFormToken else {
             throw APIError(.unauthorized, code: "unauthorized", message: "sign in first")
         }
-        return DashboardViewer(key: key, formToken: formToken, revision: relay.revision, hasDevices: hasDevices)
+        return DashboardViewer(key: key, formToken: formToken, revision: relay.revision, hasDevices: hasDevices, page: dashboardPage ?? "/dashboard")
     }
 }

@@ -12,9 +12,18 @@ struct DashboardViewer: Sendable {
     let revision: UInt64
     /// Whether the built-in emulator's devices are there to draw.
     let hasDevices: Bool
+    /// The page's path, which its events stream names: its changes are spaced by what it costs to draw.
+    let page: String
 
     /// Viewers read; only the operator changes things.
     var mayChange: Bool { key.scope == .admin }
+
+    /// The events this page follows: the store's changes, and those of the `devices` it draws
+    /// (`shows`: what they show now).
+    func eventsPath(devices: [(String, String)] = [], shows: String? = nil) -> String {
+        "/dashboard/events?"
+            + QueryString.make(devices + [("since", shows.map { "\(revision).\($0)" } ?? "\(revision)"), ("page", page)])
+    }
 }
 
 /// The dashboard's pages as markup, from what the store holds: no I/O here, so every page is
@@ -64,7 +73,7 @@ enum DashboardPages {
             <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
             <title>\(title) · LiveRelay</title>
             <link rel="icon" href="/dashboard/assets/icon.svg" type="image/svg+xml"><link rel="stylesheet" href="/dashboard/assets/dashboard.css"><script src="/dashboard/assets/dashboard.js" defer></script>
-            </head><body\(viewer.map { (viewer: DashboardViewer) -> HTML in " data-events=\"\(events ?? "/dashboard/events?since=\(viewer.revision)")\"" } ?? .empty)>
+            </head><body\(viewer.map { (viewer: DashboardViewer) -> HTML in " data-events=\"\(events ?? viewer.eventsPath())\"" } ?? .empty)>
             <header class="bar"><a class="brand" href="/dashboard">LiveRelay</a>\(viewer == nil ? HTML.empty : HTML("<nav>\(navigation)</nav>"))\(who)</header>
             <main>\(content)</main>
             </body></html>
