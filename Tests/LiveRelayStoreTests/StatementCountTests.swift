@@ -23,7 +23,7 @@ struct StatementCountTests {
     static let expected: [StoreKind: Expected] = [
         // Each statement a step of its own: SQLite's cost a statement is a few microseconds,
         // in this process.
-        .sqlite: Expected(singleKeyUpdate: 13, fanOutOf50: 10, recording50Sent: 9),
+        .sqlite: Expected(singleKeyUpdate: 11, fanOutOf50: 10, recording50Sent: 9),
         // A read and one write of CTEs, without a transaction (`KeyChange`): PostgreSQL's cost is
         // a round trip a statement.
         .postgres: Expected(singleKeyUpdate: 2, fanOutOf50: 2, recording50Sent: 3),

@@ -237,25 +237,26 @@ extension SQLiteStore {
         try db.carryOut(.accepted(deliveries: deliveries, fanOut: fanOut?.push), at: at)
         let entry = OutboxRules.entry(count: deliveries.count + (fanOut?.count ?? 0), handOver: handOver, at: at)
         let (status, due) = (entry.status.rawValue, entry.due.seconds)
-        // Ids only grow (AUTOINCREMENT) and this transaction is the only writer: what it inserts
-        // is every row above the highest id now.
+        // Pushes handed over come back from their inserts, to be sent without being read again.
         let handedOver = entry.status != .queued
-        let lastIDBefore = handedOver ? try db.fetchOne("SELECT COALESCE(MAX(id), 0) FROM deliveries") { $0[0] as Int64 } ?? 0 : 0
-        let insert = try db.cachedStatement(
-            sql: """
-                INSERT INTO deliveries (\(StoreStatements.newDeliveryColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)
-                """)
+        let returning = handedOver ? " RETURNING \(DeliveryRecord.columns)" : ""
+        var rows: [DeliveryRow] = []
+        func insert(_ sql: String, _ arguments: StatementArguments) throws {
+            if handedOver { rows += try db.fetchAll(sql + returning, arguments, as: DeliveryRow.init(row:)) } else { try db.run(sql, arguments) }
+        }
         for delivery in deliveries {
             let (kind, deviceID, token, channelID) = delivery.target.columns
             let push = delivery.push
-            try insert.execute(arguments: [
-                push.key, push.event.rawValue, kind, deviceID, token, channelID, payloadIDs[push.payloadIndex], push.priority.rawValue,
-                push.priorityReason,
-                push.expiration, push.timestamp, push.requestID, status, due, now, delivery.environment.rawValue, push.bundleID,
-            ])
+            try insert(
+                StoreStatements.insertDelivery,
+                [
+                    push.key, push.event.rawValue, kind, deviceID, token, channelID, payloadIDs[push.payloadIndex], push.priority.rawValue,
+                    push.priorityReason,
+                    push.expiration, push.timestamp, push.requestID, status, due, now, delivery.environment.rawValue, push.bundleID,
+                ])
         }
         if let push = fanOut?.push {
-            try db.run(
+            try insert(
                 StoreStatements.fanOut,
                 [
                     push.event.rawValue, payloadIDs[push.payloadIndex], push.priority.rawValue, push.priorityReason, push.expiration,
@@ -264,14 +265,12 @@ extension SQLiteStore {
         }
         guard handedOver else { return [] }
         let payloadsByID = Dictionary(uniqueKeysWithValues: zip(payloadIDs, payloads))
-        return try db.fetchAll(
-            "SELECT \(DeliveryRecord.columns) FROM deliveries WHERE id > ? ORDER BY id", [lastIDBefore], as: DeliveryRow.init(row:)
-        ).map { row in
+        return rows.map { row in
             var record = row.record
             record.payload = payloadsByID[row.payloadID] ?? []
             record.traceParent = context.traceParent
             return record
-        }
+        }.sorted { $0.id < $1.id }
     }
 
     /// What else an accepting write keeps: its answer under its idempotency key, and, when it ran

@@ -470,6 +470,9 @@ enum StoreStatements {
         status, attempts, next_attempt_at, created_at, environment, bundle_id
         """
 
+    /// One push, its values in the order of `newDeliveryColumns`, `attempts` 0.
+    static let insertDelivery = "INSERT INTO deliveries (\(newDeliveryColumns)) VALUES (\(SQLStatement.marks(13)), 0, \(SQLStatement.marks(4)))"
+
     /// A push to each live token of a key, in the order a per-token plan would have listed them:
     /// (event, payload, priority, reason, expiration, timestamp, request, status, due, now, app, key).
     static let fanOut = "INSERT INTO deliveries (\(newDeliveryColumns)) " + fanOutRows(payload: "?")
