@@ -62,6 +62,14 @@ actor Announcement {
 
     private func printIfReady() {
         guard let apiPort, emulator == nil || controlPort != nil else { return }
+        Task { await announce(apiPort: apiPort) }
+    }
+
+    /// How long the announcement waits for the demo app's push-to-start token to reach the server:
+    /// a tour pasted at once then finds the iPhone (the app reports within milliseconds).
+    static let demoReportWait = Duration.seconds(10)
+
+    private func announce(apiPort: Int) async {
         let api = "http://\(host):\(apiPort)"
         let keys =
             madeKeys.isEmpty
@@ -80,6 +88,9 @@ actor Announcement {
             let control = "http://\(emulator.configuration.host):\(controlPort)"
             do {
                 try DemoApple.installApp(on: emulator, reportingTo: api, clientKey: client)
+                if !(await Self.demoAppReported(to: emulator)) {
+                    text += "demo device:        its app has not reported its push-to-start token yet; a start may find no device\n"
+                }
                 text += """
                     APNs:               built-in emulator (sandbox and production); control API \(control)
                     demo device:        \(DemoApple.deviceID), app \(DemoApple.bundleID.value) (a development build: sandbox tokens), attributes type \(DemoApple.attributesType.name); its push-to-start token is reported to the server
@@ -126,5 +137,18 @@ actor Announcement {
 
             """
         FileHandle.standardOutput.write(Data(text.utf8))
+    }
+
+    /// Whether the demo app's push-to-start token reached the server within `demoReportWait`.
+    private static func demoAppReported(to emulator: APNsEmulator) async -> Bool {
+        let deadline = ContinuousClock.now + demoReportWait
+        while ContinuousClock.now < deadline {
+            let reported = emulator.reporter.reports.contains { report in
+                report.deviceID == DemoApple.deviceID && report.path == "/v1/push-to-start-tokens" && (200..<300).contains(report.status ?? 0)
+            }
+            if reported { return true }
+            do { try await Task.sleep(for: .milliseconds(20)) } catch { return false }
+        }
+        return false
     }
 }
