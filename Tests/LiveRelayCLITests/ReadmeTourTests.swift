@@ -101,26 +101,63 @@ struct ReadmeTourTests {
         try await eventually { try await tourActivity() == nil }
     }
 
-    /// The README, the changelog and the guides link to each other and to their pictures by relative paths: each
-    /// must name a file that exists.
-    @Test func theGuidesLinksLeadToFiles() throws {
+    /// The README, the changelog and the guides link to each other and to their pictures by relative
+    /// paths: each must name a file that exists, and a link to a section (`#…`) a heading there.
+    @Test func theGuidesLinksLeadToFilesAndSections() throws {
         let guides = try FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent("Documentation").path)
             .filter { $0.hasSuffix(".md") }.map { "Documentation/" + $0 }
         #expect(guides.count >= 10, "\(guides)")
         var broken: [String] = []
+        var sections = 0
         for guide in ["README.md", "CHANGELOG.md"] + guides {
             let file = Self.root.appendingPathComponent(guide)
             let text = try String(contentsOf: file, encoding: .utf8)
             // A Markdown link's target: `](target)` or `](target#anchor)`.
             for part in text.components(separatedBy: "](").dropFirst() {
-                guard let end = part.firstIndex(where: { $0 == ")" || $0 == "#" }) else { continue }
-                let target = String(part[..<end])
-                if target.isEmpty || target.contains("://") { continue }
-                let path = file.deletingLastPathComponent().appendingPathComponent(target).path
-                if !FileManager.default.fileExists(atPath: path) { broken.append("\(guide): \(target)") }
+                guard let end = part.firstIndex(of: ")") else { continue }
+                let link = part[..<end]
+                let target = String(link.prefix { $0 != "#" })
+                if link.contains("://") || link.contains(" ") { continue }
+                let linked = target.isEmpty ? file : file.deletingLastPathComponent().appendingPathComponent(target)
+                guard FileManager.default.fileExists(atPath: linked.path) else {
+                    broken.append("\(guide): \(target)")
+                    continue
+                }
+                guard link.contains("#"), linked.pathExtension == "md" else { continue }
+                sections += 1
+                let anchor = String(link.drop { $0 != "#" }.dropFirst())
+                if !Self.sectionAnchors(try String(contentsOf: linked, encoding: .utf8)).contains(anchor) {
+                    broken.append("\(guide): \(link)")
+                }
             }
         }
-        #expect(broken.isEmpty, "links to no file: \(broken)")
+        #expect(sections >= 20, "links to sections checked")
+        #expect(broken.isEmpty, "links to no file or section: \(broken)")
+    }
+
+    /// The anchors GitHub gives a Markdown file's headings: lowercased, spaces as hyphens, other
+    /// punctuation dropped, a repeated heading's with `-1`, `-2`…; none inside code blocks.
+    static func sectionAnchors(_ text: String) -> Set<String> {
+        var anchors = Set<String>()
+        var repeats: [String: Int] = [:]
+        var inCode = false
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("```") { inCode.toggle() }
+            guard !inCode, line.hasPrefix("#") else { continue }
+            let title = line.drop { $0 == "#" }.trimmingCharacters(in: .whitespaces).lowercased()
+            let anchor = String(title.compactMap { $0 == " " ? "-" : ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") ? $0 : nil })
+            let seen = repeats[anchor, default: 0]
+            repeats[anchor] = seen + 1
+            anchors.insert(seen == 0 ? anchor : "\(anchor)-\(seen)")
+        }
+        return anchors
+    }
+
+    @Test func anchorsAreMadeAsGitHubMakesThem() {
+        let anchors = Self.sectionAnchors(
+            "# LiveRelay\n## A request's floor, and hops that cost no CPU\n```sh\n# not a heading\n```\n### `bench server` (SQLite)\n## Notes\n## Notes\n"
+        )
+        #expect(anchors == ["liverelay", "a-requests-floor-and-hops-that-cost-no-cpu", "bench-server-sqlite", "notes", "notes-1"])
     }
 }
 
