@@ -45,14 +45,13 @@
                 // The token now, too: the sequence may have given its first before this listens.
                 // https://developer.apple.com/documentation/activitykit/activity/pushtostarttoken
                 let current = Activity<Attributes>.pushToStartToken
-                keep(
-                    Task {
-                        if let known { await relay.include(known) }
-                        if let current { await relay.observe(.pushToStartToken(attributesType: name, token: current)) }
-                        for await token in tokens.value {
-                            await relay.observe(.pushToStartToken(attributesType: name, token: token))
-                        }
-                    })
+                keepRunning {
+                    if let known { await relay.include(known) }
+                    if let current { await relay.observe(.pushToStartToken(attributesType: name, token: current)) }
+                    for await token in tokens.value {
+                        await relay.observe(.pushToStartToken(attributesType: name, token: token))
+                    }
+                }
             } else if let known {
                 keep(Task { await relay.include(known) })
             }
@@ -61,8 +60,9 @@
             let pushType: PushTarget = channelBound ? .channel(nil) : .token
             for activity in Activity<Attributes>.activities { follow(activity, type: name, pushType: pushType) }
             let activities = Handed(Activity<Attributes>.activityUpdates)
-            let follow = Handed { [weak self] (activity: Activity<Attributes>) in self?.follow(activity, type: name, pushType: pushType) }
-            keep(Task { for await activity in activities.value { follow.value(activity) } })
+            keepRunning { [weak self] in
+                for await activity in activities.value { self?.follow(activity, type: name, pushType: pushType) }
+            }
         }
 
         /// Ends `activity` (https://developer.apple.com/documentation/activitykit/activity/end(_:dismissalpolicy:))
@@ -103,19 +103,27 @@
                     if let token { await relay.observe(.activityToken(activityID: id, token: token)) }
                     if let over { await relay.observe(.activityState(activityID: id, state: over)) }
                 })
-            keep(
-                Task {
-                    await relay.observe(appeared)
-                    for await token in tokens.value { await relay.observe(.activityToken(activityID: id, token: token)) }
-                })
-            keep(
-                Task {
-                    await relay.observe(appeared)
-                    for await state in states.value {
-                        guard let observed = ObservedState(state) else { continue }
-                        await relay.observe(.activityState(activityID: id, state: observed))
-                    }
-                })
+            keepRunning {
+                await relay.observe(appeared)
+                for await token in tokens.value { await relay.observe(.activityToken(activityID: id, token: token)) }
+            }
+            keepRunning {
+                await relay.observe(appeared)
+                for await state in states.value {
+                    guard let observed = ObservedState(state) else { continue }
+                    await relay.observe(.activityState(activityID: id, state: observed))
+                }
+            }
+        }
+
+        /// Runs `body` in a task kept until the client goes. The closure is made where an
+        /// attributes type is known, and the task runs it as a closure of no generic type: a task
+        /// whose own closure captured the type's metatype is a warning from Swift 6.2 on
+        /// (`SendableMetatype`, which would mark the capture safe, came after Swift 6.0, which
+        /// builds this package). `body` runs once, in that task only.
+        private func keepRunning(_ body: @escaping () async -> Void) {
+            let body = Handed(body)
+            keep(Task { await body.value() })
         }
 
         /// Live Activities switched on or off, frequent updates allowed or not, once whatever the
