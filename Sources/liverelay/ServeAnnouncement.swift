@@ -88,12 +88,13 @@ actor Announcement {
             let control = "http://\(emulator.configuration.host):\(controlPort)"
             do {
                 try DemoApple.installApp(on: emulator, reportingTo: api, clientKey: client)
-                if !(await Self.demoAppReported(to: emulator)) {
-                    text += "demo device:        its app has not reported its push-to-start token yet; a start may find no device\n"
-                }
+                let reported =
+                    await Self.demoAppReported(to: emulator)
+                    ? "its push-to-start token is reported to the server"
+                    : "its push-to-start token has not reached the server yet: a start may find no device"
                 text += """
                     APNs:               built-in emulator (sandbox and production); control API \(control)
-                    demo device:        \(DemoApple.deviceID), app \(DemoApple.bundleID.value) (a development build: sandbox tokens), attributes type \(DemoApple.attributesType.name); its push-to-start token is reported to the server
+                    demo device:        \(DemoApple.deviceID), app \(DemoApple.bundleID.value) (a development build: sandbox tokens), attributes type \(DemoApple.attributesType.name); \(reported)
                     watch it:           \(api)/dashboard/devices (drawn), or curl -s \(control)/devices/\(DemoApple.deviceID)/presentation
 
                     """

@@ -32,7 +32,7 @@ struct ReadmeTourTests {
             // pasted at once finds the iPhone.
             let store = try await SQLiteStore.open(path: directory + "/data/liverelay.sqlite")
             #expect(try await store.pushToStartTokens(deviceID: "demo-iphone").count == 1)
-            #expect(!server.printed.contains("has not reported its push-to-start token"))
+            #expect(server.printed.contains("its push-to-start token is reported to the server"))
             let shell = try #require(server.printed.split(separator: "\n").first { $0.hasPrefix("shell:") }?.dropFirst("shell:".count))
             let statuses = directory + "/statuses"
             // Its output goes to files: a read of a pipe would block a thread of the cooperative
