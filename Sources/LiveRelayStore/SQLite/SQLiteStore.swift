@@ -239,10 +239,13 @@ extension SQLiteStore {
         let (status, due) = (entry.status.rawValue, entry.due.seconds)
         // Pushes handed over come back from their inserts, to be sent without being read again.
         let handedOver = entry.status != .queued
-        let returning = handedOver ? " RETURNING \(DeliveryRecord.columns)" : ""
         var rows: [DeliveryRow] = []
-        func insert(_ sql: String, _ arguments: StatementArguments) throws {
-            if handedOver { rows += try db.fetchAll(sql + returning, arguments, as: DeliveryRow.init(row:)) } else { try db.run(sql, arguments) }
+        func insert(_ statement: (queued: String, handedOver: String), _ arguments: StatementArguments) throws {
+            if handedOver {
+                rows += try db.fetchAll(statement.handedOver, arguments, as: DeliveryRow.init(row:))
+            } else {
+                try db.run(statement.queued, arguments)
+            }
         }
         for delivery in deliveries {
             let (kind, deviceID, token, channelID) = delivery.target.columns

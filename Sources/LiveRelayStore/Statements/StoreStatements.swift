@@ -470,12 +470,19 @@ enum StoreStatements {
         status, attempts, next_attempt_at, created_at, environment, bundle_id
         """
 
+    /// A statement that writes pushes, as it is and returning each push it wrote (for the pushes
+    /// a request hands to the dispatcher), both made once.
+    static func writingPushes(_ sql: String) -> (queued: String, handedOver: String) {
+        (sql, sql + " RETURNING \(DeliveryRecord.columns)")
+    }
+
     /// One push, its values in the order of `newDeliveryColumns`, `attempts` 0.
-    static let insertDelivery = "INSERT INTO deliveries (\(newDeliveryColumns)) VALUES (\(SQLStatement.marks(13)), 0, \(SQLStatement.marks(4)))"
+    static let insertDelivery = writingPushes(
+        "INSERT INTO deliveries (\(newDeliveryColumns)) VALUES (\(SQLStatement.marks(13)), 0, \(SQLStatement.marks(4)))")
 
     /// A push to each live token of a key, in the order a per-token plan would have listed them:
     /// (event, payload, priority, reason, expiration, timestamp, request, status, due, now, app, key).
-    static let fanOut = "INSERT INTO deliveries (\(newDeliveryColumns)) " + fanOutRows(payload: "?")
+    static let fanOut = writingPushes("INSERT INTO deliveries (\(newDeliveryColumns)) " + fanOutRows(payload: "?"))
 
     /// The rows `fanOut` inserts, `payload` being the SQL of the payload's id and `condition` one
     /// more (with its arguments after the key's).
