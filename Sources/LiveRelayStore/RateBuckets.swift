@@ -20,12 +20,31 @@ package struct TokenBucket: Sendable, Hashable {
     package func wait(holding tokens: Double) -> Int {
         max(1, Int(((1 - tokens) / rate).rounded(.up)))
     }
+
+    /// The requests an instance takes from a shared bucket at once and spends on its own: 50 ms of
+    /// the rate, a tenth of the burst at most, one at least (a device's reports, at one a second,
+    /// take one at a time). Each statement to the shared bucket costs the database more than the
+    /// request it lets through; what an instance holds and does not spend is lost to the others
+    /// for `heldFor` at most, never added to the rate.
+    package var reservation: Int {
+        max(1, Int(min(rate / 20, burst / 10)))
+    }
+
+    /// How long an instance keeps requests it took ahead: longer, and a key quiet for a while
+    /// could spend them on top of a bucket refilled since.
+    package static let heldFor: TimeInterval = 1
+}
+
+/// What a shared bucket gives: requests taken (one or more), or the whole seconds to wait.
+package enum BucketTake: Sendable, Hashable {
+    case taken(Int)
+    case wait(seconds: Int)
 }
 
 /// A store several instances share: what must hold across them that one process would keep in
 /// memory lives in it.
 package protocol InstanceSharedStore: RelayStore {
-    /// Takes one request from the bucket `key` for every instance at once; nil when allowed, else
-    /// the whole seconds to wait.
-    func takeRequest(_ key: String, from bucket: TokenBucket, at now: Date) async throws -> Int?
+    /// Takes up to `count` requests from the bucket `key` for every instance at once: as many as
+    /// it holds whole, or the wait when it holds none.
+    func takeRequests(_ key: String, upTo count: Int, from bucket: TokenBucket, at now: Date) async throws -> BucketTake
 }

@@ -15,6 +15,18 @@ package enum TestPostgres {
         return Result { () throws(Unavailable) in try LocalServer.start() }
     }()
 
+    /// Two instances' stores on one new database, migrated, running while `body` runs.
+    package static func twoInstances(_ body: (PostgresStore, PostgresStore) async throws -> Void) async throws {
+        let url = try await freshDatabase()
+        let (one, two) = (try PostgresStore(url: url), try PostgresStore(url: url))
+        try await one.running {
+            try await two.running {
+                try await one.migrate()
+                try await body(one, two)
+            }
+        }
+    }
+
     package static var isAvailable: Bool { availability.isMet }
 
     /// What a skipped PostgreSQL test says: loudly, that PostgreSQL was not tested, and why.

@@ -108,7 +108,7 @@ import Testing
                 "0015-reported-by", "0016-channel-listeners", "0017-events", "0018-webhooks", "0019-retention", "0020-trace-context",
                 "0021-device-ios", "0022-deliveries-by-key-newest", "0023-latest-state", "0024-grants", "0025-token-once", "0026-app-versions",
                 "0027-first-release", "0028-contract-environment", "0029-surface-tokens", "0030-history-without-device-order", "0031-token-indexes",
-                "0032-reloads-by-event", "0033-unsent-pushes",
+                "0032-reloads-by-event", "0033-unsent-pushes", "0034-rate-reservations",
             ])
         #expect(try await store.adoptUnnamedData(bundleID: Self.app))
         let match = try #require(try await store.activity(app: Self.app, key: "match-1"))
@@ -159,7 +159,7 @@ extension MigrationTests {
                 "0016-channel-listeners", "0017-events", "0018-webhooks", "0019-retention", "0020-trace-context", "0021-device-ios",
                 "0022-deliveries-by-key-newest", "0023-latest-state", "0024-grants", "0025-token-once", "0026-app-versions", "0027-first-release",
                 "0028-contract-environment", "0029-surface-tokens", "0030-history-without-device-order", "0031-token-indexes",
-                "0032-reloads-by-event", "0033-unsent-pushes",
+                "0032-reloads-by-event", "0033-unsent-pushes", "0034-rate-reservations",
             ])
         // Kept under no app until the server names the one it served.
         #expect(try await store.activity(app: Self.app, key: "order-1") == nil)

@@ -9,25 +9,29 @@ import Testing
 struct SharedStoreTests {
     /// A key's request rate holds across instances: what one takes, the other cannot.
     @Test func aKeysRateHoldsAcrossInstances() async throws {
-        let url = try await TestPostgres.freshDatabase()
-        let (one, two) = (try PostgresStore(url: url), try PostgresStore(url: url))
-        try await one.running {
-            try await two.running {
-                try await one.migrate()
-                let bucket = TokenBucket(rate: 2, burst: 3)
-                #expect(try await one.takeRequest("key-1", from: bucket, at: t0) == nil)
-                #expect(try await two.takeRequest("key-1", from: bucket, at: t0) == nil)
-                #expect(try await one.takeRequest("key-1", from: bucket, at: t0) == nil)
-                #expect(try await two.takeRequest("key-1", from: bucket, at: t0) == 1)
-                #expect(try await one.takeRequest("key-1", from: bucket, at: t0) == 1)
-                // Another key has its own bucket; half a second refills one request.
-                #expect(try await two.takeRequest("key-2", from: bucket, at: t0) == nil)
-                #expect(try await two.takeRequest("key-1", from: bucket, at: t0 + 0.5) == nil)
-                #expect(try await one.takeRequest("key-1", from: bucket, at: t0 + 0.5) == 1)
-                // Refilled to the burst, no more.
-                for _ in 0..<3 { #expect(try await one.takeRequest("key-1", from: bucket, at: t0 + 100) == nil) }
-                #expect(try await two.takeRequest("key-1", from: bucket, at: t0 + 100) == 1)
+        try await TestPostgres.twoInstances { one, two async throws in
+            let bucket = TokenBucket(rate: 2, burst: 3)
+            func take(_ store: PostgresStore, _ key: String, upTo count: Int = 1, at now: Date) async throws -> BucketTake {
+                try await store.takeRequests(key, upTo: count, from: bucket, at: now)
             }
+            #expect(try await take(one, "key-1", at: t0) == .taken(1))
+            #expect(try await take(two, "key-1", at: t0) == .taken(1))
+            #expect(try await take(one, "key-1", at: t0) == .taken(1))
+            #expect(try await take(two, "key-1", at: t0) == .wait(seconds: 1))
+            #expect(try await take(one, "key-1", at: t0) == .wait(seconds: 1))
+            // Another key has its own bucket; half a second refills one request.
+            #expect(try await take(two, "key-2", at: t0) == .taken(1))
+            #expect(try await take(two, "key-1", at: t0 + 0.5) == .taken(1))
+            #expect(try await take(one, "key-1", at: t0 + 0.5) == .wait(seconds: 1))
+            // Refilled to the burst, no more.
+            for _ in 0..<3 { #expect(try await take(one, "key-1", at: t0 + 100) == .taken(1)) }
+            #expect(try await take(two, "key-1", at: t0 + 100) == .wait(seconds: 1))
+            // Several at once: as many whole requests as the bucket holds, up to those asked.
+            #expect(try await take(one, "key-3", upTo: 2, at: t0) == .taken(2))
+            #expect(try await take(two, "key-3", upTo: 2, at: t0) == .taken(1))
+            #expect(try await take(one, "key-3", upTo: 2, at: t0) == .wait(seconds: 1))
+            #expect(try await take(two, "key-3", upTo: 5, at: t0 + 1.25) == .taken(2))
+            #expect(try await take(one, "key-4", upTo: 5, at: t0) == .taken(3))
         }
     }
 

@@ -287,7 +287,7 @@ final class Seen<Value: Sendable>: @unchecked Sendable {
                     "0020-trace-context", "0021-device-ios", "0022-deliveries-by-key-newest", "0023-latest-state", "0024-grants", "0025-token-once",
                     "0026-app-versions", "0027-first-release", "0028-contract-environment", "0029-surface-tokens",
                     "0030-history-without-device-order", "0031-token-indexes", "0032-reloads-by-event",
-                    "0033-unsent-pushes",
+                    "0033-unsent-pushes", "0034-rate-reservations",
                 ])
             #expect(try await subject.store.migrate() == [])
             try await subject.reopened { reopened async throws in

@@ -305,5 +305,9 @@ enum PostgresMigrations {
         StoreMigration(name: "0032-reloads-by-event", statements: StoreStatements.reloadsIndex),
         // Pushes that ended unsent, counted and paged without reading the history.
         StoreMigration(name: "0033-unsent-pushes", statements: [StoreStatements.unsentIndex]),
+        // An instance takes several requests of a key's rate at once: the statement says how many.
+        StoreMigration(
+            name: "0034-rate-reservations",
+            statements: ["ALTER TABLE rate_buckets ADD COLUMN taken double precision NOT NULL DEFAULT 1"]),
     ]
 }

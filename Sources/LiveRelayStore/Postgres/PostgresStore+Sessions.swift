@@ -44,17 +44,22 @@ extension PostgresStore {
         }
     }
 
-    /// One statement takes a token when the refilled bucket holds one (as `TokenBucket.refilled`
-    /// computes); nothing comes back when it does not, and the wait is then read.
-    package func takeRequest(_ key: String, from bucket: TokenBucket, at now: Date) async throws -> Int? {
-        let (burst, seconds, rate): (SQLArgument, SQLArgument, SQLArgument) = (.real(bucket.burst), .seconds(now), .real(bucket.rate))
+    /// One statement takes up to `count` tokens, as many whole ones as the refilled bucket holds
+    /// (as `TokenBucket.refilled` computes), and says how many; nothing comes back when it holds
+    /// none, and the wait is then read.
+    package func takeRequests(_ key: String, upTo count: Int, from bucket: TokenBucket, at now: Date) async throws -> BucketTake {
+        let (seconds, asked): (SQLArgument, SQLArgument) = (.seconds(now), .real(Double(count)))
+        let refill: [SQLArgument] = [.real(bucket.burst), seconds, .real(bucket.rate)]
+        // A bucket met for the first time is full.
+        let first = Double(min(count, Int(bucket.burst)))
         let taken = try await rows(
-            PreparedStatements.TakeRequest.self, [.text(key), .real(bucket.burst - 1), seconds, burst, seconds, rate, seconds, burst, seconds, rate])
-        guard taken.isEmpty else { return nil }
+            PreparedStatements.TakeRequests.self,
+            [.text(key), .real(bucket.burst - first), seconds, .real(first)] + refill + [asked] + refill + [asked] + refill + [seconds] + refill)
+        if let row = taken.first, let requests = row.real(0) { return .taken(Int(requests)) }
         guard let row = try await rows("SELECT tokens, at FROM rate_buckets WHERE key = ?", [.text(key)]).first,
             let tokens = row.real(0), let last = row.date(1)
-        else { return nil }
-        return bucket.wait(holding: bucket.refilled(tokens, since: last, at: now))
+        else { return .taken(1) }
+        return .wait(seconds: bucket.wait(holding: bucket.refilled(tokens, since: last, at: now)))
     }
 
     /// The channel the instances sharing a database hear of queued pushes on.

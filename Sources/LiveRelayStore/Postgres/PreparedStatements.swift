@@ -175,13 +175,14 @@ enum PreparedStatements {
     private static let oneDelivery = SQLStatement.numbering(
         "INSERT INTO deliveries (\(StoreStatements.newDeliveryColumns)) VALUES (\(SQLStatement.marks(18)))")
 
-    enum TakeRequest: PreparedSQL {
+    enum TakeRequests: PreparedSQL {
         private static let refill = "LEAST(?, b.tokens + GREATEST(0, ? - b.at) * ?)"
         static let sql = SQLStatement.numbering(
             """
-            INSERT INTO rate_buckets AS b (key, tokens, at) VALUES (?, ?, ?)
-            ON CONFLICT (key) DO UPDATE SET tokens = \(refill) - 1, at = ? WHERE \(refill) >= 1
-            RETURNING tokens
+            INSERT INTO rate_buckets AS b (key, tokens, at, taken) VALUES (?, ?, ?, ?)
+            ON CONFLICT (key) DO UPDATE SET tokens = \(refill) - LEAST(?, FLOOR(\(refill))), taken = LEAST(?, FLOOR(\(refill))), at = ?
+            WHERE \(refill) >= 1
+            RETURNING taken
             """)
     }
 

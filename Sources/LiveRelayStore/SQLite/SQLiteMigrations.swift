@@ -389,5 +389,7 @@ enum SQLiteMigrations {
         StoreMigration(name: "0032-reloads-by-event", statements: StoreStatements.reloadsIndex),
         // Pushes that ended unsent, counted and paged without reading the history.
         StoreMigration(name: "0033-unsent-pushes", statements: [StoreStatements.unsentIndex]),
+        // One process's rates are kept in its memory (`RequestLimiter`): nothing to change here.
+        StoreMigration(name: "0034-rate-reservations", statements: []),
     ]
 }
