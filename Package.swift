@@ -110,7 +110,6 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log"),
             ] + http2OverTLS
         ),
         // The server's storage: one protocol, SQLite (embedded default) and PostgreSQL behind it, the

@@ -81,6 +81,9 @@ package protocol RegistryStore: Sendable {
     // MARK: Keys and tokens
 
     func activity(app: String, key: String) async throws -> ActivityRecord?
+    /// Which of `apps` have an activity under `key`, read at once: a key names its app for a
+    /// server key of every app.
+    func apps(holdingKey key: String, among apps: [String]) async throws -> [String]
     /// The tokens under the app's `key`, each with the result of its latest attempted delivery.
     func activityTokens(app: String, key: String) async throws -> [ActivityTokenRecord]
     /// The devices whose activity under the app's `key` listens to its channel.

@@ -37,11 +37,7 @@ extension RelayService {
 
     /// The apps that have an activity under `key`.
     package func apps(holdingKey key: String) async throws -> [String] {
-        var holding: [String] = []
-        for app in try await apps() where try await store.activity(app: app.bundleID, key: key) != nil {
-            holding.append(app.bundleID)
-        }
-        return holding
+        try await store.apps(holdingKey: key, among: try await apps().map(\.bundleID))
     }
 
     /// The app, or 404 naming `field`.

@@ -307,6 +307,12 @@ extension PostgresStore {
         try await connection { db in try await Self.activity(db, app: app, key: key, locked: false) }
     }
 
+    package func apps(holdingKey key: String, among apps: [String]) async throws -> [String] {
+        guard !apps.isEmpty else { return [] }
+        let statement = StoreStatements.apps(holdingKey: key, among: apps)
+        return try await rows(statement.text, statement.arguments).map { $0.string(0) }
+    }
+
     package func activityTokens(app: String, key: String) async throws -> [ActivityTokenRecord] {
         try await rows(StoreStatements.activityTokensWithLastResult, [.text(app), .text(key)]).map(ActivityTokenRecord.withLastDelivery(row:))
     }

@@ -217,6 +217,12 @@ extension SQLiteStore {
         try await pool.read { db in try Self.activity(db, app: app, key: key) }
     }
 
+    package func apps(holdingKey key: String, among apps: [String]) async throws -> [String] {
+        guard !apps.isEmpty else { return [] }
+        let statement = StoreStatements.apps(holdingKey: key, among: apps)
+        return try await pool.read { db in try String.fetchAll(db, sql: statement.text, arguments: statement.sqliteArguments) }
+    }
+
     package func activityTokens(app: String, key: String) async throws -> [ActivityTokenRecord] {
         try await pool.read { db in
             try db.fetchAll(StoreStatements.activityTokensWithLastResult, [app, key], as: ActivityTokenRecord.withLastDelivery(row:))

@@ -565,6 +565,14 @@ enum StoreStatements {
             arguments: filter.arguments + [.integer(Int64(query.limit))])
     }
 
+    /// The apps among `apps` with an activity under `key`: their primary key probed once each, in
+    /// one statement whatever their number.
+    static func apps(holdingKey key: String, among apps: [String]) -> SQLStatement {
+        SQLStatement(
+            text: "SELECT bundle_id FROM activities WHERE key = ? AND bundle_id IN (\(SQLStatement.marks(apps.count))) ORDER BY bundle_id",
+            arguments: [.text(key)] + apps.map { .text($0) })
+    }
+
     // MARK: The dashboard
 
     /// A page of activities, newest first (then by app and key, so that the order is total).
