@@ -57,6 +57,38 @@ import Testing
         }
     }
 
+    /// A change past its key's budget records the exhaustion with its write, once an hour: again
+    /// an hour after the last one, and not for another key's; queued or handed over alike.
+    @Test(arguments: StoreKind.allCases) func aChangePastItsBudgetRecordsTheExhaustionOnceAnHour(kind: StoreKind) async throws {
+        try await kind.withStore { subject in
+            let store = subject.store
+            for key in ["busy", "other"] {
+                try await store.start(key)
+                try await store.registerActivity(key, on: ["d1"])
+            }
+            let exhausted = BudgetExhaustion(targetsOverBudget: 1, targets: 1, perHour: 10)
+            let handOver = WriteContext(handOver: HandOver(leaseUntil: t0 + 600, limit: 100))
+            func recorded() async throws -> [String] {
+                try await store.events(EventQuery(bundleID: testApp, types: [.budgetExhausted])).map {
+                    "\($0.key) \(Int($0.occurredAt.timeIntervalSince(t0))) \($0.data.serializedString)"
+                }.sorted()
+            }
+            try await store.change("busy", body: "u1", at: t0 + 1, exhausted: exhausted)
+            try await store.change("busy", body: "u2", at: t0 + 2, context: handOver, exhausted: exhausted)
+            try await store.change("busy", body: "u3", at: t0 + 3)
+            #expect(try await recorded() == [#"busy 1 {"targetsOverBudget":1,"targets":1,"priority10PerHour":10}"#])
+            try await store.change("other", body: "u1", at: t0 + 4, context: handOver, exhausted: exhausted)
+            try await store.change("busy", body: "u4", at: t0 + 3600, exhausted: exhausted)
+            try await store.change("busy", body: "u5", at: t0 + 3602, context: handOver, exhausted: exhausted)
+            #expect(
+                try await recorded() == [
+                    #"busy 1 {"targetsOverBudget":1,"targets":1,"priority10PerHour":10}"#,
+                    #"busy 3602 {"targetsOverBudget":1,"targets":1,"priority10PerHour":10}"#,
+                    #"other 4 {"targetsOverBudget":1,"targets":1,"priority10PerHour":10}"#,
+                ])
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func aStartReachesItsAudiencesLiveTokensOnly(kind: StoreKind) async throws {
         try await kind.withStore { subject in
             let store = subject.store

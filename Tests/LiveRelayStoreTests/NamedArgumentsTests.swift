@@ -26,16 +26,19 @@ import Testing
         #expect(throws: PostgresStoreInconsistency.self) { try arguments.positional(placeholders: 5) }
     }
 
-    /// Each list names every placeholder of its statement: the supersede stands for its own
-    /// statement's arguments.
+    /// Each list names every placeholder of its statement: the supersede and the exhaustion's
+    /// record stand for their own statements' arguments.
     @Test func theChangeStatementsListEveryPlaceholder() {
-        let supersede = OutboxStatements.move(OutboxRules.supersedingKey(app: "", key: "", at: .distantPast)).arguments.count
+        // Each of the two names stands for its statement's run of placeholders.
+        let runs =
+            OutboxStatements.move(OutboxRules.supersedingKey(app: "", key: "", at: .distantPast)).arguments.count
+            + OutboxStatements.statement(PreparedStatements.exhaustionTemplate, at: .distantPast).arguments.count
         #expect(PreparedStatements.changeSnapshotParameters.count == PreparedStatements.ChangeSnapshotRead.placeholderCount)
         #expect(PreparedStatements.changeSnapshotParameters.count == PreparedStatements.LockedChangeSnapshotRead.placeholderCount)
         #expect(
-            PreparedStatements.changeWriteParameters(handedOver: false).count - 1 + supersede == PreparedStatements.QueuedChange.placeholderCount)
+            PreparedStatements.changeWriteParameters(handedOver: false).count - 2 + runs == PreparedStatements.QueuedChange.placeholderCount)
         #expect(
-            PreparedStatements.changeWriteParameters(handedOver: true).count - 1 + supersede
+            PreparedStatements.changeWriteParameters(handedOver: true).count - 2 + runs
                 == PreparedStatements.HandedOverChange.placeholderCount)
     }
 }

@@ -18,15 +18,19 @@ struct StatementCountTests {
         var fanOutOf50: Int
         /// Recording the 50 pushes sent, in one batch.
         var recording50Sent: Int
+        /// The single-key update past its key's budget: its exhaustion recorded unless recorded in
+        /// the hour (every update of `bench server`'s run).
+        var overBudgetUpdate: Int
     }
 
     static let expected: [StoreKind: Expected] = [
         // Each statement a step of its own: SQLite's cost a statement is a few microseconds,
         // in this process.
-        .sqlite: Expected(singleKeyUpdate: 11, fanOutOf50: 10, recording50Sent: 9),
+        .sqlite: Expected(singleKeyUpdate: 11, fanOutOf50: 10, recording50Sent: 9, overBudgetUpdate: 12),
         // A read and one write of CTEs, without a transaction (`KeyChange`): PostgreSQL's cost is
         // a round trip a statement.
-        .postgres: Expected(singleKeyUpdate: 2, fanOutOf50: 2, recording50Sent: 3),
+        // The exhaustion's record is the write's too.
+        .postgres: Expected(singleKeyUpdate: 2, fanOutOf50: 2, recording50Sent: 3, overBudgetUpdate: 2),
     ]
 
     @Test(arguments: StoreKind.allCases)
@@ -56,7 +60,12 @@ struct StatementCountTests {
             let recording = try await counted {
                 try await store.recordOutcomes(wide.map { ($0.id, .sent(status: 200, apnsID: nil)) }, at: t0 + 3)
             }
+            let exhausted = BudgetExhaustion(targetsOverBudget: 1, targets: 1, perHour: 10)
+            let overBudget = try await counted {
+                try await store.change("single", body: "u3", at: t0 + 4, context: handOver, exhausted: exhausted)
+            }
             #expect(single == expected.singleKeyUpdate, "a single-key update on \(kind)")
+            #expect(overBudget == expected.overBudgetUpdate, "an update past its budget on \(kind)")
             #expect(fanOut == expected.fanOutOf50, "a fan-out of 50 on \(kind)")
             #expect(recording == expected.recording50Sent, "recording 50 pushes sent on \(kind)")
         }

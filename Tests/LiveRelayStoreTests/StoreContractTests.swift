@@ -153,7 +153,8 @@ extension RelayStore {
     func change(
         _ key: String, event: LiveActivityPayload.Event = .update, body: String, at: Date, priority: APNsPriority = .immediate,
         context: WriteContext = WriteContext(),
-        channelDeleteAfter: Date? = nil, countingBudget: Bool = true, claimed: Seen<[DeliveryRecord]>? = nil, app: String = testApp
+        channelDeleteAfter: Date? = nil, countingBudget: Bool = true, claimed: Seen<[DeliveryRecord]>? = nil, app: String = testApp,
+        exhausted: BudgetExhaustion? = nil
     ) async throws -> ChangeSnapshot {
         let seen = Seen<ChangeSnapshot?>(nil)
         let accepted = try await acceptChange(
@@ -189,7 +190,7 @@ extension RelayStore {
                         priorityReason: "requested",
                         expiration: nil, timestamp: activity.lastTimestamp, requestID: "\(event)-\(body)")
                 },
-                fanOut: fanOut, channelDeleteAfter: channelDeleteAfter, acceptance: acceptance(key, event))
+                fanOut: fanOut, channelDeleteAfter: channelDeleteAfter, acceptance: acceptance(key, event), budgetExhausted: exhausted)
             return (plan, ())
         }
         claimed?.set(accepted.claimed)

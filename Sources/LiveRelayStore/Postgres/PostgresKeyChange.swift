@@ -47,7 +47,11 @@ struct KeyChange {
         if !locked && (ends || !(supersedesInStatement || decisions.isEmpty)) { return nil }
         if !supersedesInStatement { try await db.carryOut(decisions, at: at) }
         if ends, snapshot.activity?.state != .ended { try await db.carryOut(.keyEnded(app: app, key: key), at: at) }
-        if let exhausted = planned.budgetExhausted { try await db.carryOut(.budgetExhausted(app: app, key: key, exhausted), at: at) }
+        // The budget's exhaustion, recorded by the write when the rules decide a record unless
+        // recorded in the hour, as they do.
+        let exhaustion = planned.budgetExhausted.map { OutboxRules.decisions(after: .budgetExhausted(app: app, key: key, $0), at: at) } ?? []
+        let exhaustionInStatement = exhaustion.count == 1 && exhaustion[0].isRecordUnlessRecorded
+        if !exhaustionInStatement { try await db.carryOut(exhaustion, at: at) }
 
         let pushes = planned.deliveries.count + (planned.fanOut == nil ? 0 : snapshot.liveTokenCount)
         let entry = OutboxRules.entry(count: pushes, handOver: handOver, at: at)
@@ -73,6 +77,9 @@ struct KeyChange {
         arguments["sends_anything"] = .bool(!planned.deliveries.isEmpty || fanOut != nil)
         arguments.bind("supersede", OutboxStatements.move(keySupersede).arguments)
         arguments["supersede_applies"] = .bool(supersedesInStatement)
+        arguments.bind(
+            "exhaustion", OutboxStatements.statement(exhaustionInStatement ? exhaustion[0] : PreparedStatements.exhaustionTemplate, at: at).arguments)
+        arguments["exhaustion_applies"] = .bool(exhaustionInStatement)
         arguments["listed_status"] = .text(entry.status.rawValue)
         arguments["listed_due"] = .seconds(entry.due)
         arguments["listed_at"] = .seconds(at)
@@ -164,4 +171,10 @@ struct PostgresStoreInconsistency: Error, CustomStringConvertible {
     let description: String
 
     init(_ description: String) { self.description = description }
+}
+
+extension OutboxDecision {
+    fileprivate var isRecordUnlessRecorded: Bool {
+        if case .recordUnlessRecorded = self { true } else { false }
+    }
 }

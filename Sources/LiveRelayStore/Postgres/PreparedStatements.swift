@@ -121,20 +121,26 @@ enum PreparedStatements {
     enum QueuedChange: PreparedSQL { static let sql = changeWrite(handedOver: false) }
     enum HandedOverChange: PreparedSQL { static let sql = changeWrite(handedOver: true) }
     /// Their parameters, in the order of their placeholders (`NamedArguments`): the key's new
-    /// values and the version its plan was made from; the payload; the supersede (its own
-    /// statement's arguments) and whether it applies; the listed pushes; the fan-out; queued, the
-    /// channel to notify.
+    /// values and the version its plan was made from; the payload; the supersede and the record of
+    /// the budget's exhaustion (each its own statement's arguments) and whether each applies; the
+    /// listed pushes; the fan-out; queued, the channel to notify.
     static func changeWriteParameters(handedOver: Bool) -> SQLParameters { handedOver ? handedOverChangeParameters : queuedChangeParameters }
     private static let handedOverChangeParameters = SQLParameters(changeWriteNames)
     private static let queuedChangeParameters = SQLParameters(changeWriteNames + ["notify_channel"])
     private static let changeWriteNames = [
         "content_state", "stale_date", "relevance_score", "last_timestamp", "alert", "alert_at", "state", "ended_at", "end_reason", "dismissal_date",
         "app", "key",
-        "version", "payload", "trace_parent", "sends_anything", "supersede", "supersede_applies", "listed_status", "listed_due", "listed_at",
-        "listed",
+        "version", "payload", "trace_parent", "sends_anything", "supersede", "supersede_applies", "exhaustion", "exhaustion_applies",
+        "listed_status", "listed_due", "listed_at", "listed",
         "fan_out_event", "fan_out_priority", "fan_out_reason", "fan_out_expiration", "fan_out_timestamp", "fan_out_request",
         "fan_out_status", "fan_out_due", "fan_out_at", "fan_out_app", "fan_out_key", "fan_out",
     ]
+
+    /// The record of a key's budget spent, unless recorded in the hour, as the outbox's rules decide
+    /// it (`OutboxRules`): the write carries it out itself, a round trip less for every change
+    /// past its budget; its text is the same for every key, its arguments are each change's.
+    static let exhaustionTemplate = OutboxDecision.recordUnlessRecorded(
+        NewEvent(.budgetExhausted, bundleID: "", key: "", data: []), since: .distantPast)
 
     /// Each push-writing `INSERT … SELECT` takes its values straight in its own select list: a
     /// parameter there gets its column's type, where one in a nested `SELECT` or a `UNION` would be
@@ -142,6 +148,7 @@ enum PreparedStatements {
     private static func changeWrite(handedOver: Bool) -> String {
         let returning = handedOver ? " RETURNING \(DeliveryRecord.columns)" : ""
         let supersede = OutboxStatements.move(OutboxRules.supersedingKey(app: "", key: "", at: .distantPast)).text
+        let exhaustion = OutboxStatements.statement(Self.exhaustionTemplate, at: .distantPast).text
         let written = "(SELECT COUNT(*) FROM changed) AS written"
         return SQLStatement.numbering(
             """
@@ -152,6 +159,7 @@ enum PreparedStatements {
                 RETURNING 1),
             payload AS (INSERT INTO payloads (body, trace_parent) SELECT ?, ? WHERE ? AND EXISTS (SELECT 1 FROM changed) RETURNING id),
             superseded AS (\(supersede) AND ? AND EXISTS (SELECT 1 FROM changed)),
+            exhausted AS (\(exhaustion) AND ? AND EXISTS (SELECT 1 FROM changed)),
             listed AS (
                 INSERT INTO deliveries (\(StoreStatements.newDeliveryColumns))
                 SELECT d.key, d.event, d.target, d.device_id, d.token, d.channel_id, payload.id, d.priority, d.priority_reason,
