@@ -27,9 +27,10 @@ package struct UnreadableStoreValue: Error, Sendable, Hashable, CustomStringConv
 }
 
 extension RawRepresentable where RawValue == String {
-    /// One of the type's names, as the store's `column` holds it.
-    init(stored text: String, column: String) throws {
-        guard let value = Self(rawValue: text) else { throw UnreadableStoreValue(column: column, value: "\"\(text)\"") }
+    /// One of the type's names, as the store's `column` holds it (the column's name made only for
+    /// the error).
+    init(stored text: String, column: @autoclosure () -> String) throws {
+        guard let value = Self(rawValue: text) else { throw UnreadableStoreValue(column: column(), value: "\"\(text)\"") }
         self = value
     }
 }
@@ -42,7 +43,6 @@ extension StoreRow {
     func json(_ index: Int) -> JSONValue? { text(index).flatMap { try? JSONValue(parsing: $0) } }
 
     /// A column that holds one of a type's names: any other value, NULL included, is an error.
-    /// (The column's name is made only for the error.)
     func value<Value: RawRepresentable>(_ index: Int, _ column: @autoclosure () -> String) throws -> Value where Value.RawValue == String {
         guard let value = try optionalValue(index, column()) as Value? else { throw UnreadableStoreValue(column: column(), value: "NULL") }
         return value
@@ -51,9 +51,7 @@ extension StoreRow {
     /// The same, where NULL means none.
     func optionalValue<Value: RawRepresentable>(_ index: Int, _ column: @autoclosure () -> String) throws -> Value?
     where Value.RawValue == String {
-        guard let text = text(index) else { return nil }
-        guard let value = Value(rawValue: text) else { throw UnreadableStoreValue(column: column(), value: "\"\(text)\"") }
-        return value
+        try text(index).map { try Value(stored: $0, column: column()) }
     }
 
     /// A column that holds one of a type's numbers.
