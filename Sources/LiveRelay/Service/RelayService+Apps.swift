@@ -35,9 +35,9 @@ extension RelayService {
         try await appBook.value(from: store).values.sorted { $0.bundleID < $1.bundleID }
     }
 
-    /// The apps that have an activity under `key`.
-    package func apps(holdingKey key: String) async throws -> [String] {
-        try await store.apps(holdingKey: key, among: try await apps().map(\.bundleID))
+    /// Which of `apps` have an activity under `key`.
+    package func apps(holdingKey key: String, among apps: [AppRecord]) async throws -> [String] {
+        try await store.apps(holdingKey: key, among: apps.map(\.bundleID))
     }
 
     /// The app, or 404 naming `field`.

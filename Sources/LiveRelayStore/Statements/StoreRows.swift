@@ -410,20 +410,23 @@ struct DeliveryRow {
     init(row: some StoreRow) throws {
         typealias Column = DeliveryRecord.Column
         func text(_ column: Column) -> String? { row.text(column.rawValue) }
+        func string(_ column: Column) -> String { row.string(column.rawValue) }
         func integer(_ column: Column) -> Int64? { row.integer(column.rawValue) }
         func date(_ column: Column) -> Date? { row.date(column.rawValue) }
-        func value<Value: RawRepresentable>(_ column: Column) throws -> Value where Value.RawValue == String {
+        func name<Value: RawRepresentable>(_ column: Column) throws -> Value where Value.RawValue == String {
             try row.value(column.rawValue, "deliveries.\(column.name)")
         }
-        let target = DeliveryTarget(kind: try value(.target), deviceID: text(.deviceID), token: text(.token), channelID: text(.channelID))
+        func number<Value: RawRepresentable>(_ column: Column) throws -> Value where Value.RawValue == Int {
+            try row.value(column.rawValue, "deliveries.\(column.name)")
+        }
+        let target = DeliveryTarget(kind: try name(.target), deviceID: text(.deviceID), token: text(.token), channelID: text(.channelID))
         payloadID = integer(.payloadID) ?? 0
         record = DeliveryRecord(
-            id: integer(.id) ?? 0, bundleID: text(.bundleID) ?? "", key: text(.key) ?? "", event: try value(.event), target: target,
-            environment: try value(.environment), payload: [],
-            priority: try row.value(Column.priority.rawValue, "deliveries.priority"), priorityReason: text(.priorityReason) ?? "",
-            expiration: integer(.expiration), timestamp: integer(.timestamp) ?? 0, requestID: text(.requestID) ?? "",
-            status: try value(.status), attempts: integer(.attempts).map(Int.init) ?? 0, nextAttemptAt: date(.nextAttemptAt)!,
-            createdAt: date(.createdAt)!, finishedAt: date(.finishedAt), apnsStatus: integer(.apnsStatus).map(Int.init),
+            id: integer(.id) ?? 0, bundleID: string(.bundleID), key: string(.key), event: try name(.event), target: target,
+            environment: try name(.environment), payload: [], priority: try number(.priority), priorityReason: string(.priorityReason),
+            expiration: integer(.expiration), timestamp: integer(.timestamp) ?? 0, requestID: string(.requestID),
+            status: try name(.status), attempts: row.int(Column.attempts.rawValue) ?? 0, nextAttemptAt: date(.nextAttemptAt)!,
+            createdAt: date(.createdAt)!, finishedAt: date(.finishedAt), apnsStatus: row.int(Column.apnsStatus.rawValue),
             apnsReason: text(.apnsReason), apnsID: text(.apnsID))
     }
 }
