@@ -72,15 +72,14 @@ package enum PageStyle {
         @media (max-width: 640px) {
           .bar { padding: 10px 12px; gap: 8px 12px; } .bar nav { order: 3; flex-basis: 100%; } .who span { display: none; }
           main { padding: 12px 12px 32px; } h1 { font-size: 22px; overflow-wrap: anywhere; }
-          table { display: block; overflow-x: auto; } .timeline table { table-layout: auto; } .badge { white-space: nowrap; }
-          .timeline th, .timeline td { width: auto !important; overflow-wrap: normal; white-space: nowrap; padding: 6px; font-size: 13px; }
+          table { display: block; overflow-x: auto; } .badge { white-space: nowrap; }
           td.content { max-width: 200px; }
           /* A list of cards, not a table to scroll: each key with its fields labelled under it. */
           table.cards { display: block; } table.cards thead { display: none; } table.cards tbody, table.cards tr { display: block; }
           table.cards tr { padding: 8px 12px; border-bottom: 1px solid var(--line); } table.cards tr:last-child { border-bottom: 0; }
           table.cards td { display: block; border: 0; padding: 1px 0; max-width: none; white-space: normal; overflow-wrap: anywhere; }
           table.cards td[data-label]::before { content: attr(data-label) " "; color: var(--muted); font-size: 12px; }
-          table.cards td:first-child { font-weight: 600; }
+          table.cards td:first-child { font-weight: 600; } table.cards td.number { text-align: left; }
           .row { flex-wrap: wrap; } form.filters > * { flex: 1 1 140px; } input, select, textarea { max-width: 100%; }
           .request-head { overflow-wrap: anywhere; }
           .device-views { gap: 16px; justify-content: center; }

@@ -135,7 +135,8 @@ struct DashboardBrowserTests {
         }
     }
 
-    /// Every page at a phone's width (390 px) and a laptop's: nothing scrolls sideways, the whole
+    /// Every page at a phone's width (390 px) and a laptop's: nothing scrolls sideways, not even a
+    /// table within its box, the whole
     /// navigation and Sign out can be reached, and a screenshot of each is kept.
     @Test(.enabled(if: Browser.isAvailable || TestRequirement.isCI, Comment(rawValue: Browser.skipNote)))
     func everyPageFitsAPhoneAndALaptop() async throws {
@@ -201,7 +202,9 @@ struct DashboardBrowserTests {
                                 .filter(e => e.getBoundingClientRect().right > \(width) + 1 && !clipped(e)
                                     && !(e.parentElement && e.parentElement.getBoundingClientRect().right > \(width) + 1 && !clipped(e.parentElement)))
                                 .slice(0, 3).map(e => e.tagName + (e.id ? '#' + e.id : '') + '.' + e.className + ' ' + e.textContent.slice(0, 40));
-                            return [document.documentElement.scrollWidth, out.join(', '), wide.join(' | ')];
+                            const scrolled = [...document.querySelectorAll('main table')]
+                                .filter(t => t.scrollWidth > t.clientWidth + 1).map(t => (t.id || t.className || 'table'));
+                            return [document.documentElement.scrollWidth, out.join(', '), wide.join(' | '), scrolled.join(', ')];
                             """)
                         // A phone widens its layout to the page's content: the page must fit the device.
                         let scrollWidth = fit[0]?.doubleValue ?? 0
@@ -209,6 +212,8 @@ struct DashboardBrowserTests {
                             scrollWidth <= Double(width),
                             "\(name) at \(width) px scrolls sideways: \(scrollWidth) px wide, from \(fit[2]?.stringValue ?? "")")
                         #expect(fit[1] == .string(""), "\(name) at \(width) px: out of reach: \(fit[1]?.stringValue ?? "")")
+                        // Nor does a table scroll within itself, its last columns cut off.
+                        #expect(fit[3] == .string(""), "\(name) at \(width) px: a table scrolls sideways: \(fit[3]?.stringValue ?? "")")
                         if name == "devices" {
                             #expect(try await browser.text("#device-iphone-1 [data-region=widgets]").contains("on the way"))
                             #expect(

@@ -61,7 +61,7 @@ struct ReloadsEndToEndTests {
             let browser = DashboardBrowser(relay)
             _ = try await browser.signIn(key: try #require(relay.keys[.admin]))
             let history = try await browser.get("/dashboard/deliveries").text
-            #expect(history.contains("<td>reload</td>") && history.contains("href=\"/dashboard/device?id=iphone-2\""))
+            #expect(history.contains("<td data-label=\"event:\">reload</td>") && history.contains("href=\"/dashboard/device?id=iphone-2\""))
             let device = try await browser.get("/dashboard/device?id=iphone-2").text
             let token = try #require(try relay.emulator.devices.device("iphone-2").surfaces[harnessApp]?.widgetToken)
             #expect(device.contains(DeviceToken.shortened(token)) && device.contains("history (systemSmall)"), "\(device)")

@@ -190,10 +190,10 @@ extension DashboardPages {
             let first = pushes[0]
             let rows = pushes.html { delivery in
                 """
-                <tr><td>\(target(delivery.target))</td><td><span class="badge \(delivery.status.rawValue)">\(delivery.status.rawValue)</span>\(delivery.priorityReason == first.priorityReason ? HTML.empty : HTML(" <span class=\"muted\">\(delivery.priorityReason)</span>"))</td>
-                <td class="number">\(delivery.attempts)</td>
-                <td>\(delivery.apnsStatus.map { String($0) } ?? "")\(delivery.apnsReason.map { HTML(" <span class=\"reason\">\($0)</span>") } ?? .empty)</td>
-                <td><code>\(delivery.apnsID ?? "")</code></td><td>\(delivery.finishedAt.map(time) ?? .empty)</td>
+                <tr><td data-label="to">\(target(delivery.target))</td><td><span class="badge \(delivery.status.rawValue)">\(delivery.status.rawValue)</span>\(delivery.priorityReason == first.priorityReason ? HTML.empty : HTML(" <span class=\"muted\">\(delivery.priorityReason)</span>"))</td>
+                <td class="number" data-label="attempts:">\(delivery.attempts)</td>
+                <td data-label="APNs answer:">\(delivery.apnsStatus.map { String($0) } ?? "")\(delivery.apnsReason.map { HTML(" <span class=\"reason\">\($0)</span>") } ?? .empty)</td>
+                <td data-label="apns-id:"><code>\(delivery.apnsID ?? "")</code></td><td data-label="finished:">\(delivery.finishedAt.map(time) ?? .empty)</td>
                 <td>\(retriedLater(delivery, in: deliveries) ? HTML.empty : retryButton(delivery, viewer: viewer))</td></tr>
                 """
             }
@@ -201,7 +201,7 @@ extension DashboardPages {
                 <li class="request"><div class="request-head"><strong>\(first.event.rawValue)</strong> accepted \(time(first.createdAt))
                 · priority \(first.priority.rawValue) <span class="muted">(\(first.priorityReason))</span> · timestamp \(first.timestamp)
                 · <code>\(requestID)</code></div>
-                <table><thead><tr><th>To</th><th>Status</th><th class="number">Attempts</th><th>APNs answer</th><th>apns-id</th><th>Finished</th><th></th></tr></thead>
+                <table class="cards"><thead><tr><th>To</th><th>Status</th><th class="number">Attempts</th><th>APNs answer</th><th>apns-id</th><th>Finished</th><th></th></tr></thead>
                 <tbody>\(rows)</tbody></table></li>
                 """
         }

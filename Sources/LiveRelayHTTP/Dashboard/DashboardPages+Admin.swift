@@ -30,8 +30,10 @@ extension DashboardPages {
                 { "<span class=\"badge pending\">until</span> \(time(after))" } else { "<span class=\"badge live\">live</span>" }
             let key: HTML = channel.key.map { "<a href=\"\(activityPath(app: channel.bundleID, key: $0))\">\($0)</a>" } ?? .empty
             return """
-                <tr><td><code>\(channel.channelID)</code></td><td>\(channel.bundleID)</td><td>\(channel.environment.rawValue)</td><td>\(key)</td>
-                <td>\(channel.storagePolicy == 1 ? "most recent message" : "no storage")</td><td>\(time(channel.createdAt))</td><td>\(state)</td><td>\(delete)</td></tr>
+                <tr><td><code>\(channel.channelID)</code></td><td data-label="app:">\(channel.bundleID)</td>
+                <td data-label="environment:">\(channel.environment.rawValue)</td><td data-label="key:">\(key)</td>
+                <td data-label="storage:">\(channel.storagePolicy == 1 ? "most recent message" : "no storage")</td>
+                <td data-label="created:">\(time(channel.createdAt))</td><td>\(state)</td><td>\(delete)</td></tr>
                 """
         }
         return page(
@@ -42,7 +44,7 @@ extension DashboardPages {
             <div data-live id="channel-list">
             <section class="stats">\(usage.isEmpty ? HTML("<div class=\"stat\"><span>Live channels</span><strong>0 <small>of 10,000</small></strong></div>") : used)</section>
             <h2>Every channel <small>(a key started with a channel gets one per environment; it is deleted once the key has ended and its storage window passed)</small></h2>
-            \(channels.isEmpty ? HTML("<p class=\"empty\">No channel yet.</p>") : HTML("<table><thead><tr><th>Channel</th><th>App</th><th>Environment</th><th>Key</th><th>Storage</th><th>Created</th><th>State</th><th></th></tr></thead><tbody>\(rows)</tbody></table>"))
+            \(channels.isEmpty ? HTML("<p class=\"empty\">No channel yet.</p>") : HTML("<table class=\"cards\"><thead><tr><th>Channel</th><th>App</th><th>Environment</th><th>Key</th><th>Storage</th><th>Created</th><th>State</th><th></th></tr></thead><tbody>\(rows)</tbody></table>"))
             </div>
             """)
     }

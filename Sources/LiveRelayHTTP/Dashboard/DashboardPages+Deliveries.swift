@@ -19,19 +19,20 @@ extension DashboardPages {
             + DeliveryStatus.allCases.html { option($0.rawValue, $0.rawValue, selected: filter.status == $0) }
         let rows = page.html { delivery in
             """
-            <tr><td class="number">\(delivery.id)</td>
-            <td><a href="\(activityPath(app: delivery.bundleID, key: delivery.key))">\(delivery.key)</a></td><td>\(delivery.event.rawValue)</td>
-            <td>\(target(delivery.target))</td><td><span class="badge \(delivery.status.rawValue)">\(delivery.status.rawValue)</span></td>
-            <td class="number">\(delivery.attempts)</td>
-            <td>\(delivery.apnsStatus.map { String($0) } ?? "")\(delivery.apnsReason.map { HTML(" <span class=\"reason\">\($0)</span>") } ?? .empty)</td>
-            <td>\(time(delivery.createdAt))</td><td>\(retryButton(delivery, viewer: viewer))</td></tr>
+            <tr><td class="number" data-label="push">\(delivery.id)</td>
+            <td data-label="key:"><a href="\(activityPath(app: delivery.bundleID, key: delivery.key))">\(delivery.key)</a></td>
+            <td data-label="event:">\(delivery.event.rawValue)</td>
+            <td data-label="to:">\(target(delivery.target))</td><td><span class="badge \(delivery.status.rawValue)">\(delivery.status.rawValue)</span></td>
+            <td class="number" data-label="attempts:">\(delivery.attempts)</td>
+            <td data-label="APNs answer:">\(delivery.apnsStatus.map { String($0) } ?? "")\(delivery.apnsReason.map { HTML(" <span class=\"reason\">\($0)</span>") } ?? .empty)</td>
+            <td data-label="accepted:">\(time(delivery.createdAt))</td><td>\(retryButton(delivery, viewer: viewer))</td></tr>
             """
         }
         let table: HTML =
             page.isEmpty
             ? "<p class=\"empty\">No push matches.</p>"
             : """
-            <table class="deliveries"><thead><tr><th class="number">Push</th><th>Key</th><th>Event</th><th>To</th><th>Status</th>
+            <table class="deliveries cards"><thead><tr><th class="number">Push</th><th>Key</th><th>Event</th><th>To</th><th>Status</th>
             <th class="number">Attempts</th><th>APNs answer</th><th>Accepted</th><th></th></tr></thead><tbody>\(rows)</tbody></table>
             """
         let more: HTML =
